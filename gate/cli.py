@@ -1,0 +1,141 @@
+"""Command-line entry point: parse arguments, run one command, map errors to exit codes.
+
+This is the only module that exits. Exit codes (DESIGN.md §3): 0 pass, 1 policy violation,
+2 approval required, 3 invalid input or usage, 4 backend failure, 70 internal bug,
+130 interrupted. Command modules are imported only when chosen, so start-up stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from gate import __version__
+from gate.errors import GateError
+
+EXIT_USAGE = 3
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+_DESCRIPTION = """\
+Price ML experiments before launch and gate them on your team's policy.
+
+examples:
+  budget-gate check examples/cifar-sweep.yaml
+  budget-gate check experiments/*.yaml --format json
+  budget-gate rules BG104
+"""
+_EPILOG = (
+    "exit codes: 0 pass, 1 policy violation, 2 approval required, 3 invalid input, "
+    "4 backend failure"
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on usage errors, which would read as "approval required"."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"budget-gate: error: {message} — see --help", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, with one sub-parser per command."""
+    parser = _Parser(
+        prog="budget-gate",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"budget-gate {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    evaluation = _Parser(add_help=False)
+    evaluation.add_argument(
+        "--policy-dir",
+        default="policies",
+        metavar="DIR",
+        help="policies directory; metadata.team picks DIR/<team>.yaml (default: policies)",
+    )
+    evaluation.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="output format (default: text)",
+    )
+    evaluation.add_argument(
+        "--as-of",
+        metavar="YYYY-MM-DD",
+        help="judge waiver expiry as of this date (default: today)",
+    )
+
+    check = commands.add_parser(
+        "check",
+        parents=[evaluation],
+        help="validate, price and gate experiment specs",
+        description="Validate each spec, price it (worst and expected case) and apply the "
+        "team policy. Directories are searched for *.yaml; quoted globs are expanded.",
+        epilog=_EPILOG,
+    )
+    check.add_argument("specs", nargs="+", metavar="SPEC", help="spec files, globs or directories")
+    check.add_argument(
+        "--fail-on-warn", action="store_true", help="treat warnings as violations (exit 1)"
+    )
+
+    estimate = commands.add_parser(
+        "estimate",
+        parents=[evaluation],
+        help="price one spec, with the scenario breakdown and assumptions",
+        description="Print the worst and expected scenarios of one spec, their cost drivers "
+        "and assumptions. Exits 0 unless the input is invalid.",
+    )
+    estimate.add_argument("spec", metavar="SPEC", help="the spec file")
+
+    rules = commands.add_parser(
+        "rules", help="list the rules, or show one rule's documentation"
+    )
+    rules.add_argument("rule", nargs="?", metavar="RULE", help="a rule id (BG104) or slug")
+
+    schema = commands.add_parser(
+        "schema", help="print the JSON Schemas of specs and policies, or write them"
+    )
+    schema.add_argument("--write", action="store_true", help="write the files instead")
+    schema.add_argument("--dir", default="schemas", help="where --write puts them (default: schemas)")
+
+    prices = commands.add_parser("prices", help="show the default price catalog")
+    prices.add_argument("accelerator", nargs="?", metavar="ACCELERATOR", help="e.g. H100")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return int(exc.code or 0)
+    try:
+        module = importlib.import_module(f"gate.commands.{args.command}")
+        return int(module.run(args))
+    except GateError as exc:
+        print(f"budget-gate: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("budget-gate: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(
+            f"budget-gate: internal error: {type(exc).__name__}: {exc} "
+            "(rerun with --debug for the traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL

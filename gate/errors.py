@@ -1,0 +1,60 @@
+"""Errors that end a command, each carrying the exit code the CLI maps it to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A 1-based position in a source file."""
+
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+class GateError(Exception):
+    """Base of every error the CLI turns into an exit code instead of a traceback."""
+
+    exit_code = 70
+
+
+class InputError(GateError):
+    """Bad input: YAML, schema, unknown accelerator, policy error (exit 3).
+
+    The message says what is wrong and the hint how to fix it; the location points at the
+    offending value so editors and CI annotations can jump to it.
+    """
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, location: Location | None = None, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.location = location
+        self.hint = hint
+
+    def __str__(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        how = f" — {self.hint}" if self.hint else ""
+        return f"{where}{self.message}{how}"
+
+
+class BackendError(GateError):
+    """A backend (MLflow, GitHub) failed or could not be reached (exit 4)."""
+
+    exit_code = 4
+
+
+class InputErrors(GateError):
+    """Several input errors found in one document, reported together (exit 3)."""
+
+    exit_code = 3
+
+    def __init__(self, errors: list[InputError]) -> None:
+        super().__init__("\n".join(str(e) for e in errors))
+        self.errors = errors

@@ -1,0 +1,300 @@
+"""YAML bytes → plain data plus a source map; every YAML safety check lives here.
+
+The node tree from a safe ``compose()`` is walked once. The walk builds plain Python
+values and a :class:`SourceMap` from each data path to its 1-based position, so later
+stages (pydantic, rules) can point at the exact line and column without marker keys in
+the data. Aliases are expanded under a node budget, which defuses "billion laughs".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from gate.errors import InputError, Location
+
+MAX_FILE_BYTES = 1024 * 1024
+"""Specs and policies are hand-written; anything larger is a mistake or an attack."""
+MAX_NODES = 100_000
+"""Budget of values produced while expanding aliases (a spec has a few hundred)."""
+MAX_DEPTH = 64
+
+DataPath = tuple[str | int, ...]
+
+_STR = "tag:yaml.org,2002:str"
+_BOOL = "tag:yaml.org,2002:bool"
+_FLOAT = "tag:yaml.org,2002:float"
+_MERGE = "tag:yaml.org,2002:merge"
+_CONSTRUCT: dict[str, Callable[[SafeConstructor, ScalarNode], Any]] = {
+    tag: ctor
+    for tag, ctor in SafeConstructor.yaml_constructors.items()
+    if tag is not None and tag.startswith("tag:yaml.org,2002:") and tag != _MERGE
+}
+_CONSTRUCTOR = SafeConstructor()
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceMap:
+    """Where each value (and each mapping key) of a document came from."""
+
+    values: dict[DataPath, Location] = field(default_factory=dict)
+    keys: dict[DataPath, Location] = field(default_factory=dict)
+
+    def locate(self, path: DataPath, *, key: bool = False) -> Location | None:
+        """Return the position of ``path``, or of its nearest ancestor that has one."""
+        table = self.keys if key else self.values
+        for end in range(len(path), -1, -1):
+            found = table.get(path[:end]) or self.values.get(path[:end])
+            if found is not None:
+                return found
+        return None
+
+    def merged(self, other: SourceMap) -> SourceMap:
+        """Overlay ``other`` on this map (for policies deep-merged over their parents)."""
+        return SourceMap({**self.values, **other.values}, {**self.keys, **other.keys})
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedDoc:
+    """One parsed YAML document: its plain data, where each value came from, and its file."""
+
+    file: str
+    data: dict[str, Any]
+    source_map: SourceMap
+
+
+def load_file(path: str | Path) -> LoadedDoc:
+    """Read and parse one YAML file, refusing anything unsafe or malformed."""
+    name = str(path)
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise InputError(
+            f"{name}: no such file", hint="check the path, or quote a glob the shell did not expand"
+        ) from None
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a directory", hint="pass YAML files, e.g. dir/*.yaml") from None
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read ({exc.strerror})", hint="check permissions") from None
+    return load_bytes(raw, name)
+
+
+def load_bytes(raw: bytes, file: str) -> LoadedDoc:
+    """Parse YAML bytes into a mapping plus its source map."""
+    if len(raw) > MAX_FILE_BYTES:
+        raise InputError(
+            f"file is larger than the {MAX_FILE_BYTES // 1024} KiB limit",
+            location=Location(file, 1, 1),
+            hint="specs and policies are small; split or trim this file",
+        )
+    text = _decode(raw, file)
+    try:
+        _check_depth(text, file)
+        root = yaml.compose(text, Loader=_LOADER)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = Location(file, mark.line + 1, mark.column + 1) if mark else Location(file, 1, 1)
+        problem = exc.problem or exc.context or "invalid YAML"
+        hint = _yaml_hint(f"{exc.context} {problem}", text, mark.index if mark else 0)
+        raise InputError(f"invalid YAML: {problem}", location=where, hint=hint) from None
+    except yaml.reader.ReaderError as exc:
+        raise InputError(
+            f"invalid YAML: {exc.reason} (character 0x{exc.character:02x})",
+            location=_offset_location(text, exc.position, file),
+            hint="remove the control character, or quote and escape it",
+        ) from None
+    except yaml.YAMLError as exc:
+        raise InputError(
+            f"invalid YAML: {exc}", location=Location(file, 1, 1), hint="fix the YAML syntax"
+        ) from None
+    if root is None:
+        raise InputError(
+            "file is empty", location=Location(file, 1, 1), hint="write a mapping with a kind: key"
+        )
+    if not isinstance(root, MappingNode):
+        raise InputError(
+            f"document is a {_node_kind(root)}, not a mapping",
+            location=_loc(file, root),
+            hint="the top level must be a mapping with apiVersion, kind and the other sections",
+        )
+    walker = _Walker(file)
+    data = walker.walk(root, ())
+    return LoadedDoc(file, data, SourceMap(walker.values, walker.keys))
+
+
+def _check_depth(text: str, file: str) -> None:
+    """Refuse deep nesting before composing: libyaml's composer recurses and can crash."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, _OPEN):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                raise InputError(
+                    f"nesting deeper than {MAX_DEPTH} levels",
+                    location=Location(file, mark.line + 1, mark.column + 1),
+                    hint="flatten the structure",
+                )
+        elif isinstance(event, _CLOSE):
+            depth -= 1
+
+
+def _decode(raw: bytes, file: str) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        before = raw[: exc.start]
+        line = before.count(b"\n") + 1
+        col = exc.start - (before.rfind(b"\n") + 1) + 1
+        raise InputError(
+            f"byte 0x{raw[exc.start]:02x} is not valid UTF-8",
+            location=Location(file, line, col),
+            hint="save the file as UTF-8",
+        ) from None
+
+
+def _offset_location(text: str, offset: int, file: str) -> Location:
+    before = text[:offset]
+    return Location(file, before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1)
+
+
+def _yaml_hint(problem: str, text: str, index: int) -> str:
+    if "tab" in problem or text[index : index + 1] == "\t":
+        return "indent with spaces, not tabs"
+    if "single document" in problem or "another document" in problem:
+        return "keep one document per file (remove the extra ---)"
+    return "check the indentation and quoting here"
+
+
+def _loc(file: str, node: Node) -> Location:
+    return Location(file, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _node_kind(node: Node) -> str:
+    if isinstance(node, SequenceNode):
+        return "list"
+    return "scalar"
+
+
+class _Walker:
+    """Expands one node tree into plain data under a node budget, recording positions."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.budget = MAX_NODES
+        self.values: dict[DataPath, Location] = {}
+        self.keys: dict[DataPath, Location] = {}
+
+    def walk(self, node: Node, path: DataPath) -> Any:
+        self.budget -= 1
+        if self.budget < 0:
+            raise InputError(
+                f"document expands to more than {MAX_NODES:,} values",
+                location=_loc(self.file, node),
+                hint="this looks like an alias bomb; reuse anchors less deeply",
+            )
+        self.values.setdefault(path, _loc(self.file, node))
+        if isinstance(node, MappingNode):
+            return self._mapping(node, path)
+        if isinstance(node, SequenceNode):
+            return [self.walk(item, (*path, i)) for i, item in enumerate(node.value)]
+        assert isinstance(node, ScalarNode)
+        return self._scalar(node)
+
+    def _mapping(self, node: MappingNode, path: DataPath) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        first_seen: dict[str, Location] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:
+                for name, value in self._merge_sources(value_node, path).items():
+                    result.setdefault(name, value)
+                continue
+            key_loc = _loc(self.file, key_node)
+            name = self._key(key_node)
+            if name in first_seen:
+                seen = first_seen[name]
+                raise InputError(
+                    f"duplicate key {name!r} (first defined at line {seen.line})",
+                    location=key_loc,
+                    hint="remove one of them; YAML would silently keep only the last",
+                )
+            first_seen[name] = key_loc
+            child = (*path, name)
+            self.keys[child] = key_loc
+            self.values[child] = _loc(self.file, value_node)
+            result[name] = self.walk(value_node, child)
+        return result
+
+    def _merge_sources(self, node: Node, path: DataPath) -> dict[str, Any]:
+        sources = node.value if isinstance(node, SequenceNode) else [node]
+        merged: dict[str, Any] = {}
+        for source in sources:
+            if not isinstance(source, MappingNode):
+                raise InputError(
+                    "a merge key (<<) needs a mapping or a list of mappings",
+                    location=_loc(self.file, source),
+                    hint="point << at an anchored mapping, e.g. <<: *defaults",
+                )
+            for name, value in self._mapping(source, path).items():
+                merged.setdefault(name, value)
+        return merged
+
+    def _key(self, node: Node) -> str:
+        if isinstance(node, ScalarNode) and node.tag == _STR:
+            return str(node.value)
+        if isinstance(node, ScalarNode) and node.tag == _BOOL:
+            raise InputError(
+                f"key {node.value!r} is read as the boolean {node.value.lower() in _TRUE}",
+                location=_loc(self.file, node),
+                hint=f'quote it: "{node.value}":',
+            )
+        shown = node.value if isinstance(node, ScalarNode) else _node_kind(node)
+        raise InputError(
+            f"key {shown!r} is not a string",
+            location=_loc(self.file, node),
+            hint=f'keys must be strings; quote it: "{shown}":',
+        )
+
+    def _scalar(self, node: ScalarNode) -> Any:
+        construct = _CONSTRUCT.get(node.tag)
+        if construct is None:
+            raise InputError(
+                f"unsupported YAML tag {node.tag}",
+                location=_loc(self.file, node),
+                hint="remove the tag; only plain YAML values are allowed",
+            )
+        if node.tag == _BOOL and not node.style and node.value.lower() not in ("true", "false"):
+            raise InputError(
+                f"{node.value!r} reads as a YAML 1.1 boolean",
+                location=_loc(self.file, node),
+                hint=f'write true or false, or quote it ("{node.value}") for a string',
+            )
+        try:
+            value = construct(_CONSTRUCTOR, node)
+        except (ValueError, yaml.YAMLError) as exc:
+            raise InputError(
+                f"cannot read {node.value!r}: {exc}",
+                location=_loc(self.file, node),
+                hint="quote the value if it is meant as a string",
+            ) from None
+        if node.tag == _FLOAT and not math.isfinite(value):
+            raise InputError(
+                f"{node.value} is not a finite number",
+                location=_loc(self.file, node),
+                hint="use a real number; NaN and infinity are not allowed",
+            )
+        return value
+
+
+_TRUE = ("yes", "y", "true", "on")

@@ -1,0 +1,36 @@
+"""Money: exact decimals in, rounded strings out (rounding happens only when rendering)."""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Annotated
+
+from pydantic import Field
+
+Money = Annotated[Decimal, Field(ge=0, allow_inf_nan=False)]
+"""A non-negative amount in the policy's currency."""
+
+CENT = Decimal("0.01")
+
+
+def to_decimal(value: float | int | Decimal) -> Decimal:
+    """Convert a YAML number to Decimal through its shortest repr, so 3.5 stays 3.5."""
+    return value if isinstance(value, Decimal) else Decimal(str(value))
+
+
+def fixed(amount: Decimal, places: int) -> Decimal:
+    """Round half-up to ``places`` decimals; astronomically large values keep their precision."""
+    if amount.adjusted() + places >= 27:  # past what the decimal context can quantize
+        return amount
+    return amount.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+
+
+def format_amount(amount: Decimal, places: int = 2) -> str:
+    """Round half-up for display, with thousands separators (1,234.50)."""
+    rounded = fixed(amount, places)
+    return f"{rounded:,}" if rounded is not amount else f"{amount:.3E}"
+
+
+def format_money(amount: Decimal, currency: str) -> str:
+    """Render an amount with its currency code, e.g. ``1,234.50 USD``."""
+    return f"{format_amount(amount)} {currency}"

@@ -1,0 +1,139 @@
+"""The ``kind: Policy`` document: a team's limits, approval triggers, labels and waivers.
+
+Policies are data, never code. ``policies/<team>.yaml`` extends ``policies/default.yaml``;
+:mod:`gate.policy_loader` deep-merges the chain before these models validate it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import Enum
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from gate.money import Money
+from gate.spec import Capacity, Model, Name, PositiveFloat, PositiveInt
+
+
+class Severity(str, Enum):
+    """How a finding affects the verdict: fail, ask for approval, or just tell."""
+
+    ERROR = "error"
+    APPROVAL = "approval"
+    WARN = "warn"
+
+
+SeveritySetting = Literal["error", "approval", "warn", "off"]
+Scenario = Literal["worst", "expected"]
+
+
+class PriceOverride(Model):
+    """A team's own price per GPU-hour for one accelerator, by capacity."""
+
+    on_demand: Money | None = Field(default=None, alias="on-demand")
+    spot: Money | None = None
+    reserved: Money | None = None
+
+    def price_for(self, capacity: Capacity) -> Money | None:
+        """The override for ``capacity``, if the team set one."""
+        return {
+            Capacity.ON_DEMAND: self.on_demand,
+            Capacity.SPOT: self.spot,
+            Capacity.RESERVED: self.reserved,
+        }[capacity]
+
+
+class Prices(Model):
+    """Where prices come from: the packaged catalog, a default cloud, and overrides."""
+
+    cloud: Name | None = None
+    usd_exchange_rate: Annotated[Money, Field(gt=0)] | None = None
+    overrides: dict[str, PriceOverride] = Field(default_factory=dict)
+
+
+class Cluster(Model):
+    """The shape of the team's cluster, for the can-it-ever-be-scheduled check."""
+
+    gpus_per_node: PositiveInt | None = None
+    nodes: PositiveInt | None = None
+    multi_node: bool = False
+
+
+class Limits(Model):
+    """Hard limits; a limit left unset is not enforced."""
+
+    scenario: Scenario = "worst"
+    max_gpus_per_trial: PositiveInt | None = None
+    max_trial_hours: PositiveFloat | None = None
+    max_trial_cost: Money | None = None
+    max_experiment_cost: Money | None = None
+    max_concurrent_gpus: PositiveInt | None = None
+    monthly_budget: Money | None = None
+
+
+class Approvers(Model):
+    """Who may approve large searches."""
+
+    users: list[Name] = Field(default_factory=list)
+    teams: list[Name] = Field(default_factory=list)
+    permission: Literal["admin", "maintain", "write"] | None = None
+    allow_self_approval: bool = False
+
+
+class Approval(Model):
+    """What makes an experiment need an approver before launch."""
+
+    trials_over: PositiveInt | None = None
+    cost_over: Money | None = None
+    accelerators: list[Name] = Field(default_factory=list)
+    approvers: Approvers = Field(default_factory=Approvers)
+
+
+class Labels(Model):
+    """Attribution labels every spec must carry, and the values allowed for some."""
+
+    required: list[Name] = Field(default_factory=list)
+    allowed: dict[str, list[Name]] = Field(default_factory=dict)
+
+
+class Practices(Model):
+    """Thresholds for the waste rules (stop conditions)."""
+
+    stop_condition_above_epochs: PositiveInt | None = None
+
+
+class Estimation(Model):
+    """Assumptions behind the expected scenario, when the spec gives none."""
+
+    plateau_fraction: Annotated[float, Field(gt=0, le=1)] = 0.5
+
+
+class Waiver(Model):
+    """Suppress one rule for matching specs until a date, with a reason on record."""
+
+    rule: Annotated[str, Field(pattern=r"^BG\d{3}$")]
+    specs: Name = "*"
+    reason: Annotated[str, Field(min_length=3, max_length=500)]
+    expires: dt.date
+
+
+class Policy(Model):
+    """A whole ``kind: Policy`` document, after ``extends`` has been merged."""
+
+    api_version: Literal["budget-gate/v1"] = Field(alias="apiVersion")
+    kind: Literal["Policy"]
+    extends: Name | None = None
+    currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")] = "USD"
+    prices: Prices = Field(default_factory=Prices)
+    cluster: Cluster = Field(default_factory=Cluster)
+    limits: Limits = Field(default_factory=Limits)
+    approval: Approval = Field(default_factory=Approval)
+    labels: Labels = Field(default_factory=Labels)
+    practices: Practices = Field(default_factory=Practices)
+    estimation: Estimation = Field(default_factory=Estimation)
+    severity: dict[Annotated[str, Field(pattern=r"^BG\d{3}$")], SeveritySetting] = Field(
+        default_factory=dict
+    )
+    waivers: list[Waiver] = Field(default_factory=list)
+

@@ -1,0 +1,107 @@
+"""JSON report: a ``schema_version``, stable key order, and exact decimals as strings."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any, ClassVar
+
+from gate.estimate import Estimate, Scenario
+from gate.money import fixed
+from gate.report import Finding, Report, SpecResult
+
+SCHEMA_VERSION = "1"
+
+
+class JsonReporter:
+    """Machine-readable report for scripts and CI; money and hours are decimal strings."""
+
+    name: ClassVar[str] = "json"
+
+    def render(self, report: Report) -> str:
+        """Render the report as indented JSON with a trailing newline."""
+        document = {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "budget-gate", "version": report.version},
+            "outcome": report.outcome.value,
+            "exit_code": report.outcome.exit_code,
+            "price_catalog": {"source": report.catalog_source, "date": report.catalog_date},
+            "results": [_result(r) for r in report.results],
+            "rules": {
+                rule_id: {
+                    "slug": info.slug,
+                    "title": info.title,
+                    "default_severity": info.default_severity.value,
+                }
+                for rule_id, info in sorted(report.rules.items())
+            },
+        }
+        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _result(result: SpecResult) -> dict[str, Any]:
+    return {
+        "file": result.file,
+        "name": result.name,
+        "policy": result.policy,
+        "fingerprint": result.fingerprint,
+        "outcome": result.outcome.value,
+        "exit_code": result.outcome.exit_code,
+        "currency": result.currency,
+        "estimate": _estimate(result.estimate) if result.estimate else None,
+        "findings": [_finding(f) for f in result.findings],
+        "errors": list(result.errors),
+    }
+
+
+def _estimate(est: Estimate) -> dict[str, Any]:
+    return {
+        "price": {
+            "accelerator": est.quote.accelerator,
+            "capacity": est.quote.capacity.value,
+            "per_gpu_hour": _fixed(est.quote.per_gpu_hour, 5),
+            "currency": est.quote.currency,
+            "basis": est.quote.basis,
+        },
+        "worst": _scenario(est.worst),
+        "expected": _scenario(est.expected),
+    }
+
+
+def _scenario(s: Scenario) -> dict[str, Any]:
+    return {
+        "trials": s.trials,
+        "epochs_per_trial": s.epochs_per_trial,
+        "hours_per_trial": _fixed(s.hours_per_trial, 4),
+        "gpu_hours": _fixed(s.gpu_hours, 4),
+        "cost": _fixed(s.cost, 2),
+        "cost_per_trial": _fixed(s.cost_per_trial, 2),
+        "concurrency": s.concurrency,
+        "waves": s.waves,
+        "wall_clock_hours": _fixed(s.wall_clock_hours, 4),
+        "drivers": {
+            "trials": s.drivers.trials,
+            "gpus_per_trial": s.drivers.gpus_per_trial,
+            "hours_per_trial": _fixed(s.drivers.hours_per_trial, 4),
+            "price_per_gpu_hour": _fixed(s.drivers.price_per_gpu_hour, 5),
+        },
+        "assumptions": list(s.assumptions),
+    }
+
+
+def _finding(f: Finding) -> dict[str, Any]:
+    loc = f.location
+    return {
+        "rule_id": f.rule_id,
+        "severity": f.severity.value,
+        "message": f.message,
+        "file": loc.file if loc else None,
+        "line": loc.line if loc else None,
+        "col": loc.col if loc else None,
+        "waived": f.waived_by is not None,
+        "waiver_reason": f.waived_by,
+    }
+
+
+def _fixed(value: Decimal, places: int) -> str:
+    return str(fixed(value, places))

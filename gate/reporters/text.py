@@ -1,0 +1,84 @@
+"""Text report for people at a terminal: the estimate table, assumptions and findings.
+
+Finding lines use the compiler-style ``path:line:col: severity BG101 message`` so editors
+and terminals can jump to them.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from gate.estimate import Estimate, Scenario
+from gate.money import format_amount
+from gate.report import Finding, Outcome, Report, SpecResult
+
+_HEADER = ("", "trials", "GPU-h", "cost", "per trial", "wall-clock")
+
+
+class TextReporter:
+    """Human-readable report; invalid specs are listed by name (their errors go to stderr)."""
+
+    name: ClassVar[str] = "text"
+
+    def render(self, report: Report) -> str:
+        """Render every spec's block and a summary line."""
+        blocks = [_spec_block(result) for result in report.results]
+        counts = _counts(report)
+        footer = [
+            f"prices: {report.catalog_source}; {report.catalog_date}",
+            f"{counts} — verdict: {report.outcome.value} (exit {report.outcome.exit_code})",
+        ]
+        return "\n\n".join([*blocks, "\n".join(footer)]) + "\n"
+
+
+def _spec_block(result: SpecResult) -> str:
+    if result.outcome is Outcome.INVALID:
+        return f"{result.file}: invalid input ({len(result.errors)} error(s), see above)"
+    lines = [f"{result.file} — {result.name} (policy: {result.policy})"]
+    if result.estimate is not None:
+        lines.extend(_estimate_lines(result.estimate, result.currency))
+    lines.extend(_finding_line(f) for f in result.findings)
+    lines.append(f"  → {result.outcome.value}")
+    return "\n".join(lines)
+
+
+def _estimate_lines(est: Estimate, currency: str) -> list[str]:
+    rows = [_HEADER, _row(est.worst, currency), _row(est.expected, currency)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
+    table = [
+        "  " + "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in
+                         enumerate(zip(row, widths, strict=True))).rstrip()
+        for row in rows
+    ]
+    q = est.quote
+    price = (
+        f"  price: {format_amount(q.per_gpu_hour, 5)} {q.currency}/GPU-h for "
+        f"{q.accelerator} {q.capacity.value} ({q.basis})"
+    )
+    notes = [f"  assumes ({s.name}): {'; '.join(s.assumptions)}" for s in (est.worst, est.expected)]
+    return [*table, price, *notes]
+
+
+def _row(s: Scenario, currency: str) -> tuple[str, ...]:
+    return (
+        s.name,
+        f"{s.trials:,}",
+        format_amount(s.gpu_hours, 1),
+        f"{format_amount(s.cost)} {currency}",
+        f"{format_amount(s.cost_per_trial)} {currency}",
+        f"{format_amount(s.wall_clock_hours, 1)} h",
+    )
+
+
+def _finding_line(f: Finding) -> str:
+    where = f"{f.location}: " if f.location else ""
+    waived = f" (waived: {f.waived_by})" if f.waived_by else ""
+    return f"  {where}{f.severity.value} {f.rule_id} {f.message}{waived}"
+
+
+def _counts(report: Report) -> str:
+    tally: dict[str, int] = {}
+    for result in report.results:
+        tally[result.outcome.value] = tally.get(result.outcome.value, 0) + 1
+    parts = ", ".join(f"{n} {name}" for name, n in sorted(tally.items()))
+    return f"{len(report.results)} spec(s): {parts}" if parts else "no specs"

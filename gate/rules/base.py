@@ -1,0 +1,63 @@
+"""What every rule module provides and receives: the Rule protocol, its context, its output."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Protocol
+
+from gate.estimate import Estimate, Scenario
+from gate.loader import DataPath
+from gate.money import format_amount, format_money
+from gate.policy import Policy, Severity
+from gate.spec import Experiment
+
+
+@dataclass(frozen=True, slots=True)
+class RuleContext:
+    """Read-only inputs of a rule: the spec, its estimate and the team's typed policy."""
+
+    spec: Experiment
+    estimate: Estimate
+    policy: Policy
+    spec_file: str
+    today: dt.date
+
+    @property
+    def enforced(self) -> Scenario:
+        """The scenario limits apply to (the policy's ``limits.scenario``, worst by default)."""
+        return self.estimate.scenario(self.policy.limits.scenario)
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A rule's raw result: what is wrong and where in the spec; the engine adds severity."""
+
+    message: str
+    path: DataPath = ()
+
+
+class Rule(Protocol):
+    """A rule module: constants plus ``check``; its docstring is the user documentation."""
+
+    __doc__: str | None
+    ID: str
+    SLUG: str
+    TITLE: str
+    DEFAULT_SEVERITY: Severity
+
+    def check(self, ctx: RuleContext) -> Iterator[Violation]:
+        """Yield one Violation per problem found; nothing when the limit is unset."""
+        ...
+
+
+def money(amount: Decimal, ctx: RuleContext) -> str:
+    """Format an amount in the policy's currency for a message."""
+    return format_money(amount, ctx.policy.currency)
+
+
+def hours(value: Decimal) -> str:
+    """Format hours for a message (two decimals)."""
+    return f"{format_amount(value)} h"

@@ -1,0 +1,202 @@
+"""The ``kind: Experiment`` spec: what a team plans to run, as strict pydantic models.
+
+Field names equal the YAML keys so that validation errors map straight back to a line
+and column. Every model forbids unknown keys; :mod:`gate.validation` adds "did you mean".
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
+
+from gate.money import Money
+
+PositiveInt = Annotated[StrictInt, Field(gt=0)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class Model(BaseModel):
+    """Base for every spec and policy model: unknown keys are errors, values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Capacity(str, Enum):
+    """How the GPUs are bought."""
+
+    ON_DEMAND = "on-demand"
+    SPOT = "spot"
+    RESERVED = "reserved"
+
+
+class Precision(str, Enum):
+    """Training numeric precision; fp32 on tensor-core GPUs wastes about half the GPU-hours."""
+
+    FP32 = "fp32"
+    TF32 = "tf32"
+    FP16 = "fp16"
+    BF16 = "bf16"
+    FP8 = "fp8"
+
+
+class Strategy(str, Enum):
+    """Search strategy; the successive-halving family is priced as an upper bound for now."""
+
+    GRID = "grid"
+    RANDOM = "random"
+    BAYESIAN = "bayesian"
+    SUCCESSIVE_HALVING = "successive_halving"
+    HYPERBAND = "hyperband"
+    ASHA = "asha"
+
+
+class Metadata(Model):
+    """Who owns the experiment and how its spend is attributed."""
+
+    name: Name
+    team: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=63)] | None = None
+    owner: Name | None = None
+    labels: dict[str, Annotated[str, Field(max_length=200)]] = Field(default_factory=dict)
+
+
+class Resources(Model):
+    """The hardware each trial holds."""
+
+    accelerator: Name
+    gpus_per_trial: PositiveInt
+    capacity: Capacity = Capacity.ON_DEMAND
+    cloud: Name | None = None
+    precision: Precision = Precision.FP32
+    checkpoint_every_minutes: PositiveFloat | None = None
+
+
+class Workload(Model):
+    """How long one trial trains: epochs × epoch time, plus setup and evaluation."""
+
+    max_epochs: PositiveInt
+    epoch_minutes: PositiveFloat | None = None
+    samples_per_second: PositiveFloat | None = None
+    train_samples: PositiveInt | None = None
+    setup_minutes: NonNegativeFloat = 0.0
+    eval_overhead: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0
+
+    @model_validator(mode="after")
+    def _one_epoch_time(self) -> Workload:
+        has_rate = self.samples_per_second is not None or self.train_samples is not None
+        if self.epoch_minutes is None and not has_rate:
+            raise ValueError("give epoch_minutes, or samples_per_second with train_samples")
+        if self.epoch_minutes is not None and has_rate:
+            raise ValueError("give epoch_minutes or samples_per_second/train_samples, not both")
+        if has_rate and (self.samples_per_second is None or self.train_samples is None):
+            raise ValueError("samples_per_second and train_samples go together")
+        return self
+
+    @property
+    def epoch_hours(self) -> Decimal:
+        """Training time of one epoch in hours, from whichever form the spec used."""
+        if self.epoch_minutes is not None:
+            return Decimal(str(self.epoch_minutes)) / 60
+        assert self.samples_per_second is not None and self.train_samples is not None
+        return Decimal(self.train_samples) / Decimal(str(self.samples_per_second)) / 3600
+
+
+class Parameter(Model):
+    """One search dimension: a list of values, or a continuous range."""
+
+    values: Annotated[list[Any], Field(min_length=1)] | None = None
+    low: float | None = None
+    high: float | None = None
+    log: StrictBool = False
+
+    @model_validator(mode="after")
+    def _values_or_range(self) -> Parameter:
+        has_range = self.low is not None or self.high is not None
+        if self.values is None and not has_range:
+            raise ValueError("give values: [...] or a range with low and high")
+        if self.values is not None and has_range:
+            raise ValueError("give values or low/high, not both")
+        if has_range and (self.low is None or self.high is None or self.low > self.high):
+            raise ValueError("a range needs low <= high")
+        return self
+
+    @property
+    def is_continuous(self) -> bool:
+        """Whether this dimension is a range that no grid can enumerate."""
+        return self.values is None
+
+
+class Scheduler(Model):
+    """Successive-halving family settings (rungs are modelled in a later release)."""
+
+    min_epochs: PositiveInt = 1
+    max_epochs: PositiveInt | None = None
+    reduction_factor: Annotated[float, Field(gt=1, allow_inf_nan=False)] = 3.0
+
+
+class Search(Model):
+    """The hyperparameter search: how many trials run, and how many at once."""
+
+    strategy: Strategy = Strategy.GRID
+    parameters: dict[str, Parameter] = Field(default_factory=dict)
+    seeds: Annotated[list[StrictInt], Field(min_length=1)] = Field(default_factory=lambda: [0])
+    max_trials: PositiveInt | None = None
+    max_concurrent_trials: PositiveInt = 1
+    scheduler: Scheduler | None = None
+
+    @model_validator(mode="after")
+    def _trials_bounded(self) -> Search:
+        if self.strategy is not Strategy.GRID and self.max_trials is None:
+            raise ValueError(f"strategy {self.strategy.value} needs max_trials")
+        return self
+
+
+class EarlyStopping(Model):
+    """Stop a trial once the monitored metric stops improving."""
+
+    monitor: Name
+    mode: Literal["min", "max"] = "min"
+    patience: PositiveInt
+    min_delta: NonNegativeFloat = 0.0
+    expected_plateau_epoch: PositiveInt | None = None
+
+
+class Stopping(Model):
+    """Stop conditions that bound each trial."""
+
+    early_stopping: EarlyStopping | None = None
+    max_trial_hours: PositiveFloat | None = None
+    max_trial_cost: Money | None = None
+
+
+class Condition(Model):
+    """One quality-gate condition; a ``*`` in the metric name means every matching metric."""
+
+    metric: Name
+    op: Literal[">=", ">", "<=", "<", "=="]
+    value: float
+
+
+class Tracking(Model):
+    """Where the runs are recorded."""
+
+    mlflow_experiment: Name | None = None
+
+
+class Experiment(Model):
+    """A whole ``kind: Experiment`` document."""
+
+    api_version: Literal["budget-gate/v1"] = Field(alias="apiVersion")
+    kind: Literal["Experiment"]
+    metadata: Metadata
+    resources: Resources
+    workload: Workload
+    search: Search = Field(default_factory=Search)
+    stopping: Stopping = Field(default_factory=Stopping)
+    quality_gate: list[Condition] = Field(default_factory=list)
+    deadline_hours: PositiveFloat | None = None
+    tracking: Tracking = Field(default_factory=Tracking)

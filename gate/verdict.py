@@ -1,0 +1,73 @@
+"""Findings + policy severities + waivers → the spec's outcome (the one place pass/fail is decided)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gate.errors import Location
+from gate.policy import Policy, Severity
+from gate.policy_loader import LoadedPolicy
+from gate.report import Finding, Outcome
+from gate.rules import expired_waiver, unused_waiver
+from gate.rules.waivers import find_waiver
+
+
+@dataclass(frozen=True, slots=True)
+class RawFinding:
+    """A rule's violation placed in the spec, before the policy has its say."""
+
+    rule_id: str
+    default_severity: Severity
+    message: str
+    location: Location | None
+
+
+def apply_policy(
+    raw: Iterable[RawFinding], loaded: LoadedPolicy, spec_file: str, today: dt.date
+) -> list[Finding]:
+    """Stamp severities (policy overrides win, ``off`` drops), mark waived findings, and add
+    findings for expired and unused waivers."""
+    policy = loaded.policy
+    used: set[int] = set()
+    findings: list[Finding] = []
+    for item in raw:
+        severity = _severity(policy, item.rule_id, item.default_severity)
+        if severity is None:
+            continue
+        waiver = find_waiver(policy.waivers, item.rule_id, spec_file, today)
+        if waiver is not None:
+            used.add(waiver)
+        reason = policy.waivers[waiver].reason if waiver is not None else None
+        findings.append(Finding(item.rule_id, severity, item.message, item.location, reason))
+    waiver_results = [
+        (expired_waiver, expired_waiver.check_waivers(policy.waivers, spec_file, today)),
+        (unused_waiver, unused_waiver.check_waivers(policy.waivers, spec_file, today, used)),
+    ]
+    for module, hits in waiver_results:
+        severity = _severity(policy, module.ID, module.DEFAULT_SEVERITY)
+        if severity is None:
+            continue
+        findings.extend(
+            Finding(module.ID, severity, message, loaded.source_map.locate(("waivers", index)))
+            for index, message in hits
+        )
+    return findings
+
+
+def decide(findings: Iterable[Finding], *, fail_on_warn: bool = False) -> Outcome:
+    """Errors fail; approval findings need an approver; warnings fail only on request."""
+    active = {f.severity for f in findings if f.active}
+    if Severity.ERROR in active or (fail_on_warn and Severity.WARN in active):
+        return Outcome.VIOLATION
+    if Severity.APPROVAL in active:
+        return Outcome.APPROVAL_REQUIRED
+    return Outcome.PASS
+
+
+def _severity(policy: Policy, rule_id: str, default: Severity) -> Severity | None:
+    setting = policy.severity.get(rule_id)
+    if setting is None:
+        return default
+    return None if setting == "off" else Severity(setting)
