@@ -54,6 +54,8 @@ def gpu_cost(gpu_hours: Decimal, price_per_gpu_hour: Decimal) -> Decimal:
     return gpu_hours * price_per_gpu_hour
 
 
-def run_cost(gpu_hours: Decimal, price_per_gpu_hour: Decimal, other: Decimal = Decimal(0)) -> Decimal:
+def run_cost(
+    gpu_hours: Decimal, price_per_gpu_hour: Decimal, other: Decimal = Decimal(0)
+) -> Decimal:
     """Cost of a run: GPU time plus other attributable cost (CPU, memory, storage)."""
     return gpu_cost(gpu_hours, price_per_gpu_hour) + other

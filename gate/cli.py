@@ -96,16 +96,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     estimate.add_argument("spec", metavar="SPEC", help="the spec file")
 
-    rules = commands.add_parser(
-        "rules", help="list the rules, or show one rule's documentation"
-    )
+    rules = commands.add_parser("rules", help="list the rules, or show one rule's documentation")
     rules.add_argument("rule", nargs="?", metavar="RULE", help="a rule id (BG104) or slug")
 
     schema = commands.add_parser(
         "schema", help="print the JSON Schemas of specs and policies, or write them"
     )
     schema.add_argument("--write", action="store_true", help="write the files instead")
-    schema.add_argument("--dir", default="schemas", help="where --write puts them (default: schemas)")
+    schema.add_argument(
+        "--dir", default="schemas", help="where --write puts them (default: schemas)"
+    )
 
     prices = commands.add_parser("prices", help="show the default price catalog")
     prices.add_argument("accelerator", nargs="?", metavar="ACCELERATOR", help="e.g. H100")

@@ -173,4 +173,3 @@ def _trial_origin(spec: Experiment) -> str:
         )
         return f"grid {counts or '1'} × {seeds} seeds"
     return f"{search.strategy.value} max_trials {search.max_trials} × {seeds} seeds"
-

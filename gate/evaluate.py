@@ -1,4 +1,4 @@
-"""One spec file through the whole pipeline: load → validate → price → estimate → rules → verdict."""
+"""One spec through the pipeline: load → validate → price → estimate → rules → verdict."""
 
 from __future__ import annotations
 

@@ -84,9 +84,13 @@ def load_file(path: str | Path) -> LoadedDoc:
             f"{name}: no such file", hint="check the path, or quote a glob the shell did not expand"
         ) from None
     except IsADirectoryError:
-        raise InputError(f"{name}: is a directory", hint="pass YAML files, e.g. dir/*.yaml") from None
+        raise InputError(
+            f"{name}: is a directory", hint="pass YAML files, e.g. dir/*.yaml"
+        ) from None
     except OSError as exc:
-        raise InputError(f"{name}: cannot read ({exc.strerror})", hint="check permissions") from None
+        raise InputError(
+            f"{name}: cannot read ({exc.strerror})", hint="check permissions"
+        ) from None
     return load_bytes(raw, name)
 
 
@@ -143,7 +147,7 @@ def _check_depth(text: str, file: str) -> None:
                 mark = event.start_mark
                 raise InputError(
                     f"nesting deeper than {MAX_DEPTH} levels",
-                    location=Location(file, mark.line + 1, mark.column + 1),
+                    location=Location(file, mark.line + 1, mark.column + 1) if mark else None,
                     hint="flatten the structure",
                 )
         elif isinstance(event, _CLOSE):

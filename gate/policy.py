@@ -136,4 +136,3 @@ class Policy(Model):
         default_factory=dict
     )
     waivers: list[Waiver] = Field(default_factory=list)
-

@@ -67,7 +67,9 @@ class PolicySet:
             data = deep_merge(data, doc.data)
             source_map = source_map.merged(doc.source_map)
         merged = LoadedDoc(docs[0].file, data, source_map)
-        return LoadedPolicy(validate(Policy, merged), source_map, tuple(Path(d.file).stem for d in docs))
+        return LoadedPolicy(
+            validate(Policy, merged), source_map, tuple(Path(d.file).stem for d in docs)
+        )
 
     def _read(self, name: str, child: LoadedDoc | None) -> LoadedDoc:
         path = self.policy_dir / f"{name}.yaml"

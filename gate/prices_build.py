@@ -29,22 +29,37 @@ DATE = "snapshot of late 2025 or later (exact date unknown)"
 # (accelerator, instance-type prefix) -> regions whose GCP GPU price looks like a discounted SKU.
 GCP_FLAGGED: dict[tuple[str, str], frozenset[str]] = {
     ("H100", "a3-highgpu"): frozenset(
-        "asia-northeast1 asia-southeast1 australia-southeast1 northamerica-northeast2 "
-        "us-central1 us-west1 us-west4".split()
+        [
+            "asia-northeast1",
+            "asia-southeast1",
+            "australia-southeast1",
+            "northamerica-northeast2",
+            "us-central1",
+            "us-west1",
+            "us-west4",
+        ]
     ),
     ("H100", "a3-megagpu"): frozenset(
-        "asia-northeast1 asia-northeast3 asia-south1 asia-southeast1 europe-west1 "
-        "europe-west3 northamerica-northeast2 us-east5".split()
+        [
+            "asia-northeast1",
+            "asia-northeast3",
+            "asia-south1",
+            "asia-southeast1",
+            "europe-west1",
+            "europe-west3",
+            "northamerica-northeast2",
+            "us-east5",
+        ]
     ),
     ("H200", ""): frozenset(
-        "asia-south1 asia-south2 europe-west1 europe-west4 us-east5 us-south1".split()
+        ["asia-south1", "asia-south2", "europe-west1", "europe-west4", "us-east5", "us-south1"]
     ),
-    ("A100-80GB", ""): frozenset("us-central1 europe-west4 us-east4".split()),
+    ("A100-80GB", ""): frozenset(["us-central1", "europe-west4", "us-east4"]),
     ("A100", ""): frozenset(
-        "europe-west4 asia-northeast1 asia-northeast3 asia-southeast1".split()
+        ["europe-west4", "asia-northeast1", "asia-northeast3", "asia-southeast1"]
     ),
     ("B200", ""): frozenset(
-        "asia-northeast1 asia-southeast1 europe-north1 us-east4 us-west2 us-west3".split()
+        ["asia-northeast1", "asia-southeast1", "europe-north1", "us-east4", "us-west2", "us-west3"]
     ),
 }
 

@@ -1,4 +1,4 @@
-"""Findings + policy severities + waivers → the spec's outcome (the one place pass/fail is decided)."""
+"""Findings + severities + waivers → the spec's outcome: the one place pass/fail is decided."""
 
 from __future__ import annotations
 
@@ -27,8 +27,10 @@ class RawFinding:
 def apply_policy(
     raw: Iterable[RawFinding], loaded: LoadedPolicy, spec_file: str, today: dt.date
 ) -> list[Finding]:
-    """Stamp severities (policy overrides win, ``off`` drops), mark waived findings, and add
-    findings for expired and unused waivers."""
+    """Stamp severities and waivers onto findings, and report expired and unused waivers.
+
+    Policy severity overrides win over rule defaults, and ``off`` drops the finding.
+    """
     policy = loaded.policy
     used: set[int] = set()
     findings: list[Finding] = []

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar, Protocol
 
+from gate.report import Report
 from gate.reporters.json import JsonReporter
 from gate.reporters.text import TextReporter
-from gate.report import Report
 
 
 class Reporter(Protocol):

@@ -46,8 +46,11 @@ def _estimate_lines(est: Estimate, currency: str) -> list[str]:
     rows = [_HEADER, _row(est.worst, currency), _row(est.expected, currency)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
     table = [
-        "  " + "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in
-                         enumerate(zip(row, widths, strict=True))).rstrip()
+        "  "
+        + "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
         for row in rows
     ]
     q = est.quote

@@ -35,7 +35,10 @@ def check_waivers(
     """Yield (index, message) for each waiver that matches the spec but has expired."""
     for index, waiver in enumerate(waivers):
         if applies_to(waiver, spec_file) and waiver.expires < today:
-            yield index, (
-                f"waiver for {waiver.rule} on {waiver.specs!r} expired on {waiver.expires} "
-                f"({waiver.reason})"
+            yield (
+                index,
+                (
+                    f"waiver for {waiver.rule} on {waiver.specs!r} expired on {waiver.expires} "
+                    f"({waiver.reason})"
+                ),
             )

@@ -27,8 +27,25 @@ TITLE = "FP32 on a tensor-core GPU"
 DEFAULT_SEVERITY = Severity.WARN
 
 TENSOR_CORE_GPUS = frozenset(
-    "V100 V100-32GB T4 T4g A10 A10G A100 A100-80GB A6000 RTX6000 L4 L40S "
-    "H100 H200 GH200 B200 B300".split()
+    [
+        "V100",
+        "V100-32GB",
+        "T4",
+        "T4g",
+        "A10",
+        "A10G",
+        "A100",
+        "A100-80GB",
+        "A6000",
+        "RTX6000",
+        "L4",
+        "L40S",
+        "H100",
+        "H200",
+        "GH200",
+        "B200",
+        "B300",
+    ]
 )
 
 
@@ -38,6 +55,7 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     if resources.precision is Precision.FP32 and resources.accelerator in TENSOR_CORE_GPUS:
         yield Violation(
             f"fp32 on {resources.accelerator}: bf16/fp16 mixed precision roughly halves GPU-hours",
-            ("resources", "precision") if "precision" in ctx.spec.resources.model_fields_set
+            ("resources", "precision")
+            if "precision" in ctx.spec.resources.model_fields_set
             else ("resources",),
         )

@@ -29,7 +29,11 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     """Compare gpus_per_trial with the node size when multi-node is off."""
     cluster = ctx.policy.cluster
     gpus = ctx.spec.resources.gpus_per_trial
-    if cluster.gpus_per_node is not None and not cluster.multi_node and gpus > cluster.gpus_per_node:
+    if (
+        cluster.gpus_per_node is not None
+        and not cluster.multi_node
+        and gpus > cluster.gpus_per_node
+    ):
         yield Violation(
             f"{gpus} GPUs per trial cannot fit on a {cluster.gpus_per_node}-GPU node "
             "(multi-node is off)",

@@ -1,0 +1,40 @@
+"""``budget-gate prices``: the packaged price catalog, for all accelerators or one."""
+
+from __future__ import annotations
+
+import argparse
+
+from gate.errors import InputError
+from gate.money import format_amount
+from gate.prices import load_catalog
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print USD per GPU-hour by accelerator, cloud and capacity, with the catalog's source."""
+    catalog = load_catalog()
+    names = catalog.accelerators
+    if args.accelerator:
+        if args.accelerator not in catalog.prices:
+            raise InputError(
+                f"unknown accelerator {args.accelerator!r}",
+                hint=f"known accelerators: {', '.join(names)}",
+            )
+        names = [args.accelerator]
+    rows = [("accelerator", "cloud", "on-demand", "spot")]
+    for name in names:
+        for cloud, caps in sorted(catalog.prices[name].items()):
+            rows.append(
+                (
+                    name,
+                    cloud,
+                    format_amount(caps["on-demand"], 4) if "on-demand" in caps else "-",
+                    format_amount(caps["spot"], 4) if "spot" in caps else "-",
+                )
+            )
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for row in rows:
+        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
+        cells += [row[i].rjust(widths[i]) for i in (2, 3)]
+        print("  ".join(cells))
+    print(f"\n{catalog.currency} per GPU-hour. source: {catalog.source}; {catalog.date}")
+    return 0

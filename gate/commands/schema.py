@@ -1,0 +1,41 @@
+"""``budget-gate schema``: the JSON Schemas of specs and policies, generated from the models."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from gate.policy import Policy
+from gate.spec import Experiment
+
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "experiment.schema.json": Experiment,
+    "policy.schema.json": Policy,
+}
+
+
+def render_schema(model: type[BaseModel]) -> str:
+    """The model's JSON Schema (draft 2020-12), as committed under ``schemas/``."""
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **model.model_json_schema(by_alias=True, mode="validation"),
+    }
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print both schemas as one JSON object, or write one file each with --write."""
+    if args.write:
+        out = Path(args.dir)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, model in SCHEMAS.items():
+            (out / name).write_text(render_schema(model), encoding="utf-8")
+            print(f"wrote {out / name}", file=sys.stderr)
+        return 0
+    combined = {name: json.loads(render_schema(model)) for name, model in SCHEMAS.items()}
+    sys.stdout.write(json.dumps(combined, indent=2, ensure_ascii=False) + "\n")
+    return 0

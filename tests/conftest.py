@@ -1,0 +1,86 @@
+"""Shared builders: specs and policies from small overrides, quotes, rule runs, a frozen date."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from decimal import Decimal
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from gate.estimate import Estimate, estimate
+from gate.policy import Policy
+from gate.policy_loader import deep_merge
+from gate.prices import Quote
+from gate.rules.base import RuleContext, Violation
+from gate.spec import Capacity, Experiment
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+TODAY = dt.date(2026, 11, 29)
+
+BASE_SPEC: dict[str, Any] = {
+    "apiVersion": "budget-gate/v1",
+    "kind": "Experiment",
+    "metadata": {"name": "test-sweep", "labels": {}},
+    "resources": {"accelerator": "A100-80GB", "gpus_per_trial": 1, "precision": "bf16"},
+    "workload": {"max_epochs": 10, "epoch_minutes": 6},
+    "search": {"strategy": "random", "max_trials": 4},
+    "quality_gate": [{"metric": "val_f1", "op": ">=", "value": 0.8}],
+}
+BASE_POLICY: dict[str, Any] = {"apiVersion": "budget-gate/v1", "kind": "Policy"}
+
+
+def spec_data(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The base spec deep-merged with ``overrides`` (lists replaced)."""
+    return deep_merge(copy.deepcopy(BASE_SPEC), overrides or {})
+
+
+def make_spec(overrides: dict[str, Any] | None = None) -> Experiment:
+    """A valid Experiment: 4 random trials × 1 A100-80GB × 10 epochs of 6 minutes (1 h)."""
+    return Experiment.model_validate(spec_data(overrides))
+
+
+def make_policy(overrides: dict[str, Any] | None = None) -> Policy:
+    """A Policy with no limits set unless ``overrides`` sets them."""
+    return Policy.model_validate(deep_merge(copy.deepcopy(BASE_POLICY), overrides or {}))
+
+
+def make_quote(
+    price: str | Decimal = "4", accelerator: str = "A100-80GB", capacity: Capacity = Capacity.ON_DEMAND
+) -> Quote:
+    """A fixed price per GPU-hour, as if from a policy override."""
+    return Quote(accelerator, capacity, Decimal(price), "USD", "test price")
+
+
+def make_estimate(spec: Experiment, policy: Policy | None = None, price: str = "4") -> Estimate:
+    """Estimate ``spec`` at a fixed price."""
+    return estimate(spec, policy or make_policy(), make_quote(price, spec.resources.accelerator))
+
+
+def run_rule(
+    rule: ModuleType,
+    spec: Experiment,
+    policy: Policy | None = None,
+    price: str = "4",
+) -> list[Violation]:
+    """Run one rule module's check on a spec priced at ``price`` per GPU-hour."""
+    policy = policy or make_policy()
+    ctx = RuleContext(spec, make_estimate(spec, policy, price), policy, "exp/spec.yaml", TODAY)
+    return list(rule.check(ctx))
+
+
+@pytest.fixture
+def write_yaml(tmp_path: Path):
+    """Write text to a file under tmp_path and return its path as a string."""
+
+    def write(name: str, text: str) -> str:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+
+    return write
