@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from gate import __version__
-from gate.errors import GateError
+from gate.errors import GateError, InputErrors
 
 EXIT_USAGE = 3
 EXIT_INTERNAL = 70
@@ -123,7 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         module = importlib.import_module(f"gate.commands.{args.command}")
         return int(module.run(args))
     except GateError as exc:
-        print(f"budget-gate: {exc}", file=sys.stderr)
+        located = isinstance(exc, InputErrors) or getattr(exc, "location", None) is not None
+        # NOTE: located errors start with file:line:col so editors and CI can jump to them.
+        print(str(exc) if located else f"budget-gate: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("budget-gate: interrupted", file=sys.stderr)

@@ -32,10 +32,10 @@ _STR = "tag:yaml.org,2002:str"
 _BOOL = "tag:yaml.org,2002:bool"
 _FLOAT = "tag:yaml.org,2002:float"
 _MERGE = "tag:yaml.org,2002:merge"
+_PLAIN_TAGS = ("str", "int", "float", "bool", "null", "timestamp")
 _CONSTRUCT: dict[str, Callable[[SafeConstructor, ScalarNode], Any]] = {
-    tag: ctor
-    for tag, ctor in SafeConstructor.yaml_constructors.items()
-    if tag is not None and tag.startswith("tag:yaml.org,2002:") and tag != _MERGE
+    f"tag:yaml.org,2002:{name}": SafeConstructor.yaml_constructors[f"tag:yaml.org,2002:{name}"]
+    for name in _PLAIN_TAGS
 }
 _CONSTRUCTOR = SafeConstructor()
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -58,6 +58,11 @@ def money(amount: Decimal, ctx: RuleContext) -> str:
     return format_money(amount, ctx.policy.currency)
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 wave``, ``2 waves``, ``1,000 waves``."""
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
 def hours(value: Decimal) -> str:
     """Format hours for a message (two decimals)."""
     return f"{format_amount(value)} h"

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 from gate.money import to_decimal
 from gate.policy import Severity
-from gate.rules.base import RuleContext, Violation, hours
+from gate.rules.base import RuleContext, Violation, hours, plural
 
 ID = "BG402"
 SLUG = "deadline"
@@ -38,7 +38,7 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     if deadline is not None and scenario.wall_clock_hours > to_decimal(deadline):
         yield Violation(
             f"{scenario.name}-case wall-clock {hours(scenario.wall_clock_hours)} "
-            f"({scenario.waves:,} waves of {scenario.concurrency}) is past deadline_hours "
+            f"({plural(scenario.waves, 'wave')} of {scenario.concurrency}) is past deadline_hours "
             f"{deadline:g} h",
             ("deadline_hours",),
         )

@@ -1,0 +1,297 @@
+"""How fast is ``budget-gate check``, next to the floor and to a schema-only validator?
+
+``budget-gate check`` runs in pre-commit hooks and CI on every push, so its cold start is
+paid many times a day. Two targets keep it honest:
+
+* one spec: no slower than ``check-jsonschema`` on the same file, although that tool only
+  validates the schema while ours also prices the spec and applies the team policy;
+* 1,000 specs in one process: under 3 s, with peak memory that stays flat.
+
+``python -c pass`` is printed as the floor no Python CLI can beat. Every figure is the median
+wall time of fresh processes, after warm-up runs, so the OS page cache is warm but no Python
+state is shared. Run from the repository root::
+
+    python3 benchmarks/check_speed.py [--runs 15] [--specs 1000]
+
+The exit code is 0 whether or not a target is met; it is 1 only when a command exits with an
+unexpected code (a broken benchmark must not pass for a slow one), 2 when a tool is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+EXAMPLE = Path("examples/cifar-sweep.yaml")
+SCHEMA = Path("schemas/experiment.schema.json")
+POLICY_DIR = Path("policies")
+WARMUP = 2
+BATCH_RUNS = 3
+BATCH_TARGET_S = 3.0
+CHECK_EXIT_CODES = {0: "pass", 1: "violation", 2: "approval required"}
+
+
+class BenchmarkError(Exception):
+    """A command exited with a code the benchmark did not expect."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The wall times of repeated runs of one command, and what it exited with."""
+
+    label: str
+    seconds: list[float]
+    exit_codes: list[int]
+    max_rss_kib: int = 0
+
+    @property
+    def median(self) -> float:
+        """Median wall time in seconds."""
+        return statistics.median(self.seconds)
+
+    @property
+    def spread(self) -> str:
+        """Min and max, to show how noisy the median is."""
+        return f"min {min(self.seconds) * 1000:.0f} / max {max(self.seconds) * 1000:.0f} ms"
+
+
+def find_script(name: str) -> tuple[list[str] | None, str]:
+    """Locate a console script, preferring the one beside this interpreter.
+
+    A ``shutil.which`` hit may be a pyenv or asdf shim, a bash script that adds tens of
+    milliseconds before Python starts; the scripts directory of ``sys.executable`` has the
+    real entry point.
+    """
+    beside = Path(sysconfig.get_path("scripts")) / name
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return [str(beside)], f"console script {beside}"
+    found = shutil.which(name)
+    if found:
+        return [found], f"console script {found} (from PATH; may be a shim)"
+    return None, ""
+
+
+def run_once(argv: list[str], stdout: int = subprocess.DEVNULL) -> tuple[float, int, int]:
+    """Run one process; return its wall time, exit code and peak RSS (KiB).
+
+    ``os.wait4`` reports the rusage of this child alone, so the peak RSS is exact rather
+    than the running maximum that ``RUSAGE_CHILDREN`` keeps over every child so far.
+    """
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE)
+    # stderr is small in every case here (diagnostics only), so reading it after the
+    # wait cannot fill the pipe; stdout goes to DEVNULL or a file.
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.stderr:
+        proc.stderr.close()
+    if proc.returncode not in (0, 1, 2) and err:
+        sys.stderr.write(err)
+    # Linux reports ru_maxrss in KiB, macOS in bytes.
+    rss = usage.ru_maxrss // 1024 if sys.platform == "darwin" else usage.ru_maxrss
+    return elapsed, proc.returncode, rss
+
+
+def bench(label: str, argv: list[str], runs: int, expected: set[int]) -> Timing:
+    """Time ``runs`` cold processes of ``argv`` after the warm-up runs."""
+    for _ in range(WARMUP):
+        run_once(argv)
+    seconds, codes, peak = [], [], 0
+    for _ in range(runs):
+        elapsed, code, rss = run_once(argv)
+        seconds.append(elapsed)
+        codes.append(code)
+        peak = max(peak, rss)
+    bad = sorted(set(codes) - expected)
+    if bad:
+        raise BenchmarkError(
+            f"{label}: exit code(s) {bad}, expected {sorted(expected)}: {' '.join(argv)}"
+        )
+    return Timing(label, seconds, codes, peak)
+
+
+def make_specs(directory: Path, count: int, seed: int = 1042) -> None:
+    """Write ``count`` valid, distinct variants of the cifar example, all on team vision."""
+    base = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    rng = random.Random(seed)
+    width = len(str(count))
+    for i in range(count):
+        spec = json.loads(json.dumps(base))  # a deep copy of plain data
+        name = f"cifar10-sweep-{i:0{width}d}"
+        spec["metadata"]["name"] = name
+        spec["metadata"]["team"] = "vision"
+        spec["metadata"]["owner"] = rng.choice(["alice", "bob", "chen", "dara"])
+        spec["workload"]["epoch_minutes"] = round(rng.uniform(1.0, 8.0), 2)
+        spec["workload"]["max_epochs"] = rng.choice([20, 30, 40, 60, 90])
+        search = spec["search"]
+        search["max_trials"] = rng.randint(4, 40)
+        search["max_concurrent_trials"] = rng.choice([1, 2, 4, 8])
+        low = 10 ** rng.uniform(-5, -3)
+        search["parameters"]["lr"] = {
+            "low": float(f"{low:.3g}"),
+            "high": float(f"{low * 10 ** rng.uniform(1, 3):.3g}"),
+            "log": True,
+        }
+        search["seeds"] = list(range(rng.randint(1, 3)))
+        spec["tracking"]["mlflow_experiment"] = name
+        path = directory / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+
+
+def bench_batch(gate: list[str], spec_dir: Path, count: int, runs: int) -> tuple[Timing, Counter]:
+    """Time one ``check`` process over the whole directory; also tally the outcomes."""
+    argv = [*gate, "check", str(spec_dir), "--policy-dir", str(POLICY_DIR), "--format", "json"]
+    seconds, codes, peak = [], [], 0
+    outcomes: Counter[str] = Counter()
+    with tempfile.TemporaryFile() as out:
+        for i in range(runs):
+            out.seek(0)
+            out.truncate()
+            elapsed, code, rss = run_once(argv, stdout=out.fileno())
+            if code not in CHECK_EXIT_CODES:
+                raise BenchmarkError(f"batch check exited {code}: {' '.join(argv)}")
+            seconds.append(elapsed)
+            codes.append(code)
+            peak = max(peak, rss)
+            if i == 0:
+                out.seek(0)
+                report = json.load(out)
+                outcomes = Counter(r["outcome"] for r in report["results"])
+                if sum(outcomes.values()) != count:
+                    raise BenchmarkError(
+                        f"batch check reported {sum(outcomes.values())} results, not {count}"
+                    )
+    return Timing(f"check x{count}", seconds, codes, peak), outcomes
+
+
+def verdict(ok: bool) -> str:
+    """PASS or MISS."""
+    return "PASS" if ok else "MISS"
+
+
+def parse_args() -> argparse.Namespace:
+    """The command line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15, help="timed runs per command (15)")
+    parser.add_argument("--specs", type=int, default=1000, help="specs in the batch (1000)")
+    args = parser.parse_args()
+    if args.runs < 1 or args.specs < 1:
+        parser.error("--runs and --specs must be at least 1")
+    return args
+
+
+def main() -> int:
+    """Run every measurement and print the table."""
+    args = parse_args()
+    for needed in (EXAMPLE, SCHEMA, POLICY_DIR):
+        if not needed.exists():
+            print(f"{needed} not found: run from the repository root", file=sys.stderr)
+            return 2
+
+    gate, gate_how = find_script("budget-gate")
+    if gate is None:
+        gate, gate_how = [sys.executable, "-m", "gate"], f"{sys.executable} -m gate"
+    jsonschema, jsonschema_how = find_script("check-jsonschema")
+    if jsonschema is None:
+        print(
+            "check-jsonschema not found: pip install check-jsonschema "
+            "(or pip install -e '.[test]')",
+            file=sys.stderr,
+        )
+        return 2
+
+    print(f"python      {sys.executable} ({sys.version.split()[0]}), {os.cpu_count()} CPUs")
+    print(f"budget-gate {gate_how}")
+    print(f"check-jsonschema {jsonschema_how}")
+    print(f"{args.runs} timed runs per command after {WARMUP} warm-up runs; median wall time\n")
+
+    try:
+        floor = bench("python -c pass", [sys.executable, "-c", "pass"], args.runs, {0})
+        single = bench(
+            "budget-gate check",
+            [*gate, "check", str(EXAMPLE), "--policy-dir", str(POLICY_DIR)],
+            args.runs,
+            {0},
+        )
+        schema_only = bench(
+            "check-jsonschema",
+            [*jsonschema, "--schemafile", str(SCHEMA), str(EXAMPLE)],
+            args.runs,
+            {0},
+        )
+        with tempfile.TemporaryDirectory(prefix="gate-bench-") as tmp:
+            start = time.perf_counter()
+            make_specs(Path(tmp), args.specs)
+            gen_s = time.perf_counter() - start
+            batch, outcomes = bench_batch(gate, Path(tmp), args.specs, BATCH_RUNS)
+    except BenchmarkError as exc:
+        print(f"FAILED: {exc}", file=sys.stderr)
+        return 1
+
+    for t in (floor, single, schema_only):
+        print(
+            f"{t.label:<20} {t.median * 1000:7.1f} ms  ({t.spread}; "
+            f"peak RSS {t.max_rss_kib / 1024:.1f} MiB; exit {sorted(set(t.exit_codes))})"
+        )
+    tally = ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items()))
+    print(
+        f"{batch.label:<20} {batch.median * 1000:7.1f} ms  ({batch.spread}; median of "
+        f"{BATCH_RUNS}; {batch.median / args.specs * 1000:.2f} ms/spec; "
+        f"peak RSS {batch.max_rss_kib / 1024:.1f} MiB; exit {sorted(set(batch.exit_codes))})"
+    )
+    print(f"{'':<20} outcomes: {tally}; {args.specs} specs generated in {gen_s:.1f} s")
+    growth = (batch.max_rss_kib - single.max_rss_kib) / 1024
+    print(
+        f"{'':<20} memory: {growth:+.1f} MiB peak RSS over the single check "
+        f"({growth / args.specs * 1024:.1f} KiB/spec)\n"
+    )
+
+    ratio = single.median / schema_only.median
+    batch_ok = batch.median < BATCH_TARGET_S
+    rows = [
+        ("target", "figure", "goal", "result"),
+        (
+            "single check vs check-jsonschema",
+            f"{single.median * 1000:.0f} / {schema_only.median * 1000:.0f} ms = {ratio:.2f}x",
+            "<= 1.00x",
+            verdict(ratio <= 1.0),
+        ),
+        (
+            f"{args.specs} specs, one process",
+            f"{batch.median:.2f} s",
+            f"< {BATCH_TARGET_S:.1f} s",
+            verdict(batch_ok) + ("" if args.specs == 1000 else " (target is for 1000)"),
+        ),
+        (
+            "single check over the floor",
+            f"+{(single.median - floor.median) * 1000:.0f} ms",
+            "(info)",
+            "",
+        ),
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for n, row in enumerate(rows):
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,228 @@
+"""The CLI end to end: exit codes, stdout/stderr split, formats, several specs, policies."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gate.cli import main
+from tests.conftest import ROOT
+
+POLICIES = str(ROOT / "policies")
+PASSING = str(ROOT / "examples" / "cifar-sweep.yaml")
+APPROVAL = str(ROOT / "examples" / "llm-finetune-grid.yaml")
+VIOLATION = str(ROOT / "examples" / "imagenet-bruteforce.yaml")
+
+SPEC = """\
+apiVersion: budget-gate/v1
+kind: Experiment
+metadata: {name: tiny, team: TEAM, labels: {}}
+resources: {accelerator: L4, gpus_per_trial: 1, precision: bf16}
+workload: {max_epochs: 10, epoch_minutes: 6}
+search: {strategy: random, max_trials: 2}
+quality_gate: [{metric: val_f1, op: ">=", value: 0.8}]
+"""
+POLICY = """\
+apiVersion: budget-gate/v1
+kind: Policy
+prices: {overrides: {L4: {on-demand: 1}}}
+"""
+
+
+def check(*args: str) -> int:
+    return main(["check", "--policy-dir", POLICIES, *args])
+
+
+@pytest.mark.parametrize(("spec", "code"), [(PASSING, 0), (VIOLATION, 1), (APPROVAL, 2)])
+def test_exit_code_per_verdict(spec, code, capsys):
+    assert check(spec) == code
+    out, err = capsys.readouterr()
+    assert "verdict:" in out and err == ""
+
+
+def test_several_specs_worst_outcome_wins_and_json_keeps_each(capsys):
+    assert check("--format", "json", PASSING, APPROVAL, VIOLATION) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["schema_version"] == "1"
+    assert [r["exit_code"] for r in report["results"]] == [0, 2, 1]
+    assert (report["outcome"], report["exit_code"]) == ("violation", 1)
+
+
+def test_invalid_input_beats_everything(write_yaml, capsys):
+    bad = write_yaml("bad.yaml", "apiVersion: budget-gate/v1\nkind: Experiment\nmetadata: [1]\n")
+    assert check(VIOLATION, bad, APPROVAL) == 3
+    out, err = capsys.readouterr()
+    assert f"{bad}:1:1: missing required key 'resources' in the top level — add resources:" in err
+    assert f"{bad}:3:11: metadata: input should be a valid dictionary" in err
+    assert "invalid input" in out
+
+
+def test_approval_beats_pass(capsys):
+    assert check(PASSING, APPROVAL) == 2
+
+
+def test_json_is_stable_and_ordered(capsys):
+    check("--format", "json", APPROVAL)
+    first = capsys.readouterr().out
+    check("--format", "json", APPROVAL)
+    assert capsys.readouterr().out == first
+    result = json.loads(first)["results"][0]
+    assert list(result) == [
+        "file",
+        "name",
+        "policy",
+        "fingerprint",
+        "outcome",
+        "exit_code",
+        "currency",
+        "estimate",
+        "findings",
+        "errors",
+    ]
+    assert result["fingerprint"].startswith("sha256:")
+    assert result["estimate"]["worst"]["trials"] == 64
+
+
+def test_fail_on_warn_turns_warnings_into_a_violation(write_yaml, capsys):
+    spec = write_yaml("s.yaml", SPEC.replace("TEAM", "x").replace("bf16", "fp32"))
+    policy_dir = str(ROOT / "policies")
+    assert main(["check", "--policy-dir", policy_dir, spec]) == 1  # default requires labels
+    policy = write_yaml("p/default.yaml", POLICY)
+    pdir = policy.rsplit("/", 1)[0]
+    assert main(["check", "--policy-dir", pdir, spec]) == 0
+    assert "warn BG304 fp32 on L4" in capsys.readouterr().out
+    assert main(["check", "--policy-dir", pdir, "--fail-on-warn", spec]) == 1
+
+
+def test_team_policy_is_chosen_by_metadata_team(write_yaml, capsys):
+    write_yaml("p/default.yaml", POLICY)
+    team = write_yaml(
+        "p/vision.yaml",
+        "apiVersion: budget-gate/v1\nkind: Policy\nextends: default\n"
+        "limits: {max_experiment_cost: 1}\n",
+    )
+    pdir = team.rsplit("/", 1)[0]
+    vision = write_yaml("vision.yaml", SPEC.replace("TEAM", "vision"))
+    other = write_yaml("other.yaml", SPEC.replace("TEAM", "nlp"))
+    assert main(["check", "--policy-dir", pdir, vision]) == 1  # 2 GPU-h × 1 USD > 1 USD
+    assert "(policy: vision ← default)" in capsys.readouterr().out
+    assert main(["check", "--policy-dir", pdir, other]) == 0
+    assert "(policy: default)" in capsys.readouterr().out
+
+
+def test_waivers_suppress_until_they_expire(write_yaml, capsys):
+    write_yaml(
+        "p/default.yaml",
+        POLICY + "limits: {max_experiment_cost: 1}\nwaivers:\n"
+        "  - {rule: BG104, specs: '*/big.yaml', reason: board approved, expires: 2026-12-31}\n",
+    )
+    spec = write_yaml("big.yaml", SPEC.replace("TEAM", "x"))
+    pdir = spec.rsplit("/", 1)[0] + "/p"
+    assert main(["check", "--policy-dir", pdir, "--as-of", "2026-12-01", spec]) == 0
+    assert "(waived: board approved)" in capsys.readouterr().out
+    assert main(["check", "--policy-dir", pdir, "--as-of", "2027-01-01", spec]) == 1
+    out = capsys.readouterr().out
+    assert "error BG104" in out
+    assert "default.yaml:6:5: warn BG901 waiver for BG104" in out
+
+
+def test_bad_policy_is_exit_3_with_its_position(write_yaml, capsys):
+    write_yaml("p/default.yaml", POLICY + "limits: {max_trial_cost: -5}\n")
+    spec = write_yaml("s.yaml", SPEC.replace("TEAM", "x"))
+    assert main(["check", "--policy-dir", spec.rsplit("/", 1)[0] + "/p", spec]) == 3
+    err = capsys.readouterr().err
+    assert (
+        "/p/default.yaml:4:26: limits.max_trial_cost: input should be greater than or equal to 0"
+        in err
+    )
+
+
+def test_missing_policy_dir_is_exit_3(capsys):
+    assert main(["check", "--policy-dir", "/nonexistent", PASSING]) == 3
+    assert "--policy-dir" in capsys.readouterr().err
+
+
+def test_policy_extends_cycle_is_exit_3(write_yaml, capsys):
+    write_yaml("p/default.yaml", "apiVersion: budget-gate/v1\nkind: Policy\nextends: vision\n")
+    write_yaml("p/vision.yaml", "apiVersion: budget-gate/v1\nkind: Policy\nextends: default\n")
+    spec = write_yaml("s.yaml", SPEC.replace("TEAM", "vision"))
+    assert main(["check", "--policy-dir", spec.rsplit("/", 1)[0] + "/p", spec]) == 3
+    assert "extends itself" in capsys.readouterr().err
+
+
+def test_directories_and_quoted_globs_are_expanded(capsys):
+    assert check("--format", "json", str(ROOT / "examples")) == 1
+    files = [r["file"] for r in json.loads(capsys.readouterr().out)["results"]]
+    assert len(files) == 3
+    assert check("--format", "json", str(ROOT / "examples" / "c*.yaml")) == 0
+
+
+def test_usage_errors_exit_3_not_2(capsys):
+    assert main(["check"]) == 3
+    assert main(["check", "--format", "xml", PASSING]) == 3
+    assert main(["nonsense"]) == 3
+    assert main(["check", "--as-of", "tomorrow", PASSING]) == 3
+    assert "budget-gate: error:" in capsys.readouterr().err
+
+
+def test_help_and_version_exit_0(capsys):
+    assert main(["--help"]) == 0
+    assert "exit codes: 0 pass, 1 policy violation" in capsys.readouterr().out
+    assert main(["--version"]) == 0
+
+
+def test_estimate_text_and_json(capsys):
+    assert main(["estimate", "--policy-dir", POLICIES, PASSING]) == 0
+    out = capsys.readouterr().out
+    assert "worst case" in out and "expected case" in out and "assumptions:" in out
+    assert main(["estimate", "--policy-dir", POLICIES, "--format", "json", VIOLATION]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["estimate"]["worst"]["trials"] == 64
+
+
+def test_rules_lists_every_rule_with_examples(capsys):
+    from gate.rules import all_rule_ids
+
+    assert main(["rules"]) == 0
+    out = capsys.readouterr().out
+    for rule_id in all_rule_ids():
+        assert f"\n{rule_id} " in f"\n{out}"
+    assert out.count("Passes") == len(all_rule_ids())
+    assert main(["rules", "experiment-cost"]) == 0
+    assert capsys.readouterr().out.startswith("BG104 experiment-cost [error]")
+    assert main(["rules", "BG999"]) == 3
+
+
+def test_schema_prints_both_and_writes(tmp_path, capsys):
+    assert main(["schema"]) == 0
+    assert set(json.loads(capsys.readouterr().out)) == {
+        "experiment.schema.json",
+        "policy.schema.json",
+    }
+    assert main(["schema", "--write", "--dir", str(tmp_path)]) == 0
+    assert (tmp_path / "policy.schema.json").read_text() == (
+        ROOT / "schemas" / "policy.schema.json"
+    ).read_text()
+
+
+def test_prices_table(capsys):
+    assert main(["prices", "H100"]) == 0
+    out = capsys.readouterr().out
+    assert "H100         aws        8.4280  3.3214" in out and "SkyPilot" in out
+    assert main(["prices", "H1000"]) == 3
+
+
+def test_the_console_script_runs_in_a_fresh_process():
+    proc = subprocess.run(
+        [sys.executable, "-m", "gate", "check", "examples/llm-finetune-grid.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "approval BG110 64 trials is over the approval trigger of 32" in proc.stdout
+    assert "prices: SkyPilot v8" in proc.stdout

@@ -1,0 +1,102 @@
+"""Contracts between parts: schemas match models, shipped files load, imports stay light."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import jsonschema
+import pytest
+
+from gate.commands.schema import SCHEMAS, render_schema
+from gate.loader import load_file
+from gate.policy_loader import PolicySet
+from gate.policy import Severity
+from gate.reporters import REPORTERS
+from tests.conftest import ROOT
+
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+POLICIES = sorted((ROOT / "policies").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_committed_schemas_match_the_models(name):
+    committed = (ROOT / "schemas" / name).read_text(encoding="utf-8")
+    assert committed == render_schema(SCHEMAS[name]), "run: budget-gate schema --write"
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_schemas_are_valid_json_schema(name):
+    schema = json.loads((ROOT / "schemas" / name).read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+
+
+@pytest.mark.parametrize("path", EXAMPLES + POLICIES, ids=lambda p: p.name)
+def test_shipped_yaml_names_its_schema_and_validates_against_it(path):
+    first = path.read_text(encoding="utf-8").splitlines()[0]
+    kind = "experiment" if path.parent.name == "examples" else "policy"
+    assert first == f"# yaml-language-server: $schema=../schemas/{kind}.schema.json"
+    schema = json.loads((ROOT / "schemas" / f"{kind}.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(load_file(path).data, schema)
+
+
+def test_the_json_schema_rejects_what_the_models_reject():
+    schema = json.loads((ROOT / "schemas" / "experiment.schema.json").read_text(encoding="utf-8"))
+    data = load_file(EXAMPLES[0]).data
+    bad = {**data, "resources": {**data["resources"], "gpus_per_trail": 2}}
+    with pytest.raises(jsonschema.ValidationError, match="gpus_per_trail"):
+        jsonschema.validate(bad, schema)
+
+
+@pytest.mark.parametrize("team", [p.stem for p in POLICIES])
+def test_every_shipped_policy_loads(team):
+    loaded = PolicySet(ROOT / "policies").for_team(team)
+    assert loaded.chain[0] == team
+    assert loaded.chain[-1] == "default"
+
+
+def test_examples_show_each_verdict():
+    expected = {
+        "cifar-sweep.yaml": 0,
+        "llm-finetune-grid.yaml": 2,
+        "imagenet-bruteforce.yaml": 1,
+    }
+    for name, code in expected.items():
+        proc = subprocess.run(
+            [sys.executable, "-m", "gate", "check", f"examples/{name}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert proc.returncode == code, (name, proc.stdout, proc.stderr)
+
+
+def test_check_imports_no_heavy_dependency():
+    probe = (
+        "import sys\n"
+        "from gate.cli import main\n"
+        "light = not {'pydantic', 'yaml'} & set(sys.modules)\n"
+        "code = main(['check', 'examples/cifar-sweep.yaml'])\n"
+        "heavy = sorted({'mlflow', 'github', 'jsonschema', 'rich', 'requests'} & set(sys.modules))\n"
+        "print(light, code, heavy)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.splitlines()[-1] == "True 0 []"
+
+
+def test_every_severity_is_rendered_by_every_reporter():
+    from gate.errors import Location
+    from gate.report import Finding, Outcome, Report, SpecResult
+
+    findings = tuple(
+        Finding("BG101", s, f"{s.value} finding", Location("s.yaml", 1, 1)) for s in Severity
+    )
+    report = Report((SpecResult("s.yaml", Outcome.VIOLATION, name="n", findings=findings),))
+    for reporter in REPORTERS.values():
+        out = reporter().render(report)
+        for severity in Severity:
+            assert f"{severity.value} finding" in out

@@ -1,0 +1,109 @@
+"""Loader: plain data plus a position for every value; unsafe YAML refused."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gate.errors import InputError
+from gate.loader import MAX_NODES, load_bytes
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**12), 10**12)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    # NOTE: PyYAML does not round-trip C0/C1 controls or line separators; specs never hold them.
+    | st.text(
+        st.characters(exclude_categories=("Cs", "Cc"), exclude_characters="\x85\u2028\u2029"),
+        max_size=20,
+    )
+)
+_keys = st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_keys, inner, max_size=4),
+    max_leaves=25,
+)
+
+
+def _paths(data, prefix=()):
+    yield prefix
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _paths(value, (*prefix, key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            yield from _paths(value, (*prefix, index))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_keys, _values, min_size=1, max_size=5))
+def test_round_trip_and_every_data_path_has_a_position(data):
+    text = yaml.safe_dump(data, default_flow_style=False, allow_unicode=True)
+    doc = load_bytes(text.encode("utf-8"), "x.yaml")
+    assert doc.data == data
+    for path in _paths(data):
+        loc = doc.source_map.values.get(path)
+        assert loc is not None, path
+        assert loc.file == "x.yaml" and loc.line >= 1 and loc.col >= 1
+
+
+def test_positions_are_one_based_and_point_at_the_value():
+    doc = load_bytes(b"a: 1\nb:\n  c: [x, y]\n", "f.yaml")
+    assert (doc.source_map.values[("a",)].line, doc.source_map.values[("a",)].col) == (1, 4)
+    assert doc.source_map.values[("b", "c", 1)].line == 3
+    assert doc.source_map.values[("b", "c", 1)].col == 10
+    assert doc.source_map.keys[("b", "c")].col == 3
+
+
+def test_locate_falls_back_to_the_nearest_ancestor():
+    doc = load_bytes(b"a:\n  b: 1\n", "f.yaml")
+    assert doc.source_map.locate(("a", "missing", "deeper")).line == 2
+
+
+def test_anchors_aliases_and_merge_keys_work():
+    doc = load_bytes(b"base: &b {x: 1, y: 2}\nuse: {<<: *b, y: 3}\nagain: *b\n", "f.yaml")
+    assert doc.data["use"] == {"x": 1, "y": 3}
+    assert doc.data["again"] == {"x": 1, "y": 2}
+
+
+def test_an_alias_bomb_is_refused_quickly():
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]']
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 10) + "]")
+    with pytest.raises(InputError, match=f"more than {MAX_NODES:,} values"):
+        load_bytes("\n".join(lines).encode(), "bomb.yaml")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b"a: 1\na: 2\n", "duplicate key 'a' (first defined at line 1)"),
+        (b"x: .nan\n", "not a finite number"),
+        (b"x: -.inf\n", "not a finite number"),
+        (b"on: 1\n", "read as the boolean True"),
+        (b"x: no\n", "reads as a YAML 1.1 boolean"),
+        (b"1: a\n", "is not a string"),
+        (b"[1, 2]\n", "not a mapping"),
+        (b"", "file is empty"),
+        (b"a: !!binary aGk=\nb: !!python/tuple [1]\n", "unsupported YAML tag"),
+        (b"a: " + b"[" * 100 + b"]" * 100, "nesting deeper than"),
+        (b"a: 1\n---\nb: 2\n", "another document"),
+        (b"ok: \xc3\x28\n", "not valid UTF-8"),
+    ],
+)
+def test_unsafe_or_malformed_yaml_is_refused(raw, expected):
+    with pytest.raises(InputError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+        load_bytes(raw, "bad.yaml")
+
+
+def test_quoted_yes_is_a_string_and_true_is_a_boolean():
+    assert load_bytes(b'a: "yes"\nb: true\n', "f.yaml").data == {"a": "yes", "b": True}
+
+
+def test_oversized_input_is_refused_before_parsing():
+    with pytest.raises(InputError, match="larger than the 1024 KiB limit"):
+        load_bytes(b"#" * (1024 * 1024 + 1), "big.yaml")
