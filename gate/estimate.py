@@ -107,8 +107,10 @@ def _scenario(
 
 def _trial_hours(spec: Experiment, quote: Quote, epochs: int) -> tuple[Decimal, list[str]]:
     work = spec.workload
-    setup = to_decimal(work.setup_minutes) / 60
-    hours = setup + epochs * work.epoch_hours * (1 + to_decimal(work.eval_overhead))
+    minutes = to_decimal(work.setup_minutes) + epochs * work.epoch_minutes_exact * (
+        1 + to_decimal(work.eval_overhead)
+    )
+    hours = _round_duration(minutes / 60)
     caps: list[str] = []
     stop = spec.stopping
     if stop.max_trial_hours is not None and hours > to_decimal(stop.max_trial_hours):
@@ -116,9 +118,18 @@ def _trial_hours(spec: Experiment, quote: Quote, epochs: int) -> tuple[Decimal, 
         caps.append(f"trials stop at max_trial_hours {format_amount(hours)} h")
     rate = spec.resources.gpus_per_trial * quote.per_gpu_hour
     if stop.max_trial_cost is not None and rate > 0 and hours * rate > stop.max_trial_cost:
-        hours = stop.max_trial_cost / rate
+        hours = _round_duration(stop.max_trial_cost / rate)
         caps.append(f"trials stop at max_trial_cost {format_amount(stop.max_trial_cost)}")
     return hours, caps
+
+
+def _round_duration(hours: Decimal) -> Decimal:
+    # NOTE: 7 min × 60 / 60 must be exactly 7 h, or a trial at a limit would "exceed" it by
+    # a 28th-digit rounding error; a nanohour is far below anything a scheduler measures.
+    return hours.quantize(_NANOHOUR) if hours.adjusted() < 18 else hours
+
+
+_NANOHOUR = Decimal("1e-9")
 
 
 def _expected_epochs(spec: Experiment, policy: Policy) -> tuple[int, str]:

@@ -32,6 +32,8 @@ _STR = "tag:yaml.org,2002:str"
 _BOOL = "tag:yaml.org,2002:bool"
 _FLOAT = "tag:yaml.org,2002:float"
 _MERGE = "tag:yaml.org,2002:merge"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
 _PLAIN_TAGS = ("str", "int", "float", "bool", "null", "timestamp")
 _CONSTRUCT: dict[str, Callable[[SafeConstructor, ScalarNode], Any]] = {
     f"tag:yaml.org,2002:{name}": SafeConstructor.yaml_constructors[f"tag:yaml.org,2002:{name}"]
@@ -107,11 +109,7 @@ def load_bytes(raw: bytes, file: str) -> LoadedDoc:
         _check_depth(text, file)
         root = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = Location(file, mark.line + 1, mark.column + 1) if mark else Location(file, 1, 1)
-        problem = exc.problem or exc.context or "invalid YAML"
-        hint = _yaml_hint(f"{exc.context} {problem}", text, mark.index if mark else 0)
-        raise InputError(f"invalid YAML: {problem}", location=where, hint=hint) from None
+        raise _yaml_error(exc, text, file) from None
     except yaml.reader.ReaderError as exc:
         raise InputError(
             f"invalid YAML: {exc.reason} (character 0x{exc.character:02x})",
@@ -137,6 +135,20 @@ def load_bytes(raw: bytes, file: str) -> LoadedDoc:
     return LoadedDoc(file, data, SourceMap(walker.values, walker.keys))
 
 
+def _yaml_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> InputError:
+    """Say what libyaml said, at the place where the broken construct starts."""
+    context = exc.context or ""
+    # NOTE: for an unclosed quote or bracket the problem mark is the end of the file; the
+    # context mark ("while scanning a quoted scalar") is where the user must look.
+    opened = context.startswith(("while scanning", "while parsing a flow"))
+    mark = (exc.context_mark if opened else None) or exc.problem_mark or exc.context_mark
+    where = Location(file, mark.line + 1, mark.column + 1) if mark else Location(file, 1, 1)
+    problem = exc.problem or "invalid YAML"
+    message = f"{context}: {problem}" if context else problem
+    hint = _yaml_hint(message, text, mark.index if mark else 0)
+    return InputError(f"invalid YAML: {message}", location=where, hint=hint)
+
+
 def _check_depth(text: str, file: str) -> None:
     """Refuse deep nesting before composing: libyaml's composer recurses and can crash."""
     depth = 0
@@ -160,7 +172,8 @@ def _decode(raw: bytes, file: str) -> str:
     except UnicodeDecodeError as exc:
         before = raw[: exc.start]
         line = before.count(b"\n") + 1
-        col = exc.start - (before.rfind(b"\n") + 1) + 1
+        line_start = before[before.rfind(b"\n") + 1 :]
+        col = len(line_start.decode("utf-8", errors="replace")) + 1  # characters, not bytes
         raise InputError(
             f"byte 0x{raw[exc.start]:02x} is not valid UTF-8",
             location=Location(file, line, col),
@@ -176,6 +189,10 @@ def _offset_location(text: str, offset: int, file: str) -> Location:
 def _yaml_hint(problem: str, text: str, index: int) -> str:
     if "tab" in problem or text[index : index + 1] == "\t":
         return "indent with spaces, not tabs"
+    if "quoted scalar" in problem:
+        return "close the quote that starts here"
+    if "while parsing a flow" in problem:
+        return "close the bracket or brace that starts here"
     if "single document" in problem or "another document" in problem:
         return "keep one document per file (remove the extra ---)"
     return "check the indentation and quoting here"
@@ -210,11 +227,21 @@ class _Walker:
             )
         self.values.setdefault(path, _loc(self.file, node))
         if isinstance(node, MappingNode):
+            self._plain_tag(node, _MAP)
             return self._mapping(node, path)
         if isinstance(node, SequenceNode):
+            self._plain_tag(node, _SEQ)
             return [self.walk(item, (*path, i)) for i, item in enumerate(node.value)]
         assert isinstance(node, ScalarNode)
-        return self._scalar(node)
+        return self._scalar(node, path)
+
+    def _plain_tag(self, node: Node, expected: str) -> None:
+        if node.tag != expected:
+            raise InputError(
+                f"unsupported YAML tag {_short_tag(node.tag)}",
+                location=_loc(self.file, node),
+                hint="remove the tag; only plain YAML values are allowed",
+            )
 
     def _mapping(self, node: MappingNode, path: DataPath) -> dict[str, Any]:
         result: dict[str, Any] = {}
@@ -270,15 +297,15 @@ class _Walker:
             hint=f'keys must be strings; quote it: "{shown}":',
         )
 
-    def _scalar(self, node: ScalarNode) -> Any:
+    def _scalar(self, node: ScalarNode, path: DataPath) -> Any:
         construct = _CONSTRUCT.get(node.tag)
         if construct is None:
             raise InputError(
-                f"unsupported YAML tag {node.tag}",
+                f"unsupported YAML tag {_short_tag(node.tag)}",
                 location=_loc(self.file, node),
                 hint="remove the tag; only plain YAML values are allowed",
             )
-        if node.tag == _BOOL and not node.style and node.value.lower() not in ("true", "false"):
+        if node.tag == _BOOL and not node.style and node.value.lower() in _YAML11_BOOLS:
             raise InputError(
                 f"{node.value!r} reads as a YAML 1.1 boolean",
                 location=_loc(self.file, node),
@@ -286,15 +313,17 @@ class _Walker:
             )
         try:
             value = construct(_CONSTRUCTOR, node)
-        except (ValueError, yaml.YAMLError) as exc:
+        except (ValueError, KeyError, IndexError, AttributeError, yaml.YAMLError):
+            # NOTE: PyYAML's constructors raise all of these for values forced by a tag.
             raise InputError(
-                f"cannot read {node.value!r}: {exc}",
+                f"cannot read {node.value!r} as {_short_tag(node.tag)}",
                 location=_loc(self.file, node),
                 hint="quote the value if it is meant as a string",
             ) from None
         if node.tag == _FLOAT and not math.isfinite(value):
+            where = ".".join(str(p) for p in path)
             raise InputError(
-                f"{node.value} is not a finite number",
+                f"{where + ': ' if where else ''}{node.value} is not a finite number",
                 location=_loc(self.file, node),
                 hint="use a real number; NaN and infinity are not allowed",
             )
@@ -302,3 +331,8 @@ class _Walker:
 
 
 _TRUE = ("yes", "y", "true", "on")
+_YAML11_BOOLS = ("yes", "no", "y", "n", "on", "off")
+
+
+def _short_tag(tag: str) -> str:
+    return tag.replace("tag:yaml.org,2002:", "!!")

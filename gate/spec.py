@@ -97,12 +97,12 @@ class Workload(Model):
         return self
 
     @property
-    def epoch_hours(self) -> Decimal:
-        """Training time of one epoch in hours, from whichever form the spec used."""
+    def epoch_minutes_exact(self) -> Decimal:
+        """Training time of one epoch in minutes, from whichever form the spec used."""
         if self.epoch_minutes is not None:
-            return Decimal(str(self.epoch_minutes)) / 60
+            return Decimal(str(self.epoch_minutes))
         assert self.samples_per_second is not None and self.train_samples is not None
-        return Decimal(self.train_samples) / Decimal(str(self.samples_per_second)) / 3600
+        return Decimal(self.train_samples) / Decimal(str(self.samples_per_second)) / 60
 
 
 class Parameter(Model):

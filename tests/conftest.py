@@ -50,7 +50,9 @@ def make_policy(overrides: dict[str, Any] | None = None) -> Policy:
 
 
 def make_quote(
-    price: str | Decimal = "4", accelerator: str = "A100-80GB", capacity: Capacity = Capacity.ON_DEMAND
+    price: str | Decimal = "4",
+    accelerator: str = "A100-80GB",
+    capacity: Capacity = Capacity.ON_DEMAND,
 ) -> Quote:
     """A fixed price per GPU-hour, as if from a policy override."""
     return Quote(accelerator, capacity, Decimal(price), "USD", "test price")

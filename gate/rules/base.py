@@ -10,7 +10,7 @@ from typing import Protocol
 
 from gate.estimate import Estimate, Scenario
 from gate.loader import DataPath
-from gate.money import format_amount, format_money
+from gate.money import format_amount, format_money, to_decimal
 from gate.policy import Policy, Severity
 from gate.spec import Experiment
 
@@ -61,6 +61,11 @@ def money(amount: Decimal, ctx: RuleContext) -> str:
 def plural(count: int, noun: str) -> str:
     """``1 wave``, ``2 waves``, ``1,000 waves``."""
     return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def as_given(value: float) -> str:
+    """A limit as the user wrote it: ``48``, ``1.5``, ``1234567`` (never ``1.23e+06``)."""
+    return f"{to_decimal(value).normalize():f}"
 
 
 def hours(value: Decimal) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 from gate.money import to_decimal
 from gate.policy import Severity
-from gate.rules.base import RuleContext, Violation, hours, plural
+from gate.rules.base import RuleContext, Violation, as_given, hours, plural
 
 ID = "BG402"
 SLUG = "deadline"
@@ -39,6 +39,6 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
         yield Violation(
             f"{scenario.name}-case wall-clock {hours(scenario.wall_clock_hours)} "
             f"({plural(scenario.waves, 'wave')} of {scenario.concurrency}) is past deadline_hours "
-            f"{deadline:g} h",
+            f"{as_given(deadline)} h",
             ("deadline_hours",),
         )

@@ -35,7 +35,7 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
         and gpus > cluster.gpus_per_node
     ):
         yield Violation(
-            f"{gpus} GPUs per trial cannot fit on a {cluster.gpus_per_node}-GPU node "
+            f"{gpus} GPUs per trial cannot fit on one node of {cluster.gpus_per_node} GPUs "
             "(multi-node is off)",
             ("resources", "gpus_per_trial"),
         )

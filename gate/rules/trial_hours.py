@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 from gate.money import to_decimal
 from gate.policy import Severity
-from gate.rules.base import RuleContext, Violation, hours
+from gate.rules.base import RuleContext, Violation, as_given, hours
 
 ID = "BG102"
 SLUG = "trial-hours"
@@ -35,6 +35,6 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     if limit is not None and scenario.hours_per_trial > to_decimal(limit):
         yield Violation(
             f"{scenario.name}-case trial time {hours(scenario.hours_per_trial)} exceeds "
-            f"max_trial_hours {limit:g} h",
+            f"max_trial_hours {as_given(limit)} h",
             ("workload", "max_epochs"),
         )

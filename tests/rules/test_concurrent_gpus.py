@@ -60,7 +60,9 @@ def test_concurrency_cannot_exceed_the_trial_count():
     spec = _spec(gpus=2, concurrent=10, trials=4)
     assert run_rule(concurrent_gpus, spec, _limit(8)) == []
     [violation] = run_rule(concurrent_gpus, spec, _limit(7))
-    assert violation.message == "4 concurrent trials × 2 GPUs = 8 GPUs exceeds max_concurrent_gpus 7"
+    assert (
+        violation.message == "4 concurrent trials × 2 GPUs = 8 GPUs exceeds max_concurrent_gpus 7"
+    )
 
 
 def test_limit_unset_reports_nothing():

@@ -50,15 +50,15 @@ def test_docstring_example_over_the_trigger_needs_approval():
 def test_just_over_the_trigger_needs_approval():
     # 16 > 15.99.
     [violation] = run_rule(costly_experiment, make_spec(), _trigger("15.99"))
-    assert violation.message == "worst-case cost 16.00 USD is over the approval trigger of 15.99 USD"
+    assert (
+        violation.message == "worst-case cost 16.00 USD is over the approval trigger of 15.99 USD"
+    )
     assert violation.path == PATH
 
 
 def test_expected_scenario_is_enforced_when_asked():
     # Early stopping at epoch 5 + 2 = 7: 4 × 0.7 h × 4 = 11.2 expected (worst 16).
-    spec = make_spec(
-        {"stopping": {"early_stopping": {"monitor": "val_loss", "patience": 2}}}
-    )
+    spec = make_spec({"stopping": {"early_stopping": {"monitor": "val_loss", "patience": 2}}})
     expected = {"limits": {"scenario": "expected"}}
     assert run_rule(costly_experiment, spec, _trigger("11.2", **expected)) == []
     [violation] = run_rule(costly_experiment, spec, _trigger("11", **expected))

@@ -109,3 +109,9 @@ def test_example_b_plan_a_misses_the_3h_deadline():
 
 def test_example_b_plan_b_meets_the_3h_deadline():
     assert run_rule(deadline, _plan(gpus=2, epochs=10), price="8") == []
+
+
+def test_exactly_at_the_deadline_with_an_inexact_epoch_time_passes():
+    # 1 trial × 60 epochs × 7 min = 420 min = exactly 7 h, due in 7 h.
+    spec = _due(7, workload={"max_epochs": 60, "epoch_minutes": 7}, search={"max_trials": 1})
+    assert run_rule(deadline, spec) == []

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from gate.policy import Severity
 from gate.rules import experiment_cost
 from tests.conftest import make_policy, make_spec, run_rule
@@ -77,9 +75,7 @@ def test_seeds_multiply_the_trials():
 
 def test_expected_scenario_is_enforced_when_asked():
     # Early stopping ends trials at epoch 5 + 2 = 7: 4 × 0.7 h × 4 = 11.2 expected; worst 16.
-    spec = make_spec(
-        {"stopping": {"early_stopping": {"monitor": "val_loss", "patience": 2}}}
-    )
+    spec = make_spec({"stopping": {"early_stopping": {"monitor": "val_loss", "patience": 2}}})
     assert run_rule(experiment_cost, spec, _limit("11.2", scenario="expected")) == []
     [expected] = run_rule(experiment_cost, spec, _limit("11", scenario="expected"))
     assert expected.message == "expected-case cost 11.20 USD exceeds max_experiment_cost 11.00 USD"
@@ -92,10 +88,6 @@ def test_limit_unset_reports_nothing():
     assert run_rule(experiment_cost, spec, make_policy(), price="1000") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: 7/60 rounds up in Decimal, so an exact 28 total fails a 28 limit",
-)
 def test_exactly_at_the_limit_with_an_inexact_epoch_time_passes():
     # 1 trial × 60 epochs × 7 min = exactly 7 h; × 1 GPU × 4 = exactly 28.
     spec = make_spec(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from gate.policy import Severity
 from gate.rules import trial_cost
 from tests.conftest import make_policy, make_spec, run_rule
@@ -79,9 +77,7 @@ def test_spec_max_trial_cost_caps_the_trial():
 
 def test_expected_scenario_is_enforced_when_asked():
     # Early stopping at epoch 5 + 2 = 7 → 0.7 h × 4 = 2.8 expected; worst stays 4.
-    spec = make_spec(
-        {"stopping": {"early_stopping": {"monitor": "val_loss", "patience": 2}}}
-    )
+    spec = make_spec({"stopping": {"early_stopping": {"monitor": "val_loss", "patience": 2}}})
     expected = {"limits": {"max_trial_cost": "2.8", "scenario": "expected"}}
     assert run_rule(trial_cost, spec, make_policy(expected)) == []
     [violation] = run_rule(trial_cost, spec, _limit("2.8"))
@@ -93,10 +89,6 @@ def test_limit_unset_reports_nothing():
     assert run_rule(trial_cost, spec, make_policy(), price="1000") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: 7/60 rounds up in Decimal, so an exact 28 per trial fails a 28 limit",
-)
 def test_exactly_at_the_limit_with_an_inexact_epoch_time_passes():
     # 60 epochs × 7 min = exactly 7 h; × 1 GPU × 4 = exactly 28.
     spec = make_spec({"workload": {"max_epochs": 60, "epoch_minutes": 7}})

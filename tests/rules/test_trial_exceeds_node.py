@@ -32,13 +32,15 @@ def test_trial_equal_to_a_node_passes():
 
 def test_one_gpu_over_a_node_fails():
     [violation] = run_rule(trial_exceeds_node, _gpus(9), _cluster(gpus_per_node=8))
-    assert violation.message == "9 GPUs per trial cannot fit on a 8-GPU node (multi-node is off)"
+    assert (
+        violation.message == "9 GPUs per trial cannot fit on one node of 8 GPUs (multi-node is off)"
+    )
     assert violation.path == PATH
 
 
 def test_docstring_failing_example():
     [violation] = run_rule(trial_exceeds_node, _gpus(12), _cluster(gpus_per_node=8))
-    assert violation.message.startswith("12 GPUs per trial cannot fit on a 8-GPU node")
+    assert violation.message.startswith("12 GPUs per trial cannot fit on one node of 8 GPUs")
 
 
 def test_multi_node_clusters_schedule_large_trials():

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from gate.policy import Severity
 from gate.rules import trial_hours
 from tests.conftest import make_policy, make_spec, run_rule
@@ -68,9 +66,7 @@ def test_spec_max_trial_hours_caps_the_trial():
 def test_expected_scenario_uses_early_stopping():
     # Early stopping, patience 2, plateau at ceil(0.5 × 10) = 5 → stops at epoch 7:
     # expected 7 × 6 min = 0.7 h; worst is still 10 × 6 min = 1 h.
-    spec = make_spec(
-        {"stopping": {"early_stopping": {"monitor": "val_loss", "patience": 2}}}
-    )
+    spec = make_spec({"stopping": {"early_stopping": {"monitor": "val_loss", "patience": 2}}})
     assert run_rule(trial_hours, spec, _limit(0.7, scenario="expected")) == []
     [expected] = run_rule(trial_hours, spec, _limit(0.6, scenario="expected"))
     assert expected.message == "expected-case trial time 0.70 h exceeds max_trial_hours 0.6 h"
@@ -83,10 +79,6 @@ def test_limit_unset_reports_nothing():
     assert run_rule(trial_hours, spec, make_policy()) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: 7/60 rounds up in Decimal, so 60 × 7 min = 7.000…002 h fails a 7 h limit",
-)
 def test_exactly_at_the_limit_with_an_inexact_epoch_time_passes():
     # 60 epochs × 7 min = 420 min = exactly 7 h, against a 7 h limit.
     spec = make_spec({"workload": {"max_epochs": 60, "epoch_minutes": 7}})

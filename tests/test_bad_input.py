@@ -1,0 +1,257 @@
+"""Bad input never crashes: every case exits 3 with one located, hinted diagnostic.
+
+Each committed case in ``tests/cases/invalid/`` starts with a comment the test parses::
+
+    # expect: line=12 col=1 match=duplicate key 'resources'
+    # xfail: why this case does not behave as expected yet   (optional second line)
+
+``line``/``col`` are 1-based positions in the file *including* those comment lines (a
+comment changes no YAML semantics but does shift every line down). ``match`` is a
+substring of the diagnostic after the location (message and hint). Cases that cannot be
+committed as small text files (non-UTF-8 bytes, a 10 MB file, zero bytes) are generated
+into ``tmp_path`` from the ``GENERATED`` table below.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gate.cli import main
+from tests.conftest import ROOT
+
+CORPUS = ROOT / "tests" / "cases" / "invalid"
+POLICIES = ROOT / "policies"
+EXIT_INVALID = 3
+
+_EXPECT = re.compile(r"^# expect: line=(?P<line>\d+)(?: col=(?P<col>\d+))? match=(?P<match>.+)$")
+_XFAIL = re.compile(r"^# xfail: (?P<reason>.+)$")
+
+# A valid spec body (10 lines); a generated case's line numbers are counted from it.
+_SPEC = (
+    "apiVersion: budget-gate/v1\n"
+    "kind: Experiment\n"
+    "metadata:\n"
+    "  name: bad-input\n"
+    "resources:\n"
+    "  accelerator: A100-80GB\n"
+    "  gpus_per_trial: 1\n"
+    "workload:\n"
+    "  max_epochs: 10\n"
+    "  epoch_minutes: 5\n"
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input: how to get its file, and where and what the diagnostic must say."""
+
+    id: str
+    make: Callable[[Path], Path]
+    line: int
+    col: int | None
+    match: str
+    xfail: str | None = None
+
+    def param(self) -> object:
+        marks = [pytest.mark.xfail(reason=self.xfail, strict=True)] if self.xfail else []
+        return pytest.param(self, id=self.id, marks=marks)
+
+
+def _committed(path: Path) -> Case:
+    header = path.read_text(encoding="utf-8").splitlines()[:2]
+    found = _EXPECT.match(header[0]) if header else None
+    if found is None:
+        raise AssertionError(f"{path}: first line must be '# expect: line=N [col=N] match=...'")
+    xfail = _XFAIL.match(header[1]) if len(header) > 1 else None
+    return Case(
+        id=path.stem,
+        make=lambda _tmp: path,
+        line=int(found["line"]),
+        col=int(found["col"]) if found["col"] else None,
+        match=found["match"],
+        xfail=xfail["reason"] if xfail else None,
+    )
+
+
+def _generated(name: str, content: bytes) -> Callable[[Path], Path]:
+    def make(tmp_path: Path) -> Path:
+        path = tmp_path / name
+        path.write_bytes(content)
+        return path
+
+    return make
+
+
+_CRLF_DUPLICATE = _SPEC.replace(
+    "  gpus_per_trial: 1\n", "  gpus_per_trial: 1\n  gpus_per_trial: 2\n"
+)
+GENERATED = [
+    Case(
+        "non-utf8-latin1-byte",
+        _generated("latin1.yaml", _SPEC.encode().replace(b"bad-input", b"caf\xe9")),
+        4,
+        12,
+        "byte 0xe9 is not valid UTF-8",
+    ),
+    Case(
+        "utf16-with-bom",
+        _generated("utf16.yaml", _SPEC.encode("utf-16")),
+        1,
+        1,
+        "byte 0xff is not valid UTF-8",
+    ),
+    Case(
+        "ten-megabytes",
+        _generated("huge.yaml", _SPEC.encode() + b"# " + b"x" * (10 * 1024 * 1024) + b"\n"),
+        1,
+        1,
+        "larger than the 1024 KiB limit",
+    ),
+    Case("zero-bytes", _generated("zero.yaml", b""), 1, 1, "file is empty"),
+    Case(
+        "crlf-line-endings-duplicate-key",
+        _generated("crlf.yaml", _CRLF_DUPLICATE.replace("\n", "\r\n").encode()),
+        8,
+        3,
+        "duplicate key 'gpus_per_trial' (first defined at line 7)",
+    ),
+    Case(
+        "non-utf8-after-multibyte-char",
+        # "  name: é" is 9 characters but 10 bytes: the column should count characters,
+        # as the YAML positions of every other diagnostic do.
+        _generated("mixed.yaml", _SPEC.encode().replace(b"bad-input", "é".encode() + b"\xff")),
+        4,
+        10,
+        "byte 0xff is not valid UTF-8",
+    ),
+]
+COMMITTED = [_committed(p) for p in sorted(CORPUS.glob("*.yaml"))]
+CASES = COMMITTED + GENERATED
+
+
+def _run_check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["check", "--policy-dir", str(POLICIES), str(path)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _assert_reported(case: Case, path: Path, code: int, out: str, err: str) -> None:
+    assert "Traceback" not in out
+    assert "Traceback" not in err
+    assert "internal error" not in err, err
+    assert code == EXIT_INVALID, f"exit {code}, stderr:\n{err}"
+    located = re.compile(
+        rf"^{re.escape(str(path))}:(?P<line>\d+):(?P<col>\d+): (?P<message>.+?) — (?P<hint>\S.*)$"
+    )
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines, "no diagnostic on stderr"
+    parsed = []
+    for line in lines:
+        found = located.match(line)
+        assert found, f"not a located 'file:line:col: message — hint' diagnostic: {line!r}"
+        parsed.append(found)
+    hits = [
+        m
+        for m in parsed
+        if int(m["line"]) == case.line
+        and (case.col is None or int(m["col"]) == case.col)
+        and case.match in f"{m['message']} — {m['hint']}"
+    ]
+    want = f"{case.line}:{case.col}" if case.col else f"{case.line}:*"
+    assert hits, f"expected a diagnostic at {want} containing {case.match!r}, got:\n{err}"
+
+
+@pytest.mark.parametrize("case", [c.param() for c in CASES])
+def test_bad_input_is_a_located_diagnostic(
+    case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = case.make(tmp_path)
+    code, out, err = _run_check(path, capsys)
+    _assert_reported(case, path, code, out, err)
+
+
+def test_corpus_is_large_and_small() -> None:
+    assert len(CASES) >= 30
+    assert len({c.id for c in CASES}) == len(CASES)
+    for path in CORPUS.iterdir():
+        assert path.suffix == ".yaml", f"{path}: the corpus holds only .yaml cases"
+        assert path.stat().st_size < 4096, f"{path}: keep committed cases small; generate big ones"
+
+
+_BY_ID = {c.id: c for c in CASES}
+
+
+@pytest.mark.parametrize(
+    "case_id", ["alias-bomb-billion-laughs", "yaml-tab-indentation", "non-utf8-latin1-byte"]
+)
+def test_real_process_reports_without_traceback(case_id: str, tmp_path: Path) -> None:
+    case = _BY_ID[case_id]
+    path = case.make(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gate", "check", "--policy-dir", str(POLICIES), str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    _assert_reported(case, path, proc.returncode, proc.stdout, proc.stderr)
+
+
+def _huge_grid(parameters: int, values: int, seeds: int) -> str:
+    dims = "".join(
+        f"    p{i}: {{values: [{', '.join(str(v) for v in range(values))}]}}\n"
+        for i in range(parameters)
+    )
+    return (
+        "apiVersion: budget-gate/v1\n"
+        "kind: Experiment\n"
+        "metadata:\n"
+        "  name: huge-grid\n"
+        "  labels: {cost-center: cc-1, environment: research, workload-type: hpo}\n"
+        "resources:\n"
+        "  accelerator: A100-80GB\n"
+        "  gpus_per_trial: 1\n"
+        "  precision: bf16\n"
+        "workload:\n"
+        "  max_epochs: 10\n"
+        "  epoch_minutes: 5\n"
+        "search:\n"
+        "  strategy: grid\n"
+        f"  seeds: [{', '.join(str(s) for s in range(seeds))}]\n"
+        "  parameters:\n"
+        f"{dims}"
+        "quality_gate:\n"
+        '  - {metric: val_f1, op: ">=", value: 0.8}\n'
+    )
+
+
+def test_grid_of_10_to_the_15_is_a_verdict_not_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """15 parameters × 10 values × 3 seeds: counted, never enumerated, and over the limits."""
+    spec = tmp_path / "huge-grid.yaml"
+    spec.write_text(_huge_grid(parameters=15, values=10, seeds=3), encoding="utf-8")
+    start = time.perf_counter()
+    code = main(["check", "--policy-dir", str(POLICIES), "--format", "json", str(spec)])
+    elapsed = time.perf_counter() - start
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert err == ""
+    assert code == 1, out
+    report = json.loads(out)
+    result = report["results"][0]
+    assert result["outcome"] == "violation"
+    assert result["estimate"]["worst"]["trials"] == 10**15 * 3
+    assert result["estimate"]["expected"]["trials"] == 10**15 * 3
+    assert "BG104" in {f["rule_id"] for f in result["findings"]}  # max_experiment_cost
+    assert elapsed < 2.0, f"took {elapsed:.2f} s: is the grid being enumerated?"
