@@ -89,11 +89,17 @@ class Workload(Model):
     def _one_epoch_time(self) -> Workload:
         has_rate = self.samples_per_second is not None or self.train_samples is not None
         if self.epoch_minutes is None and not has_rate:
-            raise ValueError("give epoch_minutes, or samples_per_second with train_samples")
+            raise ValueError(
+                "no epoch time — add epoch_minutes, or samples_per_second and train_samples"
+            )
         if self.epoch_minutes is not None and has_rate:
-            raise ValueError("give epoch_minutes or samples_per_second/train_samples, not both")
+            raise ValueError(
+                "epoch time given twice — keep epoch_minutes or samples_per_second/train_samples"
+            )
         if has_rate and (self.samples_per_second is None or self.train_samples is None):
-            raise ValueError("samples_per_second and train_samples go together")
+            raise ValueError(
+                "throughput is incomplete — give both samples_per_second and train_samples"
+            )
         return self
 
     @property
@@ -117,11 +123,11 @@ class Parameter(Model):
     def _values_or_range(self) -> Parameter:
         has_range = self.low is not None or self.high is not None
         if self.values is None and not has_range:
-            raise ValueError("give values: [...] or a range with low and high")
+            raise ValueError("no values — give values: [...] or a range with low and high")
         if self.values is not None and has_range:
-            raise ValueError("give values or low/high, not both")
+            raise ValueError("both values and a range — keep values: [...] or low/high")
         if has_range and (self.low is None or self.high is None or self.low > self.high):
-            raise ValueError("a range needs low <= high")
+            raise ValueError("the range is empty or open — give low and high with low <= high")
         return self
 
     @property
@@ -151,7 +157,10 @@ class Search(Model):
     @model_validator(mode="after")
     def _trials_bounded(self) -> Search:
         if self.strategy is not Strategy.GRID and self.max_trials is None:
-            raise ValueError(f"strategy {self.strategy.value} needs max_trials")
+            raise ValueError(
+                f"strategy {self.strategy.value} has no max_trials — add max_trials: N, "
+                "or use strategy: grid"
+            )
         return self
 
 

@@ -58,12 +58,16 @@ def _to_input_error(root: type[BaseModel], err: Any, source_map: SourceMap) -> I
         )
     message = str(err["msg"]).removeprefix("Value error, ")
     message = message[:1].lower() + message[1:]
+    # NOTE: our model validators phrase errors as "what is wrong — how to fix it".
+    message, _, hint = message.partition(" — ")
     return InputError(
-        f"{dotted}: {message}", location=source_map.locate(loc), hint=_hint(kind, err)
+        f"{dotted}: {message}", location=source_map.locate(loc), hint=hint or _hint(kind, err)
     )
 
 
 def _hint(kind: str, err: Any) -> str:
+    if isinstance(err.get("input"), bool) and kind.startswith(("int", "float", "decimal")):
+        return "write a number, not true/false"
     if kind in ("int_type", "int_parsing", "int_from_float"):
         return "write a whole number without quotes"
     if kind in ("float_type", "float_parsing", "decimal_type", "decimal_parsing"):
