@@ -5,9 +5,22 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
-Money = Annotated[Decimal, Field(ge=0, allow_inf_nan=False)]
+# NOTE: the JSON Schema is spelled out so it does not change with pydantic's Decimal schema.
+Money = Annotated[
+    Decimal,
+    Field(ge=0, allow_inf_nan=False),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "number", "minimum": 0},
+                {"type": "string", "pattern": r"^[0-9]+(\.[0-9]+)?$"},
+            ],
+            "description": "An amount in the policy's currency.",
+        }
+    ),
+]
 """A non-negative amount in the policy's currency."""
 
 CENT = Decimal("0.01")
