@@ -9,12 +9,13 @@ from gate.errors import InputError, InputErrors
 from gate.estimate import estimate
 from gate.fingerprint import fingerprint
 from gate.loader import LoadedDoc, load_file
+from gate.policy import Policy
 from gate.policy_loader import PolicySet
-from gate.prices import Catalog, quote
+from gate.prices import Catalog, Quote, quote
 from gate.report import Finding, Outcome, SpecResult
 from gate.rules import REGISTRY
 from gate.rules.base import RuleContext
-from gate.spec import Experiment
+from gate.spec import Capacity, Experiment
 from gate.validation import validate
 from gate.verdict import RawFinding, apply_policy, decide
 
@@ -41,17 +42,10 @@ class Evaluator:
         loaded = self.policies.for_team(spec.metadata.team)
         policy = loaded.policy
         try:
-            price = quote(
-                self.catalog,
-                policy,
-                spec.resources.accelerator,
-                spec.resources.capacity,
-                spec.resources.cloud or policy.prices.cloud,
-                location=doc.source_map.locate(("resources", "accelerator")),
-            )
+            price = self._quote(spec, policy, spec.resources.capacity, doc)
         except InputError as exc:
             return _invalid(spec_file, exc)
-        est = estimate(spec, policy, price)
+        est = estimate(spec, policy, price, self._on_demand(spec, policy, doc))
         ctx = RuleContext(spec, est, policy, spec_file, self.today)
         raw = [
             RawFinding(rule.ID, rule.DEFAULT_SEVERITY, v.message, doc.source_map.locate(v.path))
@@ -70,6 +64,25 @@ class Evaluator:
             currency=policy.currency,
             findings=tuple(findings),
         )
+
+    def _quote(self, spec: Experiment, policy: Policy, capacity: Capacity, doc: LoadedDoc) -> Quote:
+        return quote(
+            self.catalog,
+            policy,
+            spec.resources.accelerator,
+            capacity,
+            spec.resources.cloud or policy.prices.cloud,
+            location=doc.source_map.locate(("resources", "accelerator")),
+        )
+
+    def _on_demand(self, spec: Experiment, policy: Policy, doc: LoadedDoc) -> Quote | None:
+        """The on-demand price a spot spec is compared with, when there is one."""
+        if spec.resources.capacity is not Capacity.SPOT:
+            return None
+        try:
+            return self._quote(spec, policy, Capacity.ON_DEMAND, doc)
+        except InputError:
+            return None
 
 
 def _parse(doc: LoadedDoc) -> Experiment:

@@ -7,13 +7,14 @@ Policies are data, never code. ``policies/<team>.yaml`` extends ``policies/defau
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 from enum import Enum
 from typing import Annotated, Literal
 
 from pydantic import Field
 
 from gate.money import Money
-from gate.spec import Capacity, Model, Name, PositiveFloat, PositiveInt
+from gate.spec import Capacity, LearningCurve, Model, Name, PositiveFloat, PositiveInt
 
 
 class Severity(str, Enum):
@@ -44,12 +45,26 @@ class PriceOverride(Model):
         }[capacity]
 
 
+class OwnedHardware(Model):
+    """Cost inputs of GPUs the team owns, priced per GPU-hour of useful work (DOMAIN.md §2)."""
+
+    purchase_price: Money
+    amortization_years: Annotated[float, Field(gt=0, le=20)]
+    power_kw: Annotated[float, Field(ge=0, le=5)]
+    pue: Annotated[float, Field(ge=1, le=3)] = 1.4
+    electricity_per_kwh: Money
+    utilization: Annotated[float, Field(gt=0, le=1)]
+    facility_per_gpu_year: Money = Decimal(0)
+    staff_per_gpu_year: Money = Decimal(0)
+
+
 class Prices(Model):
-    """Where prices come from: the packaged catalog, a default cloud, and overrides."""
+    """Where prices come from: the packaged catalog, a default cloud, overrides, owned GPUs."""
 
     cloud: Name | None = None
     usd_exchange_rate: Annotated[Money, Field(gt=0)] | None = None
     overrides: dict[str, PriceOverride] = Field(default_factory=dict)
+    owned: dict[str, OwnedHardware] = Field(default_factory=dict)
 
 
 class Cluster(Model):
@@ -107,6 +122,23 @@ class Estimation(Model):
     """Assumptions behind the expected scenario, when the spec gives none."""
 
     plateau_fraction: Annotated[float, Field(gt=0, le=1)] = 0.5
+    learning_curve: LearningCurve | None = None
+    queue_wait_hours: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+
+
+class Reliability(Model):
+    """How often trials fail, and how often they are retried (charged to the experiment)."""
+
+    failure_rate: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    max_retries: Annotated[int, Field(ge=0, le=10)] = 0
+    failure_point: Annotated[float, Field(gt=0, le=1)] = 0.5
+
+
+class Spot(Model):
+    """Spot-capacity assumptions: preemptions per hour of a trial, and extra cost per trial."""
+
+    preemptions_per_hour: Annotated[float, Field(ge=0, le=10)] = 0.01
+    extra_ops_per_trial: Money = Decimal(0)
 
 
 class Waiver(Model):
@@ -132,6 +164,8 @@ class Policy(Model):
     labels: Labels = Field(default_factory=Labels)
     practices: Practices = Field(default_factory=Practices)
     estimation: Estimation = Field(default_factory=Estimation)
+    reliability: Reliability = Field(default_factory=Reliability)
+    spot: Spot = Field(default_factory=Spot)
     severity: dict[Annotated[str, Field(pattern=r"^BG\d{3}$")], SeveritySetting] = Field(
         default_factory=dict
     )

@@ -14,7 +14,8 @@ from functools import cache
 from importlib import resources
 
 from gate.errors import InputError, Location
-from gate.policy import Policy
+from gate.money import to_decimal
+from gate.policy import OwnedHardware, Policy
 from gate.spec import Capacity
 
 
@@ -72,6 +73,10 @@ def quote(
     price = override.price_for(capacity) if override else None
     if price is not None:
         return Quote(accelerator, capacity, price, policy.currency, "policy override")
+    owned = policy.prices.owned.get(accelerator)
+    if capacity is Capacity.RESERVED and owned is not None:
+        basis = f"owned hardware at {owned.utilization:.0%} utilization"
+        return Quote(accelerator, capacity, owned_price_per_gpu_hour(owned), policy.currency, basis)
     clouds = catalog.prices.get(accelerator)
     if clouds is None:
         raise InputError(
@@ -83,10 +88,33 @@ def quote(
         raise InputError(
             f"no price for reserved {accelerator}: the public catalog has only on-demand and spot",
             location=location,
-            hint=f"set prices.overrides.{accelerator}.reserved in the team policy",
+            hint=f"set prices.owned.{accelerator} (purchase, power, utilization) or "
+            f"prices.overrides.{accelerator}.reserved in the team policy",
         )
     usd, basis = _catalog_price(clouds, accelerator, capacity.value, cloud, location)
     return Quote(accelerator, capacity, _convert(usd, policy), policy.currency, basis)
+
+
+HOURS_PER_YEAR = 8760
+
+
+def electricity_per_gpu_year(power_kw: Decimal, pue: Decimal, price_per_kwh: Decimal) -> Decimal:
+    """Average kW × 8760 h × PUE × price per kWh (DOMAIN.md §2)."""
+    return power_kw * HOURS_PER_YEAR * pue * price_per_kwh
+
+
+def owned_price_per_gpu_hour(hw: OwnedHardware) -> Decimal:
+    """(Purchase ÷ amortization hours + power + facility + staff) per GPU-hour ÷ utilization.
+
+    Dividing by expected utilization charges idle hours to the useful ones: below about 40 %
+    utilization renting is usually cheaper.
+    """
+    years = to_decimal(hw.amortization_years)
+    power = electricity_per_gpu_year(
+        to_decimal(hw.power_kw), to_decimal(hw.pue), hw.electricity_per_kwh
+    )
+    yearly = hw.purchase_price / years + power + hw.facility_per_gpu_year + hw.staff_per_gpu_year
+    return yearly / HOURS_PER_YEAR / to_decimal(hw.utilization)
 
 
 def _catalog_price(

@@ -65,21 +65,42 @@ class Metadata(Model):
 
 
 class Resources(Model):
-    """The hardware each trial holds."""
+    """The hardware each trial holds (whole GPUs, or MIG slices of one profile)."""
 
     accelerator: Name
     gpus_per_trial: PositiveInt
+    mig_profile: Annotated[str, Field(pattern=r"^[1-7]g\.[0-9]+gb$")] | None = None
     capacity: Capacity = Capacity.ON_DEMAND
     cloud: Name | None = None
     precision: Precision = Precision.FP32
     checkpoint_every_minutes: PositiveFloat | None = None
+
+    @property
+    def gpu_share(self) -> Decimal:
+        """Fraction of a whole GPU each unit is: a MIG ``Ng.*`` slice is N/7 of the GPU."""
+        if self.mig_profile is None:
+            return Decimal(1)
+        return Decimal(int(self.mig_profile[0])) / 7
+
+
+class Range(Model):
+    """An uncertain input: the worst case takes ``high``, the expected case the middle."""
+
+    low: PositiveFloat
+    high: PositiveFloat
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Range:
+        if self.low > self.high:
+            raise ValueError("low is above high — swap them, or give a single number")
+        return self
 
 
 class Workload(Model):
     """How long one trial trains: epochs × epoch time, plus setup and evaluation."""
 
     max_epochs: PositiveInt
-    epoch_minutes: PositiveFloat | None = None
+    epoch_minutes: PositiveFloat | Range | None = None
     samples_per_second: PositiveFloat | None = None
     train_samples: PositiveInt | None = None
     setup_minutes: NonNegativeFloat = 0.0
@@ -102,11 +123,14 @@ class Workload(Model):
             )
         return self
 
-    @property
-    def epoch_minutes_exact(self) -> Decimal:
-        """Training time of one epoch in minutes, from whichever form the spec used."""
-        if self.epoch_minutes is not None:
-            return Decimal(str(self.epoch_minutes))
+    def epoch_minutes_for(self, scenario: Literal["worst", "expected"]) -> Decimal:
+        """Minutes per epoch: the high end of a range for the worst case, its middle otherwise."""
+        value = self.epoch_minutes
+        if isinstance(value, Range):
+            low, high = Decimal(str(value.low)), Decimal(str(value.high))
+            return high if scenario == "worst" else (low + high) / 2
+        if value is not None:
+            return Decimal(str(value))
         assert self.samples_per_second is not None and self.train_samples is not None
         return Decimal(self.train_samples) / Decimal(str(self.samples_per_second)) / 60
 
@@ -137,11 +161,25 @@ class Parameter(Model):
 
 
 class Scheduler(Model):
-    """Successive-halving family settings (rungs are modelled in a later release)."""
+    """Successive-halving family: rungs from min_epochs up to max_epochs, keeping 1/η each."""
 
     min_epochs: PositiveInt = 1
     max_epochs: PositiveInt | None = None
-    reduction_factor: Annotated[float, Field(gt=1, allow_inf_nan=False)] = 3.0
+    reduction_factor: Annotated[float, Field(allow_inf_nan=False)] = 3.0
+    brackets: PositiveInt | None = None
+    resume: StrictBool = True
+    synchronous: StrictBool | None = None
+
+    @model_validator(mode="after")
+    def _halving_possible(self) -> Scheduler:
+        if self.reduction_factor <= 1:
+            raise ValueError(
+                f"reduction_factor {self.reduction_factor:g} keeps every trial — use a value "
+                "above 1 (2, 3 or 4 are usual)"
+            )
+        if self.max_epochs is not None and self.max_epochs < self.min_epochs:
+            raise ValueError("max_epochs is below min_epochs — raise max_epochs")
+        return self
 
 
 class Search(Model):
@@ -156,7 +194,9 @@ class Search(Model):
 
     @model_validator(mode="after")
     def _trials_bounded(self) -> Search:
-        if self.strategy is not Strategy.GRID and self.max_trials is None:
+        # NOTE: Hyperband's brackets fix the number of configurations when max_trials is unset.
+        unbounded = self.strategy not in (Strategy.GRID, Strategy.HYPERBAND)
+        if unbounded and self.max_trials is None:
             raise ValueError(
                 f"strategy {self.strategy.value} has no max_trials — add max_trials: N, "
                 "or use strategy: grid"
@@ -164,14 +204,26 @@ class Search(Model):
         return self
 
 
+class LearningCurve(Model):
+    """Assumed shape of the monitored metric, for the expected early-stopping epoch.
+
+    The metric gains ``total_gain`` in all, and its per-epoch improvement halves every
+    ``half_life_epochs``.
+    """
+
+    total_gain: PositiveFloat
+    half_life_epochs: PositiveFloat
+
+
 class EarlyStopping(Model):
-    """Stop a trial once the monitored metric stops improving."""
+    """Stop a trial once the monitored metric stops improving by min_delta for patience epochs."""
 
     monitor: Name
     mode: Literal["min", "max"] = "min"
     patience: PositiveInt
     min_delta: NonNegativeFloat = 0.0
     expected_plateau_epoch: PositiveInt | None = None
+    learning_curve: LearningCurve | None = None
 
 
 class Stopping(Model):

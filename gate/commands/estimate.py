@@ -7,7 +7,7 @@ import json
 import sys
 
 from gate.commands.common import make_evaluator, make_report, print_errors
-from gate.estimate import Scenario
+from gate.estimate import Estimate, Scenario
 from gate.money import format_amount
 from gate.report import Outcome, SpecResult
 from gate.reporters.json import JsonReporter
@@ -46,10 +46,32 @@ def _render_text(result: SpecResult, source: str, date: str) -> str:
         f"price: {format_amount(q.per_gpu_hour, 5)} {q.currency} per GPU-hour, "
         f"{q.accelerator} {q.capacity.value} ({q.basis})"
     )
+    if est.epoch_minutes_range is not None:
+        low, high = est.epoch_minutes_range
+        lines.append(f"epoch time: {low:f}–{high:f} min (worst takes the high end)")
     for scenario in (est.worst, est.expected):
         lines.extend(_scenario_lines(scenario, result.currency))
+    lines.extend(_saving_lines(est, result.currency))
     lines.append(f"prices: {source}; {date}")
     return "\n".join(lines) + "\n"
+
+
+def _saving_lines(est: Estimate, currency: str) -> list[str]:
+    lines = [
+        f"  {s.what} saves {format_amount(s.gpu_hours, 1)} GPU-h "
+        f"({format_amount(s.cost)} {currency}) in the {s.scenario} case"
+        for s in est.savings
+    ]
+    spot = est.spot
+    if spot is not None:
+        verdict = "saves" if spot.net_saving >= 0 else "COSTS MORE by"
+        lines.append(
+            f"  spot {verdict} {format_amount(abs(spot.net_saving))} {currency} against on-demand "
+            f"{format_amount(spot.on_demand_cost)} (spot {format_amount(spot.spot_cost)}, "
+            f"recompute {format_amount(spot.recompute_cost)}, extra ops "
+            f"{format_amount(spot.extra_ops_cost)}; expected case)"
+        )
+    return ["", "what the plan saves", *lines] if lines else []
 
 
 def _scenario_lines(s: Scenario, currency: str) -> list[str]:
@@ -60,7 +82,13 @@ def _scenario_lines(s: Scenario, currency: str) -> list[str]:
         f"  cost        {format_amount(s.cost)} {currency}"
         f" = {d.trials:,} trials × {d.gpus_per_trial} GPUs × "
         f"{format_amount(d.hours_per_trial, 3)} h × {format_amount(d.price_per_gpu_hour, 5)}",
-        f"  GPU-hours   {format_amount(s.gpu_hours, 1)}",
+        f"  GPU-hours   {format_amount(s.gpu_hours, 1)}"
+        + (f" (retries {format_amount(s.retry_gpu_hours, 1)})" if s.retry_gpu_hours else "")
+        + (
+            f" (recompute {format_amount(s.recompute_gpu_hours, 1)})"
+            if s.recompute_gpu_hours
+            else ""
+        ),
         f"  per trial   {format_amount(s.cost_per_trial)} {currency}, "
         f"{s.epochs_per_trial} epochs, {format_amount(s.hours_per_trial, 2)} h",
         f"  wall-clock  {format_amount(s.wall_clock_hours, 1)} h "

@@ -59,7 +59,18 @@ def _estimate_lines(est: Estimate, currency: str) -> list[str]:
         f"{q.accelerator} {q.capacity.value} ({q.basis})"
     )
     notes = [f"  assumes ({s.name}): {'; '.join(s.assumptions)}" for s in (est.worst, est.expected)]
-    return [*table, price, *notes]
+    saves = [
+        f"  saves: {s.what} −{format_amount(s.gpu_hours, 1)} GPU-h "
+        f"(−{format_amount(s.cost)} {currency}, {s.scenario})"
+        for s in est.savings
+    ]
+    if est.spot is not None:
+        word = "saves" if est.spot.net_saving >= 0 else "costs"
+        saves.append(
+            f"  spot {word} {format_amount(abs(est.spot.net_saving))} {currency} "
+            "against on-demand (expected, recompute included)"
+        )
+    return [*table, price, *notes, *saves]
 
 
 def _row(s: Scenario, currency: str) -> tuple[str, ...]:

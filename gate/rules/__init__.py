@@ -24,6 +24,7 @@ from gate.rules import (
     no_quality_gate,
     no_stop_condition,
     restricted_accelerator,
+    spot_dearer_than_on_demand,
     spot_without_checkpoints,
     trial_cost,
     trial_exceeds_node,
@@ -48,6 +49,7 @@ _SPEC_RULES: tuple[Rule, ...] = (
     no_quality_gate,
     fp32_on_tensor_cores,
     spot_without_checkpoints,
+    spot_dearer_than_on_demand,
     trial_exceeds_node,
     deadline,
 )

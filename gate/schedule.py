@@ -1,0 +1,126 @@
+"""Which trials train for how many epochs: flat searches and the successive-halving family (pure).
+
+Synchronous successive halving and Hyperband follow Li et al., "Hyperband: A Novel
+Bandit-Based Approach to Hyperparameter Optimization" (JMLR 18, 2018): with ``n``
+configurations, minimum ``r`` and maximum ``R`` epochs and reduction factor ``η``, rung
+``i`` keeps ``floor(n η^-i)`` configurations, each trained to ``r η^i`` epochs. Hyperband
+runs brackets ``s = s_max … 0`` with ``n_s = ceil((s_max + 1) η^s / (s + 1))``.
+
+Choices where the paper is silent, each stated in the estimate's assumptions:
+- R/r not a power of η: the top rung trains to R (rungs r, rη, …, then R).
+- More rungs than configurations: the best configuration carries on alone (never 0).
+- Fractional epochs (η not an integer) round up to whole epochs.
+- Asynchronous halving (ASHA, Optuna's pruners) has no fixed counts. Its worst case is no
+  saving at all (an arrival order exists in which every trial is promoted); its expected
+  case assumes 1/η of the trials reaching a rung are promoted, as in the synchronous rule.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
+
+_ONE = Decimal(1)
+
+
+@dataclass(frozen=True, slots=True)
+class Rung:
+    """Trials that train together in one rung, and how far each trains there."""
+
+    trials: Decimal
+    epochs: int
+    reached: int
+    launches: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """Rungs run in order; with a barrier a rung waits for the previous one to finish."""
+
+    rungs: tuple[Rung, ...]
+    barrier: bool
+
+
+def flat(trials: int, epochs: int) -> tuple[Stage, ...]:
+    """Every trial trains ``epochs`` epochs in one go (grid, random, Bayesian)."""
+    return (Stage((Rung(Decimal(trials), epochs, epochs, True),), barrier=False),)
+
+
+def rung_marks(min_epochs: int, max_epochs: int, eta: Decimal) -> list[int]:
+    """Cumulative epochs at the end of each rung: r, rη, rη², … with the top rung at R."""
+    r, big_r = min(min_epochs, max_epochs), max_epochs
+    marks = []
+    level = Decimal(r)
+    while level * eta <= big_r:
+        marks.append(_ceil(level))
+        level *= eta
+    marks.append(big_r)
+    return marks
+
+
+def halving(
+    configurations: Decimal,
+    marks: list[int],
+    eta: Decimal,
+    *,
+    resume: bool,
+    exact: bool,
+    barrier: bool,
+) -> Stage:
+    """One successive-halving bracket over ``marks``.
+
+    ``exact`` floors the survivors as synchronous halving does; otherwise the expected
+    1/η fraction is kept as a real number. With ``resume`` a promoted trial continues from
+    its checkpoint; without it, it retrains from scratch to the next mark.
+    """
+    rungs = []
+    previous = 0
+    for i, mark in enumerate(marks):
+        survivors = configurations / eta**i
+        if exact:
+            survivors = max(_ONE, Decimal(math.floor(survivors)))
+        epochs = mark - previous if resume else mark
+        relaunch = i == 0 or barrier or not resume
+        rungs.append(Rung(survivors, epochs, mark, relaunch))
+        previous = mark
+    return Stage(tuple(rungs), barrier)
+
+
+def no_pruning(configurations: Decimal, marks: list[int], *, resume: bool) -> Stage:
+    """Asynchronous worst case: every trial is promoted through every rung."""
+    if resume:
+        return Stage((Rung(configurations, marks[-1], marks[-1], True),), barrier=False)
+    rungs = tuple(Rung(configurations, m, m, True) for m in marks)
+    return Stage(rungs, barrier=False)
+
+
+def hyperband_brackets(
+    min_epochs: int, max_epochs: int, eta: Decimal, limit: int | None
+) -> list[tuple[int, list[int]]]:
+    """Hyperband's brackets as (configurations, rung marks), most exploratory first."""
+    units = Decimal(max_epochs) / Decimal(min(min_epochs, max_epochs))
+    s_max = 0
+    while eta ** (s_max + 1) <= units:
+        s_max += 1
+    brackets = []
+    for s in range(s_max, -1, -1):
+        n = _ceil(Decimal(s_max + 1) * eta**s / (s + 1))
+        marks = [min(max_epochs, _ceil(max_epochs / eta ** (s - i))) for i in range(s)]
+        brackets.append((n, [*marks, max_epochs]))
+    return brackets[:limit] if limit else brackets
+
+
+def split(total: int, weights: list[int]) -> list[int]:
+    """Share ``total`` out in proportion to ``weights`` (largest remainder, exact sum)."""
+    whole = sum(weights)
+    shares = [Decimal(total) * w / whole for w in weights]
+    floors = [math.floor(s) for s in shares]
+    order = sorted(range(len(weights)), key=lambda i: shares[i] - floors[i], reverse=True)
+    for i in order[: total - sum(floors)]:
+        floors[i] += 1
+    return floors
+
+
+def _ceil(value: Decimal) -> int:
+    return int(value.to_integral_value(rounding=ROUND_CEILING))

@@ -1,0 +1,53 @@
+"""BG306 spot-dearer-than-on-demand: the expected spot net saving is negative."""
+
+from __future__ import annotations
+
+from gate.estimate import estimate
+from gate.policy import Severity
+from gate.rules import spot_dearer_than_on_demand
+from gate.rules.base import RuleContext
+from gate.spec import Capacity
+from tests.conftest import TODAY, make_policy, make_quote, make_spec
+
+POLICY = make_policy({"spot": {"preemptions_per_hour": 0.1}})
+
+
+def _violations(spot_price: str, on_demand_price: str | None, **resources):
+    spec = make_spec(
+        {
+            "resources": {"capacity": "spot", **resources},
+            "workload": {"max_epochs": 100, "epoch_minutes": 60},
+        }
+    )
+    on_demand = make_quote(on_demand_price) if on_demand_price else None
+    est = estimate(spec, POLICY, make_quote(spot_price, capacity=Capacity.SPOT), on_demand)
+    ctx = RuleContext(spec, est, POLICY, "exp/spec.yaml", TODAY)
+    return list(spot_dearer_than_on_demand.check(ctx))
+
+
+def test_constants():
+    assert spot_dearer_than_on_demand.ID == "BG306"
+    assert spot_dearer_than_on_demand.DEFAULT_SEVERITY is Severity.WARN
+
+
+def test_checkpointed_spot_at_a_third_of_the_price_passes():
+    assert _violations("1", "3", checkpoint_every_minutes=30) == []
+
+
+def test_spot_without_checkpoints_on_100_hour_trials_fails():
+    # λ = 0.1/h over a 100 h run with no checkpoints: (e^10 − 1)/0.1 h ≈ 220,255 h per run.
+    [violation] = _violations("1", "3")
+    assert violation.message.startswith("spot is expected to cost ")
+    assert "more than on-demand" in violation.message
+    assert violation.path == ("resources", "capacity")
+
+
+def test_nothing_to_compare_without_an_on_demand_price():
+    assert _violations("1", None) == []
+
+
+def test_on_demand_capacity_never_fires():
+    spec = make_spec({"workload": {"max_epochs": 100, "epoch_minutes": 60}})
+    est = estimate(spec, POLICY, make_quote("1"), make_quote("3"))
+    ctx = RuleContext(spec, est, POLICY, "exp/spec.yaml", TODAY)
+    assert list(spot_dearer_than_on_demand.check(ctx)) == []

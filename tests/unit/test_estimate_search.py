@@ -1,0 +1,330 @@
+"""Estimates for halving searches, early stopping, retries, spot, owned GPUs, MIG, ranges."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gate.prices import electricity_per_gpu_year, load_catalog, owned_price_per_gpu_hour, quote
+from gate.spec import Capacity
+from tests.conftest import make_estimate, make_policy, make_quote, make_spec
+
+D = Decimal
+HOUR_EPOCHS = {"max_epochs": 27, "epoch_minutes": 60}  # 1 epoch = 1 GPU-hour on 1 GPU
+
+
+def _halving_spec(strategy: str, **scheduler):
+    return make_spec(
+        {
+            "workload": HOUR_EPOCHS,
+            "search": {
+                "strategy": strategy,
+                "max_trials": 27,
+                "max_concurrent_trials": 9,
+                "scheduler": {"min_epochs": 1, "reduction_factor": 3, **scheduler},
+            },
+        }
+    )
+
+
+def test_synchronous_halving_counts_every_rung_exactly():
+    # 27 trials at 1 epoch, 9 to 3, 3 to 9, 1 to 27 (resume): 27 + 9×2 + 3×6 + 1×18 = 81.
+    est = make_estimate(_halving_spec("successive_halving"), price="1")
+    assert est.worst.gpu_hours == est.expected.gpu_hours == D(81)
+    assert est.worst.epochs_per_trial == 27
+    # The longest trial trains 27 epochs across four relaunches.
+    assert est.worst.hours_per_trial == D(27)
+    assert any("rungs at 1/3/9/27 epochs with 27/9/3/1 trials" in a for a in est.worst.assumptions)
+
+
+def test_restart_accounting_retrains_at_each_rung():
+    # 27×1 + 9×3 + 3×9 + 1×27 = 108 epochs.
+    est = make_estimate(_halving_spec("successive_halving", resume=False), price="1")
+    assert est.worst.gpu_hours == D(108)
+
+
+def test_halving_waits_at_each_rung_barrier():
+    # 9 at a time: rung 1 needs 3 waves of 1 h, then 1 wave each of 2 h, 6 h and 18 h.
+    est = make_estimate(_halving_spec("successive_halving"), price="1")
+    assert est.worst.waves == 6
+    assert est.worst.wall_clock_hours == D(3 + 2 + 6 + 18)
+
+
+def test_queue_wait_is_paid_per_wave():
+    policy = make_policy({"estimation": {"queue_wait_hours": 0.5}})
+    est = make_estimate(_halving_spec("successive_halving"), policy, price="1")
+    assert est.worst.wall_clock_hours == D(29) + 6 * D("0.5")
+
+
+def test_asha_worst_case_is_no_saving_and_expected_prunes():
+    est = make_estimate(_halving_spec("asha"), price="1")
+    assert est.worst.gpu_hours == D(27 * 27)
+    assert any("every trial is promoted" in a for a in est.worst.assumptions)
+    # Expected: 27 + 9×2 + 3×6 + 1×18 = 81 (1/η promoted at each rung).
+    assert est.expected.gpu_hours == D(81)
+    assert [s.what for s in est.savings] == ["asha pruning"]
+    assert est.savings[0].gpu_hours == D(27 * 27 - 81)
+
+
+def test_hyperband_without_max_trials_runs_the_papers_brackets():
+    spec = make_spec(
+        {
+            "workload": {"max_epochs": 81, "epoch_minutes": 60},
+            "search": {"strategy": "hyperband", "max_trials": None, "scheduler": {"min_epochs": 1}},
+        }
+    )
+    est = make_estimate(spec, price="1")
+    assert est.worst.trials == 81 + 34 + 15 + 8 + 5
+    # Li et al. Table 1, resuming: each bracket's epochs summed by rung.
+    bracket_epochs = [
+        81 * 1 + 27 * 2 + 9 * 6 + 3 * 18 + 1 * 54,
+        34 * 3 + 11 * 6 + 3 * 18 + 1 * 54,
+        15 * 9 + 5 * 18 + 1 * 54,
+        8 * 27 + 2 * 54,
+        5 * 81,
+    ]
+    assert est.worst.gpu_hours == D(sum(bracket_epochs))
+
+
+def test_seeds_multiply_every_rung():
+    one = make_estimate(_halving_spec("successive_halving"), price="1").worst
+    spec = make_spec(
+        {
+            "workload": HOUR_EPOCHS,
+            "search": {
+                "strategy": "successive_halving",
+                "max_trials": 27,
+                "seeds": [0, 1, 2],
+                "max_concurrent_trials": 9,
+                "scheduler": {"min_epochs": 1, "reduction_factor": 3},
+            },
+        }
+    )
+    three = make_estimate(spec, price="1").worst
+    assert three.trials == 81 and three.gpu_hours == 3 * one.gpu_hours
+
+
+def test_learning_curve_and_min_delta_set_the_plateau():
+    # gain(e) = 0.5 · ln2/10 · 2^(-e/10) < 0.001 from e = 10·log2(0.5·ln2/10/0.001) = 51.15
+    # → plateau at 52, plus patience 5.
+    spec = make_spec(
+        {
+            "workload": {"max_epochs": 200},
+            "stopping": {
+                "early_stopping": {
+                    "monitor": "val_loss",
+                    "patience": 5,
+                    "min_delta": 0.001,
+                    "learning_curve": {"total_gain": 0.5, "half_life_epochs": 10},
+                }
+            },
+        }
+    )
+    est = make_estimate(spec)
+    assert est.expected.epochs_per_trial == 57
+    assert est.worst.epochs_per_trial == 200
+    assert [s.what for s in est.savings] == ["early stopping"]
+    # 4 trials × (200 − 57) epochs × 0.1 h × 4 USD.
+    assert est.savings[0].cost == D("228.8")
+
+
+def test_min_delta_zero_never_plateaus_on_a_curve():
+    spec = make_spec(
+        {
+            "workload": {"max_epochs": 200},
+            "stopping": {
+                "early_stopping": {
+                    "monitor": "val_loss",
+                    "patience": 5,
+                    "learning_curve": {"total_gain": 0.5, "half_life_epochs": 10},
+                }
+            },
+        }
+    )
+    est = make_estimate(spec)
+    assert est.expected.epochs_per_trial == 200
+    assert any("min_delta 0 never plateaus" in a for a in est.expected.assumptions)
+
+
+def test_retries_are_charged_to_the_experiment():
+    # 20 % fail halfway, up to 2 retries: 0.5 × (0.2 + 0.04) = 0.12 extra runs per trial.
+    policy = make_policy(
+        {"reliability": {"failure_rate": 0.2, "max_retries": 2, "failure_point": 0.5}}
+    )
+    est = make_estimate(make_spec(), policy)
+    assert est.worst.gpu_hours == D("4.48")
+    assert est.worst.retry_gpu_hours == D("0.48")
+    assert any("retried up to 2×: +12.0% GPU time" in a for a in est.worst.assumptions)
+    assert any("if every retry were used: +200%" in a for a in est.worst.assumptions)
+
+
+def _spot_spec(**resources):
+    return make_spec(
+        {
+            "resources": {"capacity": "spot", **resources},
+            "workload": {"max_epochs": 100, "epoch_minutes": 60, "setup_minutes": 30},
+        }
+    )
+
+
+def test_spot_without_checkpoints_can_cost_more_than_on_demand():
+    policy = make_policy({"spot": {"preemptions_per_hour": 0.1}})
+    spot, on_demand = make_quote("1", capacity=Capacity.SPOT), make_quote("3")
+    from gate.estimate import estimate
+
+    bare = estimate(_spot_spec(), policy, spot, on_demand)
+    assert bare.spot is not None and bare.spot.net_saving < 0
+    saved = estimate(_spot_spec(checkpoint_every_minutes=30), policy, spot, on_demand)
+    assert saved.spot is not None and saved.spot.net_saving > 0
+    # 4 trials × 100.5 h on demand at 3 USD.
+    assert saved.spot.on_demand_cost == D("1206")
+    assert saved.spot.recompute_cost < D(50)
+
+
+def test_spot_extra_ops_are_charged_per_trial():
+    policy = make_policy({"spot": {"preemptions_per_hour": 0, "extra_ops_per_trial": 2}})
+    est = make_estimate(_spot_spec(checkpoint_every_minutes=30), policy, price="1")
+    assert est.worst.other_cost == D(8)
+    assert est.worst.cost == D(4) * D("100.5") + 8
+
+
+def test_domain_example_e_electricity_per_gpu_year():
+    assert electricity_per_gpu_year(D("0.5"), D("1.4"), D("0.8")) == D("4905.6")
+
+
+def test_owned_hardware_price_per_gpu_hour():
+    policy = make_policy(
+        {
+            "prices": {
+                "owned": {
+                    "H100": {
+                        "purchase_price": 30000,
+                        "amortization_years": 4,
+                        "power_kw": 0.5,
+                        "pue": 1.4,
+                        "electricity_per_kwh": 0.8,
+                        "utilization": 0.5,
+                    }
+                }
+            }
+        }
+    )
+    owned = policy.prices.owned["H100"]
+    # (30000 / 4 + 4905.6) / 8760 / 0.5 = 12405.6 / 4380.
+    assert owned_price_per_gpu_hour(owned) == D("12405.6") / 4380
+    q = quote(load_catalog(), policy, "H100", Capacity.RESERVED, None)
+    assert q.per_gpu_hour == D("12405.6") / 4380 and "owned hardware at 50%" in q.basis
+
+
+def test_mig_slices_bill_their_share_of_a_gpu():
+    spec = make_spec({"resources": {"gpus_per_trial": 2, "mig_profile": "1g.10gb"}})
+    est = make_estimate(spec, price="7")
+    # 4 trials × 2 slices × 1/7 GPU × 1 h × 7 USD = 8 USD.
+    assert est.worst.cost == D(8)
+    assert est.worst.drivers.gpu_share == D(1) / 7
+
+
+def test_epoch_time_range_worst_high_expected_middle():
+    spec = make_spec({"workload": {"max_epochs": 10, "epoch_minutes": {"low": 3, "high": 9}}})
+    est = make_estimate(spec)
+    assert est.worst.hours_per_trial == D("1.5")
+    assert est.expected.hours_per_trial == D(1)
+    assert est.epoch_minutes_range == (D(3), D(9))
+    assert any("epoch time 3–9 min; this case uses 9.00 min" in a for a in est.worst.assumptions)
+
+
+@pytest.mark.parametrize("eta", [1, 0.5])
+def test_reduction_factor_must_halve(eta):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="keeps every trial"):
+        _halving_spec("successive_halving", reduction_factor=eta)
+
+
+_search = st.fixed_dictionaries(
+    {
+        "strategy": st.sampled_from(["random", "successive_halving", "hyperband", "asha"]),
+        "trials": st.integers(1, 300),
+        "min_epochs": st.integers(1, 10),
+        "max_epochs": st.integers(1, 200),
+        "eta": st.sampled_from([2, 3, 4, 2.5]),
+        "resume": st.booleans(),
+        "sync": st.sampled_from([None, True, False]),
+        "patience": st.integers(1, 20),
+        "failure_rate": st.floats(0, 0.9),
+        "retries": st.integers(0, 3),
+        "preempt": st.floats(0, 0.5),
+        "spot": st.booleans(),
+        "low": st.floats(1, 30),
+        "spread": st.floats(0, 30),
+    }
+)
+
+
+def _spec(d, **bump):
+    d = {**d, **bump}
+    return make_spec(
+        {
+            "resources": {
+                "capacity": "spot" if d["spot"] else "on-demand",
+                "checkpoint_every_minutes": 30,
+            },
+            "workload": {
+                "max_epochs": d["max_epochs"],
+                "epoch_minutes": {"low": d["low"], "high": d["low"] + d["spread"]},
+                "setup_minutes": 5,
+            },
+            "search": {
+                "strategy": d["strategy"],
+                "max_trials": d["trials"],
+                "max_concurrent_trials": 4,
+                "scheduler": {
+                    "min_epochs": d["min_epochs"],
+                    "reduction_factor": d["eta"],
+                    "resume": d["resume"],
+                    "synchronous": d["sync"],
+                },
+            },
+            "stopping": {"early_stopping": {"monitor": "val_loss", "patience": d["patience"]}},
+        }
+    )
+
+
+def _policy(d):
+    return make_policy(
+        {
+            "reliability": {"failure_rate": d["failure_rate"], "max_retries": d["retries"]},
+            "spot": {"preemptions_per_hour": d["preempt"]},
+        }
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(_search)
+def test_worst_is_at_least_expected_for_every_search(d):
+    est = make_estimate(_spec(d), _policy(d))
+    assert est.worst.gpu_hours >= est.expected.gpu_hours >= 0
+    assert est.worst.cost >= est.expected.cost >= 0
+    assert est.worst.wall_clock_hours >= est.expected.wall_clock_hours >= 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    _search,
+    st.sampled_from(["trials", "max_epochs", "low", "failure_rate", "retries", "preempt"]),
+)
+def test_worst_case_is_monotone_in_every_driver(d, driver):
+    bigger = {
+        "trials": d["trials"] + 5,
+        "max_epochs": d["max_epochs"] + 7,
+        "low": d["low"] + 1,
+        "failure_rate": min(0.95, d["failure_rate"] + 0.05),
+        "retries": d["retries"] + 1,
+        "preempt": d["preempt"] + 0.1,
+    }[driver]
+    base = make_estimate(_spec(d), _policy(d)).worst
+    more = make_estimate(_spec(d, **{driver: bigger}), _policy({**d, driver: bigger})).worst
+    assert more.gpu_hours >= base.gpu_hours
