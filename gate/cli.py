@@ -90,11 +90,16 @@ def build_parser() -> argparse.ArgumentParser:
     estimate = commands.add_parser(
         "estimate",
         parents=[evaluation],
-        help="price one spec, with the scenario breakdown and assumptions",
-        description="Print the worst and expected scenarios of one spec, their cost drivers "
-        "and assumptions. Exits 0 unless the input is invalid.",
+        help="price specs, with the scenario breakdown and assumptions",
+        description="Print the worst and expected scenarios of each spec, their cost drivers, "
+        "assumptions and savings. Exits 0 unless the input is invalid.",
     )
-    estimate.add_argument("spec", metavar="SPEC", help="the spec file")
+    estimate.add_argument("specs", nargs="+", metavar="SPEC", help="spec files or directories")
+    estimate.add_argument(
+        "--summary",
+        action="store_true",
+        help="one Markdown table row per spec (worst and expected), as in the README",
+    )
 
     rules = commands.add_parser("rules", help="list the rules, or show one rule's documentation")
     rules.add_argument("rule", nargs="?", metavar="RULE", help="a rule id (BG104) or slug")

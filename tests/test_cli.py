@@ -156,7 +156,7 @@ def test_policy_extends_cycle_is_exit_3(write_yaml, capsys):
 def test_directories_and_quoted_globs_are_expanded(capsys):
     assert check("--format", "json", str(ROOT / "examples")) == 1
     files = [r["file"] for r in json.loads(capsys.readouterr().out)["results"]]
-    assert len(files) == 3
+    assert len(files) == len(list((ROOT / "examples").glob("*.yaml")))
     assert check("--format", "json", str(ROOT / "examples" / "c*.yaml")) == 0
 
 
@@ -180,7 +180,7 @@ def test_estimate_text_and_json(capsys):
     assert "worst case" in out and "expected case" in out and "assumptions:" in out
     assert main(["estimate", "--policy-dir", POLICIES, "--format", "json", VIOLATION]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["estimate"]["worst"]["trials"] == 64
+    assert doc["estimates"][0]["estimate"]["worst"]["trials"] == 64
 
 
 def test_rules_lists_every_rule_with_examples(capsys):

@@ -61,6 +61,8 @@ def test_examples_show_each_verdict():
         "cifar-sweep.yaml": 0,
         "llm-finetune-grid.yaml": 2,
         "imagenet-bruteforce.yaml": 1,
+        "hyperband-vit.yaml": 0,
+        "asha-bert-spot.yaml": 2,
     }
     for name, code in expected.items():
         proc = subprocess.run(
@@ -101,3 +103,17 @@ def test_every_severity_is_rendered_by_every_reporter():
         out = reporter().render(report)
         for severity in Severity:
             assert f"{severity.value} finding" in out
+
+
+def test_readme_estimate_table_is_generated_from_the_examples(capsys, monkeypatch):
+    from gate.cli import main
+
+    monkeypatch.chdir(ROOT)
+    assert main(["estimate", "--summary", "--policy-dir", str(ROOT / "policies"), "examples/"]) == 0
+    table = capsys.readouterr().out
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("<!-- estimate-summary:start -->\n") + len(
+        "<!-- estimate-summary:start -->\n"
+    )
+    end = readme.index("<!-- estimate-summary:end -->")
+    assert readme[start:end] == table, "regenerate: budget-gate estimate --summary examples/"

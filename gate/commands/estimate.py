@@ -1,4 +1,4 @@
-"""``budget-gate estimate``: price one spec and explain the number, without the policy verdict."""
+"""``budget-gate estimate``: price specs and explain the numbers, without the policy verdict."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from gate.commands.common import make_evaluator, make_report, print_errors
+from gate.commands.common import expand_specs, make_evaluator, make_report, print_errors
 from gate.estimate import Estimate, Scenario
 from gate.money import format_amount
 from gate.report import Outcome, SpecResult
@@ -14,30 +14,54 @@ from gate.reporters.json import JsonReporter
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the scenarios, their cost drivers and assumptions; exit 3 on bad input only."""
+    """Print each spec's scenarios, drivers, assumptions and savings; exit 3 on bad input."""
     evaluator = make_evaluator(args)
-    result = evaluator.evaluate(args.spec)
-    print_errors([result])
-    if result.outcome is Outcome.INVALID:
-        return result.outcome.exit_code
-    if args.format == "json":
-        document = json.loads(JsonReporter().render(make_report([result], evaluator)))
-        only = document["results"][0]
-        estimate_doc = {
+    results = [evaluator.evaluate(path) for path in expand_specs(args.specs)]
+    print_errors(results)
+    valid = [r for r in results if r.outcome is not Outcome.INVALID]
+    if args.summary:
+        sys.stdout.write(render_summary(valid))
+    elif args.format == "json":
+        document = json.loads(JsonReporter().render(make_report(valid, evaluator)))
+        estimates = [
+            {key: r[key] for key in ("file", "name", "currency", "estimate")}
+            for r in document["results"]
+        ]
+        out = {
             "schema_version": document["schema_version"],
-            "file": only["file"],
-            "name": only["name"],
-            "currency": only["currency"],
-            "estimate": only["estimate"],
+            "estimates": estimates,
             "price_catalog": document["price_catalog"],
         }
-        sys.stdout.write(json.dumps(estimate_doc, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(_render_text(result, evaluator.catalog.source, evaluator.catalog.date))
-    return 0
+        blocks = [_render_text(r) for r in valid]
+        catalog = evaluator.catalog
+        sys.stdout.write("\n".join([*blocks, f"prices: {catalog.source}; {catalog.date}\n"]))
+    return 3 if len(valid) < len(results) else 0
 
 
-def _render_text(result: SpecResult, source: str, date: str) -> str:
+def render_summary(results: list[SpecResult]) -> str:
+    """A Markdown table, one row per spec: worst and expected trials, GPU-h, cost, wall-clock."""
+    lines = [
+        "| spec | trials (worst / expected) | GPU-h (worst / expected) "
+        "| cost (worst / expected) | wall-clock (worst / expected) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for result in results:
+        est = result.estimate
+        assert est is not None
+        w, e = est.worst, est.expected
+        lines.append(
+            f"| `{result.file}` | {w.trials:,} / {e.trials:,} "
+            f"| {format_amount(w.gpu_hours, 1)} / {format_amount(e.gpu_hours, 1)} "
+            f"| {format_amount(w.cost)} / {format_amount(e.cost)} {result.currency} "
+            f"| {format_amount(w.wall_clock_hours, 1)} h "
+            f"/ {format_amount(e.wall_clock_hours, 1)} h |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _render_text(result: SpecResult) -> str:
     est = result.estimate
     assert est is not None
     lines = [f"{result.file} — {result.name} (policy: {result.policy})"]
@@ -52,7 +76,6 @@ def _render_text(result: SpecResult, source: str, date: str) -> str:
     for scenario in (est.worst, est.expected):
         lines.extend(_scenario_lines(scenario, result.currency))
     lines.extend(_saving_lines(est, result.currency))
-    lines.append(f"prices: {source}; {date}")
     return "\n".join(lines) + "\n"
 
 
@@ -76,20 +99,21 @@ def _saving_lines(est: Estimate, currency: str) -> list[str]:
 
 def _scenario_lines(s: Scenario, currency: str) -> list[str]:
     d = s.drivers
+    extra = "".join(
+        f" ({label} {format_amount(value, 1)})"
+        for label, value in (("retries", s.retry_gpu_hours), ("recompute", s.recompute_gpu_hours))
+        if value
+    )
+    gpus = f"{d.gpus_per_trial} GPUs" + (f" × {d.gpu_share:.4f}" if d.gpu_share != 1 else "")
     return [
         "",
         f"{s.name} case",
         f"  cost        {format_amount(s.cost)} {currency}"
-        f" = {d.trials:,} trials × {d.gpus_per_trial} GPUs × "
-        f"{format_amount(d.hours_per_trial, 3)} h × {format_amount(d.price_per_gpu_hour, 5)}",
-        f"  GPU-hours   {format_amount(s.gpu_hours, 1)}"
-        + (f" (retries {format_amount(s.retry_gpu_hours, 1)})" if s.retry_gpu_hours else "")
-        + (
-            f" (recompute {format_amount(s.recompute_gpu_hours, 1)})"
-            if s.recompute_gpu_hours
-            else ""
-        ),
-        f"  per trial   {format_amount(s.cost_per_trial)} {currency}, "
+        f" = {d.trials:,} trials × {gpus} × "
+        f"{format_amount(d.hours_per_trial, 3)} h × {format_amount(d.price_per_gpu_hour, 5)}"
+        + (f" + {format_amount(s.other_cost)} other" if s.other_cost else ""),
+        f"  GPU-hours   {format_amount(s.gpu_hours, 1)}{extra}",
+        f"  per trial   up to {format_amount(s.cost_per_trial)} {currency}, "
         f"{s.epochs_per_trial} epochs, {format_amount(s.hours_per_trial, 2)} h",
         f"  wall-clock  {format_amount(s.wall_clock_hours, 1)} h "
         f"({s.waves:,} waves of {s.concurrency} concurrent trials)",
