@@ -7,12 +7,15 @@ configurations, minimum ``r`` and maximum ``R`` epochs and reduction factor ``η
 runs brackets ``s = s_max … 0`` with ``n_s = ceil((s_max + 1) η^s / (s + 1))``.
 
 Choices where the paper is silent, each stated in the estimate's assumptions:
-- R/r not a power of η: the top rung trains to R (rungs r, rη, …, then R).
+- R/r not a power of η: rungs at r, rη, rη², … below R, then a last rung at R (as Optuna
+  and Ray Tune lay them out), so a larger R never costs less.
 - More rungs than configurations: the best configuration carries on alone (never 0).
 - Fractional epochs (η not an integer) round up to whole epochs.
 - Asynchronous halving (ASHA, Optuna's pruners) has no fixed counts. Its worst case is no
-  saving at all (an arrival order exists in which every trial is promoted); its expected
-  case assumes 1/η of the trials reaching a rung are promoted, as in the synchronous rule.
+  saving at all (an arrival order exists in which every trial is promoted). Its expected
+  case follows ASHA's rule: the j-th trial to reach a rung is promoted when it ranks in
+  the top max(1, ⌊j/η⌋) of the j so far; with ranks in random order that happens with
+  probability max(1, ⌊j/η⌋)/j, so a little more than 1/η of the trials go on.
 """
 
 from __future__ import annotations
@@ -48,14 +51,13 @@ def flat(trials: int, epochs: int) -> tuple[Stage, ...]:
 
 
 def rung_marks(min_epochs: int, max_epochs: int, eta: Decimal) -> list[int]:
-    """Cumulative epochs at the end of each rung: r, rη, rη², … with the top rung at R."""
-    r, big_r = min(min_epochs, max_epochs), max_epochs
+    """Cumulative epochs at the end of each rung: r, rη, rη², … below R, then R."""
     marks = []
-    level = Decimal(r)
-    while level * eta <= big_r:
+    level = Decimal(min(min_epochs, max_epochs))
+    while _ceil(level) < max_epochs:
         marks.append(_ceil(level))
         level *= eta
-    marks.append(big_r)
+    marks.append(max_epochs)
     return marks
 
 
@@ -71,20 +73,38 @@ def halving(
     """One successive-halving bracket over ``marks``.
 
     ``exact`` floors the survivors as synchronous halving does; otherwise the expected
-    1/η fraction is kept as a real number. With ``resume`` a promoted trial continues from
-    its checkpoint; without it, it retrains from scratch to the next mark.
+    number promoted by ASHA's rule is kept as a real number. With ``resume`` a promoted
+    trial continues from its checkpoint; without it, it retrains from scratch to the mark.
     """
     rungs = []
     previous = 0
+    survivors = configurations
     for i, mark in enumerate(marks):
-        survivors = configurations / eta**i
-        if exact:
-            survivors = max(_ONE, Decimal(math.floor(survivors)))
+        if i:
+            survivors = (
+                max(_ONE, Decimal(math.floor(configurations / eta**i)))
+                if exact
+                else expected_promotions(survivors, eta)
+            )
         epochs = mark - previous if resume else mark
         relaunch = i == 0 or barrier or not resume
         rungs.append(Rung(survivors, epochs, mark, relaunch))
         previous = mark
     return Stage(tuple(rungs), barrier)
+
+
+def expected_promotions(arrivals: Decimal, eta: Decimal) -> Decimal:
+    """Expected trials ASHA promotes out of ``arrivals``, ranks in random order.
+
+    The j-th arrival is promoted with probability max(1, ⌊j/η⌋)/j; a fractional last
+    arrival counts by its fraction.
+    """
+    whole = math.floor(arrivals)
+    total = sum((Decimal(max(1, math.floor(j / eta))) / j for j in range(1, whole + 1)), Decimal(0))
+    part = arrivals - whole
+    if part:
+        total += part * Decimal(max(1, math.floor((whole + 1) / eta))) / (whole + 1)
+    return total
 
 
 def no_pruning(configurations: Decimal, marks: list[int], *, resume: bool) -> Stage:

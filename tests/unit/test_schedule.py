@@ -6,7 +6,14 @@ from decimal import Decimal
 
 import pytest
 
-from gate.schedule import halving, hyperband_brackets, no_pruning, rung_marks, split
+from gate.schedule import (
+    expected_promotions,
+    halving,
+    hyperband_brackets,
+    no_pruning,
+    rung_marks,
+    split,
+)
 
 D = Decimal
 
@@ -33,15 +40,21 @@ def test_hyperband_bracket_limit_keeps_the_most_exploratory_first():
 
 
 def test_rung_marks_when_r_over_R_is_not_a_power_of_eta():
-    # 5, 15, 45 then 135 > 60: the top rung trains to max_epochs instead of 45.
-    assert rung_marks(5, 60, D(3)) == [5, 15, 60]
+    # 5, 15, 45 are below 60, 135 is not: a last rung at max_epochs follows 45.
+    assert rung_marks(5, 60, D(3)) == [5, 15, 45, 60]
     assert rung_marks(1, 27, D(3)) == [1, 3, 9, 27]
     assert rung_marks(10, 10, D(3)) == [10]
     assert rung_marks(20, 10, D(3)) == [10]  # min above max: one rung at max
 
 
 def test_fractional_eta_rounds_epochs_up():
-    assert rung_marks(1, 10, D("2.5")) == [1, 3, 10]
+    # 1, 2.5 → 3, 6.25 → 7, then 15.6 is past 10.
+    assert rung_marks(1, 10, D("2.5")) == [1, 3, 7, 10]
+
+
+def test_a_larger_max_epochs_never_removes_a_rung():
+    assert rung_marks(1, 20, D(3)) == [1, 3, 9, 20]
+    assert rung_marks(1, 27, D(3)) == [1, 3, 9, 27]
 
 
 def test_resume_trains_the_increment_and_restart_retrains():
@@ -60,9 +73,21 @@ def test_more_rungs_than_trials_keeps_the_best_trial_going():
     assert [int(r.trials) for r in stage.rungs] == [2, 1, 1, 1]
 
 
+def test_asha_promotes_by_rank_among_earlier_arrivals():
+    # j-th arrival promoted with probability max(1, ⌊j/3⌋)/j, for j = 1..10:
+    # 1 + 1/2 + 1/3 + 1/4 + 1/5 + 2/6 + 2/7 + 2/8 + 3/9 + 3/10.
+    ones = [D(1), D(1) / 2, D(1) / 3, D(1) / 4, D(1) / 5]
+    by_hand = sum([*ones, D(2) / 6, D(2) / 7, D(2) / 8, D(3) / 9, D(3) / 10])
+    assert expected_promotions(D(10), D(3)) == by_hand
+    assert D(10) / 3 < by_hand < D(4)  # a little more than 1/η go on
+    # A fractional arrival counts by its fraction: 2.5 arrivals → 1 + 1/2 + 0.5 × 1/3.
+    assert expected_promotions(D("2.5"), D(3)) == D(1) + D(1) / 2 + D("0.5") / 3
+
+
 def test_expected_asynchronous_survivors_are_real_valued():
     stage = halving(D(10), [1, 3, 9], D(3), resume=True, exact=False, barrier=False)
-    assert [r.trials for r in stage.rungs] == [D(10), D(10) / 3, D(10) / 9]
+    first = expected_promotions(D(10), D(3))
+    assert [r.trials for r in stage.rungs] == [D(10), first, expected_promotions(first, D(3))]
 
 
 def test_asynchronous_worst_case_promotes_everyone():
