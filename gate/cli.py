@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from gate import __version__
+from gate.commands.output import parse_target
 from gate.errors import GateError, InputErrors
+from gate.reporters import REPORTERS
 
 EXIT_USAGE = 3
 EXIT_INTERNAL = 70
@@ -63,12 +65,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="policies directory; metadata.team picks DIR/<team>.yaml (default: policies)",
     )
     evaluation.add_argument(
-        "--format",
-        choices=("text", "json"),
-        default="text",
-        help="output format (default: text)",
-    )
-    evaluation.add_argument(
         "--as-of",
         metavar="YYYY-MM-DD",
         help="judge waiver expiry as of this date (default: today)",
@@ -86,6 +82,20 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--fail-on-warn", action="store_true", help="treat warnings as violations (exit 1)"
     )
+    check.add_argument(
+        "--format",
+        action="append",
+        type=parse_target,
+        metavar="FORMAT[=FILE]",
+        help=f"output format, repeatable: {', '.join(REPORTERS)}; FORMAT=FILE writes a file "
+        "instead of stdout, and at most one format goes to stdout (default: text)",
+    )
+    check.add_argument(
+        "--docs-url",
+        metavar="URL",
+        help="where docs/rules.md is published; findings link to its sections "
+        "(default: the copy in the budget-gate repository)",
+    )
 
     estimate = commands.add_parser(
         "estimate",
@@ -95,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
         "and assumptions. Exits 0 unless the input is invalid.",
     )
     estimate.add_argument("spec", metavar="SPEC", help="the spec file")
+    estimate.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
 
     rules = commands.add_parser("rules", help="list the rules, or show one rule's documentation")
     rules.add_argument("rule", nargs="?", metavar="RULE", help="a rule id (BG104) or slug")

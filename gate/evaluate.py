@@ -85,7 +85,7 @@ def _parse(doc: LoadedDoc) -> Experiment:
 
 def _invalid(spec_file: str, exc: InputError | InputErrors) -> SpecResult:
     errors = exc.errors if isinstance(exc, InputErrors) else [exc]
-    return SpecResult(spec_file, Outcome.INVALID, errors=tuple(str(e) for e in errors))
+    return SpecResult(spec_file, Outcome.INVALID, errors=tuple(e.problem for e in errors))
 
 
 def _finding_order(finding: Finding) -> tuple[str, int, int, str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from gate.errors import Location
+from gate.errors import Location, Problem
 from gate.estimate import Estimate
 from gate.policy import Severity
 
@@ -59,6 +59,11 @@ class RuleInfo:
     default_severity: Severity
     help: str
 
+    @property
+    def anchor(self) -> str:
+        """The fragment of this rule's section in ``docs/rules.md`` (GitHub's heading ids)."""
+        return f"{self.id}-{self.slug}".lower()
+
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -88,20 +93,53 @@ class SpecResult:
     estimate: Estimate | None = None
     currency: str = "USD"
     findings: tuple[Finding, ...] = ()
-    errors: tuple[str, ...] = ()
+    errors: tuple[Problem, ...] = ()
+
+
+DOCS_URL = "https://github.com/budget-gate/budget-gate/blob/main/docs/rules.md"
+"""Where ``docs/rules.md`` is published; ``--docs-url`` points reports elsewhere."""
+
+
+@dataclass(frozen=True, slots=True)
+class RenderContext:
+    """Where a report will be shown, filled in by the command (reporters read no env).
+
+    ``repository``, ``workflow`` and ``policy_dir`` identify the pull-request comment so
+    that a later run updates it in place instead of adding another.
+    """
+
+    repository: str = ""
+    workflow: str = ""
+    policy_dir: str = "policies"
+    docs_url: str = DOCS_URL
+    base_ref: str | None = None
+
+    def rule_url(self, rule: RuleInfo) -> str:
+        """The link to one rule's documentation."""
+        return f"{self.docs_url}#{rule.anchor}"
 
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    """One evaluation of one or more specs, ready to render in any format."""
+    """One evaluation of one or more specs, ready to render in any format.
+
+    ``rules`` documents every rule that was evaluated, fired or not; :attr:`fired` says
+    which ones fired.
+    """
 
     results: tuple[SpecResult, ...]
     rules: dict[str, RuleInfo] = field(default_factory=dict)
     catalog_source: str = ""
     catalog_date: str = ""
     version: str = ""
+    context: RenderContext = field(default_factory=RenderContext)
 
     @property
     def outcome(self) -> Outcome:
         """The worst outcome over all specs (pass when there are none)."""
         return max((r.outcome for r in self.results), key=lambda o: o.rank, default=Outcome.PASS)
+
+    @property
+    def fired(self) -> list[str]:
+        """The ids of the rules with at least one finding, sorted."""
+        return sorted({f.rule_id for r in self.results for f in r.findings})

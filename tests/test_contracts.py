@@ -13,7 +13,7 @@ from gate.commands.schema import SCHEMAS, render_schema
 from gate.loader import load_file
 from gate.policy import Severity
 from gate.policy_loader import PolicySet
-from gate.reporters import REPORTERS
+from gate.reporters import REPORTERS, load_reporter
 from tests.conftest import ROOT
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -97,7 +97,7 @@ def test_every_severity_is_rendered_by_every_reporter():
         Finding("BG101", s, f"{s.value} finding", Location("s.yaml", 1, 1)) for s in Severity
     )
     report = Report((SpecResult("s.yaml", Outcome.VIOLATION, name="n", findings=findings),))
-    for reporter in REPORTERS.values():
-        out = reporter().render(report)
+    for name in REPORTERS:
+        out = load_reporter(name).render(report)
         for severity in Severity:
             assert f"{severity.value} finding" in out

@@ -7,6 +7,7 @@ import datetime as dt
 import glob
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from gate import __version__
@@ -14,8 +15,8 @@ from gate.errors import InputError
 from gate.evaluate import Evaluator
 from gate.policy_loader import PolicySet
 from gate.prices import load_catalog
-from gate.report import Report, SpecResult
-from gate.rules import rule_info
+from gate.report import DOCS_URL, RenderContext, Report, SpecResult
+from gate.rules import all_rule_ids, rule_info
 
 _SPEC_SUFFIXES = (".yaml", ".yml")
 
@@ -48,15 +49,28 @@ def make_evaluator(args: argparse.Namespace, *, fail_on_warn: bool = False) -> E
     )
 
 
-def make_report(results: list[SpecResult], evaluator: Evaluator) -> Report:
-    """Assemble the report, with the docs of every rule that fired."""
-    fired = {f.rule_id for r in results for f in r.findings}
+def make_report(
+    results: list[SpecResult], evaluator: Evaluator, context: RenderContext | None = None
+) -> Report:
+    """Assemble the report, with the docs of every rule evaluated."""
     return Report(
         results=tuple(results),
-        rules={rule_id: rule_info(rule_id) for rule_id in sorted(fired)},
+        rules={rule_id: rule_info(rule_id) for rule_id in all_rule_ids()},
         catalog_source=evaluator.catalog.source,
         catalog_date=evaluator.catalog.date,
         version=__version__,
+        context=context or RenderContext(),
+    )
+
+
+def render_context(args: argparse.Namespace, env: Mapping[str, str]) -> RenderContext:
+    """Where the report is shown: the comment's identity from GitHub's env, the docs URL."""
+    return RenderContext(
+        repository=env.get("GITHUB_REPOSITORY", ""),
+        workflow=env.get("GITHUB_WORKFLOW", ""),
+        policy_dir=str(args.policy_dir),
+        docs_url=args.docs_url or DOCS_URL,
+        base_ref=getattr(args, "base_ref", None),
     )
 
 

@@ -20,6 +20,7 @@ class JsonReporter:
 
     def render(self, report: Report) -> str:
         """Render the report as indented JSON with a trailing newline."""
+        fired = set(report.fired)
         document = {
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "budget-gate", "version": report.version},
@@ -34,6 +35,7 @@ class JsonReporter:
                     "default_severity": info.default_severity.value,
                 }
                 for rule_id, info in sorted(report.rules.items())
+                if rule_id in fired
             },
         }
         return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
@@ -50,7 +52,7 @@ def _result(result: SpecResult) -> dict[str, Any]:
         "currency": result.currency,
         "estimate": _estimate(result.estimate) if result.estimate else None,
         "findings": [_finding(f) for f in result.findings],
-        "errors": list(result.errors),
+        "errors": [str(e) for e in result.errors],
     }
 
 
