@@ -111,6 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     rules = commands.add_parser("rules", help="list the rules, or show one rule's documentation")
     rules.add_argument("rule", nargs="?", metavar="RULE", help="a rule id (BG104) or slug")
+    rules.add_argument(
+        "--write", action="store_true", help="write the rules page (Markdown) instead"
+    )
+    rules.add_argument(
+        "--out", default="docs/rules.md", help="where --write puts it (default: docs/rules.md)"
+    )
 
     schema = commands.add_parser(
         "schema", help="print the JSON Schemas of specs and policies, or write them"

@@ -226,3 +226,10 @@ def test_the_console_script_runs_in_a_fresh_process():
     assert proc.returncode == 2
     assert "approval BG110 64 trials is over the approval trigger of 32" in proc.stdout
     assert "prices: SkyPilot v8" in proc.stdout
+
+
+def test_rules_write_regenerates_the_rules_page(tmp_path):
+    out = tmp_path / "rules.md"
+    assert main(["rules", "--write", "--out", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == (ROOT / "docs" / "rules.md").read_text()
+    assert "::" not in out.read_text(encoding="utf-8")

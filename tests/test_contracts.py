@@ -101,3 +101,23 @@ def test_every_severity_is_rendered_by_every_reporter():
         out = load_reporter(name).render(report)
         for severity in Severity:
             assert f"{severity.value} finding" in out
+
+
+def test_committed_rules_page_matches_the_docstrings():
+    from gate.commands.rules import render_rules_markdown
+    from gate.rules import all_rule_ids, rule_info
+
+    committed = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    expected = render_rules_markdown([rule_info(r) for r in all_rule_ids()])
+    assert committed == expected, "run: budget-gate rules --write"
+
+
+def test_rule_anchors_are_the_ids_github_gives_the_headings():
+    import re
+
+    from gate.rules import all_rule_ids, rule_info
+
+    headings = re.findall(r"^## (.+)$", (ROOT / "docs" / "rules.md").read_text(), re.MULTILINE)
+    # GitHub: lowercase, drop punctuation other than - and _, spaces become hyphens
+    github_ids = [re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings]
+    assert github_ids == [rule_info(r).anchor for r in all_rule_ids()]
