@@ -51,11 +51,12 @@ class Scenario:
 
 @dataclass(frozen=True, slots=True)
 class Estimate:
-    """Both scenarios and the price they used."""
+    """Both scenarios, the price they used and the search strategy that set the trials."""
 
     worst: Scenario
     expected: Scenario
     quote: Quote
+    strategy: Strategy
 
     def scenario(self, name: ScenarioName) -> Scenario:
         """The scenario a policy enforces (``worst`` unless it says otherwise)."""
@@ -71,7 +72,7 @@ def estimate(spec: Experiment, policy: Policy, quote: Quote) -> Estimate:
     worst = _scenario(spec, policy, quote, "worst", trials, max_epochs, (*shared, worst_why))
     epochs, why = _expected_epochs(spec, policy)
     expected = _scenario(spec, policy, quote, "expected", trials, epochs, (*shared, why))
-    return Estimate(worst, expected, quote)
+    return Estimate(worst, expected, quote, spec.search.strategy)
 
 
 def _scenario(

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from gate.errors import Location, Problem
 from gate.estimate import Estimate
 from gate.policy import Severity
+
+if TYPE_CHECKING:  # NOTE: gate.diff builds on SpecResult, so it cannot be imported here
+    from gate.diff import SpecDiff
 
 
 class Outcome(str, Enum):
@@ -124,7 +128,8 @@ class Report:
     """One evaluation of one or more specs, ready to render in any format.
 
     ``rules`` documents every rule that was evaluated, fired or not; :attr:`fired` says
-    which ones fired.
+    which ones fired. ``diffs`` holds the cost change against ``context.base_ref``, one per
+    spec, deleted specs included.
     """
 
     results: tuple[SpecResult, ...]
@@ -133,6 +138,7 @@ class Report:
     catalog_date: str = ""
     version: str = ""
     context: RenderContext = field(default_factory=RenderContext)
+    diffs: tuple[SpecDiff, ...] = ()
 
     @property
     def outcome(self) -> Outcome:
@@ -143,3 +149,13 @@ class Report:
     def fired(self) -> list[str]:
         """The ids of the rules with at least one finding, sorted."""
         return sorted({f.rule_id for r in self.results for f in r.findings})
+
+    def diff_for(self, file: str) -> SpecDiff | None:
+        """The cost change of one spec against the base, when a base was given."""
+        return next((d for d in self.diffs if d.file == file), None)
+
+    @property
+    def removed(self) -> list[SpecDiff]:
+        """Diffs of specs that exist only in the base (deleted by the change)."""
+        files = {r.file for r in self.results}
+        return [d for d in self.diffs if d.file not in files]
