@@ -26,6 +26,7 @@ class Reporter(Protocol):
 REPORTERS: dict[str, str] = {
     "text": "gate.reporters.text:TextReporter",
     "json": "gate.reporters.json:JsonReporter",
+    "markdown": "gate.reporters.markdown:MarkdownReporter",
 }
 """Output formats by the name given to ``--format``, as ``module:class`` import paths."""
 
