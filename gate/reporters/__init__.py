@@ -27,6 +27,7 @@ REPORTERS: dict[str, str] = {
     "text": "gate.reporters.text:TextReporter",
     "json": "gate.reporters.json:JsonReporter",
     "markdown": "gate.reporters.markdown:MarkdownReporter",
+    "sarif": "gate.reporters.sarif:SarifReporter",
 }
 """Output formats by the name given to ``--format``, as ``module:class`` import paths."""
 
