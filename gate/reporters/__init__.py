@@ -28,6 +28,7 @@ REPORTERS: dict[str, str] = {
     "json": "gate.reporters.json:JsonReporter",
     "markdown": "gate.reporters.markdown:MarkdownReporter",
     "sarif": "gate.reporters.sarif:SarifReporter",
+    "github": "gate.reporters.github:GithubReporter",
 }
 """Output formats by the name given to ``--format``, as ``module:class`` import paths."""
 
