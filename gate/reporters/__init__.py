@@ -29,6 +29,7 @@ REPORTERS: dict[str, str] = {
     "markdown": "gate.reporters.markdown:MarkdownReporter",
     "sarif": "gate.reporters.sarif:SarifReporter",
     "github": "gate.reporters.github:GithubReporter",
+    "junit": "gate.reporters.junit:JunitReporter",
 }
 """Output formats by the name given to ``--format``, as ``module:class`` import paths."""
 
