@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -28,6 +29,8 @@ Price ML experiments before launch and gate them on your team's policy.
 examples:
   budget-gate check examples/cifar-sweep.yaml
   budget-gate check experiments/*.yaml --format json
+  budget-gate check experiments/ --base-ref origin/main --format markdown=comment.md
+  budget-gate diff old.yaml new.yaml
   budget-gate rules BG104
 """
 _EPILOG = (
@@ -91,6 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
         "instead of stdout, and at most one format goes to stdout (default: text)",
     )
     check.add_argument(
+        "--base-ref",
+        metavar="REF",
+        help="also price each spec's version at this git ref and show the cost change "
+        "by driver; specs only at REF (under a directory given, or named) count as deleted",
+    )
+    check.add_argument(
         "--docs-url",
         metavar="URL",
         help="where docs/rules.md is published; findings link to its sections "
@@ -106,6 +115,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     estimate.add_argument("spec", metavar="SPEC", help="the spec file")
     estimate.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
+
+    diff = commands.add_parser(
+        "diff",
+        parents=[evaluation],
+        help="cost change between two versions of a spec, explained by driver",
+        description="Price BASE and HEAD under the same policies and prices and explain the "
+        "change in cost and GPU-hours by driver (trials, GPUs per trial, hours per trial, "
+        f"price). Use {os.devnull} for a side that does not exist (added or deleted spec). "
+        "Exits 0, or 3 when either version is invalid.",
+    )
+    diff.add_argument("base", metavar="BASE", help="the spec before the change")
+    diff.add_argument("head", metavar="HEAD", help="the spec after the change")
+    diff.add_argument(
         "--format", choices=("text", "json"), default="text", help="output format (default: text)"
     )
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from gate.errors import InputError, InputErrors
 from gate.estimate import estimate
 from gate.fingerprint import fingerprint
-from gate.loader import LoadedDoc, load_file
+from gate.loader import LoadedDoc, load_bytes, load_file
 from gate.policy_loader import PolicySet
 from gate.prices import Catalog, quote
 from gate.report import Finding, Outcome, SpecResult
@@ -28,13 +28,15 @@ class Evaluator:
     today: dt.date
     fail_on_warn: bool = False
 
-    def evaluate(self, spec_file: str) -> SpecResult:
+    def evaluate(self, spec_file: str, content: bytes | None = None) -> SpecResult:
         """Evaluate one spec; bad spec input becomes an INVALID result, not an exception.
 
-        Policy errors still raise: they are not the spec's fault and invalidate the run.
+        ``content`` is the spec's bytes when it does not come from the file itself (the base
+        version of a spec, read from git). Policy errors still raise: they are not the
+        spec's fault and invalidate the run.
         """
         try:
-            doc = load_file(spec_file)
+            doc = load_file(spec_file) if content is None else load_bytes(content, spec_file)
             spec = _parse(doc)
         except (InputError, InputErrors) as exc:
             return _invalid(spec_file, exc)

@@ -61,6 +61,19 @@ def status(diff: SpecDiff, base_ref: str) -> str:
             assert_never(diff.change)
 
 
+def diff_lines(diff: SpecDiff, base_ref: str) -> list[str]:
+    """The change as plain-text lines: status, each scenario, the drivers or the problems."""
+    lines = [status(diff, base_ref)]
+    if diff.change is not Change.UNCHANGED:
+        lines.extend(
+            f"  {s.name:<8}  cost {cost_change(s, diff.currency)}; GPU-hours {gpu_hours_change(s)}"
+            for s in diff.scenarios
+        )
+    lines.extend(f"  - {line}" for line in explain(diff))
+    lines.extend(f"  {problem}" for problem in diff.problems)
+    return lines
+
+
 def explain(diff: SpecDiff) -> list[str]:
     """One sentence per changed driver of the worst case, and the expected case's hours."""
     if diff.change is not Change.CHANGED or diff.base is None or diff.head is None:
