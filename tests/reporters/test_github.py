@@ -14,10 +14,6 @@ from tests.reporters.sample import hostile_report, sample_report
 GOLDENS = Path(__file__).parent / "goldens"
 
 
-def test_sample_golden(golden):
-    golden(GOLDENS / "sample.github.txt", GithubReporter().render(sample_report()))
-
-
 def test_hostile_golden(golden):
     golden(GOLDENS / "hostile.github.txt", GithubReporter().render(hostile_report()))
 

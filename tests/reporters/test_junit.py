@@ -26,10 +26,6 @@ def case(root: ET.Element, suite: str, name: str) -> ET.Element:
     return found
 
 
-def test_sample_golden(golden):
-    golden(GOLDENS / "sample.junit.xml", JunitReporter().render(sample_report()))
-
-
 def test_one_case_per_spec_and_rule_plus_the_verdict_with_unique_names():
     report = sample_report()
     root = parse(report)

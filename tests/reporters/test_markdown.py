@@ -43,10 +43,6 @@ def visible_text(fragment: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", fragment)).replace("\u200b", "")
 
 
-def test_sample_golden(golden):
-    golden(GOLDENS / "sample.md", render(sample_report()))
-
-
 def test_hostile_golden(golden):
     golden(GOLDENS / "hostile.md", render(hostile_report()))
 

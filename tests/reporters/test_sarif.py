@@ -30,10 +30,6 @@ def validate(log: dict) -> None:
     assert errors == []
 
 
-def test_sample_golden(golden):
-    golden(GOLDENS / "sample.sarif", SarifReporter().render(sample_report()))
-
-
 @pytest.mark.parametrize("report", [sample_report(), Report(())], ids=["sample", "empty"])
 def test_valid_against_the_official_schema(report):
     validate(render(report))
