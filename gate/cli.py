@@ -12,7 +12,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from gate import __version__
 from gate.commands.output import parse_target
@@ -73,6 +73,43 @@ def build_parser() -> argparse.ArgumentParser:
         help="judge waiver expiry as of this date (default: today)",
     )
 
+    _add_check(commands, evaluation)
+    estimate = commands.add_parser(
+        "estimate",
+        parents=[evaluation],
+        help="price one spec, with the scenario breakdown and assumptions",
+        description="Print the worst and expected scenarios of one spec, their cost drivers "
+        "and assumptions. Exits 0 unless the input is invalid.",
+    )
+    estimate.add_argument("spec", metavar="SPEC", help="the spec file")
+    _add_text_or_json(estimate)
+    _add_diff(commands, evaluation)
+
+    rules = commands.add_parser("rules", help="list the rules, or show one rule's documentation")
+    rules.add_argument("rule", nargs="?", metavar="RULE", help="a rule id (BG104) or slug")
+    rules.add_argument(
+        "--write", action="store_true", help="write the rules page (Markdown) instead"
+    )
+    rules.add_argument(
+        "--out", default="docs/rules.md", help="where --write puts it (default: docs/rules.md)"
+    )
+
+    schema = commands.add_parser(
+        "schema", help="print the JSON Schemas of specs and policies, or write them"
+    )
+    schema.add_argument("--write", action="store_true", help="write the files instead")
+    schema.add_argument(
+        "--dir", default="schemas", help="where --write puts them (default: schemas)"
+    )
+
+    prices = commands.add_parser("prices", help="show the default price catalog")
+    prices.add_argument("accelerator", nargs="?", metavar="ACCELERATOR", help="e.g. H100")
+    return parser
+
+
+def _add_check(
+    commands: argparse._SubParsersAction[Any], evaluation: argparse.ArgumentParser
+) -> None:
     check = commands.add_parser(
         "check",
         parents=[evaluation],
@@ -106,18 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the copy in the budget-gate repository)",
     )
 
-    estimate = commands.add_parser(
-        "estimate",
-        parents=[evaluation],
-        help="price one spec, with the scenario breakdown and assumptions",
-        description="Print the worst and expected scenarios of one spec, their cost drivers "
-        "and assumptions. Exits 0 unless the input is invalid.",
-    )
-    estimate.add_argument("spec", metavar="SPEC", help="the spec file")
-    estimate.add_argument(
-        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
-    )
 
+def _add_diff(
+    commands: argparse._SubParsersAction[Any], evaluation: argparse.ArgumentParser
+) -> None:
     diff = commands.add_parser(
         "diff",
         parents=[evaluation],
@@ -129,30 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     diff.add_argument("base", metavar="BASE", help="the spec before the change")
     diff.add_argument("head", metavar="HEAD", help="the spec after the change")
-    diff.add_argument(
+    _add_text_or_json(diff)
+
+
+def _add_text_or_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--format", choices=("text", "json"), default="text", help="output format (default: text)"
     )
-
-    rules = commands.add_parser("rules", help="list the rules, or show one rule's documentation")
-    rules.add_argument("rule", nargs="?", metavar="RULE", help="a rule id (BG104) or slug")
-    rules.add_argument(
-        "--write", action="store_true", help="write the rules page (Markdown) instead"
-    )
-    rules.add_argument(
-        "--out", default="docs/rules.md", help="where --write puts it (default: docs/rules.md)"
-    )
-
-    schema = commands.add_parser(
-        "schema", help="print the JSON Schemas of specs and policies, or write them"
-    )
-    schema.add_argument("--write", action="store_true", help="write the files instead")
-    schema.add_argument(
-        "--dir", default="schemas", help="where --write puts them (default: schemas)"
-    )
-
-    prices = commands.add_parser("prices", help="show the default price catalog")
-    prices.add_argument("accelerator", nargs="?", metavar="ACCELERATOR", help="e.g. H100")
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
