@@ -217,3 +217,21 @@ def test_git_missing_from_path_is_an_input_error(repo, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(InputError, match="git is not installed"):
         read_base("main", ["specs/grow.yaml"])
+
+
+def test_a_named_spec_in_a_deleted_directory_is_deleted(repo, capsys):
+    (repo / "specs" / "team").rmdir()
+    code, doc = check_json(capsys, "--base-ref", "main", "specs/team/old.yaml")
+    assert (code, doc["results"]) == (0, [])
+    assert [(d["file"], d["change"]) for d in doc["diff"]["specs"]] == [
+        ("specs/team/old.yaml", "deleted")
+    ]
+
+
+def test_a_directory_linked_into_another_repository_is_refused(repo, tmp_path):
+    other = tmp_path / "other"
+    (other / "specs").mkdir(parents=True)
+    git(other, "init", "-q")
+    (repo / "linked").symlink_to(other / "specs")
+    with pytest.raises(InputError, match="outside the git work tree"):
+        list_base("main", "linked", (".yaml",))

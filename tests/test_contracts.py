@@ -121,3 +121,16 @@ def test_rule_anchors_are_the_ids_github_gives_the_headings():
     # GitHub: lowercase, drop punctuation other than - and _, spaces become hyphens
     github_ids = [re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings]
     assert github_ids == [rule_info(r).anchor for r in all_rule_ids()]
+
+
+def test_reporters_never_load_the_rule_registry_or_the_verdict():
+    probe = (
+        "import sys\n"
+        "from gate.reporters import REPORTERS, load_reporter\n"
+        "for name in REPORTERS: load_reporter(name)\n"
+        "print(sorted({'gate.rules', 'gate.verdict', 'gate.evaluate'} & set(sys.modules)))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.strip() == "[]"

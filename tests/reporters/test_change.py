@@ -100,3 +100,12 @@ def test_status(base, head, text):
 def test_added_spec_shows_no_ratio():
     diff = compare("s.yaml", None, result())
     assert cost_change(diff.scenarios[0], "USD") == "0.00 → 16.00 USD (+16.00 USD)"
+
+
+def test_hours_from_epoch_time_and_price_from_an_override_need_no_detail():
+    base = result({"workload": {"epoch_minutes": 6}})
+    head = result({"workload": {"epoch_minutes": 12}}, price="5")
+    assert explain(compare("s.yaml", base, head)) == [
+        "hours per trial rose from 1.00 to 2.00 (×2)",
+        "price per GPU-hour rose from 4.00000 to 5.00000 USD (×1.25)",
+    ]

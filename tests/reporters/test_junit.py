@@ -98,3 +98,10 @@ def test_control_characters_and_markup_still_make_valid_xml():
 )
 def test_severity_mapping(severity, element):
     assert outcome_of(severity) == element
+
+
+def test_a_failure_located_in_the_policy_has_no_spec_line():
+    finding = Finding("BG901", Severity.ERROR, "expired", Location("policies/default.yaml", 7, 5))
+    result = SpecResult("s.yaml", Outcome.VIOLATION, findings=(finding,))
+    failing = case(parse(Report((result,))), "s.yaml", "BG901")
+    assert failing.find("failure") is not None and failing.get("line") is None

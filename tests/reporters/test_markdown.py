@@ -157,3 +157,17 @@ def test_invalid_spec_lists_its_problems_and_no_table():
     out = render(Report((result,)))
     assert "- experiments/broken.yaml:9:3: unknown key 'gpus\\_per\\_trail'" in out
     assert "| scenario |" not in out
+
+
+@pytest.mark.parametrize("outcome", list(Outcome))
+def test_every_outcome_has_a_headline(outcome):
+    out = render(Report((SpecResult("s.yaml", outcome),)))
+    assert f"— exit {outcome.exit_code}" in out
+    assert re.search(r"^## \S+ budget-gate: [a-z ]+$", out, re.MULTILINE)
+
+
+def test_without_a_base_ref_the_summary_has_no_change_column():
+    report = replace(sample_report(), context=RenderContext(), diffs=())
+    out = render(report)
+    assert "| spec | verdict | worst cost | expected cost |\n|---|---|---:|---:|\n" in out
+    assert "Cost change" not in out

@@ -81,3 +81,14 @@ def test_step_summary_is_appended_only_when_set(tmp_path):
     append_step_summary(Report(()), {"GITHUB_STEP_SUMMARY": str(summary)})
     text = summary.read_text()
     assert text.startswith("earlier step\n") and "budget-gate" in text
+
+
+def test_a_failed_render_into_the_file_removes_the_temporary(tmp_path):
+    with pytest.raises(UnicodeEncodeError):
+        write_atomically(str(tmp_path / "out.md"), "lone surrogate \ud800")
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_unwritable_step_summary_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="cannot write"):
+        append_step_summary(Report(()), {"GITHUB_STEP_SUMMARY": str(tmp_path)})
