@@ -303,3 +303,15 @@ def test_text_check_imports_no_other_reporter():
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert proc.stdout.splitlines()[-1] == "0 ['gate.reporters.text']"
+
+
+def test_render_context_comes_from_the_environment_and_options():
+    import argparse
+
+    from gate.commands.common import render_context
+    from gate.report import DOCS_URL, RenderContext
+
+    args = argparse.Namespace(policy_dir="./policies/", docs_url=None, base_ref="main")
+    env = {"GITHUB_REPOSITORY": "o/r", "GITHUB_WORKFLOW": "ci", "HOME": "/x"}
+    assert render_context(args, env) == RenderContext("o/r", "ci", "policies", DOCS_URL, "main")
+    assert render_context(args, {}).repository == ""

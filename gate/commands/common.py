@@ -98,7 +98,7 @@ def render_context(args: argparse.Namespace, env: Mapping[str, str]) -> RenderCo
     return RenderContext(
         repository=env.get("GITHUB_REPOSITORY", ""),
         workflow=env.get("GITHUB_WORKFLOW", ""),
-        policy_dir=str(args.policy_dir),
+        policy_dir=os.path.normpath(args.policy_dir),
         docs_url=args.docs_url or DOCS_URL,
         base_ref=args.base_ref,
     )
