@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from gate import __version__
+from gate.commands.output import parse_target
 from gate.errors import GateError, InputErrors
+from gate.reporters import REPORTERS
 
 EXIT_USAGE = 3
 EXIT_INTERNAL = 70
@@ -26,6 +29,8 @@ Price ML experiments before launch and gate them on your team's policy.
 examples:
   budget-gate check examples/cifar-sweep.yaml
   budget-gate check experiments/*.yaml --format json
+  budget-gate check experiments/ --base-ref origin/main --format markdown=comment.md
+  budget-gate diff old.yaml new.yaml
   budget-gate rules BG104
 """
 _EPILOG = (
@@ -63,30 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="policies directory; metadata.team picks DIR/<team>.yaml (default: policies)",
     )
     evaluation.add_argument(
-        "--format",
-        choices=("text", "json"),
-        default="text",
-        help="output format (default: text)",
-    )
-    evaluation.add_argument(
         "--as-of",
         metavar="YYYY-MM-DD",
         help="judge waiver expiry as of this date (default: today)",
     )
 
-    check = commands.add_parser(
-        "check",
-        parents=[evaluation],
-        help="validate, price and gate experiment specs",
-        description="Validate each spec, price it (worst and expected case) and apply the "
-        "team policy. Directories are searched for *.yaml; quoted globs are expanded.",
-        epilog=_EPILOG,
-    )
-    check.add_argument("specs", nargs="+", metavar="SPEC", help="spec files, globs or directories")
-    check.add_argument(
-        "--fail-on-warn", action="store_true", help="treat warnings as violations (exit 1)"
-    )
-
+    _add_check(commands, evaluation)
     estimate = commands.add_parser(
         "estimate",
         parents=[evaluation],
@@ -100,9 +87,17 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one Markdown table row per spec (worst and expected), as in the README",
     )
+    _add_text_or_json(estimate)
+    _add_diff(commands, evaluation)
 
     rules = commands.add_parser("rules", help="list the rules, or show one rule's documentation")
     rules.add_argument("rule", nargs="?", metavar="RULE", help="a rule id (BG104) or slug")
+    rules.add_argument(
+        "--write", action="store_true", help="write the rules page (Markdown) instead"
+    )
+    rules.add_argument(
+        "--out", default="docs/rules.md", help="where --write puts it (default: docs/rules.md)"
+    )
 
     schema = commands.add_parser(
         "schema", help="print the JSON Schemas of specs and policies, or write them"
@@ -115,6 +110,66 @@ def build_parser() -> argparse.ArgumentParser:
     prices = commands.add_parser("prices", help="show the default price catalog")
     prices.add_argument("accelerator", nargs="?", metavar="ACCELERATOR", help="e.g. H100")
     return parser
+
+
+def _add_check(
+    commands: argparse._SubParsersAction[Any], evaluation: argparse.ArgumentParser
+) -> None:
+    check = commands.add_parser(
+        "check",
+        parents=[evaluation],
+        help="validate, price and gate experiment specs",
+        description="Validate each spec, price it (worst and expected case) and apply the "
+        "team policy. Directories are searched for *.yaml; quoted globs are expanded.",
+        epilog=_EPILOG,
+    )
+    check.add_argument("specs", nargs="+", metavar="SPEC", help="spec files, globs or directories")
+    check.add_argument(
+        "--fail-on-warn", action="store_true", help="treat warnings as violations (exit 1)"
+    )
+    check.add_argument(
+        "--format",
+        action="append",
+        type=parse_target,
+        metavar="FORMAT[=FILE]",
+        help=f"output format, repeatable: {', '.join(REPORTERS)}; FORMAT=FILE writes a file "
+        "instead of stdout, and at most one format goes to stdout (default: text)",
+    )
+    check.add_argument(
+        "--base-ref",
+        metavar="REF",
+        help="also price each spec's version at this git ref and show the cost change "
+        "by driver; specs only at REF (under a directory given, or named) count as deleted",
+    )
+    check.add_argument(
+        "--docs-url",
+        metavar="URL",
+        help="where docs/rules.md is published; findings link to its sections "
+        "(default: the copy in the budget-gate repository)",
+    )
+
+
+def _add_diff(
+    commands: argparse._SubParsersAction[Any], evaluation: argparse.ArgumentParser
+) -> None:
+    diff = commands.add_parser(
+        "diff",
+        parents=[evaluation],
+        help="cost change between two versions of a spec, explained by driver",
+        description="Price BASE and HEAD under the same policies and prices and explain the "
+        "change in cost and GPU-hours by driver (trials, GPUs per trial, hours per trial, "
+        f"price). Use {os.devnull} for a side that does not exist (added or deleted spec). "
+        "Exits 0, or 3 when either version is invalid.",
+    )
+    diff.add_argument("base", metavar="BASE", help="the spec before the change")
+    diff.add_argument("head", metavar="HEAD", help="the spec after the change")
+    _add_text_or_json(diff)
+
+
+def _add_text_or_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,6 +17,20 @@ class Location:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One input error as a value: what is wrong, where, and how to fix it."""
+
+    message: str
+    location: Location | None = None
+    hint: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        how = f" — {self.hint}" if self.hint else ""
+        return f"{where}{self.message}{how}"
+
+
 class GateError(Exception):
     """Base of every error the CLI turns into an exit code instead of a traceback."""
 
@@ -38,10 +52,13 @@ class InputError(GateError):
         self.location = location
         self.hint = hint
 
+    @property
+    def problem(self) -> Problem:
+        """This error as a value that a report can carry."""
+        return Problem(self.message, self.location, self.hint)
+
     def __str__(self) -> str:
-        where = f"{self.location}: " if self.location else ""
-        how = f" — {self.hint}" if self.hint else ""
-        return f"{where}{self.message}{how}"
+        return str(self.problem)
 
 
 class BackendError(GateError):

@@ -20,7 +20,7 @@ from gate.policy import Policy
 from gate.prices import Quote
 from gate.reliability import expected_retry_runs, preemption_factor
 from gate.schedule import Stage, flat
-from gate.spec import Capacity, Experiment, Range
+from gate.spec import Capacity, Experiment, Range, Strategy
 from gate.trials import count_trials
 
 ScenarioName = Literal["worst", "expected"]
@@ -93,11 +93,12 @@ class SpotComparison:
 
 @dataclass(frozen=True, slots=True)
 class Estimate:
-    """Both scenarios, the price they used, and what the stop conditions save."""
+    """Both scenarios, the price and search strategy behind them, and what stop conditions save."""
 
     worst: Scenario
     expected: Scenario
     quote: Quote
+    strategy: Strategy
     savings: tuple[Saving, ...] = ()
     spot: SpotComparison | None = None
     epoch_minutes_range: tuple[Decimal, Decimal] | None = None
@@ -123,6 +124,7 @@ def estimate(
         worst=worst,
         expected=expected,
         quote=quote,
+        strategy=spec.search.strategy,
         savings=_savings(spec, policy, quote, trials, stop, worst, expected),
         spot=_spot(spec, policy, quote, on_demand, trials, stop, expected),
         epoch_minutes_range=_range(spec),

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from gate.errors import InputError, InputErrors
 from gate.estimate import estimate
 from gate.fingerprint import fingerprint
-from gate.loader import LoadedDoc, load_file
+from gate.loader import LoadedDoc, load_bytes, load_file
 from gate.policy import Policy
 from gate.policy_loader import PolicySet
 from gate.prices import Catalog, Quote, quote
@@ -29,13 +29,15 @@ class Evaluator:
     today: dt.date
     fail_on_warn: bool = False
 
-    def evaluate(self, spec_file: str) -> SpecResult:
+    def evaluate(self, spec_file: str, content: bytes | None = None) -> SpecResult:
         """Evaluate one spec; bad spec input becomes an INVALID result, not an exception.
 
-        Policy errors still raise: they are not the spec's fault and invalidate the run.
+        ``content`` is the spec's bytes when it does not come from the file itself (the base
+        version of a spec, read from git). Policy errors still raise: they are not the
+        spec's fault and invalidate the run.
         """
         try:
-            doc = load_file(spec_file)
+            doc = load_file(spec_file) if content is None else load_bytes(content, spec_file)
             spec = _parse(doc)
         except (InputError, InputErrors) as exc:
             return _invalid(spec_file, exc)
@@ -98,7 +100,7 @@ def _parse(doc: LoadedDoc) -> Experiment:
 
 def _invalid(spec_file: str, exc: InputError | InputErrors) -> SpecResult:
     errors = exc.errors if isinstance(exc, InputErrors) else [exc]
-    return SpecResult(spec_file, Outcome.INVALID, errors=tuple(str(e) for e in errors))
+    return SpecResult(spec_file, Outcome.INVALID, errors=tuple(e.problem for e in errors))
 
 
 def _finding_order(finding: Finding) -> tuple[str, int, int, str]:

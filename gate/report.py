@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
-from gate.errors import Location
+from gate.errors import Location, Problem
 from gate.estimate import Estimate
 from gate.policy import Severity
+
+if TYPE_CHECKING:  # NOTE: gate.diff builds on SpecResult, so it cannot be imported here
+    from gate.diff import SpecDiff
 
 
 class Outcome(str, Enum):
@@ -59,6 +63,11 @@ class RuleInfo:
     default_severity: Severity
     help: str
 
+    @property
+    def anchor(self) -> str:
+        """The fragment of this rule's section in ``docs/rules.md`` (GitHub's heading ids)."""
+        return f"{self.id}-{self.slug}".lower()
+
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -88,20 +97,65 @@ class SpecResult:
     estimate: Estimate | None = None
     currency: str = "USD"
     findings: tuple[Finding, ...] = ()
-    errors: tuple[str, ...] = ()
+    errors: tuple[Problem, ...] = ()
+
+
+DOCS_URL = "https://github.com/budget-gate/budget-gate/blob/main/docs/rules.md"
+"""Where ``docs/rules.md`` is published; ``--docs-url`` points reports elsewhere."""
+
+
+@dataclass(frozen=True, slots=True)
+class RenderContext:
+    """Where a report will be shown, filled in by the command (reporters read no env).
+
+    ``repository``, ``workflow`` and ``policy_dir`` identify the pull-request comment so
+    that a later run updates it in place instead of adding another.
+    """
+
+    repository: str = ""
+    workflow: str = ""
+    policy_dir: str = "policies"
+    docs_url: str = DOCS_URL
+    base_ref: str | None = None
+
+    def rule_url(self, rule: RuleInfo) -> str:
+        """The link to one rule's documentation."""
+        return f"{self.docs_url}#{rule.anchor}"
 
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    """One evaluation of one or more specs, ready to render in any format."""
+    """One evaluation of one or more specs, ready to render in any format.
+
+    ``rules`` documents every rule that was evaluated, fired or not; :attr:`fired` says
+    which ones fired. ``diffs`` holds the cost change against ``context.base_ref``, one per
+    spec, deleted specs included.
+    """
 
     results: tuple[SpecResult, ...]
     rules: dict[str, RuleInfo] = field(default_factory=dict)
     catalog_source: str = ""
     catalog_date: str = ""
     version: str = ""
+    context: RenderContext = field(default_factory=RenderContext)
+    diffs: tuple[SpecDiff, ...] = ()
 
     @property
     def outcome(self) -> Outcome:
         """The worst outcome over all specs (pass when there are none)."""
         return max((r.outcome for r in self.results), key=lambda o: o.rank, default=Outcome.PASS)
+
+    @property
+    def fired(self) -> list[str]:
+        """The ids of the rules with at least one finding, sorted."""
+        return sorted({f.rule_id for r in self.results for f in r.findings})
+
+    def diff_for(self, file: str) -> SpecDiff | None:
+        """The cost change of one spec against the base, when a base was given."""
+        return next((d for d in self.diffs if d.file == file), None)
+
+    @property
+    def removed(self) -> list[SpecDiff]:
+        """Diffs of specs that exist only in the base (deleted by the change)."""
+        files = {r.file for r in self.results}
+        return [d for d in self.diffs if d.file not in files]

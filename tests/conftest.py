@@ -86,3 +86,27 @@ def write_yaml(tmp_path: Path):
         return str(path)
 
     return write
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        help="rewrite golden files (and docs/examples) from the current output",
+    )
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest):
+    """Compare text with a committed file; --update-goldens rewrites the file first."""
+    update = request.config.getoption("--update-goldens")
+
+    def check(path: Path, actual: str) -> None:
+        if update:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(actual, encoding="utf-8", newline="")
+        assert path.exists(), f"{path} is missing: run pytest --update-goldens"
+        expected = path.read_text(encoding="utf-8")
+        assert actual == expected, f"{path.name} differs: review, then pytest --update-goldens"
+
+    return check

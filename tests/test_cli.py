@@ -226,3 +226,92 @@ def test_the_console_script_runs_in_a_fresh_process():
     assert proc.returncode == 2
     assert "approval BG110 64 trials is over the approval trigger of 32" in proc.stdout
     assert "prices: SkyPilot v8" in proc.stdout
+
+
+def test_rules_write_regenerates_the_rules_page(tmp_path):
+    out = tmp_path / "rules.md"
+    assert main(["rules", "--write", "--out", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == (ROOT / "docs" / "rules.md").read_text()
+    assert "::" not in out.read_text(encoding="utf-8")
+
+
+def test_several_formats_from_one_evaluation(tmp_path, monkeypatch, capsys):
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_REPOSITORY", "acme/ml")
+    monkeypatch.setenv("GITHUB_WORKFLOW", "budget")
+    sarif, comment = tmp_path / "out.sarif", tmp_path / "comment.md"
+    code = check(
+        "--format", "github",
+        "--format", f"sarif={sarif}",
+        "--format", f"markdown={comment}",
+        "--docs-url", "https://example.com/rules.md",
+        APPROVAL,
+    )  # fmt: skip
+    assert code == 2
+    out = capsys.readouterr().out
+    assert out.startswith(f"::warning file={APPROVAL},line=21,col=3,title=BG110 ")
+    log = json.loads(sarif.read_text(encoding="utf-8"))
+    assert log["runs"][0]["results"][0]["ruleId"] == "BG110"
+    body = comment.read_text(encoding="utf-8")
+    assert "(https://example.com/rules.md#bg110-large-search)" in body
+    assert summary.read_text(encoding="utf-8") == body
+    from gate.report import RenderContext
+    from gate.reporters.markdown import comment_marker
+
+    marker = comment_marker(RenderContext("acme/ml", "budget", POLICIES))
+    assert body.startswith(marker)
+
+
+def test_only_one_format_may_write_stdout(capsys):
+    assert check("--format", "text", "--format", "json", PASSING) == 3
+    assert "formats text, json all want stdout" in capsys.readouterr().err
+
+
+def test_unknown_format_and_empty_file_name_are_usage_errors(capsys):
+    assert check("--format", "yaml", PASSING) == 3
+    assert "unknown format 'yaml'" in capsys.readouterr().err
+    assert check("--format", "sarif=", PASSING) == 3
+
+
+def test_an_unwritable_output_leaves_nothing_behind(tmp_path, capsys):
+    good = tmp_path / "good.json"
+    code = check("--format", f"json={good}", "--format", f"sarif={tmp_path}/no/x.sarif", PASSING)
+    assert code == 3
+    assert "no/x.sarif: cannot write" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.json"]
+
+
+def test_without_github_format_the_step_summary_is_left_alone(tmp_path, monkeypatch, capsys):
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert check("--format", "json", PASSING) == 0
+    assert not summary.exists()
+
+
+def test_text_check_imports_no_other_reporter():
+    probe = (
+        "import sys\n"
+        "from gate.cli import main\n"
+        "code = main(['check', 'examples/cifar-sweep.yaml'])\n"
+        "from gate.reporters import REPORTERS\n"
+        "names = {path.partition(':')[0] for path in REPORTERS.values()} | {'xml.etree'}\n"
+        "loaded = sorted(names & set(sys.modules))\n"
+        "print(code, loaded)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.splitlines()[-1] == "0 ['gate.reporters.text']"
+
+
+def test_render_context_comes_from_the_environment_and_options():
+    import argparse
+
+    from gate.commands.common import render_context
+    from gate.report import DOCS_URL, RenderContext
+
+    args = argparse.Namespace(policy_dir="./policies/", docs_url=None, base_ref="main")
+    env = {"GITHUB_REPOSITORY": "o/r", "GITHUB_WORKFLOW": "ci", "HOME": "/x"}
+    assert render_context(args, env) == RenderContext("o/r", "ci", "policies", DOCS_URL, "main")
+    assert render_context(args, {}).repository == ""

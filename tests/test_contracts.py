@@ -13,7 +13,7 @@ from gate.commands.schema import SCHEMAS, render_schema
 from gate.loader import load_file
 from gate.policy import Severity
 from gate.policy_loader import PolicySet
-from gate.reporters import REPORTERS
+from gate.reporters import REPORTERS, load_reporter
 from tests.conftest import ROOT
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -99,8 +99,8 @@ def test_every_severity_is_rendered_by_every_reporter():
         Finding("BG101", s, f"{s.value} finding", Location("s.yaml", 1, 1)) for s in Severity
     )
     report = Report((SpecResult("s.yaml", Outcome.VIOLATION, name="n", findings=findings),))
-    for reporter in REPORTERS.values():
-        out = reporter().render(report)
+    for name in REPORTERS:
+        out = load_reporter(name).render(report)
         for severity in Severity:
             assert f"{severity.value} finding" in out
 
@@ -117,3 +117,36 @@ def test_readme_estimate_table_is_generated_from_the_examples(capsys, monkeypatc
     )
     end = readme.index("<!-- estimate-summary:end -->")
     assert readme[start:end] == table, "regenerate: budget-gate estimate --summary examples/"
+
+
+def test_committed_rules_page_matches_the_docstrings():
+    from gate.commands.rules import render_rules_markdown
+    from gate.rules import all_rule_ids, rule_info
+
+    committed = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    expected = render_rules_markdown([rule_info(r) for r in all_rule_ids()])
+    assert committed == expected, "run: budget-gate rules --write"
+
+
+def test_rule_anchors_are_the_ids_github_gives_the_headings():
+    import re
+
+    from gate.rules import all_rule_ids, rule_info
+
+    headings = re.findall(r"^## (.+)$", (ROOT / "docs" / "rules.md").read_text(), re.MULTILINE)
+    # GitHub: lowercase, drop punctuation other than - and _, spaces become hyphens
+    github_ids = [re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings]
+    assert github_ids == [rule_info(r).anchor for r in all_rule_ids()]
+
+
+def test_reporters_never_load_the_rule_registry_or_the_verdict():
+    probe = (
+        "import sys\n"
+        "from gate.reporters import REPORTERS, load_reporter\n"
+        "for name in REPORTERS: load_reporter(name)\n"
+        "print(sorted({'gate.rules', 'gate.verdict', 'gate.evaluate'} & set(sys.modules)))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.strip() == "[]"

@@ -3,17 +3,34 @@
 from __future__ import annotations
 
 import argparse
-import sys
+import os
 
-from gate.commands.common import expand_specs, make_evaluator, make_report, print_errors
-from gate.reporters import REPORTERS
+from gate.commands.common import (
+    evaluate_against,
+    expand_specs,
+    make_evaluator,
+    make_report,
+    print_errors,
+    render_context,
+)
+from gate.commands.output import append_step_summary, emit, plan_targets
 
 
 def run(args: argparse.Namespace) -> int:
-    """Evaluate every spec and print one report; the worst outcome is the exit code."""
+    """Evaluate every spec once and write each requested format; the worst outcome exits.
+
+    With ``--base-ref`` each spec's base version is priced too, under the same policies
+    and prices, so the diff shows what the change to the spec did to its cost.
+    """
+    targets = plan_targets(args.format)
     evaluator = make_evaluator(args, fail_on_warn=args.fail_on_warn)
-    results = [evaluator.evaluate(path) for path in expand_specs(args.specs)]
-    report = make_report(results, evaluator)
+    if args.base_ref:
+        results, diffs = evaluate_against(evaluator, args.base_ref, args.specs)
+    else:
+        results, diffs = [evaluator.evaluate(path) for path in expand_specs(args.specs)], []
+    report = make_report(results, evaluator, render_context(args, os.environ), diffs)
     print_errors(results)
-    sys.stdout.write(REPORTERS[args.format]().render(report))
+    emit(report, targets)
+    if any(t.name == "github" for t in targets):
+        append_step_summary(report, os.environ)
     return report.outcome.exit_code

@@ -7,17 +7,19 @@ import datetime as dt
 import glob
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from gate import __version__
+from gate.diff import SpecDiff, compare
 from gate.errors import InputError
 from gate.evaluate import Evaluator
 from gate.policy_loader import PolicySet
 from gate.prices import load_catalog
-from gate.report import Report, SpecResult
-from gate.rules import rule_info
+from gate.report import DOCS_URL, RenderContext, Report, SpecResult
+from gate.rules import all_rule_ids, rule_info
 
-_SPEC_SUFFIXES = (".yaml", ".yml")
+SPEC_SUFFIXES = (".yaml", ".yml")
 
 
 def expand_specs(patterns: list[str]) -> list[str]:
@@ -26,7 +28,7 @@ def expand_specs(patterns: list[str]) -> list[str]:
     for pattern in patterns:
         if os.path.isdir(pattern):
             found.extend(
-                str(p) for p in sorted(Path(pattern).rglob("*")) if p.suffix in _SPEC_SUFFIXES
+                str(p) for p in sorted(Path(pattern).rglob("*")) if p.suffix in SPEC_SUFFIXES
             )
         elif glob.has_magic(pattern):
             matches = sorted(glob.glob(pattern, recursive=True))
@@ -48,15 +50,57 @@ def make_evaluator(args: argparse.Namespace, *, fail_on_warn: bool = False) -> E
     )
 
 
-def make_report(results: list[SpecResult], evaluator: Evaluator) -> Report:
-    """Assemble the report, with the docs of every rule that fired."""
-    fired = {f.rule_id for r in results for f in r.findings}
+def evaluate_against(
+    evaluator: Evaluator, ref: str, patterns: list[str]
+) -> tuple[list[SpecResult], list[SpecDiff]]:
+    """Evaluate the specs, and each one's base version at ``ref`` (read from git).
+
+    A spec under a directory argument that exists only at ``ref``, or a named file that is
+    gone from disk but exists at ``ref``, is a deleted spec: it has a diff but no result.
+    """
+    from gate.integrations.git import list_base, read_base
+
+    paths = expand_specs(patterns)
+    in_base = [p for d in patterns if os.path.isdir(d) for p in list_base(ref, d, SPEC_SUFFIXES)]
+    every = list(dict.fromkeys([*paths, *in_base]))
+    blobs = read_base(ref, every)
+    results = [evaluator.evaluate(p) for p in paths if os.path.exists(p) or blobs[p] is None]
+    heads = {r.file: r for r in results}
+    diffs = []
+    for path in every:
+        blob, head = blobs[path], heads.get(path)
+        base = evaluator.evaluate(path, blob) if blob is not None else None
+        if base is not None or head is not None:
+            diffs.append(compare(path, base, head))
+    return results, diffs
+
+
+def make_report(
+    results: list[SpecResult],
+    evaluator: Evaluator,
+    context: RenderContext | None = None,
+    diffs: list[SpecDiff] | None = None,
+) -> Report:
+    """Assemble the report, with the docs of every rule evaluated."""
     return Report(
         results=tuple(results),
-        rules={rule_id: rule_info(rule_id) for rule_id in sorted(fired)},
+        rules={rule_id: rule_info(rule_id) for rule_id in all_rule_ids()},
         catalog_source=evaluator.catalog.source,
         catalog_date=evaluator.catalog.date,
         version=__version__,
+        context=context or RenderContext(),
+        diffs=tuple(diffs or ()),
+    )
+
+
+def render_context(args: argparse.Namespace, env: Mapping[str, str]) -> RenderContext:
+    """Where the report is shown: the comment's identity from GitHub's env, the docs URL."""
+    return RenderContext(
+        repository=env.get("GITHUB_REPOSITORY", ""),
+        workflow=env.get("GITHUB_WORKFLOW", ""),
+        policy_dir=os.path.normpath(args.policy_dir),
+        docs_url=args.docs_url or DOCS_URL,
+        base_ref=args.base_ref,
     )
 
 

@@ -6,9 +6,11 @@ import json
 from decimal import Decimal
 from typing import Any, ClassVar
 
+from gate.diff import Driver, ScenarioDiff, SpecDiff
 from gate.estimate import Estimate, Scenario
 from gate.money import fixed
 from gate.report import Finding, Report, SpecResult
+from gate.reporters.change import explain
 
 SCHEMA_VERSION = "1"
 
@@ -20,6 +22,7 @@ class JsonReporter:
 
     def render(self, report: Report) -> str:
         """Render the report as indented JSON with a trailing newline."""
+        fired = set(report.fired)
         document = {
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "budget-gate", "version": report.version},
@@ -27,6 +30,7 @@ class JsonReporter:
             "exit_code": report.outcome.exit_code,
             "price_catalog": {"source": report.catalog_source, "date": report.catalog_date},
             "results": [_result(r) for r in report.results],
+            "diff": _diffs(report),
             "rules": {
                 rule_id: {
                     "slug": info.slug,
@@ -34,6 +38,7 @@ class JsonReporter:
                     "default_severity": info.default_severity.value,
                 }
                 for rule_id, info in sorted(report.rules.items())
+                if rule_id in fired
             },
         }
         return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
@@ -50,7 +55,7 @@ def _result(result: SpecResult) -> dict[str, Any]:
         "currency": result.currency,
         "estimate": _estimate(result.estimate) if result.estimate else None,
         "findings": [_finding(f) for f in result.findings],
-        "errors": list(result.errors),
+        "errors": [str(e) for e in result.errors],
     }
 
 
@@ -87,6 +92,51 @@ def _scenario(s: Scenario) -> dict[str, Any]:
         },
         "assumptions": list(s.assumptions),
     }
+
+
+def _diffs(report: Report) -> dict[str, Any] | None:
+    if report.context.base_ref is None:
+        return None
+    return {"base_ref": report.context.base_ref, "specs": [diff_document(d) for d in report.diffs]}
+
+
+def diff_document(diff: SpecDiff) -> dict[str, Any]:
+    """One spec's cost change: both sides per scenario, the changed drivers, in words too."""
+    return {
+        "file": diff.file,
+        "change": diff.change.value,
+        "currency": diff.currency,
+        "reason": diff.reason or None,
+        "problems": [str(p) for p in diff.problems],
+        "scenarios": {s.name: _scenario_diff(s) for s in diff.scenarios},
+        "explanation": explain(diff),
+    }
+
+
+def _scenario_diff(s: ScenarioDiff) -> dict[str, Any]:
+    return {
+        "base_cost": _fixed(s.base_cost, 2),
+        "head_cost": _fixed(s.head_cost, 2),
+        "base_gpu_hours": _fixed(s.base_gpu_hours, 4),
+        "head_gpu_hours": _fixed(s.head_gpu_hours, 4),
+        "drivers": [
+            {
+                "driver": c.driver.value,
+                "base": _fixed(c.base, _DRIVER_PLACES[c.driver]),
+                "head": _fixed(c.head, _DRIVER_PLACES[c.driver]),
+                "ratio": _fixed(c.ratio, 6) if c.ratio is not None else None,
+            }
+            for c in s.drivers
+        ],
+    }
+
+
+_DRIVER_PLACES = {
+    Driver.TRIALS: 0,
+    Driver.GPUS_PER_TRIAL: 0,
+    Driver.HOURS_PER_TRIAL: 4,
+    Driver.PRICE_PER_GPU_HOUR: 5,
+}
 
 
 def _finding(f: Finding) -> dict[str, Any]:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from gate.diff import SpecDiff
 from gate.estimate import Estimate, Scenario
 from gate.money import format_amount
 from gate.report import Finding, Outcome, Report, SpecResult
+from gate.reporters.change import diff_lines
 
 _HEADER = ("", "trials", "GPU-h", "cost", "per trial", "wall-clock")
 
@@ -22,7 +24,8 @@ class TextReporter:
 
     def render(self, report: Report) -> str:
         """Render every spec's block and a summary line."""
-        blocks = [_spec_block(result) for result in report.results]
+        blocks = [_spec_block(result, report) for result in report.results]
+        blocks.extend(_removed_block(diff, report) for diff in report.removed)
         counts = _counts(report)
         footer = [
             f"prices: {report.catalog_source}; {report.catalog_date}",
@@ -31,15 +34,23 @@ class TextReporter:
         return "\n\n".join([*blocks, "\n".join(footer)]) + "\n"
 
 
-def _spec_block(result: SpecResult) -> str:
+def _spec_block(result: SpecResult, report: Report) -> str:
     if result.outcome is Outcome.INVALID:
         return f"{result.file}: invalid input ({len(result.errors)} error(s), see above)"
     lines = [f"{result.file} — {result.name} (policy: {result.policy})"]
     if result.estimate is not None:
         lines.extend(_estimate_lines(result.estimate, result.currency))
+    diff = report.diff_for(result.file)
+    if diff is not None and report.context.base_ref is not None:
+        lines.extend(f"  {line}" for line in diff_lines(diff, report.context.base_ref))
     lines.extend(_finding_line(f) for f in result.findings)
     lines.append(f"  → {result.outcome.value}")
     return "\n".join(lines)
+
+
+def _removed_block(diff: SpecDiff, report: Report) -> str:
+    lines = diff_lines(diff, report.context.base_ref or "the base")
+    return "\n".join([f"{diff.file}: {lines[0]}", *(f"  {line}" for line in lines[1:])])
 
 
 def _estimate_lines(est: Estimate, currency: str) -> list[str]:

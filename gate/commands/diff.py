@@ -1,0 +1,49 @@
+"""``budget-gate diff BASE HEAD``: the cost change between two versions of a spec.
+
+Both versions are priced under the same policies and prices, so the change is the spec's
+doing, and explained by driver. ``/dev/null`` stands for a missing side, as in git.
+Exits 0, or 3 when either version is invalid (the change is then reported as not compared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from gate.commands.common import make_evaluator, print_errors
+from gate.diff import compare
+from gate.errors import InputError
+from gate.evaluate import Evaluator
+from gate.report import Outcome, SpecResult
+from gate.reporters.change import diff_lines
+from gate.reporters.json import SCHEMA_VERSION, diff_document
+
+
+def run(args: argparse.Namespace) -> int:
+    """Price both versions and print the change; the exit code says only if input was bad."""
+    evaluator = make_evaluator(args)
+    base, head = _version(evaluator, args.base), _version(evaluator, args.head)
+    if base is None and head is None:
+        raise InputError(f"BASE and HEAD are both {os.devnull}", hint="give at least one spec")
+    present = [r for r in (base, head) if r is not None]
+    print_errors(present)
+    diff = compare(args.head if head is not None else args.base, base, head)
+    if args.format == "json":
+        document = {
+            "schema_version": SCHEMA_VERSION,
+            "base": args.base,
+            "head": args.head,
+            "diff": diff_document(diff),
+        }
+        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    else:
+        lines = diff_lines(diff, args.base)
+        sys.stdout.write("\n".join([f"{diff.file}: {lines[0]}", *lines[1:]]) + "\n")
+    invalid = any(r.outcome is Outcome.INVALID for r in present)
+    return Outcome.INVALID.exit_code if invalid else 0
+
+
+def _version(evaluator: Evaluator, path: str) -> SpecResult | None:
+    return None if path == os.devnull else evaluator.evaluate(path)

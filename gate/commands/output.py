@@ -1,0 +1,109 @@
+"""Where reports go: ``--format NAME[=PATH]`` targets, atomic file writes, the job summary.
+
+One evaluation is rendered once per requested format. Files are written through a
+temporary file in the same directory and renamed, so a failure never leaves half a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gate.errors import InputError
+from gate.reporters import REPORTERS, load_reporter
+
+if TYPE_CHECKING:
+    from gate.report import Report
+
+_FILE_MODE = 0o644
+
+
+@dataclass(frozen=True, slots=True)
+class FormatTarget:
+    """One ``--format`` value: a reporter name and a file, or stdout when ``path`` is None."""
+
+    name: str
+    path: str | None = None
+
+
+def parse_target(value: str) -> FormatTarget:
+    """Parse ``NAME`` or ``NAME=PATH``; argparse turns the exception into a usage error."""
+    name, sep, path = value.partition("=")
+    if name not in REPORTERS:
+        choices = ", ".join(REPORTERS)
+        raise argparse.ArgumentTypeError(f"unknown format {name!r} (choose from {choices})")
+    if sep and not path:
+        raise argparse.ArgumentTypeError(f"--format {value}: the file name after '=' is empty")
+    return FormatTarget(name, path or None)
+
+
+def plan_targets(targets: Sequence[FormatTarget] | None) -> list[FormatTarget]:
+    """The targets to write: text on stdout by default; at most one stdout, no file twice."""
+    planned = list(targets or [FormatTarget("text")])
+    on_stdout = [t.name for t in planned if t.path is None]
+    if len(on_stdout) > 1:
+        raise InputError(
+            f"formats {', '.join(on_stdout)} all want stdout",
+            hint="send all but one to a file, e.g. --format sarif=gate.sarif",
+        )
+    paths = [os.path.abspath(t.path) for t in planned if t.path is not None]
+    if len(set(paths)) < len(paths):
+        raise InputError("two formats write the same file", hint="give each format its own file")
+    return planned
+
+
+def emit(report: Report, targets: Sequence[FormatTarget]) -> None:
+    """Render every target first, then write the files, then stdout."""
+    rendered = [(t, load_reporter(t.name).render(report)) for t in targets]
+    for target, text in rendered:
+        if target.path is not None:
+            write_atomically(target.path, text)
+    for target, text in rendered:
+        if target.path is None:
+            sys.stdout.write(text)
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Replace ``path`` with ``text`` in one rename; on failure the old file is untouched."""
+    dest = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.chmod(tmp, _FILE_MODE)
+        os.replace(tmp, dest)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _write_error(path, exc) from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def append_step_summary(report: Report, env: Mapping[str, str]) -> None:
+    """Append the Markdown report to ``$GITHUB_STEP_SUMMARY`` when GitHub Actions set it."""
+    summary = env.get("GITHUB_STEP_SUMMARY")
+    if not summary:
+        return
+    text = load_reporter("markdown").render(report)
+    try:
+        with open(summary, "a", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise _write_error(summary, exc) from None
+
+
+def _write_error(path: str, exc: OSError) -> InputError:
+    return InputError(
+        f"{path}: cannot write ({exc.strerror})",
+        hint="check that the directory exists and is writable",
+    )

@@ -1,0 +1,1 @@
+"""I/O with other systems (git, and later GitHub and MLflow), kept out of the pure core."""

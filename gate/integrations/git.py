@@ -1,0 +1,122 @@
+"""The base version of specs, read from git (``check --base-ref``).
+
+Every path is located in its repository (``git rev-parse --show-toplevel``) and all blobs
+of one repository are read through a single ``git cat-file --batch`` process, so a
+thousand specs cost one subprocess, not a thousand.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from gate.errors import InputError
+
+_TIMEOUT_S = 60
+
+
+def read_base(ref: str, paths: Sequence[str]) -> dict[str, bytes | None]:
+    """The content of each path at ``ref``; None where the path is not a file there."""
+    by_repo: dict[Path, list[tuple[str, str]]] = {}
+    for path in paths:
+        top = toplevel(_directory_of(path))
+        by_repo.setdefault(top, []).append((path, _in_repo(path, top)))
+    found: dict[str, bytes | None] = {}
+    for top, entries in by_repo.items():
+        commit = _verify(ref, top)
+        blobs = _cat_files(top, [f"{commit}:{rel}" for _, rel in entries])
+        found.update((path, blob) for (path, _), blob in zip(entries, blobs, strict=True))
+    return found
+
+
+def list_base(ref: str, directory: str, suffixes: tuple[str, ...]) -> list[str]:
+    """Files under ``directory`` at ``ref`` with one of ``suffixes``, spelled under it."""
+    top = toplevel(Path(directory))
+    prefix = _in_repo(directory, top)
+    commit = _verify(ref, top)
+    args = ["ls-tree", "-r", "-z", "--name-only", commit, "--", prefix]
+    listed = _git(top, args).stdout.decode("utf-8", "surrogateescape").split("\0")
+    return [
+        str(Path(directory) / os.path.relpath(name, prefix))
+        for name in listed
+        if name.endswith(suffixes)
+    ]
+
+
+def toplevel(directory: Path) -> Path:
+    """The root of the git work tree that holds ``directory``."""
+    out = _git(
+        directory, ["rev-parse", "--show-toplevel"], what=f"{directory}: not in a git work tree"
+    )
+    return Path(out.stdout.decode("utf-8", "surrogateescape").strip()).resolve()
+
+
+def _directory_of(path: str) -> Path:
+    parent = Path(path).parent
+    while not parent.is_dir() and parent != parent.parent:
+        parent = parent.parent  # a deleted spec may live in a deleted directory
+    return parent
+
+
+def _in_repo(path: str, top: Path) -> str:
+    """``path`` relative to the work tree's root (its existing directories resolved)."""
+    parent = _directory_of(path)
+    absolute = os.path.normpath(parent.resolve() / os.path.relpath(path, parent))
+    try:
+        return Path(absolute).relative_to(top).as_posix()
+    except ValueError:
+        raise InputError(f"{path}: outside the git work tree {top}") from None
+
+
+def _verify(ref: str, top: Path) -> str:
+    out = _git(
+        top,
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+        what=f"--base-ref {ref}: no such commit in {top}",
+    )
+    return out.stdout.decode("ascii").strip()
+
+
+def _cat_files(top: Path, objects: list[str]) -> list[bytes | None]:
+    if any("\n" in name for name in objects):  # one object per line in --batch
+        raise InputError("a spec path contains a line break", hint="rename the file")
+    request = "".join(f"{name}\n" for name in objects).encode("utf-8", "surrogateescape")
+    out = _git(top, ["cat-file", "--batch"], stdin=request).stdout
+    blobs: list[bytes | None] = []
+    pos = 0
+    for _ in objects:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split(b" ")
+        pos = end + 1
+        if header[-1] in (b"missing", b"ambiguous"):
+            blobs.append(None)
+            continue
+        size = int(header[2])
+        blobs.append(out[pos : pos + size] if header[1] == b"blob" else None)
+        pos += size + 1
+    return blobs
+
+
+def _git(
+    cwd: Path, args: list[str], *, what: str = "", stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    try:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            input=stdin,
+            capture_output=True,
+            check=False,
+            timeout=_TIMEOUT_S,
+        )
+    except FileNotFoundError:
+        raise InputError("git is not installed", hint="--base-ref needs git on PATH") from None
+    except subprocess.TimeoutExpired:
+        raise InputError(f"git {args[0]} took over {_TIMEOUT_S} s", hint="try again") from None
+    if proc.returncode != 0:
+        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        message = what or f"git {args[0]} failed: {detail[-1] if detail else proc.returncode}"
+        raise InputError(message, hint="check --base-ref and that the specs are in the repository")
+    return proc

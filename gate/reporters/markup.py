@@ -1,0 +1,53 @@
+"""Safe Markdown for GitHub: escaping of untrusted strings, links, and comment size.
+
+Anything that comes from a spec (names, paths, labels, messages that quote spec values)
+goes through :func:`escape` before it is placed in Markdown. The result is inert text:
+
+- ``&``, ``<`` and ``>`` become HTML entities, so no tag or autolink can open;
+- Markdown punctuation that starts inline markup (emphasis, code, links, images, tables,
+  strikethrough, math, heading closers) is backslash-escaped;
+- ``@`` is followed by a zero-width space, so ``@org/team`` does not notify anyone;
+- line breaks and other control characters become spaces, so a value stays on its line
+  (escaped values are always placed inline, never at the start of a line);
+- bidirectional overrides become U+FFFD, so text cannot be displayed reversed.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from urllib.parse import quote
+
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_BACKSLASHED = frozenset("\\`*_[]|~$#")
+_MENTION = "@&#8203;"
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_URL_SAFE = ":/?#[]@!$&'*+,;=%-._~"
+
+
+def escape(value: str) -> str:
+    """Render an untrusted string as literal inline Markdown text."""
+    return "".join(_escape_char(ch) for ch in value)
+
+
+def _escape_char(ch: str) -> str:
+    if ch in _ENTITIES:
+        return _ENTITIES[ch]
+    if ch in _BACKSLASHED:
+        return "\\" + ch
+    if ch == "@":
+        return _MENTION
+    if ch in _BIDI:
+        return "\ufffd"
+    if ch in "\u2028\u2029" or unicodedata.category(ch) == "Cc":
+        return " "
+    return ch
+
+
+def link(text: str, url: str) -> str:
+    """A Markdown link to a trusted URL; spaces and brackets are percent-encoded."""
+    return f"[{escape(text)}]({quote(url, safe=_URL_SAFE)})"
+
+
+def utf16_length(text: str) -> int:
+    """Length as GitHub counts it (UTF-16 code units: an emoji can count twice)."""
+    return len(text.encode("utf-16-le")) // 2

@@ -1,0 +1,127 @@
+"""SARIF 2.1.0 for code scanning: the rules that fired, results at 1-based spec positions.
+
+Levels: ``error`` → ``error``, ``approval`` → ``warning`` (the change may not launch
+until someone approves it), ``warn`` → ``note``. A waived finding is kept with an external
+suppression carrying the waiver's reason. Invalid specs become tool notifications at the
+place of each input error. Nothing depends on the clock, so the output is reproducible.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePath
+from typing import Any, ClassVar
+from urllib.parse import quote
+
+from typing_extensions import assert_never
+
+from gate.docstring import to_markdown
+from gate.errors import Location, Problem
+from gate.policy import Severity
+from gate.report import Finding, Report, RuleInfo, SpecResult
+
+SCHEMA_URI = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
+
+
+class SarifReporter:
+    """One SARIF run per evaluation; results in report order, rules sorted by id."""
+
+    name: ClassVar[str] = "sarif"
+
+    def render(self, report: Report) -> str:
+        """Render the SARIF log as indented JSON with a trailing newline."""
+        fired = report.fired
+        index = {rule_id: i for i, rule_id in enumerate(fired)}
+        driver: dict[str, Any] = {
+            "name": "budget-gate",
+            "version": report.version or "0",
+            "informationUri": report.context.docs_url,
+            "rules": [_rule(rule_id, report) for rule_id in fired],
+        }
+        run = {
+            "tool": {"driver": driver},
+            "invocations": [_invocation(report)],
+            "columnKind": "unicodeCodePoints",
+            "results": [
+                _result(f, r, index[f.rule_id]) for r in report.results for f in r.findings
+            ],
+        }
+        log = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+        return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+
+
+def level(severity: Severity) -> str:
+    """The SARIF level of a severity."""
+    match severity:
+        case Severity.ERROR:
+            return "error"
+        case Severity.APPROVAL:
+            return "warning"
+        case Severity.WARN:
+            return "note"
+        case _:
+            assert_never(severity)
+
+
+def _rule(rule_id: str, report: Report) -> dict[str, Any]:
+    info: RuleInfo | None = report.rules.get(rule_id)
+    if info is None:
+        return {"id": rule_id}
+    summary = info.help.splitlines()[0] if info.help else info.title
+    return {
+        "id": info.id,
+        "name": info.slug,
+        "shortDescription": {"text": info.title},
+        "fullDescription": {"text": summary},
+        "help": {"text": info.help, "markdown": to_markdown(info.help)},
+        "helpUri": report.context.rule_url(info),
+        "defaultConfiguration": {"level": level(info.default_severity)},
+    }
+
+
+def _result(finding: Finding, spec: SpecResult, rule_index: int) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "ruleId": finding.rule_id,
+        "ruleIndex": rule_index,
+        "level": level(finding.severity),
+        "message": {"text": finding.message},
+        "locations": [_location(finding.location, spec.file)],
+        "properties": {"severity": finding.severity.value, "outcome": spec.outcome.value},
+    }
+    if finding.waived_by is not None:
+        result["suppressions"] = [{"kind": "external", "justification": finding.waived_by}]
+    return result
+
+
+def _invocation(report: Report) -> dict[str, Any]:
+    problems = [(p, r.file) for r in report.results for p in r.errors]
+    return {
+        "executionSuccessful": not problems,
+        "toolExecutionNotifications": [_notification(p, file) for p, file in problems],
+    }
+
+
+def _notification(problem: Problem, file: str) -> dict[str, Any]:
+    text = f"{problem.message} — {problem.hint}" if problem.hint else problem.message
+    return {
+        "level": "error",
+        "message": {"text": text},
+        "locations": [_location(problem.location, file)],
+    }
+
+
+def _location(location: Location | None, fallback_file: str) -> dict[str, Any]:
+    physical: dict[str, Any] = {
+        "artifactLocation": {"uri": artifact_uri(location.file if location else fallback_file)}
+    }
+    if location is not None:
+        physical["region"] = {"startLine": location.line, "startColumn": location.col}
+    return {"physicalLocation": physical}
+
+
+def artifact_uri(path: str) -> str:
+    """A path as a URI reference: relative paths stay relative, absolute ones ``file://``."""
+    native = PurePath(path)
+    return native.as_uri() if native.is_absolute() else quote(native.as_posix())

@@ -1,0 +1,69 @@
+"""GitHub workflow commands: golden output, escaping, severity mapping, no injection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gate.errors import Location
+from gate.policy import Severity
+from gate.reporters.github import GithubReporter, annotation, command
+from tests.reporters.sample import hostile_report, sample_report
+
+GOLDENS = Path(__file__).parent / "goldens"
+
+
+def test_hostile_golden(golden):
+    golden(GOLDENS / "hostile.github.txt", GithubReporter().render(hostile_report()))
+
+
+def test_command_escapes_message_and_properties():
+    line = command(
+        "error",
+        "100% sure\r\nnext: line, ok",
+        Location("dir/a,b:c.yaml", 3, 7),
+        "unused.yaml",
+        "BG1: a, b",
+    )
+    assert line == (
+        "::error file=dir/a%2Cb%3Ac.yaml,line=3,col=7,title=BG1%3A a%2C b"
+        "::100%25 sure%0D%0Anext: line, ok"
+    )
+
+
+def test_a_finding_without_location_names_only_the_file():
+    assert command("notice", "m", None, "s.yaml", "t") == "::notice file=s.yaml,title=t::m"
+
+
+@pytest.mark.parametrize(
+    ("severity", "kind"),
+    [(Severity.ERROR, "error"), (Severity.APPROVAL, "warning"), (Severity.WARN, "notice")],
+)
+def test_severity_mapping(severity, kind):
+    assert annotation(severity) == kind
+
+
+def test_no_spec_value_can_start_its_own_command():
+    out = GithubReporter().render(hostile_report())
+    lines = out.splitlines()
+    assert all(line.startswith(("::error ", "::warning ", "::notice ")) for line in lines[:-1])
+    assert lines[-1] == "budget-gate: 1 spec(s), verdict violation (exit 1)"
+    assert "grid search,%0D%0Areally" in out
+
+
+def test_waived_findings_are_notices_that_say_so():
+    out = GithubReporter().render(sample_report())
+    assert (
+        "::notice file=experiments/big-grid.yaml,line=7,col=3,"
+        "title=BG102 Trial hours over the limit (waived)::" in out
+    )
+    assert "(waived: long runs approved by the board)" in out
+
+
+def test_input_errors_are_annotated_at_their_position():
+    out = GithubReporter().render(sample_report())
+    assert (
+        "::error file=experiments/broken.yaml,line=9,col=3,title=budget-gate invalid input::"
+        "unknown key 'gpus_per_trail' in resources — did you mean 'gpus_per_trial'?" in out
+    )

@@ -1,0 +1,173 @@
+"""Markdown comment: golden output, escaping proven with GitHub's parser, size limit."""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import replace
+
+import cmarkgfm
+import pytest
+from cmarkgfm.cmark import Options
+
+from gate.errors import Location
+from gate.policy import Severity
+from gate.report import Finding, Outcome, RenderContext, Report, SpecResult
+from gate.reporters.markdown import COMMENT_LIMIT, MarkdownReporter, comment_marker
+from gate.reporters.markup import escape, utf16_length
+from tests.reporters.sample import (
+    HOSTILE_FILE,
+    HOSTILE_LABEL,
+    HOSTILE_NAME,
+    hostile_report,
+    sample_report,
+)
+
+GOLDENS = __import__("pathlib").Path(__file__).parent / "goldens"
+OUR_TAGS = {
+    "a", "blockquote", "details", "h2", "h3", "hr", "li", "p", "strong", "sub", "summary",
+    "table", "tbody", "td", "th", "thead", "tr", "ul",
+}  # fmt: skip
+
+
+def render(report: Report) -> str:
+    return MarkdownReporter().render(report)
+
+
+def to_html(markdown: str) -> str:
+    # NOTE: UNSAFE keeps raw HTML in the output, so any tag we failed to escape shows up.
+    return cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
+
+
+def visible_text(fragment: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment)).replace("\u200b", "")
+
+
+def test_hostile_golden(golden):
+    golden(GOLDENS / "hostile.md", render(hostile_report()))
+
+
+@pytest.mark.parametrize("make", [sample_report, hostile_report])
+def test_only_our_own_tags_and_links_survive_githubs_parser(make):
+    report = make()
+    page = to_html(render(report))
+    assert set(re.findall(r"<([a-z0-9]+)", page)) <= OUR_TAGS
+    hrefs = re.findall(r'href="([^"]*)"', page)
+    assert hrefs and all(h.startswith(report.context.docs_url) for h in hrefs)
+
+
+def test_hostile_strings_are_shown_literally_and_ping_nobody():
+    page = to_html(render(hostile_report()))
+    heading = re.search(r"<h3>(.*?)</h3>", page, re.DOTALL)
+    assert heading is not None
+    name = HOSTILE_NAME.replace("\n", " ").replace("\u202e", "\ufffd")
+    assert visible_text(heading.group(1)) == f"❌ {HOSTILE_FILE} — {name}"
+    assert "@\u200borg/team" in html.unescape(page) and "@org" not in html.unescape(page)
+    assert "@\u200bhere" in html.unescape(page)
+    assert repr(HOSTILE_LABEL)[1:-1].replace("\\\\", "\\") in visible_text(page)
+    assert "\u202e" not in page
+
+
+def test_tables_keep_their_shape_with_pipes_in_values():
+    for table in re.findall(r"<table>.*?</table>", to_html(render(hostile_report())), re.DOTALL):
+        rows = re.findall(r"<tr>(.*?)</tr>", table, re.DOTALL)
+        widths = {len(re.findall(r"<t[hd][ >]", row)) for row in rows}
+        assert len(widths) == 1
+    cells = re.findall(r"<td>(.*?)</td>", to_html(render(sample_report())))
+    assert "experiments/big-grid.yaml" in cells
+
+
+@pytest.mark.parametrize(
+    ("raw", "escaped"),
+    [
+        ("a|b", "a\\|b"),
+        ("<b>&", "&lt;b&gt;&amp;"),
+        ("[x](y)", "\\[x\\](y)"),
+        ("*_`~$#\\", "\\*\\_\\`\\~\\$\\#\\\\"),
+        ("@team", "@&#8203;team"),
+        ("a\r\nb\tc\x00d", "a  b c d"),
+        ("\u202eabc\u2066", "\ufffdabc\ufffd"),
+        ("plain-name.yaml", "plain-name.yaml"),
+    ],
+)
+def test_escape(raw, escaped):
+    assert escape(raw) == escaped
+
+
+def test_marker_identifies_repository_workflow_and_policy_dir():
+    base = RenderContext(repository="o/r", workflow="ci", policy_dir="policies")
+    markers = {
+        comment_marker(c)
+        for c in (
+            base,
+            replace(base, repository="o/s"),
+            replace(base, workflow="nightly"),
+            replace(base, policy_dir="other"),
+        )
+    }
+    assert len(markers) == 4
+    assert comment_marker(replace(base, docs_url="x", base_ref="y")) == comment_marker(base)
+    assert re.fullmatch(r"<!-- budget-gate:comment:[0-9a-f]{16} -->", comment_marker(base))
+    assert render(Report((), context=base)).startswith(comment_marker(base) + "\n")
+
+
+def _many_specs(count: int, findings: int) -> Report:
+    sample = sample_report()
+    template = sample.results[0]
+    results = tuple(
+        replace(
+            template,
+            file=f"experiments/team-{i:05d}/sweep.yaml",
+            findings=tuple(
+                Finding("BG104", Severity.ERROR, "x" * 200, Location("f.yaml", j + 1, 1))
+                for j in range(findings)
+            ),
+        )
+        for i in range(count)
+    )
+    return replace(sample, results=results, diffs=())
+
+
+def test_a_huge_report_is_cut_below_the_limit_with_a_note():
+    out = render(_many_specs(2_000, 3))
+    assert utf16_length(out) <= COMMENT_LIMIT
+    assert "Cut to fit GitHub's 65,536-character comment limit" in out
+    assert "1,811 specs not in the summary table; 1,970 specs without a section." in out
+    assert out.rstrip().endswith("budget-gate 0.1.0</sub>")
+    assert out.count("<details>") == out.count("</details>")
+
+
+def test_a_spec_too_big_for_the_comment_is_shown_compact():
+    out = render(_many_specs(1, 400))
+    assert utf16_length(out) <= COMMENT_LIMIT
+    assert "limit:** 1 spec without findings and assumptions." in out
+    assert "Findings: 400 errors, 0 needing approval, 0 warnings (details cut)" in out
+
+
+def test_a_small_report_is_not_cut():
+    assert "Cut to fit" not in render(sample_report())
+
+
+def test_emoji_count_twice_towards_the_limit():
+    assert utf16_length("✅") == 1 and utf16_length("🗑️") == 3
+
+
+def test_invalid_spec_lists_its_problems_and_no_table():
+    result = SpecResult("s.yaml", Outcome.INVALID, errors=sample_report().results[3].errors)
+    out = render(Report((result,)))
+    assert "- experiments/broken.yaml:9:3: unknown key 'gpus\\_per\\_trail'" in out
+    assert "| scenario |" not in out
+
+
+@pytest.mark.parametrize("outcome", list(Outcome))
+def test_every_outcome_has_a_headline(outcome):
+    out = render(Report((SpecResult("s.yaml", outcome),)))
+    assert f"— exit {outcome.exit_code}" in out
+    assert re.search(r"^## \S+ budget-gate: [a-z ]+$", out, re.MULTILINE)
+
+
+def test_without_a_base_ref_the_summary_has_no_change_column():
+    report = replace(sample_report(), context=RenderContext(), diffs=())
+    out = render(report)
+    assert "| spec | verdict | worst cost | expected cost |\n|---|---|---:|---:|\n" in out
+    assert "Cost change" not in out
