@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from typing import Literal
 
+from gate.assumptions import preemption_note, reliability_notes, shared_notes
 from gate.money import format_amount, to_decimal
 from gate.plans import describe_plan, expected_stop, plan
 from gate.policy import Policy
@@ -166,15 +167,15 @@ def _scenario(
     exact_gpu_hours = units * trial_hours
     other = policy.spot.extra_ops_per_trial * trials if _is_spot(spec) else Decimal(0)
     notes = [
-        *_shared_notes(spec, trials, name),
+        *shared_notes(spec, trials, name),
         *(describe_plan(spec, name, stages) if prune else []),
         stop_note or f"every trial runs all {top_epoch} epochs (nothing stops early)",
         *usage.cap_notes,
         *limit_notes,
-        *_reliability_notes(policy, retry_runs, name),
+        *reliability_notes(policy, retry_runs, name),
     ]
     if usage.recompute_hours:
-        notes.append(_preemption_note(spec, policy, usage.recompute_hours * units))
+        notes.append(preemption_note(spec, policy, usage.recompute_hours * units))
     return Scenario(
         name=name,
         trials=trials,
@@ -279,66 +280,6 @@ def _concurrency(spec: Experiment, policy: Policy, trials: int) -> tuple[int, li
         allowed = max(1, limit // gpus)
         return allowed, [f"team limit of {limit} concurrent GPUs runs {allowed} trials at once"]
     return wanted, []
-
-
-def _shared_notes(spec: Experiment, trials: int, name: ScenarioName) -> list[str]:
-    notes = [f"{trials:,} trials ({_trial_origin(spec)})"]
-    notes.extend(
-        f"continuous parameter {p!r} counted as one grid value (a grid cannot enumerate it)"
-        for p, param in spec.search.parameters.items()
-        if spec.search.strategy.value == "grid" and param.is_continuous
-    )
-    if isinstance(spec.workload.epoch_minutes, Range):
-        r = spec.workload.epoch_minutes
-        used = spec.workload.epoch_minutes_for(name)
-        notes.append(
-            f"epoch time {r.low:g}–{r.high:g} min; this case uses {format_amount(used)} min"
-        )
-    if spec.resources.mig_profile:
-        notes.append(
-            f"MIG slice {spec.resources.mig_profile}: each unit is "
-            f"{spec.resources.mig_profile[0]}/7 of a GPU"
-        )
-    return notes
-
-
-def _trial_origin(spec: Experiment) -> str:
-    search = spec.search
-    seeds = len(search.seeds)
-    if search.strategy.value == "grid":
-        counts = " × ".join(
-            str(len(p.values)) if p.values is not None else "1" for p in search.parameters.values()
-        )
-        return f"grid {counts or '1'} × {seeds} seeds"
-    if search.max_trials is None:
-        return f"{search.strategy.value} brackets × {seeds} seeds"
-    return f"{search.strategy.value} max_trials {search.max_trials} × {seeds} seeds"
-
-
-def _reliability_notes(policy: Policy, retry_runs: Decimal, name: ScenarioName) -> list[str]:
-    r = policy.reliability
-    if not r.failure_rate or not r.max_retries:
-        return []
-    note = (
-        f"{r.failure_rate:.0%} of attempts fail {r.failure_point:.0%} of the way through and are "
-        f"retried up to {r.max_retries}×: +{format_amount(retry_runs * 100, 1)}% GPU time"
-    )
-    if name == "worst":
-        note += f" (if every retry were used: +{r.max_retries * 100}%)"
-    return [note]
-
-
-def _preemption_note(spec: Experiment, policy: Policy, gpu_hours: Decimal) -> str:
-    every = spec.resources.checkpoint_every_minutes
-    saved = (
-        f"checkpoints every {every:g} min"
-        if every
-        else "no checkpoints (a preemption restarts the run)"
-    )
-    return (
-        f"spot: {policy.spot.preemptions_per_hour:g} preemptions per hour, {saved}: "
-        f"{format_amount(gpu_hours, 1)} GPU-h recomputed"
-    )
 
 
 def _savings(
