@@ -8,9 +8,16 @@ matches ``{param}`` against one path segment only, but ``repos/get-content``'s `
 ``repos/get-commit``'s ``{ref}`` may contain slashes, so we hand openapi-core the matched
 template (its ``path_pattern`` protocol) and the decoded parameters instead.
 
-One deliberate deviation, documented in fixtures/github/openapi/README.md: ``issues/add-labels``
-and ``issues/set-labels`` also accept a bare JSON array of label names. GitHub's own text allows
-it and PyGithub sends it, but the schema's ``oneOf`` leaves it out.
+Three deliberate deviations, where the description contradicts what GitHub does:
+
+1. ``issues/add-labels`` and ``issues/set-labels`` also accept a bare JSON array of label names
+   (documented in fixtures/github/openapi/README.md): GitHub's text allows it, PyGithub sends it,
+   but the schema's ``oneOf`` leaves it out.
+2. A ``nullable`` enum also accepts null. GitHub writes ``{"nullable": true, "enum": [...]}``
+   without null in the enum (check-run ``conclusion``, issue ``state_reason``, ...); OpenAPI 3.0.3
+   reads that as "null is not allowed", yet GitHub returns null there (an in-progress check run).
+3. ``repos/get-content``'s 200 ``oneOf`` loses its ``discriminator``: it maps ``type`` to the
+   branches, but a directory answer is a JSON array, which has no ``type`` to discriminate on.
 """
 
 from __future__ import annotations
@@ -96,16 +103,29 @@ class ValidatedResponse:
     content_type: str = "application/json"
 
 
+def _null_in_nullable_enums(node: Any) -> None:
+    if isinstance(node, dict):
+        if node.get("nullable") and "enum" in node and None not in node["enum"]:
+            node["enum"] = [*node["enum"], None]
+        for value in node.values():
+            _null_in_nullable_enums(value)
+    elif isinstance(node, list):
+        for value in node:
+            _null_in_nullable_enums(value)
+
+
 def _patched_description() -> dict[str, Any]:
-    """The description with the bare-label-array deviation applied (see module docstring)."""
+    """The description with the three deviations applied (see module docstring)."""
     spec: dict[str, Any] = json.loads(SPEC_PATH.read_text(encoding="utf-8"))
-    spec = copy.deepcopy(spec)
     for item in spec["paths"].values():
         for method in METHODS:
             op = item.get(method)
             if op and op["operationId"] in BARE_LABEL_ARRAY_OPS:
                 schema = op["requestBody"]["content"]["application/json"]["schema"]
                 schema["oneOf"].append({"type": "array", "items": {"type": "string"}})
+    content = spec["paths"]["/repos/{owner}/{repo}/contents/{path}"]["get"]
+    content["responses"]["200"]["content"]["application/json"]["schema"].pop("discriminator")
+    _null_in_nullable_enums(spec)
     return spec
 
 

@@ -42,7 +42,9 @@ EXAMPLE_SHA = "6dcb09b5b57875f334f61aebed695e2e4193db5e"
 
 def iso(value: dt.datetime | None) -> str | None:
     """GitHub's timestamp format: ``2026-11-29T12:00:00Z``."""
-    return None if value is None else value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (
+        None if value is None else value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    )
 
 
 def node_id(kind: str, number: int) -> str:
@@ -50,15 +52,16 @@ def node_id(kind: str, number: int) -> str:
     return base64.b64encode(f"0{len(kind)}:{kind}{number}".encode()).decode()
 
 
-def _swap(value: Any, pairs: list[tuple[str, str]]) -> Any:
+def swap_strings(value: Any, pairs: list[tuple[str, str]]) -> Any:
+    """``value`` with every string in it run through ``str.replace`` for each pair."""
     if isinstance(value, str):
         for old, new in pairs:
             value = value.replace(old, new)
         return value
     if isinstance(value, list):
-        return [_swap(v, pairs) for v in value]
+        return [swap_strings(v, pairs) for v in value]
     if isinstance(value, dict):
-        return {k: _swap(v, pairs) for k, v in value.items()}
+        return {k: swap_strings(v, pairs) for k, v in value.items()}
     return value
 
 
@@ -75,14 +78,15 @@ class Render:
         self.web = web
         self.viewer = viewer
 
-    def template(self, name: str, *swaps: tuple[str, str]) -> Any:
+    def template(self, name: str, *swaps: tuple[str, str]) -> dict[str, Any]:
         """Example ``name`` with ``swaps`` applied, then moved onto the fake's hosts."""
         hosts = [
             ("https://api.github.com", self.api),
             ("https://raw.githubusercontent.com", f"{self.web}/raw"),
             ("https://github.com", self.web),
         ]
-        return _swap(example(name), [*swaps, *hosts])
+        body: dict[str, Any] = swap_strings(example(name), [*swaps, *hosts])
+        return body
 
     def repo_api(self, repo: Repo) -> str:
         """``.../repos/owner/name`` on the fake."""
@@ -266,9 +270,9 @@ class Render:
     def commit(self, repo: Repo, commit: Commit) -> dict[str, Any]:
         """A ``commit`` with its files and stats."""
         body = self.template("commit", (EXAMPLE_REPO, repo.full_name), (EXAMPLE_SHA, commit.sha))
-        person = {"name": commit.author or "Monalisa Octocat", "email": "mona@github.com"}
-        signature = {**person, "date": iso(commit.date)}
-        user = self.user(commit.author) if commit.author else None
+        login = commit.author or repo.owner
+        signature = {"name": login, "email": f"{login}@users.noreply", "date": iso(commit.date)}
+        user = self.user(login)
         files = [self.file_change(repo, f, commit.sha) for f in commit.files]
         additions = sum(f["additions"] for f in files)
         deletions = sum(f["deletions"] for f in files)
@@ -309,7 +313,9 @@ class Render:
             "url": self_url,
             "git_url": git,
             "html_url": html,
-            "download_url": None if data is None else f"{self.web}/raw/{repo.full_name}/{ref}/{path}",
+            "download_url": None
+            if data is None
+            else f"{self.web}/raw/{repo.full_name}/{ref}/{path}",
             "_links": {"self": self_url, "git": git, "html": html},
         }
         if data is not None:
@@ -360,7 +366,7 @@ class Render:
             (EXAMPLE_NUMBER, f"/{pull.number}"),
             (EXAMPLE_SHA, pull.head_sha),
         )
-        head_home = self.state.repos.get(pull.head_repo or repo.full_name, repo)
+        head_home = self.state.repos[pull.head_repo] if pull.head_repo else repo
         body.update(
             self._issue_fields(repo, pull),
             node_id=node_id("PullRequest", pull.id),
@@ -370,7 +376,9 @@ class Render:
             merged_by=None,
             merge_commit_sha=pull.merge_commit_sha,
             requested_reviewers=[self.user(login) for login in pull.requested_users],
-            requested_teams=[self.team(self.state.team(repo.owner, s)) for s in pull.requested_teams],
+            requested_teams=[
+                self.team(self.state.team(repo.owner, s)) for s in pull.requested_teams
+            ],
             head=self._ref(head_home, pull.head_ref, pull.head_sha),
             base=self._ref(repo, pull.base_ref, pull.base_sha),
             auto_merge=None,

@@ -223,7 +223,7 @@ class Label:
     id: int
     name: str
     color: str = "ededed"
-    description: str | None = None
+    description: str = ""  # not None: the pull-request schema's labels forbid null here
 
 
 def unified_patch(before: str | None, after: str | None) -> str:
@@ -374,7 +374,10 @@ class Repo:
         id: int | None = None,
         created_at: dt.datetime | str | None = None,
     ) -> PullRequest:
-        """A pull request; registers its head/base commits and branches."""
+        """A pull request; registers its head/base commits and branches (and a fork's repo).
+
+        ``head_repo`` names the fork a PR comes from; None (or this repo) means a same-repo PR.
+        """
         now = parse_time(created_at) or self.state.clock()
         base_ref = base_ref or self.default_branch
         head_sha = head_sha or fake_sha(self.full_name, number, "head")
@@ -401,10 +404,9 @@ class Repo:
         self.ensure_commit(base_sha, date=now)
         self.ensure_commit(head_sha, date=now)
         self.branches[base_ref] = base_sha
-        head_home = self.state.repos.get(pull.head_repo) if pull.head_repo else self
-        if head_home is not None:
-            head_home.branches[head_ref] = head_sha
-            head_home.ensure_commit(head_sha, date=now)
+        head_home = self.state.add_repo(pull.head_repo, fork=True) if pull.head_repo else self
+        head_home.branches[head_ref] = head_sha
+        head_home.ensure_commit(head_sha, date=now)
         return pull
 
     def issue(self, number: int) -> Issue:
