@@ -8,8 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from gate.budget import BudgetStatus
 from gate.errors import Location
 from gate.estimate import Estimate
+from gate.ledger import ApprovalCheck
 from gate.policy import Severity
 
 
@@ -69,11 +71,12 @@ class Finding:
     message: str
     location: Location | None
     waived_by: str | None = None
+    approved_by: str | None = None
 
     @property
     def active(self) -> bool:
-        """Whether the finding counts toward the verdict (not waived)."""
-        return self.waived_by is None
+        """Whether the finding counts toward the verdict (neither waived nor approved)."""
+        return self.waived_by is None and self.approved_by is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,8 @@ class SpecResult:
     currency: str = "USD"
     findings: tuple[Finding, ...] = ()
     errors: tuple[str, ...] = ()
+    budget: BudgetStatus | None = None
+    approval: ApprovalCheck | None = None
 
 
 @dataclass(frozen=True, slots=True)
