@@ -18,6 +18,9 @@ from gate.prices import Quote
 from gate.rules.base import RuleContext, Violation
 from gate.spec import Capacity, Experiment
 
+# The real MLflow tracking server fixtures (mlflow_server, doomed_mlflow) live in their own module.
+pytest_plugins = ["tests.mlflow_server"]
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 TODAY = dt.date(2026, 11, 29)
