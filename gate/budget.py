@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from gate.ledger import LedgerQuery, LedgerRecord, RecordKind
+from gate.ledger import LedgerQuery, LedgerRecord, RecordKind, is_revoked
 from gate.policy import Policy
 from gate.spec import Experiment
 from gate.tracking import COST_CENTER_LABEL
@@ -109,7 +109,7 @@ def budget_status(
         and r.fingerprint not in reconciled
         and r.fingerprint != fingerprint
         and r.spec != spec
-        and not _revoked(r, revocations)
+        and not is_revoked(r, revocations)
     ]
     reconciliations = [r for r in same if r.kind is RecordKind.RECONCILIATION]
     return BudgetStatus(
@@ -121,13 +121,6 @@ def budget_status(
         currency=policy.currency,
         warn_at=Decimal(str(policy.limits.budget_warn_at)),
         other_currency=len(current) - len(same),
-    )
-
-
-def _revoked(approval: LedgerRecord, revocations: list[LedgerRecord]) -> bool:
-    return any(
-        r.fingerprint == approval.fingerprint and r.recorded_at >= approval.recorded_at
-        for r in revocations
     )
 
 

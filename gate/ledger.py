@@ -6,7 +6,7 @@ revocation is a new record, never an edit. The MLflow store lives in
 
 An approval is *fresh* for a spec when its fingerprint matches, its approved worst-case
 amount is at least the current worst-case estimate (same currency), it has not expired,
-no later revocation names the same fingerprint, and its approver is still authorized.
+no revocation names it, and its approver is still authorized.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from enum import Enum
 from typing import Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 from gate import tracking
 from gate.errors import BackendError, InputError
@@ -54,6 +55,8 @@ class Source(str, Enum):
 class LedgerRecord:
     """One ledger entry; ``by`` is the approver, revoker or requester.
 
+    A revocation names the approvals it cancels in ``revokes`` (their record ids), so that
+    an approval recorded in the same instant as a revocation is never caught by it.
     ``record_id`` is assigned by the store (the MLflow run id) and is ``None`` until then.
     """
 
@@ -73,6 +76,7 @@ class LedgerRecord:
     source: Source = Source.LOCAL
     pr_number: int | None = None
     expires_at: dt.datetime | None = None
+    revokes: tuple[str, ...] = ()
     record_id: str | None = None
 
     def summary(self) -> str:
@@ -117,6 +121,7 @@ REASON = tracking.PREFIX + "reason"
 SOURCE = tracking.PREFIX + "source"
 PR_NUMBER = tracking.PREFIX + "pr_number"
 EXPIRES_AT = tracking.PREFIX + "expires_at"
+REVOKES = tracking.PREFIX + "revokes"
 
 
 def to_tags(record: LedgerRecord) -> dict[str, str]:
@@ -139,6 +144,7 @@ def to_tags(record: LedgerRecord) -> dict[str, str]:
         SOURCE: record.source.value,
         PR_NUMBER: _text(record.pr_number),
         EXPIRES_AT: record.expires_at.isoformat() if record.expires_at else None,
+        REVOKES: ",".join(record.revokes) or None,
     }
     return {key: value for key, value in tags.items() if value is not None}
 
@@ -163,6 +169,7 @@ def from_tags(tags: Mapping[str, str], record_id: str) -> LedgerRecord:
             source=Source(tags.get(SOURCE, Source.LOCAL.value)),
             pr_number=int(tags[PR_NUMBER]) if PR_NUMBER in tags else None,
             expires_at=_aware(tags[EXPIRES_AT]) if EXPIRES_AT in tags else None,
+            revokes=tuple(filter(None, tags.get(REVOKES, "").split(","))),
             record_id=record_id,
         )
     except (KeyError, ValueError, InvalidOperation) as exc:
@@ -259,6 +266,25 @@ def check_approvals(
     return ApprovalCheck(None, tuple(stale))
 
 
+def is_revoked(approval: LedgerRecord, records: Iterable[LedgerRecord]) -> bool:
+    """Whether a revocation among ``records`` names ``approval``."""
+    return revoked_by(approval, records) is not None
+
+
+def revoked_by(approval: LedgerRecord, records: Iterable[LedgerRecord]) -> LedgerRecord | None:
+    """The first revocation among ``records`` that names ``approval``, if any."""
+    return next(
+        (r for r in records if r.kind is RecordKind.REVOCATION and approval.record_id in r.revokes),
+        None,
+    )
+
+
+def live_approvals(records: Iterable[LedgerRecord], now: dt.datetime) -> list[LedgerRecord]:
+    """Approvals recorded by ``now`` and not revoked (expired ones included)."""
+    known = [r for r in records if r.recorded_at <= now]
+    return [r for r in known if r.kind is RecordKind.APPROVAL and not is_revoked(r, known)]
+
+
 def stale_reason(
     approval: LedgerRecord,
     need: Requirement,
@@ -267,10 +293,10 @@ def stale_reason(
 ) -> str | None:
     """Why ``approval`` does not cover ``need`` at ``now``, or ``None`` when it is fresh."""
     what = approval.summary()
-    revoked = [r for r in revocations if r.recorded_at >= approval.recorded_at]
-    if revoked:
-        why = f": {revoked[0].reason}" if revoked[0].reason else ""
-        return f"{what} was revoked ({revoked[0].summary()}{why})"
+    revocation = revoked_by(approval, revocations)
+    if revocation is not None:
+        why = f": {revocation.reason}" if revocation.reason else ""
+        return f"{what} was revoked ({revocation.summary()}{why})"
     if approval.expires_at is not None and approval.expires_at <= now:
         return f"{what} expired on {when(approval.expires_at)}"
     if approval.currency != need.currency:
@@ -317,6 +343,15 @@ def parse_expiry(text: str) -> dt.timedelta:
     return span
 
 
+def redact(uri: str) -> str:
+    """The URI without any user name or password, for messages."""
+    parts = urlsplit(uri)
+    if "@" not in parts.netloc:
+        return uri
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"***@{host}"))
+
+
 def resolve_tracking_uri(flag: str | None, environ: Mapping[str, str]) -> str:
     """``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else the embedded sqlite file."""
     return flag or environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
@@ -327,12 +362,14 @@ class LedgerView:
     """The ledger as one command sees it: opened on first use, each query read once.
 
     ``approvals`` says whether recorded approvals count toward the verdict (``verify``,
-    or ``check --tracking-uri``); the monthly budget reads the ledger either way.
+    or ``check --tracking-uri``); the monthly budget reads the ledger either way. ``where``
+    names the store for messages (credentials removed).
     """
 
     opener: Callable[[], LedgerStore]
     now: dt.datetime
     approvals: bool = False
+    where: str = ""
     _store: LedgerStore | None = field(default=None, init=False, repr=False)
     _cache: dict[LedgerQuery, list[LedgerRecord]] = field(
         default_factory=dict, init=False, repr=False

@@ -13,8 +13,16 @@ from mlflow.tracking import MlflowClient
 
 from gate.errors import BackendError
 from gate.integrations import open_ledger
-from gate.integrations.mlflow_client import filter_string, redact
-from gate.ledger import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord, RecordKind, Source, to_tags
+from gate.integrations.mlflow_client import filter_string
+from gate.ledger import (
+    LEDGER_EXPERIMENT,
+    LedgerQuery,
+    LedgerRecord,
+    RecordKind,
+    Source,
+    redact,
+    to_tags,
+)
 
 UTC = dt.timezone.utc
 NOW = dt.datetime.now(UTC).replace(microsecond=0)

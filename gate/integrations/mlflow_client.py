@@ -17,7 +17,6 @@ import contextlib
 import datetime as dt
 import logging
 from collections.abc import Iterator
-from urllib.parse import urlsplit, urlunsplit
 
 from mlflow.entities import ViewType
 from mlflow.exceptions import MlflowException
@@ -31,6 +30,7 @@ from gate.ledger import (
     LedgerQuery,
     LedgerRecord,
     from_tags,
+    redact,
     to_tags,
 )
 
@@ -155,15 +155,6 @@ def _millis(moment: dt.datetime) -> int:
 def _run_name(record: LedgerRecord) -> str:
     by = f" by {record.by}" if record.by else ""
     return f"{record.kind.value}: {record.experiment}{by}"
-
-
-def redact(uri: str) -> str:
-    """The URI without any user name or password, for messages."""
-    parts = urlsplit(uri)
-    if "@" not in parts.netloc:
-        return uri
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"***@{host}"))
 
 
 def reason(exc: BaseException) -> str:

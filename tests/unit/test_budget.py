@@ -30,6 +30,7 @@ def record(kind: RecordKind, spec: str, amount: str, *, days_ago: float = 1, **c
         currency="USD",
         team="vision",
         by="alice",
+        record_id=f"{kind.value}-{spec}-{days_ago}",
         **{cost: Decimal(amount)},
     )
     return dataclasses.replace(base, **changes)
@@ -109,10 +110,20 @@ def test_a_newer_approval_of_the_same_spec_supersedes_the_older():
 
 
 def test_revoked_approvals_release_their_money():
-    revoke = record(RecordKind.REVOCATION, "a", "0", days_ago=0.5, worst_cost=None)
-    assert status([approved("a", "1000"), revoke]).committed == Decimal(0)
-    early = dataclasses.replace(revoke, recorded_at=NOW - 2 * DAY)
-    assert status([approved("a", "1000"), early]).committed == Decimal(1000)
+    approval = approved("a", "1000")
+    revoke = record(
+        RecordKind.REVOCATION,
+        "a",
+        "0",
+        days_ago=0.5,
+        worst_cost=None,
+        revokes=(approval.record_id,),
+    )
+    assert status([approval, revoke]).committed == Decimal(0)
+    later = dataclasses.replace(revoke, recorded_at=NOW + DAY)
+    assert status([approval, later]).committed == Decimal(1000)
+    other = dataclasses.replace(revoke, revokes=("another",))
+    assert status([approval, other]).committed == Decimal(1000)
 
 
 def test_the_spec_being_evaluated_is_left_out():

@@ -51,11 +51,12 @@ def approval(**changes) -> LedgerRecord:
     return dataclasses.replace(base, **changes)
 
 
-def revocation(at: dt.datetime, fingerprint: str = FP) -> LedgerRecord:
+def revocation(at: dt.datetime, revokes: tuple[str, ...] = ("r1",)) -> LedgerRecord:
     return approval(
         kind=RecordKind.REVOCATION,
+        revokes=revokes,
+        record_id="rv",
         recorded_at=at,
-        fingerprint=fingerprint,
         by="bob",
         reason="budget cut",
         worst_cost=None,
@@ -68,6 +69,9 @@ def test_tags_round_trip_exactly():
     record = approval(
         cost_center="cc-1", source=Source.GITHUB_COMMENT, pr_number=42, worst_cost=Decimal("0.10")
     )
+    revoking = revocation(NOW, revokes=("a1", "b2"))
+    assert to_tags(revoking)["budget_gate.revokes"] == "a1,b2"
+    assert from_tags(to_tags(revoking), "rv") == revoking
     tags = to_tags(record)
     assert tags["budget_gate.kind"] == "approval"
     assert tags["budget_gate.worst_cost"] == "0.10"
@@ -82,6 +86,7 @@ def test_unset_fields_are_not_tagged():
     assert "budget_gate.team" not in tags
     assert "budget_gate.expires_at" not in tags
     assert "budget_gate.actual_cost" not in tags
+    assert "budget_gate.revokes" not in tags
     assert from_tags(tags, "r9") == dataclasses.replace(record, record_id="r9")
 
 
@@ -189,7 +194,7 @@ def test_other_currency():
     )
 
 
-def test_revoked_by_a_later_record_of_the_same_fingerprint():
+def test_revoked_by_a_record_naming_it():
     revoked = [approval(), revocation(NOW - dt.timedelta(hours=2))]
     found = check_approvals(revoked, NEED, NOW)
     assert found.approval is None
@@ -199,10 +204,12 @@ def test_revoked_by_a_later_record_of_the_same_fingerprint():
     )
 
 
-def test_a_revocation_does_not_touch_later_approvals_or_other_versions():
-    earlier = revocation(NOW - dt.timedelta(days=2))
-    other = revocation(NOW - dt.timedelta(hours=2), fingerprint=OLD_FP)
-    assert check_approvals([approval(), earlier, other], NEED, NOW).approval == approval()
+def test_a_revocation_touches_only_the_approvals_it_names():
+    same_instant = approval(record_id="r2", recorded_at=NOW - dt.timedelta(hours=2))
+    other = revocation(NOW - dt.timedelta(hours=2), revokes=("r0", "r3"))
+    mine = revocation(NOW - dt.timedelta(hours=2))
+    found = check_approvals([approval(), same_instant, other, mine], NEED, NOW)
+    assert found.approval == same_instant
 
 
 def test_records_after_now_are_ignored():
