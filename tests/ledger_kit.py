@@ -30,7 +30,7 @@ POLICY = """\
 apiVersion: budget-gate/v1
 kind: Policy
 prices: {{overrides: {{L4: {{on-demand: {price}}}}}}}
-limits: {{max_experiment_cost: {cap}}}
+limits: {{max_experiment_cost: {cap}{limits}}}
 approval:
   trials_over: {trials_over}
   approvers: {{users: [alice, bob]}}
@@ -56,11 +56,20 @@ class Team:
         return str(self.root / "policies")
 
     def policy(
-        self, *, price: str = "10", cap: str = "100000", trials_over: int = 4, extra: str = ""
+        self,
+        *,
+        price: str = "10",
+        cap: str = "100000",
+        trials_over: int = 4,
+        limits: str = "",
+        extra: str = "",
     ) -> None:
+        """Write the team's policy; ``limits`` adds ``, key: value`` pairs to ``limits``."""
         directory = Path(self.policy_dir)
         directory.mkdir(parents=True, exist_ok=True)
-        text = POLICY.format(price=price, cap=cap, trials_over=trials_over, extra=extra)
+        text = POLICY.format(
+            price=price, cap=cap, trials_over=trials_over, limits=limits, extra=extra
+        )
         (directory / "default.yaml").write_text(text, encoding="utf-8")
 
     def spec(self, trials: int, *, file: str | None = None, name: str | None = None) -> str:
