@@ -98,7 +98,6 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--fail-on-warn", action="store_true", help="treat warnings as violations (exit 1)"
     )
-    _add_ledger_commands(commands, [evaluation, ledger], [places, ledger])
 
     estimate = commands.add_parser(
         "estimate",
@@ -122,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     prices = commands.add_parser("prices", help="show the default price catalog")
     prices.add_argument("accelerator", nargs="?", metavar="ACCELERATOR", help="e.g. H100")
+    _add_ledger_commands(commands, [evaluation, ledger], [places, ledger])
     return parser
 
 
@@ -151,7 +151,7 @@ def _add_ledger_commands(
     request.add_argument("spec", metavar="SPEC", help="the spec file")
     request.add_argument("--by", metavar="NAME", help="who asks (default: metadata.owner)")
     request.add_argument("--reason", metavar="TEXT", help="why the experiment is worth it")
-    request.add_argument("--pr", type=int, metavar="N", help="the pull request number")
+    request.add_argument("--pr", type=_pr_number, metavar="N", help="the pull request number")
 
     approve = commands.add_parser(
         "approve",
@@ -167,7 +167,7 @@ def _add_ledger_commands(
         metavar="SPAN",
         help="how long the approval holds: 12h, 14d, 2w (default: 30d)",
     )
-    approve.add_argument("--pr", type=int, metavar="N", help="the pull request number")
+    approve.add_argument("--pr", type=_pr_number, metavar="N", help="the pull request number")
 
     revoke = commands.add_parser(
         "revoke",
@@ -175,6 +175,12 @@ def _add_ledger_commands(
         help="revoke the approvals of this spec version (a new record; nothing is erased)",
     )
     _who_and_why(revoke, "an approver or the spec owner")
+
+
+def _pr_number(text: str) -> int:
+    if not text.isdigit() or int(text) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a pull request number")
+    return int(text)
 
 
 def _who_and_why(parser: _Parser, who: str) -> None:

@@ -218,3 +218,19 @@ def test_the_embedded_sqlite_ledger_is_the_default(tmp_path, capsys, monkeypatch
     assert team.cli("verify", spec)[0] == 0
     [record] = team.records(spec, uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert record.fingerprint == fingerprint_of(spec)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["approve", "s.yaml", "--reason", "r"], "the following arguments are required: --by"),
+        (["revoke", "s.yaml", "--by", "bob"], "the following arguments are required: --reason"),
+        (["approve", "s.yaml", "--by", "a", "--reason", "r", "--pr", "-4"], "pull request"),
+        (["verify", "s.yaml", "--as-of", "next tuesday"], "--as-of 'next tuesday' is not a date"),
+    ],
+)
+def test_usage_errors_of_the_ledger_commands_are_exit_3(argv, message, capsys):
+    from gate.cli import main
+
+    assert main(argv) == 3
+    assert message in capsys.readouterr().err

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import gate
 from gate import tracking
+from tests.conftest import ROOT
 from tests.ledger_kit import Team, fingerprint_of
 from tests.mlflow_server import free_port
 
@@ -91,3 +94,15 @@ def test_run_tags_from_the_spec_file_alone(team):
     assert "budget_gate.approval_id" not in tags
     with pytest.raises(gate.InputError):
         tracking.run_tags(team.root / "missing.yaml")
+
+
+def test_importing_gate_stays_light():
+    probe = (
+        "import sys, gate\n"
+        "assert callable(gate.require_approval)\n"
+        "print(sorted({'pydantic', 'yaml', 'mlflow'} & {m.split('.')[0] for m in sys.modules}))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert proc.stdout == "[]\n"
