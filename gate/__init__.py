@@ -7,19 +7,19 @@ For launch scripts::
     cleared = gate.require_approval("experiments/sweep.yaml")   # raises if not cleared
     mlflow.set_tags(cleared.run_tags(trial_id=7))
 
-Importing ``gate`` stays cheap: the pipeline and MLflow load on the first call.
+``gate.require_approval`` is :func:`gate.launch.require_approval`, loaded on first use so
+that ``import gate`` (and the CLI's start) stays cheap; MLflow loads only when the ledger
+is read.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gate.errors import ApprovalRequired, BackendError, GateError, InputError, PolicyViolation
 
 if TYPE_CHECKING:
-    from gate.launch import Verification
+    from gate.launch import Verification, require_approval
 
 __version__ = "0.1.0"
 __all__ = [
@@ -28,30 +28,17 @@ __all__ = [
     "GateError",
     "InputError",
     "PolicyViolation",
+    "Verification",
     "__version__",
     "require_approval",
 ]
+_LAZY = ("Verification", "require_approval")
 
 
-def require_approval(
-    spec: str | Path,
-    *,
-    policy_dir: str | Path = "policies",
-    tracking_uri: str | None = None,
-    now: dt.datetime | None = None,
-) -> Verification:
-    """Clear ``spec`` for launch, as ``budget-gate verify`` does, or raise why not.
+def __getattr__(name: str) -> object:
+    """Load the launch API on first use (PEP 562)."""
+    if name in _LAZY:
+        from gate import launch
 
-    Returns a :class:`gate.launch.Verification` with the approval used (``None`` when none
-    was needed) and ``run_tags(trial_id)`` for the experiment's MLflow runs. The ledger is
-    at ``tracking_uri``, else ``MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``.
-
-    Raises:
-        ApprovalRequired: no fresh approval for this exact spec version (exit code 2).
-        PolicyViolation: the spec breaks the policy (1).
-        InputError: the spec or a policy is invalid (3).
-        BackendError: the ledger could not be read (4).
-    """
-    from gate.launch import require_approval as verify
-
-    return verify(spec, policy_dir=policy_dir, tracking_uri=tracking_uri, now=now)
+        return getattr(launch, name)
+    raise AttributeError(f"module 'gate' has no attribute {name!r}")

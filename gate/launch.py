@@ -46,13 +46,19 @@ def require_approval(
     tracking_uri: str | None = None,
     now: dt.datetime | None = None,
 ) -> Verification:
-    """Return a :class:`Verification`, or raise why the spec may not launch.
+    """Clear ``spec`` for launch, as ``budget-gate verify`` does, or raise why not.
+
+    Returns a :class:`Verification` with the approval used (``None`` when none was needed)
+    and ``run_tags(trial_id)`` for the experiment's MLflow runs. The ledger is at
+    ``tracking_uri``, else ``MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``; it is
+    read only when the spec needs an approval or its policy a monthly budget. ``now``
+    judges expiry and the budget month at another moment (default: the current time).
 
     Raises:
-        gate.errors.ApprovalRequired: no fresh approval (``.reasons`` says why).
-        gate.errors.PolicyViolation: the spec breaks the policy.
-        gate.errors.InputError: the spec or a policy is invalid.
-        gate.errors.BackendError: the ledger could not be read.
+        gate.errors.ApprovalRequired: no fresh approval (``.reasons`` says why); exit 2.
+        gate.errors.PolicyViolation: the spec breaks the policy; exit 1.
+        gate.errors.InputError: the spec or a policy is invalid; exit 3.
+        gate.errors.BackendError: the ledger could not be read; exit 4.
     """
     moment = now or dt.datetime.now(dt.timezone.utc)
     uri = resolve_tracking_uri(tracking_uri, os.environ)

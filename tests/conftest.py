@@ -18,8 +18,8 @@ from gate.prices import Quote
 from gate.rules.base import RuleContext, Violation
 from gate.spec import Capacity, Experiment
 
-# The real MLflow tracking server fixtures (mlflow_server, doomed_mlflow) live in their own module.
-pytest_plugins = ["tests.mlflow_server"]
+# Real MLflow tracking server fixtures (mlflow_server, doomed_mlflow) and a ledger team.
+pytest_plugins = ["tests.mlflow_server", "tests.ledger_kit"]
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"

@@ -1,4 +1,7 @@
-"""A team's policy and specs in a temporary directory, and the CLI run against a ledger."""
+"""A team's policy and specs in a temporary directory, and the CLI run against a ledger.
+
+Registered from ``tests/conftest.py`` (``pytest_plugins``) for its ``team`` fixture.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from gate.ledger import LedgerQuery, LedgerRecord
 from gate.loader import load_file
 from gate.spec import Experiment
 from gate.validation import validate
+from tests.mlflow_server import MlflowServer
 
 # 1 GPU × 10 epochs × 6 min = 1 h per trial at 10 USD per GPU-hour: N trials cost 10 × N.
 SPEC = """\
@@ -94,3 +98,11 @@ class Team:
 
 def fingerprint_of(path: str) -> str:
     return fingerprint(validate(Experiment, load_file(path)))
+
+
+@pytest.fixture
+def team(tmp_path: Path, mlflow_server: MlflowServer, capsys: pytest.CaptureFixture[str]) -> Team:
+    """A team of its own, with the test policy, on the session's MLflow server."""
+    team = Team(tmp_path, mlflow_server.uri, capsys)
+    team.policy()
+    return team

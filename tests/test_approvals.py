@@ -16,13 +16,6 @@ from tests.mlflow_server import free_port
 UTC = dt.timezone.utc
 
 
-@pytest.fixture
-def team(tmp_path, mlflow_server, capsys) -> Team:
-    team = Team(tmp_path, mlflow_server.uri, capsys)
-    team.policy()
-    return team
-
-
 def test_request_approve_verify(team):
     spec = team.spec(8)  # 8 trials > 4: approval; 8 × 10 = 80 USD
     code, out, _ = team.cli("verify", spec)

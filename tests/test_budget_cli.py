@@ -19,8 +19,8 @@ BUDGET = ", monthly_budget: 1000"
 
 
 @pytest.fixture
-def team(tmp_path, mlflow_server, capsys) -> Team:
-    team = Team(tmp_path, mlflow_server.uri, capsys)
+def team(team: Team) -> Team:
+    """The shared team, with a monthly budget of 1,000 USD and approvals over 35 trials."""
     team.policy(trials_over=35, limits=BUDGET)
     return team
 

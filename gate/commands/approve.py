@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from gate.commands.common import ledger_view, utc_now
 from gate.commands.records import (
-    checked_text,
+    begin,
     describe,
-    evaluate_for_record,
     new_record,
     refuse_violation,
+    required_text,
     requirement,
 )
 from gate.errors import InputError
@@ -21,14 +20,12 @@ from gate.report import Outcome
 def run(args: argparse.Namespace) -> int:
     """Refuse approvers the policy does not list (exit 3); else append the approval."""
     span = parse_expiry(args.expires or DEFAULT_EXPIRY)
-    reason = checked_text(args.reason, "--reason")
-    by = checked_text(args.by, "--by")
-    assert by is not None
-    now = utc_now()
-    view = ledger_view(args, now, approvals=False)
-    evaluation = evaluate_for_record(args, view)
-    if isinstance(evaluation, int):
-        return evaluation
+    reason = required_text(args.reason, "--reason")
+    by = required_text(args.by, "--by")
+    draft = begin(args, approvals=False)
+    if isinstance(draft, int):
+        return draft
+    evaluation = draft.evaluation
     if evaluation.result.outcome is Outcome.VIOLATION:
         return refuse_violation(args, evaluation, "approve")
     refusal = authorize(by, Source.LOCAL, requirement(evaluation))
@@ -40,14 +37,14 @@ def run(args: argparse.Namespace) -> int:
     record = new_record(
         evaluation,
         RecordKind.APPROVAL,
-        now,
+        draft.now,
         by=by,
         reason=reason,
         pr_number=args.pr,
-        expires_at=now + span,
+        expires_at=draft.now + span,
     )
-    run_id = view.store().append(record)
-    print("approved " + "\n".join(describe(record, run_id, view.where)))
+    run_id = draft.view.store().append(record)
+    print("approved " + "\n".join(describe(record, run_id, draft.view.where)))
     if evaluation.result.outcome is Outcome.PASS:
         print("  note: this version needs no approval under the current policy")
     return 0

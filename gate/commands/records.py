@@ -5,8 +5,15 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
+from dataclasses import dataclass
 
-from gate.commands.common import make_evaluator, make_report, print_errors
+from gate.commands.common import (
+    ledger_view,
+    make_evaluator,
+    make_report,
+    print_errors,
+    utc_now,
+)
 from gate.errors import InputError
 from gate.evaluate import Evaluation
 from gate.ledger import (
@@ -28,14 +35,24 @@ from gate.tracking import COST_CENTER_LABEL, spec_path
 MAX_TEXT = 500
 
 
-def evaluate_for_record(args: argparse.Namespace, view: LedgerView) -> Evaluation | int:
-    """Evaluate the spec; an invalid one ends the command with exit 3 (errors on stderr)."""
-    evaluator = make_evaluator(args, ledger=view)
-    evaluation = evaluator.evaluate_spec(args.spec)
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A writing command's evaluated spec, its ledger, and the (real) time it records."""
+
+    evaluation: Evaluation
+    view: LedgerView
+    now: dt.datetime
+
+
+def begin(args: argparse.Namespace, *, approvals: bool) -> Draft | int:
+    """Evaluate the spec with the ledger; an invalid one ends the command with exit 3."""
+    now = utc_now()
+    view = ledger_view(args, now, approvals=approvals)
+    evaluation = make_evaluator(args, ledger=view).evaluate_spec(args.spec)
     if evaluation.result.outcome is Outcome.INVALID:
         print_errors([evaluation.result])
         return evaluation.result.outcome.exit_code
-    return evaluation
+    return Draft(evaluation, view, now)
 
 
 def refuse_violation(args: argparse.Namespace, evaluation: Evaluation, doing: str) -> int:
@@ -106,6 +123,14 @@ def checked_text(value: str | None, option: str) -> str | None:
         raise InputError(
             f"{option} must be 1 to {MAX_TEXT} characters", hint="say it in a sentence"
         )
+    return text
+
+
+def required_text(value: str | None, option: str) -> str:
+    """Like :func:`checked_text`, for an option argparse already made required."""
+    text = checked_text(value, option)
+    if text is None:
+        raise InputError(f"{option} is required")
     return text
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import getpass
 
-from gate.commands.common import ledger_view, utc_now
 from gate.commands.records import (
+    begin,
     checked_text,
     describe,
-    evaluate_for_record,
     new_record,
     refuse_violation,
 )
@@ -22,11 +21,10 @@ from gate.report import Outcome
 def run(args: argparse.Namespace) -> int:
     """Append a request with the estimate; nothing is recorded when no approval is needed."""
     reason = checked_text(args.reason, "--reason")
-    now = utc_now()
-    view = ledger_view(args, now, approvals=True)
-    evaluation = evaluate_for_record(args, view)
-    if isinstance(evaluation, int):
-        return evaluation
+    draft = begin(args, approvals=True)
+    if isinstance(draft, int):
+        return draft
+    evaluation, view = draft.evaluation, draft.view
     result = evaluation.result
     if result.outcome is Outcome.VIOLATION:
         return refuse_violation(args, evaluation, "request approval for")
@@ -37,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     by = checked_text(args.by, "--by") or _requester(evaluation)
     record = new_record(
-        evaluation, RecordKind.REQUEST, now, by=by, reason=reason, pr_number=args.pr
+        evaluation, RecordKind.REQUEST, draft.now, by=by, reason=reason, pr_number=args.pr
     )
     run_id = view.store().append(record)
     print("requested approval for " + "\n".join(describe(record, run_id, view.where)))

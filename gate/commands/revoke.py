@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from gate.commands.common import ledger_view, utc_now
 from gate.commands.records import (
-    checked_text,
+    begin,
     describe,
-    evaluate_for_record,
     new_record,
+    required_text,
     requirement,
 )
 from gate.errors import InputError
@@ -18,15 +17,13 @@ from gate.ledger import LedgerQuery, RecordKind, Source, authorize, live_approva
 
 def run(args: argparse.Namespace) -> int:
     """Append a revocation; approvers and the spec owner may revoke, records stay."""
-    reason = checked_text(args.reason, "--reason")
-    by = checked_text(args.by, "--by")
-    assert by is not None
-    now = utc_now()
-    view = ledger_view(args, now, approvals=False)
-    evaluation = evaluate_for_record(args, view)
-    if isinstance(evaluation, int):
-        return evaluation
-    need = requirement(evaluation)
+    reason = required_text(args.reason, "--reason")
+    by = required_text(args.by, "--by")
+    draft = begin(args, approvals=False)
+    if isinstance(draft, int):
+        return draft
+    view, now = draft.view, draft.now
+    need = requirement(draft.evaluation)
     refusal = None if by == need.owner else authorize(by, Source.LOCAL, need)
     if refusal is not None:
         raise InputError(f"cannot revoke for {args.spec}: {refusal}")
@@ -37,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
             hint="budget-gate verify shows what is recorded",
         )
     ids = tuple(a.record_id for a in live if a.record_id)
-    record = new_record(evaluation, RecordKind.REVOCATION, now, by=by, reason=reason, revokes=ids)
+    record = new_record(
+        draft.evaluation, RecordKind.REVOCATION, now, by=by, reason=reason, revokes=ids
+    )
     run_id = view.store().append(record)
     print("revoked " + "\n".join(describe(record, run_id, view.where)))
     for approval in live:
