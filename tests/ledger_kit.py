@@ -5,8 +5,11 @@ Registered from ``tests/conftest.py`` (``pytest_plugins``) for its ``team`` fixt
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import uuid
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ import pytest
 from gate.cli import main
 from gate.fingerprint import fingerprint
 from gate.integrations import open_ledger
-from gate.ledger import LedgerQuery, LedgerRecord
+from gate.ledger import LedgerQuery, LedgerRecord, RecordKind
 from gate.loader import load_file
 from gate.spec import Experiment
 from gate.validation import validate
@@ -91,6 +94,24 @@ class Team:
         code = main([command, "--policy-dir", self.policy_dir, *where, *args])
         out, err = self.capsys.readouterr()
         return code, out, err
+
+    def reconcile(
+        self, spec: str, actual: str, *, uri: str | None = None, **changes: object
+    ) -> LedgerRecord:
+        """Append what reconciliation records: the actual cost of a spec's runs, now."""
+        record = LedgerRecord(
+            kind=RecordKind.RECONCILIATION,
+            spec=spec,
+            fingerprint=fingerprint_of(spec),
+            experiment="reconciled",
+            recorded_at=dt.datetime.now(dt.timezone.utc),
+            currency="USD",
+            actual_cost=Decimal(actual),
+            team=self.name,
+            cost_center=self.cost_center,
+        )
+        record = dataclasses.replace(record, **changes)
+        return dataclasses.replace(record, record_id=open_ledger(uri or self.uri).append(record))
 
     def records(self, spec: str, uri: str | None = None) -> list[LedgerRecord]:
         return open_ledger(uri or self.uri).query(LedgerQuery(fingerprint=fingerprint_of(spec)))

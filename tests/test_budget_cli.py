@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
-from gate.integrations import open_ledger
-from gate.ledger import LedgerRecord, RecordKind
-from tests.ledger_kit import Team, fingerprint_of, unique
+from tests.ledger_kit import Team, unique
 
 UTC = dt.timezone.utc
 BUDGET = ", monthly_budget: 1000"
@@ -25,27 +21,10 @@ def team(team: Team) -> Team:
     return team
 
 
-def reconcile(owner: Team, spec: str, actual: str, **changes) -> LedgerRecord:
-    """What reconciliation will record: the actual cost of a spec's runs."""
-    record = LedgerRecord(
-        kind=RecordKind.RECONCILIATION,
-        spec=spec,
-        fingerprint=fingerprint_of(spec),
-        experiment="x",
-        recorded_at=dt.datetime.now(UTC),
-        currency="USD",
-        actual_cost=Decimal(actual),
-        team=owner.name,
-        cost_center=owner.cost_center,
-    )
-    record = dataclasses.replace(record, **changes)
-    return dataclasses.replace(record, record_id=open_ledger(owner.uri).append(record))
-
-
 def test_check_reports_spend_and_fires_the_warning_then_the_error(team):
     approved = team.spec(40)  # 400 USD, needs approval (40 > 35)
     assert team.cli("approve", approved, "--by", "alice", "--reason", "ok")[0] == 0
-    reconcile(team, team.spec(1), "300")
+    team.reconcile(team.spec(1), "300")
 
     warned = team.spec(30)  # 300 USD: fits the 300 left, but 1,000 is 100 % > 80 %
     code, out, _ = team.cli("check", warned)
@@ -65,7 +44,7 @@ def test_check_reports_spend_and_fires_the_warning_then_the_error(team):
         in out
     )
 
-    reconcile(team, approved, "350")  # the approved run cost less than approved
+    team.reconcile(approved, "350")  # the approved run cost less than approved
     assert team.cli("check", over)[0] == 0  # 650 spent, 350 left
 
     code, out, _ = team.cli("check", "--format", "json", over)
@@ -96,7 +75,7 @@ def test_a_specs_own_approval_does_not_count_against_it(team):
 
 
 def test_budget_is_per_month(team):
-    reconcile(team, team.spec(1), "990")
+    team.reconcile(team.spec(1), "990")
     spec = team.spec(2)
     assert team.cli("check", spec)[0] == 1
     now = dt.datetime.now(UTC)
@@ -117,7 +96,7 @@ def test_revoked_approvals_release_the_money(team):
 
 def test_cost_center_scope(team):
     team.policy(limits=BUDGET + ", budget_scope: cost-center, budget_warn_at: 0.5")
-    reconcile(team, team.spec(1), "600", team=unique("other-team"))
+    team.reconcile(team.spec(1), "600", team=unique("other-team"))
     code, out, _ = team.cli("check", team.spec(1))
     assert code == 0
     assert f"budget: cost-center {team.cost_center}, " in out
@@ -126,7 +105,7 @@ def test_cost_center_scope(team):
 
 
 def test_other_currencies_are_not_added(team):
-    reconcile(team, team.spec(1), "900", currency="EUR")
+    team.reconcile(team.spec(1), "900", currency="EUR")
     code, out, _ = team.cli("check", team.spec(1))
     assert code == 0
     assert "0.00 USD of 1,000.00 USD spent" in out
@@ -136,6 +115,6 @@ def test_other_currencies_are_not_added(team):
 def test_without_a_team_no_budget_applies(team):
     spec = Path(team.spec(1))
     spec.write_text(spec.read_text().replace(f"team: {team.name}, ", ""))
-    reconcile(team, str(spec), "2000")
+    team.reconcile(str(spec), "2000")
     code, out, _ = team.cli("check", str(spec))
     assert code == 0 and "budget:" not in out

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
 
 import pytest
 from mlflow.tracking import MlflowClient
 
 from gate.integrations import open_ledger
-from gate.ledger import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord, RecordKind
+from gate.ledger import LEDGER_EXPERIMENT, LedgerQuery
 from tests.ledger_kit import Team, fingerprint_of
 from tests.mlflow_server import KillingProxy, free_port
 
@@ -51,23 +50,6 @@ def test_credentials_in_the_uri_are_not_printed(team):
     assert "s3cret" not in err and "http://***@127.0.0.1:" in err
 
 
-def _seed(uri: str, team: Team) -> None:
-    """One earlier record of the team, so the budget read is a real search."""
-    spec = team.spec(1)
-    open_ledger(uri).append(
-        LedgerRecord(
-            kind=RecordKind.RECONCILIATION,
-            spec=spec,
-            fingerprint=fingerprint_of(spec),
-            experiment="earlier",
-            recorded_at=dt.datetime.now(UTC),
-            currency="USD",
-            actual_cost=Decimal(100),
-            team=team.name,
-        )
-    )
-
-
 def _all_runs(sqlite_uri: str, fingerprint: str) -> list:
     """Every run of the fingerprint in the dead server's store, whatever its status."""
     client = MlflowClient(sqlite_uri)
@@ -77,7 +59,7 @@ def _all_runs(sqlite_uri: str, fingerprint: str) -> list:
 
 
 def test_server_stopped_between_the_ledger_read_and_the_write(team, doomed_mlflow):
-    _seed(doomed_mlflow.uri, team)
+    team.reconcile(team.spec(1), "100", uri=doomed_mlflow.uri)  # so the budget read searches
     spec = team.spec(8)
     with KillingProxy(doomed_mlflow, kill_on="/runs/create") as proxy:
         code, out, err = team.cli("approve", spec, "--by", "alice", "--reason", "ok", uri=proxy.uri)
