@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -205,8 +208,17 @@ def test_the_embedded_sqlite_ledger_is_the_default(tmp_path, capsys, monkeypatch
     team = Team(tmp_path, "", capsys)
     team.policy()
     spec = team.spec(8)
-    code, out, _ = team.cli("approve", spec, "--by", "alice", "--reason", "offline")
-    assert code == 0 and "at sqlite:///mlflow.db" in out
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    approve = [sys.executable, "-m", "gate", "approve", "--policy-dir", team.policy_dir, spec]
+    proc = subprocess.run(
+        [*approve, "--by", "alice", "--reason", "offline"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert (proc.returncode, proc.stderr) == (0, "")  # no MLflow log lines either
+    assert "at sqlite:///mlflow.db" in proc.stdout
     assert (tmp_path / "mlflow.db").is_file()
     assert team.cli("verify", spec)[0] == 0
     [record] = team.records(spec, uri=f"sqlite:///{tmp_path / 'mlflow.db'}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import glob
-import logging
 import os
 import sys
 from pathlib import Path
@@ -91,7 +90,7 @@ def _open_ledger(uri: str) -> LedgerStore:
     # own settings win. This process is the CLI's, so changing its environment is safe.
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
-    logging.getLogger("mlflow").setLevel(logging.WARNING)  # no INFO lines on stderr
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # no INFO lines on stderr
     return open_ledger(uri)
 
 
