@@ -64,7 +64,11 @@ class RuleInfo:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One rule firing on one spec, with the severity the policy gave it."""
+    """One rule firing on one spec, with the severity the policy gave it.
+
+    ``waived_by`` holds the waiver's reason, ``approved_by`` the approver whose fresh
+    approval satisfies an approval-level finding; either makes the finding inactive.
+    """
 
     rule_id: str
     severity: Severity
@@ -81,7 +85,11 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class SpecResult:
-    """Everything known about one spec after evaluation."""
+    """Everything known about one spec after evaluation.
+
+    ``budget`` is this month's spend of its team or cost center (only with a monthly
+    budget); ``approval`` is the ledger lookup (only when approvals were consulted).
+    """
 
     file: str
     outcome: Outcome
