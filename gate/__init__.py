@@ -1,3 +1,44 @@
-"""budget-gate: price ML experiments before launch and gate them on team policy."""
+"""budget-gate: price ML experiments before launch and gate them on team policy.
+
+For launch scripts::
+
+    import gate
+
+    cleared = gate.require_approval("experiments/sweep.yaml")   # raises if not cleared
+    mlflow.set_tags(cleared.run_tags(trial_id=7))
+
+``gate.require_approval`` is :func:`gate.launch.require_approval`, loaded on first use so
+that ``import gate`` (and the CLI's start) stays cheap; MLflow loads only when the ledger
+is read.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gate.errors import ApprovalRequired, BackendError, GateError, InputError, PolicyViolation
+
+if TYPE_CHECKING:
+    from gate.launch import Verification, require_approval
 
 __version__ = "0.1.0"
+__all__ = [
+    "ApprovalRequired",
+    "BackendError",
+    "GateError",
+    "InputError",
+    "PolicyViolation",
+    "Verification",
+    "__version__",
+    "require_approval",
+]
+_LAZY = ("Verification", "require_approval")
+
+
+def __getattr__(name: str) -> object:
+    """Load the launch API on first use (PEP 562)."""
+    if name in _LAZY:
+        from gate import launch
+
+        return getattr(launch, name)
+    raise AttributeError(f"module 'gate' has no attribute {name!r}")

@@ -32,6 +32,8 @@ examples:
   budget-gate check experiments/ --base-ref origin/main --format markdown=comment.md
   budget-gate diff old.yaml new.yaml
   budget-gate rules BG104
+  budget-gate approve experiments/sweep.yaml --by alice --reason "worth it" --expires 14d
+  budget-gate verify experiments/sweep.yaml
 """
 _EPILOG = (
     "exit codes: 0 pass, 1 policy violation, 2 approval required, 3 invalid input, "
@@ -60,20 +62,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    evaluation = _Parser(add_help=False)
-    evaluation.add_argument(
+    places = _Parser(add_help=False)
+    places.add_argument(
         "--policy-dir",
         default="policies",
         metavar="DIR",
         help="policies directory; metadata.team picks DIR/<team>.yaml (default: policies)",
     )
+    ledger = _Parser(add_help=False)
+    ledger.add_argument(
+        "--tracking-uri",
+        metavar="URI",
+        help="MLflow tracking store of the approvals ledger (default: $MLFLOW_TRACKING_URI, "
+        "else sqlite:///mlflow.db)",
+    )
+    evaluation = _Parser(add_help=False, parents=[places])
     evaluation.add_argument(
         "--as-of",
-        metavar="YYYY-MM-DD",
-        help="judge waiver expiry as of this date (default: today)",
+        metavar="WHEN",
+        help="judge waivers, approvals and the budget month as of this date (YYYY-MM-DD, "
+        "midnight UTC) or time (YYYY-MM-DDTHH:MM[+zone]) (default: now)",
     )
 
-    _add_check(commands, evaluation)
+    _add_check(commands, [evaluation, ledger])
     estimate = commands.add_parser(
         "estimate",
         parents=[evaluation],
@@ -109,18 +120,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     prices = commands.add_parser("prices", help="show the default price catalog")
     prices.add_argument("accelerator", nargs="?", metavar="ACCELERATOR", help="e.g. H100")
+    _add_ledger_commands(commands, [evaluation, ledger], [places, ledger])
     return parser
 
 
-def _add_check(
-    commands: argparse._SubParsersAction[Any], evaluation: argparse.ArgumentParser
-) -> None:
+def _add_check(commands: argparse._SubParsersAction[Any], parents: list[_Parser]) -> None:
     check = commands.add_parser(
         "check",
-        parents=[evaluation],
+        parents=parents,
         help="validate, price and gate experiment specs",
         description="Validate each spec, price it (worst and expected case) and apply the "
-        "team policy. Directories are searched for *.yaml; quoted globs are expanded.",
+        "team policy. Directories are searched for *.yaml; quoted globs are expanded. The "
+        "approvals ledger is read only when a policy sets a monthly budget, or when "
+        "--tracking-uri is given (then fresh approvals count too).",
         epilog=_EPILOG,
     )
     check.add_argument("specs", nargs="+", metavar="SPEC", help="spec files, globs or directories")
@@ -172,6 +184,71 @@ def _add_text_or_json(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_ledger_commands(
+    commands: argparse._SubParsersAction[_Parser],
+    reading: list[_Parser],
+    writing: list[_Parser],
+) -> None:
+    verify = commands.add_parser(
+        "verify",
+        parents=reading,
+        help="launch-time check: exit 0 only with no approval needed or a fresh one",
+        description="Exit 0 only if the spec needs no approval, or the ledger holds a fresh "
+        "approval: same fingerprint, approved worst case at least the current one, not "
+        "expired, not revoked. Otherwise exit 2 (1 on policy errors) and say why.",
+        epilog=_EPILOG,
+    )
+    verify.add_argument("spec", metavar="SPEC", help="the spec file")
+    _add_text_or_json(verify)
+
+    request = commands.add_parser(
+        "request-approval",
+        parents=writing,
+        help="record a pending approval request with the estimate",
+        description="Record in the ledger that this version of the spec awaits approval, "
+        "with its worst and expected cost. Nothing is recorded when no approval is needed.",
+    )
+    request.add_argument("spec", metavar="SPEC", help="the spec file")
+    request.add_argument("--by", metavar="NAME", help="who asks (default: metadata.owner)")
+    request.add_argument("--reason", metavar="TEXT", help="why the experiment is worth it")
+    request.add_argument("--pr", type=_pr_number, metavar="N", help="the pull request number")
+
+    approve = commands.add_parser(
+        "approve",
+        parents=writing,
+        help="record an approval of this exact spec version and its worst-case cost",
+        description="Record an approval bound to the spec fingerprint and its current "
+        "worst-case cost. Only users in the policy's approval.approvers.users may approve "
+        "here; team membership and repository permission are checked by the GitHub flow.",
+    )
+    _who_and_why(approve, "the approver, as listed in approval.approvers.users")
+    approve.add_argument(
+        "--expires",
+        metavar="SPAN",
+        help="how long the approval holds: 12h, 14d, 2w (default: 30d)",
+    )
+    approve.add_argument("--pr", type=_pr_number, metavar="N", help="the pull request number")
+
+    revoke = commands.add_parser(
+        "revoke",
+        parents=writing,
+        help="revoke the approvals of this spec version (a new record; nothing is erased)",
+    )
+    _who_and_why(revoke, "an approver or the spec owner")
+
+
+def _pr_number(text: str) -> int:
+    if not text.isdigit() or int(text) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a pull request number")
+    return int(text)
+
+
+def _who_and_why(parser: _Parser, who: str) -> None:
+    parser.add_argument("spec", metavar="SPEC", help="the spec file")
+    parser.add_argument("--by", required=True, metavar="NAME", help=who)
+    parser.add_argument("--reason", required=True, metavar="TEXT", help="kept in the record")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code."""
     parser = build_parser()
@@ -180,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, usage errors
         return int(exc.code or 0)
     try:
-        module = importlib.import_module(f"gate.commands.{args.command}")
+        module = importlib.import_module(f"gate.commands.{args.command.replace('-', '_')}")
         return int(module.run(args))
     except GateError as exc:
         located = isinstance(exc, InputErrors) or getattr(exc, "location", None) is not None

@@ -75,3 +75,22 @@ class InputErrors(GateError):
     def __init__(self, errors: list[InputError]) -> None:
         super().__init__("\n".join(str(e) for e in errors))
         self.errors = errors
+
+
+class PolicyViolation(GateError):
+    """The spec breaks the policy; no approval can lift an error (exit 1)."""
+
+    exit_code = 1
+
+
+class ApprovalRequired(GateError):
+    """The spec needs an approval and no fresh one is recorded (exit 2).
+
+    ``reasons`` says why each recorded approval does not count, or that none exists.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, reasons: tuple[str, ...] = ()) -> None:
+        super().__init__(message + "".join(f"\n  - {r}" for r in reasons))
+        self.reasons = reasons

@@ -76,7 +76,11 @@ class Cluster(Model):
 
 
 class Limits(Model):
-    """Hard limits; a limit left unset is not enforced."""
+    """Hard limits; a limit left unset is not enforced.
+
+    ``monthly_budget`` is per team or per cost-center label (``budget_scope``); spend so far
+    comes from the ledger, and a warning fires once ``budget_warn_at`` of it would be used.
+    """
 
     scenario: Scenario = "worst"
     max_gpus_per_trial: PositiveInt | None = None
@@ -85,6 +89,8 @@ class Limits(Model):
     max_experiment_cost: Money | None = None
     max_concurrent_gpus: PositiveInt | None = None
     monthly_budget: Money | None = None
+    budget_scope: Literal["team", "cost-center"] = "team"
+    budget_warn_at: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.8
 
 
 class Approvers(Model):

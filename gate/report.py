@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from gate.budget import BudgetStatus
 from gate.errors import Location, Problem
 from gate.estimate import Estimate
+from gate.ledger import ApprovalCheck
 from gate.policy import Severity
 
 if TYPE_CHECKING:  # NOTE: gate.diff builds on SpecResult, so it cannot be imported here
@@ -71,23 +73,32 @@ class RuleInfo:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One rule firing on one spec, with the severity the policy gave it."""
+    """One rule firing on one spec, with the severity the policy gave it.
+
+    ``waived_by`` holds the waiver's reason, ``approved_by`` the approver whose fresh
+    approval satisfies an approval-level finding; either makes the finding inactive.
+    """
 
     rule_id: str
     severity: Severity
     message: str
     location: Location | None
     waived_by: str | None = None
+    approved_by: str | None = None
 
     @property
     def active(self) -> bool:
-        """Whether the finding counts toward the verdict (not waived)."""
-        return self.waived_by is None
+        """Whether the finding counts toward the verdict (neither waived nor approved)."""
+        return self.waived_by is None and self.approved_by is None
 
 
 @dataclass(frozen=True, slots=True)
 class SpecResult:
-    """Everything known about one spec after evaluation."""
+    """Everything known about one spec after evaluation.
+
+    ``budget`` is this month's spend of its team or cost center (only with a monthly
+    budget); ``approval`` is the ledger lookup (only when approvals were consulted).
+    """
 
     file: str
     outcome: Outcome
@@ -98,6 +109,8 @@ class SpecResult:
     currency: str = "USD"
     findings: tuple[Finding, ...] = ()
     errors: tuple[Problem, ...] = ()
+    budget: BudgetStatus | None = None
+    approval: ApprovalCheck | None = None
 
 
 DOCS_URL = "https://github.com/budget-gate/budget-gate/blob/main/docs/rules.md"

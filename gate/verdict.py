@@ -1,12 +1,17 @@
-"""Findings + severities + waivers → the spec's outcome: the one place pass/fail is decided."""
+"""Findings + severities + waivers + approvals → the spec's outcome.
+
+The one place pass/fail is decided.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gate.errors import Location
+from gate.ledger import LedgerRecord
 from gate.policy import Policy, Severity
 from gate.policy_loader import LoadedPolicy
 from gate.report import Finding, Outcome
@@ -56,6 +61,19 @@ def apply_policy(
             for index, message in hits
         )
     return findings
+
+
+def apply_approval(findings: Iterable[Finding], approval: LedgerRecord) -> list[Finding]:
+    """Mark the active approval-level findings as satisfied by a fresh approval.
+
+    Only findings of severity ``approval`` are covered; an approval never lifts an error.
+    """
+    return [
+        dataclasses.replace(f, approved_by=approval.by or "unknown")
+        if f.active and f.severity is Severity.APPROVAL
+        else f
+        for f in findings
+    ]
 
 
 def decide(findings: Iterable[Finding], *, fail_on_warn: bool = False) -> Outcome:

@@ -18,6 +18,9 @@ from gate.prices import Quote
 from gate.rules.base import RuleContext, Violation
 from gate.spec import Capacity, Experiment
 
+# Real MLflow tracking server fixtures (mlflow_server, doomed_mlflow) and a ledger team.
+pytest_plugins = ["tests.mlflow_server", "tests.ledger_kit"]
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 TODAY = dt.date(2026, 11, 29)

@@ -81,6 +81,8 @@ def test_json_is_stable_and_ordered(capsys):
         "estimate",
         "findings",
         "errors",
+        "budget",
+        "approval",
     ]
     assert result["fingerprint"].startswith("sha256:")
     assert result["estimate"]["worst"]["trials"] == 64

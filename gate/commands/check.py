@@ -6,8 +6,10 @@ import argparse
 import os
 
 from gate.commands.common import (
+    as_of,
     evaluate_against,
     expand_specs,
+    ledger_view,
     make_evaluator,
     make_report,
     print_errors,
@@ -20,10 +22,13 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate every spec once and write each requested format; the worst outcome exits.
 
     With ``--base-ref`` each spec's base version is priced too, under the same policies
-    and prices, so the diff shows what the change to the spec did to its cost.
+    and prices, so the diff shows what the change to the spec did to its cost. The ledger
+    is opened only for a policy with a monthly budget, or with --tracking-uri (then fresh
+    approvals count as in ``verify``); plain checks never import MLflow.
     """
     targets = plan_targets(args.format)
-    evaluator = make_evaluator(args, fail_on_warn=args.fail_on_warn)
+    ledger = ledger_view(args, as_of(args)[1], approvals=args.tracking_uri is not None)
+    evaluator = make_evaluator(args, fail_on_warn=args.fail_on_warn, ledger=ledger)
     if args.base_ref:
         results, diffs = evaluate_against(evaluator, args.base_ref, args.specs)
     else:

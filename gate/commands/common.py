@@ -14,6 +14,8 @@ from gate import __version__
 from gate.diff import SpecDiff, compare
 from gate.errors import InputError
 from gate.evaluate import Evaluator
+from gate.integrations import open_ledger
+from gate.ledger import LedgerStore, LedgerView, redact, resolve_tracking_uri
 from gate.policy_loader import PolicySet
 from gate.prices import load_catalog
 from gate.report import DOCS_URL, RenderContext, Report, SpecResult
@@ -40,13 +42,16 @@ def expand_specs(patterns: list[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def make_evaluator(args: argparse.Namespace, *, fail_on_warn: bool = False) -> Evaluator:
-    """Build the evaluator from --policy-dir and --as-of."""
+def make_evaluator(
+    args: argparse.Namespace, *, fail_on_warn: bool = False, ledger: LedgerView | None = None
+) -> Evaluator:
+    """Build the evaluator from --policy-dir and --as-of, reading ``ledger`` if given."""
     return Evaluator(
         policies=PolicySet(args.policy_dir),
         catalog=load_catalog(),
-        today=_as_of(args.as_of),
+        today=as_of(args)[0],
         fail_on_warn=fail_on_warn,
+        ledger=ledger,
     )
 
 
@@ -73,6 +78,47 @@ def evaluate_against(
         if base is not None or head is not None:
             diffs.append(compare(path, base, head))
     return results, diffs
+
+
+def as_of(args: argparse.Namespace) -> tuple[dt.date, dt.datetime]:
+    """The day (waivers) and moment (approvals, budget month) to judge at: --as-of or now.
+
+    A bare date means midnight UTC; a time without a zone is UTC. Commands that write to
+    the ledger have no --as-of: records always carry the real time.
+    """
+    value: str | None = getattr(args, "as_of", None)
+    if value is None:
+        return dt.date.today(), utc_now()
+    try:
+        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(
+            f"--as-of {value!r} is not a date", hint="use YYYY-MM-DD or YYYY-MM-DDTHH:MM"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return moment.date(), moment
+
+
+def utc_now() -> dt.datetime:
+    """The current time in UTC (the one clock the commands read)."""
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def ledger_view(args: argparse.Namespace, now: dt.datetime, *, approvals: bool) -> LedgerView:
+    """The ledger at --tracking-uri, MLFLOW_TRACKING_URI or the sqlite default, opened lazily."""
+    uri = resolve_tracking_uri(getattr(args, "tracking_uri", None), os.environ)
+    return LedgerView(lambda: _open_ledger(uri), now, approvals=approvals, where=redact(uri))
+
+
+def _open_ledger(uri: str) -> LedgerStore:
+    # NOTE: MLflow retries a failed request 7 times with growing pauses (minutes in all);
+    # a command at a terminal or in CI should report an outage within seconds. The user's
+    # own settings win. This process is the CLI's, so changing its environment is safe.
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # no INFO lines on stderr
+    return open_ledger(uri)
 
 
 def make_report(
@@ -109,12 +155,3 @@ def print_errors(results: list[SpecResult]) -> None:
     for result in results:
         for line in result.errors:
             print(line, file=sys.stderr)
-
-
-def _as_of(value: str | None) -> dt.date:
-    if value is None:
-        return dt.date.today()
-    try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        raise InputError(f"--as-of {value!r} is not a date", hint="use YYYY-MM-DD") from None

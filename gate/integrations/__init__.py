@@ -1,1 +1,16 @@
-"""I/O with other systems (git, and later GitHub and MLflow), kept out of the pure core."""
+"""I/O with other systems (git, GitHub, MLflow), each imported only by the code that needs it.
+
+:func:`open_ledger` is the one door to the MLflow ledger: importing this package imports no
+MLflow; calling it does.
+"""
+
+from __future__ import annotations
+
+from gate.ledger import LedgerStore
+
+
+def open_ledger(tracking_uri: str) -> LedgerStore:
+    """The approvals ledger in the MLflow tracking store at ``tracking_uri``."""
+    from gate.integrations.mlflow_client import MlflowLedger
+
+    return MlflowLedger(tracking_uri)

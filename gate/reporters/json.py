@@ -6,8 +6,10 @@ import json
 from decimal import Decimal
 from typing import Any, ClassVar
 
+from gate.budget import BudgetStatus
 from gate.diff import Driver, ScenarioDiff, SpecDiff
 from gate.estimate import Estimate, Scenario
+from gate.ledger import ApprovalCheck
 from gate.money import fixed
 from gate.report import Finding, Report, SpecResult
 from gate.reporters.change import explain
@@ -56,6 +58,38 @@ def _result(result: SpecResult) -> dict[str, Any]:
         "estimate": _estimate(result.estimate) if result.estimate else None,
         "findings": [_finding(f) for f in result.findings],
         "errors": [str(e) for e in result.errors],
+        "budget": _budget(result.budget) if result.budget else None,
+        "approval": _approval(result.approval) if result.approval else None,
+    }
+
+
+def _budget(b: BudgetStatus) -> dict[str, Any]:
+    return {
+        "scope": b.scope.kind,
+        "key": b.scope.key,
+        "month": b.month,
+        "currency": b.currency,
+        "budget": _fixed(b.budget, 2),
+        "spent": _fixed(b.spent, 2),
+        "committed": _fixed(b.committed, 2),
+        "actual": _fixed(b.actual, 2),
+        "remaining": _fixed(b.remaining, 2),
+        "warn_at": str(b.warn_at),
+        "other_currency_records": b.other_currency,
+    }
+
+
+def _approval(check: ApprovalCheck) -> dict[str, Any]:
+    found = check.approval
+    return {
+        "approved": found is not None,
+        "record_id": found.record_id if found else None,
+        "by": found.by if found else None,
+        "source": found.source.value if found else None,
+        "recorded_at": found.recorded_at.isoformat() if found else None,
+        "expires_at": found.expires_at.isoformat() if found and found.expires_at else None,
+        "worst_cost": _fixed(found.worst_cost, 2) if found and found.worst_cost else None,
+        "stale": list(check.stale),
     }
 
 
@@ -150,6 +184,7 @@ def _finding(f: Finding) -> dict[str, Any]:
         "col": loc.col if loc else None,
         "waived": f.waived_by is not None,
         "waiver_reason": f.waived_by,
+        "approved_by": f.approved_by,
     }
 
 

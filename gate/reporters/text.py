@@ -6,11 +6,14 @@ and terminals can jump to them.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import ClassVar
 
+from gate.budget import BudgetStatus
 from gate.diff import SpecDiff
 from gate.estimate import Estimate, Scenario
-from gate.money import format_amount
+from gate.ledger import ApprovalCheck, when
+from gate.money import format_amount, format_money
 from gate.report import Finding, Outcome, Report, SpecResult
 from gate.reporters.change import diff_lines
 
@@ -44,6 +47,10 @@ def _spec_block(result: SpecResult, report: Report) -> str:
     if diff is not None and report.context.base_ref is not None:
         lines.extend(f"  {line}" for line in diff_lines(diff, report.context.base_ref))
     lines.extend(_finding_line(f) for f in result.findings)
+    if result.budget is not None:
+        lines.append(_budget_line(result.budget))
+    if result.approval is not None:
+        lines.extend(_approval_lines(result.approval))
     lines.append(f"  → {result.outcome.value}")
     return "\n".join(lines)
 
@@ -98,7 +105,34 @@ def _row(s: Scenario, currency: str) -> tuple[str, ...]:
 def _finding_line(f: Finding) -> str:
     where = f"{f.location}: " if f.location else ""
     waived = f" (waived: {f.waived_by})" if f.waived_by else ""
-    return f"  {where}{f.severity.value} {f.rule_id} {f.message}{waived}"
+    approved = f" (approved by {f.approved_by})" if f.approved_by else ""
+    return f"  {where}{f.severity.value} {f.rule_id} {f.message}{waived}{approved}"
+
+
+def _budget_line(b: BudgetStatus) -> str:
+    others = (
+        f"; {b.other_currency} record(s) in other currencies not counted"
+        if b.other_currency
+        else ""
+    )
+    return (
+        f"  budget: {b.scope}, {b.month}: {format_money(b.spent, b.currency)} of "
+        f"{format_money(b.budget, b.currency)} spent (approved, not reconciled "
+        f"{format_amount(b.committed)}; reconciled {format_amount(b.actual)}), "
+        f"{format_money(b.remaining, b.currency)} left before this spec{others}"
+    )
+
+
+def _approval_lines(check: ApprovalCheck) -> list[str]:
+    found = check.approval
+    if found is None:
+        return [f"  not approved: {reason}" for reason in check.stale]
+    amount = format_money(found.worst_cost or Decimal(0), found.currency)
+    until = f" until {when(found.expires_at)}" if found.expires_at else ""
+    return [
+        f"  approved: {found.summary()} for {amount}{until} "
+        f"({found.source.value}, record {found.record_id})"
+    ]
 
 
 def _counts(report: Report) -> str:

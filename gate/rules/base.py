@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Protocol
 
+from gate.budget import BudgetStatus
 from gate.estimate import Estimate, Scenario
 from gate.loader import DataPath
 from gate.money import format_amount, format_money, to_decimal
@@ -17,13 +18,18 @@ from gate.spec import Experiment
 
 @dataclass(frozen=True, slots=True)
 class RuleContext:
-    """Read-only inputs of a rule: the spec, its estimate and the team's typed policy."""
+    """Read-only inputs of a rule: the spec, its estimate and the team's typed policy.
+
+    ``budget`` is this month's spend of the spec's team or cost center, computed from the
+    ledger by the command; it is ``None`` when the policy sets no monthly budget.
+    """
 
     spec: Experiment
     estimate: Estimate
     policy: Policy
     spec_file: str
     today: dt.date
+    budget: BudgetStatus | None = None
 
     @property
     def enforced(self) -> Scenario:

@@ -1,0 +1,50 @@
+"""``budget-gate approve``: record an approval of one spec version and its worst-case cost."""
+
+from __future__ import annotations
+
+import argparse
+
+from gate.commands.records import (
+    begin,
+    describe,
+    new_record,
+    refuse_violation,
+    required_text,
+    requirement,
+)
+from gate.errors import InputError
+from gate.ledger import DEFAULT_EXPIRY, RecordKind, Source, authorize, parse_expiry
+from gate.report import Outcome
+
+
+def run(args: argparse.Namespace) -> int:
+    """Refuse approvers the policy does not list (exit 3); else append the approval."""
+    span = parse_expiry(args.expires or DEFAULT_EXPIRY)
+    reason = required_text(args.reason, "--reason")
+    by = required_text(args.by, "--by")
+    draft = begin(args, approvals=False)
+    if isinstance(draft, int):
+        return draft
+    evaluation = draft.evaluation
+    if evaluation.result.outcome is Outcome.VIOLATION:
+        return refuse_violation(args, evaluation, "approve")
+    refusal = authorize(by, Source.LOCAL, requirement(evaluation))
+    if refusal is not None:
+        raise InputError(
+            f"cannot approve {args.spec}: {refusal}",
+            hint="ask a listed approver, or approve the pull request on GitHub",
+        )
+    record = new_record(
+        evaluation,
+        RecordKind.APPROVAL,
+        draft.now,
+        by=by,
+        reason=reason,
+        pr_number=args.pr,
+        expires_at=draft.now + span,
+    )
+    run_id = draft.view.store().append(record)
+    print("approved " + "\n".join(describe(record, run_id, draft.view.where)))
+    if evaluation.result.outcome is Outcome.PASS:
+        print("  note: this version needs no approval under the current policy")
+    return 0

@@ -1,0 +1,154 @@
+"""Shared plumbing of the commands that write to the ledger: evaluate, authorize, record."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from dataclasses import dataclass
+
+from gate.commands.common import (
+    ledger_view,
+    make_evaluator,
+    make_report,
+    print_errors,
+    utc_now,
+)
+from gate.errors import InputError
+from gate.evaluate import Evaluation
+from gate.ledger import (
+    LEDGER_EXPERIMENT,
+    LedgerRecord,
+    LedgerView,
+    RecordKind,
+    Requirement,
+    short,
+    when,
+)
+from gate.money import format_money
+from gate.policy import Policy
+from gate.report import Outcome, SpecResult
+from gate.reporters.text import TextReporter
+from gate.spec import Experiment
+from gate.tracking import COST_CENTER_LABEL, spec_path
+
+MAX_TEXT = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A writing command's evaluated spec, its ledger, and the (real) time it records."""
+
+    evaluation: Evaluation
+    view: LedgerView
+    now: dt.datetime
+
+
+def begin(args: argparse.Namespace, *, approvals: bool) -> Draft | int:
+    """Evaluate the spec with the ledger; an invalid one ends the command with exit 3."""
+    now = utc_now()
+    view = ledger_view(args, now, approvals=approvals)
+    evaluation = make_evaluator(args, ledger=view).evaluate_spec(args.spec)
+    if evaluation.result.outcome is Outcome.INVALID:
+        print_errors([evaluation.result])
+        return evaluation.result.outcome.exit_code
+    return Draft(evaluation, view, now)
+
+
+def refuse_violation(args: argparse.Namespace, evaluation: Evaluation, doing: str) -> int:
+    """Print the report of a spec that breaks the policy, and exit 1: approvals can't help."""
+    report = make_report([evaluation.result], make_evaluator(args))
+    sys.stdout.write(TextReporter().render(report))
+    print(
+        f"budget-gate: cannot {doing} {args.spec}: it breaks the policy, and an approval "
+        "never lifts an error — fix the spec first",
+        file=sys.stderr,
+    )
+    return Outcome.VIOLATION.exit_code
+
+
+def requirement(evaluation: Evaluation) -> Requirement:
+    """What an approval of this evaluation must cover."""
+    spec, policy, result = _parts(evaluation)
+    assert result.fingerprint is not None and result.estimate is not None
+    return Requirement(
+        result.fingerprint,
+        result.estimate.worst.cost,
+        result.currency,
+        policy.approval.approvers,
+        spec.metadata.owner,
+    )
+
+
+def new_record(
+    evaluation: Evaluation,
+    kind: RecordKind,
+    now: dt.datetime,
+    *,
+    by: str,
+    reason: str | None,
+    pr_number: int | None = None,
+    expires_at: dt.datetime | None = None,
+    revokes: tuple[str, ...] = (),
+) -> LedgerRecord:
+    """A local record of ``kind`` about the evaluated spec, at ``now``, with its estimate."""
+    spec, _, result = _parts(evaluation)
+    assert result.fingerprint is not None and result.estimate is not None
+    costs = kind in (RecordKind.REQUEST, RecordKind.APPROVAL)
+    return LedgerRecord(
+        kind=kind,
+        spec=spec_path(result.file),
+        fingerprint=result.fingerprint,
+        experiment=spec.metadata.name,
+        recorded_at=now,
+        currency=result.currency,
+        worst_cost=result.estimate.worst.cost if costs else None,
+        expected_cost=result.estimate.expected.cost if costs else None,
+        team=spec.metadata.team,
+        cost_center=spec.metadata.labels.get(COST_CENTER_LABEL),
+        by=by,
+        reason=reason,
+        pr_number=pr_number,
+        expires_at=expires_at,
+        revokes=revokes,
+    )
+
+
+def checked_text(value: str | None, option: str) -> str | None:
+    """A free-text option, stripped, at most 500 characters; empty is refused."""
+    if value is None:
+        return None
+    text = value.strip()
+    if not text or len(text) > MAX_TEXT:
+        raise InputError(
+            f"{option} must be 1 to {MAX_TEXT} characters", hint="say it in a sentence"
+        )
+    return text
+
+
+def required_text(value: str | None, option: str) -> str:
+    """Like :func:`checked_text`, for an option argparse already made required."""
+    text = checked_text(value, option)
+    if text is None:
+        raise InputError(f"{option} is required")
+    return text
+
+
+def describe(record: LedgerRecord, run_id: str, where: str) -> list[str]:
+    """Lines confirming a record: what, how much, who, until when, where it is stored."""
+    lines = [f"{record.spec} — {record.experiment} ({short(record.fingerprint)})"]
+    if record.worst_cost is not None and record.expected_cost is not None:
+        lines.append(
+            f"  worst case {format_money(record.worst_cost, record.currency)}, "
+            f"expected {format_money(record.expected_cost, record.currency)}"
+        )
+    until = f" until {when(record.expires_at)}" if record.expires_at else ""
+    why = f": {record.reason}" if record.reason else ""
+    lines.append(f"  {record.kind.value} by {record.by}{until} ({record.source.value}){why}")
+    lines.append(f"  ledger record {run_id} in MLflow experiment {LEDGER_EXPERIMENT} at {where}")
+    return lines
+
+
+def _parts(evaluation: Evaluation) -> tuple[Experiment, Policy, SpecResult]:
+    assert evaluation.spec is not None and evaluation.policy is not None
+    return evaluation.spec, evaluation.policy, evaluation.result

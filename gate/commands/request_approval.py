@@ -1,0 +1,68 @@
+"""``budget-gate request-approval``: record that a spec version awaits an approver."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+
+from gate.commands.records import (
+    begin,
+    checked_text,
+    describe,
+    new_record,
+    refuse_violation,
+)
+from gate.evaluate import Evaluation
+from gate.ledger import RecordKind
+from gate.policy import Approvers
+from gate.report import Outcome
+
+
+def run(args: argparse.Namespace) -> int:
+    """Append a request with the estimate; nothing is recorded when no approval is needed."""
+    reason = checked_text(args.reason, "--reason")
+    draft = begin(args, approvals=True)
+    if isinstance(draft, int):
+        return draft
+    evaluation, view = draft.evaluation, draft.view
+    result = evaluation.result
+    if result.outcome is Outcome.VIOLATION:
+        return refuse_violation(args, evaluation, "request approval for")
+    if result.outcome is Outcome.PASS:
+        found = result.approval.approval if result.approval else None
+        status = f"is approved ({found.summary()})" if found else "needs no approval"
+        print(f"{args.spec} {status}; nothing recorded")
+        return 0
+    by = checked_text(args.by, "--by") or _requester(evaluation)
+    record = new_record(
+        evaluation, RecordKind.REQUEST, draft.now, by=by, reason=reason, pr_number=args.pr
+    )
+    run_id = view.store().append(record)
+    print("requested approval for " + "\n".join(describe(record, run_id, view.where)))
+    for finding in result.findings:
+        if finding.active:
+            print(f"  {finding.severity.value} {finding.rule_id} {finding.message}")
+    assert evaluation.policy is not None
+    print(f"  approvers: {_approvers(evaluation.policy.approval.approvers)}")
+    return 0
+
+
+def _requester(evaluation: Evaluation) -> str:
+    assert evaluation.spec is not None
+    if evaluation.spec.metadata.owner:
+        return evaluation.spec.metadata.owner
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name in some containers
+        return "unknown"
+
+
+def _approvers(approvers: Approvers) -> str:
+    parts = []
+    if approvers.users:
+        parts.append(f"users {', '.join(approvers.users)}")
+    if approvers.teams:
+        parts.append(f"GitHub teams {', '.join(approvers.teams)}")
+    if approvers.permission:
+        parts.append(f"GitHub {approvers.permission} permission")
+    return "; ".join(parts) or "none listed in the policy"

@@ -1,0 +1,44 @@
+"""``budget-gate revoke``: cancel the approvals of one spec version with a new record."""
+
+from __future__ import annotations
+
+import argparse
+
+from gate.commands.records import (
+    begin,
+    describe,
+    new_record,
+    required_text,
+    requirement,
+)
+from gate.errors import InputError
+from gate.ledger import LedgerQuery, RecordKind, Source, authorize, live_approvals, short
+
+
+def run(args: argparse.Namespace) -> int:
+    """Append a revocation; approvers and the spec owner may revoke, records stay."""
+    reason = required_text(args.reason, "--reason")
+    by = required_text(args.by, "--by")
+    draft = begin(args, approvals=False)
+    if isinstance(draft, int):
+        return draft
+    view, now = draft.view, draft.now
+    need = requirement(draft.evaluation)
+    refusal = None if by == need.owner else authorize(by, Source.LOCAL, need)
+    if refusal is not None:
+        raise InputError(f"cannot revoke for {args.spec}: {refusal}")
+    live = live_approvals(view.records(LedgerQuery(fingerprint=need.fingerprint)), now)
+    if not live:
+        raise InputError(
+            f"{args.spec}: no approval of this version ({short(need.fingerprint)}) to revoke",
+            hint="budget-gate verify shows what is recorded",
+        )
+    ids = tuple(a.record_id for a in live if a.record_id)
+    record = new_record(
+        draft.evaluation, RecordKind.REVOCATION, now, by=by, reason=reason, revokes=ids
+    )
+    run_id = view.store().append(record)
+    print("revoked " + "\n".join(describe(record, run_id, view.where)))
+    for approval in live:
+        print(f"  cancels {approval.summary()} ({approval.record_id})")
+    return 0

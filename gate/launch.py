@@ -1,0 +1,98 @@
+"""Launch-time verification for Python launch scripts, behind ``gate.require_approval``.
+
+The same decision as ``budget-gate verify``, as a function that returns what a launch
+script needs (the approval and the tags for its MLflow runs) or raises a clear exception.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gate import tracking
+from gate.errors import ApprovalRequired, InputError, PolicyViolation
+from gate.evaluate import Evaluator
+from gate.integrations import open_ledger
+from gate.ledger import LedgerRecord, LedgerView, redact, resolve_tracking_uri
+from gate.policy import Severity
+from gate.policy_loader import PolicySet
+from gate.prices import load_catalog
+from gate.report import Outcome, SpecResult
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """A spec cleared for launch: its fingerprint, the approval used (if one was needed)."""
+
+    spec: str
+    fingerprint: str
+    approval: LedgerRecord | None
+    result: SpecResult
+    tags: dict[str, str] = field(default_factory=dict)
+
+    def run_tags(self, trial_id: str | int | None = None) -> dict[str, str]:
+        """Tags for one training run: spec, fingerprint, team, GPUs, approval, trial id."""
+        if trial_id is None:
+            return dict(self.tags)
+        return {**self.tags, tracking.TRIAL_ID: str(trial_id)}
+
+
+def require_approval(
+    spec: str | Path,
+    *,
+    policy_dir: str | Path = "policies",
+    tracking_uri: str | None = None,
+    now: dt.datetime | None = None,
+) -> Verification:
+    """Clear ``spec`` for launch, as ``budget-gate verify`` does, or raise why not.
+
+    Returns a :class:`Verification` with the approval used (``None`` when none was needed)
+    and ``run_tags(trial_id)`` for the experiment's MLflow runs. The ledger is at
+    ``tracking_uri``, else ``MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``; it is
+    read only when the spec needs an approval or its policy a monthly budget. ``now``
+    judges expiry and the budget month at another moment (default: the current time).
+
+    Raises:
+        gate.errors.ApprovalRequired: no fresh approval (``.reasons`` says why); exit 2.
+        gate.errors.PolicyViolation: the spec breaks the policy; exit 1.
+        gate.errors.InputError: the spec or a policy is invalid; exit 3.
+        gate.errors.BackendError: the ledger could not be read; exit 4.
+    """
+    moment = now or dt.datetime.now(dt.timezone.utc)
+    uri = resolve_tracking_uri(tracking_uri, os.environ)
+    view = LedgerView(lambda: open_ledger(uri), moment, approvals=True, where=redact(uri))
+    evaluator = Evaluator(PolicySet(policy_dir), load_catalog(), moment.date(), ledger=view)
+    evaluation = evaluator.evaluate_spec(str(spec))
+    result = evaluation.result
+    _raise_unless_cleared(result)
+    assert evaluation.spec is not None and result.fingerprint is not None
+    approval = result.approval.approval if result.approval else None
+    approval_id = approval.record_id if approval else None
+    tags = tracking.spec_tags(evaluation.spec, result.fingerprint, spec, approval_id=approval_id)
+    return Verification(tracking.spec_path(spec), result.fingerprint, approval, result, tags)
+
+
+def _raise_unless_cleared(result: SpecResult) -> None:
+    def messages(severity: Severity) -> tuple[str, ...]:
+        return tuple(
+            f"{f.rule_id} {f.message}"
+            for f in result.findings
+            if f.active and f.severity is severity
+        )
+
+    if result.outcome is Outcome.INVALID:
+        raise InputError(
+            f"{result.file} is not a valid spec:\n" + "\n".join(str(e) for e in result.errors)
+        )
+    if result.outcome is Outcome.VIOLATION:
+        errors = messages(Severity.ERROR) or messages(Severity.WARN)
+        raise PolicyViolation(f"{result.file} breaks the policy: " + "; ".join(errors))
+    if result.outcome is Outcome.APPROVAL_REQUIRED:
+        stale = result.approval.stale if result.approval else ()
+        raise ApprovalRequired(
+            f"{result.file} needs a fresh approval before launch "
+            f"(budget-gate approve {result.file} --by NAME --reason TEXT)",
+            reasons=(*messages(Severity.APPROVAL), *stale),
+        )

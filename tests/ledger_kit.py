@@ -1,0 +1,129 @@
+"""A team's policy and specs in a temporary directory, and the CLI run against a ledger.
+
+Registered from ``tests/conftest.py`` (``pytest_plugins``) for its ``team`` fixture.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import uuid
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from gate.cli import main
+from gate.fingerprint import fingerprint
+from gate.integrations import open_ledger
+from gate.ledger import LedgerQuery, LedgerRecord, RecordKind
+from gate.loader import load_file
+from gate.spec import Experiment
+from gate.validation import validate
+from tests.mlflow_server import MlflowServer
+
+# 1 GPU × 10 epochs × 6 min = 1 h per trial at 10 USD per GPU-hour: N trials cost 10 × N.
+SPEC = """\
+apiVersion: budget-gate/v1
+kind: Experiment
+metadata: {{name: {name}, team: {team}, owner: carol, labels: {{cost-center: {cc}}}}}
+resources: {{accelerator: L4, gpus_per_trial: 1, precision: bf16}}
+workload: {{max_epochs: 10, epoch_minutes: 6}}
+search: {{strategy: random, max_trials: {trials}}}
+quality_gate: [{{metric: val_f1, op: ">=", value: 0.8}}]
+"""
+POLICY = """\
+apiVersion: budget-gate/v1
+kind: Policy
+prices: {{overrides: {{L4: {{on-demand: {price}}}}}}}
+limits: {{max_experiment_cost: {cap}{limits}}}
+approval:
+  trials_over: {trials_over}
+  approvers: {{users: [alice, bob]}}
+{extra}"""
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+@dataclass
+class Team:
+    """A team of its own (so tests sharing one MLflow server never see each other)."""
+
+    root: Path
+    uri: str
+    capsys: pytest.CaptureFixture[str]
+    name: str = field(default_factory=lambda: unique("team"))
+    cost_center: str = field(default_factory=lambda: unique("cc"))
+
+    @property
+    def policy_dir(self) -> str:
+        return str(self.root / "policies")
+
+    def policy(
+        self,
+        *,
+        price: str = "10",
+        cap: str = "100000",
+        trials_over: int = 4,
+        limits: str = "",
+        extra: str = "",
+    ) -> None:
+        """Write the team's policy; ``limits`` adds ``, key: value`` pairs to ``limits``."""
+        directory = Path(self.policy_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        text = POLICY.format(
+            price=price, cap=cap, trials_over=trials_over, limits=limits, extra=extra
+        )
+        (directory / "default.yaml").write_text(text, encoding="utf-8")
+
+    def spec(self, trials: int, *, file: str | None = None, name: str | None = None) -> str:
+        path = self.root / (file or f"{unique('spec')}.yaml")
+        text = SPEC.format(
+            name=name or unique("exp"), team=self.name, cc=self.cost_center, trials=trials
+        )
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+
+    def cli(self, command: str, *args: str, uri: str | None = None) -> tuple[int, str, str]:
+        self.capsys.readouterr()
+        target = self.uri if uri is None else uri
+        where = ["--tracking-uri", target] if target else []
+        code = main([command, "--policy-dir", self.policy_dir, *where, *args])
+        out, err = self.capsys.readouterr()
+        return code, out, err
+
+    def reconcile(
+        self, spec: str, actual: str, *, uri: str | None = None, **changes: object
+    ) -> LedgerRecord:
+        """Append what reconciliation records: the actual cost of a spec's runs, now."""
+        record = LedgerRecord(
+            kind=RecordKind.RECONCILIATION,
+            spec=spec,
+            fingerprint=fingerprint_of(spec),
+            experiment="reconciled",
+            recorded_at=dt.datetime.now(dt.timezone.utc),
+            currency="USD",
+            actual_cost=Decimal(actual),
+            team=self.name,
+            cost_center=self.cost_center,
+        )
+        record = dataclasses.replace(record, **changes)
+        return dataclasses.replace(record, record_id=open_ledger(uri or self.uri).append(record))
+
+    def records(self, spec: str, uri: str | None = None) -> list[LedgerRecord]:
+        return open_ledger(uri or self.uri).query(LedgerQuery(fingerprint=fingerprint_of(spec)))
+
+
+def fingerprint_of(path: str) -> str:
+    return fingerprint(validate(Experiment, load_file(path)))
+
+
+@pytest.fixture
+def team(tmp_path: Path, mlflow_server: MlflowServer, capsys: pytest.CaptureFixture[str]) -> Team:
+    """A team of its own, with the test policy, on the session's MLflow server."""
+    team = Team(tmp_path, mlflow_server.uri, capsys)
+    team.policy()
+    return team

@@ -1,0 +1,212 @@
+"""A real MLflow tracking server on loopback for tests, and a proxy that stops it mid-command.
+
+Registered from ``tests/conftest.py`` with ``pytest_plugins``. Fixtures:
+
+- ``mlflow_server``: one server per test session (starting one costs 5–22 s), sqlite backend
+  in a temporary directory; tests keep apart by using their own team and spec names.
+- ``doomed_mlflow``: a short-lived server of its own behind :class:`KillingProxy`, which
+  kills the server (SIGKILL to its process group) when a chosen request arrives and drops
+  the connection, so a command sees the outage exactly between two of its requests.
+
+Every test process talks to MLflow with no retries and a short timeout, so an outage costs
+milliseconds, and MLflow never prints run links to stdout.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+START_TIMEOUT_S = 60.0
+CLIENT_ENV = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
+    "MLFLOW_LOGGING_LEVEL": "WARNING",
+}
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class MlflowServer:
+    """One ``mlflow server`` process group with its sqlite store under ``root``."""
+
+    root: Path
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+    started_in_s: float = 0.0
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def sqlite_uri(self) -> str:
+        """The server's own store, readable directly once the server is gone."""
+        return f"sqlite:///{self.root / 'mlflow.db'}"
+
+    def start(self) -> MlflowServer:
+        self.root.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+        command = [
+            sys.executable, "-m", "mlflow", "server",
+            "--backend-store-uri", self.sqlite_uri,
+            "--default-artifact-root", str(self.root / "artifacts"),
+            "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1",
+        ]  # fmt: skip
+        began = time.monotonic()
+        with (self.root / "server.log").open("wb") as log:
+            self.process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        self._wait_healthy(began)
+        self.started_in_s = time.monotonic() - began
+        return self
+
+    def _wait_healthy(self, began: float) -> None:
+        assert self.process is not None
+        while time.monotonic() - began < START_TIMEOUT_S:
+            if self.process.poll() is not None:
+                break
+            try:
+                with urllib.request.urlopen(f"{self.uri}/health", timeout=1) as answer:
+                    if answer.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        log = (self.root / "server.log").read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"mlflow server did not become healthy:\n{log}")
+
+    def kill(self) -> None:
+        """Stop at once, as a crash or a pulled cable would."""
+        self._signal(signal.SIGKILL)
+
+    def stop(self) -> None:
+        """SIGTERM to the process group, SIGKILL if it lingers."""
+        self._signal(signal.SIGTERM)
+
+    def _signal(self, sig: signal.Signals) -> None:
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        try:
+            os.killpg(process.pid, sig)
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=15)
+        except ProcessLookupError:
+            process.wait(timeout=15)
+
+
+class KillingProxy:
+    """Forwards HTTP to a server and kills it when a request path contains ``kill_on``.
+
+    The request that triggers the kill, and every later one, gets its connection dropped
+    without an answer: what a client sees when the server dies under it.
+    """
+
+    def __init__(self, server: MlflowServer, kill_on: str) -> None:
+        self.server = server
+        self.kill_on = kill_on
+        self.seen: list[str] = []
+        self.killed = threading.Event()
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self._http.server_address[1]}"
+
+    def __enter__(self) -> KillingProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _forward(self) -> None:
+                proxy.seen.append(f"{self.command} {self.path}")
+                if proxy.kill_on in self.path and not proxy.killed.is_set():
+                    proxy.server.kill()
+                    proxy.killed.set()
+                if proxy.killed.is_set():
+                    self.close_connection = True
+                    return
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                upstream = http.client.HTTPConnection("127.0.0.1", proxy.server.port, timeout=10)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                upstream.request(self.command, self.path, body=body, headers=headers)
+                answer = upstream.getresponse()
+                payload = answer.read()
+                self.send_response(answer.status)
+                for key, value in answer.getheaders():
+                    if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+                upstream.close()
+
+            do_GET = do_POST = do_PATCH = do_DELETE = _forward
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        return Handler
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _mlflow_client_env() -> Iterator[None]:
+    """No retries, short timeouts, no run links on stdout; no tracking URI from the shell."""
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in CLIENT_ENV.items():
+            patch.setenv(key, value)
+        patch.delenv("MLFLOW_TRACKING_URI", raising=False)
+        yield
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
+    """One real MLflow tracking server for the whole session."""
+    server = MlflowServer(tmp_path_factory.mktemp("mlflow")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def doomed_mlflow(tmp_path: Path) -> Iterator[MlflowServer]:
+    """A server of the test's own, to be killed by a :class:`KillingProxy`."""
+    server = MlflowServer(tmp_path / "doomed").start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,105 @@
+"""``gate.require_approval`` and the run tags launch scripts put on their MLflow runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gate
+from gate import tracking
+from tests.conftest import ROOT
+from tests.ledger_kit import Team, fingerprint_of
+from tests.mlflow_server import free_port
+
+UTC = dt.timezone.utc
+
+
+def clear(team: Team, spec: str, **kw) -> gate.launch.Verification:
+    return gate.require_approval(spec, policy_dir=team.policy_dir, tracking_uri=team.uri, **kw)
+
+
+def test_require_approval_raises_until_approved(team):
+    spec = team.spec(8)
+    with pytest.raises(gate.ApprovalRequired) as raised:
+        clear(team, spec)
+    assert raised.value.exit_code == 2
+    assert raised.value.reasons[0] == "BG110 8 trials is over the approval trigger of 4"
+    assert raised.value.reasons[1].startswith("no approval is recorded for this version")
+    assert str(raised.value).startswith(f"{spec} needs a fresh approval before launch")
+    assert f"budget-gate approve {spec} --by NAME --reason TEXT" in str(raised.value)
+
+    assert team.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    cleared = clear(team, spec)
+    assert cleared.approval is not None and cleared.approval.by == "alice"
+    assert cleared.fingerprint == fingerprint_of(spec)
+    tags = cleared.run_tags(trial_id=3)
+    assert tags == {
+        "budget_gate.spec": Path(spec).as_posix(),
+        "budget_gate.fingerprint": cleared.fingerprint,
+        "budget_gate.experiment": cleared.result.name,
+        "budget_gate.team": team.name,
+        "budget_gate.cost_center": team.cost_center,
+        "budget_gate.gpus": "1",
+        "budget_gate.accelerator": "L4",
+        "budget_gate.capacity": "on-demand",
+        "budget_gate.approval_id": cleared.approval.record_id,
+        "budget_gate.trial_id": "3",
+    }
+    assert "budget_gate.trial_id" not in cleared.run_tags()
+
+    expired = cleared.approval.recorded_at + dt.timedelta(days=31)
+    with pytest.raises(gate.ApprovalRequired, match="expired on"):
+        clear(team, spec, now=expired)
+
+
+def test_no_approval_needed_needs_no_ledger(team):
+    spec = team.spec(2)
+    dead = f"http://127.0.0.1:{free_port()}"
+    cleared = gate.require_approval(spec, policy_dir=team.policy_dir, tracking_uri=dead)
+    assert cleared.approval is None
+    assert "budget_gate.approval_id" not in cleared.run_tags()
+
+
+def test_violations_invalid_specs_and_outages_raise_their_own_errors(team):
+    team.policy(cap="50")
+    with pytest.raises(gate.PolicyViolation, match=r"BG104 worst-case cost 80\.00 USD") as raised:
+        clear(team, team.spec(8))
+    assert raised.value.exit_code == 1
+    bad = Path(team.root / "bad.yaml")
+    bad.write_text("apiVersion: budget-gate/v1\nkind: Experiment\n")
+    with pytest.raises(gate.InputError, match="missing required key 'metadata'"):
+        clear(team, str(bad))
+    team.policy()
+    dead = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(gate.BackendError, match="connection refused"):
+        gate.require_approval(team.spec(8), policy_dir=team.policy_dir, tracking_uri=dead)
+
+
+def test_run_tags_from_the_spec_file_alone(team):
+    spec = team.spec(8)
+    tags = tracking.run_tags(spec, trial_id=7)
+    assert tags["budget_gate.fingerprint"] == fingerprint_of(spec)
+    assert tags["budget_gate.trial_id"] == "7"
+    assert "budget_gate.approval_id" not in tags
+    with pytest.raises(gate.InputError):
+        tracking.run_tags(team.root / "missing.yaml")
+
+
+def test_importing_gate_stays_light():
+    probe = (
+        "import sys, gate\n"
+        "def loaded():\n"
+        "    roots = {m.split('.')[0] for m in sys.modules}\n"
+        "    return sorted({'pydantic', 'yaml', 'mlflow'} & roots)\n"
+        "print(loaded())\n"
+        "assert callable(gate.require_approval)\n"
+        "print(loaded())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert proc.stdout == "[]\n['pydantic', 'yaml']\n"  # MLflow only once the ledger is read

@@ -1,0 +1,168 @@
+"""The MLflow ledger store against a real tracking server: round trips, filters, races."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import threading
+import uuid
+from decimal import Decimal
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from gate.errors import BackendError
+from gate.integrations import open_ledger
+from gate.integrations.mlflow_client import filter_string
+from gate.ledger import (
+    LEDGER_EXPERIMENT,
+    LedgerQuery,
+    LedgerRecord,
+    RecordKind,
+    Source,
+    redact,
+    to_tags,
+)
+
+UTC = dt.timezone.utc
+NOW = dt.datetime.now(UTC).replace(microsecond=0)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def approval(**changes) -> LedgerRecord:
+    base = LedgerRecord(
+        kind=RecordKind.APPROVAL,
+        spec=unique("experiments/s") + ".yaml",
+        fingerprint="sha256:" + uuid.uuid4().hex,
+        experiment="sweep",
+        recorded_at=NOW,
+        currency="USD",
+        worst_cost=Decimal("611.305"),
+        expected_cost=Decimal("400.1"),
+        team=unique("team"),
+        cost_center=unique("cc"),
+        by="alice",
+        reason="worth it",
+        source=Source.GITHUB_REVIEW,
+        pr_number=17,
+        expires_at=NOW + dt.timedelta(days=14),
+    )
+    return dataclasses.replace(base, **changes)
+
+
+def test_a_record_round_trips_exactly(mlflow_server):
+    ledger = open_ledger(mlflow_server.uri)
+    record = approval()
+    run_id = ledger.append(record)
+    [back] = ledger.query(LedgerQuery(fingerprint=record.fingerprint))
+    assert back == dataclasses.replace(record, record_id=run_id)
+    run = MlflowClient(mlflow_server.uri).get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["budget_gate.kind"] == "approval"
+    assert run.data.tags["budget_gate.by"] == "alice"
+    assert run.info.run_name == "approval: sweep by alice"
+    experiment = MlflowClient(mlflow_server.uri).get_experiment(run.info.experiment_id)
+    assert experiment.name == LEDGER_EXPERIMENT
+
+
+def test_every_filter_narrows_and_they_combine(mlflow_server):
+    ledger = open_ledger(mlflow_server.uri)
+    team = unique("team")
+    first = approval(team=team, recorded_at=NOW - dt.timedelta(days=40))
+    second = approval(team=team, spec=first.spec, cost_center="cc-shared")
+    third = approval(
+        team=team,
+        fingerprint=first.fingerprint,
+        cost_center="cc-shared",
+        recorded_at=NOW + dt.timedelta(seconds=1),
+    )
+    for record in (first, second, third):
+        ledger.append(record)
+
+    def found(**filters) -> list[str]:
+        return [r.fingerprint + r.spec for r in ledger.query(LedgerQuery(**filters))]
+
+    key = {
+        r.fingerprint + r.spec: name for name, r in zip("123", (first, second, third), strict=True)
+    }
+    assert [key[k] for k in found(team=team)] == ["1", "2", "3"]  # oldest first
+    assert [key[k] for k in found(team=team, since=NOW - dt.timedelta(days=1))] == ["2", "3"]
+    assert [key[k] for k in found(fingerprint=first.fingerprint)] == ["1", "3"]
+    assert [key[k] for k in found(spec=first.spec)] == ["1", "2"]
+    assert [key[k] for k in found(team=team, cost_center="cc-shared", spec=first.spec)] == ["2"]
+    assert found(team=unique("nobody")) == []
+
+
+def test_unfinished_runs_are_not_records(mlflow_server):
+    ledger = open_ledger(mlflow_server.uri)
+    record = approval()
+    client = MlflowClient(mlflow_server.uri)
+    experiment = client.get_experiment_by_name(LEDGER_EXPERIMENT)
+    if experiment is None:  # this test ran first: let the ledger create its experiment
+        ledger.append(approval())
+        experiment = client.get_experiment_by_name(LEDGER_EXPERIMENT)
+    client.create_run(experiment.experiment_id, tags=to_tags(record))  # left RUNNING
+    assert ledger.query(LedgerQuery(fingerprint=record.fingerprint)) == []
+    ledger.append(record)
+    assert len(ledger.query(LedgerQuery(fingerprint=record.fingerprint))) == 1
+
+
+def test_two_approvals_at_the_same_moment_are_both_kept(mlflow_server):
+    record = approval()
+    barrier = threading.Barrier(8)
+    ids: list[str] = []
+    errors: list[BaseException] = []
+
+    def approve(name: str) -> None:
+        ledger = open_ledger(mlflow_server.uri)
+        barrier.wait()
+        try:
+            ids.append(ledger.append(dataclasses.replace(record, by=name)))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=approve, args=(f"user{i}",)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(set(ids)) == 8
+    stored = open_ledger(mlflow_server.uri).query(LedgerQuery(fingerprint=record.fingerprint))
+    assert sorted(r.by for r in stored) == [f"user{i}" for i in range(8)]
+    assert {r.recorded_at for r in stored} == {NOW}
+
+
+def test_values_with_quotes_are_searchable(mlflow_server):
+    ledger = open_ledger(mlflow_server.uri)
+    record = approval(spec=unique("experiments/bob's") + ".yaml")
+    ledger.append(record)
+    [back] = ledger.query(LedgerQuery(spec=record.spec))
+    assert back.spec == record.spec
+    with pytest.raises(BackendError, match="both kinds of quotes"):
+        ledger.query(LedgerQuery(spec="a'b\"c"))
+
+
+def test_an_edited_record_is_reported_not_skipped(mlflow_server):
+    ledger = open_ledger(mlflow_server.uri)
+    record = approval()
+    run_id = ledger.append(record)
+    MlflowClient(mlflow_server.uri).set_tag(run_id, "budget_gate.worst_cost", "a lot")
+    with pytest.raises(BackendError, match=f"ledger record {run_id} .* is malformed"):
+        ledger.query(LedgerQuery(fingerprint=record.fingerprint))
+
+
+def test_the_filter_string():
+    query = LedgerQuery(team="vision", since=dt.datetime(2026, 11, 1, tzinfo=UTC))
+    assert filter_string(query) == (
+        "attributes.status = 'FINISHED' AND tags.budget_gate.kind IS NOT NULL AND "
+        "tags.budget_gate.team = 'vision' AND attributes.start_time >= 1793491200000"
+    )
+
+
+def test_credentials_are_never_shown():
+    assert redact("https://user:secret@mlflow.example.com/") == "https://***@mlflow.example.com/"
+    assert redact("http://127.0.0.1:5000") == "http://127.0.0.1:5000"

@@ -1,0 +1,253 @@
+"""gate.ledger: record encoding, approver authorization, freshness, expiry, tracking URI."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+
+from gate.errors import BackendError, InputError
+from gate.ledger import (
+    DEFAULT_TRACKING_URI,
+    LedgerRecord,
+    RecordKind,
+    Requirement,
+    Source,
+    authorize,
+    check_approvals,
+    explain_changed,
+    from_tags,
+    parse_expiry,
+    resolve_tracking_uri,
+    to_tags,
+)
+from gate.policy import Approvers
+
+UTC = dt.timezone.utc
+NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+FP = "sha256:" + "a" * 64
+OLD_FP = "sha256:" + "b" * 64
+NEED = Requirement(FP, Decimal("611.31"), "USD", Approvers(users=["alice", "bob"]), "carol")
+
+
+def approval(**changes) -> LedgerRecord:
+    base = LedgerRecord(
+        kind=RecordKind.APPROVAL,
+        spec="experiments/sweep.yaml",
+        fingerprint=FP,
+        experiment="sweep",
+        recorded_at=NOW - dt.timedelta(days=1),
+        currency="USD",
+        worst_cost=Decimal("611.31"),
+        expected_cost=Decimal("400"),
+        team="vision",
+        by="alice",
+        reason="worth it",
+        expires_at=NOW + dt.timedelta(days=13),
+        record_id="r1",
+    )
+    return dataclasses.replace(base, **changes)
+
+
+def revocation(at: dt.datetime, revokes: tuple[str, ...] = ("r1",)) -> LedgerRecord:
+    return approval(
+        kind=RecordKind.REVOCATION,
+        revokes=revokes,
+        record_id="rv",
+        recorded_at=at,
+        by="bob",
+        reason="budget cut",
+        worst_cost=None,
+        expected_cost=None,
+        expires_at=None,
+    )
+
+
+def test_tags_round_trip_exactly():
+    record = approval(
+        cost_center="cc-1", source=Source.GITHUB_COMMENT, pr_number=42, worst_cost=Decimal("0.10")
+    )
+    revoking = revocation(NOW, revokes=("a1", "b2"))
+    assert to_tags(revoking)["budget_gate.revokes"] == "a1,b2"
+    assert from_tags(to_tags(revoking), "rv") == revoking
+    tags = to_tags(record)
+    assert tags["budget_gate.kind"] == "approval"
+    assert tags["budget_gate.worst_cost"] == "0.10"
+    assert tags["budget_gate.fingerprint"] == FP
+    assert tags["budget_gate.pr_number"] == "42"
+    assert from_tags(tags, "r1") == record
+
+
+def test_unset_fields_are_not_tagged():
+    record = approval(team=None, expires_at=None, expected_cost=None, record_id=None)
+    tags = to_tags(record)
+    assert "budget_gate.team" not in tags
+    assert "budget_gate.expires_at" not in tags
+    assert "budget_gate.actual_cost" not in tags
+    assert "budget_gate.revokes" not in tags
+    assert from_tags(tags, "r9") == dataclasses.replace(record, record_id="r9")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("budget_gate.worst_cost", "lots"),
+        ("budget_gate.worst_cost", "NaN"),
+        ("budget_gate.kind", "bribe"),
+        ("budget_gate.recorded_at", "2026-11-29T12:00:00"),
+        ("budget_gate.currency", None),
+    ],
+)
+def test_malformed_records_are_a_backend_error_naming_the_run(key, value):
+    tags = to_tags(approval())
+    if value is None:
+        del tags[key]
+    else:
+        tags[key] = value
+    with pytest.raises(BackendError, match=r"ledger record run-7 .* is malformed"):
+        from_tags(tags, "run-7")
+
+
+def test_a_listed_user_may_approve():
+    assert authorize("alice", Source.LOCAL, NEED) is None
+
+
+def test_an_unlisted_user_may_not():
+    assert authorize("mallory", Source.LOCAL, NEED) == (
+        "mallory is not an approver (approval.approvers.users: alice, bob)"
+    )
+
+
+def test_without_listed_users_local_approval_is_impossible():
+    need = dataclasses.replace(NEED, approvers=Approvers(teams=["ml-platform"]))
+    refusal = authorize("alice", Source.LOCAL, need)
+    assert refusal is not None and "lists no approval.approvers.users" in refusal
+
+
+def test_github_approvals_were_authorized_by_the_github_flow():
+    need = dataclasses.replace(NEED, approvers=Approvers(teams=["ml-platform"]))
+    assert authorize("dave", Source.GITHUB_REVIEW, need) is None
+
+
+def test_self_approval_needs_the_policy_to_allow_it():
+    owner = dataclasses.replace(NEED, owner="alice")
+    assert authorize("alice", Source.LOCAL, owner) == (
+        "alice owns the spec and the policy does not allow self-approval"
+    )
+    assert authorize("alice", Source.GITHUB_REVIEW, owner) is not None
+    allowed = dataclasses.replace(
+        owner, approvers=Approvers(users=["alice"], allow_self_approval=True)
+    )
+    assert authorize("alice", Source.LOCAL, allowed) is None
+
+
+def test_a_fresh_approval_is_found():
+    found = check_approvals([approval()], NEED, NOW)
+    assert found.approval == approval()
+    assert found.stale == ()
+
+
+def test_the_newest_fresh_approval_wins_and_stale_ones_are_explained():
+    older = approval(record_id="old", recorded_at=NOW - dt.timedelta(days=3))
+    newest = approval(record_id="new", recorded_at=NOW - dt.timedelta(hours=1), by="mallory")
+    found = check_approvals([newest, older], NEED, NOW)
+    assert found.approval is not None and found.approval.record_id == "old"
+    [why] = found.stale
+    assert why.startswith("approval by mallory on 2026-11-29 11:00 UTC no longer counts:")
+
+
+def test_nothing_recorded():
+    found = check_approvals([], NEED, NOW)
+    assert found.approval is None
+    assert found.stale == ("no approval is recorded for this version (sha256:aaaaaaaaaaaa)",)
+
+
+def test_another_fingerprint_does_not_count():
+    assert check_approvals([approval(fingerprint=OLD_FP)], NEED, NOW).approval is None
+
+
+def test_expired():
+    found = check_approvals([approval(expires_at=NOW)], NEED, NOW)
+    assert found.approval is None
+    assert found.stale == (
+        "approval by alice on 2026-11-28 12:00 UTC expired on 2026-11-29 12:00 UTC",
+    )
+    assert check_approvals([approval(expires_at=None)], NEED, NOW).approval is not None
+
+
+def test_amount_below_the_current_worst_case():
+    found = check_approvals([approval(worst_cost=Decimal("611.30"))], NEED, NOW)
+    assert found.stale == (
+        "approval by alice on 2026-11-28 12:00 UTC covers 611.30 USD, below the current "
+        "worst case 611.31 USD",
+    )
+    higher = approval(worst_cost=Decimal("700"))
+    assert check_approvals([higher], NEED, NOW).approval == higher
+
+
+def test_other_currency():
+    found = check_approvals([approval(currency="EUR")], NEED, NOW)
+    assert found.stale == (
+        "approval by alice on 2026-11-28 12:00 UTC is in EUR, the policy now prices in USD",
+    )
+
+
+def test_revoked_by_a_record_naming_it():
+    revoked = [approval(), revocation(NOW - dt.timedelta(hours=2))]
+    found = check_approvals(revoked, NEED, NOW)
+    assert found.approval is None
+    assert found.stale == (
+        "approval by alice on 2026-11-28 12:00 UTC was revoked "
+        "(revocation by bob on 2026-11-29 10:00 UTC: budget cut)",
+    )
+
+
+def test_a_revocation_touches_only_the_approvals_it_names():
+    same_instant = approval(record_id="r2", recorded_at=NOW - dt.timedelta(hours=2))
+    other = revocation(NOW - dt.timedelta(hours=2), revokes=("r0", "r3"))
+    mine = revocation(NOW - dt.timedelta(hours=2))
+    found = check_approvals([approval(), same_instant, other, mine], NEED, NOW)
+    assert found.approval == same_instant
+
+
+def test_records_after_now_are_ignored():
+    later = approval(recorded_at=NOW + dt.timedelta(minutes=1))
+    assert check_approvals([later], NEED, NOW).approval is None
+    revoked_later = [approval(), revocation(NOW + dt.timedelta(minutes=1))]
+    assert check_approvals(revoked_later, NEED, NOW).approval == approval()
+
+
+def test_explain_changed_names_the_last_approval_of_another_version():
+    old = approval(fingerprint=OLD_FP, recorded_at=NOW - dt.timedelta(days=5))
+    assert explain_changed([old, approval()], FP) == (
+        "the spec changed since its last approval by alice on 2026-11-24 12:00 UTC "
+        "(sha256:bbbbbbbbbbbb); approve this version again"
+    )
+    assert explain_changed([approval()], FP) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "hours"), [("12h", 12), ("14d", 14 * 24), ("2w", 14 * 24), ("366d", 366 * 24)]
+)
+def test_parse_expiry(text, hours):
+    assert parse_expiry(text) == dt.timedelta(hours=hours)
+
+
+@pytest.mark.parametrize("text", ["", "14", "0d", "1y", "-1d", "1.5d", "d14"])
+def test_parse_expiry_rejects(text):
+    with pytest.raises(InputError, match="is not a duration"):
+        parse_expiry(text)
+
+
+def test_parse_expiry_caps_at_a_year():
+    with pytest.raises(InputError, match="over a year"):
+        parse_expiry("53w")
+
+
+def test_tracking_uri_flag_then_environment_then_sqlite():
+    env = {"MLFLOW_TRACKING_URI": "http://mlflow:5000"}
+    assert resolve_tracking_uri("http://flag:1", env) == "http://flag:1"
+    assert resolve_tracking_uri(None, env) == "http://mlflow:5000"
+    assert resolve_tracking_uri(None, {}) == DEFAULT_TRACKING_URI == "sqlite:///mlflow.db"
