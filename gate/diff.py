@@ -160,7 +160,7 @@ def _factors(s: Scenario) -> tuple[Decimal, Decimal, Decimal, Decimal]:
     d = s.drivers
     return (
         Decimal(d.trials),
-        Decimal(d.gpus_per_trial),
+        Decimal(d.gpus_per_trial) * d.gpu_share,  # a MIG slice is a share of a GPU
         d.hours_per_trial,
         d.price_per_gpu_hour,
     )

@@ -11,7 +11,7 @@ the middle of uncertain inputs and the expected pruning of asynchronous searches
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Literal
 
 from gate.assumptions import preemption_note, reliability_notes, shared_notes
@@ -256,7 +256,9 @@ def _trial_cap(spec: Experiment, quote: Quote) -> tuple[Decimal, str] | None:
     rate = spec.resources.gpus_per_trial * spec.resources.gpu_share * quote.per_gpu_hour
     if stop.max_trial_cost is not None and rate > 0:
         label = f"max_trial_cost {format_amount(stop.max_trial_cost)}"
-        caps.append((_round(stop.max_trial_cost / rate), label))
+        # NOTE: rounded down, so a trial capped at the cost never costs a hair more than it.
+        hours = (stop.max_trial_cost / rate).quantize(_NANOHOUR, rounding=ROUND_FLOOR)
+        caps.append((hours, label))
     return min(caps, key=lambda cap: cap[0]) if caps else None
 
 

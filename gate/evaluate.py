@@ -30,6 +30,7 @@ from gate.rules import REGISTRY
 from gate.rules.base import RuleContext
 from gate.spec import Capacity, Experiment
 from gate.tracking import spec_path
+from gate.trials import count_trials
 from gate.validation import validate
 from gate.verdict import RawFinding, apply_approval, apply_policy, decide
 
@@ -73,6 +74,7 @@ class Evaluator:
         loaded = self.policies.for_team(spec.metadata.team)
         policy = loaded.policy
         try:
+            _check_size(spec, doc)
             price = self._quote(spec, policy, spec.resources.capacity, doc)
         except InputError as exc:
             return Evaluation(_invalid(spec_file, exc))
@@ -165,6 +167,20 @@ def _findings(doc: LoadedDoc, ctx: RuleContext, loaded: LoadedPolicy) -> list[Fi
     findings = apply_policy(raw, loaded, ctx.spec_file, ctx.today)
     findings.sort(key=_finding_order)
     return findings
+
+
+MAX_TRIALS = 10**18
+"""Beyond a quintillion trials a search is a typo, not a plan (10¹⁵ is still priced)."""
+
+
+def _check_size(spec: Experiment, doc: LoadedDoc) -> None:
+    trials = count_trials(spec.search, spec.workload.max_epochs)
+    if trials > MAX_TRIALS:
+        raise InputError(
+            f"the search has about 10^{len(str(trials)) - 1} trials",
+            location=doc.source_map.locate(("search",), key=True),
+            hint="check the grid's value lists and seeds; no budget covers this many trials",
+        )
 
 
 def _parse(doc: LoadedDoc) -> Experiment:

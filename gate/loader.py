@@ -31,6 +31,7 @@ DataPath = tuple[str | int, ...]
 _STR = "tag:yaml.org,2002:str"
 _BOOL = "tag:yaml.org,2002:bool"
 _FLOAT = "tag:yaml.org,2002:float"
+_INT = "tag:yaml.org,2002:int"
 _MERGE = "tag:yaml.org,2002:merge"
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
@@ -216,6 +217,7 @@ class _Walker:
         self.budget = MAX_NODES
         self.values: dict[DataPath, Location] = {}
         self.keys: dict[DataPath, Location] = {}
+        self.open: set[int] = set()  # collections being walked: an alias back to one is a cycle
 
     def walk(self, node: Node, path: DataPath) -> Any:
         self.budget -= 1
@@ -225,15 +227,31 @@ class _Walker:
                 location=_loc(self.file, node),
                 hint="this looks like an alias bomb; reuse anchors less deeply",
             )
+        if len(path) > MAX_DEPTH:
+            raise InputError(
+                f"nesting deeper than {MAX_DEPTH} levels",
+                location=_loc(self.file, node),
+                hint="flatten the structure",
+            )
         self.values.setdefault(path, _loc(self.file, node))
-        if isinstance(node, MappingNode):
-            self._plain_tag(node, _MAP)
-            return self._mapping(node, path)
-        if isinstance(node, SequenceNode):
+        if isinstance(node, ScalarNode):
+            return self._scalar(node, path)
+        if id(node) in self.open:
+            raise InputError(
+                "an alias refers to a mapping or list that contains it (a cycle)",
+                location=_loc(self.file, node),
+                hint="an anchor cannot be used inside itself; copy the values instead",
+            )
+        self.open.add(id(node))
+        try:
+            if isinstance(node, MappingNode):
+                self._plain_tag(node, _MAP)
+                return self._mapping(node, path)
+            assert isinstance(node, SequenceNode)
             self._plain_tag(node, _SEQ)
             return [self.walk(item, (*path, i)) for i, item in enumerate(node.value)]
-        assert isinstance(node, ScalarNode)
-        return self._scalar(node, path)
+        finally:
+            self.open.discard(id(node))
 
     def _plain_tag(self, node: Node, expected: str) -> None:
         if node.tag != expected:
@@ -243,13 +261,20 @@ class _Walker:
                 hint="remove the tag; only plain YAML values are allowed",
             )
 
-    def _mapping(self, node: MappingNode, path: DataPath) -> dict[str, Any]:
+    def _mapping(
+        self, node: MappingNode, path: DataPath, skip: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
+        """Explicit keys first, then merge keys (<<) for the names still missing.
+
+        ``skip`` names are left out (already set by the mapping that merges this one), so
+        their positions stay those of the explicit keys.
+        """
         result: dict[str, Any] = {}
         first_seen: dict[str, Location] = {}
+        merges = []
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE:
-                for name, value in self._merge_sources(value_node, path).items():
-                    result.setdefault(name, value)
+                merges.append(value_node)
                 continue
             key_loc = _loc(self.file, key_node)
             name = self._key(key_node)
@@ -261,25 +286,23 @@ class _Walker:
                     hint="remove one of them; YAML would silently keep only the last",
                 )
             first_seen[name] = key_loc
+            if name in skip:
+                continue
             child = (*path, name)
             self.keys[child] = key_loc
             self.values[child] = _loc(self.file, value_node)
             result[name] = self.walk(value_node, child)
+        for merge in merges:
+            sources = merge.value if isinstance(merge, SequenceNode) else [merge]
+            for source in sources:
+                if not isinstance(source, MappingNode):
+                    raise InputError(
+                        "a merge key (<<) needs a mapping or a list of mappings",
+                        location=_loc(self.file, source),
+                        hint="point << at an anchored mapping, e.g. <<: *defaults",
+                    )
+                result.update(self._mapping(source, path, skip | frozenset(result)))
         return result
-
-    def _merge_sources(self, node: Node, path: DataPath) -> dict[str, Any]:
-        sources = node.value if isinstance(node, SequenceNode) else [node]
-        merged: dict[str, Any] = {}
-        for source in sources:
-            if not isinstance(source, MappingNode):
-                raise InputError(
-                    "a merge key (<<) needs a mapping or a list of mappings",
-                    location=_loc(self.file, source),
-                    hint="point << at an anchored mapping, e.g. <<: *defaults",
-                )
-            for name, value in self._mapping(source, path).items():
-                merged.setdefault(name, value)
-        return merged
 
     def _key(self, node: Node) -> str:
         if isinstance(node, ScalarNode) and node.tag == _STR:
@@ -304,6 +327,12 @@ class _Walker:
                 f"unsupported YAML tag {_short_tag(node.tag)}",
                 location=_loc(self.file, node),
                 hint="remove the tag; only plain YAML values are allowed",
+            )
+        if node.tag in (_INT, _FLOAT) and not node.style and ":" in node.value:
+            raise InputError(
+                f"{node.value!r} reads as a YAML 1.1 base-60 number",
+                location=_loc(self.file, node),
+                hint=f'write the number you mean, or quote it ("{node.value}") for a string',
             )
         if node.tag == _BOOL and not node.style and node.value.lower() in _YAML11_BOOLS:
             raise InputError(

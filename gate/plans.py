@@ -165,4 +165,5 @@ def _curve_plateau(curve: LearningCurve, min_delta: float, max_epochs: int) -> t
     if first_gain <= min_delta:
         return 0, f"{described}, already below min_delta {min_delta:g}"
     epoch = curve.half_life_epochs * math.log2(first_gain / min_delta)
-    return min(max_epochs, math.ceil(epoch)), f"{described} and min_delta {min_delta:g}"
+    plateau = math.ceil(epoch) if math.isfinite(epoch) and epoch < max_epochs else max_epochs
+    return plateau, f"{described} and min_delta {min_delta:g}"

@@ -11,7 +11,7 @@ from decimal import Decimal
 from enum import Enum
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool, StrictFloat
 
 from gate.money import Money
 from gate.spec import Capacity, LearningCurve, Model, Name, PositiveFloat, PositiveInt
@@ -49,11 +49,11 @@ class OwnedHardware(Model):
     """Cost inputs of GPUs the team owns, priced per GPU-hour of useful work (DOMAIN.md §2)."""
 
     purchase_price: Money
-    amortization_years: Annotated[float, Field(gt=0, le=20)]
-    power_kw: Annotated[float, Field(ge=0, le=5)]
-    pue: Annotated[float, Field(ge=1, le=3)] = 1.4
+    amortization_years: Annotated[StrictFloat, Field(gt=0, le=20)]
+    power_kw: Annotated[StrictFloat, Field(ge=0, le=5)]
+    pue: Annotated[StrictFloat, Field(ge=1, le=3)] = 1.4
     electricity_per_kwh: Money
-    utilization: Annotated[float, Field(gt=0, le=1)]
+    utilization: Annotated[StrictFloat, Field(gt=0, le=1)]
     facility_per_gpu_year: Money = Decimal(0)
     staff_per_gpu_year: Money = Decimal(0)
 
@@ -72,7 +72,7 @@ class Cluster(Model):
 
     gpus_per_node: PositiveInt | None = None
     nodes: PositiveInt | None = None
-    multi_node: bool = False
+    multi_node: StrictBool = False
 
 
 class Limits(Model):
@@ -90,7 +90,7 @@ class Limits(Model):
     max_concurrent_gpus: PositiveInt | None = None
     monthly_budget: Money | None = None
     budget_scope: Literal["team", "cost-center"] = "team"
-    budget_warn_at: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.8
+    budget_warn_at: Annotated[StrictFloat, Field(gt=0, le=1, allow_inf_nan=False)] = 0.8
 
 
 class Approvers(Model):
@@ -99,7 +99,7 @@ class Approvers(Model):
     users: list[Name] = Field(default_factory=list)
     teams: list[Name] = Field(default_factory=list)
     permission: Literal["admin", "maintain", "write"] | None = None
-    allow_self_approval: bool = False
+    allow_self_approval: StrictBool = False
 
 
 class Approval(Model):
@@ -127,23 +127,23 @@ class Practices(Model):
 class Estimation(Model):
     """Assumptions behind the expected scenario, when the spec gives none."""
 
-    plateau_fraction: Annotated[float, Field(gt=0, le=1)] = 0.5
+    plateau_fraction: Annotated[StrictFloat, Field(gt=0, le=1)] = 0.5
     learning_curve: LearningCurve | None = None
-    queue_wait_hours: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    queue_wait_hours: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] = 0.0
 
 
 class Reliability(Model):
     """How often trials fail, and how often they are retried (charged to the experiment)."""
 
-    failure_rate: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    failure_rate: Annotated[StrictFloat, Field(ge=0, lt=1)] = 0.0
     max_retries: Annotated[int, Field(ge=0, le=10)] = 0
-    failure_point: Annotated[float, Field(gt=0, le=1)] = 0.5
+    failure_point: Annotated[StrictFloat, Field(gt=0, le=1)] = 0.5
 
 
 class Spot(Model):
     """Spot-capacity assumptions: preemptions per hour of a trial, and extra cost per trial."""
 
-    preemptions_per_hour: Annotated[float, Field(ge=0, le=10)] = 0.01
+    preemptions_per_hour: Annotated[StrictFloat, Field(ge=0, le=10)] = 0.01
     extra_ops_per_trial: Money = Decimal(0)
 
 

@@ -39,4 +39,10 @@ def preemption_factor(
     x = min(preemptions_per_hour * interval, 700.0)
     growth = math.expm1(x)
     per_segment = interval * (growth / x if x > 0 else 1.0) + float(restart_hours) * growth
-    return Decimal(str(per_segment / interval)).max(Decimal(1))
+    factor = per_segment / interval
+    return Decimal(str(min(factor, MAX_FACTOR))).max(Decimal(1))
+
+
+MAX_FACTOR = 1e12
+"""A run that takes a trillion times its length under preemptions never finishes: the
+factor is capped there so the estimate stays a (huge) finite number."""

@@ -52,10 +52,12 @@ def flat(trials: int, epochs: int) -> tuple[Stage, ...]:
 
 def rung_marks(min_epochs: int, max_epochs: int, eta: Decimal) -> list[int]:
     """Cumulative epochs at the end of each rung: r, rη, rη², … below R, then R."""
-    marks = []
+    marks: list[int] = []
     level = Decimal(min(min_epochs, max_epochs))
     while _ceil(level) < max_epochs:
-        marks.append(_ceil(level))
+        mark = _ceil(level)
+        if not marks or mark > marks[-1]:  # η near 1 repeats a mark: keep each rung once
+            marks.append(mark)
         level *= eta
     marks.append(max_epochs)
     return marks
@@ -100,11 +102,19 @@ def expected_promotions(arrivals: Decimal, eta: Decimal) -> Decimal:
     arrival counts by its fraction.
     """
     whole = math.floor(arrivals)
-    total = sum((Decimal(max(1, math.floor(j / eta))) / j for j in range(1, whole + 1)), Decimal(0))
+    exact = min(whole, _EXACT_ARRIVALS)
+    total = sum((Decimal(max(1, math.floor(j / eta))) / j for j in range(1, exact + 1)), Decimal(0))
+    if whole > exact:
+        # NOTE: past 100,000 arrivals ⌊j/η⌋/j = 1/η − frac(j/η)/j, and frac averages about ½:
+        # the tail is (n − m)/η − ½·ln(n/m), off by far less than one trial.
+        total += Decimal(whole - exact) / eta - Decimal(math.log(whole / exact)) / 2
     part = arrivals - whole
     if part:
         total += part * Decimal(max(1, math.floor((whole + 1) / eta))) / (whole + 1)
     return total
+
+
+_EXACT_ARRIVALS = 100_000
 
 
 def no_pruning(configurations: Decimal, marks: list[int], *, resume: bool) -> Stage:

@@ -10,14 +10,26 @@ from decimal import Decimal
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    model_validator,
+)
 
 from gate.money import Money
 
 PositiveInt = Annotated[StrictInt, Field(gt=0)]
-PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Name = Annotated[str, Field(min_length=1, max_length=200)]
+# NOTE: numbers are strict (true and "3" are not numbers) but an int is a fine float.
+PositiveFloat = Annotated[StrictFloat, Field(gt=0, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]
+_PRINTABLE = r"^[^\x00-\x1f\x7f-\x9f]*$"
+"""No control characters: spec strings reach terminals, CI logs and PR comments."""
+Name = Annotated[str, Field(min_length=1, max_length=200, pattern=_PRINTABLE)]
+Text = Annotated[str, Field(max_length=200, pattern=_PRINTABLE)]
 
 
 class Model(BaseModel):
@@ -61,7 +73,7 @@ class Metadata(Model):
     name: Name
     team: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=63)] | None = None
     owner: Name | None = None
-    labels: dict[str, Annotated[str, Field(max_length=200)]] = Field(default_factory=dict)
+    labels: dict[Name, Text] = Field(default_factory=dict)
 
 
 class Resources(Model):
@@ -104,7 +116,7 @@ class Workload(Model):
     samples_per_second: PositiveFloat | None = None
     train_samples: PositiveInt | None = None
     setup_minutes: NonNegativeFloat = 0.0
-    eval_overhead: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0
+    eval_overhead: Annotated[StrictFloat, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0
 
     @model_validator(mode="after")
     def _one_epoch_time(self) -> Workload:
@@ -139,8 +151,8 @@ class Parameter(Model):
     """One search dimension: a list of values, or a continuous range."""
 
     values: Annotated[list[Any], Field(min_length=1)] | None = None
-    low: float | None = None
-    high: float | None = None
+    low: StrictFloat | None = None
+    high: StrictFloat | None = None
     log: StrictBool = False
 
     @model_validator(mode="after")
@@ -165,17 +177,17 @@ class Scheduler(Model):
 
     min_epochs: PositiveInt = 1
     max_epochs: PositiveInt | None = None
-    reduction_factor: Annotated[float, Field(allow_inf_nan=False)] = 3.0
+    reduction_factor: Annotated[StrictFloat, Field(allow_inf_nan=False)] = 3.0
     brackets: PositiveInt | None = None
     resume: StrictBool = True
     synchronous: StrictBool | None = None
 
     @model_validator(mode="after")
     def _halving_possible(self) -> Scheduler:
-        if self.reduction_factor <= 1:
+        if self.reduction_factor < 1.1:
             raise ValueError(
-                f"reduction_factor {self.reduction_factor:g} keeps every trial — use a value "
-                "above 1 (2, 3 or 4 are usual)"
+                f"reduction_factor {self.reduction_factor:g} keeps (nearly) every trial — use "
+                "1.1 or more (2, 3 or 4 are usual)"
             )
         if self.max_epochs is not None and self.max_epochs < self.min_epochs:
             raise ValueError("max_epochs is below min_epochs — raise max_epochs")
@@ -231,7 +243,7 @@ class Stopping(Model):
 
     early_stopping: EarlyStopping | None = None
     max_trial_hours: PositiveFloat | None = None
-    max_trial_cost: Money | None = None
+    max_trial_cost: Annotated[Money, Field(gt=0)] | None = None
 
 
 class Condition(Model):
@@ -239,7 +251,7 @@ class Condition(Model):
 
     metric: Name
     op: Literal[">=", ">", "<=", "<", "=="]
-    value: float
+    value: StrictFloat
 
 
 class Tracking(Model):

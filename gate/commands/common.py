@@ -91,12 +91,14 @@ def as_of(args: argparse.Namespace) -> tuple[dt.date, dt.datetime]:
         return dt.date.today(), utc_now()
     try:
         moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=dt.timezone.utc)
+        moment = moment.astimezone(dt.timezone.utc)
+    except (ValueError, OverflowError):
         raise InputError(
-            f"--as-of {value!r} is not a date", hint="use YYYY-MM-DD or YYYY-MM-DDTHH:MM"
+            f"--as-of {value!r} is not a usable date",
+            hint="use YYYY-MM-DD or YYYY-MM-DDTHH:MM within years 2–9998",
         ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
     return moment.date(), moment
 
 

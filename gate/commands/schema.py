@@ -9,6 +9,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from gate.commands.output import write_atomically
+from gate.errors import InputError
 from gate.policy import Policy
 from gate.spec import Experiment
 
@@ -31,9 +33,14 @@ def run(args: argparse.Namespace) -> int:
     """Print both schemas as one JSON object, or write one file each with --write."""
     if args.write:
         out = Path(args.dir)
-        out.mkdir(parents=True, exist_ok=True)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(
+                f"cannot create {out}: {exc.strerror}", hint="choose another --dir"
+            ) from None
         for name, model in SCHEMAS.items():
-            (out / name).write_text(render_schema(model), encoding="utf-8")
+            write_atomically(str(out / name), render_schema(model))
             print(f"wrote {out / name}", file=sys.stderr)
         return 0
     combined = {name: json.loads(render_schema(model)) for name, model in SCHEMAS.items()}

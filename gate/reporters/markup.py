@@ -9,11 +9,13 @@ goes through :func:`escape` before it is placed in Markdown. The result is inert
 - ``@`` is followed by a zero-width space, so ``@org/team`` does not notify anyone;
 - line breaks and other control characters become spaces, so a value stays on its line
   (escaped values are always placed inline, never at the start of a line);
-- bidirectional overrides become U+FFFD, so text cannot be displayed reversed.
+- bidirectional overrides become U+FFFD, so text cannot be displayed reversed;
+- ``www.`` and ``://`` get a zero-width space, so no bare URL becomes a live link.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from urllib.parse import quote
 
@@ -21,12 +23,15 @@ _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _BACKSLASHED = frozenset("\\`*_[]|~$#")
 _MENTION = "@&#8203;"
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_WWW = re.compile(r"(?i)\b(www)\.")
 _URL_SAFE = ":/?#[]@!$&'*+,;=%-._~"
 
 
 def escape(value: str) -> str:
     """Render an untrusted string as literal inline Markdown text."""
-    return "".join(_escape_char(ch) for ch in value)
+    text = "".join(_escape_char(ch) for ch in value)
+    # NOTE: GitHub's autolink extension turns bare www. and scheme:// text into live links.
+    return _WWW.sub(r"\1&#8203;.", text.replace("://", ":&#8203;//"))
 
 
 def _escape_char(ch: str) -> str:

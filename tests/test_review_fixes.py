@@ -1,0 +1,167 @@
+"""Inputs that once crashed, hung or misled, found by review; each is now handled."""
+
+from __future__ import annotations
+
+import time
+
+import cmarkgfm
+import pytest
+
+from gate.cli import main
+from gate.diff import compare
+from gate.reporters.change import explain
+from gate.reporters.markup import escape
+from gate.rules import trial_cost
+from tests.conftest import ROOT, make_estimate, make_policy, make_spec, run_rule
+
+POLICIES = str(ROOT / "policies")
+SPEC = """\
+apiVersion: budget-gate/v1
+kind: Experiment
+metadata: {name: t, labels: {}}
+resources: {accelerator: L4, gpus_per_trial: 1, precision: bf16}
+workload: {max_epochs: 10, epoch_minutes: 6}
+"""
+
+
+def check(write_yaml, text: str, *extra: str) -> int:
+    return main(["check", "--policy-dir", POLICIES, *extra, write_yaml("s.yaml", text)])
+
+
+def test_a_self_referencing_alias_is_an_input_error(write_yaml, capsys):
+    text = "apiVersion: budget-gate/v1\nkind: Experiment\nmetadata: &m {name: t, labels: *m}\n"
+    assert check(write_yaml, text) == 3
+    assert "(a cycle)" in capsys.readouterr().err
+
+
+def test_merge_keys_keep_the_explicit_keys_position(write_yaml, capsys):
+    text = SPEC.replace(
+        "resources: {accelerator: L4, gpus_per_trial: 1, precision: bf16}",
+        "base: &b {accelerator: L4, gpus_per_trial: 1}\n"
+        "resources:\n  gpus_per_trial: 0\n  <<: *b\n",
+    )
+    assert check(write_yaml, text) == 3
+    err = capsys.readouterr().err
+    assert ":6:19: " in err  # the explicit gpus_per_trial: 0, not the merged one on line 4
+
+
+def test_base_60_numbers_are_refused(write_yaml, capsys):
+    assert check(write_yaml, SPEC.replace("gpus_per_trial: 1", "gpus_per_trial: 1:30")) == 3
+    assert "base-60 number" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["true", '"3"'])
+def test_numbers_are_strict(write_yaml, capsys, value):
+    assert check(write_yaml, SPEC.replace("epoch_minutes: 6", f"epoch_minutes: {value}")) == 3
+
+
+def test_control_characters_in_spec_strings_are_refused(write_yaml, capsys):
+    text = SPEC.replace("name: t", 'name: "x\\n::error file=README.md::injected"')
+    assert check(write_yaml, text) == 3
+    out, err = capsys.readouterr()
+    assert "::error" not in out and "metadata.name" in err
+
+
+def test_an_overflowing_learning_curve_stays_finite():
+    spec = make_spec(
+        {
+            "stopping": {
+                "early_stopping": {
+                    "monitor": "val_loss",
+                    "patience": 2,
+                    "min_delta": 0.001,
+                    "learning_curve": {"total_gain": 1.0e300, "half_life_epochs": 1.0e-10},
+                }
+            }
+        }
+    )
+    assert make_estimate(spec).expected.epochs_per_trial == 10
+
+
+def test_spot_recompute_is_capped_not_infinite():
+    spec = make_spec(
+        {"resources": {"capacity": "spot"}, "workload": {"max_epochs": 10**8, "epoch_minutes": 60}}
+    )
+    est = make_estimate(spec, make_policy({"spot": {"preemptions_per_hour": 10}}))
+    assert est.worst.cost.is_finite()
+
+
+def test_an_absurd_grid_is_an_input_error_not_a_crash(write_yaml, capsys):
+    params = "\n".join(f"    p{i}: {{values: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}}" for i in range(40))
+    text = SPEC + f"search:\n  strategy: grid\n  parameters:\n{params}\n"
+    assert check(write_yaml, text) == 3
+    assert "about 10^40 trials" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "search",
+    [
+        {"strategy": "asha", "max_trials": 10**9},
+        {
+            "strategy": "successive_halving",
+            "max_trials": 10,
+            "scheduler": {"reduction_factor": 1.1},
+        },
+    ],
+)
+def test_large_or_fine_grained_halving_is_quick(search):
+    start = time.perf_counter()
+    spec = make_spec({"workload": {"max_epochs": 10_000}, "search": search})
+    est = make_estimate(spec)
+    assert est.worst.gpu_hours >= est.expected.gpu_hours
+    assert time.perf_counter() - start < 5  # a guard against looping per trial or per rung
+
+
+def test_a_trial_capped_at_its_cost_never_exceeds_it():
+    # 100 USD on 8 × 8.43 USD/GPU-h does not divide evenly into nanohours.
+    spec = make_spec(
+        {
+            "resources": {"gpus_per_trial": 8},
+            "workload": {"max_epochs": 1000},
+            "stopping": {"max_trial_cost": 100},
+        }
+    )
+    policy = make_policy({"limits": {"max_trial_cost": 100}})
+    for price in ("8.428", "12.53918", "2.059"):
+        assert make_estimate(spec, policy, price).worst.cost_per_trial <= 100
+        assert run_rule(trial_cost, spec, policy, price) == []
+
+
+def test_max_trial_cost_zero_is_refused(write_yaml, capsys):
+    assert check(write_yaml, SPEC + "stopping: {max_trial_cost: 0}\n") == 3
+
+
+def test_the_diff_sees_mig_slices():
+    import argparse
+
+    from gate.commands.common import make_evaluator
+
+    evaluator = make_evaluator(argparse.Namespace(policy_dir=POLICIES, as_of="2026-11-29"))
+    one = SPEC.replace("gpus_per_trial: 1,", "gpus_per_trial: 1, mig_profile: 1g.10gb,")
+    seven = SPEC.replace("gpus_per_trial: 1,", "gpus_per_trial: 1, mig_profile: 7g.80gb,")
+    base = evaluator.evaluate("s.yaml", one.encode())
+    head = evaluator.evaluate("s.yaml", seven.encode())
+    diff = compare("s.yaml", base, head)
+    assert head.estimate and base.estimate
+    assert head.estimate.worst.cost == base.estimate.worst.cost * 7
+    assert diff.change.value != "unchanged"
+    assert any("GPUs per trial" in line for line in explain(diff))
+
+
+@pytest.mark.parametrize(
+    "value", ["--as-of=9999-12-31T23:00-05:00", "--as-of=0001-01-01T00:00+05:00"]
+)
+def test_as_of_at_the_edges_of_time_is_an_input_error(write_yaml, value):
+    assert check(write_yaml, SPEC, value) == 3
+
+
+def test_schema_write_to_an_impossible_dir_is_an_input_error():
+    assert main(["schema", "--write", "--dir", "/dev/null/x"]) == 3
+
+
+@pytest.mark.parametrize("url", ["www.evil.com", "https://evil.com/x", "see http://a.b"])
+def test_spec_urls_are_not_live_links_in_the_comment(url):
+    html = cmarkgfm.github_flavored_markdown_to_html(
+        escape(url), options=cmarkgfm.Options.CMARK_OPT_UNSAFE
+    )
+    assert "<a " not in html
