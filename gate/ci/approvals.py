@@ -197,18 +197,6 @@ def team_ref(entry: str, owner: str) -> tuple[str, str]:
     return (org, slug) if sep else (owner, entry)
 
 
-def who_approves(approvers: Approvers) -> str:
-    """``users alice, bob; members of ml-platform; anyone with maintain permission or more``."""
-    parts = []
-    if approvers.users:
-        parts.append(f"users {', '.join(approvers.users)}")
-    if approvers.teams:
-        parts.append(f"members of {', '.join(approvers.teams)}")
-    if approvers.permission:
-        parts.append(f"anyone with {approvers.permission} permission or more")
-    return "; ".join(parts) or "nobody (the policy lists no approvers)"
-
-
 def same_login(a: str, b: str) -> bool:
     """GitHub logins are case-insensitive."""
     return a.casefold() == b.casefold()

@@ -28,7 +28,6 @@ from gate.ci.approvals import (
     listed,
     team_ref,
     timing_refusal,
-    who_approves,
 )
 from gate.ci.decisions import FailOn, select_specs
 from gate.ci.event import Event
@@ -201,7 +200,7 @@ def _judge(gh: GitHub, event: Event, prepared: Prepared, evaluations: list[Evalu
                 stale.append(f"{candidate.describe()} does not count: {refusal}")
         if chosen is None:
             stale.append(
-                f"approvers: {who_approves(approvers)} — approve the pull request or "
+                f"approvers: {approvers.describe()} — approve the pull request or "
                 "comment “/budget-gate approve <reason>”"
             )
         prepared.results[index] = _with_approval(result, evaluation, chosen, stale, prepared)

@@ -202,3 +202,10 @@ def test_approvals_are_recorded_in_the_mlflow_ledger(
     assert json.loads(Path(again.outputs["report-json"]).read_text())["results"][0]["approval"][
         "approved"
     ]
+
+
+def test_pull_request_target_is_a_pull_request(story: PullRequestStory) -> None:
+    story.change(SPEC, grid_spec(4), at=T0 + HOUR)
+    ran = story.run("pull_request_target.opened", story.pull_request_event())
+    assert ran.env["GITHUB_EVENT_NAME"] == "pull_request_target"
+    assert ran.code == 0 and story.status()[0] == "pending" and len(story.bot_comments()) == 1

@@ -18,7 +18,6 @@ from gate.ci.approvals import (
     listed,
     team_ref,
     timing_refusal,
-    who_approves,
 )
 from gate.ci.model import CommentInfo, ReviewInfo
 from gate.ledger import Source
@@ -146,7 +145,7 @@ def test_roles_rank(role: str, needed: str, ok: bool) -> None:
 def test_teams_and_who_may_approve() -> None:
     assert team_ref("ml-platform", "acme") == ("acme", "ml-platform")
     assert team_ref("other-org/leads", "acme") == ("other-org", "leads")
-    assert who_approves(APPROVERS) == (
+    assert APPROVERS.describe() == (
         "users Alice; members of ml-platform; anyone with maintain permission or more"
     )
-    assert who_approves(Approvers()) == "nobody (the policy lists no approvers)"
+    assert Approvers().describe() == "nobody (the policy lists no approvers)"
