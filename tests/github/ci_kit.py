@@ -181,6 +181,7 @@ class PullRequestStory:
         """
         step = self.github_env(event, payload=payload, seed=seed)
         step.update(
+            PYTHONWARNINGS="error",  # like pytest's filterwarnings = error, in the child too
             BUDGET_GATE_SPECS=self.specs,
             RUNNER_TEMP=str(self.workspace.parent),
             **self.extra_env,

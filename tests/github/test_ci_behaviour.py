@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gate.cli import main
 from gate.reporters.markdown import written_for
 from tests.github.ci_kit import (
     NUMBER,
@@ -209,3 +210,42 @@ def test_pull_request_target_is_a_pull_request(story: PullRequestStory) -> None:
     ran = story.run("pull_request_target.opened", story.pull_request_event())
     assert ran.env["GITHUB_EVENT_NAME"] == "pull_request_target"
     assert ran.code == 0 and story.status()[0] == "pending" and len(story.bot_comments()) == 1
+
+
+def test_a_broken_base_policy_is_invalid_input_with_its_position(story: PullRequestStory) -> None:
+    base = story.repo.pull(NUMBER).base_sha
+    story.repo.put_file("policies/default.yaml", "apiVersion: budget-gate/v1\nkind: [\n", ref=base)
+    story.change(SPEC, grid_spec(4), at=T0 + HOUR)
+    ran = story.run("pull_request.opened", story.pull_request_event())
+    assert ran.code == 3
+    assert ran.stderr.startswith("policies/default.yaml:")
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({}, "GITHUB_EVENT_NAME is not set"),
+        ({"GITHUB_EVENT_NAME": "pull_request"}, "GITHUB_EVENT_PATH is not set"),
+        (
+            {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": "missing.json"},
+            "GITHUB_EVENT_PATH missing.json: cannot read the event",
+        ),
+    ],
+)
+def test_outside_a_workflow_it_says_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], env: dict, message: str
+) -> None:
+    for name in ("GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert main(["ci"]) == 3
+    assert message in capsys.readouterr().err
+
+
+def test_bad_settings_are_usage_errors(
+    story: PullRequestStory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ci", "--fail-on", "never"]) == 3
+    ran = story.run("pull_request.opened", story.pull_request_event(), BUDGET_GATE_COMMENT="loud")
+    assert ran.code == 3 and "comment 'loud' is not one of update, new, off" in ran.stderr
