@@ -44,7 +44,7 @@ class GitHubClient:
             base_url=self.api_url,
             auth=Auth.Token(token),
             timeout=_TIMEOUT_S,
-            retry=GithubRetry(total=_RETRIES),
+            retry=GithubRetry(total=_RETRIES, backoff_factor=0.5),
             per_page=100,
             seconds_between_requests=0,
             seconds_between_writes=0,
