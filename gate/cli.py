@@ -34,6 +34,7 @@ examples:
   budget-gate rules BG104
   budget-gate approve experiments/sweep.yaml --by alice --reason "worth it" --expires 14d
   budget-gate verify experiments/sweep.yaml
+  budget-gate ci        # in a GitHub Actions workflow: see action.yml and the README
 """
 _EPILOG = (
     "exit codes: 0 pass, 1 policy violation, 2 approval required, 3 invalid input, "
@@ -121,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     prices = commands.add_parser("prices", help="show the default price catalog")
     prices.add_argument("accelerator", nargs="?", metavar="ACCELERATOR", help="e.g. H100")
     _add_ledger_commands(commands, [evaluation, ledger], [places, ledger])
+    _add_ci(commands)
     return parser
 
 
@@ -235,6 +237,45 @@ def _add_ledger_commands(
         help="revoke the approvals of this spec version (a new record; nothing is erased)",
     )
     _who_and_why(revoke, "an approver or the spec owner")
+
+
+def _add_ci(commands: argparse._SubParsersAction[Any]) -> None:
+    ci = commands.add_parser(
+        "ci",
+        help="the GitHub Action's entry point: judge a pull request's changed specs",
+        description="Read the GitHub Actions event (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, "
+        "GITHUB_REPOSITORY, GITHUB_API_URL, GITHUB_TOKEN) and, on a pull request, price its "
+        "changed specs against the base branch's policies, judge approvals (reviews and "
+        "'/budget-gate approve' comments), and update the comment, commit status, label and "
+        "review requests. Options default to the action's BUDGET_GATE_SPECS, "
+        "BUDGET_GATE_POLICY_DIR, BUDGET_GATE_FAIL_ON and BUDGET_GATE_COMMENT.",
+        epilog=_EPILOG,
+    )
+    ci.add_argument(
+        "--specs",
+        metavar="GLOBS",
+        help="space-separated globs of spec paths in the repository "
+        "(default: experiments/**/*.yaml experiments/**/*.yml)",
+    )
+    ci.add_argument(
+        "--policy-dir", metavar="DIR", help="read at the base commit (default: policies)"
+    )
+    ci.add_argument(
+        "--fail-on",
+        choices=("error", "approval", "warn"),
+        help="which verdicts fail the step; the commit status is set either way (default: error)",
+    )
+    ci.add_argument(
+        "--comment",
+        choices=("update", "new", "off"),
+        help="update one sticky comment, post a new one each run, or none (default: update)",
+    )
+    ci.add_argument(
+        "--report-json",
+        metavar="FILE",
+        help="where the JSON report goes (default: $RUNNER_TEMP/budget-gate-report.json)",
+    )
+    ci.add_argument("--docs-url", metavar="URL", help="where docs/rules.md is published")
 
 
 def _pr_number(text: str) -> int:

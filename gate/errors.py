@@ -67,6 +67,13 @@ class BackendError(GateError):
     exit_code = 4
 
 
+class WriteForbidden(BackendError):
+    """A backend refused a write for lack of permission (GitHub's 403 to a read-only token).
+
+    The pull-request flow notes it and carries on with annotations and the job summary.
+    """
+
+
 class InputErrors(GateError):
     """Several input errors found in one document, reported together (exit 3)."""
 

@@ -101,6 +101,17 @@ class Approvers(Model):
     permission: Literal["admin", "maintain", "write"] | None = None
     allow_self_approval: StrictBool = False
 
+    def describe(self) -> str:
+        """``users alice; members of ml-platform; anyone with maintain permission or more``."""
+        parts = []
+        if self.users:
+            parts.append(f"users {', '.join(self.users)}")
+        if self.teams:
+            parts.append(f"members of {', '.join(self.teams)}")
+        if self.permission:
+            parts.append(f"anyone with {self.permission} permission or more")
+        return "; ".join(parts) or "nobody (the policy lists no approvers)"
+
 
 class Approval(Model):
     """What makes an experiment need an approver before launch."""

@@ -1,13 +1,19 @@
-"""Find, load and deep-merge a team's policy chain (``<team>.yaml`` → ``extends`` → ...)."""
+"""Find, load and deep-merge a team's policy chain (``<team>.yaml`` → ``extends`` → ...).
+
+Policies come from a directory on disk, or from file contents already read elsewhere (the
+pull-request flow reads them from the base commit through the GitHub API, never from the
+checkout, which the pull request controls).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gate.errors import InputError, Location
-from gate.loader import DataPath, LoadedDoc, SourceMap, load_file
+from gate.loader import DataPath, LoadedDoc, SourceMap, load_bytes, load_file
 from gate.policy import Policy
 from gate.validation import validate
 
@@ -30,21 +36,32 @@ class LoadedPolicy:
 
 
 class PolicySet:
-    """Policies of one directory, loaded on first use and reused for every spec of a run."""
+    """Policies of one directory, loaded on first use and reused for every spec of a run.
 
-    def __init__(self, policy_dir: str | Path) -> None:
+    With ``files`` (file name → bytes, e.g. ``{"default.yaml": b"..."}``) the directory is
+    not read: those contents stand for its files, and positions still name
+    ``policy_dir/<file>``.
+    """
+
+    def __init__(self, policy_dir: str | Path, files: Mapping[str, bytes] | None = None) -> None:
         self.policy_dir = Path(policy_dir)
+        self._files = dict(files) if files is not None else None
         self._by_name: dict[str, LoadedPolicy] = {}
 
     def for_team(self, team: str | None) -> LoadedPolicy:
         """The team's policy if ``<team>.yaml`` exists, else the default policy."""
-        name = team if team and (self.policy_dir / f"{team}.yaml").is_file() else DEFAULT
+        name = team if team and self._exists(f"{team}.yaml") else DEFAULT
         if name not in self._by_name:
             self._by_name[name] = self._load(name)
         return self._by_name[name]
 
+    def _exists(self, file_name: str) -> bool:
+        if self._files is not None:
+            return file_name in self._files
+        return (self.policy_dir / file_name).is_file()
+
     def _load(self, name: str) -> LoadedPolicy:
-        if not self.policy_dir.is_dir():
+        if self._files is None and not self.policy_dir.is_dir():
             raise InputError(
                 f"policy directory {str(self.policy_dir)!r} not found",
                 hint="run from the repository root or pass --policy-dir DIR",
@@ -73,13 +90,16 @@ class PolicySet:
 
     def _read(self, name: str, child: LoadedDoc | None) -> LoadedDoc:
         path = self.policy_dir / f"{name}.yaml"
-        if not path.is_file():
+        if not self._exists(path.name):
             raise InputError(
                 f"policy {name!r} not found in {self.policy_dir}",
                 location=_extends_location(child) if child else None,
                 hint=f"create {path} or fix extends:",
             )
-        doc = load_file(path)
+        if self._files is not None:
+            doc = load_bytes(self._files[path.name], path.as_posix())
+        else:
+            doc = load_file(path)
         if doc.data.get("kind") != "Policy":
             raise InputError(
                 f"{path} is not a policy (kind is {doc.data.get('kind')!r})",

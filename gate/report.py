@@ -122,7 +122,9 @@ class RenderContext:
     """Where a report will be shown, filled in by the command (reporters read no env).
 
     ``repository``, ``workflow`` and ``policy_dir`` identify the pull-request comment so
-    that a later run updates it in place instead of adding another.
+    that a later run updates it in place instead of adding another; ``head_sha`` is the
+    commit a pull-request comment was written for, so a run for an older commit can tell
+    that it must not overwrite it.
     """
 
     repository: str = ""
@@ -130,6 +132,7 @@ class RenderContext:
     policy_dir: str = "policies"
     docs_url: str = DOCS_URL
     base_ref: str | None = None
+    head_sha: str | None = None
 
     def rule_url(self, rule: RuleInfo) -> str:
         """The link to one rule's documentation."""

@@ -14,7 +14,6 @@ from gate.commands.records import (
 )
 from gate.evaluate import Evaluation
 from gate.ledger import RecordKind
-from gate.policy import Approvers
 from gate.report import Outcome
 
 
@@ -43,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         if finding.active:
             print(f"  {finding.severity.value} {finding.rule_id} {finding.message}")
     assert evaluation.policy is not None
-    print(f"  approvers: {_approvers(evaluation.policy.approval.approvers)}")
+    print(f"  approvers: {evaluation.policy.approval.approvers.describe()}")
     return 0
 
 
@@ -55,14 +54,3 @@ def _requester(evaluation: Evaluation) -> str:
         return getpass.getuser()
     except (OSError, KeyError):  # no login name in some containers
         return "unknown"
-
-
-def _approvers(approvers: Approvers) -> str:
-    parts = []
-    if approvers.users:
-        parts.append(f"users {', '.join(approvers.users)}")
-    if approvers.teams:
-        parts.append(f"GitHub teams {', '.join(approvers.teams)}")
-    if approvers.permission:
-        parts.append(f"GitHub {approvers.permission} permission")
-    return "; ".join(parts) or "none listed in the policy"

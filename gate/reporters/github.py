@@ -46,6 +46,11 @@ def command(kind: str, message: str, location: Location | None, file: str, title
     return f"::{kind} {joined}::{_escape(message, _DATA_ESCAPES)}"
 
 
+def message_command(kind: str, message: str, title: str) -> str:
+    """A workflow command without a file (``::warning title=T::message``), escaped."""
+    return f"::{kind} title={_escape(title, _PROPERTY_ESCAPES)}::{_escape(message, _DATA_ESCAPES)}"
+
+
 def annotation(severity: Severity) -> str:
     """The workflow command for a severity."""
     match severity:

@@ -1,16 +1,18 @@
 """Markdown report: the pull-request comment body and the GitHub job summary.
 
-Layout: a hidden marker (so the comment is updated in place), a headline verdict, a
-summary table when there are several specs, then per spec (worst outcome first) its
-estimate table, its cost change against the base, its findings grouped by severity with
-links to the rule docs, and its assumptions. The body is cut to GitHub's 65,536-character
-limit at section boundaries, with a note saying what was left out.
+Layout: a hidden marker (so the comment is updated in place) and, on a pull request, the
+head commit it was written for; a headline verdict, a summary table when there are several
+specs, then per spec (worst outcome first) its estimate table, its cost change against the
+base, its findings grouped by severity with links to the rule docs, its approval (who
+approved, or why no approval counts), and its assumptions. The body is cut to GitHub's
+65,536-character limit at section boundaries, with a note saying what was left out.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import ClassVar
@@ -19,6 +21,7 @@ from typing_extensions import assert_never
 
 from gate.diff import Change, SpecDiff
 from gate.estimate import Estimate, Scenario
+from gate.ledger import ApprovalCheck, short, when
 from gate.money import format_amount
 from gate.policy import Severity
 from gate.report import Finding, Outcome, RenderContext, Report, SpecResult
@@ -33,11 +36,27 @@ _SUMMARY_SHARE = 4  # the summary table may use at most a quarter of the body
 _SEVERITIES = (Severity.ERROR, Severity.APPROVAL, Severity.WARN)
 
 
+_HEAD = re.compile(r"^<!-- budget-gate:head:([0-9a-f]{40}|[0-9a-f]{64}) -->$", re.MULTILINE)
+
+
 def comment_marker(context: RenderContext) -> str:
     """The hidden first line that identifies this comment: repository × workflow × policies."""
     identity = json.dumps([context.repository, context.workflow, context.policy_dir])
     digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
     return f"<!-- budget-gate:comment:{digest} -->"
+
+
+def head_marker(sha: str) -> str:
+    """The hidden line naming the head commit a pull-request comment was written for."""
+    if not _HEAD.match(f"<!-- budget-gate:head:{sha} -->"):
+        raise ValueError(f"{sha!r} is not a commit id")
+    return f"<!-- budget-gate:head:{sha} -->"
+
+
+def written_for(body: str) -> str | None:
+    """The head commit a comment says it was written for (:func:`head_marker`), if any."""
+    found = _HEAD.search(body)
+    return found.group(1) if found else None
 
 
 class MarkdownReporter:
@@ -48,7 +67,10 @@ class MarkdownReporter:
     def render(self, report: Report) -> str:
         """Render the whole comment, cut to fit :data:`COMMENT_LIMIT`."""
         results = sorted(report.results, key=lambda r: -r.outcome.rank)
-        head = "\n\n".join([comment_marker(report.context), _headline(report)])
+        markers = comment_marker(report.context)
+        if report.context.head_sha is not None:
+            markers += "\n" + head_marker(report.context.head_sha)
+        head = "\n\n".join([markers, _headline(report)])
         footer = _footer(report)
         budget = _Budget(COMMENT_LIMIT - utf16_length(head + footer) - _NOTE_RESERVE)
         parts = [_summary_table(report, results, budget)]
@@ -191,6 +213,8 @@ def _spec_section(result: SpecResult, report: Report) -> str:
     if diff is not None and report.context.base_ref is not None:
         parts.append(_diff_block(diff, report.context.base_ref))
     parts.extend(_findings_blocks(result.findings, report))
+    if result.approval is not None:
+        parts.append(_approval_block(result.approval))
     if result.estimate is not None:
         parts.append(_assumptions(result.estimate))
     return "\n\n".join(p for p in parts if p)
@@ -268,13 +292,34 @@ def _findings_blocks(findings: tuple[Finding, ...], report: Report) -> list[str]
             title = _group(severity)[0]
             lines = [_finding_line(f, report) for f in group]
             blocks.append(f"**{title} ({len(group)})**\n\n" + "\n".join(lines))
-    waived = [f for f in findings if not f.active]
+    approved = [f for f in findings if f.approved_by is not None and f.waived_by is None]
+    if approved:
+        lines = [
+            f"{_finding_line(f, report)} — approved by {escape(f.approved_by or '')}"
+            for f in approved
+        ]
+        blocks.append(f"**Approved ({len(approved)})**\n\n" + "\n".join(lines))
+    waived = [f for f in findings if f.waived_by is not None]
     if waived:
         lines = [
             f"{_finding_line(f, report)} — waived: {escape(f.waived_by or '')}" for f in waived
         ]
         blocks.append(f"**Waived ({len(waived)})**\n\n" + "\n".join(lines))
     return blocks
+
+
+def _approval_block(check: ApprovalCheck) -> str:
+    found = check.approval
+    if found is None:
+        reasons = "\n".join(f"- {escape(reason)}" for reason in check.stale)
+        return "**Not approved**" + (f"\n\n{reasons}" if reasons else "")
+    amount = _money(found.worst_cost, found.currency) if found.worst_cost is not None else "—"
+    why = f": {escape(found.reason)}" if found.reason else ""
+    return (
+        f"**Approval:** {escape(found.by or 'unknown')} ({found.source.value}, "
+        f"{when(found.recorded_at)}){why} — covers this version "
+        f"(`{escape(short(found.fingerprint))}`) up to {amount} worst case"
+    )
 
 
 def _group(severity: Severity) -> tuple[str, str]:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from github import Github
 
+from tests.github.ci_kit import PullRequestStory
 from tests.github.events import event_name_of, load_event, workflow_env
 from tests.github.fake_github import FakeGitHub
 
@@ -74,3 +75,9 @@ def github_env(fake_github: FakeGitHub, tmp_path: Path) -> EnvFactory:
         return env
 
     return make
+
+
+@pytest.fixture
+def story(fake_github: FakeGitHub, github_env: EnvFactory, tmp_path: Path) -> PullRequestStory:
+    """Codertocat/Hello-World PR #2 with base policies, and ``budget-gate ci`` runs against it."""
+    return PullRequestStory(fake_github, github_env, tmp_path / "workspace")

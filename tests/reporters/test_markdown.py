@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import re
 from dataclasses import replace
+from decimal import Decimal
 
 import cmarkgfm
 import pytest
 from cmarkgfm.cmark import Options
 
 from gate.errors import Location
+from gate.ledger import ApprovalCheck, LedgerRecord, RecordKind, Source
 from gate.policy import Severity
 from gate.report import Finding, Outcome, RenderContext, Report, SpecResult
-from gate.reporters.markdown import COMMENT_LIMIT, MarkdownReporter, comment_marker
+from gate.reporters.markdown import (
+    COMMENT_LIMIT,
+    MarkdownReporter,
+    comment_marker,
+    head_marker,
+    written_for,
+)
 from gate.reporters.markup import escape, utf16_length
 from tests.reporters.sample import (
     HOSTILE_FILE,
@@ -171,3 +180,69 @@ def test_without_a_base_ref_the_summary_has_no_change_column():
     out = render(report)
     assert "| spec | verdict | worst cost | expected cost |\n|---|---|---:|---:|\n" in out
     assert "Cost change" not in out
+
+
+def test_head_marker_names_the_commit_and_is_read_back():
+    sha = "a" * 40
+    body = render(replace(sample_report(), context=replace(sample_report().context, head_sha=sha)))
+    first, second = body.splitlines()[:2]
+    assert first == comment_marker(sample_report().context)
+    assert second == f"<!-- budget-gate:head:{sha} -->"
+    assert written_for(body) == sha
+    assert written_for(render(sample_report())) is None
+    assert written_for("text\n<!-- budget-gate:head:" + "b" * 64 + " -->\nmore") == "b" * 64
+    assert written_for("text <!-- budget-gate:head:" + "b" * 64 + " -->") is None
+
+
+@pytest.mark.parametrize("bad", ["main", "a" * 39, "A" * 40, "a" * 40 + " --> <script>"])
+def test_head_marker_refuses_anything_but_a_commit_id(bad):
+    with pytest.raises(ValueError, match="not a commit id"):
+        head_marker(bad)
+
+
+def _approved_report(by: str, reason: str | None) -> Report:
+    sample = sample_report()
+    needing = sample.results[1]
+    record = LedgerRecord(
+        kind=RecordKind.APPROVAL,
+        spec=needing.file,
+        fingerprint=needing.fingerprint or "",
+        experiment="llm-lora",
+        recorded_at=dt.datetime(2026, 11, 28, 9, 30, tzinfo=dt.timezone.utc),
+        currency="USD",
+        worst_cost=Decimal("96"),
+        by=by,
+        reason=reason,
+        source=Source.GITHUB_REVIEW,
+    )
+    approved = replace(
+        needing,
+        outcome=Outcome.PASS,
+        findings=tuple(replace(f, approved_by=by) for f in needing.findings),
+        approval=ApprovalCheck(record, ("an older <b>review</b> does not count",)),
+    )
+    refused = replace(
+        sample.results[0], approval=ApprovalCheck(None, ("@mallory is *not* an approver",))
+    )
+    return replace(sample, results=(refused, approved))
+
+
+def test_an_approval_names_approver_version_and_amount():
+    body = render(_approved_report("alice", "worth <it>"))
+    assert "**Approved (1)**" in body
+    assert (
+        "H100 needs approval for this team — experiments/llm.yaml:8:16 — approved by alice" in body
+    )
+    assert (
+        "**Approval:** alice (github-review, 2026-11-28 09:30 UTC): worth &lt;it&gt; — covers "
+        f"this version (`sha256:{'2' * 12}`) up to 96.00 USD worst case"
+    ) in body
+    assert "**Not approved**\n\n- @&#8203;mallory is \\*not\\* an approver" in body
+    assert "Needs approval (" not in body.split("### ✅")[1]
+
+
+def test_approval_blocks_stay_inert_under_githubs_parser():
+    page = to_html(render(_approved_report("<img src=x onerror=alert(1)>", "[x](javascript:1)")))
+    assert set(re.findall(r"<([a-z0-9]+)", page)) <= OUR_TAGS | {"code"}
+    assert "javascript:" not in re.findall(r'href="([^"]*)"', page)[-1]
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page

@@ -1,0 +1,6 @@
+"""The pull-request flow behind ``budget-gate ci``: pure decisions, orchestrated over GitHub.
+
+``event`` reads the webhook payload, ``model`` holds what is read from GitHub, ``approvals``
+and ``decisions`` decide (no I/O), ``flow`` sequences reads, decisions and writes through the
+facade in :mod:`gate.integrations.github_client`.
+"""

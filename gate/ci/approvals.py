@@ -1,0 +1,202 @@
+"""Whether an approval given on GitHub counts for a spec (pure).
+
+An approval is a pull request review in state APPROVED (the reviewer's latest decisive
+review: a later "changes requested" withdraws it) or a comment whose first line is
+``/budget-gate approve [reason]``. It counts for a spec when all of these hold:
+
+1. it came after the last commit that changed the spec; a review must also have been
+   given on that commit or a later one (its ``commit_id``), which holds even if commit
+   dates were set back; an edited comment never counts (someone else may have edited it);
+2. the approver is a person, not a bot, and not the pull request's author or the spec's
+   owner unless the policy sets ``allow_self_approval``;
+3. the approver is in ``approval.approvers.users``, or an active member of one of its
+   ``teams`` (``slug`` in the repository's organization, or ``org/slug``), or has at least
+   its ``permission`` on the repository.
+
+Each check returns why it refuses, or None; the flow asks GitHub for team membership and
+permission only when the cheaper checks pass.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+from gate.ci.event import parse_command
+from gate.ci.model import CommentInfo, ReviewInfo
+from gate.ledger import Source, when
+from gate.policy import Approvers
+
+ROLES = ("read", "triage", "write", "maintain", "admin")
+"""Repository roles, weakest first."""
+_DECISIVE = frozenset({"APPROVED", "CHANGES_REQUESTED", "DISMISSED"})
+
+
+class Via(str, Enum):
+    """How the approval was given."""
+
+    REVIEW = "review"
+    COMMENT = "comment"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """An approval found on the pull request, before it is judged."""
+
+    via: Via
+    id: int
+    login: str
+    is_bot: bool
+    at: dt.datetime
+    reason: str | None = None
+    commit_id: str | None = None
+    edited: bool = False
+
+    @property
+    def source(self) -> Source:
+        """The ledger's name for where the approval came from."""
+        return Source.GITHUB_REVIEW if self.via is Via.REVIEW else Source.GITHUB_COMMENT
+
+    @property
+    def key(self) -> str:
+        """A stable id: ``review-123`` or ``comment-456``."""
+        return f"{self.via.value}-{self.id}"
+
+    def describe(self) -> str:
+        """``the review by alice on 2026-11-29 14:03 UTC`` for messages."""
+        what = "review" if self.via is Via.REVIEW else "/budget-gate approve"
+        return f"the {what} by {self.login} on {when(self.at)}"
+
+
+@dataclass(frozen=True, slots=True)
+class SpecChange:
+    """The last commit that changed a spec, its date, and the commits from it to the head."""
+
+    commit: str
+    at: dt.datetime
+    since: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What GitHub says about an approver: listed teams they belong to, their role.
+
+    ``unreadable`` names the teams whose membership could not be read (a token without
+    ``read:org``); ``role`` is None when the permission could not be read.
+    """
+
+    teams: tuple[str, ...] = ()
+    unreadable: tuple[str, ...] = ()
+    role: str | None = None
+
+
+def candidates(reviews: Iterable[ReviewInfo], comments: Iterable[CommentInfo]) -> list[Candidate]:
+    """Every approval on the pull request, oldest first.
+
+    A reviewer's latest decisive review (approved, changes requested, dismissed) is their
+    decision, so an approval followed by a request for changes does not count.
+    """
+    latest: dict[str, ReviewInfo] = {}
+    for review in reviews:
+        if review.state in _DECISIVE and review.submitted_at is not None:
+            latest[review.login.lower()] = review
+    found = [
+        Candidate(Via.REVIEW, r.id, r.login, r.is_bot, r.submitted_at, None, r.commit_id)
+        for r in latest.values()
+        if r.state == "APPROVED" and r.submitted_at is not None
+    ]
+    for comment in comments:
+        reason = parse_command(comment.body)
+        if reason is not None:
+            edited = comment.updated_at != comment.created_at
+            found.append(
+                Candidate(
+                    Via.COMMENT,
+                    comment.id,
+                    comment.login,
+                    comment.is_bot,
+                    comment.created_at,
+                    reason or None,
+                    edited=edited,
+                )
+            )
+    return sorted(found, key=lambda c: (c.at, c.id))
+
+
+def timing_refusal(candidate: Candidate, change: SpecChange) -> str | None:
+    """Why the approval is too old for the spec's current version, or None."""
+    last = f"the spec's last change (commit {change.commit[:7]}, {when(change.at)})"
+    if candidate.edited:
+        return "the comment was edited after it was posted; post a new one"
+    if candidate.at <= change.at:
+        return f"it predates {last}"
+    if candidate.commit_id is not None and candidate.commit_id not in change.since:
+        return f"it reviewed commit {candidate.commit_id[:7]}, from before {last}"
+    return None
+
+
+def identity_refusal(
+    candidate: Candidate, approvers: Approvers, author: str, owner: str | None
+) -> str | None:
+    """Why this person may not approve whatever their rights (bot, self-approval), or None."""
+    login = candidate.login
+    if candidate.is_bot:
+        return f"{login} is a bot"
+    if approvers.allow_self_approval:
+        return None
+    if same_login(login, author):
+        return f"{login} opened the pull request and the policy does not allow self-approval"
+    if owner is not None and same_login(login, owner):
+        return f"{login} owns the spec and the policy does not allow self-approval"
+    return None
+
+
+def listed(login: str, approvers: Approvers) -> bool:
+    """Whether ``login`` is in ``approval.approvers.users`` (logins ignore case)."""
+    return any(same_login(login, user) for user in approvers.users)
+
+
+def access_refusal(login: str, approvers: Approvers, access: Access) -> str | None:
+    """Why a person who is not listed by name may not approve, or None when they may."""
+    if access.teams:
+        return None
+    needed = approvers.permission
+    if needed is not None and access.role is not None and at_least(access.role, needed):
+        return None
+    facts = [f"not in approval.approvers.users ({', '.join(approvers.users) or 'none'})"]
+    members = [t for t in approvers.teams if t not in access.unreadable]
+    if members:
+        facts.append(f"not an active member of {', '.join(members)}")
+    if access.unreadable:
+        facts.append(
+            f"membership of {', '.join(access.unreadable)} could not be read "
+            "(the token needs read:org)"
+        )
+    if needed is not None:
+        if access.role is None:
+            facts.append(f"has no readable permission (the policy accepts {needed} or more)")
+        elif access.role == "none":
+            facts.append(f"has no access to the repository (the policy accepts {needed} or more)")
+        else:
+            facts.append(f"has {access.role} permission where the policy accepts {needed} or more")
+    return f"{login} is not an approver: " + "; ".join(facts)
+
+
+def at_least(role: str, needed: str) -> bool:
+    """Whether repository role ``role`` is ``needed`` or stronger (unknown roles are not)."""
+    if role not in ROLES or needed not in ROLES:
+        return False
+    return ROLES.index(role) >= ROLES.index(needed)
+
+
+def team_ref(entry: str, owner: str) -> tuple[str, str]:
+    """``org/slug``, or a bare ``slug`` in the repository owner's organization."""
+    org, sep, slug = entry.partition("/")
+    return (org, slug) if sep else (owner, entry)
+
+
+def same_login(a: str, b: str) -> bool:
+    """GitHub logins are case-insensitive."""
+    return a.casefold() == b.casefold()

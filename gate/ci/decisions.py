@@ -1,0 +1,195 @@
+"""What the pull-request flow writes, decided from values (pure).
+
+Which changed files are specs, the commit status for a verdict, the approval label, whom
+to ask for a review, whether the sticky comment may be overwritten, the step's exit code
+under ``fail-on``, and the step's outputs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+from enum import Enum
+
+from gate.ci.approvals import same_login, team_ref
+from gate.ci.model import ChangedFile, PullInfo
+from gate.estimate import ScenarioName
+from gate.money import fixed, format_money
+from gate.policy import Approvers
+from gate.report import Outcome, Report
+
+STATUS_CONTEXT = "budget-gate"
+"""The commit status's context: what branch protection requires."""
+APPROVAL_LABEL = "budget-approval-required"
+_DESCRIPTION_LIMIT = 140  # GitHub refuses longer commit status descriptions
+
+
+class FailOn(str, Enum):
+    """Which verdicts fail the workflow step (``fail-on``); the commit status is separate."""
+
+    ERROR = "error"
+    APPROVAL = "approval"
+    WARN = "warn"
+
+
+class CommentMode(str, Enum):
+    """``comment``: update the sticky comment, post a new one every run, or none."""
+
+    UPDATE = "update"
+    NEW = "new"
+    OFF = "off"
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A repository-path glob as a regex: ``*`` and ``?`` stay in one directory, ``**`` spans."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1 : end]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def select_specs(
+    files: Iterable[ChangedFile], globs: Sequence[str]
+) -> tuple[list[ChangedFile], list[ChangedFile]]:
+    """The changed files that are specs: those at the head, and those the change removed.
+
+    A renamed file counts when either its new or its old path matches.
+    """
+    patterns = [glob_regex(g.strip().removeprefix("./")) for g in globs if g.strip()]
+
+    def matches(path: str | None) -> bool:
+        return path is not None and any(p.match(path) for p in patterns)
+
+    present, removed = [], []
+    for file in files:
+        if file.removed and matches(file.path):
+            removed.append(file)
+        elif not file.removed and (matches(file.path) or matches(file.previous_path)):
+            present.append(file)
+    return present, removed
+
+
+def commit_status(report: Report) -> tuple[str, str]:
+    """The ``budget-gate`` status state and description for the report's verdict."""
+    outcome = report.outcome
+    if not report.results:
+        return "success", "no experiment spec changed"
+    worst = totals(report, "worst")
+    cost = f" · worst case {worst}" if worst else ""
+    match outcome:
+        case Outcome.PASS:
+            approvers = sorted(
+                {f.approved_by for r in report.results for f in r.findings if f.approved_by}
+            )
+            said = f"approved by {', '.join(approvers)}" if approvers else "within policy"
+            return "success", _short(said + cost)
+        case Outcome.APPROVAL_REQUIRED:
+            return "pending", _short("approval required" + cost)
+        case Outcome.VIOLATION:
+            return "failure", _short("breaks policy" + cost)
+        case Outcome.INVALID:
+            return "failure", "invalid input: see the job's annotations"
+        case Outcome.BACKEND_ERROR:
+            return "error", "a backend failed: see the job's log"
+
+
+def label_change(needs_approval: bool, labels: Iterable[str]) -> str | None:
+    """``add`` or ``remove`` the approval label, or None when it is already right."""
+    present = APPROVAL_LABEL in labels
+    if needs_approval and not present:
+        return "add"
+    if not needs_approval and present:
+        return "remove"
+    return None
+
+
+def reviewers_to_request(
+    approvers: Iterable[Approvers], pull: PullInfo, owner: str
+) -> tuple[list[str], list[str]]:
+    """Listed users and teams (of the repository's organization) not yet asked for a review.
+
+    GitHub refuses a review request from the pull request's author, and can only request
+    teams of the repository's own organization.
+    """
+    users: list[str] = []
+    teams: list[str] = []
+    for group in approvers:
+        for user in group.users:
+            asked = [*pull.requested_users, *users, pull.author]
+            if not any(same_login(user, other) for other in asked):
+                users.append(user)
+        for entry in group.teams:
+            org, slug = team_ref(entry, owner)
+            if same_login(org, owner) and slug not in pull.requested_teams and slug not in teams:
+                teams.append(slug)
+    return users, teams
+
+
+def may_write_comment(written_for: str | None, ours: str, current_head: str) -> bool:
+    """Whether a run for head ``ours`` may overwrite the comment written for ``written_for``.
+
+    A run for the pull request's current head always may; a run for an older head only
+    overwrites its own comment (never one written for a newer head).
+    """
+    return written_for is None or written_for == ours or ours == current_head
+
+
+def exit_code(outcome: Outcome, fail_on: FailOn) -> int:
+    """The step's exit code: approvals fail it only with ``fail-on: approval`` (or warn)."""
+    if outcome is Outcome.APPROVAL_REQUIRED and fail_on is FailOn.ERROR:
+        return 0
+    return outcome.exit_code
+
+
+def outputs(report: Report, report_json: str) -> dict[str, str]:
+    """The step's outputs (see README): verdict, costs, needs-approval, report-json."""
+    return {
+        "verdict": report.outcome.value,
+        "worst-cost": totals(report, "worst", code=False),
+        "expected-cost": totals(report, "expected", code=False),
+        "needs-approval": str(
+            any(r.outcome is Outcome.APPROVAL_REQUIRED for r in report.results)
+        ).lower(),
+        "report-json": report_json,
+    }
+
+
+def totals(report: Report, scenario: ScenarioName, *, code: bool = True) -> str:
+    """The scenario's cost over all priced specs: ``1,611.31 USD``, or ``1611.31`` without code.
+
+    Specs priced in several currencies give one ``amount CUR`` per currency, ``; ``-joined.
+    """
+    sums: dict[str, Decimal] = {}
+    for result in report.results:
+        if result.estimate is not None:
+            cost = result.estimate.scenario(scenario).cost
+            sums[result.currency] = sums.get(result.currency, Decimal(0)) + cost
+    if not sums:
+        return ""
+    if len(sums) == 1 and not code:
+        return str(fixed(next(iter(sums.values())), 2))
+    return "; ".join(format_money(amount, cur) for cur, amount in sorted(sums.items()))
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _DESCRIPTION_LIMIT else text[: _DESCRIPTION_LIMIT - 1] + "…"

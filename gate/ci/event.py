@@ -1,0 +1,128 @@
+"""The triggering event: which pull request it concerns and whether it asks for a run.
+
+Reads the webhook payload that GitHub Actions writes to ``GITHUB_EVENT_PATH`` (pure: the
+command reads the file). Three events matter (and ``pull_request_target``, which carries
+the same payload as ``pull_request``):
+
+- ``pull_request`` opened, synchronize, reopened, labeled (or ready_for_review): evaluate;
+- ``pull_request_review`` submitted or dismissed: approvals may have changed;
+- ``issue_comment`` created on a pull request, whose first line is ``/budget-gate approve
+  [reason]``.
+
+Anything else is answered with a reason to do nothing, never an error, so one workflow can
+listen to more events than it needs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gate.errors import InputError
+
+PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
+PULL_REQUEST_ACTIONS = frozenset(
+    {"opened", "synchronize", "reopened", "labeled", "ready_for_review"}
+)
+REVIEW_ACTIONS = frozenset({"submitted", "dismissed"})
+COMMAND = re.compile(r"^/budget-gate[ \t]+approve(?:[ \t]+(?P<reason>\S.*?))?[ \t]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class ApproveCommand:
+    """A ``/budget-gate approve [reason]`` comment: the one that triggered this run."""
+
+    comment_id: int
+    login: str
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """What the run is about: the pull request, and the commit or comment that triggered it.
+
+    ``head_sha`` is set for ``pull_request`` events (the commit the run was started for);
+    review and comment events judge the pull request's current head. ``skip`` says why
+    there is nothing to do.
+    """
+
+    name: str
+    action: str
+    repository: str
+    number: int | None = None
+    head_sha: str | None = None
+    command: ApproveCommand | None = None
+    skip: str | None = None
+
+
+def parse_event(name: str, payload: Mapping[str, Any]) -> Event:
+    """Decide from the event name and payload what this run is about."""
+    try:
+        return _parse(name, payload)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(
+            f"the {name or 'unnamed'} event payload is not what GitHub sends ({exc!r} missing "
+            "or malformed)",
+            hint="run budget-gate ci from a GitHub Actions workflow (GITHUB_EVENT_PATH)",
+        ) from None
+
+
+def _parse(name: str, payload: Mapping[str, Any]) -> Event:
+    action = str(payload.get("action") or "")
+    repository = str(payload["repository"]["full_name"])
+    base = Event(name, action, repository)
+    if name in PULL_REQUEST_EVENTS:
+        pull = payload["pull_request"]
+        if action not in PULL_REQUEST_ACTIONS:
+            return _skip(base, f"pull request {action!r} needs no check")
+        return _with(base, int(pull["number"]), head_sha=str(pull["head"]["sha"]))
+    if name == "pull_request_review":
+        number = int(payload["pull_request"]["number"])
+        if action not in REVIEW_ACTIONS:
+            return _skip(base, f"review {action!r} changes no approval")
+        return _with(base, number)
+    if name == "issue_comment":
+        return _comment(base, payload)
+    return _skip(base, f"event {name!r} is not one budget-gate ci handles")
+
+
+def _comment(base: Event, payload: Mapping[str, Any]) -> Event:
+    issue, comment = payload["issue"], payload["comment"]
+    if not issue.get("pull_request"):
+        return _skip(base, "the comment is on an issue, not a pull request")
+    if base.action != "created":
+        return _skip(base, f"comment {base.action!r} is not a new command")
+    command = parse_command(str(comment.get("body") or ""))
+    if command is None:
+        return _skip(base, "the comment is not a /budget-gate approve command")
+    found = ApproveCommand(int(comment["id"]), str(comment["user"]["login"]), command or None)
+    return _with(base, int(issue["number"]), command=found)
+
+
+def parse_command(body: str) -> str | None:
+    """The reason of a ``/budget-gate approve [reason]`` comment ("" without one), else None.
+
+    Only the first line counts, so quoting a command further down a comment approves
+    nothing.
+    """
+    first = body.strip().splitlines()[0] if body.strip() else ""
+    found = COMMAND.match(first.strip())
+    if found is None:
+        return None
+    return found.group("reason") or ""
+
+
+def _skip(base: Event, reason: str) -> Event:
+    return Event(base.name, base.action, base.repository, skip=reason)
+
+
+def _with(
+    base: Event,
+    number: int,
+    *,
+    head_sha: str | None = None,
+    command: ApproveCommand | None = None,
+) -> Event:
+    return Event(base.name, base.action, base.repository, number, head_sha, command)

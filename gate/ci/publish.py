@@ -1,0 +1,171 @@
+"""The pull-request flow, write side: sticky comment, commit status, label, reviews, reply.
+
+Writes are independent: one that GitHub refuses with 403 (the read-only token of a fork's
+pull request, or a workflow without the permission) is noted and the others are still
+tried, so the run degrades to annotations and the job summary instead of failing. Any other
+failure raises :class:`gate.errors.BackendError` (exit 4).
+
+A run for a commit that is no longer the pull request's head still sets that commit's
+status, but leaves the label and review requests to the newer run, and never overwrites a
+comment written for another head (see :func:`gate.ci.decisions.may_write_comment`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from gate.ci.decisions import (
+    APPROVAL_LABEL,
+    STATUS_CONTEXT,
+    CommentMode,
+    commit_status,
+    label_change,
+    may_write_comment,
+    reviewers_to_request,
+)
+from gate.ci.event import ApproveCommand
+from gate.ci.flow import GitHub, Prepared
+from gate.ci.model import CommentInfo
+from gate.errors import WriteForbidden
+from gate.report import Outcome, Report
+from gate.reporters.markdown import MarkdownReporter, comment_marker, written_for
+from gate.reporters.markup import escape
+
+_LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
+_MAX_REASONS = 50
+
+
+class _Writes:
+    """Runs writes, turning a 403 into a note instead of a failure."""
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    def attempt(self, what: str, write: Callable[[], object]) -> bool:
+        try:
+            write()
+        except WriteForbidden as exc:
+            self.notes.append(
+                f"could not {what}: GitHub refused the write ({exc}); a fork's pull request "
+                "gets a read-only token, so the report is in the annotations and job summary"
+            )
+            return False
+        return True
+
+
+def publish(
+    gh: GitHub,
+    prepared: Prepared,
+    report: Report,
+    *,
+    mode: CommentMode,
+    run_url: str,
+    command: ApproveCommand | None,
+) -> list[str]:
+    """Write the run's results to the pull request; return notes on what was not written."""
+    writes = _Writes()
+    pull = prepared.pull
+    current = prepared.head_sha == pull.head_sha
+    if mode is not CommentMode.OFF:
+        _comment(gh, prepared, report, mode, writes)
+    state, description = commit_status(report)
+    writes.attempt(
+        f"set the {STATUS_CONTEXT} status",
+        lambda: gh.set_status(prepared.head_sha, state, description, STATUS_CONTEXT, run_url),
+    )
+    if current:
+        _label_and_reviews(gh, prepared, report, writes)
+    else:
+        writes.notes.append(
+            f"the pull request's head moved on to {pull.head_sha[:12]}: its own run sets the "
+            "label and review requests"
+        )
+    if command is not None and prepared.refusals:
+        body = refusal_reply(command, prepared.refusals)
+        writes.attempt(
+            "reply to the /budget-gate approve comment",
+            lambda: gh.create_comment(pull.number, body),
+        )
+    return writes.notes
+
+
+def _comment(
+    gh: GitHub, prepared: Prepared, report: Report, mode: CommentMode, writes: _Writes
+) -> None:
+    number = prepared.pull.number
+    body = MarkdownReporter().render(report)
+    existing = None
+    if mode is CommentMode.UPDATE:
+        if prepared.comments is None:
+            prepared.comments = gh.comments(number)
+        existing = sticky(prepared.comments, comment_marker(report.context))
+    if existing is None:
+        if report.results or report.diffs:  # a pull request without specs gets no comment
+            writes.attempt("comment on the pull request", lambda: gh.create_comment(number, body))
+        return
+    if not may_write_comment(written_for(existing.body), prepared.head_sha, prepared.pull.head_sha):
+        writes.notes.append(
+            "kept the comment written for a newer commit; this run's report is in the job summary"
+        )
+        return
+    if existing.body != body:
+        writes.attempt(
+            "update the pull request comment", lambda: gh.update_comment(existing.id, body)
+        )
+
+
+def sticky(comments: list[CommentInfo], marker: str) -> CommentInfo | None:
+    """The oldest comment by a bot that starts with ``marker``: the one to update.
+
+    # NOTE: only bots count: a person could post a comment starting with the marker (and a
+    # forged head) to hijack or freeze the report; GITHUB_TOKEN and App tokens comment as
+    # bots.
+    """
+    return next((c for c in comments if c.is_bot and c.body.startswith(marker)), None)
+
+
+def _label_and_reviews(gh: GitHub, prepared: Prepared, report: Report, writes: _Writes) -> None:
+    pull = prepared.pull
+    needs = any(r.outcome is Outcome.APPROVAL_REQUIRED for r in report.results)
+    change = label_change(needs, pull.labels)
+    if change == "remove":
+        writes.attempt(
+            f"remove the {APPROVAL_LABEL} label",
+            lambda: gh.remove_label(pull.number, APPROVAL_LABEL),
+        )
+        return
+    if change != "add":
+        return
+    # NOTE: reviews are requested when the label goes on, so approvers are asked once per
+    # need (again after a push makes an approval stale), not on every run.
+    if not writes.attempt(
+        f"add the {APPROVAL_LABEL} label", lambda: gh.add_label(pull.number, APPROVAL_LABEL)
+    ):
+        return
+    users, teams = reviewers_to_request(prepared.approvers, pull, gh.owner)
+    if users or teams:
+        refused: list[str] = []
+
+        def ask() -> None:
+            reason = gh.request_reviews(pull.number, users, teams)
+            if reason is not None:
+                refused.append(reason)
+
+        writes.attempt("request reviews from the approvers", ask)
+        if refused:
+            asked = ", ".join([*users, *teams])
+            writes.notes.append(f"GitHub refused the review request ({asked}): {refused[0]}")
+
+
+def refusal_reply(command: ApproveCommand, reasons: list[str]) -> str:
+    """The reply to a ``/budget-gate approve`` that was not accepted, with every reason."""
+    login = command.login
+    who = f"@{login}" if _LOGIN.match(login) else escape(login)
+    shown = [f"- {escape(r)}" for r in reasons[:_MAX_REASONS]]
+    if len(reasons) > _MAX_REASONS:
+        shown.append(f"- … and {len(reasons) - _MAX_REASONS:,} more")
+    return (
+        f"{who} your `/budget-gate approve` was not accepted:\n\n" + "\n".join(shown) + "\n\n"
+        "<sub>budget-gate judges approvals by the base branch's policy.</sub>\n"
+    )

@@ -1,0 +1,169 @@
+"""``budget-gate ci``: the GitHub Action's entry point.
+
+Thin: reads the workflow's environment (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH,
+GITHUB_REPOSITORY, GITHUB_API_URL, GITHUB_TOKEN and the action's BUDGET_GATE_* inputs), runs
+the pull-request flow (:mod:`gate.ci`), writes annotations to stdout, the job summary, the
+step outputs and the JSON report, then exits by the verdict and ``fail-on``. The token goes
+to the GitHub client and nowhere else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from gate.ci.decisions import CommentMode, FailOn, exit_code, outputs
+from gate.ci.event import parse_event
+from gate.ci.flow import Prepared, Settings, approval_record, prepare
+from gate.ci.publish import publish
+from gate.commands.common import ledger_view, make_report, print_errors, utc_now
+from gate.commands.output import append_step_summary, write_atomically
+from gate.errors import InputError
+from gate.ledger import DEFAULT_EXPIRY, LedgerView, parse_expiry
+from gate.report import DOCS_URL, RenderContext, Report
+from gate.reporters import load_reporter
+from gate.reporters.github import message_command
+
+DEFAULT_SPECS = "experiments/**/*.yaml experiments/**/*.yml"
+DEFAULT_API_URL = "https://api.github.com"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handle one workflow event; 0 when there is nothing to do."""
+    env = os.environ
+    event = parse_event(_env(env, "GITHUB_EVENT_NAME"), _payload(_env(env, "GITHUB_EVENT_PATH")))
+    if event.skip is not None:
+        print(f"budget-gate: nothing to do: {event.skip}")
+        return 0
+    repository = _env(env, "GITHUB_REPOSITORY")
+    fail_on = _choice(FailOn, args.fail_on or env.get("BUDGET_GATE_FAIL_ON") or "error", "fail-on")
+    mode = _choice(
+        CommentMode, args.comment or env.get("BUDGET_GATE_COMMENT") or "update", "comment"
+    )
+    now = utc_now()
+    settings = Settings(
+        globs=tuple((args.specs or env.get("BUDGET_GATE_SPECS") or DEFAULT_SPECS).split()),
+        policy_dir=args.policy_dir or env.get("BUDGET_GATE_POLICY_DIR") or "policies",
+        fail_on=fail_on,
+        now=now,
+        ledger=_ledger(args, env, now),
+    )
+    from gate.integrations.github_client import GitHubClient
+
+    api_url = env.get("GITHUB_API_URL") or DEFAULT_API_URL
+    with GitHubClient(api_url, _env(env, "GITHUB_TOKEN"), repository) as gh:
+        prepared = prepare(gh, event, settings)
+        report = make_report(
+            prepared.results,
+            prepared.evaluator,
+            _context(args, env, settings, prepared),
+            prepared.diffs,
+        )
+        _write_local(report, env, args.report_json)
+        notes = publish(
+            gh, prepared, report, mode=mode, run_url=_run_url(env), command=event.command
+        )
+    for note in notes:
+        print(message_command("warning", note, "budget-gate"))
+    _record(settings.ledger, prepared, now)
+    return exit_code(report.outcome, fail_on)
+
+
+def _env(env: Mapping[str, str], name: str) -> str:
+    value = env.get(name)
+    if not value:
+        raise InputError(
+            f"{name} is not set",
+            hint="budget-gate ci runs in a GitHub Actions workflow (see the README's workflow)",
+        )
+    return value
+
+
+def _payload(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            payload = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"GITHUB_EVENT_PATH {path}: cannot read the event ({exc})") from None
+    if not isinstance(payload, dict):
+        raise InputError(f"GITHUB_EVENT_PATH {path}: the event is not a JSON object")
+    return payload
+
+
+def _choice(kind: type[FailOn] | type[CommentMode], value: str, name: str) -> Any:
+    try:
+        return kind(value.strip())
+    except ValueError:
+        choices = ", ".join(member.value for member in kind)
+        raise InputError(f"{name} {value!r} is not one of {choices}") from None
+
+
+def _ledger(
+    args: argparse.Namespace, env: Mapping[str, str], now: dt.datetime
+) -> LedgerView | None:
+    """The MLflow ledger, only when a tracking URI is configured (never the sqlite default)."""
+    if not env.get("MLFLOW_TRACKING_URI"):
+        return None
+    return ledger_view(args, now, approvals=True)
+
+
+def _context(
+    args: argparse.Namespace, env: Mapping[str, str], settings: Settings, prepared: Prepared
+) -> RenderContext:
+    return RenderContext(
+        repository=env.get("GITHUB_REPOSITORY", ""),
+        workflow=env.get("GITHUB_WORKFLOW", ""),
+        policy_dir=os.path.normpath(settings.policy_dir),
+        docs_url=args.docs_url or DOCS_URL,
+        base_ref=prepared.pull.base_ref,
+        head_sha=prepared.head_sha,
+    )
+
+
+def _write_local(report: Report, env: Mapping[str, str], report_json: str | None) -> None:
+    """Annotations on stdout, the job summary, the JSON report file and the step outputs."""
+    print_errors(list(report.results))
+    sys.stdout.write(load_reporter("github").render(report))
+    sys.stdout.flush()
+    append_step_summary(report, env)
+    path = report_json or os.path.join(
+        env.get("RUNNER_TEMP") or tempfile.gettempdir(), "budget-gate-report.json"
+    )
+    write_atomically(path, load_reporter("json").render(report))
+    target = env.get("GITHUB_OUTPUT")
+    if target:
+        lines = "".join(f"{k}={v}\n" for k, v in outputs(report, os.path.abspath(path)).items())
+        try:
+            with open(target, "a", encoding="utf-8") as handle:
+                handle.write(lines)
+        except OSError as exc:
+            raise InputError(f"GITHUB_OUTPUT {target}: cannot write ({exc.strerror})") from None
+
+
+def _run_url(env: Mapping[str, str]) -> str:
+    server, repo, run_id = (
+        env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")
+    )
+    return f"{server}/{repo}/actions/runs/{run_id}" if server and repo and run_id else ""
+
+
+def _record(ledger: LedgerView | None, prepared: Prepared, now: dt.datetime) -> None:
+    """Record accepted GitHub approvals in the MLflow ledger, when one is configured.
+
+    An approval recorded once is found by the next run's evaluation (same fingerprint), so
+    each is recorded once.
+    """
+    if ledger is None or not prepared.accepted:
+        return
+    span = parse_expiry(DEFAULT_EXPIRY)
+    for evaluation, candidate in prepared.accepted:
+        record = approval_record(evaluation, candidate, prepared.pull.number)
+        run_id = ledger.store().append(replace(record, record_id=None, expires_at=now + span))
+        print(f"budget-gate: recorded {record.summary()} of {record.spec} as {run_id}")

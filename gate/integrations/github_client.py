@@ -1,0 +1,315 @@
+"""All GitHub I/O of the pull-request flow, through PyGithub, behind a small typed facade.
+
+Imported only on the ``budget-gate ci`` path. The token is handed to PyGithub and to
+nothing else: it is never part of a message, a log line or an exception this module
+raises. Failures become :class:`gate.errors.BackendError` (exit 4) naming what was being
+done; a write refused with 403 (the read-only token of a fork's pull request) becomes
+:class:`gate.errors.WriteForbidden`, which the flow turns into "annotations and job summary only".
+
+# NOTE: PyGithub throttles by default (0.25 s between requests, 1 s between writes);
+# budget-gate makes a few dozen calls per run, well within GitHub's limits, so it is off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+import requests
+from github import Auth, BadCredentialsException, Github, GithubException, GithubRetry
+from github.PullRequest import PullRequest
+
+from gate.ci.approvals import ROLES
+from gate.ci.model import ChangedFile, CommentInfo, CommitInfo, PullInfo, ReviewInfo
+from gate.errors import BackendError, InputError, WriteForbidden
+
+_TIMEOUT_S = 30
+_RETRIES = 2
+_CONTENT_LIMIT = 1_000_000  # the contents API returns no content for larger files
+_MAX_PAGES = 30  # GitHub lists at most 3,000 files of a commit
+
+
+class GitHubClient:
+    """One repository on one GitHub (github.com or Enterprise), for one run of the flow."""
+
+    def __init__(self, api_url: str, token: str, repository: str) -> None:
+        self.api_url = api_url.rstrip("/")
+        self.repository = repository
+        self.owner = repository.split("/", 1)[0]
+        self._gh = Github(
+            base_url=self.api_url,
+            auth=Auth.Token(token),
+            timeout=_TIMEOUT_S,
+            retry=GithubRetry(total=_RETRIES, backoff_factor=0.5),
+            per_page=100,
+            seconds_between_requests=0,
+            seconds_between_writes=0,
+            lazy=True,  # no GET /repos/{repo} before the first real call
+        )
+        self._repo = self._gh.get_repo(repository)
+        self._pulls: dict[int, PullRequest] = {}
+
+    def close(self) -> None:
+        """Close PyGithub's connections."""
+        self._gh.close()
+
+    def __enter__(self) -> GitHubClient:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def pull(self, number: int) -> PullInfo:
+        """The pull request: author, state, head and base, labels, requested reviewers."""
+        with self._failing(f"reading pull request #{number}"):
+            pull = self._repo.get_pull(number)
+            self._pulls[number] = pull
+            return PullInfo(
+                number=number,
+                author=pull.user.login,
+                state=pull.state,
+                head_sha=pull.head.sha,
+                base_sha=pull.base.sha,
+                base_ref=pull.base.ref,
+                labels=tuple(label.name for label in pull.labels),
+                requested_users=tuple(u.login for u in pull.requested_reviewers),
+                requested_teams=tuple(t.slug for t in pull.requested_teams),
+            )
+
+    def changed_files(self, number: int) -> list[ChangedFile]:
+        """The pull request's file list (GitHub lists at most 3,000 files)."""
+        with self._failing(f"listing the files of pull request #{number}"):
+            return [
+                ChangedFile(f.filename, f.status, f.previous_filename)
+                for f in self._pull(number).get_files()
+            ]
+
+    def read_file(self, path: str, ref: str) -> bytes | None:
+        """The file at ``ref``, or None when there is no file at ``path`` there."""
+        with self._failing(f"reading {path} at {ref[:12]}"):
+            try:
+                found = self._repo.get_contents(path, ref=ref)
+            except GithubException as exc:
+                if exc.status == 404:
+                    return None
+                raise
+        if isinstance(found, list) or found.type != "file":
+            return None
+        if found.encoding != "base64":
+            raise InputError(
+                f"{path}: {found.size:,} bytes, too large for GitHub's contents API "
+                f"({_CONTENT_LIMIT:,} bytes at most)",
+                hint="keep specs and policies small",
+            )
+        return found.decoded_content
+
+    def read_dir(self, path: str, ref: str) -> dict[str, bytes] | None:
+        """The ``*.yaml`` files directly in directory ``path`` at ``ref``, or None if absent."""
+        with self._failing(f"listing {path} at {ref[:12]}"):
+            try:
+                listing = self._repo.get_contents(path, ref=ref)
+            except GithubException as exc:
+                if exc.status == 404:
+                    return None
+                raise
+        if not isinstance(listing, list):
+            return None
+        names = sorted(e.name for e in listing if e.type == "file" and e.name.endswith(".yaml"))
+        files = {name: self.read_file(f"{path}/{name}", ref) for name in names}
+        return {name: data for name, data in files.items() if data is not None}
+
+    def commit(self, sha: str) -> CommitInfo:
+        """A commit's committer date, the paths it touched (old names too) and its parents."""
+        url = f"/repos/{self.repository}/commits/{_seg(sha)}"
+        paths: set[str] = set()
+        with self._failing(f"reading commit {sha[:12]}"):
+            for page in range(1, _MAX_PAGES + 1):
+                data = self._get(url, {"per_page": 100, "page": page})
+                files = data.get("files") or []
+                paths |= {f["filename"] for f in files}
+                paths |= {f["previous_filename"] for f in files if f.get("previous_filename")}
+                if len(files) < 100:
+                    break
+        return CommitInfo(
+            sha=str(data["sha"]),
+            date=_parse_time(data["commit"]["committer"]["date"]),
+            paths=frozenset(paths),
+            parents=tuple(str(p["sha"]) for p in data.get("parents") or []),
+        )
+
+    def reviews(self, number: int) -> list[ReviewInfo]:
+        """Submitted reviews, oldest first (reviews by deleted accounts are left out)."""
+        with self._failing(f"listing the reviews of pull request #{number}"):
+            return [
+                ReviewInfo(
+                    id=r.id,
+                    login=r.user.login,
+                    is_bot=r.user.type == "Bot",
+                    state=r.state,
+                    submitted_at=_utc(r.submitted_at) if r.submitted_at else None,
+                    commit_id=r.commit_id,
+                    body=r.body or "",
+                )
+                for r in self._pull(number).get_reviews()
+                if r.user is not None
+            ]
+
+    def comments(self, number: int) -> list[CommentInfo]:
+        """Conversation comments, oldest first (comments by deleted accounts left out)."""
+        with self._failing(f"listing the comments of pull request #{number}"):
+            return [
+                CommentInfo(
+                    id=c.id,
+                    login=c.user.login,
+                    is_bot=c.user.type == "Bot",
+                    body=c.body or "",
+                    created_at=_utc(c.created_at),
+                    updated_at=_utc(c.updated_at),
+                )
+                for c in self._pull(number).get_issue_comments()
+                if c.user is not None
+            ]
+
+    def team_member(self, org: str, slug: str, login: str) -> bool | None:
+        """Whether ``login`` is an active member of ``org/slug``; None when it can't be read.
+
+        GitHub answers 404 both for "not a member" and for a team the token cannot see.
+        """
+        url = f"/orgs/{_seg(org)}/teams/{_seg(slug)}/memberships/{_seg(login)}"
+        with self._failing(f"reading {login}'s membership of {org}/{slug}"):
+            try:
+                data = self._get(url)
+            except GithubException as exc:
+                if exc.status == 404:
+                    return False
+                if exc.status == 403:
+                    return None
+                raise
+        return bool(data.get("state") == "active")
+
+    def role(self, login: str) -> str | None:
+        """``login``'s role on the repository (admin ... read, or none); None if unreadable."""
+        url = f"/repos/{self.repository}/collaborators/{_seg(login)}/permission"
+        with self._failing(f"reading {login}'s permission"):
+            try:
+                data = self._get(url)
+            except GithubException as exc:
+                if exc.status in (403, 404):
+                    return None
+                raise
+        role, legacy = data.get("role_name"), data.get("permission")
+        # NOTE: custom roles have their own names; their base permission is in ``permission``.
+        return str(role) if role in ROLES else str(legacy) if legacy else None
+
+    # --- writes ---------------------------------------------------------------------------
+
+    def create_comment(self, number: int, body: str) -> int:
+        """Post a comment on the pull request; returns its id."""
+        with self._failing(f"commenting on pull request #{number}", write=True):
+            return int(self._pull(number).create_issue_comment(body).id)
+
+    def update_comment(self, comment_id: int, body: str) -> None:
+        """Replace a comment's body."""
+        url = f"/repos/{self.repository}/issues/comments/{comment_id}"
+        with self._failing(f"updating comment {comment_id}", write=True):
+            self._send("PATCH", url, {"body": body})
+
+    def set_status(self, sha: str, state: str, description: str, context: str, url: str) -> None:
+        """Set the commit status ``context`` on ``sha`` (``url``: the run, may be empty)."""
+        body = {"state": state, "description": description, "context": context}
+        if url:
+            body["target_url"] = url
+        with self._failing(f"setting the {context} status on {sha[:12]}", write=True):
+            self._send("POST", f"/repos/{self.repository}/statuses/{sha}", body)
+
+    def add_label(self, number: int, name: str) -> None:
+        """Add a label to the pull request (GitHub creates it in the repository if new)."""
+        url = f"/repos/{self.repository}/issues/{number}/labels"
+        with self._failing(f"labelling pull request #{number}", write=True):
+            self._send("POST", url, {"labels": [name]})
+
+    def remove_label(self, number: int, name: str) -> None:
+        """Remove a label; one already gone is fine."""
+        # NOTE: PyGithub leaves "/" unescaped in label names; quote every character.
+        url = f"/repos/{self.repository}/issues/{number}/labels/{_seg(name)}"
+        with self._failing(f"unlabelling pull request #{number}", write=True):
+            try:
+                self._send("DELETE", url, None)
+            except GithubException as exc:
+                if exc.status != 404:
+                    raise
+
+    def request_reviews(self, number: int, users: list[str], teams: list[str]) -> str | None:
+        """Ask users and teams for a review; GitHub's reason when it refuses (422), else None."""
+        url = f"/repos/{self.repository}/pulls/{number}/requested_reviewers"
+        with self._failing(f"requesting reviews on pull request #{number}", write=True):
+            try:
+                self._send("POST", url, {"reviewers": users, "team_reviewers": teams})
+            except GithubException as exc:
+                if exc.status == 422:
+                    return _message(exc)
+                raise
+        return None
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    def _pull(self, number: int) -> PullRequest:
+        if number not in self._pulls:
+            self._pulls[number] = self._repo.get_pull(number)
+        return self._pulls[number]
+
+    def _get(self, url: str, parameters: dict[str, Any] | None = None) -> dict[str, Any]:
+        _, data = self._gh.requester.requestJsonAndCheck("GET", url, parameters=parameters)
+        return dict(data)
+
+    def _send(self, verb: str, url: str, body: dict[str, Any] | None) -> None:
+        self._gh.requester.requestJsonAndCheck(verb, url, input=body)
+
+    @contextlib.contextmanager
+    def _failing(self, doing: str, *, write: bool = False) -> Iterator[None]:
+        try:
+            yield
+        except BadCredentialsException:
+            raise BackendError(
+                f"GitHub at {self.api_url} refused the token while {doing} (401): check the "
+                "github-token input"
+            ) from None
+        except GithubException as exc:
+            if write and exc.status == 403:
+                raise WriteForbidden(f"{doing}: {_message(exc)} (403)") from None
+            raise BackendError(
+                f"GitHub at {self.api_url} answered {exc.status} while {doing}: {_message(exc)}"
+            ) from None
+        except requests.RequestException as exc:
+            raise BackendError(
+                f"GitHub at {self.api_url} could not be reached while {doing} "
+                f"({type(exc).__name__})"
+            ) from None
+
+
+def _seg(value: str) -> str:
+    """One URL path segment, every reserved character escaped."""
+    return quote(value, safe="")
+
+
+def _message(exc: GithubException) -> str:
+    data = exc.data
+    if isinstance(data, dict) and data.get("message"):
+        return str(data["message"]).splitlines()[0][:300]
+    return type(exc).__name__
+
+
+def _parse_time(text: str) -> dt.datetime:
+    return _utc(dt.datetime.fromisoformat(text.replace("Z", "+00:00")))
+
+
+def _utc(moment: dt.datetime) -> dt.datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)

@@ -1,0 +1,203 @@
+"""Security properties of ``budget-gate ci``, each shown against the fake GitHub.
+
+Policies come from the base commit; self-approval, stale approvals and approvals by people who
+are not approvers are refused; spec text cannot inject Markdown or HTML; the token never shows;
+a read-only token (a fork's pull request) degrades to annotations and the job summary.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+
+from tests.github.ci_kit import (
+    BASE,
+    HOSTILE_POLICY,
+    NUMBER,
+    POLICY,
+    SPEC,
+    T0,
+    PullRequestStory,
+    grid_spec,
+)
+from tests.reporters.test_markdown import OUR_TAGS, to_html
+
+HOUR = dt.timedelta(hours=1)
+
+
+def opened(story: PullRequestStory, spec: str = SPEC, text: str | None = None):
+    story.change(spec, text or grid_spec(4), at=T0 + HOUR)
+    ran = story.run("pull_request.opened", story.pull_request_event())
+    assert ran.code == 0, ran.stderr
+    return ran
+
+
+def test_policies_changed_in_the_pull_request_are_not_used(story: PullRequestStory) -> None:
+    # The PR loosens the policy in the same change, and the checkout's policies/ agree with it.
+    story.change("policies/default.yaml", HOSTILE_POLICY, before=POLICY, at=T0 + HOUR)
+    opened(story)
+    assert story.status()[0] == "pending"
+    assert "64 trials is over the approval trigger of 32" in story.bot_comments()[0]
+    reads = [r for r in story.fake.requests_for("repos/get-content") if "polic" in r.path]
+    assert reads and {r.query["ref"][0] for r in reads} == {BASE}
+    # ... and the author, whom only the PR's policy would let self-approve, is still refused.
+    story.run("pull_request_review", story.review_event("Codertocat", at=T0 + 2 * HOUR))
+    assert story.status()[0] == "pending"
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_self_approval_is_refused_unless_the_policy_allows_it(
+    story: PullRequestStory, allowed: bool
+) -> None:
+    if allowed:
+        policy = POLICY.replace(
+            "permission: maintain", "permission: maintain\n    allow_self_approval: true"
+        )
+        story.repo.put_file("policies/default.yaml", policy, ref=BASE)
+    opened(story)
+    # Codertocat opened the PR and owns the repository (admin): only the policy can stop them.
+    story.run("pull_request_review", story.review_event("Codertocat", at=T0 + 2 * HOUR))
+    if allowed:
+        assert story.status()[0] == "success"
+    else:
+        assert story.status()[0] == "pending"
+        assert (
+            "Codertocat opened the pull request and the policy does not allow self-approval"
+            in story.bot_comments()[0]
+        )
+
+
+def test_an_approval_older_than_the_last_spec_change_is_refused(story: PullRequestStory) -> None:
+    story.repo.add_review(
+        NUMBER, "alice", "APPROVED", submitted_at=T0 + 30 * dt.timedelta(minutes=1)
+    )
+    opened(story)  # the spec commit is dated T0 + 1h, after alice's approval
+    assert story.status()[0] == "pending"
+    assert "does not count: it predates the spec's last change" in story.bot_comments()[0]
+
+
+def test_a_review_of_an_older_commit_is_refused_even_if_commit_dates_are_set_back(
+    story: PullRequestStory,
+) -> None:
+    opened(story)
+    approved_head = story.head
+    story.run("pull_request_review", story.review_event("alice", at=T0 + 3 * HOUR))
+    assert story.status()[0] == "success"
+    # A push whose commit claims an earlier date than the approval: the date would pass ...
+    story.push({SPEC: grid_spec(8)}, at=T0 + 2 * HOUR)
+    story.run("pull_request.synchronize", story.pull_request_event("synchronize"))
+    # ... but the review was given on the commit before it.
+    assert story.status()[0] == "pending"
+    assert f"it reviewed commit {approved_head[:7]}, from before" in story.bot_comments()[0]
+
+
+def test_a_comment_approval_by_a_non_member_is_refused_with_a_reply(
+    story: PullRequestStory,
+) -> None:
+    opened(story)
+    story.repo.set_permission("dave", "write")  # write is below the policy's maintain
+    for login in ("mallory", "dave"):
+        ran = story.run(
+            "issue_comment",
+            story.comment_event(login, "/budget-gate approve ship it", at=T0 + 2 * HOUR),
+        )
+        assert ran.code == 0, ran.stderr
+        assert story.status()[0] == "pending"
+        reply = story.comments()[-1]
+        assert reply.startswith(f"@{login} your `/budget-gate approve` was not accepted:")
+        assert f"{login} is not an approver: not in approval.approvers.users (alice)" in reply
+    assert "has write permission where the policy accepts maintain or more" in reply
+    assert "has no access to the repository" in story.comments()[-3]
+    assert len(story.bot_comments()) == 3  # the report and two replies
+
+
+@pytest.mark.parametrize(
+    ("login", "setup"),
+    [
+        ("carol", lambda s: None),  # an active member of Octocoders/budget-approvers
+        ("erin", lambda s: s.repo.set_permission("erin", "maintain")),
+        ("alice", lambda s: None),  # listed by name
+    ],
+)
+def test_members_maintainers_and_listed_users_may_approve_by_comment(
+    story: PullRequestStory, login: str, setup
+) -> None:
+    setup(story)
+    opened(story)
+    ran = story.run(
+        "issue_comment",
+        story.comment_event(login, "/budget-gate approve Q4 launch", at=T0 + 2 * HOUR),
+    )
+    assert ran.code == 0, ran.stderr
+    assert story.status() == ("success", f"approved by {login} · worst case 580.27 USD")
+    assert f"**Approval:** {login} (github-comment, " in story.bot_comments()[0]
+    assert "): Q4 launch — covers this version" in story.bot_comments()[0]
+    assert len(story.comments()) == 2  # the report and the command; no reply
+
+
+def test_a_pending_team_member_and_an_edited_comment_are_refused(story: PullRequestStory) -> None:
+    story.fake.set_team_member("Octocoders", "budget-approvers", "pat", "pending")
+    opened(story)
+    story.run("issue_comment", story.comment_event("pat", "/budget-gate approve", at=T0 + 2 * HOUR))
+    assert "not an active member of Octocoders/budget-approvers" in story.comments()[-1]
+    edited = story.comment_event("alice", "/budget-gate approve", at=T0 + 2 * HOUR)
+    story.fake.seed_from_event(edited)  # as GitHub holds it: posted, then edited by someone
+    story.repo.comments[edited["comment"]["id"]].updated_at = T0 + 3 * HOUR
+    story.run("issue_comment", edited)
+    assert story.status()[0] == "pending"
+    assert "the comment was edited after it was posted" in story.comments()[-1]
+
+
+HOSTILE = "<img src=x onerror=alert(1)> @Octocoders/budget-approvers [x](javascript:alert(1)) |"
+
+
+def test_markdown_and_html_in_spec_fields_are_escaped(story: PullRequestStory) -> None:
+    text = (
+        grid_spec(4, name="evil")
+        .replace("name: evil", f"name: {HOSTILE!r}")
+        .replace("owner: bob", f"owner: {HOSTILE!r}")
+    )
+    path = "experiments/<b>x</b>.yaml"
+    ran = opened(story, path, text)
+    story.run(
+        "issue_comment", story.comment_event("mallory", "/budget-gate approve", at=T0 + 2 * HOUR)
+    )
+    for body in [*story.bot_comments(), ran.summary]:
+        page = to_html(body)
+        assert set(re.findall(r"<([a-z0-9]+)", page)) <= OUR_TAGS | {"code"}
+        assert "javascript:" not in " ".join(re.findall(r'href="([^"]*)"', page))
+        assert "@Octocoders" not in body  # mentions are broken with a zero-width space
+    assert "&lt;img src=x onerror=alert(1)&gt;" in story.bot_comments()[0]
+    assert "::warning file=experiments/<b>x</b>.yaml,line=21" in ran.stdout
+
+
+def test_a_wrong_token_fails_as_a_backend_error_without_showing_it(story: PullRequestStory) -> None:
+    story.change(SPEC, grid_spec(4), at=T0 + HOUR)
+    secret = "ghs_SecretThatMustNotLeak00000000000000"
+    ran = story.run("pull_request.opened", story.pull_request_event(), GITHUB_TOKEN=secret)
+    assert ran.code == 4
+    assert "refused the token while reading pull request #2 (401)" in ran.stderr
+    assert secret not in ran.stdout + ran.stderr + ran.summary
+
+
+def test_a_read_only_token_falls_back_to_annotations_and_the_summary(
+    story: PullRequestStory,
+) -> None:
+    story.fake.read_only = True  # what a fork's pull request gets
+    story.change(SPEC, grid_spec(4), at=T0 + HOUR)
+    ran = story.run("pull_request.opened", story.pull_request_event())
+    assert ran.code == 0, ran.stderr  # fail-on: error, and the spec only needs approval
+    assert "::warning file=experiments/llm-grid.yaml,line=21,col=3" in ran.stdout
+    assert "needs approval" in ran.summary
+    warnings = [line for line in ran.stdout.splitlines() if line.startswith("::warning title=")]
+    assert len(warnings) == 3  # comment, status, label; reviews are asked with the label
+    assert all("GitHub refused the write" in w and "(403)" in w for w in warnings)
+    assert story.comments() == [] and story.repo.statuses == []
+    assert {r.status for r in story.fake.writes} == {403}
+    assert ran.outputs["verdict"] == "approval-required"
+    strict = story.run(
+        "pull_request.opened", story.pull_request_event(), BUDGET_GATE_FAIL_ON="approval"
+    )
+    assert strict.code == 2
