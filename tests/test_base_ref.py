@@ -235,3 +235,24 @@ def test_a_directory_linked_into_another_repository_is_refused(repo, tmp_path):
     (repo / "linked").symlink_to(other / "specs")
     with pytest.raises(InputError, match="outside the git work tree"):
         list_base("main", "linked", (".yaml",))
+
+
+def test_base_ref_judges_by_the_policies_at_the_base_not_the_working_tree(repo, capsys):
+    # The change also loosens the policy in the work tree; the base's policy still applies.
+    (repo / "policies" / "default.yaml").write_text(
+        POLICY + "limits: {max_experiment_cost: 1000000}\n"
+    )
+    git(repo, "add", "policies")
+    (repo / "policies" / "default.yaml").write_text(POLICY.replace("on-demand: 2", "on-demand: 0"))
+    _, doc = check_json(capsys, "--base-ref", "main", "specs/grow.yaml")
+    grow = doc["results"][0]
+    # 48 trials × 1 GPU × 1 h × 2 USD at the base's price, not 0 USD from the work tree.
+    assert grow["estimate"]["worst"]["cost"] == "96.00"
+
+
+def test_base_ref_without_policies_at_the_base_is_an_input_error(repo, capsys):
+    git(repo, "rm", "-q", "-r", "--cached", "policies")
+    git(repo, "commit", "-q", "-m", "no policies")
+    code = main(["check", "--policy-dir", "policies", "--base-ref", "main", "specs/grow.yaml"])
+    assert code == 3
+    assert "no policies in policies at main" in capsys.readouterr().err

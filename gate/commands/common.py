@@ -45,14 +45,36 @@ def expand_specs(patterns: list[str]) -> list[str]:
 def make_evaluator(
     args: argparse.Namespace, *, fail_on_warn: bool = False, ledger: LedgerView | None = None
 ) -> Evaluator:
-    """Build the evaluator from --policy-dir and --as-of, reading ``ledger`` if given."""
+    """Build the evaluator from --policy-dir and --as-of, reading ``ledger`` if given.
+
+    With --base-ref the policies are read from that git ref, not from the working tree: a
+    pull request must not be judged by policies it changes itself.
+    """
+    base_ref = getattr(args, "base_ref", None)
+    policies = base_policies(args.policy_dir, base_ref) if base_ref else PolicySet(args.policy_dir)
     return Evaluator(
-        policies=PolicySet(args.policy_dir),
+        policies=policies,
         catalog=load_catalog(),
         today=as_of(args)[0],
         fail_on_warn=fail_on_warn,
         ledger=ledger,
     )
+
+
+def base_policies(policy_dir: str, ref: str) -> PolicySet:
+    """The policy files of ``policy_dir`` as committed at ``ref``."""
+    from gate.integrations.git import list_base, read_base
+
+    paths = list_base(ref, policy_dir, (".yaml",))
+    blobs = read_base(ref, paths)
+    files = {os.path.basename(p): blob for p, blob in blobs.items() if blob is not None}
+    if not files:
+        raise InputError(
+            f"no policies in {policy_dir} at {ref}",
+            hint="commit the policies to the base branch first; a change is judged by the "
+            "policies it is merged into",
+        )
+    return PolicySet(policy_dir, files)
 
 
 def evaluate_against(
