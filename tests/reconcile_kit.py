@@ -1,0 +1,92 @@
+"""Reconcile test builders: a plan at a fixed price and clock, runs as MLflow has them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+from gate import tracking
+from gate.actuals import Plan, RunFacts
+from gate.fingerprint import fingerprint
+from gate.ledger import LedgerRecord, RecordKind
+from gate.quality import monitor_for
+from tests.conftest import make_estimate, make_policy, make_quote, make_spec
+
+UTC = dt.timezone.utc
+T0 = dt.datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
+
+
+def at(hours: float) -> dt.datetime:
+    return T0 + dt.timedelta(hours=hours)
+
+
+def ms(hours: float) -> int:
+    return int(at(hours).timestamp() * 1000)
+
+
+def make_plan(
+    overrides: dict[str, Any] | None = None,
+    *,
+    price: str = "10",
+    now: float = 1000.0,
+    tolerance: str = "0.1",
+    approval: LedgerRecord | None = None,
+    **kw: Any,
+) -> Plan:
+    """The base spec (gate: val_f1 >= 0.8; 4 trials × 1 GPU × 1 h) at ``price`` per GPU-h."""
+    spec = make_spec(overrides)
+    return Plan(
+        spec=spec,
+        fingerprint=fingerprint(spec),
+        quote=make_quote(price, spec.resources.accelerator),
+        estimate=make_estimate(spec, make_policy(), price),
+        monitor=monitor_for(spec),
+        now=at(now),
+        tolerance=Decimal(tolerance),
+        approval=approval,
+        **kw,
+    )
+
+
+def facts(
+    run_id: str,
+    *,
+    hours: float = 1.0,
+    start: float = 0.0,
+    status: str = "FINISHED",
+    gpus: int | None = 1,
+    f1: float | None = 0.9,
+    tags: dict[str, str] | None = None,
+    metrics: dict[str, float] | None = None,
+    **kw: Any,
+) -> RunFacts:
+    """A run that started ``start`` hours after T0 and held its GPUs for ``hours``."""
+    all_tags = {} if gpus is None else {tracking.GPUS: str(gpus)}
+    all_tags.update(tags or {})
+    all_metrics = {} if f1 is None else {"val_f1": f1}
+    all_metrics.update(metrics or {})
+    return RunFacts(
+        run_id=run_id,
+        status=status,
+        start_ms=ms(start),
+        end_ms=None if status == "RUNNING" else ms(start + hours),
+        name=run_id,
+        tags=all_tags,
+        metrics=all_metrics,
+        **kw,
+    )
+
+
+def approval(amount: str, currency: str = "USD") -> LedgerRecord:
+    return LedgerRecord(
+        kind=RecordKind.APPROVAL,
+        spec="exp/spec.yaml",
+        fingerprint="sha256:x",
+        experiment="test-sweep",
+        recorded_at=T0,
+        currency=currency,
+        worst_cost=Decimal(amount),
+        by="alice",
+        record_id="approval-run-1",
+    )
