@@ -274,3 +274,24 @@ def _notes(plan: Plan) -> tuple[str, ...]:
             f"{plan.quote.currency}: compared with the worst-case estimate instead"
         )
     return tuple(notes)
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileReport:
+    """A reconciliation with what the reporters say around it (where the runs came from).
+
+    ``record_id`` is the ledger record written, or ``not_recorded`` says why none was;
+    ``repository`` identifies the pull-request comment (``$GITHUB_REPOSITORY``).
+    """
+
+    file: str
+    name: str
+    policy: str
+    experiment: str
+    where: str
+    result: Reconciliation
+    version: str
+    all_versions: bool = False
+    record_id: str | None = None
+    not_recorded: str | None = None
+    repository: str = ""

@@ -90,3 +90,42 @@ def approval(amount: str, currency: str = "USD") -> LedgerRecord:
         by="alice",
         record_id="approval-run-1",
     )
+
+
+def log_run(
+    client: Any,
+    experiment_id: str,
+    *,
+    tags: dict[str, str],
+    start: float = 0.0,
+    hours: float | None = 1.0,
+    status: str = "FINISHED",
+    metrics: dict[str, float] | None = None,
+    params: dict[str, str] | None = None,
+    history: dict[str, list[float]] | None = None,
+    name: str | None = None,
+) -> str:
+    """Create a real MLflow run as a launcher would leave it, with controlled times.
+
+    ``history`` maps a metric to its values at steps 0, 1, 2, …; ``metrics`` are logged
+    once, at step 0. ``hours`` ``None`` leaves the run RUNNING.
+    """
+    from mlflow.entities import Metric, Param
+
+    run = client.create_run(experiment_id, start_time=ms(start), tags=tags, run_name=name)
+    run_id: str = run.info.run_id
+    points = [Metric(k, v, ms(start), 0) for k, v in (metrics or {}).items()]
+    for key, values in (history or {}).items():
+        points.extend(Metric(key, v, ms(start) + i, i) for i, v in enumerate(values))
+    for first in range(0, len(points), 1000):  # MLflow takes at most 1000 metrics a batch
+        chunk = points[first : first + 1000]
+        client.log_batch(run_id, metrics=chunk, params=[] if first else _params(params, Param))
+    if not points and params:
+        client.log_batch(run_id, params=_params(params, Param))
+    if hours is not None:
+        client.set_terminated(run_id, status, end_time=ms(start + hours))
+    return run_id
+
+
+def _params(params: dict[str, str] | None, param: Any) -> list[Any]:
+    return [param(k, v) for k, v in (params or {}).items()]
