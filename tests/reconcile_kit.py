@@ -1,10 +1,18 @@
-"""Reconcile test builders: a plan at a fixed price and clock, runs as MLflow has them."""
+"""Reconcile test builders: a plan at a fixed price and clock, runs as MLflow has them.
+
+Registered from ``tests/conftest.py`` (``pytest_plugins``) for its ``lab`` fixture: a team
+with its own MLflow experiment and spec on the session's server.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+
+import pytest
 
 from gate import tracking
 from gate.actuals import Plan, RunFacts
@@ -12,6 +20,7 @@ from gate.fingerprint import fingerprint
 from gate.ledger import LedgerRecord, RecordKind
 from gate.quality import monitor_for
 from tests.conftest import make_estimate, make_policy, make_quote, make_spec
+from tests.ledger_kit import Team, unique
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
@@ -129,3 +138,72 @@ def log_run(
 
 def _params(params: dict[str, str] | None, param: Any) -> list[Any]:
     return [param(k, v) for k, v in (params or {}).items()]
+
+
+# 1 GPU; epochs of an hour: a trial of N epochs holds its GPU N hours, at 10 per GPU-hour.
+SPEC = """\
+apiVersion: budget-gate/v1
+kind: Experiment
+metadata: {{name: {name}, team: {team}, owner: carol, labels: {{cost-center: {cc}}}}}
+resources: {{accelerator: L4, gpus_per_trial: 1, precision: bf16}}
+workload: {{max_epochs: {epochs}, epoch_minutes: 60}}
+search: {{strategy: random, max_trials: {trials}}}
+quality_gate:
+  - {{metric: val_macro_f1, op: ">=", value: 0.8}}
+  - {{metric: "val_recall_class_*", op: ">=", value: 0.65}}
+tracking: {{mlflow_experiment: {experiment}}}
+"""
+GOOD = {"val_macro_f1": 0.9, "val_recall_class_0": 0.8, "val_recall_class_1": 0.7}
+
+
+@dataclass
+class Lab:
+    """A team, its MLflow experiment and a spec whose runs the test logs."""
+
+    team: Team
+    client: Any
+    experiment: str
+    experiment_id: str
+    spec: str
+
+    def log(self, spec: str | None = None, trial: int = 0, **kw: Any) -> str:
+        tags = tracking.run_tags(spec or self.spec, trial_id=trial)
+        return log_run(self.client, self.experiment_id, tags=tags, **kw)
+
+    def write_spec(self, *, trials: int = 6, epochs: int = 10, file: str | None = None) -> str:
+        path = self.team.root / (file or f"{unique('spec')}.yaml")
+        path.write_text(
+            SPEC.format(
+                name=self.experiment,
+                team=self.team.name,
+                cc=self.team.cost_center,
+                trials=trials,
+                epochs=epochs,
+                experiment=self.experiment,
+            ),
+            encoding="utf-8",
+        )
+        return str(path)
+
+    def reconcile(
+        self, *args: str, spec: str | None = None, uri: str | None = None
+    ) -> tuple[int, str, str]:
+        return self.team.cli("reconcile", spec or self.spec, *args, uri=uri)
+
+    def json(self, *args: str, **kw: Any) -> tuple[int, dict[str, Any]]:
+        code, out, err = self.reconcile("--format", "json", *args, **kw)
+        assert out, err
+        return code, json.loads(out)
+
+
+@pytest.fixture
+def lab(team: Team) -> Lab:
+    """A team with an MLflow experiment of its own and a spec of 6 trials × 10 h at 10."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(team.uri)
+    name = unique("exp")
+    experiment_id = client.create_experiment(name)
+    lab = Lab(team, client, name, experiment_id, "")
+    lab.spec = lab.write_spec()
+    return lab

@@ -65,6 +65,7 @@ class RunQuery:
     batch_size: int = 50
     workers: int = 4
     point_budget: int = 20_000
+    max_points: int = MAX_POINTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,23 +201,24 @@ class MlflowRuns:
         for key in sorted(keys):
             members = [(raw.run_id, raw.latest[key][1] + 1) for raw in batch if key in raw.latest]
             for chunk in _chunks(members, query.point_budget):
-                for run_id, points in self._histories(chunk, key).items():
+                for run_id, points in self._histories(chunk, key, query.max_points).items():
                     histories[(run_id, key)] = points
         return [_facts(raw, histories, query.history_key) for raw in batch]
 
-    def _histories(self, run_ids: Sequence[str], key: str) -> dict[str, Points]:
+    def _histories(self, run_ids: Sequence[str], key: str, cap: int) -> dict[str, Points]:
         if self._creds is None:
             return {run_id: self._history_one(run_id, key) for run_id in run_ids}
         params = [("run_id", run_id) for run_id in run_ids]
-        params += [("metric_key", key), ("max_results", str(MAX_POINTS))]
+        params += [("metric_key", key), ("max_results", str(cap))]
         answer = self._rest(HISTORY_BULK, "GET", params=params)
         metrics = answer.get("metrics", [])
-        if len(metrics) >= MAX_POINTS:
+        if len(metrics) >= cap:
             # NOTE: the server cut the answer; halve the batch, or read one run page by page.
             if len(run_ids) == 1:
                 return {run_ids[0]: self._history_one(run_ids[0], key)}
             half = len(run_ids) // 2
-            return {**self._histories(run_ids[:half], key), **self._histories(run_ids[half:], key)}
+            first = self._histories(run_ids[:half], key, cap)
+            return {**first, **self._histories(run_ids[half:], key, cap)}
         found: dict[str, Points] = {run_id: [] for run_id in run_ids}
         for m in metrics:
             found[m["run_id"]].append((int(m["step"]), int(m["timestamp"]), float(m["value"])))
