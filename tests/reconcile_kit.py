@@ -68,6 +68,7 @@ def facts(
     f1: float | None = 0.9,
     tags: dict[str, str] | None = None,
     metrics: dict[str, float] | None = None,
+    name: str | None = None,
     **kw: Any,
 ) -> RunFacts:
     """A run that started ``start`` hours after T0 and held its GPUs for ``hours``."""
@@ -80,7 +81,7 @@ def facts(
         status=status,
         start_ms=ms(start),
         end_ms=None if status == "RUNNING" else ms(start + hours),
-        name=run_id,
+        name=run_id if name is None else name,
         tags=all_tags,
         metrics=all_metrics,
         **kw,

@@ -16,6 +16,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from gate import __version__
 from gate.actuals import Plan
@@ -41,6 +42,9 @@ from gate.reconcile import Reconciler, ReconcileReport, Reconciliation
 from gate.report import Outcome
 from gate.spec import Capacity, Experiment
 
+if TYPE_CHECKING:
+    from gate.integrations.github_client import GitHubClient
+
 FORMATS = {
     "text": "gate.reporters.reconcile_text",
     "json": "gate.reporters.reconcile_json",
@@ -51,6 +55,7 @@ FORMATS = {
 def run(args: argparse.Namespace) -> int:
     """Reconcile one spec's runs; the verdict's exit code, or 3/4 on bad input or outages."""
     now = utc_now()
+    github = _github(args)  # before any work: a missing token is bad input, not a late failure
     evaluation = make_evaluator(args).evaluate_spec(args.spec)
     if evaluation.result.outcome is Outcome.INVALID:
         print_errors([evaluation.result])
@@ -98,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
         not_recorded=why_not,
         repository=os.environ.get("GITHUB_REPOSITORY", ""),
     )
-    if args.pr is not None:
-        _comment(args, report)
+    if github is not None:
+        _comment(github, args.pr, report)
     sys.stdout.write(_renderer(args.format)(report))
     return result.verdict.exit_code
 
@@ -176,13 +181,20 @@ def _record(
     return ledger.append(record), None
 
 
-def _comment(args: argparse.Namespace, report: ReconcileReport) -> None:
+def _github(args: argparse.Namespace) -> GitHubClient | None:
+    """The GitHub connection for --pr (none with --dry-run: nothing is written)."""
+    if args.pr is None or args.dry_run:
+        return None
     from gate.integrations.github_client import GitHubClient
+
+    return GitHubClient.from_env(os.environ)
+
+
+def _comment(github: GitHubClient, number: int, report: ReconcileReport) -> None:
     from gate.reporters.reconcile_markdown import reconcile_marker, render
 
-    client = GitHubClient.from_env(os.environ)
-    body = render(report)
-    url = client.upsert_comment(args.pr, reconcile_marker(report.repository, report.file), body)
+    marker = reconcile_marker(report.repository, report.file)
+    url = github.upsert_comment(number, marker, render(report))
     print(f"budget-gate: wrote the reconciliation to {url}", file=sys.stderr)
 
 

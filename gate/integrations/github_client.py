@@ -58,7 +58,7 @@ class GitHubClient:
         """
         with self._failing(f"writing the comment on #{number}"):
             github = self._client()
-            issue = github.get_repo(self.repository, lazy=True).get_issue(number)
+            issue = github.get_repo(self.repository).get_issue(number)
             for comment in issue.get_comments():
                 if comment.body and comment.body.startswith(marker):
                     comment.edit(body)
@@ -73,7 +73,10 @@ class GitHubClient:
                 raise InputError(
                     "writing to GitHub needs PyGithub", hint="pip install 'budget-gate[github]'"
                 ) from None
-            self._github = Github(base_url=self.api_url, auth=Auth.Token(self.token), retry=2)
+            # NOTE: lazy objects skip a GET per object; two retries keep an outage short.
+            self._github = Github(
+                base_url=self.api_url, auth=Auth.Token(self.token), retry=2, lazy=True
+            )
         return self._github
 
     @contextlib.contextmanager

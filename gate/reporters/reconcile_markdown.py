@@ -14,7 +14,7 @@ import hashlib
 import json
 from decimal import Decimal
 
-from gate.actuals import RunResult
+from gate.actuals import RunResult, RunStatus
 from gate.ledger import LEDGER_EXPERIMENT, short
 from gate.money import format_amount
 from gate.reconcile import ReconcileReport, Reconciliation
@@ -213,7 +213,8 @@ def _runs_table(result: Reconciliation, room: int) -> str:
 
 
 def _run_row(run: RunResult, currency: str) -> str:
-    notes = [*run.gate_failures, *run.notes] if not run.qualified else list(run.notes)
+    failures = run.gate_failures if run.status is RunStatus.FINISHED else ()
+    notes = [*failures, *run.notes]
     cells = [
         escape(_label(run)),
         run.status.value,
