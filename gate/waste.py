@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from enum import Enum
 
-from gate.money import format_amount, format_money
+from gate.money import format_amount, format_small
 from gate.quality import Monitor
 
 
@@ -184,7 +184,7 @@ def idle_waste(runs: Sequence[RunWaste]) -> Waste:
         idle_hours,
         len(known),
         f"mean GPU utilization {format_amount(mean * 100, 1)} % over "
-        f"{format_amount(held, 1)} GPU-hours of {len(known)} run(s)",
+        f"{format_small(held, 1)} GPU-hours of {len(known)} run(s)",
         IDLE_ADVICE,
         upper_bound=True,
     )
@@ -235,6 +235,10 @@ class Variance:
         return self.actual > self.limit
 
 
+def _money(amount: Decimal, currency: str) -> str:
+    return f"{format_small(amount)} {currency}"
+
+
 def percent(fraction: Decimal) -> str:
     """``0.1`` as ``10 %``, ``0.125`` as ``12.5 %`` (one decimal at most)."""
     return f"{float(round(fraction * 100, 1)):g} %"
@@ -267,15 +271,15 @@ def decide(runs: int, qualified: int, variance: Variance, running: int) -> Verdi
         reasons.append("no runs found, so no qualified model")
     elif qualified == 0:
         reasons.append(
-            f"no run passed the quality gate: {format_money(variance.actual, currency)} "
+            f"no run passed the quality gate: {_money(variance.actual, currency)} "
             f"spent on {runs} run(s) bought no qualified model"
         )
     if variance.over:
         share = change(variance.actual, variance.reference)
         over = f" ({percent(share)} over)" if share else ""
         reasons.append(
-            f"actual {format_money(variance.actual, currency)} exceeds the "
-            f"{variance.reference_name} {format_money(variance.reference, currency)}{over} "
+            f"actual {_money(variance.actual, currency)} exceeds the "
+            f"{variance.reference_name} {_money(variance.reference, currency)}{over} "
             f"by more than the tolerance of {percent(variance.tolerance)}"
         )
     return Verdict(not reasons, tuple(reasons), provisional=running > 0)

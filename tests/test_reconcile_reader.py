@@ -78,6 +78,19 @@ def test_the_latest_step_sizes_the_requests(mlflow_server, experiment):
     assert len([s for s in proxy.seen if "get-history-bulk" in s]) == 2  # 2 runs a request
 
 
+def test_a_server_that_refuses_long_request_lines_gets_smaller_batches(mlflow_server, experiment):
+    client, experiment_id = experiment
+    ids = [log(client, experiment_id, start=i, history={"val_loss": [float(i)]}) for i in range(18)]
+    # A request line holds ~93 characters and 40 per run id: 9 ids are over 300, 5 are not.
+    # (gunicorn refuses lines over 4,094 characters: 100 ids.)
+    with KillingProxy(mlflow_server, kill_on="no-such-path", max_line=300) as proxy:
+        found = facts_by_id(proxy.uri, experiment_id, batch_size=9, page_size=9, workers=1)
+    assert [found[i].history for i in ids] == [(float(i),) for i in range(18)]
+    bulk = [s.count("run_id=") for s in proxy.seen if "get-history-bulk" in s]
+    # The first batch is refused and split; from then on batches are cut before sending.
+    assert bulk == [9, 4, 2, 3, 4, 2, 3]
+
+
 def test_every_gpu_utilization_series_is_read(mlflow_server, experiment):
     client, experiment_id = experiment
     history = {

@@ -5,10 +5,12 @@ From an HTTP tracking server, runs come from paged ``POST /api/2.0/mlflow/runs/s
 run's search result already carries its status, times, tags, params and the latest value
 of every metric. Only the histories the reconciliation needs — the monitored metric and
 the GPU utilization system metrics — are read, with MLflow's bulk endpoint
-``GET /ajax-api/2.0/mlflow/metrics/get-history-bulk``: up to 50 runs per request (100 ids
-would overflow some servers' request-line limits), on a small thread pool, while the next
-page is searched. That endpoint silently cuts a response at 25,000 points, so batches are
-sized from each run's latest step, and a full response is split and read again.
+``GET /ajax-api/2.0/mlflow/metrics/get-history-bulk`` (up to 100 runs a request) on a
+small thread pool, while the next page of runs is searched. That endpoint silently cuts an
+answer at 25,000 points, so requests are sized from each run's latest step, and a full
+answer is split and read again. A server whose request line cannot hold 100 run ids
+(gunicorn's default limit) answers 400 or 414: the request is split, and later ones are
+sent smaller.
 
 At most a few batches are in flight and a page is dropped once read, so memory stays flat
 however many runs there are. Other stores (``sqlite:///``, file paths) are read with
@@ -31,7 +33,7 @@ from mlflow.entities import Run, ViewType
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from mlflow.utils.credentials import get_default_host_creds
-from mlflow.utils.rest_utils import http_request_safe
+from mlflow.utils.rest_utils import http_request, verify_rest_response
 
 from gate import tracking
 from gate.actuals import RunFacts
@@ -43,6 +45,9 @@ SEARCH = "/api/2.0/mlflow/runs/search"
 HISTORY_BULK = "/ajax-api/2.0/mlflow/metrics/get-history-bulk"
 MAX_POINTS = 25_000
 """The bulk endpoint's cap on points per response (more are dropped without a word)."""
+MAX_IDS = 100
+"""The bulk endpoint's cap on run ids per request."""
+_TOO_LONG = (400, 414)
 GPU_UTILIZATION = re.compile(r"^system/(?:.+/)?gpu_\d+_utilization_percentage$")
 """MLflow's per-GPU utilization system metric, with or without a node id."""
 
@@ -62,7 +67,7 @@ class RunQuery:
     fingerprint: str | None
     history_key: str | None
     page_size: int = 1_000
-    batch_size: int = 50
+    batch_size: int = 100
     workers: int = 4
     point_budget: int = 20_000
     max_points: int = MAX_POINTS
@@ -93,6 +98,7 @@ class MlflowRuns:
         self.tracking_uri = tracking_uri
         self.where = redact(tracking_uri)
         self._http = tracking_uri.startswith(("http://", "https://"))
+        self._max_ids = MAX_IDS  # lowered for servers with a short request-line limit
         with self.failing("opening the tracking store"):
             self._client = MlflowClient(tracking_uri)
             # NOTE: MLflow's REST helpers are untyped; they bring its auth, TLS and retries.
@@ -152,16 +158,18 @@ class MlflowRuns:
             ) from exc
 
     def _pages(self, query: RunQuery) -> Iterator[list[_Raw]]:
+        """Pages of runs; the next page is searched while the caller works on this one."""
         search = filter_string(query.fingerprint)
-        token: str | None = None
-        while True:
-            if self._creds is not None:
-                page, token = self._search_rest(query, search, token)
-            else:
-                page, token = self._search_client(query, search, token)
-            yield page
-            if not token:
-                return
+        page_of = self._search_rest if self._creds is not None else self._search_client
+        with ThreadPoolExecutor(1, thread_name_prefix="budget-gate-search") as pager:
+            ahead = pager.submit(page_of, query, search, None)
+            while True:
+                page, token = ahead.result()
+                if token:
+                    ahead = pager.submit(page_of, query, search, token)
+                yield page
+                if not token:
+                    return
 
     def _search_rest(
         self, query: RunQuery, search: str, token: str | None
@@ -208,28 +216,39 @@ class MlflowRuns:
     def _histories(self, run_ids: Sequence[str], key: str, cap: int) -> dict[str, Points]:
         if self._creds is None:
             return {run_id: self._history_one(run_id, key) for run_id in run_ids}
+        if len(run_ids) > self._max_ids:
+            return self._halves(run_ids, key, cap)
         params = [("run_id", run_id) for run_id in run_ids]
         params += [("metric_key", key), ("max_results", str(cap))]
-        answer = self._rest(HISTORY_BULK, "GET", params=params)
-        metrics = answer.get("metrics", [])
+        response = self._send(HISTORY_BULK, "GET", params=params)
+        if response.status_code in _TOO_LONG and len(run_ids) > 1 and not _is_json(response):
+            # NOTE: the HTTP server refused the request line (too many ids), not MLflow.
+            self._max_ids = min(self._max_ids, len(run_ids) // 2)
+            return self._halves(run_ids, key, cap)
+        metrics = _checked(response, HISTORY_BULK).get("metrics", [])
         if len(metrics) >= cap:
             # NOTE: the server cut the answer; halve the batch, or read one run page by page.
             if len(run_ids) == 1:
                 return {run_ids[0]: self._history_one(run_ids[0], key)}
-            half = len(run_ids) // 2
-            first = self._histories(run_ids[:half], key, cap)
-            return {**first, **self._histories(run_ids[half:], key, cap)}
+            return self._halves(run_ids, key, cap)
         found: dict[str, Points] = {run_id: [] for run_id in run_ids}
         for m in metrics:
             found[m["run_id"]].append((int(m["step"]), int(m["timestamp"]), float(m["value"])))
         return found
 
+    def _halves(self, run_ids: Sequence[str], key: str, cap: int) -> dict[str, Points]:
+        half = len(run_ids) // 2
+        return {
+            **self._histories(run_ids[:half], key, cap),
+            **self._histories(run_ids[half:], key, cap),
+        }
+
     def _rest(self, endpoint: str, method: str, **request: Any) -> dict[str, Any]:
-        response = http_request_safe(  # type: ignore[no-untyped-call]
-            self._creds, endpoint, method, **request
-        )
-        answer: dict[str, Any] = response.json()
-        return answer
+        return _checked(self._send(endpoint, method, **request), endpoint)
+
+    def _send(self, endpoint: str, method: str, **request: Any) -> Any:
+        """One request with MLflow's auth, TLS, timeout and retry settings; unchecked."""
+        return http_request(self._creds, endpoint, method, **request)  # type: ignore[no-untyped-call]
 
     def _history_one(self, run_id: str, key: str) -> Points:
         return [
@@ -251,6 +270,17 @@ def _safe(value: str) -> str:
     if "'" in value:
         raise BackendError(f"cannot search MLflow for the fingerprint {value!r}")
     return value
+
+
+def _checked(response: Any, endpoint: str) -> dict[str, Any]:
+    """The JSON answer, or MLflow's own exception for an error status."""
+    verify_rest_response(response, endpoint)
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def _is_json(response: Any) -> bool:
+    return "json" in str(response.headers.get("Content-Type", ""))
 
 
 def _chunks(members: list[tuple[str, int]], budget: int) -> Iterator[list[str]]:

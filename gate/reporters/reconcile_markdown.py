@@ -16,12 +16,13 @@ from decimal import Decimal
 
 from gate.actuals import RunResult, RunStatus
 from gate.ledger import LEDGER_EXPERIMENT, short
-from gate.money import format_amount
+from gate.money import format_amount, format_small
 from gate.reconcile import ReconcileReport, Reconciliation
 from gate.reporters.chart import xychart
 from gate.reporters.markdown import COMMENT_LIMIT
 from gate.reporters.markup import escape, utf16_length
 from gate.reporters.reconcile_text import (
+    duration,
     epochs_cell,
     gate_cell,
     quality_line,
@@ -61,7 +62,7 @@ def render(report: ReconcileReport) -> str:
 
 
 def _money(amount: Decimal, currency: str) -> str:
-    return f"{format_amount(amount)} {escape(currency)}"
+    return f"{format_small(amount)} {escape(currency)}"
 
 
 def _headline(report: ReconcileReport) -> str:
@@ -97,7 +98,7 @@ def _variance_table(v: Variance) -> str:
     ]
     lines = ["| | cost | GPU-hours | actual vs |", "|---|---:|---:|---:|"]
     lines.extend(
-        f"| {name} | {_money(cost, v.currency)} | {format_amount(hours, 1)} | {delta} |"
+        f"| {name} | {_money(cost, v.currency)} | {format_small(hours)} | {delta} |"
         for name, cost, hours, delta in rows
     )
     if v.approved is not None:
@@ -121,7 +122,7 @@ def _delta(actual: Decimal, planned: Decimal) -> str:
 
 def _totals(result: Reconciliation) -> str:
     lines = [
-        f"- **GPU-hours:** {format_amount(result.gpu_hours, 1)} allocated; "
+        f"- **GPU-hours:** {format_small(result.gpu_hours)} allocated; "
         f"cost {_money(result.cost, result.currency)}",
     ]
     if result.effective_ratio is not None:
@@ -132,14 +133,14 @@ def _totals(result: Reconciliation) -> str:
     if result.utilization_gpu_hours is not None and result.utilization is not None:
         lines.append(
             "- **Utilization-weighted GPU-hours:** "
-            f"{format_amount(result.utilization_gpu_hours, 1)} (mean utilization "
+            f"{format_small(result.utilization_gpu_hours)} (mean utilization "
             f"{format_amount(result.utilization * 100, 1)} %, {result.utilization_runs} runs)"
         )
     first = result.first_qualified
     if first is not None and result.hours_to_first_qualified is not None:
         lines.append(
             "- **Time to first qualified model:** "
-            f"{format_amount(result.hours_to_first_qualified, 2)} h ({escape(_label(first))})"
+            f"{duration(result.hours_to_first_qualified)} ({escape(_label(first))})"
         )
     lines.append(f"- **Trials:** {escape(retry_line(result).removeprefix('trials: '))}")
     return "\n".join(lines)
@@ -154,7 +155,7 @@ def _waste_table(result: Reconciliation) -> str:
     ]
     for item in result.waste:
         cost = _money(item.cost, result.currency) if item.measured else "not measured"
-        hours = format_amount(item.gpu_hours, 1) if item.measured else "—"
+        hours = format_small(item.gpu_hours) if item.measured else "—"
         lines.append(
             f"| **{escape(item.title)}**<br>{escape(item.detail)} | {cost} | {hours} | "
             f"{item.runs:,} | {escape(item.advice)} |"
@@ -218,7 +219,7 @@ def _run_row(run: RunResult, currency: str) -> str:
     cells = [
         escape(_label(run)),
         run.status.value,
-        format_amount(run.gpu_hours, 2),
+        format_small(run.gpu_hours),
         _money(run.cost, currency),
         gate_cell(run),
         escape(epochs_cell(run)),

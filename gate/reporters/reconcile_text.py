@@ -6,11 +6,31 @@ from decimal import Decimal
 
 from gate.actuals import RunResult, RunStatus
 from gate.ledger import LEDGER_EXPERIMENT, short
-from gate.money import format_amount, format_money
+from gate.money import format_amount, format_small
 from gate.reconcile import ReconcileReport, Reconciliation
 from gate.waste import Variance, change, percent
 
-_COLUMNS = ("run", "trial", "status", "GPUs", "held h", "GPU-h", "cost", "gate", "epochs", "util")
+_COLUMNS = ("run", "trial", "status", "GPUs", "held", "GPU-h", "cost", "gate", "epochs", "util")
+
+
+def money(amount: Decimal, currency: str) -> str:
+    """An amount with its currency; small ones keep three significant digits."""
+    return f"{format_small(amount)} {currency}"
+
+
+def hours(value: Decimal) -> str:
+    """Hours or GPU-hours; small ones keep three significant digits."""
+    return format_small(value)
+
+
+def duration(value: Decimal) -> str:
+    """Hours held as ``12.3 s``, ``4.5 min`` or ``2.00 h``: runs can be seconds long."""
+    seconds = value * 3600
+    if seconds < 60:
+        return f"{format_amount(seconds, 1)} s"
+    if seconds < 3600:
+        return f"{format_amount(seconds / 60, 1)} min"
+    return f"{format_amount(value, 2)} h"
 
 
 def render(report: ReconcileReport) -> str:
@@ -88,9 +108,9 @@ def _run_lines(result: Reconciliation) -> list[str]:
             run.trial if run.trial != run.run_id else "—",
             run.status.value,
             f"{run.gpus:g}",
-            format_amount(run.held_hours, 2),
-            format_amount(run.gpu_hours, 2),
-            format_money(run.cost, currency),
+            duration(run.held_hours),
+            hours(run.gpu_hours),
+            money(run.cost, currency),
             gate_cell(run),
             epochs_cell(run),
             utilization_cell(run),
@@ -118,7 +138,7 @@ def _run_lines(result: Reconciliation) -> list[str]:
 def total_lines(result: Reconciliation) -> list[str]:
     """Actual GPU-hours and cost, qualified models, cost per qualified model, and so on."""
     currency = result.currency
-    lines = [f"GPU-hours: {format_amount(result.gpu_hours, 2)} allocated"]
+    lines = [f"GPU-hours: {hours(result.gpu_hours)} allocated"]
     if result.effective_ratio is not None:
         lines.append(
             f"effective-training ratio: {format_amount(result.effective_ratio * 100, 1)} % "
@@ -126,24 +146,24 @@ def total_lines(result: Reconciliation) -> list[str]:
         )
     if result.utilization_gpu_hours is not None and result.utilization is not None:
         lines.append(
-            f"utilization-weighted GPU-hours: {format_amount(result.utilization_gpu_hours, 2)} "
+            f"utilization-weighted GPU-hours: {hours(result.utilization_gpu_hours)} "
             f"(mean utilization {format_amount(result.utilization * 100, 1)} % over "
             f"{result.utilization_runs} of {len(result.runs)} runs)"
         )
-    lines.append(f"cost: {format_money(result.cost, currency)}")
+    lines.append(f"cost: {money(result.cost, currency)}")
     lines.append(f"qualified models: {result.qualified} of {len(result.runs)} runs")
     per = result.cost_per_qualified
     lines.append(
-        f"cost per qualified model: {format_money(per, currency)} "
+        f"cost per qualified model: {money(per, currency)} "
         "(failed, killed and unqualified runs included)"
         if per is not None
-        else f"cost per qualified model: none qualified — {format_money(result.cost, currency)} "
+        else f"cost per qualified model: none qualified — {money(result.cost, currency)} "
         "spent in all"
     )
     first = result.first_qualified
     if first is not None and result.hours_to_first_qualified is not None:
         lines.append(
-            f"time to first qualified model: {format_amount(result.hours_to_first_qualified, 2)} h "
+            f"time to first qualified model: {duration(result.hours_to_first_qualified)} "
             f"({run_label(first)})"
         )
     lines.append(retry_line(result))
@@ -161,7 +181,7 @@ def retry_line(result: Reconciliation) -> str:
     )
     return (
         f"trials: {result.trials}; {len(result.retries)} run more than once, "
-        f"{format_money(cost, result.currency)} on retries: {trials}"
+        f"{money(cost, result.currency)} on retries: {trials}"
     )
 
 
@@ -169,7 +189,7 @@ def _waste_lines(result: Reconciliation) -> list[str]:
     lines = ["waste"]
     for item in result.waste:
         cost = (
-            f"{format_money(item.cost, result.currency)}, {format_amount(item.gpu_hours, 2)} GPU-h"
+            f"{money(item.cost, result.currency)}, {hours(item.gpu_hours)} GPU-h"
             if item.measured
             else "not measured"
         )
@@ -186,19 +206,17 @@ def variance_lines(v: Variance) -> list[str]:
         ("worst-case estimate", v.worst, v.worst_gpu_hours),
     ]
     lines = [
-        f"{name}: {format_money(cost, v.currency)}, {format_amount(hours, 2)} GPU-h"
+        f"{name}: {money(cost, v.currency)}, {hours(gpu_hours)} GPU-h"
         + ("" if name == "actual" else _against(v.actual, cost))
-        for name, cost, hours in rows
+        for name, cost, gpu_hours in rows
     ]
     if v.approved is not None:
-        lines.append(
-            f"approved: {format_money(v.approved, v.currency)}{_against(v.actual, v.approved)}"
-        )
+        lines.append(f"approved: {money(v.approved, v.currency)}{_against(v.actual, v.approved)}")
     else:
         lines.append("approved: nothing recorded for this version")
     state = "over" if v.over else "within"
     lines.append(
-        f"limit: {format_money(v.limit, v.currency)} = {v.reference_name} + "
+        f"limit: {money(v.limit, v.currency)} = {v.reference_name} + "
         f"{percent(v.tolerance)} tolerance — actual is {state}"
     )
     return lines
@@ -219,15 +237,15 @@ def quality_line(result: Reconciliation) -> str:
         return ""
     after = result.cost - result.best_at
     tail = (
-        f"; the last {format_money(after, result.currency)} "
+        f"; the last {money(after, result.currency)} "
         f"({percent(after / result.cost)}) bought no better model"
         if after > 0
         else ""
     )
     return (
         f"quality against cost: best {result.chart.metric} {best:.4g} reached after "
-        f"{format_money(result.best_at, result.currency)} of "
-        f"{format_money(result.cost, result.currency)}{tail}"
+        f"{money(result.best_at, result.currency)} of "
+        f"{money(result.cost, result.currency)}{tail}"
     )
 
 

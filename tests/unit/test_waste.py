@@ -124,3 +124,13 @@ def test_the_verdict_lists_every_reason_and_is_provisional_while_runs_run():
     verdict = decide(2, 0, variance("100"), running=1)
     assert len(verdict.reasons) == 2 and verdict.provisional and verdict.exit_code == 1
     assert decide(2, 1, variance("10"), 0).passed
+
+
+def test_small_amounts_keep_three_significant_digits():
+    from gate.money import format_small
+
+    assert format_small(D("0.0032149")) == "0.00321"
+    assert format_small(D("0.5")) == "0.500"
+    assert format_small(D("0.05")) == "0.0500"
+    assert format_small(D(0)) == "0.00" and format_small(D("1234.5")) == "1,234.50"
+    assert format_small(D("0.000012345"), 1) == "0.0000123"
