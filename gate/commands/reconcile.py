@@ -15,11 +15,11 @@ import datetime as dt
 import importlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from gate import __version__
-from gate.actuals import Plan
+from gate.actuals import Plan, RunFacts
 from gate.commands.common import make_evaluator, print_errors, quiet_mlflow, utc_now
 from gate.commands.progress import progress_for
 from gate.commands.records import new_record
@@ -44,6 +44,7 @@ from gate.spec import Capacity, Experiment
 
 if TYPE_CHECKING:
     from gate.integrations.github_client import GitHubClient
+    from gate.integrations.mlflow_runs import Progress, RunQuery
 
 FORMATS = {
     "text": "gate.reporters.reconcile_text",
@@ -77,18 +78,9 @@ def run(args: argparse.Namespace) -> int:
         )
     ledger = open_ledger(uri)
     plan = _plan(args, evaluation, ledger, now)
-    query = RunQuery(
-        experiment_id, None if args.all_versions else plan.fingerprint, plan.monitor.metric
-    )
-    reconciler = Reconciler(plan)
-    bar = progress_for(sys.stderr)
-    try:
-        for facts in runs.facts(query, bar):
-            reconciler.add(facts)
-    finally:
-        if bar is not None:
-            bar.close()
-    result = reconciler.result()
+    fingerprint = None if args.all_versions else plan.fingerprint
+    query = RunQuery(experiment_id, fingerprint, plan.monitor.metric)
+    result = _reconcile(plan, runs.facts, query)
     record_id, why_not = _record(args, evaluation, ledger, result, now)
     report = ReconcileReport(
         file=args.spec,
@@ -107,6 +99,21 @@ def run(args: argparse.Namespace) -> int:
         _comment(github, args.pr, report)
     sys.stdout.write(_renderer(args.format)(report))
     return result.verdict.exit_code
+
+
+def _reconcile(
+    plan: Plan, read: Callable[[RunQuery, Progress | None], Iterable[RunFacts]], query: RunQuery
+) -> Reconciliation:
+    """Stream the runs through the reconciler, with a progress bar on a terminal."""
+    reconciler = Reconciler(plan)
+    bar = progress_for(sys.stderr)
+    try:
+        for facts in read(query, bar):
+            reconciler.add(facts)
+    finally:
+        if bar is not None:
+            bar.close()
+    return reconciler.result()
 
 
 def _plan(

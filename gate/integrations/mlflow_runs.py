@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlflow.entities import Run, ViewType
-from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from mlflow.utils.credentials import get_default_host_creds
 from mlflow.utils.rest_utils import http_request, verify_rest_response
@@ -38,7 +37,7 @@ from mlflow.utils.rest_utils import http_request, verify_rest_response
 from gate import tracking
 from gate.actuals import RunFacts
 from gate.errors import BackendError
-from gate.integrations.mlflow_client import reason
+from gate.integrations.mlflow_client import failing
 from gate.ledger import KIND, redact
 
 SEARCH = "/api/2.0/mlflow/runs/search"
@@ -51,7 +50,6 @@ _TOO_LONG = (400, 414)
 GPU_UTILIZATION = re.compile(r"^system/(?:.+/)?gpu_\d+_utilization_percentage$")
 """MLflow's per-GPU utilization system metric, with or without a node id."""
 
-_FAILURES = (MlflowException, OSError)
 Progress = Callable[[int, int, bool], None]
 """Called with (runs done, runs found so far, still searching)."""
 
@@ -147,15 +145,9 @@ class MlflowRuns:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    @contextlib.contextmanager
-    def failing(self, doing: str) -> Iterator[None]:
+    def failing(self, doing: str) -> contextlib.AbstractContextManager[None]:
         """Turn an MLflow or network failure into a one-line backend error (exit 4)."""
-        try:
-            yield
-        except _FAILURES as exc:
-            raise BackendError(
-                f"MLflow at {self.where} failed while {doing}: {reason(exc)}"
-            ) from exc
+        return failing(self.where, doing)
 
     def _pages(self, query: RunQuery) -> Iterator[list[_Raw]]:
         """Pages of runs; the next page is searched while the caller works on this one."""
