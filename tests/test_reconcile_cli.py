@@ -10,6 +10,7 @@ import pytest
 from gate import tracking
 from gate.integrations import open_ledger
 from gate.ledger import LedgerRecord, RecordKind
+from gate.prices import load_catalog
 from tests.ledger_kit import fingerprint_of
 from tests.reconcile_kit import GOOD, T0, Lab
 
@@ -238,3 +239,17 @@ def test_markdown_format_on_stdout(lab):
     assert out.startswith("<!-- budget-gate:reconcile:")
     assert "## ✅ budget-gate reconcile: 100.00 USD per qualified model" in out
     assert "```mermaid\nxychart-beta" in out
+
+
+def test_runs_of_an_older_version_on_another_accelerator_are_priced_at_its_price(lab):
+    # The team's policy prices L4 at 10; H100 comes from the packaged catalog.
+    lab.log(hours=10, metrics=GOOD)
+    older = Path(lab.write_spec(trials=5))
+    older.write_text(older.read_text().replace("L4", "H100"))
+    lab.log(str(older), trial=9, hours=2, metrics=GOOD)
+    code, doc = lab.json("--dry-run", "--all-versions")
+    h100 = next(r for r in doc["runs"] if r["fingerprint"] == fingerprint_of(str(older)))
+    assert h100["notes"] == ["ran on H100 on-demand: charged at its own price"]
+    dearest = max(c["on-demand"] for c in load_catalog().prices["H100"].values())
+    assert Decimal(h100["cost"]) == 2 * dearest  # no cloud named: the dearest cloud's median
+    assert code == 0

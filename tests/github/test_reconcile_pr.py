@@ -85,3 +85,12 @@ def test_an_unknown_pull_request_is_exit_4(lab, fake_github, in_workflow):
     code, _, err = lab.reconcile("--pr", "999")
     assert code == 4 and "failed while writing the comment on #999" in err
     assert "HTTP 404 Not Found" in err
+
+
+def test_an_unreachable_github_is_exit_4(lab, fake_github, in_workflow, monkeypatch):
+    from tests.mlflow_server import free_port
+
+    monkeypatch.setenv("GITHUB_API_URL", f"http://127.0.0.1:{free_port()}")
+    lab.log(hours=10, metrics=GOOD)
+    code, _, err = lab.reconcile("--pr", str(PR))
+    assert code == 4 and err.endswith(f"in {REPO}: connection refused\n")

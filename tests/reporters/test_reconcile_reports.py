@@ -237,3 +237,39 @@ def test_the_progress_bar_draws_on_a_terminal_at_most_ten_times_a_second():
     quiet = io.StringIO()
     ProgressBar(quiet).close()
     assert quiet.getvalue() == ""
+
+
+def test_durations_read_in_seconds_minutes_or_hours():
+    from gate.reporters.reconcile_text import duration
+
+    assert duration(D("0.001")) == "3.6 s"
+    assert duration(D("0.5")) == "30.0 min"
+    assert duration(D(2)) == "2.00 h"
+
+
+def test_a_reconciliation_without_runs_renders_without_tables_or_chart():
+    plan = make_plan({"quality_gate": []}, price="0")  # an estimate of 0: no change to show
+    report = ReconcileReport(
+        "s.yaml", "s", "default", "exp", "sqlite:///x", reconcile(plan, []), "0.1.0"
+    )
+    markdown = reconcile_markdown.render(report)
+    assert "```mermaid" not in markdown and "<details>" not in markdown
+    assert "| expected estimate | 0.00 USD | 4.00 | — |" in markdown
+    assert "ledger" not in markdown.split("---")[-1]
+    text = reconcile_text.render(report)
+    assert "runs (0: none)" in text and "quality against cost" not in text
+    assert "expected estimate: 0.00 USD, 4.00 GPU-h\n" in text
+    assert "verdict: fail — no runs found, so no qualified model (exit 1)" in text
+
+
+def test_more_than_a_hundred_retried_trials_are_summarized():
+    plan = make_plan(price="1")
+    runs = [
+        facts(f"r{trial}-{attempt}", start=attempt, tags={tracking.TRIAL_ID: str(trial)})
+        for trial in range(101)
+        for attempt in (0, 1)
+    ]
+    markdown = reconcile_markdown.render(
+        ReconcileReport("s.yaml", "s", "p", "e", "w", reconcile(plan, runs), "0.1.0")
+    )
+    assert "\n1 more trials retried (see `budget-gate reconcile`)" in markdown
