@@ -142,7 +142,8 @@ def _totals(result: Reconciliation) -> str:
             "- **Time to first qualified model:** "
             f"{duration(result.hours_to_first_qualified)} ({escape(_label(first))})"
         )
-    lines.append(f"- **Trials:** {escape(retry_line(result).removeprefix('trials: '))}")
+    # NOTE: the retries table below names the trials; the bullet only counts them.
+    lines.append(f"- **Trials:** {escape(retry_line(result, 0).removeprefix('trials: '))}")
     return "\n".join(lines)
 
 

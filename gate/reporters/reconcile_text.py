@@ -10,6 +10,7 @@ from gate.money import format_amount, format_small
 from gate.reconcile import ReconcileReport, Reconciliation
 from gate.waste import Variance, change, percent
 
+MAX_LISTED = 10
 _COLUMNS = ("run", "trial", "status", "GPUs", "held", "GPU-h", "cost", "gate", "epochs", "util")
 
 
@@ -170,19 +171,25 @@ def total_lines(result: Reconciliation) -> list[str]:
     return lines
 
 
-def retry_line(result: Reconciliation) -> str:
-    """Trials and the retries among them."""
+def retry_line(result: Reconciliation, listed: int = MAX_LISTED) -> str:
+    """Trials and the retries among them, naming the first ``listed`` retried trials."""
     if not result.retries:
         return f"trials: {result.trials}, none run more than once"
     cost = sum((t.retry_cost for t in result.retries), Decimal(0))
-    trials = ", ".join(
-        f"trial {t.trial} ({' → '.join(a.status.value for a in t.attempts)})"
-        for t in result.retries
-    )
-    return (
+    line = (
         f"trials: {result.trials}; {len(result.retries)} run more than once, "
-        f"{money(cost, result.currency)} on retries: {trials}"
+        f"{money(cost, result.currency)} on retries"
     )
+    if not listed:
+        return line
+    named = [
+        f"trial {t.trial} ({' → '.join(a.status.value for a in t.attempts)})"
+        for t in result.retries[:listed]
+    ]
+    more = len(result.retries) - len(named)
+    if more:
+        named.append(f"{more:,} more (--format json lists them)")
+    return f"{line}: {', '.join(named)}"
 
 
 def _waste_lines(result: Reconciliation) -> list[str]:

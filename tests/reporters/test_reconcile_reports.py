@@ -273,3 +273,8 @@ def test_more_than_a_hundred_retried_trials_are_summarized():
         ReconcileReport("s.yaml", "s", "p", "e", "w", reconcile(plan, runs), "0.1.0")
     )
     assert "\n1 more trials retried (see `budget-gate reconcile`)" in markdown
+    assert "- **Trials:** 101; 101 run more than once, 101.00 USD on retries\n" in markdown
+    text = reconcile_text.render(
+        ReconcileReport("s.yaml", "s", "p", "e", "w", reconcile(plan, runs), "0.1.0")
+    )
+    assert "trial 16 (FINISHED → FINISHED), 91 more (--format json lists them)\n" in text
