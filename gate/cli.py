@@ -35,6 +35,7 @@ examples:
   budget-gate approve experiments/sweep.yaml --by alice --reason "worth it" --expires 14d
   budget-gate verify experiments/sweep.yaml
   budget-gate ci        # in a GitHub Actions workflow: see action.yml and the README
+  budget-gate reconcile experiments/sweep.yaml --format markdown
 """
 _EPILOG = (
     "exit codes: 0 pass, 1 policy violation, 2 approval required, 3 invalid input, "
@@ -123,7 +124,71 @@ def build_parser() -> argparse.ArgumentParser:
     prices.add_argument("accelerator", nargs="?", metavar="ACCELERATOR", help="e.g. H100")
     _add_ledger_commands(commands, [evaluation, ledger], [places, ledger])
     _add_ci(commands)
+    _add_reconcile(commands, [places, ledger])
     return parser
+
+
+def _add_reconcile(commands: argparse._SubParsersAction[Any], parents: list[_Parser]) -> None:
+    reconcile = commands.add_parser(
+        "reconcile",
+        parents=parents,
+        help="MLflow runs → actual cost, cost per qualified model, waste and variance",
+        description="Read the runs of the spec's tracking.mlflow_experiment tagged with its "
+        "fingerprint, price them at the spec's price, judge them on its quality gate, and "
+        "report the cost per qualified model (failed runs included), waste and the variance "
+        "against the estimate and the approval. The actual cost is recorded in the ledger "
+        "unless --dry-run, or while runs are still running. Exits 1 with no qualified model "
+        "or when the actual cost exceeds the approved amount (else the worst case) by more "
+        "than the policy's limits.reconcile_tolerance.",
+        epilog=_EPILOG,
+    )
+    reconcile.add_argument("spec", metavar="SPEC", help="the spec file")
+    reconcile.add_argument(
+        "--format",
+        choices=("text", "json", "markdown"),
+        default="text",
+        help="output format (default: text)",
+    )
+    reconcile.add_argument(
+        "--all-versions",
+        action="store_true",
+        help="include runs of every version of the spec (any fingerprint) in the experiment",
+    )
+    reconcile.add_argument(
+        "--dry-run", action="store_true", help="write nothing: no ledger record, no PR comment"
+    )
+    reconcile.add_argument(
+        "--pr",
+        type=_pr_number,
+        metavar="N",
+        help="also write the Markdown report as a comment on pull request N (needs "
+        "GITHUB_TOKEN and GITHUB_REPOSITORY; GITHUB_API_URL for GitHub Enterprise)",
+    )
+    reconcile.add_argument(
+        "--monitor",
+        metavar="METRIC",
+        help="metric whose history shows the plateau (default: the spec's early-stopping "
+        "monitor, else val_loss)",
+    )
+    reconcile.add_argument(
+        "--mode", choices=("min", "max"), help="whether --monitor improves down or up"
+    )
+    reconcile.add_argument(
+        "--min-delta",
+        type=_non_negative,
+        metavar="X",
+        help="smallest change that counts as an improvement (default: the spec's, else 0)",
+    )
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number >= 0")
+    return value
 
 
 def _add_check(commands: argparse._SubParsersAction[Any], parents: list[_Parser]) -> None:

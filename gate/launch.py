@@ -32,11 +32,16 @@ class Verification:
     result: SpecResult
     tags: dict[str, str] = field(default_factory=dict)
 
-    def run_tags(self, trial_id: str | int | None = None) -> dict[str, str]:
-        """Tags for one training run: spec, fingerprint, team, GPUs, approval, trial id."""
-        if trial_id is None:
-            return dict(self.tags)
-        return {**self.tags, tracking.TRIAL_ID: str(trial_id)}
+    def run_tags(
+        self, trial_id: str | int | None = None, attempt: int | None = None
+    ) -> dict[str, str]:
+        """Tags for one training run: spec, fingerprint, team, GPUs, approval, trial, attempt."""
+        tags = dict(self.tags)
+        if trial_id is not None:
+            tags[tracking.TRIAL_ID] = str(trial_id)
+        if attempt is not None:
+            tags[tracking.ATTEMPT] = str(attempt)
+        return tags
 
 
 def require_approval(

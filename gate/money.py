@@ -47,3 +47,13 @@ def format_amount(amount: Decimal, places: int = 2) -> str:
 def format_money(amount: Decimal, currency: str) -> str:
     """Render an amount with its currency code, e.g. ``1,234.50 USD``."""
     return f"{format_amount(amount)} {currency}"
+
+
+def format_small(amount: Decimal, places: int = 2) -> str:
+    """Like :func:`format_amount`, with three significant digits below 1 (0.00321).
+
+    Reconciled runs can be seconds long: their cost and GPU-hours would all read 0.00.
+    """
+    if amount == 0 or abs(amount) >= 1 or not amount.is_finite():
+        return format_amount(amount, places)
+    return format_amount(amount, max(places, 2 - amount.adjusted()))

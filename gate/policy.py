@@ -80,6 +80,8 @@ class Limits(Model):
 
     ``monthly_budget`` is per team or per cost-center label (``budget_scope``); spend so far
     comes from the ledger, and a warning fires once ``budget_warn_at`` of it would be used.
+    ``reconcile_tolerance`` is how far (a fraction) the actual cost of the runs may exceed
+    the approved amount before ``budget-gate reconcile`` fails.
     """
 
     scenario: Scenario = "worst"
@@ -91,6 +93,7 @@ class Limits(Model):
     monthly_budget: Money | None = None
     budget_scope: Literal["team", "cost-center"] = "team"
     budget_warn_at: Annotated[StrictFloat, Field(gt=0, le=1, allow_inf_nan=False)] = 0.8
+    reconcile_tolerance: Annotated[StrictFloat, Field(ge=0, le=10, allow_inf_nan=False)] = 0.1
 
 
 class Approvers(Model):

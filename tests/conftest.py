@@ -18,8 +18,8 @@ from gate.prices import Quote
 from gate.rules.base import RuleContext, Violation
 from gate.spec import Capacity, Experiment
 
-# Real MLflow tracking server fixtures (mlflow_server, doomed_mlflow) and a ledger team.
-pytest_plugins = ["tests.mlflow_server", "tests.ledger_kit"]
+# Real MLflow tracking server fixtures (mlflow_server, doomed_mlflow), a ledger team, a lab.
+pytest_plugins = ["tests.mlflow_server", "tests.ledger_kit", "tests.reconcile_kit"]
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"

@@ -54,6 +54,7 @@ class MlflowServer:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     started_in_s: float = 0.0
+    options: tuple[str, ...] = ()  # more ``mlflow server`` options (benchmarks/)
 
     @property
     def uri(self) -> str:
@@ -72,6 +73,7 @@ class MlflowServer:
             "--backend-store-uri", self.sqlite_uri,
             "--default-artifact-root", str(self.root / "artifacts"),
             "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1",
+            *self.options,
         ]  # fmt: skip
         began = time.monotonic()
         with (self.root / "server.log").open("wb") as log:
@@ -122,13 +124,16 @@ class MlflowServer:
 class KillingProxy:
     """Forwards HTTP to a server and kills it when a request path contains ``kill_on``.
 
+    Every request is logged in ``seen``; ``max_line`` refuses long request lines with 400.
+
     The request that triggers the kill, and every later one, gets its connection dropped
     without an answer: what a client sees when the server dies under it.
     """
 
-    def __init__(self, server: MlflowServer, kill_on: str) -> None:
+    def __init__(self, server: MlflowServer, kill_on: str, max_line: int | None = None) -> None:
         self.server = server
         self.kill_on = kill_on
+        self.max_line = max_line  # answer 400, as gunicorn does, to longer request lines
         self.seen: list[str] = []
         self.killed = threading.Event()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -158,6 +163,9 @@ class KillingProxy:
                 if proxy.killed.is_set():
                     self.close_connection = True
                     return
+                if proxy.max_line is not None and len(self.requestline) > proxy.max_line:
+                    self._refuse_long_line()
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
                 upstream = http.client.HTTPConnection("127.0.0.1", proxy.server.port, timeout=10)
@@ -173,6 +181,14 @@ class KillingProxy:
                 self.end_headers()
                 self.wfile.write(payload)
                 upstream.close()
+
+            def _refuse_long_line(self) -> None:
+                body = b"Bad Request\nRequest Line is too large"
+                self.send_response(400)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
             do_GET = do_POST = do_PATCH = do_DELETE = _forward
 

@@ -158,7 +158,9 @@ def test_policy_extends_cycle_is_exit_3(write_yaml, capsys):
 def test_directories_and_quoted_globs_are_expanded(capsys):
     assert check("--format", "json", str(ROOT / "examples")) == 1
     files = [r["file"] for r in json.loads(capsys.readouterr().out)["results"]]
-    assert len(files) == len(list((ROOT / "examples").glob("*.yaml")))
+    # Directories are searched recursively: examples/digits-grid/ is found too.
+    assert len(files) == len(list((ROOT / "examples").rglob("*.yaml")))
+    assert str(ROOT / "examples" / "digits-grid" / "digits-grid.yaml") in files
     assert check("--format", "json", str(ROOT / "examples" / "c*.yaml")) == 0
 
 

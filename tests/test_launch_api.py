@@ -50,6 +50,8 @@ def test_require_approval_raises_until_approved(team):
         "budget_gate.trial_id": "3",
     }
     assert "budget_gate.trial_id" not in cleared.run_tags()
+    retry = cleared.run_tags(trial_id=3, attempt=2)
+    assert retry == {**tags, "budget_gate.attempt": "2"}
 
     expired = cleared.approval.recorded_at + dt.timedelta(days=31)
     with pytest.raises(gate.ApprovalRequired, match="expired on"):
@@ -85,6 +87,8 @@ def test_run_tags_from_the_spec_file_alone(team):
     assert tags["budget_gate.fingerprint"] == fingerprint_of(spec)
     assert tags["budget_gate.trial_id"] == "7"
     assert "budget_gate.approval_id" not in tags
+    assert "budget_gate.attempt" not in tags
+    assert tracking.run_tags(spec, trial_id=7, attempt=3)["budget_gate.attempt"] == "3"
     with pytest.raises(gate.InputError):
         tracking.run_tags(team.root / "missing.yaml")
 

@@ -136,13 +136,20 @@ def ledger_view(args: argparse.Namespace, now: dt.datetime, *, approvals: bool) 
 
 
 def _open_ledger(uri: str) -> LedgerStore:
-    # NOTE: MLflow retries a failed request 7 times with growing pauses (minutes in all);
-    # a command at a terminal or in CI should report an outage within seconds. The user's
-    # own settings win. This process is the CLI's, so changing its environment is safe.
+    quiet_mlflow()
+    return open_ledger(uri)
+
+
+def quiet_mlflow() -> None:
+    """Short retries and timeouts, no INFO lines: call before MLflow is first used.
+
+    MLflow retries a failed request 7 times with growing pauses (minutes in all); a command
+    at a terminal or in CI should report an outage within seconds. The user's own settings
+    win. This process is the CLI's, so changing its environment is safe.
+    """
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # no INFO lines on stderr
-    return open_ledger(uri)
 
 
 def make_report(

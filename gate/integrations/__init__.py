@@ -1,7 +1,8 @@
 """I/O with other systems (git, GitHub, MLflow), each imported only by the code that needs it.
 
 :func:`open_ledger` is the one door to the MLflow ledger: importing this package imports no
-MLflow; calling it does.
+MLflow; calling it does. ``mlflow_runs`` reads training runs for ``reconcile``;
+``github_client`` writes pull-request comments (PyGithub, imported when first used).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
@@ -27,6 +27,7 @@ from gate.ci.approvals import ROLES
 from gate.ci.model import ChangedFile, CommentInfo, CommitInfo, PullInfo, ReviewInfo
 from gate.errors import BackendError, InputError, WriteForbidden
 
+DEFAULT_API_URL = "https://api.github.com"
 _TIMEOUT_S = 30
 _RETRIES = 2
 _CONTENT_LIMIT = 1_000_000  # the contents API returns no content for larger files
@@ -52,6 +53,26 @@ class GitHubClient:
         )
         self._repo = self._gh.get_repo(repository)
         self._pulls: dict[int, PullRequest] = {}
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> GitHubClient:
+        """Connect as a workflow step's environment says.
+
+        It reads GITHUB_TOKEN, GITHUB_REPOSITORY and GITHUB_API_URL (GitHub Enterprise).
+
+        Raises:
+            gate.errors.InputError: ``GITHUB_TOKEN`` or ``GITHUB_REPOSITORY`` is missing.
+        """
+        token, repository = env.get("GITHUB_TOKEN", ""), env.get("GITHUB_REPOSITORY", "")
+        missing = [
+            n for n, v in (("GITHUB_TOKEN", token), ("GITHUB_REPOSITORY", repository)) if not v
+        ]
+        if missing:
+            raise InputError(
+                f"cannot write to GitHub: {' and '.join(missing)} not set",
+                hint="in a workflow, pass env: GITHUB_TOKEN: ${{ github.token }}",
+            )
+        return cls(env.get("GITHUB_API_URL") or DEFAULT_API_URL, token, repository)
 
     def close(self) -> None:
         """Close PyGithub's connections."""
@@ -210,6 +231,20 @@ class GitHubClient:
         return str(role) if role in ROLES else str(legacy) if legacy else None
 
     # --- writes ---------------------------------------------------------------------------
+
+    def upsert_comment(self, number: int, marker: str, body: str) -> str:
+        """Edit this tool's comment that starts with ``marker``, or add one; returns its URL.
+
+        Only comments by a bot account count as ours, so nobody can plant the marker.
+        """
+        with self._failing(f"writing the comment on #{number}", write=True):
+            issue = self._repo.get_issue(number)
+            for comment in issue.get_comments():
+                mine = comment.user is not None and comment.user.type == "Bot"
+                if mine and (comment.body or "").startswith(marker):
+                    comment.edit(body)
+                    return str(comment.html_url)
+            return str(issue.create_comment(body).html_url)
 
     def create_comment(self, number: int, body: str) -> int:
         """Post a comment on the pull request; returns its id."""

@@ -115,14 +115,17 @@ class MlflowLedger:
             )
         return str(found.experiment_id)
 
-    @contextlib.contextmanager
-    def _failing(self, doing: str) -> Iterator[None]:
-        try:
-            yield
-        except _FAILURES as exc:
-            raise BackendError(
-                f"MLflow at {self.where} failed while {doing}: {reason(exc)}"
-            ) from exc
+    def _failing(self, doing: str) -> contextlib.AbstractContextManager[None]:
+        return failing(self.where, doing)
+
+
+@contextlib.contextmanager
+def failing(where: str, doing: str) -> Iterator[None]:
+    """Turn an MLflow or network failure into a one-line backend error (exit 4)."""
+    try:
+        yield
+    except _FAILURES as exc:
+        raise BackendError(f"MLflow at {where} failed while {doing}: {reason(exc)}") from exc
 
 
 def filter_string(query: LedgerQuery) -> str:

@@ -1,0 +1,210 @@
+"""``budget-gate reconcile``: what the experiment's MLflow runs really cost, and what it bought.
+
+Evaluates the spec (for its price, estimate and policy), reads the runs tagged with its
+fingerprint from the spec's MLflow experiment, prices and totals them (:mod:`gate.reconcile`),
+writes the actual cost back to the ledger and, with ``--pr``, the Markdown report to the
+pull request, then prints the report. Exit 0 pass, 1 no qualified model or spend past the
+policy's tolerance, 3 bad input, 4 MLflow or GitHub failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import importlib
+import os
+import sys
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from gate import __version__
+from gate.actuals import Plan, RunFacts
+from gate.commands.common import make_evaluator, print_errors, quiet_mlflow, utc_now
+from gate.commands.progress import progress_for
+from gate.commands.records import new_record
+from gate.errors import InputError
+from gate.evaluate import Evaluation
+from gate.integrations import open_ledger
+from gate.ledger import (
+    LedgerQuery,
+    LedgerStore,
+    RecordKind,
+    live_approvals,
+    redact,
+    resolve_tracking_uri,
+)
+from gate.money import to_decimal
+from gate.policy import Policy
+from gate.prices import Quote, load_catalog, quote
+from gate.quality import monitor_for
+from gate.reconcile import Reconciler, ReconcileReport, Reconciliation
+from gate.report import Outcome
+from gate.spec import Capacity, Experiment
+
+if TYPE_CHECKING:
+    from gate.integrations.github_client import GitHubClient
+    from gate.integrations.mlflow_runs import Progress, RunQuery
+
+FORMATS = {
+    "text": "gate.reporters.reconcile_text",
+    "json": "gate.reporters.reconcile_json",
+    "markdown": "gate.reporters.reconcile_markdown",
+}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Reconcile one spec's runs; the verdict's exit code, or 3/4 on bad input or outages."""
+    now = utc_now()
+    github = _github(args)  # before any work: a missing token is bad input, not a late failure
+    evaluation = make_evaluator(args).evaluate_spec(args.spec)
+    if evaluation.result.outcome is Outcome.INVALID:
+        print_errors([evaluation.result])
+        return evaluation.result.outcome.exit_code
+    spec, policy = evaluation.spec, evaluation.policy
+    assert spec is not None and policy is not None and evaluation.result.estimate is not None
+    uri = resolve_tracking_uri(args.tracking_uri, os.environ)
+    quiet_mlflow()
+    from gate.integrations.mlflow_runs import MlflowRuns, RunQuery
+
+    runs = MlflowRuns(uri)
+    experiment = spec.tracking.mlflow_experiment or spec.metadata.name
+    experiment_id = runs.experiment_id(experiment)
+    if experiment_id is None:
+        raise InputError(
+            f"{args.spec}: MLflow at {runs.where} has no experiment {experiment!r}",
+            hint="set tracking.mlflow_experiment in the spec to where the runs are logged, "
+            "or pass the right --tracking-uri",
+        )
+    ledger = open_ledger(uri)
+    plan = _plan(args, evaluation, ledger, now)
+    fingerprint = None if args.all_versions else plan.fingerprint
+    query = RunQuery(experiment_id, fingerprint, plan.monitor.metric)
+    result = _reconcile(plan, runs.facts, query)
+    record_id, why_not = _record(args, evaluation, ledger, result, now)
+    report = ReconcileReport(
+        file=args.spec,
+        name=spec.metadata.name,
+        policy=evaluation.result.policy or "",
+        experiment=experiment,
+        where=redact(uri),
+        result=result,
+        version=__version__,
+        all_versions=args.all_versions,
+        record_id=record_id,
+        not_recorded=why_not,
+        repository=os.environ.get("GITHUB_REPOSITORY", ""),
+    )
+    if github is not None:
+        _comment(github, args.pr, report)
+    sys.stdout.write(_renderer(args.format)(report))
+    return result.verdict.exit_code
+
+
+def _reconcile(
+    plan: Plan, read: Callable[[RunQuery, Progress | None], Iterable[RunFacts]], query: RunQuery
+) -> Reconciliation:
+    """Stream the runs through the reconciler, with a progress bar on a terminal."""
+    reconciler = Reconciler(plan)
+    bar = progress_for(sys.stderr)
+    try:
+        for facts in read(query, bar):
+            reconciler.add(facts)
+    finally:
+        if bar is not None:
+            bar.close()
+    return reconciler.result()
+
+
+def _plan(
+    args: argparse.Namespace, evaluation: Evaluation, ledger: LedgerStore, now: dt.datetime
+) -> Plan:
+    """The spec's price and estimate, and its newest approval that no one revoked.
+
+    An expired approval still counts: it is the amount agreed for runs that started.
+    """
+    spec, policy, result = evaluation.spec, evaluation.policy, evaluation.result
+    assert spec is not None and policy is not None
+    assert result.estimate is not None and result.fingerprint is not None
+    records = ledger.query(LedgerQuery(fingerprint=result.fingerprint))
+    approvals = live_approvals(records, now)
+    approval = max(approvals, key=lambda r: r.recorded_at) if approvals else None
+    return Plan(
+        spec=spec,
+        fingerprint=result.fingerprint,
+        quote=result.estimate.quote,
+        estimate=result.estimate,
+        monitor=monitor_for(spec, args.monitor, args.mode, args.min_delta),
+        now=now,
+        tolerance=to_decimal(policy.limits.reconcile_tolerance),
+        approval=approval,
+        requote=_requote(spec, policy),
+    )
+
+
+def _requote(spec: Experiment, policy: Policy) -> Callable[[str, Capacity], Quote | None]:
+    """Prices for runs tagged with another accelerator or capacity (older spec versions)."""
+    catalog = load_catalog()
+
+    def price(accelerator: str, capacity: Capacity) -> Quote | None:
+        try:
+            cloud = spec.resources.cloud or policy.prices.cloud
+            return quote(catalog, policy, accelerator, capacity, cloud)
+        except InputError:
+            return None
+
+    return price
+
+
+def _record(
+    args: argparse.Namespace,
+    evaluation: Evaluation,
+    ledger: LedgerStore,
+    result: Reconciliation,
+    now: dt.datetime,
+) -> tuple[str | None, str | None]:
+    """Append the reconciliation to the ledger, or say why not (dry run, nothing final)."""
+    if args.dry_run:
+        return None, "--dry-run"
+    if not result.runs:
+        return None, "no runs found"
+    if result.running:
+        return None, f"{result.running} run(s) still running; reconcile again once they end"
+    record = new_record(
+        evaluation,
+        RecordKind.RECONCILIATION,
+        now,
+        by="budget-gate reconcile",
+        reason=None,
+        pr_number=args.pr,
+    )
+    estimate = result.plan.estimate
+    record = dataclasses.replace(
+        record,
+        actual_cost=result.cost,
+        worst_cost=estimate.worst.cost,
+        expected_cost=estimate.expected.cost,
+    )
+    return ledger.append(record), None
+
+
+def _github(args: argparse.Namespace) -> GitHubClient | None:
+    """The GitHub connection for --pr (none with --dry-run: nothing is written)."""
+    if args.pr is None or args.dry_run:
+        return None
+    from gate.integrations.github_client import GitHubClient
+
+    return GitHubClient.from_env(os.environ)
+
+
+def _comment(github: GitHubClient, number: int, report: ReconcileReport) -> None:
+    from gate.reporters.reconcile_markdown import reconcile_marker, render
+
+    marker = reconcile_marker(report.repository, report.file)
+    url = github.upsert_comment(number, marker, render(report))
+    print(f"budget-gate: wrote the reconciliation to {url}", file=sys.stderr)
+
+
+def _renderer(name: str) -> Callable[[ReconcileReport], str]:
+    render: Callable[[ReconcileReport], str] = importlib.import_module(FORMATS[name]).render
+    return render

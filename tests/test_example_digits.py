@@ -1,0 +1,76 @@
+"""examples/digits-grid end to end: a real scikit-learn grid logs to MLflow, then is reconciled."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from decimal import Decimal
+
+from gate.cli import main
+from gate.ledger import RecordKind
+from tests.conftest import ROOT
+from tests.ledger_kit import fingerprint_of
+from tests.mlflow_server import CLIENT_ENV
+
+SPEC = "examples/digits-grid/digits-grid.yaml"
+
+
+def test_the_digits_grid_trains_logs_and_reconciles(mlflow_server, capsys, monkeypatch):
+    env = {**os.environ, **CLIENT_ENV, "PYTHONPATH": str(ROOT)}
+    trained = subprocess.run(
+        [sys.executable, "examples/digits-grid/train.py", "--tracking-uri", mlflow_server.uri,
+         "--crash-trial", "3"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    assert "trial 3 attempt 1 crashed; retrying" in trained.stdout
+
+    monkeypatch.chdir(ROOT)
+    capsys.readouterr()
+    args = ["reconcile", SPEC, "--tracking-uri", mlflow_server.uri, "--format", "json"]
+    code = main([*args, "--policy-dir", "policies"])
+    doc = json.loads(capsys.readouterr().out)
+    totals, runs = doc["totals"], doc["runs"]
+    assert code == 0, doc["verdict"]
+    assert totals["runs"] == 13 and totals["statuses"] == {"FAILED": 1, "FINISHED": 12}
+    assert totals["trials"] == 12
+    [retry] = doc["retries"]
+    assert retry["trial"] == "3"
+    assert [a["status"] for a in retry["attempts"]] == ["FAILED", "FINISHED"]
+    assert [a["attempt"] for a in retry["attempts"]] == [1, 2]
+
+    # The quality gate judged real metrics: per-class recalls and macro F1 were logged.
+    assert 1 <= totals["qualified"] <= 12
+    for run in runs:
+        finished = run["status"] == "FINISHED"
+        assert run["qualified"] == (finished and not run["gate_failures"])
+        assert 1 <= run["epochs"] <= 30
+        assert run["phases_hours"] is not None  # setup, train, eval seconds were logged
+    [crashed] = [r for r in runs if r["status"] == "FAILED"]
+    assert crashed["epochs"] == 14  # it crashed in epoch 15, before validating it
+
+    cost = Decimal(totals["cost"])
+    assert Decimal(totals["cost_per_qualified_model"]) == cost / totals["qualified"]
+    price = Decimal(doc["price"]["per_gpu_hour"])
+    held = sum(Decimal(r["held_hours"]) for r in runs)
+    assert round(cost, 20) == round(held * price, 20)  # 1 "GPU" per trial
+    assert Decimal(totals["effective_training_ratio"]) < 1
+    plateau = next(w for w in doc["waste"] if w["kind"] == "epochs-after-plateau")
+    assert plateau["measured"] and plateau["advice"]
+    assert doc["quality_curve"]["metric"] == "val_macro_f1"
+
+    [record] = [
+        r
+        for r in _ledger(mlflow_server.uri, fingerprint_of(str(ROOT / SPEC)))
+        if r.kind is RecordKind.RECONCILIATION
+    ]
+    assert record.actual_cost == cost and record.record_id == doc["ledger"]["record_id"]
+
+
+def _ledger(uri, fingerprint):
+    from gate.integrations import open_ledger
+    from gate.ledger import LedgerQuery
+
+    return open_ledger(uri).query(LedgerQuery(fingerprint=fingerprint))

@@ -1,0 +1,255 @@
+"""``budget-gate reconcile`` against a real MLflow server: DOMAIN.md C and F, exit codes, ledger."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from gate import tracking
+from gate.integrations import open_ledger
+from gate.ledger import LedgerRecord, RecordKind
+from gate.prices import load_catalog
+from tests.ledger_kit import fingerprint_of
+from tests.reconcile_kit import GOOD, T0, Lab
+
+
+def test_domain_c_600_spent_3_qualified_is_200_per_qualified_model(lab):
+    """DOMAIN.md C through real MLflow runs: 6 runs × 10 h × 10 = 600; 3 pass → 200."""
+    for trial in range(3):
+        lab.log(trial=trial, start=trial, hours=10, metrics=GOOD)
+    lab.log(trial=3, start=3, hours=10, metrics={**GOOD, "val_macro_f1": 0.7})
+    lab.log(trial=4, start=4, hours=10, metrics={**GOOD, "val_recall_class_1": 0.6})
+    lab.log(trial=5, start=5, hours=10, metrics=GOOD, status="FAILED")
+    code, doc = lab.json()
+    totals = doc["totals"]
+    assert code == 0, doc["verdict"]
+    assert Decimal(totals["cost"]) == 600
+    assert totals["qualified"] == 3
+    assert Decimal(totals["cost_per_qualified_model"]) == 200
+    assert totals["statuses"] == {"FAILED": 1, "FINISHED": 5}
+    assert Decimal(totals["hours_to_first_qualified_model"]) == 10
+    failures = {r["name"] or r["run_id"]: r["gate_failures"] for r in doc["runs"]}
+    assert sorted(map(tuple, failures.values())) == [
+        (),
+        (),
+        (),
+        (),  # the failed run: it never qualifies, whatever its metrics say
+        ("val_macro_f1 = 0.7, needs >= 0.8",),
+        ("val_recall_class_1 = 0.6, needs >= 0.65",),
+    ]
+    assert doc["variance"]["reference"] == "worst-case estimate"
+    assert Decimal(doc["variance"]["worst"]) == 600
+    failed = next(w for w in doc["waste"] if w["kind"] == "failed-runs")
+    assert Decimal(failed["cost"]) == 100
+
+
+def test_domain_f_idle_gpu_time_upper_bound_525(lab):
+    """DOMAIN.md F through a real run: 15 per GPU-h, 100 h, utilization 65 % → 525."""
+    lab.team.policy(price="15")
+    spec = lab.write_spec(trials=1, epochs=100)
+    samples = [55.0, 75.0] * 50  # what MLflow's system-metrics monitor logs, step by step
+    lab.log(
+        spec,
+        hours=100,
+        metrics=GOOD,
+        history={"system/gpu_0_utilization_percentage": samples},
+    )
+    code, doc = lab.json(spec=spec)
+    assert code == 0, doc["verdict"]
+    idle = next(w for w in doc["waste"] if w["kind"] == "idle-gpu-time")
+    assert Decimal(idle["cost"]) == 525
+    assert idle["upper_bound"] is True
+    assert Decimal(doc["totals"]["utilization_weighted_gpu_hours"]) == 65
+    assert Decimal(doc["totals"]["cost"]) == 1500
+
+
+def test_text_report_and_the_ledger_record_counted_by_the_monthly_budget(lab):
+    for trial in range(2):
+        lab.log(trial=trial, start=trial, hours=10, metrics=GOOD)
+    code, out, err = lab.reconcile()
+    assert code == 0, err
+    assert "cost per qualified model: 100.00 USD (failed, killed and unqualified runs" in out
+    assert out.rstrip().endswith("verdict: pass (exit 0)")
+    [record] = [r for r in lab.team.records(lab.spec) if r.kind is RecordKind.RECONCILIATION]
+    assert record.actual_cost == Decimal(200)
+    assert record.worst_cost == Decimal(600) and record.expected_cost == Decimal(600)
+    assert f"ledger: recorded reconciliation {record.record_id} in MLflow experiment" in out
+    # check reads this month's actuals from the ledger: 5000 − 200 is left.
+    lab.team.policy(limits=", monthly_budget: 5000")
+    other = lab.team.spec(1)
+    code, out, _ = lab.team.cli("check", other)
+    assert "reconciled 200.00), 4,800.00 USD left before this spec" in out, out
+
+
+def test_dry_run_writes_nothing(lab):
+    lab.log(hours=10, metrics=GOOD)
+    code, out, _ = lab.reconcile("--dry-run")
+    assert code == 0
+    assert "ledger: not recorded — --dry-run" in out
+    assert lab.team.records(lab.spec) == []
+
+
+def test_a_running_run_is_charged_to_now_flagged_and_not_recorded(lab):
+    lab.log(hours=10, metrics=GOOD)
+    lab.log(trial=1, start=1, hours=None)
+    code, doc = lab.json()
+    running = next(r for r in doc["runs"] if r["status"] == "RUNNING")
+    assert running["end"] is None and "still running: charged up to now" in running["notes"]
+    assert Decimal(running["held_hours"]) > 24 * 20  # T0 is weeks before "now"
+    assert doc["verdict"]["provisional"] is True
+    assert doc["ledger"] == {
+        "record_id": None,
+        "not_recorded": "1 run(s) still running; reconcile again once they end",
+    }
+    assert lab.team.records(lab.spec) == []
+    assert code == 1  # charged up to now, far past the estimate
+
+
+def test_over_the_approved_amount_by_more_than_the_tolerance_exits_1(lab):
+    approve(lab, "100")
+    lab.log(hours=10, metrics=GOOD)  # 100: at the approval
+    lab.log(trial=1, start=1, hours=1, metrics=GOOD)  # 110: at the 10 % tolerance
+    code, doc = lab.json("--dry-run")
+    assert code == 0 and doc["variance"]["over"] is False
+    assert doc["variance"]["approved"] == "100"
+    lab.log(trial=2, start=2, hours=0.01, metrics=GOOD)  # 110.10
+    code, out, _ = lab.reconcile("--dry-run")
+    assert code == 1
+    assert (
+        "verdict: fail — actual 110.10 USD exceeds the approved 100.00 USD (10.1 % over) by "
+        "more than the tolerance of 10 % (exit 1)"
+    ) in out
+    lab.team.policy(limits=", reconcile_tolerance: 0.2")
+    assert lab.reconcile("--dry-run")[0] == 0
+
+
+def approve(lab: Lab, amount: str) -> LedgerRecord:
+    record = LedgerRecord(
+        kind=RecordKind.APPROVAL,
+        spec=tracking.spec_path(lab.spec),
+        fingerprint=fingerprint_of(lab.spec),
+        experiment=lab.experiment,
+        recorded_at=T0,
+        currency="USD",
+        worst_cost=Decimal(amount),
+        team=lab.team.name,
+        by="alice",
+    )
+    open_ledger(lab.team.uri).append(record)
+    return record
+
+
+def test_no_qualified_model_fails_with_the_whole_spend(lab):
+    lab.log(hours=3, metrics={**GOOD, "val_recall_class_1": 0.2})
+    lab.log(trial=1, start=1, hours=2, metrics={"val_macro_f1": 0.95})  # no per-class recall
+    code, out, _ = lab.reconcile("--dry-run")
+    assert code == 1
+    assert "cost per qualified model: none qualified — 50.00 USD spent in all" in out
+    assert "no metric matches 'val_recall_class_*'" in out
+    assert "no run passed the quality gate: 50.00 USD spent on 2 run(s)" in out
+
+
+def test_no_runs_fail_and_record_nothing(lab):
+    code, out, _ = lab.reconcile()
+    assert code == 1
+    assert "runs (0: none)" in out
+    assert "ledger: not recorded — no runs found" in out
+    assert lab.team.records(lab.spec) == []
+
+
+def test_only_this_version_unless_all_versions(lab):
+    lab.log(hours=10, metrics=GOOD)
+    older = lab.write_spec(trials=5)  # another fingerprint, same MLflow experiment
+    lab.log(older, trial=9, hours=4, metrics=GOOD)
+    code, doc = lab.json("--dry-run")
+    assert doc["totals"]["runs"] == 1 and doc["mlflow"]["all_versions"] is False
+    code, doc = lab.json("--dry-run", "--all-versions")
+    assert code == 0
+    assert doc["totals"]["runs"] == 2 and Decimal(doc["totals"]["cost"]) == 140
+    assert {r["fingerprint"] for r in doc["runs"]} == {
+        fingerprint_of(lab.spec),
+        fingerprint_of(older),
+    }
+
+
+def test_the_ledger_experiment_is_never_read_as_runs(lab):
+    # A spec whose tracking experiment is the ledger's own: its records are not training runs.
+    text = Path(lab.spec).read_text().replace(lab.experiment + "}", "budget-gate-ledger}")
+    Path(lab.spec).write_text(text)
+    approve(lab, "100")
+    code, out, _ = lab.reconcile("--dry-run")
+    assert "runs (0: none)" in out and code == 1
+
+
+def test_the_sqlite_store_gives_the_same_answer_as_the_server(lab, mlflow_server):
+    lab.log(hours=10, metrics=GOOD, history={"val_loss": [3, 2, 1, 1, 1]})
+    lab.log(trial=1, start=1, hours=5, status="KILLED", metrics=GOOD)
+    _, over_http = lab.json("--dry-run")
+    _, from_file = lab.json("--dry-run", uri=mlflow_server.sqlite_uri)
+    for doc in (over_http, from_file):
+        doc.pop("mlflow")
+    assert from_file == over_http
+    assert over_http["runs"][0]["epochs"] == 5 and over_http["runs"][0]["plateau_epoch"] == 3
+
+
+def test_plateau_waste_through_the_cli(lab):
+    history = [1.0 - 0.1 * e for e in range(6)] + [0.5] * 34  # 40 epochs, flat after 6
+    spec = lab.write_spec(trials=1, epochs=40)
+    lab.log(spec, hours=40, metrics=GOOD, history={"val_loss": history})
+    code, doc = lab.json("--dry-run", "--min-delta", "0.001", spec=spec)
+    assert code == 0
+    [run] = doc["runs"]
+    assert (run["epochs"], run["plateau_epoch"], run["epochs_after_plateau"]) == (40, 6, 34)
+    plateau = next(w for w in doc["waste"] if w["kind"] == "epochs-after-plateau")
+    assert Decimal(plateau["cost"]) == 340
+    assert doc["monitor"] == {
+        "metric": "val_loss",
+        "mode": "min",
+        "min_delta": 0.001,
+        "source": "command line",
+    }
+
+
+def test_an_unknown_experiment_is_bad_input(lab):
+    text = Path(lab.spec).read_text().replace(lab.experiment + "}", "nowhere}")
+    Path(lab.spec).write_text(text)
+    code, out, err = lab.reconcile()
+    assert code == 3 and out == ""
+    assert "has no experiment 'nowhere'" in err and "tracking.mlflow_experiment" in err
+
+
+def test_an_invalid_spec_is_exit_3(lab):
+    Path(lab.spec).write_text("apiVersion: budget-gate/v1\nkind: Experiment\n")
+    code, _, err = lab.reconcile()
+    assert code == 3 and "missing required key 'metadata'" in err
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "x", "inf"])
+def test_a_bad_min_delta_is_a_usage_error(lab, value):
+    code, _, err = lab.reconcile("--min-delta", value)
+    assert code == 3 and "is not a number >= 0" in err
+
+
+def test_markdown_format_on_stdout(lab):
+    lab.log(hours=10, metrics=GOOD)
+    code, out, _ = lab.reconcile("--format", "markdown", "--dry-run")
+    assert code == 0
+    assert out.startswith("<!-- budget-gate:reconcile:")
+    assert "## ✅ budget-gate reconcile: 100.00 USD per qualified model" in out
+    assert "```mermaid\nxychart-beta" in out
+
+
+def test_runs_of_an_older_version_on_another_accelerator_are_priced_at_its_price(lab):
+    # The team's policy prices L4 at 10; H100 comes from the packaged catalog.
+    lab.log(hours=10, metrics=GOOD)
+    older = Path(lab.write_spec(trials=5))
+    older.write_text(older.read_text().replace("L4", "H100"))
+    lab.log(str(older), trial=9, hours=2, metrics=GOOD)
+    code, doc = lab.json("--dry-run", "--all-versions")
+    h100 = next(r for r in doc["runs"] if r["fingerprint"] == fingerprint_of(str(older)))
+    assert h100["notes"] == ["ran on H100 on-demand: charged at its own price"]
+    dearest = max(c["on-demand"] for c in load_catalog().prices["H100"].values())
+    assert Decimal(h100["cost"]) == 2 * dearest  # no cloud named: the dearest cloud's median
+    assert code == 0

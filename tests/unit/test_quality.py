@@ -1,0 +1,132 @@
+"""Quality gate with wildcards, the plateau of a metric history, the monitor and chart metric."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gate.quality import (
+    ChartMetric,
+    Monitor,
+    better,
+    chart_metric,
+    evaluate_gate,
+    matching,
+    monitor_for,
+    plateau_epoch,
+)
+from gate.spec import Condition
+from tests.conftest import make_spec
+
+F1 = Condition(metric="val_macro_f1", op=">=", value=0.8)
+RECALL = Condition(metric="val_recall_class_*", op=">=", value=0.65)
+
+
+def test_a_wildcard_matches_every_metric_with_any_text_for_the_star():
+    keys = ["val_recall_class_0", "val_recall_class_10", "val_recall", "xval_recall_class_1"]
+    assert matching("val_recall_class_*", keys) == ["val_recall_class_0", "val_recall_class_10"]
+    assert matching("val_*_class_*", ["val_recall_class_1", "val_prec_class_2"]) == [
+        "val_prec_class_2",
+        "val_recall_class_1",
+    ]
+    assert matching("val.f1", ["valxf1"]) == []  # only * is special
+    assert matching("val_f1", ["val_f1", "val_f1_macro"]) == ["val_f1"]
+
+
+def test_every_matching_metric_must_pass():
+    metrics = {"val_macro_f1": 0.85, "val_recall_class_0": 0.9, "val_recall_class_1": 0.7}
+    assert evaluate_gate([F1, RECALL], metrics).passed
+    metrics["val_recall_class_2"] = 0.61
+    result = evaluate_gate([F1, RECALL], metrics)
+    assert not result.passed
+    assert result.failures == ("val_recall_class_2 = 0.61, needs >= 0.65",)
+
+
+def test_no_matching_metric_fails_and_says_so():
+    result = evaluate_gate([F1, RECALL], {"val_macro_f1": 0.9})
+    assert result.failures == ("no metric matches 'val_recall_class_*'",)
+    assert evaluate_gate([F1], {}).failures == ("no metric matches 'val_macro_f1'",)
+
+
+@pytest.mark.parametrize(
+    ("op", "value", "passes"),
+    [
+        (">=", 0.8, True),
+        (">", 0.8, False),
+        ("<=", 0.8, True),
+        ("<", 0.8, False),
+        ("==", 0.8, True),
+        ("==", 0.7, False),
+        (">", 0.7, True),
+        ("<", 0.9, True),
+    ],
+)
+def test_each_operator(op, value, passes):
+    condition = Condition(metric="m", op=op, value=value)
+    assert evaluate_gate([condition], {"m": 0.8}).passed is passes
+
+
+def test_nan_never_passes():
+    assert not evaluate_gate([Condition(metric="m", op="<=", value=1)], {"m": math.nan}).passed
+
+
+def test_no_conditions_pass():
+    assert evaluate_gate([], {}).passed
+
+
+def test_the_plateau_is_the_last_improvement_by_more_than_min_delta():
+    # 400 epochs, flat after 60: the DESIGN's motivating case.
+    history = [1.0 - 0.01 * e for e in range(60)] + [0.4101 - 0.000001 * e for e in range(340)]
+    assert len(history) == 400
+    assert plateau_epoch(history, "min", 0.001) == 60
+    # With min_delta 0 every tiny gain counts: the last new best is the last epoch.
+    assert plateau_epoch(history, "min", 0.0) == 400
+
+
+def test_small_gains_add_up_against_the_best_so_far():
+    # Each step gains 0.0006 < min_delta, but two together beat the reference best.
+    history = [1.0, 0.9994, 0.9988, 0.9982, 0.9976]
+    assert plateau_epoch(history, "min", 0.001) == 5
+    assert plateau_epoch(history[:4], "min", 0.001) == 3
+    assert plateau_epoch([0.5, 0.6, 0.6, 0.8], "max", 0.1) == 4
+    assert plateau_epoch([0.5, 0.6, 0.6, 0.55], "max", 0.05) == 2
+
+
+def test_nan_in_a_history_is_skipped_and_an_empty_one_has_no_plateau():
+    assert plateau_epoch([math.nan, 1.0, 0.5, math.nan], "min", 0.0) == 3
+    assert plateau_epoch([], "min", 0.0) is None
+    assert plateau_epoch([math.nan], "min", 0.0) is None
+
+
+def test_the_monitor_comes_from_early_stopping_else_defaults_and_flags_win():
+    stopping = {"early_stopping": {"monitor": "val_acc", "mode": "max", "patience": 3}}
+    spec = make_spec({"stopping": stopping})
+    assert monitor_for(spec) == Monitor("val_acc", "max", 0.0, 3, "stopping.early_stopping")
+    plain = make_spec()
+    assert monitor_for(plain).metric == "val_loss"
+    assert monitor_for(plain).patience is None
+    assert monitor_for(plain).source.startswith("default")
+    flagged = monitor_for(spec, min_delta=0.01)
+    assert flagged == Monitor("val_acc", "max", 0.01, 3, "command line")
+    assert monitor_for(spec, metric="val_f1", mode="min").mode == "min"
+
+
+def test_the_chart_metric_is_the_first_directed_named_gate_metric():
+    gate = [
+        {"metric": "val_recall_class_*", "op": ">=", "value": 0.6},
+        {"metric": "exact", "op": "==", "value": 1},
+        {"metric": "val_loss", "op": "<", "value": 0.3},
+        {"metric": "val_f1", "op": ">=", "value": 0.8},
+    ]
+    spec = make_spec({"quality_gate": gate})
+    assert chart_metric(spec, monitor_for(spec)) == ChartMetric("val_loss", "min", 0.3)
+    none = make_spec({"quality_gate": []})
+    assert chart_metric(none, monitor_for(none)) == ChartMetric("val_loss", "min")
+
+
+def test_better():
+    assert better(0.5, None, "max")
+    assert better(0.6, 0.5, "max") and not better(0.5, 0.5, "max")
+    assert better(0.4, 0.5, "min") and not better(0.6, 0.5, "min")
+    assert not better(math.nan, None, "max")
