@@ -165,3 +165,28 @@ def test_spec_urls_are_not_live_links_in_the_comment(url):
         escape(url), options=cmarkgfm.Options.CMARK_OPT_UNSAFE
     )
     assert "<a " not in html
+
+
+def test_approved_findings_are_neither_waived_nor_warnings_in_ci_formats():
+    import dataclasses
+
+    from gate.errors import Location
+    from gate.policy import Severity
+    from gate.report import Finding, Outcome, Report, SpecResult
+    from gate.reporters import load_reporter
+    from gate.rules import all_rule_ids, rule_info
+
+    approved = dataclasses.replace(
+        Finding("BG110", Severity.APPROVAL, "64 trials", Location("s.yaml", 3, 1)),
+        approved_by="carol",
+    )
+    report = Report(
+        (SpecResult("s.yaml", Outcome.PASS, name="n", findings=(approved,)),),
+        rules={r: rule_info(r) for r in all_rule_ids()},
+    )
+    junit = load_reporter("junit").render(report)
+    assert "waived" not in junit and "approved by carol" in junit
+    github = load_reporter("github").render(report)
+    assert "::warning" not in github and "approved by carol" in github
+    sarif = load_reporter("sarif").render(report)
+    assert '"justification": "approved by carol"' in sarif

@@ -80,6 +80,9 @@ def _finding(finding: Finding, file: str, report: Report) -> str:
     if finding.waived_by is not None:
         message = f"{finding.message} (waived: {finding.waived_by})"
         return command("notice", message, finding.location, file, f"{title} (waived)")
+    if finding.approved_by is not None:
+        message = f"{finding.message} (approved by {finding.approved_by})"
+        return command("notice", message, finding.location, file, f"{title} (approved)")
     return command(annotation(finding.severity), finding.message, finding.location, file, title)
 
 

@@ -90,9 +90,11 @@ def _rule_case(rule_id: str, result: SpecResult, report: Report) -> ET.Element:
         _child(case, "failure", first.message, text, first.severity.value)
     elif active:
         ET.SubElement(case, "system-out").text = _safe("\n".join(_line(f) for f in findings))
-    elif findings:
-        reasons = "; ".join(sorted({f.waived_by or "" for f in findings}))
+    elif any(f.waived_by is not None for f in findings):
+        reasons = "; ".join(sorted({f.waived_by for f in findings if f.waived_by is not None}))
         ET.SubElement(case, "skipped", message=_safe(f"waived: {reasons}"))
+    elif findings:  # every finding approved: the case passes and says by whom
+        ET.SubElement(case, "system-out").text = _safe("\n".join(_line(f) for f in findings))
     return case
 
 
@@ -108,7 +110,8 @@ def _child(case: ET.Element, tag: str, message: str, text: str, kind: str) -> No
 def _line(finding: Finding) -> str:
     where = f"{finding.location}: " if finding.location else ""
     waived = f" (waived: {finding.waived_by})" if finding.waived_by else ""
-    return f"{where}{finding.severity.value} {finding.rule_id} {finding.message}{waived}"
+    approved = f" (approved by {finding.approved_by})" if finding.approved_by else ""
+    return f"{where}{finding.severity.value} {finding.rule_id} {finding.message}{waived}{approved}"
 
 
 def _count(element: ET.Element, cases: list[ET.Element]) -> None:

@@ -92,6 +92,9 @@ def _result(finding: Finding, spec: SpecResult, rule_index: int) -> dict[str, An
     }
     if finding.waived_by is not None:
         result["suppressions"] = [{"kind": "external", "justification": finding.waived_by}]
+    elif finding.approved_by is not None:
+        justification = f"approved by {finding.approved_by}"
+        result["suppressions"] = [{"kind": "external", "justification": justification}]
     return result
 
 
