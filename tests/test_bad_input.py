@@ -3,9 +3,8 @@
 Each committed case in ``tests/cases/invalid/`` starts with a comment the test parses::
 
     # expect: line=12 col=1 match=duplicate key 'resources'
-    # xfail: why this case does not behave as expected yet   (optional second line)
 
-``line``/``col`` are 1-based positions in the file *including* those comment lines (a
+``line``/``col`` are 1-based positions in the file *including* its comment lines (a
 comment changes no YAML semantics but does shift every line down). ``match`` is a
 substring of the diagnostic after the location (message and hint). Cases that cannot be
 committed as small text files (non-UTF-8 bytes, a 10 MB file, zero bytes) are generated
@@ -33,7 +32,6 @@ POLICIES = ROOT / "policies"
 EXIT_INVALID = 3
 
 _EXPECT = re.compile(r"^# expect: line=(?P<line>\d+)(?: col=(?P<col>\d+))? match=(?P<match>.+)$")
-_XFAIL = re.compile(r"^# xfail: (?P<reason>.+)$")
 
 # A valid spec body (10 lines); a generated case's line numbers are counted from it.
 _SPEC = (
@@ -59,26 +57,22 @@ class Case:
     line: int
     col: int | None
     match: str
-    xfail: str | None = None
 
     def param(self) -> object:
-        marks = [pytest.mark.xfail(reason=self.xfail, strict=True)] if self.xfail else []
-        return pytest.param(self, id=self.id, marks=marks)
+        return pytest.param(self, id=self.id)
 
 
 def _committed(path: Path) -> Case:
-    header = path.read_text(encoding="utf-8").splitlines()[:2]
+    header = path.read_text(encoding="utf-8").splitlines()[:1]
     found = _EXPECT.match(header[0]) if header else None
     if found is None:
         raise AssertionError(f"{path}: first line must be '# expect: line=N [col=N] match=...'")
-    xfail = _XFAIL.match(header[1]) if len(header) > 1 else None
     return Case(
         id=path.stem,
         make=lambda _tmp: path,
         line=int(found["line"]),
         col=int(found["col"]) if found["col"] else None,
         match=found["match"],
-        xfail=xfail["reason"] if xfail else None,
     )
 
 
