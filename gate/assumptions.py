@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Literal
 
 from gate.money import format_amount
-from gate.policy import Policy
+from gate.policy import Policy, ScenarioName
 from gate.spec import Experiment, Range
-
-ScenarioName = Literal["worst", "expected"]
 
 
 def shared_notes(spec: Experiment, trials: int, name: ScenarioName) -> list[str]:

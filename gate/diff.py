@@ -13,7 +13,8 @@ from decimal import Decimal
 from enum import Enum
 
 from gate.errors import Problem
-from gate.estimate import Estimate, Scenario, ScenarioName
+from gate.estimate import Estimate, Scenario
+from gate.policy import ScenarioName
 from gate.report import SpecResult
 
 

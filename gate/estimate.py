@@ -11,20 +11,17 @@ the middle of uncertain inputs and the expected pruning of asynchronous searches
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
-from typing import Literal
+from decimal import ROUND_FLOOR, Decimal
 
 from gate.assumptions import preemption_note, reliability_notes, shared_notes
 from gate.money import format_amount, to_decimal
 from gate.plans import describe_plan, expected_stop, plan
-from gate.policy import Policy
+from gate.policy import Policy, ScenarioName
 from gate.prices import Quote
 from gate.reliability import expected_retry_runs, preemption_factor
-from gate.schedule import Stage, flat
+from gate.schedule import Stage, ceil_int, flat
 from gate.spec import Capacity, Experiment, Range, Strategy
 from gate.trials import count_trials
-
-ScenarioName = Literal["worst", "expected"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,10 +156,7 @@ def _scenario(
     concurrency, limit_notes = _concurrency(spec, policy, trials)
     usage = _usage(spec, policy, quote, name, stages, concurrency, preempt=preempt)
     units = spec.resources.gpus_per_trial * spec.resources.gpu_share
-    reliability = policy.reliability
-    retry_runs = expected_retry_runs(
-        reliability.failure_rate, reliability.max_retries, reliability.failure_point
-    )
+    retry_runs = _retry(policy)
     trial_hours = usage.trial_hours * (1 + retry_runs)
     exact_gpu_hours = units * trial_hours
     other = policy.spot.extra_ops_per_trial * trials if _is_spot(spec) else Decimal(0)
@@ -232,13 +226,13 @@ def _usage(
             recompute += rung.trials * (billed - run)
             stage_work += rung.trials * billed
             if stage.barrier or len(stage.rungs) == 1:
-                rung_waves = _ceil(rung.trials / concurrency)
+                rung_waves = ceil_int(rung.trials / concurrency)
                 waves += rung_waves
                 wall += rung_waves * (billed + queue)
             top = max(top, rung.reached)
         if not (stage.barrier or len(stage.rungs) == 1):
             # Asynchronous rungs keep every worker busy: work ÷ workers, at least one path.
-            stage_waves = _ceil(stage.rungs[0].trials / concurrency)
+            stage_waves = ceil_int(stage.rungs[0].trials / concurrency)
             waves += stage_waves
             wall += max(stage_work / concurrency, path) + stage_waves * queue
         longest = max(longest, path)
@@ -342,10 +336,6 @@ def _round(hours: Decimal) -> Decimal:
     # NOTE: 7 min × 60 / 60 must be exactly 7 h, or a trial at a limit would "exceed" it by
     # a 28th-digit rounding error; a nanohour is far below anything a scheduler measures.
     return hours.quantize(_NANOHOUR) if hours.adjusted() < 18 else hours
-
-
-def _ceil(value: Decimal) -> int:
-    return int(value.to_integral_value(rounding=ROUND_CEILING))
 
 
 _NANOHOUR = Decimal("1e-9")

@@ -8,9 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from decimal import Decimal
-from typing import Literal
 
-from gate.policy import Policy
+from gate.policy import Policy, ScenarioName
 from gate.schedule import (
     Stage,
     flat,
@@ -22,7 +21,6 @@ from gate.schedule import (
 )
 from gate.spec import Experiment, LearningCurve, Scheduler, Strategy
 
-ScenarioName = Literal["worst", "expected"]
 _HALVING = (Strategy.SUCCESSIVE_HALVING, Strategy.HYPERBAND, Strategy.ASHA)
 
 

@@ -26,7 +26,8 @@ class Severity(str, Enum):
 
 
 SeveritySetting = Literal["error", "approval", "warn", "off"]
-Scenario = Literal["worst", "expected"]
+ScenarioName = Literal["worst", "expected"]
+"""The two priced outcomes of an estimate; a policy chooses which one its limits use."""
 
 
 class PriceOverride(Model):
@@ -84,7 +85,7 @@ class Limits(Model):
     the approved amount before ``budget-gate reconcile`` fails.
     """
 
-    scenario: Scenario = "worst"
+    scenario: ScenarioName = "worst"
     max_gpus_per_trial: PositiveInt | None = None
     max_trial_hours: PositiveFloat | None = None
     max_trial_cost: Money | None = None

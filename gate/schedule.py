@@ -54,8 +54,8 @@ def rung_marks(min_epochs: int, max_epochs: int, eta: Decimal) -> list[int]:
     """Cumulative epochs at the end of each rung: r, rη, rη², … below R, then R."""
     marks: list[int] = []
     level = Decimal(min(min_epochs, max_epochs))
-    while _ceil(level) < max_epochs:
-        mark = _ceil(level)
+    while ceil_int(level) < max_epochs:
+        mark = ceil_int(level)
         if not marks or mark > marks[-1]:  # η near 1 repeats a mark: keep each rung once
             marks.append(mark)
         level *= eta
@@ -135,8 +135,8 @@ def hyperband_brackets(
         s_max += 1
     brackets = []
     for s in range(s_max, -1, -1):
-        n = _ceil(Decimal(s_max + 1) * eta**s / (s + 1))
-        marks = [min(max_epochs, _ceil(max_epochs / eta ** (s - i))) for i in range(s)]
+        n = ceil_int(Decimal(s_max + 1) * eta**s / (s + 1))
+        marks = [min(max_epochs, ceil_int(max_epochs / eta ** (s - i))) for i in range(s)]
         brackets.append((n, [*marks, max_epochs]))
     return brackets[:limit] if limit else brackets
 
@@ -152,5 +152,6 @@ def split(total: int, weights: list[int]) -> list[int]:
     return floors
 
 
-def _ceil(value: Decimal) -> int:
+def ceil_int(value: Decimal) -> int:
+    """The smallest whole number at least ``value``."""
     return int(value.to_integral_value(rounding=ROUND_CEILING))

@@ -14,9 +14,8 @@ from enum import Enum
 
 from gate.ci.approvals import same_login, team_ref
 from gate.ci.model import ChangedFile, PullInfo
-from gate.estimate import ScenarioName
 from gate.money import fixed, format_money
-from gate.policy import Approvers
+from gate.policy import Approvers, ScenarioName
 from gate.report import Outcome, Report
 
 STATUS_CONTEXT = "budget-gate"

@@ -11,8 +11,9 @@ from decimal import Decimal
 from typing_extensions import assert_never
 
 from gate.diff import Change, Driver, DriverChange, ScenarioDiff, SpecDiff
-from gate.estimate import Estimate, Scenario, ScenarioName
+from gate.estimate import Estimate, Scenario
 from gate.money import fixed, format_amount
+from gate.policy import ScenarioName
 
 
 def format_ratio(ratio: Decimal) -> str:
