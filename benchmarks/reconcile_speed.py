@@ -53,11 +53,11 @@ from mlflow.entities import Metric, ViewType  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
 from gate import tracking  # noqa: E402
-from gate.actuals import Plan  # noqa: E402
-from gate.fingerprint import fingerprint  # noqa: E402
 from gate.integrations.mlflow_runs import MlflowRuns, RunQuery  # noqa: E402
-from gate.quality import monitor_for  # noqa: E402
-from gate.reconcile import Reconciler  # noqa: E402
+from gate.reconcile.actuals import Plan  # noqa: E402
+from gate.reconcile.quality import monitor_for  # noqa: E402
+from gate.reconcile.reconciler import Reconciler  # noqa: E402
+from gate.spec.fingerprint import fingerprint  # noqa: E402
 from tests.conftest import make_estimate, make_quote, make_spec  # noqa: E402
 from tests.mlflow_server import MlflowServer  # noqa: E402
 

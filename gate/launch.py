@@ -11,15 +11,17 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gate import tracking
 from gate.errors import ApprovalRequired, InputError, PolicyViolation
-from gate.evaluate import Evaluator
+from gate.estimate.prices import load_catalog
+from gate.evaluation.evaluate import Evaluator
+from gate.evaluation.report import SpecResult
 from gate.integrations import open_ledger
-from gate.ledger import LedgerRecord, LedgerView, redact, resolve_tracking_uri
-from gate.policy import Severity
-from gate.policy_loader import PolicySet
-from gate.prices import load_catalog
-from gate.report import Outcome, SpecResult
+from gate.integrations.tracking_uri import redact, resolve_tracking_uri
+from gate.ledger import tracking
+from gate.ledger.records import LedgerRecord, LedgerView
+from gate.policy.findings import Outcome
+from gate.policy.loader import PolicySet
+from gate.policy.model import Severity
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from gate.estimate import Estimate, estimate
-from gate.policy import Policy
-from gate.policy_loader import deep_merge
-from gate.prices import Quote
-from gate.rules.base import RuleContext, Violation
-from gate.spec import Capacity, Experiment
+from gate.estimate.prices import Quote
+from gate.estimate.scenarios import Estimate, estimate
+from gate.policy.loader import deep_merge
+from gate.policy.model import Policy
+from gate.policy.rules.base import RuleContext, Violation
+from gate.spec.experiment import Capacity, Experiment
 
 # Real MLflow tracking server fixtures (mlflow_server, doomed_mlflow), a ledger team, a lab.
 pytest_plugins = ["tests.mlflow_server", "tests.ledger_kit", "tests.reconcile_kit"]

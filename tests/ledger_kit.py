@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
-from gate.fingerprint import fingerprint
 from gate.integrations import open_ledger
-from gate.ledger import LedgerQuery, LedgerRecord, RecordKind
-from gate.loader import load_file
-from gate.spec import Experiment
-from gate.validation import validate
+from gate.ledger.records import LedgerQuery, LedgerRecord, RecordKind
+from gate.spec.experiment import Experiment
+from gate.spec.fingerprint import fingerprint
+from gate.spec.loader import load_file
+from gate.spec.validation import validate
 from tests.mlflow_server import MlflowServer
 
 # 1 GPU × 10 epochs × 6 min = 1 h per trial at 10 USD per GPU-hour: N trials cost 10 × N.

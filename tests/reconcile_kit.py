@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from gate import tracking
-from gate.actuals import Plan, RunFacts
-from gate.fingerprint import fingerprint
-from gate.ledger import LedgerRecord, RecordKind
-from gate.quality import monitor_for
+from gate.ledger.records import LedgerRecord, RecordKind
+from gate.reconcile.actuals import Plan, RunFacts
+from gate.reconcile.quality import monitor_for
+from gate.spec.fingerprint import fingerprint
 from tests.conftest import make_estimate, make_policy, make_quote, make_spec
 from tests.ledger_kit import Team, unique
 

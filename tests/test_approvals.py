@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.ledger import RecordKind, Source
+from gate.ledger.records import RecordKind, Source
 from tests.ledger_kit import Team, fingerprint_of
 from tests.mlflow_server import free_port
 

@@ -188,7 +188,7 @@ def test_estimate_text_and_json(capsys):
 
 
 def test_rules_lists_every_rule_with_examples(capsys):
-    from gate.rules import all_rule_ids
+    from gate.policy.rules import all_rule_ids
 
     assert main(["rules"]) == 0
     out = capsys.readouterr().out
@@ -260,7 +260,7 @@ def test_several_formats_from_one_evaluation(tmp_path, monkeypatch, capsys):
     body = comment.read_text(encoding="utf-8")
     assert "(https://example.com/rules.md#bg110-large-search)" in body
     assert summary.read_text(encoding="utf-8") == body
-    from gate.report import RenderContext
+    from gate.evaluation.report import RenderContext
     from gate.reporters.markdown import comment_marker
 
     marker = comment_marker(RenderContext("acme/ml", "budget", POLICIES))
@@ -313,7 +313,7 @@ def test_render_context_comes_from_the_environment_and_options():
     import argparse
 
     from gate.commands.common import render_context
-    from gate.report import DOCS_URL, RenderContext
+    from gate.evaluation.report import DOCS_URL, RenderContext
 
     args = argparse.Namespace(policy_dir="./policies/", docs_url=None, base_ref="main")
     env = {"GITHUB_REPOSITORY": "o/r", "GITHUB_WORKFLOW": "ci", "HOME": "/x"}

@@ -10,10 +10,10 @@ import jsonschema
 import pytest
 
 from gate.commands.schema import SCHEMAS, render_schema
-from gate.loader import load_file
-from gate.policy import Severity
-from gate.policy_loader import PolicySet
+from gate.policy.loader import PolicySet
+from gate.policy.model import Severity
 from gate.reporters import REPORTERS, load_reporter
+from gate.spec.loader import load_file
 from tests.conftest import ROOT
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -93,7 +93,8 @@ def test_check_imports_no_heavy_dependency():
 
 def test_every_severity_is_rendered_by_every_reporter():
     from gate.errors import Location
-    from gate.report import Finding, Outcome, Report, SpecResult
+    from gate.evaluation.report import Report, SpecResult
+    from gate.policy.findings import Finding, Outcome
 
     findings = tuple(
         Finding("BG101", s, f"{s.value} finding", Location("s.yaml", 1, 1)) for s in Severity
@@ -121,7 +122,7 @@ def test_readme_estimate_table_is_generated_from_the_examples(capsys, monkeypatc
 
 def test_committed_rules_page_matches_the_docstrings():
     from gate.commands.rules import render_rules_markdown
-    from gate.rules import all_rule_ids, rule_info
+    from gate.policy.rules import all_rule_ids, rule_info
 
     committed = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
     expected = render_rules_markdown([rule_info(r) for r in all_rule_ids()])
@@ -131,7 +132,7 @@ def test_committed_rules_page_matches_the_docstrings():
 def test_rule_anchors_are_the_ids_github_gives_the_headings():
     import re
 
-    from gate.rules import all_rule_ids, rule_info
+    from gate.policy.rules import all_rule_ids, rule_info
 
     headings = re.findall(r"^## (.+)$", (ROOT / "docs" / "rules.md").read_text(), re.MULTILINE)
     # GitHub: lowercase, drop punctuation other than - and _, spaces become hyphens
@@ -144,7 +145,8 @@ def test_reporters_never_load_the_rule_registry_or_the_verdict():
         "import sys\n"
         "from gate.reporters import REPORTERS, load_reporter\n"
         "for name in REPORTERS: load_reporter(name)\n"
-        "print(sorted({'gate.rules', 'gate.verdict', 'gate.evaluate'} & set(sys.modules)))\n"
+        "pure = {'gate.policy.rules', 'gate.policy.verdict', 'gate.evaluation.evaluate'}\n"
+        "print(sorted(pure & set(sys.modules)))\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True

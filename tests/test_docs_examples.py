@@ -14,8 +14,8 @@ import cmarkgfm
 import pytest
 
 from gate.commands.common import make_evaluator, make_report
-from gate.diff import compare
-from gate.report import RenderContext
+from gate.evaluation.diff import compare
+from gate.evaluation.report import RenderContext
 from gate.reporters.markdown import MarkdownReporter
 from tests.conftest import ROOT
 

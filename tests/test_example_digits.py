@@ -9,7 +9,7 @@ import sys
 from decimal import Decimal
 
 from gate.cli import main
-from gate.ledger import RecordKind
+from gate.ledger.records import RecordKind
 from tests.conftest import ROOT
 from tests.ledger_kit import fingerprint_of
 from tests.mlflow_server import CLIENT_ENV
@@ -71,6 +71,6 @@ def test_the_digits_grid_trains_logs_and_reconciles(mlflow_server, capsys, monke
 
 def _ledger(uri, fingerprint):
     from gate.integrations import open_ledger
-    from gate.ledger import LedgerQuery
+    from gate.ledger.records import LedgerQuery
 
     return open_ledger(uri).query(LedgerQuery(fingerprint=fingerprint))

@@ -14,13 +14,13 @@ from mlflow.tracking import MlflowClient
 from gate.errors import BackendError
 from gate.integrations import open_ledger
 from gate.integrations.mlflow_client import filter_string
-from gate.ledger import (
+from gate.integrations.tracking_uri import redact
+from gate.ledger.records import (
     LEDGER_EXPERIMENT,
     LedgerQuery,
     LedgerRecord,
     RecordKind,
     Source,
-    redact,
     to_tags,
 )
 

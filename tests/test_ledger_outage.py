@@ -8,7 +8,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from gate.integrations import open_ledger
-from gate.ledger import LEDGER_EXPERIMENT, LedgerQuery
+from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery
 from tests.ledger_kit import Team, fingerprint_of
 from tests.mlflow_server import KillingProxy, free_port
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from gate import tracking
+from gate.estimate.prices import load_catalog
 from gate.integrations import open_ledger
-from gate.ledger import LedgerRecord, RecordKind
-from gate.prices import load_catalog
+from gate.ledger.records import LedgerRecord, RecordKind
 from tests.ledger_kit import fingerprint_of
 from tests.reconcile_kit import GOOD, T0, Lab
 

@@ -8,10 +8,10 @@ import cmarkgfm
 import pytest
 
 from gate.cli import main
-from gate.diff import compare
+from gate.evaluation.diff import compare
+from gate.policy.rules import trial_cost
 from gate.reporters.change import explain
 from gate.reporters.markup import escape
-from gate.rules import trial_cost
 from tests.conftest import ROOT, make_estimate, make_policy, make_spec, run_rule
 
 POLICIES = str(ROOT / "policies")
@@ -171,10 +171,11 @@ def test_approved_findings_are_neither_waived_nor_warnings_in_ci_formats():
     import dataclasses
 
     from gate.errors import Location
-    from gate.policy import Severity
-    from gate.report import Finding, Outcome, Report, SpecResult
+    from gate.evaluation.report import Report, SpecResult
+    from gate.policy.findings import Finding, Outcome
+    from gate.policy.model import Severity
+    from gate.policy.rules import all_rule_ids, rule_info
     from gate.reporters import load_reporter
-    from gate.rules import all_rule_ids, rule_info
 
     approved = dataclasses.replace(
         Finding("BG110", Severity.APPROVAL, "64 trials", Location("s.yaml", 3, 1)),

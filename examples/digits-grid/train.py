@@ -43,9 +43,9 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.preprocessing import StandardScaler
 
 from gate import tracking
-from gate.loader import load_file
-from gate.spec import Experiment
-from gate.validation import validate
+from gate.spec.experiment import Experiment
+from gate.spec.loader import load_file
+from gate.spec.validation import validate
 
 SPEC = Path(__file__).with_name("digits-grid.yaml")
 CLASSES = np.arange(10)

@@ -26,8 +26,8 @@ from enum import Enum
 
 from gate.ci.event import parse_command
 from gate.ci.model import CommentInfo, ReviewInfo
-from gate.ledger import Source, when
-from gate.policy import Approvers
+from gate.ledger.approvers import Approvers
+from gate.ledger.records import Source, when
 
 ROLES = ("read", "triage", "write", "maintain", "admin")
 """Repository roles, weakest first."""

@@ -14,9 +14,11 @@ from enum import Enum
 
 from gate.ci.approvals import same_login, team_ref
 from gate.ci.model import ChangedFile, PullInfo
+from gate.estimate.settings import ScenarioName
+from gate.evaluation.report import Report
+from gate.ledger.approvers import Approvers
 from gate.money import fixed, format_money
-from gate.policy import Approvers, ScenarioName
-from gate.report import Outcome, Report
+from gate.policy.findings import Outcome
 
 STATUS_CONTEXT = "budget-gate"
 """The commit status's context: what branch protection requires."""

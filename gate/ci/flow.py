@@ -32,16 +32,17 @@ from gate.ci.approvals import (
 from gate.ci.decisions import FailOn, select_specs
 from gate.ci.event import Event
 from gate.ci.model import ChangedFile, CommentInfo, CommitInfo, PullInfo, ReviewInfo
-from gate.diff import SpecDiff, compare
 from gate.errors import InputError
-from gate.evaluate import Evaluation, Evaluator
-from gate.ledger import ApprovalCheck, LedgerRecord, LedgerView, RecordKind
-from gate.policy import Approvers
-from gate.policy_loader import PolicySet
-from gate.prices import load_catalog
-from gate.report import Outcome, SpecResult
-from gate.tracking import COST_CENTER_LABEL, spec_path
-from gate.verdict import apply_approval, decide
+from gate.estimate.prices import load_catalog
+from gate.evaluation.diff import SpecDiff, compare
+from gate.evaluation.evaluate import Evaluation, Evaluator
+from gate.evaluation.report import SpecResult
+from gate.ledger.approvers import Approvers
+from gate.ledger.records import ApprovalCheck, LedgerRecord, LedgerView, RecordKind
+from gate.ledger.tracking import COST_CENTER_LABEL, spec_path
+from gate.policy.findings import Outcome
+from gate.policy.loader import PolicySet
+from gate.policy.verdict import apply_approval, decide
 
 MAX_WALK = 50
 """How many commits back from the head to look for the last change to a spec."""

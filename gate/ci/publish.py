@@ -28,7 +28,8 @@ from gate.ci.event import ApproveCommand
 from gate.ci.flow import GitHub, Prepared
 from gate.ci.model import CommentInfo
 from gate.errors import WriteForbidden
-from gate.report import Outcome, Report
+from gate.evaluation.report import Report
+from gate.policy.findings import Outcome
 from gate.reporters.markdown import MarkdownReporter, comment_marker, written_for
 from gate.reporters.markup import escape
 

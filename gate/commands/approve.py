@@ -13,8 +13,8 @@ from gate.commands.records import (
     requirement,
 )
 from gate.errors import InputError
-from gate.ledger import DEFAULT_EXPIRY, RecordKind, Source, authorize, parse_expiry
-from gate.report import Outcome
+from gate.ledger.records import DEFAULT_EXPIRY, RecordKind, Source, authorize, parse_expiry
+from gate.policy.findings import Outcome
 
 
 def run(args: argparse.Namespace) -> int:

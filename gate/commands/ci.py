@@ -26,8 +26,8 @@ from gate.ci.publish import publish
 from gate.commands.common import ledger_view, make_report, print_errors, utc_now
 from gate.commands.output import append_step_summary, write_atomically
 from gate.errors import InputError
-from gate.ledger import DEFAULT_EXPIRY, LedgerView, parse_expiry
-from gate.report import DOCS_URL, RenderContext, Report
+from gate.evaluation.report import DOCS_URL, RenderContext, Report
+from gate.ledger.records import DEFAULT_EXPIRY, LedgerView, parse_expiry
 from gate.reporters import load_reporter
 from gate.reporters.github import message_command
 

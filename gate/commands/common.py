@@ -11,15 +11,16 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gate import __version__
-from gate.diff import SpecDiff, compare
 from gate.errors import InputError
-from gate.evaluate import Evaluator
+from gate.estimate.prices import load_catalog
+from gate.evaluation.diff import SpecDiff, compare
+from gate.evaluation.evaluate import Evaluator
+from gate.evaluation.report import DOCS_URL, RenderContext, Report, SpecResult
 from gate.integrations import open_ledger
-from gate.ledger import LedgerStore, LedgerView, redact, resolve_tracking_uri
-from gate.policy_loader import PolicySet
-from gate.prices import load_catalog
-from gate.report import DOCS_URL, RenderContext, Report, SpecResult
-from gate.rules import all_rule_ids, rule_info
+from gate.integrations.tracking_uri import redact, resolve_tracking_uri
+from gate.ledger.records import LedgerStore, LedgerView
+from gate.policy.loader import PolicySet
+from gate.policy.rules import all_rule_ids, rule_info
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 

@@ -13,10 +13,11 @@ import os
 import sys
 
 from gate.commands.common import make_evaluator, print_errors
-from gate.diff import compare
 from gate.errors import InputError
-from gate.evaluate import Evaluator
-from gate.report import Outcome, SpecResult
+from gate.evaluation.diff import compare
+from gate.evaluation.evaluate import Evaluator
+from gate.evaluation.report import SpecResult
+from gate.policy.findings import Outcome
 from gate.reporters.change import diff_lines
 from gate.reporters.json import SCHEMA_VERSION, diff_document
 

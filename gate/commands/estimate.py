@@ -7,9 +7,10 @@ import json
 import sys
 
 from gate.commands.common import expand_specs, make_evaluator, make_report, print_errors
-from gate.estimate import Estimate, Scenario
+from gate.estimate.scenarios import Estimate, Scenario
+from gate.evaluation.report import SpecResult
 from gate.money import format_amount
-from gate.report import Outcome, SpecResult
+from gate.policy.findings import Outcome
 from gate.reporters.json import JsonReporter
 
 

@@ -19,7 +19,7 @@ from gate.errors import InputError
 from gate.reporters import REPORTERS, load_reporter
 
 if TYPE_CHECKING:
-    from gate.report import Report
+    from gate.evaluation.report import Report
 
 _FILE_MODE = 0o644
 

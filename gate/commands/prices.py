@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from gate.errors import InputError
+from gate.estimate.prices import load_catalog
 from gate.money import format_amount
-from gate.prices import load_catalog
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,10 +1,11 @@
 """``budget-gate reconcile``: what the experiment's MLflow runs really cost, and what it bought.
 
 Evaluates the spec (for its price, estimate and policy), reads the runs tagged with its
-fingerprint from the spec's MLflow experiment, prices and totals them (:mod:`gate.reconcile`),
-writes the actual cost back to the ledger and, with ``--pr``, the Markdown report to the
-pull request, then prints the report. Exit 0 pass, 1 no qualified model or spend past the
-policy's tolerance, 3 bad input, 4 MLflow or GitHub failed.
+fingerprint from the spec's MLflow experiment, prices and totals them
+(:mod:`gate.reconcile.reconciler`), writes the actual cost back to the ledger and, with
+``--pr``, the Markdown report to the pull request, then prints the report. Exit 0 pass, 1
+no qualified model or spend past the policy's tolerance, 3 bad input, 4 MLflow or GitHub
+failed.
 """
 
 from __future__ import annotations
@@ -19,28 +20,22 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from gate import __version__
-from gate.actuals import Plan, RunFacts
 from gate.commands.common import make_evaluator, print_errors, quiet_mlflow, utc_now
 from gate.commands.progress import progress_for
 from gate.commands.records import new_record
 from gate.errors import InputError
-from gate.evaluate import Evaluation
+from gate.estimate.prices import Quote, load_catalog, quote
+from gate.evaluation.evaluate import Evaluation
 from gate.integrations import open_ledger
-from gate.ledger import (
-    LedgerQuery,
-    LedgerStore,
-    RecordKind,
-    live_approvals,
-    redact,
-    resolve_tracking_uri,
-)
+from gate.integrations.tracking_uri import redact, resolve_tracking_uri
+from gate.ledger.records import LedgerQuery, LedgerStore, RecordKind, live_approvals
 from gate.money import to_decimal
-from gate.policy import Policy
-from gate.prices import Quote, load_catalog, quote
-from gate.quality import monitor_for
-from gate.reconcile import Reconciler, ReconcileReport, Reconciliation
-from gate.report import Outcome
-from gate.spec import Capacity, Experiment
+from gate.policy.findings import Outcome
+from gate.policy.model import Policy
+from gate.reconcile.actuals import Plan, RunFacts
+from gate.reconcile.quality import monitor_for
+from gate.reconcile.reconciler import Reconciler, ReconcileReport, Reconciliation
+from gate.spec.experiment import Capacity, Experiment
 
 if TYPE_CHECKING:
     from gate.integrations.github_client import GitHubClient

@@ -15,8 +15,9 @@ from gate.commands.common import (
     utc_now,
 )
 from gate.errors import InputError
-from gate.evaluate import Evaluation
-from gate.ledger import (
+from gate.evaluation.evaluate import Evaluation
+from gate.evaluation.report import SpecResult
+from gate.ledger.records import (
     LEDGER_EXPERIMENT,
     LedgerRecord,
     LedgerView,
@@ -25,12 +26,12 @@ from gate.ledger import (
     short,
     when,
 )
+from gate.ledger.tracking import COST_CENTER_LABEL, spec_path
 from gate.money import format_money
-from gate.policy import Policy
-from gate.report import Outcome, SpecResult
+from gate.policy.findings import Outcome
+from gate.policy.model import Policy
 from gate.reporters.text import TextReporter
-from gate.spec import Experiment
-from gate.tracking import COST_CENTER_LABEL, spec_path
+from gate.spec.experiment import Experiment
 
 MAX_TEXT = 500
 

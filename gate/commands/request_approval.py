@@ -12,9 +12,9 @@ from gate.commands.records import (
     new_record,
     refuse_violation,
 )
-from gate.evaluate import Evaluation
-from gate.ledger import RecordKind
-from gate.report import Outcome
+from gate.evaluation.evaluate import Evaluation
+from gate.ledger.records import RecordKind
+from gate.policy.findings import Outcome
 
 
 def run(args: argparse.Namespace) -> int:

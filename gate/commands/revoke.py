@@ -12,7 +12,7 @@ from gate.commands.records import (
     requirement,
 )
 from gate.errors import InputError
-from gate.ledger import LedgerQuery, RecordKind, Source, authorize, live_approvals, short
+from gate.ledger.records import LedgerQuery, RecordKind, Source, authorize, live_approvals, short
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,10 +10,10 @@ import argparse
 import sys
 
 from gate.commands.output import write_atomically
-from gate.docstring import to_markdown
 from gate.errors import InputError
-from gate.report import RuleInfo
-from gate.rules import all_rule_ids, rule_info
+from gate.policy.findings import RuleInfo
+from gate.policy.rules import all_rule_ids, rule_info
+from gate.reporters.docstring import to_markdown
 
 _PREAMBLE = """\
 # budget-gate rules

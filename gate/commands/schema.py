@@ -11,8 +11,8 @@ from pydantic import BaseModel
 
 from gate.commands.output import write_atomically
 from gate.errors import InputError
-from gate.policy import Policy
-from gate.spec import Experiment
+from gate.policy.model import Policy
+from gate.spec.experiment import Experiment
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "experiment.schema.json": Experiment,

@@ -2,12 +2,14 @@
 
 :func:`open_ledger` is the one door to the MLflow ledger: importing this package imports no
 MLflow; calling it does. ``mlflow_runs`` reads training runs for ``reconcile``;
-``github_client`` writes pull-request comments (PyGithub, imported when first used).
+``github_client`` writes pull-request comments (PyGithub, imported when first used);
+``tracking_uri`` says where the ledger lives. Imports :mod:`gate.ci`'s models and the pure
+core; nothing below imports this package.
 """
 
 from __future__ import annotations
 
-from gate.ledger import LedgerStore
+from gate.ledger.records import LedgerStore
 
 
 def open_ledger(tracking_uri: str) -> LedgerStore:

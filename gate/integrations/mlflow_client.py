@@ -22,15 +22,15 @@ from mlflow.entities import ViewType
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from gate import tracking
 from gate.errors import BackendError
-from gate.ledger import (
+from gate.integrations.tracking_uri import redact
+from gate.ledger import tracking
+from gate.ledger.records import (
     KIND,
     LEDGER_EXPERIMENT,
     LedgerQuery,
     LedgerRecord,
     from_tags,
-    redact,
     to_tags,
 )
 
@@ -40,7 +40,7 @@ _FAILURES = (MlflowException, OSError)
 
 
 class MlflowLedger:
-    """A :class:`gate.ledger.LedgerStore` backed by an MLflow tracking store."""
+    """A :class:`gate.ledger.records.LedgerStore` backed by an MLflow tracking store."""
 
     def __init__(self, tracking_uri: str) -> None:
         self.tracking_uri = tracking_uri

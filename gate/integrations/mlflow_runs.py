@@ -34,11 +34,12 @@ from mlflow.tracking import MlflowClient
 from mlflow.utils.credentials import get_default_host_creds
 from mlflow.utils.rest_utils import http_request, verify_rest_response
 
-from gate import tracking
-from gate.actuals import RunFacts
 from gate.errors import BackendError
 from gate.integrations.mlflow_client import failing
-from gate.ledger import KIND, redact
+from gate.integrations.tracking_uri import redact
+from gate.ledger import tracking
+from gate.ledger.records import KIND
+from gate.reconcile.actuals import RunFacts
 
 SEARCH = "/api/2.0/mlflow/runs/search"
 HISTORY_BULK = "/ajax-api/2.0/mlflow/metrics/get-history-bulk"

@@ -1,7 +1,9 @@
 """Reporters: ``render(report) -> str`` per output format, registered by name.
 
 A reporter module is imported only when its format is asked for, so ``check`` starts fast
-whatever formats exist.
+whatever formats exist. Owns the output formats and their helpers (escaping, the chart,
+rule docstrings as Markdown). Imports :mod:`gate.evaluation` and the pure core; never the
+rule registry, the verdict or :mod:`gate.integrations`.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import importlib
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 if TYPE_CHECKING:  # NOTE: the CLI parser imports this module; it must stay stdlib-only
-    from gate.report import Report
+    from gate.evaluation.report import Report
 
 
 class Reporter(Protocol):

@@ -10,10 +10,10 @@ from decimal import Decimal
 
 from typing_extensions import assert_never
 
-from gate.diff import Change, Driver, DriverChange, ScenarioDiff, SpecDiff
-from gate.estimate import Estimate, Scenario
+from gate.estimate.scenarios import Estimate, Scenario
+from gate.estimate.settings import ScenarioName
+from gate.evaluation.diff import Change, Driver, DriverChange, ScenarioDiff, SpecDiff
 from gate.money import fixed, format_amount
-from gate.policy import ScenarioName
 
 
 def format_ratio(ratio: Decimal) -> str:

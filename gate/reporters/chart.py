@@ -17,8 +17,8 @@ import re
 from collections.abc import Sequence
 from decimal import Decimal
 
-from gate.quality import ChartMetric
-from gate.reconcile import CurvePoint
+from gate.reconcile.quality import ChartMetric
+from gate.reconcile.reconciler import CurvePoint
 
 STEPS = 24
 _UNSAFE = re.compile(r"[^A-Za-z0-9 _./%()*+-]")

@@ -13,8 +13,9 @@ from typing import ClassVar
 from typing_extensions import assert_never
 
 from gate.errors import Location
-from gate.policy import Severity
-from gate.report import Finding, Report, SpecResult
+from gate.evaluation.report import Report, SpecResult
+from gate.policy.findings import Finding
+from gate.policy.model import Severity
 
 _DATA_ESCAPES = (("%", "%25"), ("\r", "%0D"), ("\n", "%0A"))
 _PROPERTY_ESCAPES = (*_DATA_ESCAPES, (":", "%3A"), (",", "%2C"))

@@ -6,12 +6,13 @@ import json
 from decimal import Decimal
 from typing import Any, ClassVar
 
-from gate.budget import BudgetStatus
-from gate.diff import Driver, ScenarioDiff, SpecDiff
-from gate.estimate import Estimate, Scenario
-from gate.ledger import ApprovalCheck
+from gate.estimate.scenarios import Estimate, Scenario
+from gate.evaluation.diff import Driver, ScenarioDiff, SpecDiff
+from gate.evaluation.report import Report, SpecResult
+from gate.ledger.budget import BudgetStatus
+from gate.ledger.records import ApprovalCheck
 from gate.money import fixed
-from gate.report import Finding, Report, SpecResult
+from gate.policy.findings import Finding
 from gate.reporters.change import explain
 
 SCHEMA_VERSION = "1"

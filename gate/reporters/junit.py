@@ -17,8 +17,9 @@ from typing import ClassVar
 
 from typing_extensions import assert_never
 
-from gate.policy import Severity
-from gate.report import Finding, Outcome, Report, SpecResult
+from gate.evaluation.report import Report, SpecResult
+from gate.policy.findings import Finding, Outcome
+from gate.policy.model import Severity
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _COUNTED = ("failure", "error", "skipped")

@@ -19,12 +19,13 @@ from typing import ClassVar
 
 from typing_extensions import assert_never
 
-from gate.diff import Change, SpecDiff
-from gate.estimate import Estimate, Scenario
-from gate.ledger import ApprovalCheck, short, when
+from gate.estimate.scenarios import Estimate, Scenario
+from gate.evaluation.diff import Change, SpecDiff
+from gate.evaluation.report import RenderContext, Report, SpecResult
+from gate.ledger.records import ApprovalCheck, short, when
 from gate.money import format_amount
-from gate.policy import Severity
-from gate.report import Finding, Outcome, RenderContext, Report, SpecResult
+from gate.policy.findings import Finding, Outcome
+from gate.policy.model import Severity
 from gate.reporters.change import cost_change, explain, gpu_hours_change, signed, status
 from gate.reporters.markup import escape, link, utf16_length
 

@@ -6,9 +6,9 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from gate.actuals import RunResult
-from gate.reconcile import ReconcileReport, Reconciliation, TrialRetries
-from gate.waste import Variance, Waste
+from gate.reconcile.actuals import RunResult
+from gate.reconcile.reconciler import ReconcileReport, Reconciliation, TrialRetries
+from gate.reconcile.waste import Variance, Waste
 
 SCHEMA_VERSION = "1"
 

@@ -14,10 +14,11 @@ import hashlib
 import json
 from decimal import Decimal
 
-from gate.actuals import RunResult, RunStatus
-from gate.ledger import LEDGER_EXPERIMENT, short
+from gate.ledger.records import LEDGER_EXPERIMENT, short
 from gate.money import format_amount, format_small
-from gate.reconcile import ReconcileReport, Reconciliation
+from gate.reconcile.actuals import RunResult, RunStatus
+from gate.reconcile.reconciler import ReconcileReport, Reconciliation
+from gate.reconcile.waste import Variance, change, percent
 from gate.reporters.chart import xychart
 from gate.reporters.markdown import COMMENT_LIMIT
 from gate.reporters.markup import escape, utf16_length
@@ -30,7 +31,6 @@ from gate.reporters.reconcile_text import (
     status_counts,
     utilization_cell,
 )
-from gate.waste import Variance, change, percent
 
 MAX_RUN_ROWS = 100
 _RESERVE = 2_000

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from gate.actuals import RunResult, RunStatus
-from gate.ledger import LEDGER_EXPERIMENT, short
+from gate.ledger.records import LEDGER_EXPERIMENT, short
 from gate.money import format_amount, format_small
-from gate.reconcile import ReconcileReport, Reconciliation
-from gate.waste import Variance, change, percent
+from gate.reconcile.actuals import RunResult, RunStatus
+from gate.reconcile.reconciler import ReconcileReport, Reconciliation
+from gate.reconcile.waste import Variance, change, percent
 
 MAX_LISTED = 10
 _COLUMNS = ("run", "trial", "status", "GPUs", "held", "GPU-h", "cost", "gate", "epochs", "util")

@@ -15,10 +15,11 @@ from urllib.parse import quote
 
 from typing_extensions import assert_never
 
-from gate.docstring import to_markdown
 from gate.errors import Location, Problem
-from gate.policy import Severity
-from gate.report import Finding, Report, RuleInfo, SpecResult
+from gate.evaluation.report import Report, SpecResult
+from gate.policy.findings import Finding, RuleInfo
+from gate.policy.model import Severity
+from gate.reporters.docstring import to_markdown
 
 SCHEMA_URI = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"

@@ -9,12 +9,13 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import ClassVar
 
-from gate.budget import BudgetStatus
-from gate.diff import SpecDiff
-from gate.estimate import Estimate, Scenario
-from gate.ledger import ApprovalCheck, when
+from gate.estimate.scenarios import Estimate, Scenario
+from gate.evaluation.diff import SpecDiff
+from gate.evaluation.report import Report, SpecResult
+from gate.ledger.budget import BudgetStatus
+from gate.ledger.records import ApprovalCheck, when
 from gate.money import format_amount, format_money
-from gate.report import Finding, Outcome, Report, SpecResult
+from gate.policy.findings import Finding, Outcome
 from gate.reporters.change import diff_lines
 
 _HEADER = ("", "trials", "GPU-h", "cost", "per trial", "wall-clock")

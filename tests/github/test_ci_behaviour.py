@@ -195,7 +195,7 @@ def test_approvals_are_recorded_in_the_mlflow_ledger(
     again = story.run("pull_request.labeled", story.pull_request_event("labeled"))
     assert "recorded" not in again.stdout  # found in the ledger: recorded once
     from gate.integrations.mlflow_client import MlflowLedger
-    from gate.ledger import LedgerQuery
+    from gate.ledger.records import LedgerQuery
 
     (record,) = MlflowLedger(mlflow_server.uri).query(LedgerQuery(team=team))
     assert (record.by, record.source.value, record.pr_number) == ("alice", "github-review", NUMBER)

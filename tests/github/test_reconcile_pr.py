@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gate.ledger import RecordKind
+from gate.ledger.records import RecordKind
 from gate.reporters.reconcile_markdown import reconcile_marker
 from tests.github.fake_github import DEFAULT_TOKEN
 from tests.reconcile_kit import GOOD

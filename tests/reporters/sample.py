@@ -8,11 +8,12 @@ and control characters in every string a spec can reach.
 
 from __future__ import annotations
 
-from gate.diff import compare
 from gate.errors import Location, Problem
-from gate.policy import Severity
-from gate.report import Finding, Outcome, RenderContext, Report, SpecResult
-from gate.rules import all_rule_ids, rule_info
+from gate.evaluation.diff import compare
+from gate.evaluation.report import RenderContext, Report, SpecResult
+from gate.policy.findings import Finding, Outcome
+from gate.policy.model import Severity
+from gate.policy.rules import all_rule_ids, rule_info
 from tests.conftest import make_estimate, make_spec
 
 CONTEXT = RenderContext(

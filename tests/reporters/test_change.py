@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from gate.diff import compare
+from gate.evaluation.diff import compare
 from gate.reporters.change import (
     cost_change,
     explain,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gate.errors import Location
-from gate.policy import Severity
+from gate.policy.model import Severity
 from gate.reporters.github import GithubReporter, annotation, command
 from tests.reporters.sample import hostile_report, sample_report
 

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from gate.errors import Location
-from gate.policy import Severity
-from gate.report import Finding, Outcome, Report, SpecResult
+from gate.evaluation.report import Report, SpecResult
+from gate.policy.findings import Finding, Outcome
+from gate.policy.model import Severity
+from gate.policy.rules import all_rule_ids
 from gate.reporters.junit import JunitReporter, outcome_of
-from gate.rules import all_rule_ids
 from tests.reporters.sample import hostile_report, sample_report
 
 GOLDENS = Path(__file__).parent / "goldens"

@@ -13,9 +13,10 @@ import pytest
 from cmarkgfm.cmark import Options
 
 from gate.errors import Location
-from gate.ledger import ApprovalCheck, LedgerRecord, RecordKind, Source
-from gate.policy import Severity
-from gate.report import Finding, Outcome, RenderContext, Report, SpecResult
+from gate.evaluation.report import RenderContext, Report, SpecResult
+from gate.ledger.records import ApprovalCheck, LedgerRecord, RecordKind, Source
+from gate.policy.findings import Finding, Outcome
+from gate.policy.model import Severity
 from gate.reporters.markdown import (
     COMMENT_LIMIT,
     MarkdownReporter,

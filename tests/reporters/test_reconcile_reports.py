@@ -15,8 +15,8 @@ from cmarkgfm.cmark import Options
 
 from gate import tracking
 from gate.commands.progress import ProgressBar, progress_for
-from gate.quality import ChartMetric
-from gate.reconcile import CurvePoint, ReconcileReport, reconcile
+from gate.reconcile.quality import ChartMetric
+from gate.reconcile.reconciler import CurvePoint, ReconcileReport, reconcile
 from gate.reporters import reconcile_json, reconcile_markdown, reconcile_text
 from gate.reporters.chart import label, resample, xychart
 from gate.reporters.markdown import COMMENT_LIMIT

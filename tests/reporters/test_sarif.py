@@ -9,8 +9,9 @@ import jsonschema
 import pytest
 
 from gate.errors import Location
-from gate.policy import Severity
-from gate.report import Finding, Outcome, Report, SpecResult
+from gate.evaluation.report import Report, SpecResult
+from gate.policy.findings import Finding, Outcome
+from gate.policy.model import Severity
 from gate.reporters.sarif import SarifReporter, artifact_uri, level
 from tests.conftest import SHARED
 from tests.reporters.sample import sample_report

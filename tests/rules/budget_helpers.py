@@ -5,8 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 from types import ModuleType
 
-from gate.budget import BudgetScope, BudgetStatus
-from gate.rules.base import RuleContext, Violation
+from gate.ledger.budget import BudgetScope, BudgetStatus
+from gate.policy.rules.base import RuleContext, Violation
 from tests.conftest import TODAY, make_estimate, make_policy, make_spec
 
 VISION = BudgetScope("team", "vision")

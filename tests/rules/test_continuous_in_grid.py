@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gate.policy import Severity
-from gate.rules import continuous_in_grid
+from gate.policy.model import Severity
+from gate.policy.rules import continuous_in_grid
 from tests.conftest import make_policy, make_spec, run_rule
 
 LR_RANGE = {"low": 1.0e-5, "high": 1.0e-2, "log": True}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from gate.policy import Severity
-from gate.rules import deadline
+from gate.policy.model import Severity
+from gate.policy.rules import deadline
 from tests.conftest import make_estimate, make_policy, make_spec, run_rule
 
 PATH = ("deadline_hours",)

@@ -1,16 +1,16 @@
-"""BG901 expired-waiver, applied by gate.verdict.apply_policy."""
+"""BG901 expired-waiver, applied by gate.policy.verdict.apply_policy."""
 
 from __future__ import annotations
 
 import datetime as dt
 
 from gate.errors import Location
-from gate.loader import SourceMap
-from gate.policy import Severity
-from gate.policy_loader import LoadedPolicy
-from gate.report import Finding, Outcome
-from gate.rules import expired_waiver
-from gate.verdict import RawFinding, apply_policy, decide
+from gate.policy.findings import Finding, Outcome
+from gate.policy.loader import LoadedPolicy
+from gate.policy.model import Severity
+from gate.policy.rules import expired_waiver
+from gate.policy.verdict import RawFinding, apply_policy, decide
+from gate.spec.loader import SourceMap
 from tests.conftest import TODAY, make_policy
 
 SPEC = "exp/spec.yaml"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gate.policy import Severity
-from gate.rules import fp32_on_tensor_cores
-from gate.spec import Experiment
+from gate.policy.model import Severity
+from gate.policy.rules import fp32_on_tensor_cores
+from gate.spec.experiment import Experiment
 from tests.conftest import make_spec, run_rule, spec_data
 
 

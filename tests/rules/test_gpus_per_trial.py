@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gate.policy import Severity
-from gate.rules import gpus_per_trial
+from gate.policy.model import Severity
+from gate.policy.rules import gpus_per_trial
 from tests.conftest import make_policy, make_spec, run_rule
 
 PATH = ("resources", "gpus_per_trial")

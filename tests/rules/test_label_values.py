@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gate.policy import Severity
-from gate.rules import label_values
+from gate.policy.model import Severity
+from gate.policy.rules import label_values
 from tests.conftest import make_policy, make_spec, run_rule
 
 ALLOWED = make_policy(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gate.policy import Severity
-from gate.rules import large_search
+from gate.policy.model import Severity
+from gate.policy.rules import large_search
 from tests.conftest import make_policy, make_spec, run_rule
 
 PATH = ("search",)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gate.policy import Severity
-from gate.rules import monthly_budget_warning
+from gate.policy.model import Severity
+from gate.policy.rules import monthly_budget_warning
 from tests.rules.budget_helpers import run_budget_rule, status
 
 PATH = ("search",)

@@ -8,11 +8,11 @@ from types import ModuleType
 
 import pytest
 
-import gate.rules
-from gate.policy import Severity
-from gate.rules import REGISTRY, WAIVER_RULES, all_rule_ids, rule_info
+import gate.policy.rules
+from gate.policy.model import Severity
+from gate.policy.rules import REGISTRY, WAIVER_RULES, all_rule_ids, rule_info
 
-RULES_DIR = Path(gate.rules.__file__).parent
+RULES_DIR = Path(gate.policy.rules.__file__).parent
 TESTS_DIR = Path(__file__).parent
 NOT_RULES = {"__init__", "base", "waivers"}
 ALL_RULES: list[ModuleType] = [*REGISTRY.values(), *WAIVER_RULES.values()]

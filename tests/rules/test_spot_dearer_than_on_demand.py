@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from gate.estimate import estimate
-from gate.policy import Severity
-from gate.rules import spot_dearer_than_on_demand
-from gate.rules.base import RuleContext
-from gate.spec import Capacity
+from gate.estimate.scenarios import estimate
+from gate.policy.model import Severity
+from gate.policy.rules import spot_dearer_than_on_demand
+from gate.policy.rules.base import RuleContext
+from gate.spec.experiment import Capacity
 from tests.conftest import TODAY, make_policy, make_quote, make_spec
 
 POLICY = make_policy({"spot": {"preemptions_per_hour": 0.1}})

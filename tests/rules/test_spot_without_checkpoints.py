@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gate.policy import Severity
-from gate.rules import spot_without_checkpoints
+from gate.policy.model import Severity
+from gate.policy.rules import spot_without_checkpoints
 from tests.conftest import make_spec, run_rule
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gate.policy import Severity
-from gate.rules import trial_exceeds_node
+from gate.policy.model import Severity
+from gate.policy.rules import trial_exceeds_node
 from tests.conftest import make_policy, make_spec, run_rule
 
 PATH = ("resources", "gpus_per_trial")

@@ -1,15 +1,15 @@
-"""BG902 unused-waiver, applied by gate.verdict.apply_policy."""
+"""BG902 unused-waiver, applied by gate.policy.verdict.apply_policy."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-from gate.loader import SourceMap
-from gate.policy import Severity
-from gate.policy_loader import LoadedPolicy
-from gate.report import Outcome
-from gate.rules import unused_waiver
-from gate.verdict import RawFinding, apply_policy, decide
+from gate.policy.findings import Outcome
+from gate.policy.loader import LoadedPolicy
+from gate.policy.model import Severity
+from gate.policy.rules import unused_waiver
+from gate.policy.verdict import RawFinding, apply_policy, decide
+from gate.spec.loader import SourceMap
 from tests.conftest import TODAY, make_policy
 
 SPEC = "exp/big.yaml"

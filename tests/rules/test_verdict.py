@@ -1,14 +1,14 @@
-"""gate.verdict: policy severities (apply_policy) and the pass/fail decision (decide)."""
+"""gate.policy.verdict: policy severities (apply_policy) and the pass/fail decision (decide)."""
 
 from __future__ import annotations
 
 import pytest
 
-from gate.loader import SourceMap
-from gate.policy import Severity
-from gate.policy_loader import LoadedPolicy
-from gate.report import Finding, Outcome
-from gate.verdict import RawFinding, apply_policy, decide
+from gate.policy.findings import Finding, Outcome
+from gate.policy.loader import LoadedPolicy
+from gate.policy.model import Severity
+from gate.policy.verdict import RawFinding, apply_policy, decide
+from gate.spec.loader import SourceMap
 from tests.conftest import TODAY, make_policy
 
 SPEC = "exp/spec.yaml"

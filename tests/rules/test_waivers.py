@@ -1,4 +1,7 @@
-"""gate.rules.waivers and waivers in gate.verdict.apply_policy: which waiver applies where."""
+"""gate.policy.rules.waivers and waivers in gate.policy.verdict.apply_policy.
+
+Which waiver applies where.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +10,12 @@ import datetime as dt
 import pytest
 
 from gate.errors import Location
-from gate.loader import SourceMap
-from gate.policy import Severity
-from gate.policy_loader import LoadedPolicy
-from gate.report import Outcome
-from gate.rules.waivers import applies_to, find_waiver
-from gate.verdict import RawFinding, apply_policy, decide
+from gate.policy.findings import Outcome
+from gate.policy.loader import LoadedPolicy
+from gate.policy.model import Severity
+from gate.policy.rules.waivers import applies_to, find_waiver
+from gate.policy.verdict import RawFinding, apply_policy, decide
+from gate.spec.loader import SourceMap
 from tests.conftest import TODAY, make_policy
 
 SPEC = "experiments/llm-7b.yaml"

@@ -1,4 +1,4 @@
-"""gate.budget: whose budget a spec spends, and this month's spend from ledger records."""
+"""gate.ledger.budget: whose budget a spec spends, and this month's spend from ledger records."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import dataclasses
 import datetime as dt
 from decimal import Decimal
 
-from gate.budget import BudgetScope, budget_scope, budget_status, month_start
-from gate.ledger import LedgerQuery, LedgerRecord, RecordKind
+from gate.ledger.budget import BudgetScope, budget_scope, budget_status, month_start
+from gate.ledger.records import LedgerQuery, LedgerRecord, RecordKind
 from tests.conftest import make_policy, make_spec
 
 UTC = dt.timezone.utc

@@ -20,8 +20,8 @@ from gate.ci.approvals import (
     timing_refusal,
 )
 from gate.ci.model import CommentInfo, ReviewInfo
-from gate.ledger import Source
-from gate.policy import Approvers
+from gate.ledger.approvers import Approvers
+from gate.ledger.records import Source
 
 T = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 MIN = dt.timedelta(minutes=1)

@@ -18,8 +18,9 @@ from gate.ci.decisions import (
     select_specs,
 )
 from gate.ci.model import ChangedFile, PullInfo
-from gate.policy import Approvers
-from gate.report import Outcome, Report
+from gate.evaluation.report import Report
+from gate.ledger.approvers import Approvers
+from gate.policy.findings import Outcome
 from tests.reporters.sample import sample_report
 
 

@@ -6,9 +6,10 @@ from decimal import Decimal
 
 import pytest
 
-from gate.diff import Change, Driver, compare
 from gate.errors import Problem
-from gate.report import Outcome, SpecResult
+from gate.evaluation.diff import Change, Driver, compare
+from gate.evaluation.report import SpecResult
+from gate.policy.findings import Outcome
 from tests.conftest import make_estimate, make_spec
 
 GRID = {"search": {"strategy": "grid", "parameters": {"lr": {"values": [1, 2, 3]}}}}
@@ -91,7 +92,7 @@ def test_a_currency_change_is_not_compared():
 
 
 def test_a_ratio_from_zero_is_none():
-    from gate.diff import DriverChange
+    from gate.evaluation.diff import DriverChange
 
     assert DriverChange(Driver.PRICE_PER_GPU_HOUR, Decimal(0), Decimal(2)).ratio is None
 

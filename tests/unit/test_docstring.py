@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gate.docstring import to_markdown
+from gate.reporters.docstring import to_markdown
 
 DOC = """Title line.
 

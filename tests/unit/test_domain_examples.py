@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from gate.accounting import Phases, run_cost
-from gate.rules import deadline
+from gate.estimate.accounting import Phases, run_cost
+from gate.policy.rules import deadline
 from tests.conftest import make_estimate, make_policy, make_spec, run_rule
 
 D = Decimal

@@ -8,9 +8,14 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from gate.prices import electricity_per_gpu_year, load_catalog, owned_price_per_gpu_hour, quote
-from gate.schedule import expected_promotions
-from gate.spec import Capacity
+from gate.estimate.prices import (
+    electricity_per_gpu_year,
+    load_catalog,
+    owned_price_per_gpu_hour,
+    quote,
+)
+from gate.estimate.schedule import expected_promotions
+from gate.spec.experiment import Capacity
 from tests.conftest import make_estimate, make_policy, make_quote, make_spec
 
 D = Decimal
@@ -179,7 +184,7 @@ def _spot_spec(**resources):
 def test_spot_without_checkpoints_can_cost_more_than_on_demand():
     policy = make_policy({"spot": {"preemptions_per_hour": 0.1}})
     spot, on_demand = make_quote("1", capacity=Capacity.SPOT), make_quote("3")
-    from gate.estimate import estimate
+    from gate.estimate.scenarios import estimate
 
     bare = estimate(_spot_spec(), policy, spot, on_demand)
     assert bare.spot is not None and bare.spot.net_saving < 0

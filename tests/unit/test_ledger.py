@@ -1,4 +1,4 @@
-"""gate.ledger: record encoding, approver authorization, freshness, expiry, tracking URI."""
+"""gate.ledger.records: record encoding, approver authorization, freshness, expiry, tracking URI."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from decimal import Decimal
 import pytest
 
 from gate.errors import BackendError, InputError
-from gate.ledger import (
-    DEFAULT_TRACKING_URI,
+from gate.integrations.tracking_uri import DEFAULT_TRACKING_URI, resolve_tracking_uri
+from gate.ledger.approvers import Approvers
+from gate.ledger.records import (
     LedgerRecord,
     RecordKind,
     Requirement,
@@ -20,10 +21,8 @@ from gate.ledger import (
     explain_changed,
     from_tags,
     parse_expiry,
-    resolve_tracking_uri,
     to_tags,
 )
-from gate.policy import Approvers
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gate.errors import InputError
-from gate.loader import MAX_NODES, load_bytes
+from gate.spec.loader import MAX_NODES, load_bytes
 
 _scalars = (
     st.none()

@@ -22,7 +22,7 @@ from decimal import Decimal
 import optuna
 import pytest
 
-from gate.schedule import expected_promotions
+from gate.estimate.schedule import expected_promotions
 from tests.conftest import make_estimate, make_policy, make_spec
 
 SEEDS = (0, 1, 2)
@@ -30,8 +30,8 @@ STRATEGIES = ("successive_halving", "hyperband")
 SAMPLERS = ("random", "tpe")
 
 # Our expected case for asynchronous halving follows ASHA's rule with ranks in random order
-# (gate.schedule.expected_promotions). With RandomSampler, Optuna's mean over 3 seeds divided
-# by our expected case is 1.30-1.74 for SuccessiveHalvingPruner and 0.84-1.32 for
+# (gate.estimate.schedule.expected_promotions). With RandomSampler, Optuna's mean over 3
+# seeds divided by our expected case is 1.30-1.74 for SuccessiveHalvingPruner and 0.84-1.32 for
 # HyperbandPruner on the settings below (before the rank rule, over seeds 0-19, it was up to
 # 1.71 with a 3-seed standard error of 0.23). Optuna still runs above us because learning
 # curves keep their ranking across rungs: a trial promoted once is likely promoted again,

@@ -15,7 +15,7 @@ from gate.commands.output import (
     write_atomically,
 )
 from gate.errors import InputError
-from gate.report import Report
+from gate.evaluation.report import Report
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gate.errors import InputError, InputErrors
-from gate.policy_loader import PolicySet
+from gate.policy.loader import PolicySet
 
 DEFAULT = b"apiVersion: budget-gate/v1\nkind: Policy\nlimits: {max_trial_hours: 10}\n"
 VISION = (

@@ -8,9 +8,9 @@ from decimal import Decimal
 import pytest
 
 from gate.errors import InputError
-from gate.prices import load_catalog, quote
-from gate.prices_build import build, is_flagged
-from gate.spec import Capacity
+from gate.estimate.prices import load_catalog, quote
+from gate.estimate.prices_build import build, is_flagged
+from gate.spec.experiment import Capacity
 from tests.conftest import ROOT, SHARED, make_policy
 
 D = Decimal

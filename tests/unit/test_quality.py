@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gate.quality import (
+from gate.reconcile.quality import (
     ChartMetric,
     Monitor,
     better,
@@ -16,7 +16,7 @@ from gate.quality import (
     monitor_for,
     plateau_epoch,
 )
-from gate.spec import Condition
+from gate.spec.experiment import Condition
 from tests.conftest import make_spec
 
 F1 = Condition(metric="val_macro_f1", op=">=", value=0.8)

@@ -7,10 +7,10 @@ from decimal import Decimal
 import pytest
 
 from gate import tracking
-from gate.actuals import RunFacts, RunStatus, price_run
-from gate.reconcile import CurvePoint, reconcile
-from gate.spec import Capacity
-from gate.waste import WasteKind
+from gate.reconcile.actuals import RunFacts, RunStatus, price_run
+from gate.reconcile.reconciler import CurvePoint, reconcile
+from gate.reconcile.waste import WasteKind
+from gate.spec.experiment import Capacity
 from tests.conftest import make_quote
 from tests.reconcile_kit import approval, at, facts, make_plan, ms
 

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from gate.schedule import (
+from gate.estimate.schedule import (
     expected_promotions,
     halving,
     hyperband_brackets,

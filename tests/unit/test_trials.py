@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gate.spec import Search
-from gate.trials import continuous_in_grid, count_trials
+from gate.estimate.trials import continuous_in_grid, count_trials
+from gate.spec.experiment import Search
 
 
 def _grid(sizes: list[int], seeds: int) -> Search:

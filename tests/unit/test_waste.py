@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from gate.quality import Monitor
-from gate.waste import (
+from gate.reconcile.quality import Monitor
+from gate.reconcile.waste import (
     FAILED_ADVICE,
     IDLE_ADVICE,
     RunWaste,

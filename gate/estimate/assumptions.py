@@ -1,0 +1,72 @@
+"""The words behind each estimate: what was counted, assumed and charged, per scenario."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from gate.estimate.settings import PricingPolicy, ScenarioName
+from gate.money import format_amount
+from gate.spec.experiment import Experiment, Range
+
+
+def shared_notes(spec: Experiment, trials: int, name: ScenarioName) -> list[str]:
+    """Trial count and origin, grid caveats, the epoch-time range used, MIG slices."""
+    notes = [f"{trials:,} trials ({_trial_origin(spec)})"]
+    notes.extend(
+        f"continuous parameter {p!r} counted as one grid value (a grid cannot enumerate it)"
+        for p, param in spec.search.parameters.items()
+        if spec.search.strategy.value == "grid" and param.is_continuous
+    )
+    if isinstance(spec.workload.epoch_minutes, Range):
+        r = spec.workload.epoch_minutes
+        used = spec.workload.epoch_minutes_for(name)
+        notes.append(
+            f"epoch time {r.low:g}–{r.high:g} min; this case uses {format_amount(used)} min"
+        )
+    if spec.resources.mig_profile:
+        notes.append(
+            f"MIG slice {spec.resources.mig_profile}: each unit is "
+            f"{spec.resources.mig_profile[0]}/7 of a GPU"
+        )
+    return notes
+
+
+def _trial_origin(spec: Experiment) -> str:
+    search = spec.search
+    seeds = len(search.seeds)
+    if search.strategy.value == "grid":
+        counts = " × ".join(
+            str(len(p.values)) if p.values is not None else "1" for p in search.parameters.values()
+        )
+        return f"grid {counts or '1'} × {seeds} seeds"
+    if search.max_trials is None:
+        return f"{search.strategy.value} brackets × {seeds} seeds"
+    return f"{search.strategy.value} max_trials {search.max_trials} × {seeds} seeds"
+
+
+def reliability_notes(policy: PricingPolicy, retry_runs: Decimal, name: ScenarioName) -> list[str]:
+    """The retry charge, and in the worst case the ceiling if every retry were used."""
+    r = policy.reliability
+    if not r.failure_rate or not r.max_retries:
+        return []
+    note = (
+        f"{r.failure_rate:.0%} of attempts fail {r.failure_point:.0%} of the way through and are "
+        f"retried up to {r.max_retries}×: +{format_amount(retry_runs * 100, 1)}% GPU time"
+    )
+    if name == "worst":
+        note += f" (if every retry were used: +{r.max_retries * 100}%)"
+    return [note]
+
+
+def preemption_note(spec: Experiment, policy: PricingPolicy, gpu_hours: Decimal) -> str:
+    """How often spot runs are preempted, what saves work, and what is recomputed."""
+    every = spec.resources.checkpoint_every_minutes
+    saved = (
+        f"checkpoints every {every:g} min"
+        if every
+        else "no checkpoints (a preemption restarts the run)"
+    )
+    return (
+        f"spot: {policy.spot.preemptions_per_hour:g} preemptions per hour, {saved}: "
+        f"{format_amount(gpu_hours, 1)} GPU-h recomputed"
+    )

@@ -1,0 +1,167 @@
+"""What a search runs in each scenario: its stages of rungs, and when early stopping ends trials.
+
+This maps a spec onto :mod:`gate.estimate.schedule` and says, in words, what was assumed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from decimal import Decimal
+
+from gate.estimate.schedule import (
+    Stage,
+    flat,
+    halving,
+    hyperband_brackets,
+    no_pruning,
+    rung_marks,
+    split,
+)
+from gate.estimate.settings import PricingPolicy, ScenarioName
+from gate.spec.experiment import Experiment, LearningCurve, Scheduler, Strategy
+
+_HALVING = (Strategy.SUCCESSIVE_HALVING, Strategy.HYPERBAND, Strategy.ASHA)
+
+
+def plan(
+    spec: Experiment, scenario: ScenarioName, trials: int, top_epoch: int
+) -> tuple[Stage, ...]:
+    """The stages the search runs, with trials counted over all seeds."""
+    search = spec.search
+    if search.strategy not in _HALVING:
+        return flat(trials, top_epoch)
+    scheduler = search.scheduler or Scheduler()
+    top = min(scheduler.max_epochs or spec.workload.max_epochs, spec.workload.max_epochs)
+    eta = Decimal(str(scheduler.reduction_factor))
+    seeds = len(search.seeds)
+    configurations = trials // seeds
+    if search.strategy is Strategy.HYPERBAND:
+        brackets = hyperband_brackets(scheduler.min_epochs, top, eta, scheduler.brackets)
+        sizes = [n for n, _ in brackets]
+        counts = sizes if search.max_trials is None else split(configurations, sizes)
+        pairs = [(n, marks) for n, (_, marks) in zip(counts, brackets, strict=True) if n]
+    else:
+        pairs = [(configurations, rung_marks(scheduler.min_epochs, top, eta))]
+    stages = [
+        _bracket(spec, scenario, scheduler, n, _stop_at(marks, top_epoch), eta)
+        for n, marks in pairs
+    ]
+    return tuple(_times(stage, seeds) for stage in stages)
+
+
+def _stop_at(marks: list[int], stop: int) -> list[int]:
+    """Rungs as early stopping leaves them.
+
+    The rung structure stays the scheduler's, but no trial trains past ``stop``, and a
+    trial that stopped early is not promoted further.
+    """
+    clipped = []
+    for mark in marks:
+        clipped.append(min(mark, stop))
+        if mark >= stop:
+            break
+    return clipped
+
+
+def _bracket(
+    spec: Experiment,
+    scenario: ScenarioName,
+    scheduler: Scheduler,
+    configurations: int,
+    marks: list[int],
+    eta: Decimal,
+) -> Stage:
+    n = Decimal(configurations)
+    if is_synchronous(spec, scheduler):
+        return halving(n, marks, eta, resume=scheduler.resume, exact=True, barrier=True)
+    if scenario == "worst":
+        return no_pruning(n, marks, resume=scheduler.resume)
+    return halving(n, marks, eta, resume=scheduler.resume, exact=False, barrier=False)
+
+
+def _times(stage: Stage, seeds: int) -> Stage:
+    rungs = tuple(replace(r, trials=r.trials * seeds) for r in stage.rungs)
+    return replace(stage, rungs=rungs)
+
+
+def is_synchronous(spec: Experiment, scheduler: Scheduler) -> bool:
+    """ASHA is asynchronous; the others are synchronous unless the scheduler says otherwise."""
+    if scheduler.synchronous is not None:
+        return scheduler.synchronous
+    return spec.search.strategy is not Strategy.ASHA
+
+
+def describe_plan(spec: Experiment, scenario: ScenarioName, stages: tuple[Stage, ...]) -> list[str]:
+    """Say how the search was counted: rung marks and survivors, or why there is no saving."""
+    search = spec.search
+    if search.strategy not in _HALVING:
+        return []
+    scheduler = search.scheduler or Scheduler()
+    mode = "synchronous" if is_synchronous(spec, scheduler) else "asynchronous"
+    carry = "resume from checkpoints" if scheduler.resume else "restart at each rung"
+    head = f"{search.strategy.value} ({mode}, η={scheduler.reduction_factor:g}, trials {carry})"
+    if mode == "asynchronous" and scenario == "worst":
+        return [
+            f"{head}: worst case assumes no saving — an arrival order exists in which every "
+            "trial is promoted through every rung"
+        ]
+    parts = []
+    for stage in stages:
+        marks = "/".join(str(r.reached) for r in stage.rungs)
+        counts = "/".join(_count(r.trials) for r in stage.rungs)
+        parts.append(f"rungs at {marks} epochs with {counts} trials")
+    model = "" if mode == "synchronous" else "; expected: 1/η of the trials reaching a rung go on"
+    return [f"{head}: " + "; ".join(parts) + model]
+
+
+def _count(value: Decimal) -> str:
+    return f"{value:,.0f}" if value == value.to_integral_value() else f"{value:,.1f}"
+
+
+def expected_stop(spec: Experiment, policy: PricingPolicy) -> tuple[int, str | None]:
+    """The epoch at which early stopping is expected to end a trial, and why.
+
+    The plateau comes from the spec's ``expected_plateau_epoch``, else from a learning
+    curve (spec, then policy) and ``min_delta``, else from the policy's plateau_fraction.
+    Early stopping then waits ``patience`` more epochs.
+    """
+    max_epochs = spec.workload.max_epochs
+    early = spec.stopping.early_stopping
+    if early is None:
+        return max_epochs, f"no early stopping: every trial runs all {max_epochs} epochs"
+    curve = early.learning_curve or policy.estimation.learning_curve
+    if early.expected_plateau_epoch is not None:
+        plateau, source = early.expected_plateau_epoch, "the spec's expected_plateau_epoch"
+    elif curve is not None:
+        plateau, source = _curve_plateau(curve, early.min_delta, max_epochs)
+    else:
+        fraction = policy.estimation.plateau_fraction
+        plateau = math.ceil(fraction * max_epochs)
+        source = f"the policy's plateau_fraction {fraction:g} × {max_epochs}"
+    stop = min(max_epochs, plateau + early.patience)
+    return stop, (
+        f"{early.monitor} plateaus at epoch {plateau} ({source}); early stopping with "
+        f"patience {early.patience} ends trials at epoch {stop} instead of {max_epochs}"
+    )
+
+
+def _curve_plateau(curve: LearningCurve, min_delta: float, max_epochs: int) -> tuple[int, str]:
+    """First epoch whose improvement falls below min_delta on an exponential-approach curve.
+
+    The metric gains ``total_gain`` in all and the gain per epoch halves every
+    ``half_life_epochs``: gain(e) = G ln2/h · 2^(-e/h). With min_delta 0 the curve never
+    stops improving, so early stopping is priced as saving nothing.
+    """
+    described = (
+        f"a learning curve gaining {curve.total_gain:g} "
+        f"with half-life {curve.half_life_epochs:g} epochs"
+    )
+    if min_delta <= 0:
+        return max_epochs, f"{described}; min_delta 0 never plateaus"
+    first_gain = curve.total_gain * math.log(2) / curve.half_life_epochs
+    if first_gain <= min_delta:
+        return 0, f"{described}, already below min_delta {min_delta:g}"
+    epoch = curve.half_life_epochs * math.log2(first_gain / min_delta)
+    plateau = math.ceil(epoch) if math.isfinite(epoch) and epoch < max_epochs else max_epochs
+    return plateau, f"{described} and min_delta {min_delta:g}"

@@ -1,0 +1,164 @@
+"""Price per GPU-hour: the packaged catalog, overridden by the team's policy.
+
+Catalog prices are public list prices in USD (median over regions); a policy may set its
+own price per accelerator and capacity, and a currency with an exchange rate from USD.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import cache
+from importlib import resources
+
+from gate.errors import InputError, Location
+from gate.estimate.settings import OwnedHardware, PricingPolicy
+from gate.money import to_decimal
+from gate.spec.experiment import Capacity
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    """The packaged price catalog: USD per GPU-hour by accelerator, cloud and capacity."""
+
+    source: str
+    date: str
+    currency: str
+    prices: dict[str, dict[str, dict[str, Decimal]]]
+
+    @property
+    def accelerators(self) -> list[str]:
+        """Every accelerator the catalog prices."""
+        return sorted(self.prices)
+
+
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """A resolved price per GPU-hour and where it came from."""
+
+    accelerator: str
+    capacity: Capacity
+    per_gpu_hour: Decimal
+    currency: str
+    basis: str
+
+
+@cache
+def load_catalog() -> Catalog:
+    """Read the catalog shipped inside the package (parsed once per process)."""
+    raw = json.loads(resources.files("gate").joinpath("data/prices.json").read_text("utf-8"))
+    prices = {
+        accel: {
+            cloud: {cap: Decimal(value) for cap, value in caps.items()}
+            for cloud, caps in clouds.items()
+        }
+        for accel, clouds in raw["prices"].items()
+    }
+    return Catalog(raw["source"], raw["date"], raw["currency"], prices)
+
+
+def quote(
+    catalog: Catalog,
+    policy: PricingPolicy,
+    accelerator: str,
+    capacity: Capacity,
+    cloud: str | None,
+    *,
+    location: Location | None = None,
+) -> Quote:
+    """Resolve the price per GPU-hour for one accelerator, in the policy's currency."""
+    override = policy.prices.overrides.get(accelerator)
+    price = override.price_for(capacity) if override else None
+    if price is not None:
+        return Quote(accelerator, capacity, price, policy.currency, "policy override")
+    owned = policy.prices.owned.get(accelerator)
+    if capacity is Capacity.RESERVED and owned is not None:
+        basis = f"owned hardware at {owned.utilization:.0%} utilization"
+        return Quote(accelerator, capacity, owned_price_per_gpu_hour(owned), policy.currency, basis)
+    clouds = catalog.prices.get(accelerator)
+    if clouds is None:
+        raise InputError(
+            f"unknown accelerator {accelerator!r}",
+            location=location,
+            hint=_known_hint(accelerator, [*catalog.accelerators, *policy.prices.overrides]),
+        )
+    if capacity is Capacity.RESERVED:
+        raise InputError(
+            f"no price for reserved {accelerator}: the public catalog has only on-demand and spot",
+            location=location,
+            hint=f"set prices.owned.{accelerator} (purchase, power, utilization) or "
+            f"prices.overrides.{accelerator}.reserved in the team policy",
+        )
+    usd, basis = _catalog_price(clouds, accelerator, capacity.value, cloud, location)
+    return Quote(accelerator, capacity, _convert(usd, policy), policy.currency, basis)
+
+
+HOURS_PER_YEAR = 8760
+
+
+def electricity_per_gpu_year(power_kw: Decimal, pue: Decimal, price_per_kwh: Decimal) -> Decimal:
+    """Average kW × 8760 h × PUE × price per kWh (DOMAIN.md §2)."""
+    return power_kw * HOURS_PER_YEAR * pue * price_per_kwh
+
+
+def owned_price_per_gpu_hour(hw: OwnedHardware) -> Decimal:
+    """(Purchase ÷ amortization hours + power + facility + staff) per GPU-hour ÷ utilization.
+
+    Dividing by expected utilization charges idle hours to the useful ones: below about 40 %
+    utilization renting is usually cheaper.
+    """
+    years = to_decimal(hw.amortization_years)
+    power = electricity_per_gpu_year(
+        to_decimal(hw.power_kw), to_decimal(hw.pue), hw.electricity_per_kwh
+    )
+    yearly = hw.purchase_price / years + power + hw.facility_per_gpu_year + hw.staff_per_gpu_year
+    return yearly / HOURS_PER_YEAR / to_decimal(hw.utilization)
+
+
+def _catalog_price(
+    clouds: dict[str, dict[str, Decimal]],
+    accelerator: str,
+    capacity: str,
+    cloud: str | None,
+    location: Location | None,
+) -> tuple[Decimal, str]:
+    offers = {name: caps[capacity] for name, caps in clouds.items() if capacity in caps}
+    if cloud is not None:
+        if cloud not in offers:
+            raise InputError(
+                f"the catalog has no {capacity} price for {accelerator} on {cloud!r}",
+                location=location,
+                hint=f"use one of: {', '.join(sorted(offers)) or 'none'}, or a policy override",
+            )
+        return offers[cloud], f"catalog median, {cloud} {capacity}"
+    if not offers:
+        raise InputError(
+            f"the catalog has no {capacity} price for {accelerator}",
+            location=location,
+            hint="choose another capacity, or set a price in the policy's prices.overrides",
+        )
+    # NOTE: with no cloud named, take the dearest cloud's median: a gate must not understate.
+    name = max(offers, key=lambda c: offers[c])
+    return offers[name], f"catalog median, highest of {len(offers)} clouds ({name}) {capacity}"
+
+
+def _convert(usd: Decimal, policy: PricingPolicy) -> Decimal:
+    if policy.currency == "USD":
+        return usd
+    rate = policy.prices.usd_exchange_rate
+    if rate is None:
+        raise InputError(
+            f"policy currency is {policy.currency} but catalog prices are in USD",
+            hint="set prices.usd_exchange_rate in the policy, or override every price",
+        )
+    return usd * rate
+
+
+def _known_hint(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    lower = {k.lower(): k for k in known}
+    suggestion = lower.get(name.lower()) or (close[0] if close else None)
+    prefix = f"did you mean {suggestion!r}? " if suggestion else ""
+    return f"{prefix}known accelerators: {', '.join(sorted(set(known)))}"

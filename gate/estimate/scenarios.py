@@ -1,0 +1,341 @@
+"""Worst and expected cost of an experiment, each with the assumptions it used (pure).
+
+A run of one trial in one rung takes setup + epochs × epoch time × (1 + eval overhead),
+capped by the spec's stop conditions, stretched by spot preemptions. GPU-hours are the
+sum over rungs of trials × GPUs × run time, plus expected retries; wall-clock is waves of
+concurrent trials (rung by rung where the search waits at rung barriers). The worst case
+runs every trial as far as the search allows; the expected case applies early stopping,
+the middle of uncertain inputs and the expected pruning of asynchronous searches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_FLOOR, Decimal
+
+from gate.estimate.assumptions import preemption_note, reliability_notes, shared_notes
+from gate.estimate.plans import describe_plan, expected_stop, plan
+from gate.estimate.prices import Quote
+from gate.estimate.reliability import expected_retry_runs, preemption_factor
+from gate.estimate.schedule import Stage, ceil_int, flat
+from gate.estimate.settings import PricingPolicy, ScenarioName
+from gate.estimate.trials import count_trials
+from gate.money import format_amount, to_decimal
+from gate.spec.experiment import Capacity, Experiment, Range, Strategy
+
+
+@dataclass(frozen=True, slots=True)
+class Drivers:
+    """The factors whose product is the GPU cost, kept for explaining diffs.
+
+    ``hours_per_trial`` is the average billed hours of a trial (pruning, retries and
+    preemptions included); ``gpu_share`` is below 1 only for MIG slices.
+    """
+
+    trials: int
+    gpus_per_trial: int
+    hours_per_trial: Decimal
+    price_per_gpu_hour: Decimal
+    gpu_share: Decimal = Decimal(1)
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """One priced outcome of the experiment under stated assumptions.
+
+    ``hours_per_trial`` and ``cost_per_trial`` describe the longest single trial, which is
+    what per-trial limits are about; ``drivers`` describe the average one.
+    """
+
+    name: ScenarioName
+    trials: int
+    epochs_per_trial: int
+    hours_per_trial: Decimal
+    gpu_hours: Decimal
+    cost: Decimal
+    cost_per_trial: Decimal
+    concurrency: int
+    waves: int
+    wall_clock_hours: Decimal
+    drivers: Drivers
+    assumptions: tuple[str, ...]
+    retry_gpu_hours: Decimal = Decimal(0)
+    recompute_gpu_hours: Decimal = Decimal(0)
+    other_cost: Decimal = Decimal(0)
+
+
+@dataclass(frozen=True, slots=True)
+class Saving:
+    """GPU-hours and money a stop condition or pruning saves in one scenario."""
+
+    what: str
+    scenario: ScenarioName
+    gpu_hours: Decimal
+    cost: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class SpotComparison:
+    """Spot net saving = on-demand − spot − recompute − extra ops (expected case)."""
+
+    on_demand_cost: Decimal
+    spot_cost: Decimal
+    recompute_cost: Decimal
+    extra_ops_cost: Decimal
+
+    @property
+    def net_saving(self) -> Decimal:
+        """Negative when spot is expected to cost more than on-demand."""
+        return self.on_demand_cost - self.spot_cost - self.recompute_cost - self.extra_ops_cost
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """Both scenarios, the price and search strategy behind them, and what stop conditions save."""
+
+    worst: Scenario
+    expected: Scenario
+    quote: Quote
+    strategy: Strategy
+    savings: tuple[Saving, ...] = ()
+    spot: SpotComparison | None = None
+    epoch_minutes_range: tuple[Decimal, Decimal] | None = None
+
+    def scenario(self, name: ScenarioName) -> Scenario:
+        """The scenario a policy enforces (``worst`` unless it says otherwise)."""
+        return self.worst if name == "worst" else self.expected
+
+
+def estimate(
+    spec: Experiment, policy: PricingPolicy, quote: Quote, on_demand: Quote | None = None
+) -> Estimate:
+    """Price ``spec`` under ``policy`` at ``quote``, as a worst and an expected case.
+
+    ``on_demand`` is the on-demand price of the same accelerator, used to say whether spot
+    capacity really saves money.
+    """
+    trials = count_trials(spec.search, spec.workload.max_epochs)
+    stop, stop_note = expected_stop(spec, policy)
+    worst = _scenario(spec, policy, quote, "worst", trials, spec.workload.max_epochs)
+    expected = _scenario(spec, policy, quote, "expected", trials, stop, stop_note)
+    return Estimate(
+        worst=worst,
+        expected=expected,
+        quote=quote,
+        strategy=spec.search.strategy,
+        savings=_savings(spec, policy, quote, trials, stop, worst, expected),
+        spot=_spot(spec, policy, quote, on_demand, trials, stop, expected),
+        epoch_minutes_range=_range(spec),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Usage:
+    trial_hours: Decimal
+    recompute_hours: Decimal
+    longest_trial: Decimal
+    top_epoch: int
+    waves: int
+    wall_clock: Decimal
+    cap_notes: tuple[str, ...]
+
+
+def _scenario(
+    spec: Experiment,
+    policy: PricingPolicy,
+    quote: Quote,
+    name: ScenarioName,
+    trials: int,
+    top_epoch: int,
+    stop_note: str | None = None,
+    *,
+    prune: bool = True,
+    preempt: bool = True,
+) -> Scenario:
+    stages = plan(spec, name, trials, top_epoch) if prune else flat(trials, top_epoch)
+    concurrency, limit_notes = _concurrency(spec, policy, trials)
+    usage = _usage(spec, policy, quote, name, stages, concurrency, preempt=preempt)
+    units = spec.resources.gpus_per_trial * spec.resources.gpu_share
+    retry_runs = _retry(policy)
+    trial_hours = usage.trial_hours * (1 + retry_runs)
+    exact_gpu_hours = units * trial_hours
+    other = policy.spot.extra_ops_per_trial * trials if _is_spot(spec) else Decimal(0)
+    notes = [
+        *shared_notes(spec, trials, name),
+        *(describe_plan(spec, name, stages) if prune else []),
+        stop_note or f"every trial runs all {top_epoch} epochs (nothing stops early)",
+        *usage.cap_notes,
+        *limit_notes,
+        *reliability_notes(policy, retry_runs, name),
+    ]
+    if usage.recompute_hours:
+        notes.append(preemption_note(spec, policy, usage.recompute_hours * units))
+    return Scenario(
+        name=name,
+        trials=trials,
+        epochs_per_trial=usage.top_epoch,
+        hours_per_trial=usage.longest_trial,
+        gpu_hours=_round(exact_gpu_hours),
+        cost=_round(exact_gpu_hours * quote.per_gpu_hour) + other,
+        cost_per_trial=_round(units * usage.longest_trial * quote.per_gpu_hour),
+        concurrency=concurrency,
+        waves=usage.waves,
+        wall_clock_hours=usage.wall_clock * (1 + retry_runs),
+        drivers=Drivers(
+            trials=trials,
+            gpus_per_trial=spec.resources.gpus_per_trial,
+            hours_per_trial=trial_hours / trials,
+            price_per_gpu_hour=quote.per_gpu_hour,
+            gpu_share=spec.resources.gpu_share,
+        ),
+        assumptions=tuple(notes),
+        retry_gpu_hours=units * usage.trial_hours * retry_runs,
+        recompute_gpu_hours=units * usage.recompute_hours,
+        other_cost=other,
+    )
+
+
+def _usage(
+    spec: Experiment,
+    policy: PricingPolicy,
+    quote: Quote,
+    name: ScenarioName,
+    stages: tuple[Stage, ...],
+    concurrency: int,
+    *,
+    preempt: bool,
+) -> _Usage:
+    work = spec.workload
+    setup = to_decimal(work.setup_minutes) / 60
+    per_epoch = work.epoch_minutes_for(name) * (1 + to_decimal(work.eval_overhead)) / 60
+    cap = _trial_cap(spec, quote)
+    capped = False
+    queue = to_decimal(policy.estimation.queue_wait_hours)
+    trial_hours = recompute = longest = wall = Decimal(0)
+    waves = top = 0
+    for stage in stages:
+        path = Decimal(0)
+        stage_work = Decimal(0)
+        for rung in stage.rungs:
+            run = _round(setup * rung.launches + rung.epochs * per_epoch)
+            if cap is not None and path + run > cap[0]:
+                run, capped = max(Decimal(0), cap[0] - path), True
+            path += run
+            billed = run * _preemption(spec, policy, run, setup) if preempt else run
+            trial_hours += rung.trials * billed
+            recompute += rung.trials * (billed - run)
+            stage_work += rung.trials * billed
+            if stage.barrier or len(stage.rungs) == 1:
+                rung_waves = ceil_int(rung.trials / concurrency)
+                waves += rung_waves
+                wall += rung_waves * (billed + queue)
+            top = max(top, rung.reached)
+        if not (stage.barrier or len(stage.rungs) == 1):
+            # Asynchronous rungs keep every worker busy: work ÷ workers, at least one path.
+            stage_waves = ceil_int(stage.rungs[0].trials / concurrency)
+            waves += stage_waves
+            wall += max(stage_work / concurrency, path) + stage_waves * queue
+        longest = max(longest, path)
+    notes = (f"trials stop at {cap[1]}",) if cap is not None and capped else ()
+    return _Usage(trial_hours, recompute, longest, top, waves, wall, notes)
+
+
+def _trial_cap(spec: Experiment, quote: Quote) -> tuple[Decimal, str] | None:
+    """The tighter of the spec's per-trial hour and cost caps, in hours, with its name."""
+    caps = []
+    stop = spec.stopping
+    if stop.max_trial_hours is not None:
+        hours = to_decimal(stop.max_trial_hours)
+        caps.append((hours, f"max_trial_hours {format_amount(hours)} h"))
+    rate = spec.resources.gpus_per_trial * spec.resources.gpu_share * quote.per_gpu_hour
+    if stop.max_trial_cost is not None and rate > 0:
+        label = f"max_trial_cost {format_amount(stop.max_trial_cost)}"
+        # NOTE: rounded down, so a trial capped at the cost never costs a hair more than it.
+        hours = (stop.max_trial_cost / rate).quantize(_NANOHOUR, rounding=ROUND_FLOOR)
+        caps.append((hours, label))
+    return min(caps, key=lambda cap: cap[0]) if caps else None
+
+
+def _preemption(spec: Experiment, policy: PricingPolicy, run: Decimal, setup: Decimal) -> Decimal:
+    if not _is_spot(spec):
+        return Decimal(1)
+    every = spec.resources.checkpoint_every_minutes
+    interval = to_decimal(every) / 60 if every is not None else None
+    return preemption_factor(run, policy.spot.preemptions_per_hour, interval, setup)
+
+
+def _is_spot(spec: Experiment) -> bool:
+    return spec.resources.capacity is Capacity.SPOT
+
+
+def _concurrency(spec: Experiment, policy: PricingPolicy, trials: int) -> tuple[int, list[str]]:
+    wanted = min(spec.search.max_concurrent_trials, trials)
+    gpus = spec.resources.gpus_per_trial
+    limit = policy.limits.max_concurrent_gpus
+    if limit is not None and wanted * gpus > limit:
+        allowed = max(1, limit // gpus)
+        return allowed, [f"team limit of {limit} concurrent GPUs runs {allowed} trials at once"]
+    return wanted, []
+
+
+def _savings(
+    spec: Experiment,
+    policy: PricingPolicy,
+    quote: Quote,
+    trials: int,
+    stop: int,
+    worst: Scenario,
+    expected: Scenario,
+) -> tuple[Saving, ...]:
+    found = []
+    max_epochs = spec.workload.max_epochs
+    if stop < max_epochs:
+        baseline = _scenario(spec, policy, quote, "expected", trials, max_epochs)
+        found.append(_saving("early stopping", expected, baseline))
+    if spec.search.strategy.value in ("successive_halving", "hyperband", "asha"):
+        for mine, top in ((worst, max_epochs), (expected, stop)):
+            baseline = _scenario(spec, policy, quote, mine.name, trials, top, prune=False)
+            found.append(_saving(f"{spec.search.strategy.value} pruning", mine, baseline))
+    return tuple(s for s in found if s.gpu_hours > 0)
+
+
+def _saving(what: str, mine: Scenario, baseline: Scenario) -> Saving:
+    return Saving(what, mine.name, baseline.gpu_hours - mine.gpu_hours, baseline.cost - mine.cost)
+
+
+def _spot(
+    spec: Experiment,
+    policy: PricingPolicy,
+    quote: Quote,
+    on_demand: Quote | None,
+    trials: int,
+    stop: int,
+    expected: Scenario,
+) -> SpotComparison | None:
+    if not _is_spot(spec) or on_demand is None:
+        return None
+    plain = _scenario(spec, policy, on_demand, "expected", trials, stop, preempt=False)
+    recompute = expected.recompute_gpu_hours * (1 + _retry(policy)) * quote.per_gpu_hour
+    spot_gpu = expected.cost - expected.other_cost - recompute
+    return SpotComparison(plain.cost, spot_gpu, recompute, expected.other_cost)
+
+
+def _retry(policy: PricingPolicy) -> Decimal:
+    r = policy.reliability
+    return expected_retry_runs(r.failure_rate, r.max_retries, r.failure_point)
+
+
+def _range(spec: Experiment) -> tuple[Decimal, Decimal] | None:
+    value = spec.workload.epoch_minutes
+    if isinstance(value, Range):
+        return to_decimal(value.low), to_decimal(value.high)
+    return None
+
+
+def _round(hours: Decimal) -> Decimal:
+    # NOTE: 7 min × 60 / 60 must be exactly 7 h, or a trial at a limit would "exceed" it by
+    # a 28th-digit rounding error; a nanohour is far below anything a scheduler measures.
+    return hours.quantize(_NANOHOUR) if hours.adjusted() < 18 else hours
+
+
+_NANOHOUR = Decimal("1e-9")

@@ -1,0 +1,123 @@
+"""The pricing assumptions a policy may set, and what the estimate reads of a policy (pure).
+
+The estimate owns these knobs; :class:`gate.policy.model.Policy` composes them into the
+document a team writes. The estimate sees a policy only through :class:`PricingPolicy`, so
+it never imports the policy package that builds on it.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated, Literal, Protocol
+
+from pydantic import Field, StrictFloat
+
+from gate.money import Money
+from gate.spec.experiment import Capacity, LearningCurve, Model, Name
+
+ScenarioName = Literal["worst", "expected"]
+"""The two priced outcomes of an estimate; a policy chooses which one its limits use."""
+
+
+class PriceOverride(Model):
+    """A team's own price per GPU-hour for one accelerator, by capacity."""
+
+    on_demand: Money | None = Field(default=None, alias="on-demand")
+    spot: Money | None = None
+    reserved: Money | None = None
+
+    def price_for(self, capacity: Capacity) -> Money | None:
+        """The override for ``capacity``, if the team set one."""
+        return {
+            Capacity.ON_DEMAND: self.on_demand,
+            Capacity.SPOT: self.spot,
+            Capacity.RESERVED: self.reserved,
+        }[capacity]
+
+
+class OwnedHardware(Model):
+    """Cost inputs of GPUs the team owns, priced per GPU-hour of useful work (DOMAIN.md §2)."""
+
+    purchase_price: Money
+    amortization_years: Annotated[StrictFloat, Field(gt=0, le=20)]
+    power_kw: Annotated[StrictFloat, Field(ge=0, le=5)]
+    pue: Annotated[StrictFloat, Field(ge=1, le=3)] = 1.4
+    electricity_per_kwh: Money
+    utilization: Annotated[StrictFloat, Field(gt=0, le=1)]
+    facility_per_gpu_year: Money = Decimal(0)
+    staff_per_gpu_year: Money = Decimal(0)
+
+
+class Prices(Model):
+    """Where prices come from: the packaged catalog, a default cloud, overrides, owned GPUs."""
+
+    cloud: Name | None = None
+    usd_exchange_rate: Annotated[Money, Field(gt=0)] | None = None
+    overrides: dict[str, PriceOverride] = Field(default_factory=dict)
+    owned: dict[str, OwnedHardware] = Field(default_factory=dict)
+
+
+class Estimation(Model):
+    """Assumptions behind the expected scenario, when the spec gives none."""
+
+    plateau_fraction: Annotated[StrictFloat, Field(gt=0, le=1)] = 0.5
+    learning_curve: LearningCurve | None = None
+    queue_wait_hours: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] = 0.0
+
+
+class Reliability(Model):
+    """How often trials fail, and how often they are retried (charged to the experiment)."""
+
+    failure_rate: Annotated[StrictFloat, Field(ge=0, lt=1)] = 0.0
+    max_retries: Annotated[int, Field(ge=0, le=10)] = 0
+    failure_point: Annotated[StrictFloat, Field(gt=0, le=1)] = 0.5
+
+
+class Spot(Model):
+    """Spot-capacity assumptions: preemptions per hour of a trial, and extra cost per trial."""
+
+    preemptions_per_hour: Annotated[StrictFloat, Field(ge=0, le=10)] = 0.01
+    extra_ops_per_trial: Money = Decimal(0)
+
+
+class ConcurrencyLimit(Protocol):
+    """The one limit the estimate reads: how many GPUs the team may hold at once."""
+
+    @property
+    def max_concurrent_gpus(self) -> int | None:
+        """GPUs the team may hold at once, or ``None`` when unlimited."""
+        ...
+
+
+class PricingPolicy(Protocol):
+    """What the estimate reads of a team's policy (a :class:`gate.policy.model.Policy`)."""
+
+    @property
+    def currency(self) -> str:
+        """The currency every price and cost is stated in."""
+        ...
+
+    @property
+    def prices(self) -> Prices:
+        """Price overrides, owned hardware and the exchange rate."""
+        ...
+
+    @property
+    def limits(self) -> ConcurrencyLimit:
+        """The concurrent-GPU limit that sets the waves of trials."""
+        ...
+
+    @property
+    def estimation(self) -> Estimation:
+        """Plateau, learning-curve and queue assumptions of the expected case."""
+        ...
+
+    @property
+    def reliability(self) -> Reliability:
+        """Failure and retry assumptions."""
+        ...
+
+    @property
+    def spot(self) -> Spot:
+        """Preemption and spot-overhead assumptions."""
+        ...

@@ -1,0 +1,207 @@
+"""One spec through the pipeline: load → validate → price → estimate → rules → verdict.
+
+The ledger, when given, is read through a :class:`gate.ledger.records.LedgerView` (the monthly
+budget and approvals); the evaluator never writes to it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from gate.errors import InputError, InputErrors
+from gate.estimate.prices import Catalog, Quote, quote
+from gate.estimate.scenarios import estimate
+from gate.estimate.trials import count_trials
+from gate.evaluation.report import SpecResult
+from gate.ledger.budget import BudgetStatus, budget_scope, budget_status, month_start
+from gate.ledger.records import (
+    ApprovalCheck,
+    LedgerQuery,
+    LedgerView,
+    Requirement,
+    check_approvals,
+    explain_changed,
+)
+from gate.ledger.tracking import spec_path
+from gate.policy.findings import Finding, Outcome
+from gate.policy.loader import LoadedPolicy, PolicySet
+from gate.policy.model import Policy
+from gate.policy.rules import REGISTRY
+from gate.policy.rules.base import RuleContext
+from gate.policy.verdict import RawFinding, apply_approval, apply_policy, decide
+from gate.spec.experiment import Capacity, Experiment
+from gate.spec.fingerprint import fingerprint
+from gate.spec.loader import LoadedDoc, load_bytes, load_file
+from gate.spec.validation import validate
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """A spec's result, with the parsed spec and policy that ledger commands record."""
+
+    result: SpecResult
+    spec: Experiment | None = None
+    policy: Policy | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluator:
+    """What stays the same across the specs of one run: policies, prices, date, options."""
+
+    policies: PolicySet
+    catalog: Catalog
+    today: dt.date
+    fail_on_warn: bool = False
+    ledger: LedgerView | None = None
+
+    def evaluate(self, spec_file: str, content: bytes | None = None) -> SpecResult:
+        """Evaluate one spec; bad spec input becomes an INVALID result, not an exception.
+
+        ``content`` is the spec's bytes when it does not come from the file itself (the base
+        version of a spec, read from git). Policy errors still raise: they are not the
+        spec's fault and invalidate the run. A ledger that cannot be read raises
+        :class:`gate.errors.BackendError`.
+        """
+        return self.evaluate_spec(spec_file, content).result
+
+    def evaluate_spec(self, spec_file: str, content: bytes | None = None) -> Evaluation:
+        """Like :meth:`evaluate`, keeping the parsed spec and policy."""
+        try:
+            doc = load_file(spec_file) if content is None else load_bytes(content, spec_file)
+            spec = _parse(doc)
+        except (InputError, InputErrors) as exc:
+            return Evaluation(_invalid(spec_file, exc))
+        loaded = self.policies.for_team(spec.metadata.team)
+        policy = loaded.policy
+        try:
+            _check_size(spec, doc)
+            price = self._quote(spec, policy, spec.resources.capacity, doc)
+        except InputError as exc:
+            return Evaluation(_invalid(spec_file, exc))
+        est = estimate(spec, policy, price, self._on_demand(spec, policy, doc))
+        fp = fingerprint(spec)
+        budget = self._budget(spec, policy, spec_file, fp)
+        ctx = RuleContext(spec, est, policy, spec_file, self.today, budget)
+        findings = _findings(doc, ctx, loaded)
+        approval = self._approval(ctx, fp, findings)
+        if approval is not None and approval.approval is not None:
+            findings = apply_approval(findings, approval.approval)
+        result = SpecResult(
+            file=spec_file,
+            outcome=decide(findings, fail_on_warn=self.fail_on_warn),
+            name=spec.metadata.name,
+            policy=loaded.name,
+            fingerprint=fp,
+            estimate=est,
+            currency=policy.currency,
+            findings=tuple(findings),
+            budget=budget,
+            approval=approval,
+        )
+        return Evaluation(result, spec, policy)
+
+    def _quote(self, spec: Experiment, policy: Policy, capacity: Capacity, doc: LoadedDoc) -> Quote:
+        return quote(
+            self.catalog,
+            policy,
+            spec.resources.accelerator,
+            capacity,
+            spec.resources.cloud or policy.prices.cloud,
+            location=doc.source_map.locate(("resources", "accelerator")),
+        )
+
+    def _on_demand(self, spec: Experiment, policy: Policy, doc: LoadedDoc) -> Quote | None:
+        """The on-demand price a spot spec is compared with, when there is one."""
+        if spec.resources.capacity is not Capacity.SPOT:
+            return None
+        try:
+            return self._quote(spec, policy, Capacity.ON_DEMAND, doc)
+        except InputError:
+            return None
+
+    def _budget(
+        self, spec: Experiment, policy: Policy, spec_file: str, fp: str
+    ) -> BudgetStatus | None:
+        scope = budget_scope(spec, policy)
+        if scope is None or self.ledger is None:
+            return None
+        now = self.ledger.now
+        records = self.ledger.records(scope.query(month_start(now)))
+        return budget_status(
+            records,
+            policy=policy,
+            scope=scope,
+            now=now,
+            spec=spec_path(spec_file),
+            fingerprint=fp,
+        )
+
+    def _approval(self, ctx: RuleContext, fp: str, findings: list[Finding]) -> ApprovalCheck | None:
+        ledger = self.ledger
+        if ledger is None or not ledger.approvals:
+            return None
+        if decide(findings, fail_on_warn=self.fail_on_warn) is not Outcome.APPROVAL_REQUIRED:
+            return None
+        policy = ctx.policy
+        need = Requirement(
+            fp,
+            ctx.estimate.worst.cost,
+            policy.currency,
+            policy.approval.approvers,
+            ctx.spec.metadata.owner,
+        )
+        found = check_approvals(ledger.records(LedgerQuery(fingerprint=fp)), need, ledger.now)
+        if found.approval is not None:
+            return found
+        path = ledger.records(LedgerQuery(spec=spec_path(ctx.spec_file)))
+        changed = explain_changed(path, fp)
+        return ApprovalCheck(None, (*found.stale, changed)) if changed else found
+
+
+def _findings(doc: LoadedDoc, ctx: RuleContext, loaded: LoadedPolicy) -> list[Finding]:
+    raw = [
+        RawFinding(rule.ID, rule.DEFAULT_SEVERITY, v.message, doc.source_map.locate(v.path))
+        for rule in REGISTRY.values()
+        for v in rule.check(ctx)
+    ]
+    findings = apply_policy(raw, loaded, ctx.spec_file, ctx.today)
+    findings.sort(key=_finding_order)
+    return findings
+
+
+MAX_TRIALS = 10**18
+"""Beyond a quintillion trials a search is a typo, not a plan (10¹⁵ is still priced)."""
+
+
+def _check_size(spec: Experiment, doc: LoadedDoc) -> None:
+    trials = count_trials(spec.search, spec.workload.max_epochs)
+    if trials > MAX_TRIALS:
+        raise InputError(
+            f"the search has about 10^{len(str(trials)) - 1} trials",
+            location=doc.source_map.locate(("search",), key=True),
+            hint="check the grid's value lists and seeds; no budget covers this many trials",
+        )
+
+
+def _parse(doc: LoadedDoc) -> Experiment:
+    kind = doc.data.get("kind")
+    if kind == "Policy":
+        raise InputError(
+            "this file is a policy, not an experiment spec",
+            location=doc.source_map.locate(("kind",)),
+            hint="check specs with budget-gate check; policies go in --policy-dir",
+        )
+    return validate(Experiment, doc)
+
+
+def _invalid(spec_file: str, exc: InputError | InputErrors) -> SpecResult:
+    errors = exc.errors if isinstance(exc, InputErrors) else [exc]
+    return SpecResult(spec_file, Outcome.INVALID, errors=tuple(e.problem for e in errors))
+
+
+def _finding_order(finding: Finding) -> tuple[str, int, int, str]:
+    loc = finding.location
+    if loc is None:
+        return ("", 0, 0, finding.rule_id)
+    return (loc.file, loc.line, loc.col, finding.rule_id)

@@ -1,0 +1,101 @@
+"""The values reporters see: per-spec results and the whole report.
+
+Findings, outcomes and rule facts come from :mod:`gate.policy.findings`. Reporters render
+these and never decide pass or fail; :mod:`gate.policy.verdict` does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gate.errors import Problem
+from gate.estimate.scenarios import Estimate
+from gate.evaluation.diff import SpecDiff
+from gate.ledger.budget import BudgetStatus
+from gate.ledger.records import ApprovalCheck
+from gate.policy.findings import Finding, Outcome, RuleInfo
+
+
+@dataclass(frozen=True, slots=True)
+class SpecResult:
+    """Everything known about one spec after evaluation.
+
+    ``budget`` is this month's spend of its team or cost center (only with a monthly
+    budget); ``approval`` is the ledger lookup (only when approvals were consulted).
+    """
+
+    file: str
+    outcome: Outcome
+    name: str | None = None
+    policy: str | None = None
+    fingerprint: str | None = None
+    estimate: Estimate | None = None
+    currency: str = "USD"
+    findings: tuple[Finding, ...] = ()
+    errors: tuple[Problem, ...] = ()
+    budget: BudgetStatus | None = None
+    approval: ApprovalCheck | None = None
+
+
+DOCS_URL = "https://github.com/budget-gate/budget-gate/blob/main/docs/rules.md"
+"""Where ``docs/rules.md`` is published; ``--docs-url`` points reports elsewhere."""
+
+
+@dataclass(frozen=True, slots=True)
+class RenderContext:
+    """Where a report will be shown, filled in by the command (reporters read no env).
+
+    ``repository``, ``workflow`` and ``policy_dir`` identify the pull-request comment so
+    that a later run updates it in place instead of adding another; ``head_sha`` is the
+    commit a pull-request comment was written for, so a run for an older commit can tell
+    that it must not overwrite it.
+    """
+
+    repository: str = ""
+    workflow: str = ""
+    policy_dir: str = "policies"
+    docs_url: str = DOCS_URL
+    base_ref: str | None = None
+    head_sha: str | None = None
+
+    def rule_url(self, rule: RuleInfo) -> str:
+        """The link to one rule's documentation."""
+        return f"{self.docs_url}#{rule.anchor}"
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """One evaluation of one or more specs, ready to render in any format.
+
+    ``rules`` documents every rule that was evaluated, fired or not; :attr:`fired` says
+    which ones fired. ``diffs`` holds the cost change against ``context.base_ref``, one per
+    spec, deleted specs included.
+    """
+
+    results: tuple[SpecResult, ...]
+    rules: dict[str, RuleInfo] = field(default_factory=dict)
+    catalog_source: str = ""
+    catalog_date: str = ""
+    version: str = ""
+    context: RenderContext = field(default_factory=RenderContext)
+    diffs: tuple[SpecDiff, ...] = ()
+
+    @property
+    def outcome(self) -> Outcome:
+        """The worst outcome over all specs (pass when there are none)."""
+        return max((r.outcome for r in self.results), key=lambda o: o.rank, default=Outcome.PASS)
+
+    @property
+    def fired(self) -> list[str]:
+        """The ids of the rules with at least one finding, sorted."""
+        return sorted({f.rule_id for r in self.results for f in r.findings})
+
+    def diff_for(self, file: str) -> SpecDiff | None:
+        """The cost change of one spec against the base, when a base was given."""
+        return next((d for d in self.diffs if d.file == file), None)
+
+    @property
+    def removed(self) -> list[SpecDiff]:
+        """Diffs of specs that exist only in the base (deleted by the change)."""
+        files = {r.file for r in self.results}
+        return [d for d in self.diffs if d.file not in files]

@@ -1,0 +1,113 @@
+"""MLflow tag names shared by launch scripts, the ledger and reconciliation, and run tagging.
+
+Training runs tagged with :func:`run_tags` can be found again by reconciliation: the spec
+fingerprint ties a run to the approved spec, the trial id to its trial. Nothing here imports
+MLflow; launch scripts pass the dict to ``mlflow.set_tags`` themselves.
+
+Run conventions — what a launcher logs so that ``budget-gate reconcile`` can price a run:
+
+- one MLflow run per trial attempt that holds GPUs, in the spec's
+  ``tracking.mlflow_experiment``, tagged with :func:`run_tags` (spec, fingerprint, trial id,
+  GPUs, accelerator, capacity; ``attempt`` 1, 2, … for retries of one trial). Don't tag a
+  parent run that holds no GPUs: its time would be charged too;
+- time held is the run's own start and end (``mlflow.start_run`` to the end of the
+  ``with`` block), so start the run when the GPUs are allocated and end it on release;
+  a run still RUNNING is charged up to now; FAILED and KILLED runs are failed runs;
+- validation metrics with ``step`` = epoch (``mlflow.log_metrics({...}, step=epoch)``): one
+  value of the monitored metric per epoch gives the epochs run and the plateau; the latest
+  value of each metric is what the quality gate judges;
+- optionally the seconds spent in each phase, as metrics or params named
+  :data:`SETUP_SECONDS`, :data:`TRAIN_SECONDS` and :data:`EVAL_SECONDS` (time held beyond
+  their sum is idle), and :data:`SUBMITTED_AT` (ISO 8601 with a zone) when the trial was
+  queued, so the time to the first qualified model includes the queue;
+- GPU utilization comes from MLflow's system metrics
+  (``mlflow.start_run(log_system_metrics=True)``, with ``nvidia-ml-py`` installed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gate.spec.experiment import Experiment
+from gate.spec.fingerprint import fingerprint
+from gate.spec.loader import load_file
+from gate.spec.validation import validate
+
+PREFIX = "budget_gate."
+SPEC = PREFIX + "spec"
+FINGERPRINT = PREFIX + "fingerprint"
+EXPERIMENT = PREFIX + "experiment"
+TEAM = PREFIX + "team"
+COST_CENTER = PREFIX + "cost_center"
+TRIAL_ID = PREFIX + "trial_id"
+GPUS = PREFIX + "gpus"
+ACCELERATOR = PREFIX + "accelerator"
+CAPACITY = PREFIX + "capacity"
+APPROVAL_ID = PREFIX + "approval_id"
+ATTEMPT = PREFIX + "attempt"
+SUBMITTED_AT = PREFIX + "submitted_at"
+
+# Phase durations, as metrics or params of a training run (seconds).
+SETUP_SECONDS = PREFIX + "setup_seconds"
+TRAIN_SECONDS = PREFIX + "train_seconds"
+EVAL_SECONDS = PREFIX + "eval_seconds"
+
+COST_CENTER_LABEL = "cost-center"
+
+
+def spec_path(path: str | Path) -> str:
+    """The spec path as recorded: normalized, with forward slashes."""
+    return Path(path).as_posix()
+
+
+def spec_tags(
+    spec: Experiment,
+    fingerprint: str,
+    path: str | Path,
+    *,
+    trial_id: str | None = None,
+    approval_id: str | None = None,
+    attempt: int | None = None,
+) -> dict[str, str]:
+    """Tags that identify a training run of ``spec`` (pure); unset values are left out."""
+    tags = {
+        SPEC: spec_path(path),
+        FINGERPRINT: fingerprint,
+        EXPERIMENT: spec.metadata.name,
+        TEAM: spec.metadata.team,
+        COST_CENTER: spec.metadata.labels.get(COST_CENTER_LABEL),
+        GPUS: str(spec.resources.gpus_per_trial),
+        ACCELERATOR: spec.resources.accelerator,
+        CAPACITY: spec.resources.capacity.value,
+        TRIAL_ID: trial_id,
+        APPROVAL_ID: approval_id,
+        ATTEMPT: None if attempt is None else str(attempt),
+    }
+    return {key: value for key, value in tags.items() if value is not None}
+
+
+def run_tags(
+    path: str | Path,
+    *,
+    trial_id: str | int | None = None,
+    approval_id: str | None = None,
+    attempt: int | None = None,
+) -> dict[str, str]:
+    """Read the spec at ``path`` and return the tags for one of its training runs.
+
+    ``attempt`` numbers the retries of one trial (1 for the first run); reconciliation
+    groups runs by trial id and charges every attempt. See the module docstring for what
+    else a run should log.
+
+    Example, in a launch script::
+
+        mlflow.set_tags(gate.ledger.tracking.run_tags("experiments/sweep.yaml", trial_id=7))
+
+    Raises:
+        gate.errors.InputError: the spec is not valid (the same errors ``check`` prints).
+    """
+    spec = validate(Experiment, load_file(path))
+    trial = None if trial_id is None else str(trial_id)
+    return spec_tags(
+        spec, fingerprint(spec), path, trial_id=trial, approval_id=approval_id, attempt=attempt
+    )

@@ -1,0 +1,111 @@
+"""The ``kind: Policy`` document: a team's limits, approval triggers, labels and waivers.
+
+Policies are data, never code. ``policies/<team>.yaml`` extends ``policies/default.yaml``;
+:mod:`gate.policy.loader` deep-merges the chain before these models validate it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import Enum
+from typing import Annotated, Literal
+
+from pydantic import Field, StrictBool, StrictFloat
+
+from gate.estimate.settings import Estimation, Prices, Reliability, ScenarioName, Spot
+from gate.ledger.approvers import Approvers
+from gate.money import Money
+from gate.spec.experiment import Model, Name, PositiveFloat, PositiveInt
+
+
+class Severity(str, Enum):
+    """How a finding affects the verdict: fail, ask for approval, or just tell."""
+
+    ERROR = "error"
+    APPROVAL = "approval"
+    WARN = "warn"
+
+
+SeveritySetting = Literal["error", "approval", "warn", "off"]
+
+
+class Cluster(Model):
+    """The shape of the team's cluster, for the can-it-ever-be-scheduled check."""
+
+    gpus_per_node: PositiveInt | None = None
+    nodes: PositiveInt | None = None
+    multi_node: StrictBool = False
+
+
+class Limits(Model):
+    """Hard limits; a limit left unset is not enforced.
+
+    ``monthly_budget`` is per team or per cost-center label (``budget_scope``); spend so far
+    comes from the ledger, and a warning fires once ``budget_warn_at`` of it would be used.
+    ``reconcile_tolerance`` is how far (a fraction) the actual cost of the runs may exceed
+    the approved amount before ``budget-gate reconcile`` fails.
+    """
+
+    scenario: ScenarioName = "worst"
+    max_gpus_per_trial: PositiveInt | None = None
+    max_trial_hours: PositiveFloat | None = None
+    max_trial_cost: Money | None = None
+    max_experiment_cost: Money | None = None
+    max_concurrent_gpus: PositiveInt | None = None
+    monthly_budget: Money | None = None
+    budget_scope: Literal["team", "cost-center"] = "team"
+    budget_warn_at: Annotated[StrictFloat, Field(gt=0, le=1, allow_inf_nan=False)] = 0.8
+    reconcile_tolerance: Annotated[StrictFloat, Field(ge=0, le=10, allow_inf_nan=False)] = 0.1
+
+
+class Approval(Model):
+    """What makes an experiment need an approver before launch."""
+
+    trials_over: PositiveInt | None = None
+    cost_over: Money | None = None
+    accelerators: list[Name] = Field(default_factory=list)
+    approvers: Approvers = Field(default_factory=Approvers)
+
+
+class Labels(Model):
+    """Attribution labels every spec must carry, and the values allowed for some."""
+
+    required: list[Name] = Field(default_factory=list)
+    allowed: dict[str, list[Name]] = Field(default_factory=dict)
+
+
+class Practices(Model):
+    """Thresholds for the waste rules (stop conditions)."""
+
+    stop_condition_above_epochs: PositiveInt | None = None
+
+
+class Waiver(Model):
+    """Suppress one rule for matching specs until a date, with a reason on record."""
+
+    rule: Annotated[str, Field(pattern=r"^BG\d{3}$")]
+    specs: Name = "*"
+    reason: Annotated[str, Field(min_length=3, max_length=500)]
+    expires: dt.date
+
+
+class Policy(Model):
+    """A whole ``kind: Policy`` document, after ``extends`` has been merged."""
+
+    api_version: Literal["budget-gate/v1"] = Field(alias="apiVersion")
+    kind: Literal["Policy"]
+    extends: Name | None = None
+    currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")] = "USD"
+    prices: Prices = Field(default_factory=Prices)
+    cluster: Cluster = Field(default_factory=Cluster)
+    limits: Limits = Field(default_factory=Limits)
+    approval: Approval = Field(default_factory=Approval)
+    labels: Labels = Field(default_factory=Labels)
+    practices: Practices = Field(default_factory=Practices)
+    estimation: Estimation = Field(default_factory=Estimation)
+    reliability: Reliability = Field(default_factory=Reliability)
+    spot: Spot = Field(default_factory=Spot)
+    severity: dict[Annotated[str, Field(pattern=r"^BG\d{3}$")], SeveritySetting] = Field(
+        default_factory=dict
+    )
+    waivers: list[Waiver] = Field(default_factory=list)

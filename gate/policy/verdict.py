@@ -1,0 +1,93 @@
+"""Findings + severities + waivers + approvals → the spec's outcome.
+
+The one place pass/fail is decided.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gate.errors import Location
+from gate.ledger.records import LedgerRecord
+from gate.policy.findings import Finding, Outcome
+from gate.policy.loader import LoadedPolicy
+from gate.policy.model import Policy, Severity
+from gate.policy.rules import expired_waiver, unused_waiver
+from gate.policy.rules.waivers import find_waiver
+
+
+@dataclass(frozen=True, slots=True)
+class RawFinding:
+    """A rule's violation placed in the spec, before the policy has its say."""
+
+    rule_id: str
+    default_severity: Severity
+    message: str
+    location: Location | None
+
+
+def apply_policy(
+    raw: Iterable[RawFinding], loaded: LoadedPolicy, spec_file: str, today: dt.date
+) -> list[Finding]:
+    """Stamp severities and waivers onto findings, and report expired and unused waivers.
+
+    Policy severity overrides win over rule defaults, and ``off`` drops the finding.
+    """
+    policy = loaded.policy
+    used: set[int] = set()
+    findings: list[Finding] = []
+    for item in raw:
+        severity = _severity(policy, item.rule_id, item.default_severity)
+        if severity is None:
+            continue
+        waiver = find_waiver(policy.waivers, item.rule_id, spec_file, today)
+        if waiver is not None:
+            used.add(waiver)
+        reason = policy.waivers[waiver].reason if waiver is not None else None
+        findings.append(Finding(item.rule_id, severity, item.message, item.location, reason))
+    waiver_results = [
+        (expired_waiver, expired_waiver.check_waivers(policy.waivers, spec_file, today)),
+        (unused_waiver, unused_waiver.check_waivers(policy.waivers, spec_file, today, used)),
+    ]
+    for module, hits in waiver_results:
+        severity = _severity(policy, module.ID, module.DEFAULT_SEVERITY)
+        if severity is None:
+            continue
+        findings.extend(
+            Finding(module.ID, severity, message, loaded.source_map.locate(("waivers", index)))
+            for index, message in hits
+        )
+    return findings
+
+
+def apply_approval(findings: Iterable[Finding], approval: LedgerRecord) -> list[Finding]:
+    """Mark the active approval-level findings as satisfied by a fresh approval.
+
+    Only findings of severity ``approval`` are covered; an approval never lifts an error.
+    """
+    return [
+        dataclasses.replace(f, approved_by=approval.by or "unknown")
+        if f.active and f.severity is Severity.APPROVAL
+        else f
+        for f in findings
+    ]
+
+
+def decide(findings: Iterable[Finding], *, fail_on_warn: bool = False) -> Outcome:
+    """Errors fail; approval findings need an approver; warnings fail only on request."""
+    active = {f.severity for f in findings if f.active}
+    if Severity.ERROR in active or (fail_on_warn and Severity.WARN in active):
+        return Outcome.VIOLATION
+    if Severity.APPROVAL in active:
+        return Outcome.APPROVAL_REQUIRED
+    return Outcome.PASS
+
+
+def _severity(policy: Policy, rule_id: str, default: Severity) -> Severity | None:
+    setting = policy.severity.get(rule_id)
+    if setting is None:
+        return default
+    return None if setting == "off" else Severity(setting)

@@ -1,0 +1,330 @@
+"""What one MLflow run actually cost and achieved (pure).
+
+Input is :class:`RunFacts`: plain values read from MLflow by
+:mod:`gate.integrations.mlflow_runs` (status, start and end, tags, params, the latest value
+of each metric, the monitored metric's history, GPU utilization samples). :func:`price_run`
+turns them into a small :class:`RunResult`, following the run conventions of
+:mod:`gate.ledger.tracking` (DOMAIN.md §2):
+
+- a run holds ``gpus × (end − start)`` GPU-hours (a RUNNING run up to ``now``, flagged; a
+  SCHEDULED one nothing yet) and costs that × the price of the spec's quote, the same one
+  the estimate used;
+- logged phase seconds split the held time into setup, training and evaluation, and what
+  they leave out is the idle tail;
+- only a FINISHED run that passes the quality gate is a qualified model.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from enum import Enum
+
+from gate.estimate.accounting import Phases, run_cost
+from gate.estimate.prices import Quote
+from gate.estimate.scenarios import Estimate
+from gate.ledger import tracking
+from gate.ledger.records import LedgerRecord
+from gate.reconcile.quality import ChartMetric, Monitor, chart_metric, evaluate_gate, plateau_epoch
+from gate.spec.experiment import Capacity, Experiment
+
+MS_PER_HOUR = Decimal(3_600_000)
+_PHASES = (
+    ("setup", tracking.SETUP_SECONDS),
+    ("training", tracking.TRAIN_SECONDS),
+    ("evaluation", tracking.EVAL_SECONDS),
+)
+
+
+class RunStatus(str, Enum):
+    """MLflow's run statuses."""
+
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    KILLED = "KILLED"
+    RUNNING = "RUNNING"
+    SCHEDULED = "SCHEDULED"
+
+    @property
+    def failed(self) -> bool:
+        """Failed or killed: its whole cost is waste."""
+        return self in (RunStatus.FAILED, RunStatus.KILLED)
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """One MLflow run as read: no interpretation yet.
+
+    ``metrics`` holds the latest value of every metric; ``history`` the monitored metric,
+    one value per step in step order; ``utilization`` the GPU utilization samples (percent)
+    by system-metric key.
+    """
+
+    run_id: str
+    status: str
+    start_ms: int | None
+    end_ms: int | None
+    name: str = ""
+    tags: Mapping[str, str] = field(default_factory=dict)
+    params: Mapping[str, str] = field(default_factory=dict)
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    history: tuple[float, ...] = ()
+    utilization: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+
+
+Requote = Callable[[str, Capacity], "Quote | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What runs are judged against: the spec, its price, estimate and approval, the clock.
+
+    ``requote`` prices a run tagged with another accelerator or capacity (runs of an older
+    version of the spec); ``None`` from it means "charge at the spec's price, with a note".
+    """
+
+    spec: Experiment
+    fingerprint: str
+    quote: Quote
+    estimate: Estimate
+    monitor: Monitor
+    now: dt.datetime
+    tolerance: Decimal = Decimal("0.1")
+    approval: LedgerRecord | None = None
+    requote: Requote | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """One run, priced and judged; ``end`` is ``None`` while it runs (charged up to now)."""
+
+    run_id: str
+    name: str
+    trial: str
+    attempt: int | None
+    status: RunStatus
+    start: dt.datetime | None
+    end: dt.datetime | None
+    gpus: Decimal
+    held_hours: Decimal
+    gpu_hours: Decimal
+    cost: Decimal
+    qualified: bool
+    gate_failures: tuple[str, ...] = ()
+    phases: Phases | None = None
+    epochs: int | None = None
+    plateau: int | None = None
+    plateau_gpu_hours: Decimal = Decimal(0)
+    plateau_cost: Decimal = Decimal(0)
+    utilization: Decimal | None = None
+    quality: float | None = None
+    submitted: dt.datetime | None = None
+    fingerprint: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def epochs_after_plateau(self) -> int:
+        """Epochs trained after the last improvement (0 when unknown)."""
+        if self.epochs is None or self.plateau is None:
+            return 0
+        return self.epochs - self.plateau
+
+    @property
+    def idle_cost(self) -> Decimal | None:
+        """Price × hours × (1 − utilization): an upper bound on utilization waste."""
+        if self.utilization is None:
+            return None
+        return self.cost * (1 - self.utilization)
+
+
+def price_run(facts: RunFacts, plan: Plan) -> RunResult:
+    """Price and judge one run under ``plan``."""
+    notes: list[str] = []
+    status = _status(facts.status, notes)
+    start, end, held = _held(facts, status, plan.now, notes)
+    gpus = _gpus(facts, plan, notes) * plan.spec.resources.gpu_share
+    price = _price(facts, plan, notes)
+    phases = _phases(facts, gpus, held, notes)
+    gpu_hours = gpus * held
+    cost = run_cost(gpu_hours, price)
+    gate = evaluate_gate(plan.spec.quality_gate, facts.metrics)
+    qualified = status is RunStatus.FINISHED and gate.passed
+    epochs = len(facts.history) or None
+    plateau = plateau_epoch(facts.history, plan.monitor.mode, plan.monitor.min_delta)
+    after = (epochs - plateau) if epochs and plateau else 0
+    train = phases.training if phases is not None else held
+    plateau_hours = train * after / epochs if epochs and not status.failed else Decimal(0)
+    return RunResult(
+        run_id=facts.run_id,
+        name=facts.name,
+        trial=facts.tags.get(tracking.TRIAL_ID) or facts.run_id,
+        attempt=_attempt(facts.tags.get(tracking.ATTEMPT)),
+        status=status,
+        start=start,
+        end=end,
+        gpus=gpus,
+        held_hours=held,
+        gpu_hours=gpu_hours,
+        cost=cost,
+        qualified=qualified,
+        gate_failures=gate.failures,
+        phases=phases,
+        epochs=epochs,
+        plateau=plateau,
+        plateau_gpu_hours=gpus * plateau_hours,
+        plateau_cost=run_cost(gpus * plateau_hours, price),
+        utilization=_utilization(facts.utilization),
+        quality=_quality(facts, chart_metric(plan.spec, plan.monitor), status),
+        submitted=_submitted(facts.tags.get(tracking.SUBMITTED_AT), notes),
+        fingerprint=facts.tags.get(tracking.FINGERPRINT, ""),
+        notes=tuple(notes),
+    )
+
+
+def _status(text: str, notes: list[str]) -> RunStatus:
+    try:
+        return RunStatus(text)
+    except ValueError:
+        notes.append(f"unknown MLflow status {text!r}: counted as failed")
+        return RunStatus.FAILED
+
+
+def _moment(ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
+
+
+def _held(
+    facts: RunFacts, status: RunStatus, now: dt.datetime, notes: list[str]
+) -> tuple[dt.datetime | None, dt.datetime | None, Decimal]:
+    """Start, end (``None`` while running) and hours held."""
+    if facts.start_ms is None or status is RunStatus.SCHEDULED:
+        notes.append("scheduled, not started: nothing charged yet")
+        return None, None, Decimal(0)
+    start = _moment(facts.start_ms)
+    if status is RunStatus.RUNNING or facts.end_ms is None:
+        notes.append(
+            "still running: charged up to now"
+            if status is RunStatus.RUNNING
+            else f"{status.value} without an end time: charged up to now"
+        )
+        stop_ms = int(now.timestamp() * 1000)
+        end = None
+    else:
+        stop_ms, end = facts.end_ms, _moment(facts.end_ms)
+    if stop_ms < facts.start_ms:
+        notes.append("ends before it starts: nothing charged")
+        return start, end, Decimal(0)
+    return start, end, Decimal(stop_ms - facts.start_ms) / MS_PER_HOUR
+
+
+def _gpus(facts: RunFacts, plan: Plan, notes: list[str]) -> Decimal:
+    text = facts.tags.get(tracking.GPUS)
+    if text is not None and text.isdigit() and int(text) > 0:
+        return Decimal(int(text))
+    planned = plan.spec.resources.gpus_per_trial
+    why = "no" if text is None else f"an invalid ({text!r})"
+    notes.append(f"{why} {tracking.GPUS} tag: {planned} GPUs assumed from the spec")
+    return Decimal(planned)
+
+
+def _price(facts: RunFacts, plan: Plan, notes: list[str]) -> Decimal:
+    quote = plan.quote
+    accelerator = facts.tags.get(tracking.ACCELERATOR, quote.accelerator)
+    capacity_text = facts.tags.get(tracking.CAPACITY, quote.capacity.value)
+    if accelerator == quote.accelerator and capacity_text == quote.capacity.value:
+        return quote.per_gpu_hour
+    other: Quote | None = None
+    try:
+        capacity = Capacity(capacity_text)
+    except ValueError:
+        capacity = None
+    if capacity is not None and plan.requote is not None:
+        other = plan.requote(accelerator, capacity)
+    if other is None:
+        notes.append(
+            f"ran on {accelerator} {capacity_text}, which has no price: charged at the spec's "
+            f"{quote.accelerator} {quote.capacity.value} price"
+        )
+        return quote.per_gpu_hour
+    notes.append(f"ran on {accelerator} {capacity_text}: charged at its own price")
+    return other.per_gpu_hour
+
+
+def _phases(facts: RunFacts, gpus: Decimal, held: Decimal, notes: list[str]) -> Phases | None:
+    """Logged phase hours; the held time they leave out is the idle tail."""
+    hours: dict[str, Decimal] = {}
+    for name, key in _PHASES:
+        seconds = _number(facts.metrics.get(key), facts.params.get(key))
+        if seconds is not None:
+            hours[name] = seconds / 3600
+    if not hours:
+        return None
+    logged = sum(hours.values(), Decimal(0))
+    if logged > held:
+        # NOTE: the bill is the held time; phases that overrun it (clock skew, a launcher
+        # timing more than the run) are scaled down to it rather than inflating the cost.
+        notes.append("phases add up to more than the time held: scaled to fit")
+        hours = {name: value * held / logged for name, value in hours.items()}
+        logged = held
+    return Phases(gpus=gpus, idle_tail=held - logged, **hours)
+
+
+def _number(metric: float | None, param: str | None) -> Decimal | None:
+    """A phase duration from a metric or else a param; negative or non-finite is ignored."""
+    for raw in (metric, param):
+        if raw is None:
+            continue
+        try:
+            value = Decimal(str(raw))
+        except InvalidOperation:
+            continue
+        if value.is_finite() and value >= 0:
+            return value
+    return None
+
+
+def _attempt(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() else None
+
+
+def _utilization(samples: Mapping[str, tuple[float, ...]]) -> Decimal | None:
+    """Mean over GPUs of each GPU's mean utilization over the run, as a fraction."""
+    means = [
+        math.fsum(finite) / len(finite)
+        for values in samples.values()
+        if (finite := [v for v in values if math.isfinite(v)])
+    ]
+    if not means:
+        return None
+    mean = Decimal(repr(math.fsum(means) / len(means))) / 100
+    return min(max(mean, Decimal(0)), Decimal(1))
+
+
+def _quality(facts: RunFacts, chart: ChartMetric, status: RunStatus) -> float | None:
+    """The run's final value of the chart metric; failed runs produced no model."""
+    value = facts.metrics.get(chart.metric)
+    if value is None or status.failed or math.isnan(value):
+        return None
+    return value
+
+
+def _submitted(text: str | None, notes: list[str]) -> dt.datetime | None:
+    if text is None:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        notes.append(f"{tracking.SUBMITTED_AT} {text!r} is not an ISO time with a zone: ignored")
+        return None
+    return moment
+
+
+def by_start(runs: Iterable[RunResult]) -> list[RunResult]:
+    """Runs in the order they started (not started last), then by id."""
+    far = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+    return sorted(runs, key=lambda r: (r.start or far, r.run_id))

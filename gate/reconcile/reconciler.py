@@ -1,0 +1,305 @@
+"""Runs → actual cost, cost per qualified model, waste and variance (pure).
+
+A :class:`Reconciler` takes :class:`gate.reconcile.actuals.RunFacts` one at a time (streaming) and
+keeps only each run's small :class:`gate.reconcile.actuals.RunResult`, so memory stays flat however
+long the metric histories are; :meth:`Reconciler.result` adds them up (DOMAIN.md §2):
+
+- cost per qualified model = everything spent, failed, killed and unqualified runs
+  included, ÷ runs that pass the quality gate; with none, the verdict fails and the whole
+  spend is reported;
+- time to first qualified model runs from the first submission (queue included when the
+  launcher tagged it) to the end of the first run that passes the gate;
+- retries are grouped by trial id; the effective-training ratio counts runs that logged
+  phases; utilization-weighted GPU-hours count runs that logged GPU utilization.
+
+Waste, variance and the verdict are in :mod:`gate.reconcile.waste`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+
+from gate.reconcile.actuals import (
+    MS_PER_HOUR,
+    Plan,
+    RunFacts,
+    RunResult,
+    RunStatus,
+    by_start,
+    price_run,
+)
+from gate.reconcile.quality import ChartMetric, better, chart_metric
+from gate.reconcile.waste import (
+    RunWaste,
+    Variance,
+    Verdict,
+    Waste,
+    decide,
+    failed_waste,
+    idle_waste,
+    plateau_waste,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One run of a trial, as the retry summary lists it."""
+
+    run_id: str
+    attempt: int | None
+    status: RunStatus
+    cost: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class TrialRetries:
+    """A trial that ran more than once; every attempt but the last is a retry."""
+
+    trial: str
+    attempts: tuple[Attempt, ...]
+
+    @property
+    def retry_cost(self) -> Decimal:
+        """What the attempts before the last one cost."""
+        return sum((a.cost for a in self.attempts[:-1]), Decimal(0))
+
+
+@dataclass(frozen=True, slots=True)
+class CurvePoint:
+    """Cumulative cost after a run ended, and the best quality any finished run had by then."""
+
+    cost: Decimal
+    best: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciliation:
+    """The experiment's runs added up: spend, qualified models, waste, variance, verdict.
+
+    ``runs`` are in start order; ``curve`` is in end order (runs still running last), for
+    the chart of best quality against cumulative cost. ``best_at`` is the cumulative cost
+    when the best value was last improved: whatever came after bought no better model.
+    """
+
+    plan: Plan
+    chart: ChartMetric
+    runs: tuple[RunResult, ...]
+    gpu_hours: Decimal
+    cost: Decimal
+    qualified: int
+    first_qualified: RunResult | None
+    hours_to_first_qualified: Decimal | None
+    effective_ratio: Decimal | None
+    phased_runs: int
+    utilization: Decimal | None
+    utilization_gpu_hours: Decimal | None
+    utilization_runs: int
+    trials: int
+    retries: tuple[TrialRetries, ...]
+    waste: tuple[Waste, ...]
+    variance: Variance
+    verdict: Verdict
+    curve: tuple[CurvePoint, ...]
+    best_at: Decimal | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def currency(self) -> str:
+        """The policy's currency."""
+        return self.plan.quote.currency
+
+    @property
+    def cost_per_qualified(self) -> Decimal | None:
+        """All spend ÷ qualified models; ``None`` with none (the whole spend is reported)."""
+        return self.cost / self.qualified if self.qualified else None
+
+    @property
+    def running(self) -> int:
+        """Runs still running (charged up to now): the totals are provisional."""
+        return sum(1 for r in self.runs if r.status is RunStatus.RUNNING)
+
+    def count(self, status: RunStatus) -> int:
+        """How many runs have ``status``."""
+        return sum(1 for r in self.runs if r.status is status)
+
+
+class Reconciler:
+    """Adds runs one at a time (streaming), then totals them."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self._runs: list[RunResult] = []
+
+    def add(self, facts: RunFacts) -> RunResult:
+        """Price and judge one run and keep its result."""
+        result = price_run(facts, self.plan)
+        self._runs.append(result)
+        return result
+
+    def result(self) -> Reconciliation:
+        """The experiment's totals over every run added."""
+        plan = self.plan
+        runs = by_start(self._runs)
+        gpu_hours = sum((r.gpu_hours for r in runs), Decimal(0))
+        cost = sum((r.cost for r in runs), Decimal(0))
+        qualified = [r for r in runs if r.qualified]
+        first = min(qualified, key=_end_key) if qualified else None
+        retries = _retries(runs)
+        facts = [_run_waste(r) for r in runs]
+        retry_runs = sum(len(t.attempts) - 1 for t in retries)
+        waste = (
+            failed_waste(facts, len(retries), retry_runs),
+            plateau_waste(facts, plan.monitor),
+            idle_waste(facts),
+        )
+        variance = _variance(plan, cost, gpu_hours)
+        running = sum(1 for r in runs if r.status is RunStatus.RUNNING)
+        chart = chart_metric(plan.spec, plan.monitor)
+        curve, best_at = _curve(runs, chart)
+        used = [r for r in runs if r.utilization is not None]
+        used_hours = sum((r.gpu_hours for r in used), Decimal(0))
+        weighted = sum((r.gpu_hours * (r.utilization or 0) for r in used), Decimal(0))
+        phased = [r.phases for r in runs if r.phases is not None]
+        allocated = sum((p.allocated_gpu_hours for p in phased), Decimal(0))
+        effective = sum((p.effective_gpu_hours for p in phased), Decimal(0))
+        return Reconciliation(
+            plan=plan,
+            chart=chart,
+            runs=tuple(runs),
+            gpu_hours=gpu_hours,
+            cost=cost,
+            qualified=len(qualified),
+            first_qualified=first,
+            hours_to_first_qualified=_time_to(first, runs),
+            effective_ratio=effective / allocated if allocated else None,
+            phased_runs=len(phased),
+            utilization=weighted / used_hours if used_hours else None,
+            utilization_gpu_hours=weighted if used else None,
+            utilization_runs=len(used),
+            trials=len({r.trial for r in runs}),
+            retries=retries,
+            waste=waste,
+            variance=variance,
+            verdict=decide(len(runs), len(qualified), variance, running),
+            curve=curve,
+            best_at=best_at,
+            notes=_notes(plan),
+        )
+
+
+def reconcile(plan: Plan, runs: Iterable[RunFacts]) -> Reconciliation:
+    """Price, judge and total ``runs`` (consumed one at a time)."""
+    reconciler = Reconciler(plan)
+    for facts in runs:
+        reconciler.add(facts)
+    return reconciler.result()
+
+
+def _end_key(run: RunResult) -> tuple[dt.datetime, str]:
+    far = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+    return (run.end or far, run.run_id)
+
+
+def _time_to(first: RunResult | None, runs: list[RunResult]) -> Decimal | None:
+    """Hours from the first submission (or start) to the end of the first qualified run."""
+    if first is None or first.end is None:
+        return None
+    began = min(m for r in runs if (m := r.submitted or r.start) is not None)
+    return Decimal(int((first.end - began).total_seconds() * 1000)) / MS_PER_HOUR
+
+
+def _retries(runs: list[RunResult]) -> tuple[TrialRetries, ...]:
+    trials: dict[str, list[RunResult]] = {}
+    for run in runs:  # in start order already
+        trials.setdefault(run.trial, []).append(run)
+    retried = []
+    for trial, group in trials.items():
+        if len(group) < 2:
+            continue
+        ordered = sorted(group, key=lambda r: r.attempt if r.attempt is not None else 1 << 30)
+        attempts = tuple(Attempt(r.run_id, r.attempt, r.status, r.cost) for r in ordered)
+        retried.append(TrialRetries(trial, attempts))
+    return tuple(retried)
+
+
+def _run_waste(run: RunResult) -> RunWaste:
+    return RunWaste(
+        failed=run.status.failed,
+        cost=run.cost,
+        gpu_hours=run.gpu_hours,
+        epochs=run.epochs,
+        plateau=run.plateau,
+        plateau_cost=run.plateau_cost,
+        plateau_gpu_hours=run.plateau_gpu_hours,
+        utilization=run.utilization,
+    )
+
+
+def _variance(plan: Plan, cost: Decimal, gpu_hours: Decimal) -> Variance:
+    est = plan.estimate
+    approval = plan.approval
+    usable = approval is not None and approval.currency == plan.quote.currency
+    return Variance(
+        currency=plan.quote.currency,
+        actual=cost,
+        actual_gpu_hours=gpu_hours,
+        expected=est.expected.cost,
+        expected_gpu_hours=est.expected.gpu_hours,
+        worst=est.worst.cost,
+        worst_gpu_hours=est.worst.gpu_hours,
+        tolerance=plan.tolerance,
+        approved=approval.worst_cost if usable and approval is not None else None,
+        approval_id=approval.record_id if usable and approval is not None else None,
+    )
+
+
+def _curve(
+    runs: list[RunResult], chart: ChartMetric
+) -> tuple[tuple[CurvePoint, ...], Decimal | None]:
+    spent = Decimal(0)
+    best: float | None = None
+    best_at: Decimal | None = None
+    points = []
+    for run in sorted(runs, key=_end_key):
+        spent += run.cost
+        if run.quality is not None and better(run.quality, best, chart.mode):
+            best, best_at = run.quality, spent
+        points.append(CurvePoint(spent, best))
+    return tuple(points), best_at
+
+
+def _notes(plan: Plan) -> tuple[str, ...]:
+    notes = []
+    if not plan.spec.quality_gate:
+        notes.append("the spec has no quality_gate: every finished run counts as qualified")
+    approval = plan.approval
+    if approval is not None and approval.currency != plan.quote.currency:
+        notes.append(
+            f"the approval is in {approval.currency}, the policy prices in "
+            f"{plan.quote.currency}: compared with the worst-case estimate instead"
+        )
+    return tuple(notes)
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileReport:
+    """A reconciliation with what the reporters say around it (where the runs came from).
+
+    ``record_id`` is the ledger record written, or ``not_recorded`` says why none was;
+    ``repository`` identifies the pull-request comment (``$GITHUB_REPOSITORY``).
+    """
+
+    file: str
+    name: str
+    policy: str
+    experiment: str
+    where: str
+    result: Reconciliation
+    version: str
+    all_versions: bool = False
+    record_id: str | None = None
+    not_recorded: str | None = None
+    repository: str = ""

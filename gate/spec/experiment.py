@@ -1,0 +1,275 @@
+"""The ``kind: Experiment`` spec: what a team plans to run, as strict pydantic models.
+
+Field names equal the YAML keys so that validation errors map straight back to a line
+and column. Every model forbids unknown keys; :mod:`gate.spec.validation` adds "did you mean".
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    model_validator,
+)
+
+from gate.money import Money
+
+PositiveInt = Annotated[StrictInt, Field(gt=0)]
+# NOTE: numbers are strict (true and "3" are not numbers) but an int is a fine float.
+PositiveFloat = Annotated[StrictFloat, Field(gt=0, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]
+_PRINTABLE = r"^[^\x00-\x1f\x7f-\x9f]*$"
+"""No control characters: spec strings reach terminals, CI logs and PR comments."""
+Name = Annotated[str, Field(min_length=1, max_length=200, pattern=_PRINTABLE)]
+Text = Annotated[str, Field(max_length=200, pattern=_PRINTABLE)]
+
+
+class Model(BaseModel):
+    """Base for every spec and policy model: unknown keys are errors, values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Capacity(str, Enum):
+    """How the GPUs are bought."""
+
+    ON_DEMAND = "on-demand"
+    SPOT = "spot"
+    RESERVED = "reserved"
+
+
+class Precision(str, Enum):
+    """Training numeric precision; fp32 on tensor-core GPUs wastes about half the GPU-hours."""
+
+    FP32 = "fp32"
+    TF32 = "tf32"
+    FP16 = "fp16"
+    BF16 = "bf16"
+    FP8 = "fp8"
+
+
+class Strategy(str, Enum):
+    """Search strategy; the successive-halving family is priced as an upper bound for now."""
+
+    GRID = "grid"
+    RANDOM = "random"
+    BAYESIAN = "bayesian"
+    SUCCESSIVE_HALVING = "successive_halving"
+    HYPERBAND = "hyperband"
+    ASHA = "asha"
+
+
+class Metadata(Model):
+    """Who owns the experiment and how its spend is attributed."""
+
+    name: Name
+    team: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=63)] | None = None
+    owner: Name | None = None
+    labels: dict[Name, Text] = Field(default_factory=dict)
+
+
+class Resources(Model):
+    """The hardware each trial holds (whole GPUs, or MIG slices of one profile)."""
+
+    accelerator: Name
+    gpus_per_trial: PositiveInt
+    mig_profile: Annotated[str, Field(pattern=r"^[1-7]g\.[0-9]+gb$")] | None = None
+    capacity: Capacity = Capacity.ON_DEMAND
+    cloud: Name | None = None
+    precision: Precision = Precision.FP32
+    checkpoint_every_minutes: PositiveFloat | None = None
+
+    @property
+    def gpu_share(self) -> Decimal:
+        """Fraction of a whole GPU each unit is: a MIG ``Ng.*`` slice is N/7 of the GPU."""
+        if self.mig_profile is None:
+            return Decimal(1)
+        return Decimal(int(self.mig_profile[0])) / 7
+
+
+class Range(Model):
+    """An uncertain input: the worst case takes ``high``, the expected case the middle."""
+
+    low: PositiveFloat
+    high: PositiveFloat
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Range:
+        if self.low > self.high:
+            raise ValueError("low is above high — swap them, or give a single number")
+        return self
+
+
+class Workload(Model):
+    """How long one trial trains: epochs × epoch time, plus setup and evaluation."""
+
+    max_epochs: PositiveInt
+    epoch_minutes: PositiveFloat | Range | None = None
+    samples_per_second: PositiveFloat | None = None
+    train_samples: PositiveInt | None = None
+    setup_minutes: NonNegativeFloat = 0.0
+    eval_overhead: Annotated[StrictFloat, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0
+
+    @model_validator(mode="after")
+    def _one_epoch_time(self) -> Workload:
+        has_rate = self.samples_per_second is not None or self.train_samples is not None
+        if self.epoch_minutes is None and not has_rate:
+            raise ValueError(
+                "no epoch time — add epoch_minutes, or samples_per_second and train_samples"
+            )
+        if self.epoch_minutes is not None and has_rate:
+            raise ValueError(
+                "epoch time given twice — keep epoch_minutes or samples_per_second/train_samples"
+            )
+        if has_rate and (self.samples_per_second is None or self.train_samples is None):
+            raise ValueError(
+                "throughput is incomplete — give both samples_per_second and train_samples"
+            )
+        return self
+
+    def epoch_minutes_for(self, scenario: Literal["worst", "expected"]) -> Decimal:
+        """Minutes per epoch: the high end of a range for the worst case, its middle otherwise."""
+        value = self.epoch_minutes
+        if isinstance(value, Range):
+            low, high = Decimal(str(value.low)), Decimal(str(value.high))
+            return high if scenario == "worst" else (low + high) / 2
+        if value is not None:
+            return Decimal(str(value))
+        assert self.samples_per_second is not None and self.train_samples is not None
+        return Decimal(self.train_samples) / Decimal(str(self.samples_per_second)) / 60
+
+
+class Parameter(Model):
+    """One search dimension: a list of values, or a continuous range."""
+
+    values: Annotated[list[Any], Field(min_length=1)] | None = None
+    low: StrictFloat | None = None
+    high: StrictFloat | None = None
+    log: StrictBool = False
+
+    @model_validator(mode="after")
+    def _values_or_range(self) -> Parameter:
+        has_range = self.low is not None or self.high is not None
+        if self.values is None and not has_range:
+            raise ValueError("no values — give values: [...] or a range with low and high")
+        if self.values is not None and has_range:
+            raise ValueError("both values and a range — keep values: [...] or low/high")
+        if has_range and (self.low is None or self.high is None or self.low > self.high):
+            raise ValueError("the range is empty or open — give low and high with low <= high")
+        return self
+
+    @property
+    def is_continuous(self) -> bool:
+        """Whether this dimension is a range that no grid can enumerate."""
+        return self.values is None
+
+
+class Scheduler(Model):
+    """Successive-halving family: rungs from min_epochs up to max_epochs, keeping 1/η each."""
+
+    min_epochs: PositiveInt = 1
+    max_epochs: PositiveInt | None = None
+    reduction_factor: Annotated[StrictFloat, Field(allow_inf_nan=False)] = 3.0
+    brackets: PositiveInt | None = None
+    resume: StrictBool = True
+    synchronous: StrictBool | None = None
+
+    @model_validator(mode="after")
+    def _halving_possible(self) -> Scheduler:
+        if self.reduction_factor < 1.1:
+            raise ValueError(
+                f"reduction_factor {self.reduction_factor:g} keeps (nearly) every trial — use "
+                "1.1 or more (2, 3 or 4 are usual)"
+            )
+        if self.max_epochs is not None and self.max_epochs < self.min_epochs:
+            raise ValueError("max_epochs is below min_epochs — raise max_epochs")
+        return self
+
+
+class Search(Model):
+    """The hyperparameter search: how many trials run, and how many at once."""
+
+    strategy: Strategy = Strategy.GRID
+    parameters: dict[str, Parameter] = Field(default_factory=dict)
+    seeds: Annotated[list[StrictInt], Field(min_length=1)] = Field(default_factory=lambda: [0])
+    max_trials: PositiveInt | None = None
+    max_concurrent_trials: PositiveInt = 1
+    scheduler: Scheduler | None = None
+
+    @model_validator(mode="after")
+    def _trials_bounded(self) -> Search:
+        # NOTE: Hyperband's brackets fix the number of configurations when max_trials is unset.
+        unbounded = self.strategy not in (Strategy.GRID, Strategy.HYPERBAND)
+        if unbounded and self.max_trials is None:
+            raise ValueError(
+                f"strategy {self.strategy.value} has no max_trials — add max_trials: N, "
+                "or use strategy: grid"
+            )
+        return self
+
+
+class LearningCurve(Model):
+    """Assumed shape of the monitored metric, for the expected early-stopping epoch.
+
+    The metric gains ``total_gain`` in all, and its per-epoch improvement halves every
+    ``half_life_epochs``.
+    """
+
+    total_gain: PositiveFloat
+    half_life_epochs: PositiveFloat
+
+
+class EarlyStopping(Model):
+    """Stop a trial once the monitored metric stops improving by min_delta for patience epochs."""
+
+    monitor: Name
+    mode: Literal["min", "max"] = "min"
+    patience: PositiveInt
+    min_delta: NonNegativeFloat = 0.0
+    expected_plateau_epoch: PositiveInt | None = None
+    learning_curve: LearningCurve | None = None
+
+
+class Stopping(Model):
+    """Stop conditions that bound each trial."""
+
+    early_stopping: EarlyStopping | None = None
+    max_trial_hours: PositiveFloat | None = None
+    max_trial_cost: Annotated[Money, Field(gt=0)] | None = None
+
+
+class Condition(Model):
+    """One quality-gate condition; a ``*`` in the metric name means every matching metric."""
+
+    metric: Name
+    op: Literal[">=", ">", "<=", "<", "=="]
+    value: StrictFloat
+
+
+class Tracking(Model):
+    """Where the runs are recorded."""
+
+    mlflow_experiment: Name | None = None
+
+
+class Experiment(Model):
+    """A whole ``kind: Experiment`` document."""
+
+    api_version: Literal["budget-gate/v1"] = Field(alias="apiVersion")
+    kind: Literal["Experiment"]
+    metadata: Metadata
+    resources: Resources
+    workload: Workload
+    search: Search = Field(default_factory=Search)
+    stopping: Stopping = Field(default_factory=Stopping)
+    quality_gate: list[Condition] = Field(default_factory=list)
+    deadline_hours: PositiveFloat | None = None
+    tracking: Tracking = Field(default_factory=Tracking)
