@@ -27,6 +27,7 @@ _DESCRIPTION = """\
 Price ML experiments before launch and gate them on your team's policy.
 
 examples:
+  budget-gate init      # a policy, the schemas, a sample spec, the workflow, pre-commit
   budget-gate check examples/cifar-sweep.yaml
   budget-gate check experiments/*.yaml --format json
   budget-gate check experiments/ --base-ref origin/main --format markdown=comment.md
@@ -103,7 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_text_or_json(estimate)
     _add_diff(commands, evaluation)
 
-    rules = commands.add_parser("rules", help="list the rules, or show one rule's documentation")
+    rules = commands.add_parser(
+        "rules",
+        help="list the rules, or show one rule's documentation",
+        description="Print every rule (id, slug, default severity, title), or one rule's "
+        "documentation with a passing and a failing example. --write regenerates the rules "
+        "page the findings link to.",
+    )
     rules.add_argument("rule", nargs="?", metavar="RULE", help="a rule id (BG104) or slug")
     rules.add_argument(
         "--write", action="store_true", help="write the rules page (Markdown) instead"
@@ -113,18 +120,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     schema = commands.add_parser(
-        "schema", help="print the JSON Schemas of specs and policies, or write them"
+        "schema",
+        help="print the JSON Schemas of specs and policies, or write them",
+        description="Print the JSON Schemas (draft 2020-12) of experiment specs and policies, "
+        "generated from the models the CLI validates with, or write them to --dir so "
+        "editors validate as you type.",
     )
     schema.add_argument("--write", action="store_true", help="write the files instead")
     schema.add_argument(
         "--dir", default="schemas", help="where --write puts them (default: schemas)"
     )
 
-    prices = commands.add_parser("prices", help="show the default price catalog")
+    prices = commands.add_parser(
+        "prices",
+        help="show the default price catalog",
+        description="Print the packaged catalog's median list price per GPU-hour for every "
+        "accelerator (or one), by cloud and capacity, with its source and date. Policies "
+        "override these prices with prices.overrides.",
+    )
     prices.add_argument("accelerator", nargs="?", metavar="ACCELERATOR", help="e.g. H100")
+    init = commands.add_parser(
+        "init",
+        help="start a repository: a default policy, the schemas, a sample spec, the checks",
+        description="Write policies/default.yaml (the built-in default policy), schemas/, "
+        "experiments/sample.yaml, .github/workflows/budget-gate.yml and a "
+        ".pre-commit-config.yaml with the budget-gate hook. Nothing is overwritten: when "
+        "any of these files exists, nothing is written and the command exits 3.",
+        epilog=_EPILOG,
+    )
+    init.add_argument("--dir", default=".", metavar="DIR", help="the repository root (default: .)")
     _add_ledger_commands(commands, [evaluation, ledger], [places, ledger])
     _add_ci(commands)
     _add_reconcile(commands, [places, ledger])
+    for command in commands.choices.values():
+        command.epilog = command.epilog or _EPILOG  # every command shares the exit codes
     return parser
 
 
@@ -197,14 +226,26 @@ def _add_check(commands: argparse._SubParsersAction[Any], parents: list[_Parser]
         parents=parents,
         help="validate, price and gate experiment specs",
         description="Validate each spec, price it (worst and expected case) and apply the "
-        "team policy. Directories are searched for *.yaml; quoted globs are expanded. The "
-        "approvals ledger is read only when a policy sets a monthly budget, or when "
+        "team policy. Directories are searched for *.yaml and *.yml; quoted globs are "
+        "expanded. The approvals ledger is read only when a policy sets a monthly budget, or when "
         "--tracking-uri is given (then fresh approvals count too).",
         epilog=_EPILOG,
     )
     check.add_argument("specs", nargs="+", metavar="SPEC", help="spec files, globs or directories")
-    check.add_argument(
-        "--fail-on-warn", action="store_true", help="treat warnings as violations (exit 1)"
+    fail = check.add_mutually_exclusive_group()
+    fail.add_argument(
+        "--fail-on",
+        choices=("error", "approval", "warn"),
+        default="approval",
+        help="what fails the run: only policy errors (approvals exit 0, for pre-commit), "
+        "errors and missing approvals (exit 2), or warnings too (default: approval)",
+    )
+    fail.add_argument(
+        "--fail-on-warn",
+        action="store_const",
+        const="warn",
+        dest="fail_on",
+        help="the same as --fail-on warn",
     )
     check.add_argument(
         "--format",
@@ -300,6 +341,8 @@ def _add_ledger_commands(
         "revoke",
         parents=writing,
         help="revoke the approvals of this spec version (a new record; nothing is erased)",
+        description="Record that the approvals of this version of the spec no longer hold. "
+        "The approval records stay in the ledger; verify and the budget read the revocation.",
     )
     _who_and_why(revoke, "an approver or the spec owner")
 

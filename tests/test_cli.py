@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -319,3 +320,27 @@ def test_render_context_comes_from_the_environment_and_options():
     env = {"GITHUB_REPOSITORY": "o/r", "GITHUB_WORKFLOW": "ci", "HOME": "/x"}
     assert render_context(args, env) == RenderContext("o/r", "ci", "policies", DOCS_URL, "main")
     assert render_context(args, {}).repository == ""
+
+
+def test_every_command_has_a_description_and_the_exit_codes():
+    from gate.cli import build_parser
+
+    parser = build_parser()
+    (commands,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in commands.choices.items():
+        assert command.description and len(command.description) > 40, name
+        assert command.epilog and "3 invalid input" in command.epilog, name
+
+
+def test_estimate_speaks_of_one_trial_in_the_singular(write_yaml, capsys):
+    spec = write_yaml(
+        "one.yaml",
+        "apiVersion: budget-gate/v1\nkind: Experiment\nmetadata: {name: one}\n"
+        "resources: {accelerator: A100-80GB, gpus_per_trial: 1, precision: bf16}\n"
+        "workload: {max_epochs: 1, epoch_minutes: 6}\n"
+        "search: {strategy: random, max_trials: 1, seeds: [0]}\n",
+    )
+    assert main(["estimate", spec]) == 0
+    out = capsys.readouterr().out
+    assert "= 1 trial × 1 GPU × 0.100 h" in out
+    assert "1 epoch, 0.10 h" in out and "(1 wave of 1 concurrent trial)" in out

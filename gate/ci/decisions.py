@@ -1,8 +1,8 @@
 """What the pull-request flow writes, decided from values (pure).
 
 Which changed files are specs, the commit status for a verdict, the approval label, whom
-to ask for a review, whether the sticky comment may be overwritten, the step's exit code
-under ``fail-on``, and the step's outputs.
+to ask for a review, whether the sticky comment may be overwritten, and the step's
+outputs. The step's exit code under ``fail-on`` is :func:`gate.policy.verdict.exit_code`.
 """
 
 from __future__ import annotations
@@ -24,14 +24,6 @@ STATUS_CONTEXT = "budget-gate"
 """The commit status's context: what branch protection requires."""
 APPROVAL_LABEL = "budget-approval-required"
 _DESCRIPTION_LIMIT = 140  # GitHub refuses longer commit status descriptions
-
-
-class FailOn(str, Enum):
-    """Which verdicts fail the workflow step (``fail-on``); the commit status is separate."""
-
-    ERROR = "error"
-    APPROVAL = "approval"
-    WARN = "warn"
 
 
 class CommentMode(str, Enum):
@@ -153,13 +145,6 @@ def may_write_comment(written_for: str | None, ours: str, current_head: str) -> 
     overwrites its own comment (never one written for a newer head).
     """
     return written_for is None or written_for == ours or ours == current_head
-
-
-def exit_code(outcome: Outcome, fail_on: FailOn) -> int:
-    """The step's exit code: approvals fail it only with ``fail-on: approval`` (or warn)."""
-    if outcome is Outcome.APPROVAL_REQUIRED and fail_on is FailOn.ERROR:
-        return 0
-    return outcome.exit_code
 
 
 def outputs(report: Report, report_json: str) -> dict[str, str]:

@@ -29,7 +29,7 @@ from gate.ci.approvals import (
     team_ref,
     timing_refusal,
 )
-from gate.ci.decisions import FailOn, select_specs
+from gate.ci.decisions import select_specs
 from gate.ci.event import Event
 from gate.ci.model import ChangedFile, CommentInfo, CommitInfo, PullInfo, ReviewInfo
 from gate.errors import InputError
@@ -42,7 +42,7 @@ from gate.ledger.records import ApprovalCheck, LedgerRecord, LedgerView, RecordK
 from gate.ledger.tracking import COST_CENTER_LABEL, spec_path
 from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet
-from gate.policy.verdict import apply_approval, decide
+from gate.policy.verdict import FailOn, apply_approval, decide
 
 MAX_WALK = 50
 """How many commits back from the head to look for the last change to a spec."""

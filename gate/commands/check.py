@@ -16,6 +16,7 @@ from gate.commands.common import (
     render_context,
 )
 from gate.commands.output import append_step_summary, emit, plan_targets
+from gate.policy.verdict import FailOn, exit_code
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,7 +29,8 @@ def run(args: argparse.Namespace) -> int:
     """
     targets = plan_targets(args.format)
     ledger = ledger_view(args, as_of(args)[1], approvals=args.tracking_uri is not None)
-    evaluator = make_evaluator(args, fail_on_warn=args.fail_on_warn, ledger=ledger)
+    fail_on = FailOn(args.fail_on)
+    evaluator = make_evaluator(args, fail_on_warn=fail_on is FailOn.WARN, ledger=ledger)
     if args.base_ref:
         results, diffs = evaluate_against(evaluator, args.base_ref, args.specs)
     else:
@@ -38,4 +40,4 @@ def run(args: argparse.Namespace) -> int:
     emit(report, targets)
     if any(t.name == "github" for t in targets):
         append_step_summary(report, os.environ)
-    return report.outcome.exit_code
+    return exit_code(report.outcome, fail_on)

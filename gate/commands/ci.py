@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from gate.ci.decisions import CommentMode, FailOn, exit_code, outputs
+from gate.ci.decisions import CommentMode, outputs
 from gate.ci.event import parse_event
 from gate.ci.flow import Prepared, Settings, approval_record, prepare
 from gate.ci.publish import publish
@@ -28,6 +28,7 @@ from gate.commands.output import append_step_summary, write_atomically
 from gate.errors import InputError
 from gate.evaluation.report import DOCS_URL, RenderContext, Report
 from gate.ledger.records import DEFAULT_EXPIRY, LedgerView, parse_expiry
+from gate.policy.verdict import FailOn, exit_code
 from gate.reporters import load_reporter
 from gate.reporters.github import message_command
 

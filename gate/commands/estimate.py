@@ -12,6 +12,7 @@ from gate.evaluation.report import SpecResult
 from gate.money import format_amount
 from gate.policy.findings import Outcome
 from gate.reporters.json import JsonReporter
+from gate.words import counted
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,19 +106,19 @@ def _scenario_lines(s: Scenario, currency: str) -> list[str]:
         for label, value in (("retries", s.retry_gpu_hours), ("recompute", s.recompute_gpu_hours))
         if value
     )
-    gpus = f"{d.gpus_per_trial} GPUs" + (f" × {d.gpu_share:.4f}" if d.gpu_share != 1 else "")
+    gpus = counted(d.gpus_per_trial, "GPU") + (f" × {d.gpu_share:.4f}" if d.gpu_share != 1 else "")
     return [
         "",
         f"{s.name} case",
         f"  cost        {format_amount(s.cost)} {currency}"
-        f" = {d.trials:,} trials × {gpus} × "
+        f" = {counted(d.trials, 'trial')} × {gpus} × "
         f"{format_amount(d.hours_per_trial, 3)} h × {format_amount(d.price_per_gpu_hour, 5)}"
         + (f" + {format_amount(s.other_cost)} other" if s.other_cost else ""),
         f"  GPU-hours   {format_amount(s.gpu_hours, 1)}{extra}",
         f"  per trial   up to {format_amount(s.cost_per_trial)} {currency}, "
-        f"{s.epochs_per_trial} epochs, {format_amount(s.hours_per_trial, 2)} h",
+        f"{counted(s.epochs_per_trial, 'epoch')}, {format_amount(s.hours_per_trial, 2)} h",
         f"  wall-clock  {format_amount(s.wall_clock_hours, 1)} h "
-        f"({s.waves:,} waves of {s.concurrency} concurrent trials)",
+        f"({counted(s.waves, 'wave')} of {counted(s.concurrency, 'concurrent trial')})",
         "  assumptions:",
         *(f"    - {note}" for note in s.assumptions),
     ]

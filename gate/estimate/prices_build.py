@@ -1,6 +1,6 @@
 """Build the packaged price catalog (``gate/data/prices.json``) from the public price data.
 
-Run ``python -m gate.estimate.prices_build SHARED_DATA_DIR [OUT]``. The input is the SkyPilot v8
+Run ``python -m gate.estimate.prices_build [DATA_DIR [OUT]]``. The input is the SkyPilot v8
 extract in ``shared/data/gpu_prices.csv`` (see its README for source and caveats). The
 catalog keeps, per accelerator and cloud, the median per-GPU-hour price over regions and
 instance types, on-demand and spot.
@@ -12,6 +12,7 @@ understates a bill. Where a GCP accelerator is left with no rows it is simply ab
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import statistics
@@ -106,12 +107,31 @@ def build(csv_path: Path) -> dict[str, object]:
     }
 
 
+PACKAGED = Path(__file__).resolve().parents[1] / "data" / "prices.json"
+"""The catalog the package ships: ``gate/data/prices.json``."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the catalog JSON; the default output is the packaged data file."""
-    args = sys.argv[1:] if argv is None else argv
-    data_dir = Path(args[0]) if args else Path("../shared/data")
-    out = Path(args[1]) if len(args) > 1 else Path(__file__).parent / "data" / "prices.json"
-    out.write_text(json.dumps(build(data_dir / "gpu_prices.csv"), indent=1) + "\n")
+    parser = argparse.ArgumentParser(
+        prog="python -m gate.estimate.prices_build",
+        description="Build budget-gate's price catalog from SkyPilot's public price extract.",
+    )
+    parser.add_argument(
+        "data_dir",
+        nargs="?",
+        default="../shared/data",
+        metavar="DATA_DIR",
+        help="folder holding gpu_prices.csv (default: ../shared/data)",
+    )
+    parser.add_argument(
+        "out", nargs="?", default=str(PACKAGED), metavar="OUT", help=f"default: {PACKAGED}"
+    )
+    args = parser.parse_args(argv)
+    source = Path(args.data_dir) / "gpu_prices.csv"
+    if not source.is_file():
+        parser.error(f"{source} not found")
+    Path(args.out).write_text(json.dumps(build(source), indent=1) + "\n")
     return 0
 
 

@@ -9,6 +9,7 @@ import dataclasses
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import Enum
 
 from gate.errors import Location
 from gate.ledger.records import LedgerRecord
@@ -84,6 +85,25 @@ def decide(findings: Iterable[Finding], *, fail_on_warn: bool = False) -> Outcom
     if Severity.APPROVAL in active:
         return Outcome.APPROVAL_REQUIRED
     return Outcome.PASS
+
+
+class FailOn(str, Enum):
+    """Which verdicts fail the command (``--fail-on``, the Action's ``fail-on``).
+
+    ``error``: only policy violations fail (approvals pass: a pre-commit hook's choice);
+    ``approval``: violations and missing approvals fail; ``warn``: warnings fail too.
+    """
+
+    ERROR = "error"
+    APPROVAL = "approval"
+    WARN = "warn"
+
+
+def exit_code(outcome: Outcome, fail_on: FailOn) -> int:
+    """The exit code under ``fail_on``: approvals fail only with ``approval`` (or ``warn``)."""
+    if outcome is Outcome.APPROVAL_REQUIRED and fail_on is FailOn.ERROR:
+        return 0
+    return outcome.exit_code
 
 
 def _severity(policy: Policy, rule_id: str, default: Severity) -> Severity | None:

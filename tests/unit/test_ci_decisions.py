@@ -7,9 +7,7 @@ from dataclasses import replace
 import pytest
 
 from gate.ci.decisions import (
-    FailOn,
     commit_status,
-    exit_code,
     glob_regex,
     label_change,
     may_write_comment,
@@ -21,6 +19,7 @@ from gate.ci.model import ChangedFile, PullInfo
 from gate.evaluation.report import Report
 from gate.ledger.approvers import Approvers
 from gate.policy.findings import Outcome
+from gate.policy.verdict import FailOn, exit_code
 from tests.reporters.sample import sample_report
 
 

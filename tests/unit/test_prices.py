@@ -9,7 +9,7 @@ import pytest
 
 from gate.errors import InputError
 from gate.estimate.prices import load_catalog, quote
-from gate.estimate.prices_build import build, is_flagged
+from gate.estimate.prices_build import PACKAGED, build, is_flagged, main
 from gate.spec.experiment import Capacity
 from tests.conftest import ROOT, SHARED, make_policy
 
@@ -85,3 +85,19 @@ def test_other_currency_needs_an_exchange_rate():
     rated = make_policy({"currency": "EUR", "prices": {"usd_exchange_rate": "0.5"}})
     q = quote(load_catalog(), rated, "L4", Capacity.ON_DEMAND, "aws")
     assert (q.per_gpu_hour, q.currency) == (D("1.66880") * D("0.5"), "EUR")
+
+
+def test_prices_build_reproduces_the_packaged_catalog(tmp_path):
+    assert PACKAGED.is_file() and PACKAGED.parent.name == "data"
+    out = tmp_path / "prices.json"
+    assert main([str(SHARED / "data"), str(out)]) == 0
+    assert out.read_text() == PACKAGED.read_text()
+
+
+def test_prices_build_help_and_a_missing_folder_do_not_crash(tmp_path, capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0 and "DATA_DIR" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as done:
+        main([str(tmp_path)])
+    assert done.value.code == 2 and "gpu_prices.csv not found" in capsys.readouterr().err

@@ -1,0 +1,179 @@
+"""Adopting budget-gate in another repository: init, the pre-commit hook, ``--fail-on``.
+
+The end-to-end test builds the wheel from this checkout, installs it (no dependencies: they
+come from the test environment) into a folder of its own, and drives the installed console
+script in a fresh git repository, as a new user would: ``init``, ``check``, ``pre-commit run``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gate.cli import main
+from gate.commands.init import planned_files
+from tests.conftest import ROOT
+
+APPROVAL = ROOT / "examples" / "llm-finetune-grid.yaml"  # needs approval (BG110)
+VIOLATION = ROOT / "examples" / "imagenet-bruteforce.yaml"  # breaks policy
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """An environment whose ``budget-gate`` is the wheel built from this checkout."""
+    work = tmp_path_factory.mktemp("wheel")
+    source = work / "src"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(".venv", ".git", "*.egg-info", "build", "__pycache__"),
+    )
+    build = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(work / "dist"),
+            str(source),
+        ],
+        work,
+        dict(os.environ),
+    )
+    assert build.returncode == 0, build.stderr
+    (wheel,) = (work / "dist").glob("budget_gate-*.whl")
+    target = work / "site"
+    install = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "-q",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        work,
+        dict(os.environ),
+    )
+    assert install.returncode == 0, install.stderr
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(target)
+    env["PATH"] = f"{target / 'bin'}{os.pathsep}{env['PATH']}"
+    env["PRE_COMMIT_HOME"] = str(work / "pre-commit-home")
+    env.pop("MLFLOW_TRACKING_URI", None)
+    return env
+
+
+def _git_repo(path: Path, env: dict[str, str]) -> None:
+    for cmd in (
+        ["git", "init", "-q"],
+        ["git", "config", "user.email", "dev@example.com"],
+        ["git", "config", "user.name", "dev"],
+    ):
+        assert _run(cmd, path, env).returncode == 0
+
+
+def test_wheel_init_check_and_pre_commit_in_an_empty_git_repository(installed, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git_repo(repo, installed)
+
+    which = _run([sys.executable, "-c", "import gate, sys; print(gate.__file__)"], repo, installed)
+    assert which.stdout.startswith(installed["PYTHONPATH"]), which.stdout  # the wheel, not ROOT
+
+    init = _run(["budget-gate", "init"], repo, installed)
+    assert init.returncode == 0, init.stderr
+    assert sorted(
+        p.relative_to(repo).as_posix()
+        for p in repo.rglob("*")
+        if p.is_file() and ".git/" not in p.as_posix()
+    ) == sorted(planned_files())
+
+    check = _run(["budget-gate", "check", "experiments/"], repo, installed)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "experiments/sample.yaml" in check.stdout and "→ pass" in check.stdout
+
+    assert _run(["git", "add", "-A"], repo, installed).returncode == 0
+    hook = _run([sys.executable, "-m", "pre_commit", "run", "--all-files"], repo, installed)
+    assert hook.returncode == 0, hook.stdout + hook.stderr
+    assert "budget-gate" in hook.stdout and "Passed" in hook.stdout
+
+    # a spec that only waits for approval passes the hook; one that breaks policy fails it
+    shutil.copy(APPROVAL, repo / "experiments" / "needs-approval.yaml")
+    assert _run(["git", "add", "-A"], repo, installed).returncode == 0
+    waiting = _run([sys.executable, "-m", "pre_commit", "run", "--all-files"], repo, installed)
+    assert waiting.returncode == 0, waiting.stdout
+    shutil.copy(VIOLATION, repo / "experiments" / "too-big.yaml")
+    assert _run(["git", "add", "-A"], repo, installed).returncode == 0
+    failing = _run([sys.executable, "-m", "pre_commit", "run", "--all-files"], repo, installed)
+    assert failing.returncode == 1, failing.stdout
+    assert "too-big.yaml" in failing.stdout and "Failed" in failing.stdout
+
+
+def test_init_refuses_to_overwrite_and_writes_nothing(tmp_path, capsys):
+    (tmp_path / ".pre-commit-config.yaml").write_text("repos: []\n")
+    assert main(["init", "--dir", str(tmp_path)]) == 3
+    err = capsys.readouterr().err
+    assert ".pre-commit-config.yaml already exists; init never overwrites" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".pre-commit-config.yaml"]
+    assert (tmp_path / ".pre-commit-config.yaml").read_text() == "repos: []\n"
+
+
+def test_init_output_loads_and_validates(tmp_path, capsys):
+    assert main(["init", "--dir", str(tmp_path)]) == 0
+    assert (
+        main(["check", "--policy-dir", str(tmp_path / "policies"), str(tmp_path / "experiments")])
+        == 0
+    )
+    config = yaml.safe_load((tmp_path / ".pre-commit-config.yaml").read_text())
+    assert config["repos"][0]["hooks"][0]["entry"] == "budget-gate check --fail-on error"
+    workflow = (tmp_path / ".github/workflows/budget-gate.yml").read_text()
+    assert "uses: budget-gate/budget-gate@" in workflow
+
+
+def test_the_readme_workflow_is_the_one_init_writes():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    snippet = readme.split("<!-- workflow:start -->\n```yaml\n", 1)[1].split("```\n", 1)[0]
+    assert snippet == planned_files()[".github/workflows/budget-gate.yml"]
+
+
+def test_the_repository_pre_commit_hook_manifest_is_valid():
+    from pre_commit.clientlib import load_manifest
+
+    (hook,) = load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))
+    assert hook["id"] == "budget-gate"
+    assert hook["entry"] == "budget-gate check --fail-on error"
+    assert hook["language"] == "python"
+
+
+@pytest.mark.parametrize(
+    ("fail_on", "approval", "violation"),
+    [("error", 0, 1), ("approval", 2, 1), ("warn", 2, 1)],
+)
+def test_fail_on_chooses_what_fails(fail_on, approval, violation, capsys):
+    assert main(["check", "--fail-on", fail_on, str(APPROVAL)]) == approval
+    assert main(["check", "--fail-on", fail_on, str(VIOLATION)]) == violation
+
+
+def test_fail_on_refuses_unknown_values_and_mixing_with_fail_on_warn(capsys):
+    assert main(["check", "--fail-on", "bogus", str(APPROVAL)]) == 3
+    assert "invalid choice: 'bogus'" in capsys.readouterr().err
+    assert main(["check", "--fail-on", "error", "--fail-on-warn", str(APPROVAL)]) == 3
