@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK
 """Command-line entry point: parse arguments, run one command, map errors to exit codes.
 
 This is the only module that exits. Exit codes (DESIGN.md §3): 0 pass, 1 policy violation,
@@ -112,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
         "page the findings link to.",
     )
     rules.add_argument("rule", nargs="?", metavar="RULE", help="a rule id (BG104) or slug")
+    rules.add_argument(
+        "--list", action="store_true", help="one line per rule: id, slug, severity, title"
+    )
     rules.add_argument(
         "--write", action="store_true", help="write the rules page (Markdown) instead"
     )
@@ -231,7 +235,15 @@ def _add_check(commands: argparse._SubParsersAction[Any], parents: list[_Parser]
         "--tracking-uri is given (then fresh approvals count too).",
         epilog=_EPILOG,
     )
-    check.add_argument("specs", nargs="+", metavar="SPEC", help="spec files, globs or directories")
+    check.add_argument(
+        "specs",
+        nargs="+",
+        metavar="SPEC",
+        help="spec files, globs or directories; - reads one spec from stdin",
+    )
+    check.add_argument(
+        "-q", "--quiet", action="store_true", help="text output: print only the findings"
+    )
     fail = check.add_mutually_exclusive_group()
     fail.add_argument(
         "--fail-on",
@@ -398,9 +410,20 @@ def _who_and_why(parser: _Parser, who: str) -> None:
     parser.add_argument("--reason", required=True, metavar="TEXT", help="kept in the record")
 
 
+def _complete(parser: argparse.ArgumentParser) -> None:
+    """Answer the shell's completion request and exit; without argcomplete, do nothing."""
+    try:
+        import argcomplete
+    except ImportError:
+        return
+    argcomplete.autocomplete(parser)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code."""
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (argcomplete extra)
+        _complete(parser)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, usage errors

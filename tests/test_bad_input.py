@@ -146,8 +146,10 @@ def _assert_reported(case: Case, path: Path, code: int, out: str, err: str) -> N
     located = re.compile(
         rf"^{re.escape(str(path))}:(?P<line>\d+):(?P<col>\d+): (?P<message>.+?) — (?P<hint>\S.*)$"
     )
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert lines, "no diagnostic on stderr"
+    # NOTE: input errors go where findings go (stdout), each at column 1; nothing on stderr.
+    assert err == "", err
+    lines = [line for line in out.splitlines() if line.startswith(str(path))]
+    assert lines, f"no diagnostic on stdout:\n{out}"
     parsed = []
     for line in lines:
         found = located.match(line)

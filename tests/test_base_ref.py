@@ -111,7 +111,7 @@ def test_base_ref_prices_each_spec_at_the_base_and_explains_the_change(repo, cap
     assert diffs["specs/team/old.yaml"]["scenarios"]["worst"]["base_cost"] == "6.00"
     broken = diffs["specs/broken.yaml"]
     assert broken["reason"] == "the base version is invalid"
-    assert broken["problems"][0].startswith("specs/broken.yaml:1:")
+    assert broken["problems"][0]["text"].startswith("specs/broken.yaml:1:")
 
 
 def test_base_ref_in_the_markdown_comment_and_text(repo, capsys):

@@ -47,7 +47,7 @@ def test_exit_code_per_verdict(spec, code, capsys):
 def test_several_specs_worst_outcome_wins_and_json_keeps_each(capsys):
     assert check("--format", "json", PASSING, APPROVAL, VIOLATION) == 1
     report = json.loads(capsys.readouterr().out)
-    assert report["schema_version"] == "1"
+    assert report["schema_version"] == "2"
     assert [r["exit_code"] for r in report["results"]] == [0, 2, 1]
     assert (report["outcome"], report["exit_code"]) == ("violation", 1)
 
@@ -55,10 +55,10 @@ def test_several_specs_worst_outcome_wins_and_json_keeps_each(capsys):
 def test_invalid_input_beats_everything(write_yaml, capsys):
     bad = write_yaml("bad.yaml", "apiVersion: budget-gate/v1\nkind: Experiment\nmetadata: [1]\n")
     assert check(VIOLATION, bad, APPROVAL) == 3
-    out, err = capsys.readouterr()
-    assert f"{bad}:1:1: missing required key 'resources' in the top level — add resources:" in err
-    assert f"{bad}:3:11: metadata: input should be a valid dictionary" in err
-    assert "invalid input" in out
+    out, err = capsys.readouterr()  # input errors go where findings go: stdout
+    assert f"{bad}:1:1: missing required key 'resources' in the top level — add resources:" in out
+    assert f"{bad}:3:11: metadata: input should be a valid dictionary" in out
+    assert "→ invalid" in out and err == ""
 
 
 def test_approval_beats_pass(capsys):
@@ -344,3 +344,97 @@ def test_estimate_speaks_of_one_trial_in_the_singular(write_yaml, capsys):
     out = capsys.readouterr().out
     assert "= 1 trial × 1 GPU × 0.100 h" in out
     assert "1 epoch, 0.10 h" in out and "(1 wave of 1 concurrent trial)" in out
+
+
+def test_findings_and_input_errors_start_at_column_1_on_stdout(write_yaml):
+    bad = write_yaml("bad.yaml", "apiVersion: budget-gate/v1\nkind: Experiment\nmetadata: [1]\n")
+    cmd = [
+        sys.executable,
+        "-m",
+        "gate",
+        "check",
+        str(ROOT / "examples/llm-finetune-grid.yaml"),
+        bad,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
+    assert proc.returncode == 3 and proc.stderr == ""
+    lines = proc.stdout.splitlines()
+    assert any(
+        line.startswith(f"{ROOT}/examples/llm-finetune-grid.yaml:21:3: approval BG110 ")
+        for line in lines
+    ), proc.stdout
+    assert any(line.startswith(f"{bad}:3:11: ") for line in lines), proc.stdout
+
+
+def test_input_errors_go_to_stderr_when_no_report_is_on_stdout(write_yaml, tmp_path):
+    bad = write_yaml("bad.yaml", "apiVersion: budget-gate/v1\nkind: Experiment\nmetadata: [1]\n")
+    out = tmp_path / "report.json"
+    cmd = [sys.executable, "-m", "gate", "check", "--format", f"json={out}", bad]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
+    assert proc.returncode == 3 and proc.stdout == ""
+    assert f"\n{bad}:3:11: metadata: " in "\n" + proc.stderr
+    errors = json.loads(out.read_text())["results"][0]["errors"]
+    (error,) = (e for e in errors if e["line"] == 3)
+    assert (error["file"], error["line"], error["col"]) == (bad, 3, 11)
+    assert error["message"] and error["text"].startswith(f"{bad}:3:11: ")
+
+
+def _console(*args: str, stdin: str | None = None, env: dict[str, str] | None = None):
+    return subprocess.run(
+        [sys.executable, "-m", "gate", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        env=env,
+    )
+
+
+def test_dash_reads_the_spec_from_stdin():
+    text = (ROOT / "examples/llm-finetune-grid.yaml").read_text()
+    proc = _console("check", "-", stdin=text)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert (
+        "<stdin>:21:3: approval BG110 64 trials is over the approval trigger of 32" in proc.stdout
+    )
+    broken = _console("check", "-", stdin="apiVersion: [\n")
+    assert broken.returncode == 3 and broken.stdout.startswith("<stdin>:")
+    twice = _console("check", "-", "-", stdin=text)
+    assert twice.returncode == 3 and "may be given once" in twice.stderr
+
+
+def test_quiet_prints_only_the_findings():
+    proc = _console("check", "-q", "examples/llm-finetune-grid.yaml", "examples/cifar-sweep.yaml")
+    assert proc.returncode == 2
+    assert proc.stdout == (
+        "examples/llm-finetune-grid.yaml:21:3: approval BG110 64 trials is over the approval "
+        "trigger of 32\n"
+    )
+
+
+def test_rules_list_is_one_line_per_rule(capsys):
+    from gate.policy.rules import all_rule_ids
+
+    assert main(["rules", "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == list(all_rule_ids())
+    assert any(line.split()[:3] == ["BG110", "large-search", "approval"] for line in lines)
+
+
+def test_shell_completion_through_argcomplete(tmp_path):
+    import os
+
+    out = tmp_path / "completions"
+    line = "budget-gate check --fail-on "
+    env = dict(
+        os.environ,
+        _ARGCOMPLETE="1",
+        COMP_LINE=line,
+        COMP_POINT=str(len(line)),
+        _ARGCOMPLETE_STDOUT_FILENAME=str(out),
+        _ARGCOMPLETE_IFS="\n",
+    )
+    proc = _console(env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().split() == ["error", "approval", "warn"]

@@ -31,7 +31,7 @@ def check(write_yaml, text: str, *extra: str) -> int:
 def test_a_self_referencing_alias_is_an_input_error(write_yaml, capsys):
     text = "apiVersion: budget-gate/v1\nkind: Experiment\nmetadata: &m {name: t, labels: *m}\n"
     assert check(write_yaml, text) == 3
-    assert "(a cycle)" in capsys.readouterr().err
+    assert "(a cycle)" in capsys.readouterr().out
 
 
 def test_merge_keys_keep_the_explicit_keys_position(write_yaml, capsys):
@@ -41,13 +41,13 @@ def test_merge_keys_keep_the_explicit_keys_position(write_yaml, capsys):
         "resources:\n  gpus_per_trial: 0\n  <<: *b\n",
     )
     assert check(write_yaml, text) == 3
-    err = capsys.readouterr().err
-    assert ":6:19: " in err  # the explicit gpus_per_trial: 0, not the merged one on line 4
+    out = capsys.readouterr().out
+    assert ":6:19: " in out  # the explicit gpus_per_trial: 0, not the merged one on line 4
 
 
 def test_base_60_numbers_are_refused(write_yaml, capsys):
     assert check(write_yaml, SPEC.replace("gpus_per_trial: 1", "gpus_per_trial: 1:30")) == 3
-    assert "base-60 number" in capsys.readouterr().err
+    assert "base-60 number" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("value", ["true", '"3"'])
@@ -58,8 +58,8 @@ def test_numbers_are_strict(write_yaml, capsys, value):
 def test_control_characters_in_spec_strings_are_refused(write_yaml, capsys):
     text = SPEC.replace("name: t", 'name: "x\\n::error file=README.md::injected"')
     assert check(write_yaml, text) == 3
-    out, err = capsys.readouterr()
-    assert "::error" not in out and "metadata.name" in err
+    out = capsys.readouterr().out
+    assert "::error" not in out and "metadata.name" in out
 
 
 def test_an_overflowing_learning_curve_stays_finite():
@@ -90,7 +90,7 @@ def test_an_absurd_grid_is_an_input_error_not_a_crash(write_yaml, capsys):
     params = "\n".join(f"    p{i}: {{values: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}}" for i in range(40))
     text = SPEC + f"search:\n  strategy: grid\n  parameters:\n{params}\n"
     assert check(write_yaml, text) == 3
-    assert "about 10^40 trials" in capsys.readouterr().err
+    assert "about 10^40 trials" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from gate.commands.common import (
     as_of,
@@ -16,7 +17,14 @@ from gate.commands.common import (
     render_context,
 )
 from gate.commands.output import append_step_summary, emit, plan_targets
+from gate.errors import InputError
+from gate.evaluation.evaluate import Evaluator
+from gate.evaluation.report import SpecResult
 from gate.policy.verdict import FailOn, exit_code
+from gate.spec.loader import MAX_FILE_BYTES
+
+STDIN = "-"
+STDIN_NAME = "<stdin>"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,16 +36,30 @@ def run(args: argparse.Namespace) -> int:
     approvals count as in ``verify``); plain checks never import MLflow.
     """
     targets = plan_targets(args.format)
+    if args.specs.count(STDIN) > 1 or (STDIN in args.specs and args.base_ref):
+        raise InputError(
+            "'-' (the spec on stdin) may be given once, and not with --base-ref",
+            hint="save the spec to a file to compare it with a git ref",
+        )
     ledger = ledger_view(args, as_of(args)[1], approvals=args.tracking_uri is not None)
     fail_on = FailOn(args.fail_on)
     evaluator = make_evaluator(args, fail_on_warn=fail_on is FailOn.WARN, ledger=ledger)
     if args.base_ref:
         results, diffs = evaluate_against(evaluator, args.base_ref, args.specs)
     else:
-        results, diffs = [evaluator.evaluate(path) for path in expand_specs(args.specs)], []
+        results = [_evaluate(evaluator, path) for path in expand_specs(args.specs)]
+        diffs = []
     report = make_report(results, evaluator, render_context(args, os.environ), diffs)
-    print_errors(results)
+    if all(t.path is not None for t in targets):
+        print_errors(results)  # no report on stdout to carry them: diagnostics on stderr
     emit(report, targets)
     if any(t.name == "github" for t in targets):
         append_step_summary(report, os.environ)
     return exit_code(report.outcome, fail_on)
+
+
+def _evaluate(evaluator: Evaluator, path: str) -> SpecResult:
+    """One spec from its file, or from stdin (named ``<stdin>`` in positions) for ``-``."""
+    if path != STDIN:
+        return evaluator.evaluate(path)
+    return evaluator.evaluate(STDIN_NAME, sys.stdin.buffer.read(MAX_FILE_BYTES + 1))

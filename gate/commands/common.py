@@ -179,6 +179,7 @@ def render_context(args: argparse.Namespace, env: Mapping[str, str]) -> RenderCo
         policy_dir=os.path.normpath(args.policy_dir),
         docs_url=args.docs_url or DOCS_URL,
         base_ref=args.base_ref,
+        quiet=getattr(args, "quiet", False),
     )
 
 

@@ -38,6 +38,13 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(
                 f"no rule {args.rule!r}", hint="run budget-gate rules to list every rule"
             )
+    if args.list:
+        width = max(len(i.slug) for i in infos)
+        sys.stdout.writelines(
+            f"{i.id}  {i.slug.ljust(width)}  {i.default_severity.value:<8}  {i.title}\n"
+            for i in infos
+        )
+        return 0
     blocks = []
     for info in infos:
         header = f"{info.id} {info.slug} [{info.default_severity.value}] — {info.title}"

@@ -57,6 +57,8 @@ class RenderContext:
     docs_url: str = DOCS_URL
     base_ref: str | None = None
     head_sha: str | None = None
+    quiet: bool = False
+    """``check -q``: the text report prints only findings and input errors."""
 
     def rule_url(self, rule: RuleInfo) -> str:
         """The link to one rule's documentation."""

@@ -6,6 +6,7 @@ import json
 from decimal import Decimal
 from typing import Any, ClassVar
 
+from gate.errors import Problem
 from gate.estimate.scenarios import Estimate, Scenario
 from gate.evaluation.diff import Driver, ScenarioDiff, SpecDiff
 from gate.evaluation.report import Report, SpecResult
@@ -15,7 +16,8 @@ from gate.money import fixed
 from gate.policy.findings import Finding
 from gate.reporters.change import explain
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+"""2: ``errors`` are objects (message, file, line, col, hint), like findings."""
 
 
 class JsonReporter:
@@ -58,7 +60,7 @@ def _result(result: SpecResult) -> dict[str, Any]:
         "currency": result.currency,
         "estimate": _estimate(result.estimate) if result.estimate else None,
         "findings": [_finding(f) for f in result.findings],
-        "errors": [str(e) for e in result.errors],
+        "errors": [_error(e, result.file) for e in result.errors],
         "budget": _budget(result.budget) if result.budget else None,
         "approval": _approval(result.approval) if result.approval else None,
     }
@@ -142,7 +144,7 @@ def diff_document(diff: SpecDiff) -> dict[str, Any]:
         "change": diff.change.value,
         "currency": diff.currency,
         "reason": diff.reason or None,
-        "problems": [str(p) for p in diff.problems],
+        "problems": [_error(p, diff.file) for p in diff.problems],
         "scenarios": {s.name: _scenario_diff(s) for s in diff.scenarios},
         "explanation": explain(diff),
     }
@@ -172,6 +174,18 @@ _DRIVER_PLACES = {
     Driver.HOURS_PER_TRIAL: 4,
     Driver.PRICE_PER_GPU_HOUR: 5,
 }
+
+
+def _error(p: Problem, file: str) -> dict[str, Any]:
+    loc = p.location
+    return {
+        "message": p.message,
+        "file": loc.file if loc else file,
+        "line": loc.line if loc else None,
+        "col": loc.col if loc else None,
+        "hint": p.hint or None,
+        "text": str(p),
+    }
 
 
 def _finding(f: Finding) -> dict[str, Any]:

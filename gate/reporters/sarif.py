@@ -2,8 +2,9 @@
 
 Levels: ``error`` → ``error``, ``approval`` → ``warning`` (the change may not launch
 until someone approves it), ``warn`` → ``note``. A waived finding is kept with an external
-suppression carrying the waiver's reason. Invalid specs become tool notifications at the
-place of each input error. Nothing depends on the clock, so the output is reproducible.
+suppression carrying the waiver's reason. Each input error is an ``error`` result of the
+rule ``invalid-input`` at its place (code scanning shows results, not notifications) and a
+tool notification. Nothing depends on the clock, so the output is reproducible.
 """
 
 from __future__ import annotations
@@ -35,22 +36,39 @@ class SarifReporter:
         """Render the SARIF log as indented JSON with a trailing newline."""
         fired = report.fired
         index = {rule_id: i for i, rule_id in enumerate(fired)}
+        problems = [(p, r) for r in report.results for p in r.errors]
+        rules = [_rule(rule_id, report) for rule_id in fired]
+        if problems:
+            rules.append(INVALID_INPUT_RULE)
         driver: dict[str, Any] = {
             "name": "budget-gate",
             "version": report.version or "0",
             "informationUri": report.context.docs_url,
-            "rules": [_rule(rule_id, report) for rule_id in fired],
+            "rules": rules,
         }
         run = {
             "tool": {"driver": driver},
             "invocations": [_invocation(report)],
             "columnKind": "unicodeCodePoints",
             "results": [
-                _result(f, r, index[f.rule_id]) for r in report.results for f in r.findings
+                *(_result(f, r, index[f.rule_id]) for r in report.results for f in r.findings),
+                *(_input_error(p, r, len(fired)) for p, r in problems),
             ],
         }
         log = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
         return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+
+
+INVALID_INPUT_RULE: dict[str, Any] = {
+    "id": "invalid-input",
+    "name": "invalid-input",
+    "shortDescription": {"text": "The spec or its policy could not be read or validated"},
+    "fullDescription": {
+        "text": "budget-gate could not price or judge this spec: fix the input error first."
+    },
+    "defaultConfiguration": {"level": "error"},
+}
+"""Not a policy rule: the place where input errors (exit 3) show up in code scanning."""
 
 
 def level(severity: Severity) -> str:
@@ -97,6 +115,18 @@ def _result(finding: Finding, spec: SpecResult, rule_index: int) -> dict[str, An
         justification = f"approved by {finding.approved_by}"
         result["suppressions"] = [{"kind": "external", "justification": justification}]
     return result
+
+
+def _input_error(problem: Problem, spec: SpecResult, rule_index: int) -> dict[str, Any]:
+    text = f"{problem.message} — {problem.hint}" if problem.hint else problem.message
+    return {
+        "ruleId": INVALID_INPUT_RULE["id"],
+        "ruleIndex": rule_index,
+        "level": "error",
+        "message": {"text": text},
+        "locations": [_location(problem.location, spec.file)],
+        "properties": {"outcome": spec.outcome.value},
+    }
 
 
 def _invocation(report: Report) -> dict[str, Any]:

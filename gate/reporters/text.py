@@ -1,7 +1,8 @@
 """Text report for people at a terminal: the estimate table, assumptions and findings.
 
-Finding lines use the compiler-style ``path:line:col: severity BG101 message`` so editors
-and terminals can jump to them.
+Finding and input-error lines start at column 1 in the compiler style
+``path:line:col: severity BG101 message`` (``path:line:col: message — hint`` for an input
+error), so editors, terminals and CI problem matchers can jump to them.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ _HEADER = ("", "trials", "GPU-h", "cost", "per trial", "wall-clock")
 
 
 class TextReporter:
-    """Human-readable report; invalid specs are listed by name (their errors go to stderr)."""
+    """Human-readable report; an invalid spec lists its input errors where findings go."""
 
     name: ClassVar[str] = "text"
 
     def render(self, report: Report) -> str:
-        """Render every spec's block and a summary line."""
+        """Render every spec's block and a summary line (only the findings when quiet)."""
+        if report.context.quiet:
+            return "".join(f"{line}\n" for r in report.results for line in _diagnostics(r))
         blocks = [_spec_block(result, report) for result in report.results]
         blocks.extend(_removed_block(diff, report) for diff in report.removed)
         counts = _counts(report)
@@ -40,14 +43,14 @@ class TextReporter:
 
 def _spec_block(result: SpecResult, report: Report) -> str:
     if result.outcome is Outcome.INVALID:
-        return f"{result.file}: invalid input ({len(result.errors)} error(s), see above)"
+        return "\n".join([*_diagnostics(result), f"  → {result.outcome.value}"])
     lines = [f"{result.file} — {result.name} (policy: {result.policy})"]
     if result.estimate is not None:
         lines.extend(_estimate_lines(result.estimate, result.currency))
     diff = report.diff_for(result.file)
     if diff is not None and report.context.base_ref is not None:
         lines.extend(f"  {line}" for line in diff_lines(diff, report.context.base_ref))
-    lines.extend(_finding_line(f) for f in result.findings)
+    lines.extend(_finding_line(f, result.file) for f in result.findings)
     if result.budget is not None:
         lines.append(_budget_line(result.budget))
     if result.approval is not None:
@@ -103,11 +106,17 @@ def _row(s: Scenario, currency: str) -> tuple[str, ...]:
     )
 
 
-def _finding_line(f: Finding) -> str:
-    where = f"{f.location}: " if f.location else ""
+def _diagnostics(result: SpecResult) -> list[str]:
+    """The spec's input errors and findings, one compiler-style line each."""
+    errors = [str(p) if p.location else f"{result.file}: {p}" for p in result.errors]
+    return [*errors, *(_finding_line(f, result.file) for f in result.findings)]
+
+
+def _finding_line(f: Finding, file: str) -> str:
+    where = f.location or file
     waived = f" (waived: {f.waived_by})" if f.waived_by else ""
     approved = f" (approved by {f.approved_by})" if f.approved_by else ""
-    return f"  {where}{f.severity.value} {f.rule_id} {f.message}{waived}{approved}"
+    return f"{where}: {f.severity.value} {f.rule_id} {f.message}{waived}{approved}"
 
 
 def _budget_line(b: BudgetStatus) -> str:

@@ -55,6 +55,7 @@ def test_rules_table_lists_the_fired_rules_and_results_point_into_it():
         "BG201",
         "BG304",
         "BG901",
+        "invalid-input",
     ]
     for result in run["results"]:
         assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
@@ -140,3 +141,13 @@ def test_a_rule_missing_from_the_report_still_gets_a_rules_entry():
 )
 def test_artifact_uri(path, uri):
     assert artifact_uri(path) == uri
+
+
+def test_an_input_error_is_a_result_code_scanning_shows():
+    run = render(sample_report())["runs"][0]
+    errors = [r for r in run["results"] if r["ruleId"] == "invalid-input"]
+    assert errors and all(r["level"] == "error" for r in errors)
+    region = errors[0]["locations"][0]["physicalLocation"]
+    assert region["artifactLocation"]["uri"] == "experiments/broken.yaml"
+    assert region["region"] == {"startLine": 9, "startColumn": 3}
+    assert "did you mean 'gpus_per_trial'?" in errors[0]["message"]["text"]
