@@ -55,9 +55,7 @@ def reference_status(
 
 
 def _is_revoked(approval: LedgerRecord, records: Iterable[LedgerRecord]) -> bool:
-    return any(
-        r.kind is RecordKind.REVOCATION and approval.record_id in r.revokes for r in records
-    )
+    return any(r.kind is RecordKind.REVOCATION and approval.record_id in r.revokes for r in records)
 
 
 def _sum_newest(records: list[LedgerRecord], *, by_spec: bool) -> Decimal:

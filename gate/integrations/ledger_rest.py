@@ -26,6 +26,7 @@ import urllib.request
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from gate.errors import InputError
 from gate.integrations.ledger_search import (
     RunRow,
     deleted_experiment,
@@ -124,8 +125,13 @@ class RestLedger:
 
     def _mlflow(self) -> MlflowLedger:
         if self._writer is None:
-            from gate.integrations.mlflow_client import MlflowLedger
-
+            try:
+                from gate.integrations.mlflow_client import MlflowLedger
+            except ImportError as exc:
+                raise InputError(
+                    f"writing to the ledger at {self.where} needs MLflow ({exc.name} is missing)",
+                    hint="install the ledger extra: pip install 'budget-gate[mlflow]'",
+                ) from None
             self._writer = MlflowLedger(self.tracking_uri)
         return self._writer
 

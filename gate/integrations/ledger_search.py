@@ -79,14 +79,15 @@ def search_rows(
             return
 
 
-def read_records(source: RunSource, query: LedgerQuery) -> list[LedgerRecord]:
+def read_records(source: RunSource, query: LedgerQuery, *, page: int = PAGE) -> list[LedgerRecord]:
     """Every FINISHED record matching ``query``, oldest first."""
     with source.failing("finding the ledger experiment"):
         experiment_id = source.experiment_id(create=False)
     if experiment_id is None:
         return []
     with source.failing("reading the ledger"):
-        return [row.record() for row in search_rows(source, experiment_id, filter_string(query))]
+        rows = search_rows(source, experiment_id, filter_string(query), page=page)
+        return [row.record() for row in rows]
 
 
 def filter_string(query: LedgerQuery, *, finished: bool = True) -> str:

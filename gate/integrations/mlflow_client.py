@@ -25,8 +25,8 @@ from gate.integrations.ledger_search import (
     RunRow,
     deleted_experiment,
     failing_on,
-    filter_string,
     millis,
+    read_records,
 )
 from gate.integrations.ledger_snapshots import read_spend, roll_snapshots
 from gate.integrations.tracking_uri import redact
@@ -34,7 +34,6 @@ from gate.ledger.records import (
     LEDGER_EXPERIMENT,
     LedgerQuery,
     LedgerRecord,
-    from_tags,
     to_tags,
 )
 from gate.ledger.spend import Spend
@@ -79,26 +78,7 @@ class MlflowLedger:
 
     def query(self, query: LedgerQuery) -> list[LedgerRecord]:
         """Every FINISHED record matching ``query``, oldest first."""
-        experiment_id = self._experiment(create=False)
-        if experiment_id is None:
-            return []
-        search = filter_string(query)
-        records: list[LedgerRecord] = []
-        token: str | None = None
-        with self._failing("reading the ledger"):
-            while True:
-                page = self._client.search_runs(
-                    [experiment_id],
-                    search,
-                    run_view_type=ViewType.ACTIVE_ONLY,
-                    max_results=_PAGE,
-                    order_by=["attributes.start_time ASC"],
-                    page_token=token,
-                )
-                records.extend(from_tags(run.data.tags, run.info.run_id) for run in page)
-                token = page.token
-                if not token:
-                    return records
+        return read_records(self, query, page=_PAGE)
 
     def _experiment(self, *, create: bool) -> str | None:
         if self._experiment_id is None:
