@@ -7,14 +7,14 @@ budget and approvals); the evaluator never writes to it.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gate.errors import InputError, InputErrors
 from gate.estimate.prices import Catalog, Quote, quote
 from gate.estimate.scenarios import estimate
 from gate.estimate.trials import count_trials
 from gate.evaluation.report import SpecResult
-from gate.ledger.budget import BudgetStatus, budget_scope, budget_status, month_start
+from gate.ledger.budget import BudgetStatus, budget_scope, month_spend, month_start, spend_status
 from gate.ledger.records import (
     ApprovalCheck,
     LedgerQuery,
@@ -23,6 +23,7 @@ from gate.ledger.records import (
     check_approvals,
     explain_changed,
 )
+from gate.ledger.spend import Spend, SpendReader
 from gate.ledger.tracking import spec_path
 from gate.policy.findings import Finding, Outcome
 from gate.policy.loader import LoadedPolicy, PolicySet
@@ -54,6 +55,7 @@ class Evaluator:
     today: dt.date
     fail_on_warn: bool = False
     ledger: LedgerView | None = None
+    _spends: dict[LedgerQuery, Spend] = field(default_factory=dict, repr=False, compare=False)
 
     def evaluate(self, spec_file: str, content: bytes | None = None) -> SpecResult:
         """Evaluate one spec; bad spec input becomes an INVALID result, not an exception.
@@ -127,9 +129,17 @@ class Evaluator:
         if scope is None or self.ledger is None:
             return None
         now = self.ledger.now
-        records = self.ledger.records(scope.query(month_start(now)))
-        return budget_status(
-            records,
+        query = scope.query(month_start(now))
+        spend = self._spends.get(query)
+        if spend is None:
+            store = self.ledger.store()
+            if isinstance(store, SpendReader):
+                spend = store.month_spend(query, now)
+            else:
+                spend = month_spend(store.query(query), now)
+            self._spends[query] = spend
+        return spend_status(
+            spend,
             policy=policy,
             scope=scope,
             now=now,

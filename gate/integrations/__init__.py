@@ -1,7 +1,9 @@
 """I/O with other systems (git, GitHub, MLflow), each imported only by the code that needs it.
 
 :func:`open_ledger` is the one door to the MLflow ledger: importing this package imports no
-MLflow; calling it does. ``mlflow_runs`` reads training runs for ``reconcile``;
+MLflow; calling it does for ``sqlite:///`` stores, while a tracking server is read over REST
+(``ledger_rest``, with ``ledger_search`` and ``ledger_snapshots``) and MLflow loads only to
+write. ``mlflow_runs`` reads training runs for ``reconcile``;
 ``github_client`` writes pull-request comments (PyGithub, imported when first used);
 ``tracking_uri`` says where the ledger lives. Imports :mod:`gate.ci`'s models and the pure
 core; nothing below imports this package.
@@ -9,11 +11,25 @@ core; nothing below imports this package.
 
 from __future__ import annotations
 
+import os
+
 from gate.ledger.records import LedgerStore
 
 
 def open_ledger(tracking_uri: str) -> LedgerStore:
-    """The approvals ledger in the MLflow tracking store at ``tracking_uri``."""
+    """The approvals ledger in the MLflow tracking store at ``tracking_uri``.
+
+    A tracking server (``http://``, ``https://``) is read over its REST API without
+    importing MLflow (:mod:`gate.integrations.ledger_rest`; writes still go through MLflow),
+    unless ``MLFLOW_TRACKING_AUTH`` names an MLflow auth plugin, which only MLflow's client
+    can apply. Any other store (``sqlite:///``, a path) is MLflow's client.
+    """
+    if tracking_uri.startswith(("http://", "https://")) and not os.environ.get(
+        "MLFLOW_TRACKING_AUTH"
+    ):
+        from gate.integrations.ledger_rest import RestLedger
+
+        return RestLedger(tracking_uri)
     from gate.integrations.mlflow_client import MlflowLedger
 
     return MlflowLedger(tracking_uri)

@@ -16,23 +16,27 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import Iterator
 
 from mlflow.entities import ViewType
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from gate.errors import BackendError
+from gate.integrations.ledger_search import (
+    RunRow,
+    deleted_experiment,
+    failing_on,
+    millis,
+    read_records,
+)
+from gate.integrations.ledger_snapshots import read_spend, roll_snapshots
 from gate.integrations.tracking_uri import redact
-from gate.ledger import tracking
 from gate.ledger.records import (
-    KIND,
     LEDGER_EXPERIMENT,
     LedgerQuery,
     LedgerRecord,
-    from_tags,
     to_tags,
 )
+from gate.ledger.spend import Spend
 
 _log = logging.getLogger(__name__)
 _PAGE = 50_000  # the most MLflow returns per page
@@ -56,7 +60,7 @@ class MlflowLedger:
         with self._failing(f"recording the {record.kind.value} (nothing was recorded)"):
             run = self._client.create_run(
                 experiment_id,
-                start_time=_millis(record.recorded_at),
+                start_time=millis(record.recorded_at),
                 tags=to_tags(record),
                 run_name=_run_name(record),
             )
@@ -65,30 +69,16 @@ class MlflowLedger:
         with self._failing(incomplete):
             self._client.update_run(run_id, status="FINISHED")
         _log.info("recorded %s as run %s in %s", record.kind.value, run_id, self.where)
+        roll_snapshots(self, experiment_id, record)
         return run_id
+
+    def month_spend(self, query: LedgerQuery, now: dt.datetime) -> Spend:
+        """The month's running sums of ``query``'s scope: newest snapshot plus what followed."""
+        return read_spend(self, query, now)
 
     def query(self, query: LedgerQuery) -> list[LedgerRecord]:
         """Every FINISHED record matching ``query``, oldest first."""
-        experiment_id = self._experiment(create=False)
-        if experiment_id is None:
-            return []
-        search = filter_string(query)
-        records: list[LedgerRecord] = []
-        token: str | None = None
-        with self._failing("reading the ledger"):
-            while True:
-                page = self._client.search_runs(
-                    [experiment_id],
-                    search,
-                    run_view_type=ViewType.ACTIVE_ONLY,
-                    max_results=_PAGE,
-                    order_by=["attributes.start_time ASC"],
-                    page_token=token,
-                )
-                records.extend(from_tags(run.data.tags, run.info.run_id) for run in page)
-                token = page.token
-                if not token:
-                    return records
+        return read_records(self, query, page=_PAGE)
 
     def _experiment(self, *, create: bool) -> str | None:
         if self._experiment_id is None:
@@ -109,65 +99,52 @@ class MlflowLedger:
         if found is None:
             return None
         if found.lifecycle_stage != "active":
-            raise BackendError(
-                f"MLflow at {self.where}: the ledger experiment {LEDGER_EXPERIMENT!r} is "
-                "deleted — restore it (mlflow experiments restore) before recording"
-            )
+            raise deleted_experiment(self.where)
         return str(found.experiment_id)
 
     def _failing(self, doing: str) -> contextlib.AbstractContextManager[None]:
         return failing(self.where, doing)
 
+    # The RunSource side (gate.integrations.ledger_search), for the snapshots' reads and writes.
 
-@contextlib.contextmanager
-def failing(where: str, doing: str) -> Iterator[None]:
+    def experiment_id(self, *, create: bool) -> str | None:
+        """The ledger experiment's id (created first when ``create``), else ``None``."""
+        return self._experiment(create=create)
+
+    def search_page(
+        self, experiment_id: str, search: str, order_by: str, max_results: int, token: str | None
+    ) -> tuple[list[RunRow], str | None]:
+        """One page of active runs matching ``search``, and the next page's token."""
+        page = self._client.search_runs(
+            [experiment_id],
+            search,
+            run_view_type=ViewType.ACTIVE_ONLY,
+            max_results=max_results,
+            order_by=[order_by],
+            page_token=token,
+        )
+        rows = [
+            RunRow(run.info.run_id, run.info.status, run.info.start_time or 0, run.data.tags)
+            for run in page
+        ]
+        return rows, page.token or None
+
+    def write_run(self, experiment_id: str, start_ms: int, tags: dict[str, str], name: str) -> str:
+        """Create a run with every tag in one request, then mark it FINISHED; its id."""
+        run = self._client.create_run(experiment_id, start_time=start_ms, tags=tags, run_name=name)
+        self._client.update_run(run.info.run_id, status="FINISHED")
+        return str(run.info.run_id)
+
+    def failing(self, doing: str) -> contextlib.AbstractContextManager[None]:
+        """Turn an MLflow or network failure into a one-line backend error (exit 4)."""
+        return failing(self.where, doing)
+
+
+def failing(where: str, doing: str) -> contextlib.AbstractContextManager[None]:
     """Turn an MLflow or network failure into a one-line backend error (exit 4)."""
-    try:
-        yield
-    except _FAILURES as exc:
-        raise BackendError(f"MLflow at {where} failed while {doing}: {reason(exc)}") from exc
-
-
-def filter_string(query: LedgerQuery) -> str:
-    """The MLflow search filter for ``query``: complete records only, every filter ANDed."""
-    clauses = ["attributes.status = 'FINISHED'", f"tags.{KIND} IS NOT NULL"]
-    by_tag = {
-        tracking.FINGERPRINT: query.fingerprint,
-        tracking.SPEC: query.spec,
-        tracking.TEAM: query.team,
-        tracking.COST_CENTER: query.cost_center,
-    }
-    clauses.extend(f"tags.{key} = {_quote(value)}" for key, value in by_tag.items() if value)
-    if query.since is not None:
-        clauses.append(f"attributes.start_time >= {_millis(query.since)}")
-    return " AND ".join(clauses)
-
-
-def _quote(value: str) -> str:
-    if "'" not in value:
-        return f"'{value}'"
-    if '"' not in value:
-        return f'"{value}"'
-    raise BackendError(f"cannot search the ledger for {value!r}: it holds both kinds of quotes")
-
-
-def _millis(moment: dt.datetime) -> int:
-    return int(moment.timestamp() * 1000)
+    return failing_on(where, doing, _FAILURES)
 
 
 def _run_name(record: LedgerRecord) -> str:
     by = f" by {record.by}" if record.by else ""
     return f"{record.kind.value}: {record.experiment}{by}"
-
-
-def reason(exc: BaseException) -> str:
-    """A one-line cause: connection refused, timed out, or MLflow's own first line."""
-    text = str(exc)
-    if "Connection refused" in text or "Failed to establish a new connection" in text:
-        return "connection refused — is the tracking server running?"
-    if "timed out" in text.lower():
-        return "the request timed out"
-    if any(s in text for s in ("RemoteDisconnected", "Connection aborted", "Connection reset")):
-        return "the server closed the connection"
-    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-    return first if len(first) <= 300 else first[:297] + "..."

@@ -8,7 +8,9 @@ Spend in a calendar month (UTC) = approved but not yet reconciled + reconciled a
   the money, since the runs may have started);
 - *actual*: per fingerprint, the newest reconciliation recorded this month.
 
-The spec being evaluated is left out of the committed spend (its own approval must not
+The records are folded into running sums (:mod:`gate.ledger.spend`), so a revocation is
+found by id and a ledger can hand over a month's sums without every record. The spec
+being evaluated is left out of the committed spend (its own approval must not
 count against it). Records in another currency than the policy's are not added up; they
 are counted so the report can say so.
 """
@@ -21,7 +23,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Protocol
 
-from gate.ledger.records import LedgerQuery, LedgerRecord, RecordKind, is_revoked
+from gate.ledger.records import LedgerQuery, LedgerRecord
+from gate.ledger.spend import Spend
 from gate.ledger.tracking import COST_CENTER_LABEL
 from gate.spec.experiment import Experiment
 
@@ -128,41 +131,45 @@ def budget_status(
     fingerprint: str,
 ) -> BudgetStatus:
     """This month's spend of ``scope`` at ``now``, leaving out the spec being evaluated."""
-    assert policy.limits.monthly_budget is not None
+    return spend_status(
+        month_spend(records, now),
+        policy=policy,
+        scope=scope,
+        now=now,
+        spec=spec,
+        fingerprint=fingerprint,
+    )
+
+
+def month_spend(records: Iterable[LedgerRecord], now: dt.datetime) -> Spend:
+    """The running sums of ``records`` known at ``now``, for ``now``'s month."""
     start = month_start(now)
-    known = [r for r in records if r.recorded_at <= now]
-    current = [r for r in known if r.recorded_at >= start]
-    same = [r for r in current if r.currency == policy.currency]
-    reconciled = {r.fingerprint for r in known if r.kind is RecordKind.RECONCILIATION}
-    revocations = [r for r in known if r.kind is RecordKind.REVOCATION]
-    approvals = [
-        r
-        for r in same
-        if r.kind is RecordKind.APPROVAL
-        and r.fingerprint not in reconciled
-        and r.fingerprint != fingerprint
-        and r.spec != spec
-        and not is_revoked(r, revocations)
-    ]
-    reconciliations = [r for r in same if r.kind is RecordKind.RECONCILIATION]
+    spend = Spend()
+    for record in records:
+        if record.recorded_at <= now:
+            spend.add(record, current=record.recorded_at >= start)
+    return spend
+
+
+def spend_status(
+    spend: Spend,
+    *,
+    policy: BudgetPolicy,
+    scope: BudgetScope,
+    now: dt.datetime,
+    spec: str,
+    fingerprint: str,
+) -> BudgetStatus:
+    """The budget status from a month's running sums, leaving out the spec being evaluated."""
+    assert policy.limits.monthly_budget is not None
+    totals = spend.totals(policy.currency, spec=spec, fingerprint=fingerprint)
     return BudgetStatus(
         scope=scope,
-        month=start.strftime("%Y-%m"),
+        month=month_start(now).strftime("%Y-%m"),
         budget=policy.limits.monthly_budget,
-        committed=_sum_newest(approvals, by_spec=True),
-        actual=_sum_newest(reconciliations, by_spec=False),
+        committed=totals.committed,
+        actual=totals.actual,
         currency=policy.currency,
         warn_at=Decimal(str(policy.limits.budget_warn_at)),
-        other_currency=len(current) - len(same),
+        other_currency=totals.other_currency,
     )
-
-
-def _sum_newest(records: list[LedgerRecord], *, by_spec: bool) -> Decimal:
-    newest: dict[str, LedgerRecord] = {}
-    for record in sorted(records, key=lambda r: r.recorded_at):
-        newest[record.spec if by_spec else record.fingerprint] = record
-    amounts = (
-        (r.worst_cost if r.kind is RecordKind.APPROVAL else r.actual_cost) or Decimal(0)
-        for r in newest.values()
-    )
-    return sum(amounts, Decimal(0))

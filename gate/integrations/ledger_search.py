@@ -1,0 +1,150 @@
+"""Searching the ledger, whatever carries the requests: filters, run rows, failures (no MLflow).
+
+A :class:`RunSource` searches and writes runs of the ledger experiment: over REST
+(:mod:`gate.integrations.ledger_rest`, no MLflow import) or through ``MlflowClient``
+(:mod:`gate.integrations.mlflow_client`, for ``sqlite:///`` stores and writes). The search
+filters and the failure messages are shared, so both say the same thing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from gate.errors import BackendError
+from gate.ledger import tracking
+from gate.ledger.records import KIND, LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord, from_tags
+
+FINISHED = "FINISHED"
+UNSETTLED = ("RUNNING", "SCHEDULED")
+"""Statuses of a run whose writer may still complete it (FAILED and KILLED never count)."""
+PAGE = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """One run as a search returns it: what the ledger reads of it."""
+
+    run_id: str
+    status: str
+    start_ms: int
+    tags: dict[str, str]
+
+    def record(self) -> LedgerRecord:
+        """The ledger record the run's tags encode (a malformed one is a backend error)."""
+        return from_tags(self.tags, self.run_id)
+
+
+class RunSource(Protocol):
+    """Runs of the ledger experiment in one tracking store."""
+
+    where: str
+
+    def experiment_id(self, *, create: bool) -> str | None:
+        """The ledger experiment's id; ``None`` when it does not exist and ``create`` is off."""
+        ...
+
+    def search_page(
+        self, experiment_id: str, search: str, order_by: str, max_results: int, token: str | None
+    ) -> tuple[list[RunRow], str | None]:
+        """One page of active runs matching ``search``, and the next page's token."""
+        ...
+
+    def write_run(self, experiment_id: str, start_ms: int, tags: dict[str, str], name: str) -> str:
+        """Create a run with every tag in one request, then mark it FINISHED; its id."""
+        ...
+
+    def failing(self, doing: str) -> contextlib.AbstractContextManager[None]:
+        """Turn this source's failures into a one-line backend error (exit 4)."""
+        ...
+
+
+def search_rows(
+    source: RunSource,
+    experiment_id: str,
+    search: str,
+    *,
+    order_by: str = "attributes.start_time ASC",
+    page: int = PAGE,
+) -> Iterator[RunRow]:
+    """Every active run matching ``search``, page by page (one page in memory at a time)."""
+    token: str | None = None
+    while True:
+        rows, token = source.search_page(experiment_id, search, order_by, page, token)
+        yield from rows
+        if not token:
+            return
+
+
+def read_records(source: RunSource, query: LedgerQuery, *, page: int = PAGE) -> list[LedgerRecord]:
+    """Every FINISHED record matching ``query``, oldest first."""
+    with source.failing("finding the ledger experiment"):
+        experiment_id = source.experiment_id(create=False)
+    if experiment_id is None:
+        return []
+    with source.failing("reading the ledger"):
+        rows = search_rows(source, experiment_id, filter_string(query), page=page)
+        return [row.record() for row in rows]
+
+
+def filter_string(query: LedgerQuery, *, finished: bool = True) -> str:
+    """The MLflow search filter for ``query``: complete records only, every filter ANDed."""
+    clauses = [f"attributes.status = '{FINISHED}'"] if finished else []
+    clauses.append(f"tags.{KIND} IS NOT NULL")
+    by_tag = {
+        tracking.FINGERPRINT: query.fingerprint,
+        tracking.SPEC: query.spec,
+        tracking.TEAM: query.team,
+        tracking.COST_CENTER: query.cost_center,
+    }
+    clauses.extend(f"tags.{key} = {quote(value)}" for key, value in by_tag.items() if value)
+    if query.since is not None:
+        clauses.append(f"attributes.start_time >= {millis(query.since)}")
+    return " AND ".join(clauses)
+
+
+def quote(value: str) -> str:
+    """``value`` as an MLflow search string literal."""
+    if "'" not in value:
+        return f"'{value}'"
+    if '"' not in value:
+        return f'"{value}"'
+    raise BackendError(f"cannot search the ledger for {value!r}: it holds both kinds of quotes")
+
+
+def millis(moment: dt.datetime) -> int:
+    """A time as MLflow stores it: whole milliseconds since the epoch."""
+    return int(moment.timestamp() * 1000)
+
+
+@contextlib.contextmanager
+def failing_on(where: str, doing: str, failures: tuple[type[BaseException], ...]) -> Iterator[None]:
+    """Turn ``failures`` into a one-line backend error naming the store and the step."""
+    try:
+        yield
+    except failures as exc:
+        raise BackendError(f"MLflow at {where} failed while {doing}: {reason(exc)}") from exc
+
+
+def reason(exc: BaseException) -> str:
+    """A one-line cause: connection refused, timed out, or MLflow's own first line."""
+    text = str(exc)
+    if "Connection refused" in text or "Failed to establish a new connection" in text:
+        return "connection refused — is the tracking server running?"
+    if "timed out" in text.lower():
+        return "the request timed out"
+    if any(s in text for s in ("RemoteDisconnected", "Connection aborted", "Connection reset")):
+        return "the server closed the connection"
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return first if len(first) <= 300 else first[:297] + "..."
+
+
+def deleted_experiment(where: str) -> BackendError:
+    """The error for a ledger experiment that exists but is deleted."""
+    return BackendError(
+        f"MLflow at {where}: the ledger experiment {LEDGER_EXPERIMENT!r} is "
+        "deleted — restore it (mlflow experiments restore) before recording"
+    )

@@ -1,0 +1,223 @@
+"""A month's spend without every record: snapshot runs the ledger appends as it goes.
+
+A *snapshot* is one more run in the ledger experiment. It holds the running sums
+(:class:`gate.ledger.spend.Spend`) of one budget scope (``team:NAME`` or
+``cost-center:KEY``) for one month, folded from every FINISHED record whose start time is
+before its *cut-off* — the snapshot run's own start time — plus the ids of the records
+before the cut-off that were still being written (RUNNING). A reader takes the newest
+complete snapshot whose cut-off is not after the moment judged, folds those ids if they
+have since completed, then the records from the cut-off on: one small search plus the
+month's last few records, however long the month has been.
+
+Why it agrees with reading every record:
+
+- The sums are order-free (:mod:`gate.ledger.spend`), and the cut-off splits the records
+  by their stored start time, so each record is folded exactly once.
+- The cut-off is :data:`SETTLE` before the writer's clock, so every record a writer had
+  started before it has reached the store; a record still RUNNING is listed and read
+  again by id, so a slow writer's record counts once it completes, as a full read would.
+- Snapshots are append-only and never edited. Two writers that roll at once write two
+  snapshots, each right on its own; a writer that dies mid-way leaves a RUNNING run that
+  no reader takes; a snapshot whose parts do not match its checksum is skipped.
+- Writers roll a new snapshot after appending a record, once :data:`ROLL_EVERY` settled
+  records follow the newest one, starting from it: a write reads at most that many.
+
+Deleting a ledger run by hand is not seen by snapshots that already hold it; delete the
+month's snapshot runs too (tag ``budget_gate.snapshot_scope``) and the next write rebuilds.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import json
+import logging
+import zlib
+from dataclasses import dataclass, field
+
+from gate.errors import BackendError
+from gate.integrations.ledger_search import (
+    FINISHED,
+    UNSETTLED,
+    RunRow,
+    RunSource,
+    filter_string,
+    millis,
+    quote,
+    search_rows,
+)
+from gate.ledger import tracking
+from gate.ledger.budget import month_start
+from gate.ledger.records import LedgerQuery, LedgerRecord
+from gate.ledger.spend import Spend
+
+SETTLE = dt.timedelta(minutes=15)
+"""How far behind a writer's clock a cut-off lies: longer than a write with its retries."""
+ROLL_EVERY = 100
+"""Settled records after the newest snapshot that make a writer roll a new one."""
+SCOPE = tracking.PREFIX + "snapshot_scope"
+MONTH = tracking.PREFIX + "snapshot_month"
+CHECKSUM = tracking.PREFIX + "snapshot_sha256"
+PARTS = tracking.PREFIX + "snapshot_parts"
+PART = tracking.PREFIX + "snapshot."
+PART_CHARS = 7_900  # MLflow cuts tag values at 8,000 characters
+_IDS_PER_SEARCH = 100
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One scope's month up to ``cutoff_ms``, and the records then still being written."""
+
+    cutoff_ms: int
+    spend: Spend = field(default_factory=Spend)
+    pending: tuple[str, ...] = ()
+
+
+def scope_of(query: LedgerQuery) -> str | None:
+    """``team:NAME`` or ``cost-center:KEY`` for a budget scope's query, else ``None``."""
+    if query.team and not query.cost_center:
+        return f"team:{query.team}"
+    if query.cost_center and not query.team:
+        return f"cost-center:{query.cost_center}"
+    return None
+
+
+def read_spend(source: RunSource, query: LedgerQuery, now: dt.datetime) -> Spend:
+    """The month's running sums for ``query``'s scope at ``now``, read as little as may be."""
+    with source.failing("finding the ledger experiment"):
+        experiment_id = source.experiment_id(create=False)
+    if experiment_id is None:
+        return Spend()
+    start, scope = month_start(now), scope_of(query)
+    with source.failing("reading the ledger"):
+        snap = _newest(source, experiment_id, scope, start, millis(now)) if scope else None
+        snap = snap or Snapshot(millis(start))
+        spend = snap.spend
+        for row in _by_ids(source, experiment_id, snap.pending):
+            if row.status == FINISHED:
+                _fold(spend, row.record(), start, now)
+        tail = LedgerQuery(team=query.team, cost_center=query.cost_center)
+        search = (
+            f"{filter_string(tail)} AND attributes.start_time >= {snap.cutoff_ms} "
+            f"AND attributes.start_time <= {millis(now)}"
+        )
+        for row in search_rows(source, experiment_id, search):
+            _fold(spend, row.record(), start, now)
+    return spend
+
+
+def roll_snapshots(source: RunSource, experiment_id: str, record: LedgerRecord) -> None:
+    """After ``record`` was appended: roll its scopes' snapshots when enough has settled.
+
+    A failure here loses nothing (readers just read more) and is reported as a warning.
+    """
+    now = dt.datetime.now(dt.timezone.utc)
+    scopes = [f"team:{record.team}" if record.team else None]
+    scopes.append(f"cost-center:{record.cost_center}" if record.cost_center else None)
+    for scope in filter(None, scopes):
+        _try_roll(source, experiment_id, scope, now)
+
+
+def _try_roll(source: RunSource, experiment_id: str, scope: str, now: dt.datetime) -> None:
+    try:
+        with source.failing(f"rolling the budget snapshot of {scope}"):
+            roll(source, experiment_id, scope, now)
+    except BackendError as exc:
+        _log.warning("%s (the record is stored; budget reads stay exact)", exc)
+
+
+def roll(
+    source: RunSource, experiment_id: str, scope: str, now: dt.datetime, *, every: int = ROLL_EVERY
+) -> str | None:
+    """Write a new snapshot of ``scope``'s month when ``every`` settled records follow the last.
+
+    Returns the new snapshot's run id, or ``None`` when there was not enough to roll.
+    """
+    start = month_start(now)
+    cutoff_ms = millis(now - SETTLE)
+    if cutoff_ms <= millis(start):
+        return None
+    snap = _newest(source, experiment_id, scope, start, cutoff_ms) or Snapshot(millis(start))
+    kind, key = scope.split(":", 1)
+    query = LedgerQuery(team=key) if kind == "team" else LedgerQuery(cost_center=key)
+    search = (
+        f"{filter_string(query, finished=False)} AND attributes.start_time >= {snap.cutoff_ms} "
+        f"AND attributes.start_time < {cutoff_ms}"
+    )
+    rows = _by_ids(source, experiment_id, snap.pending)
+    rows.extend(search_rows(source, experiment_id, search))
+    if sum(row.status == FINISHED for row in rows) < every:
+        return None
+    spend = snap.spend
+    cut = dt.datetime.fromtimestamp(cutoff_ms / 1000, dt.timezone.utc)
+    for row in rows:
+        if row.status == FINISHED:
+            _fold(spend, row.record(), start, cut)
+    pending = tuple(sorted({row.run_id for row in rows if row.status in UNSETTLED}))
+    tags = _encode(Snapshot(cutoff_ms, spend, pending))
+    tags |= {SCOPE: scope, MONTH: start.strftime("%Y-%m")}
+    name = f"budget snapshot: {scope} {start:%Y-%m} ({spend.folded} records)"
+    return source.write_run(experiment_id, cutoff_ms, tags, name)
+
+
+def _fold(spend: Spend, record: LedgerRecord, start: dt.datetime, now: dt.datetime) -> None:
+    if record.recorded_at <= now:
+        spend.add(record, current=record.recorded_at >= start)
+
+
+def _newest(
+    source: RunSource, experiment_id: str, scope: str, start: dt.datetime, until_ms: int
+) -> Snapshot | None:
+    """The newest complete, intact snapshot of ``scope``'s month with a cut-off ≤ ``until_ms``."""
+    search = (
+        f"attributes.status = '{FINISHED}' AND tags.{SCOPE} = {quote(scope)} "
+        f"AND tags.{MONTH} = '{start:%Y-%m}' AND attributes.start_time <= {until_ms}"
+    )
+    newest_first = search_rows(
+        source, experiment_id, search, order_by="attributes.start_time DESC", page=1
+    )
+    for row in newest_first:  # one snapshot a request: each may hold a megabyte
+        snap = _decode(row)
+        if snap is not None:
+            return snap
+        _log.warning("budget snapshot %s at %s is damaged; read past it", row.run_id, source.where)
+    return None
+
+
+def _by_ids(source: RunSource, experiment_id: str, ids: tuple[str, ...]) -> list[RunRow]:
+    rows: list[RunRow] = []
+    records = filter_string(LedgerQuery(), finished=False)
+    for at in range(0, len(ids), _IDS_PER_SEARCH):
+        chunk = ", ".join(quote(i) for i in ids[at : at + _IDS_PER_SEARCH])
+        search = f"{records} AND attributes.run_id IN ({chunk})"
+        rows.extend(search_rows(source, experiment_id, search))
+    return rows
+
+
+def _encode(snap: Snapshot) -> dict[str, str]:
+    spend = snap.spend.to_json()
+    body = {"cutoff_ms": snap.cutoff_ms, "pending": list(snap.pending), "spend": spend}
+    blob = base64.b64encode(zlib.compress(json.dumps(body, separators=(",", ":")).encode(), 6))
+    text = blob.decode("ascii")
+    parts = [text[i : i + PART_CHARS] for i in range(0, len(text), PART_CHARS)] or [""]
+    tags = {f"{PART}{n:04d}": part for n, part in enumerate(parts)}
+    return tags | {CHECKSUM: hashlib.sha256(blob).hexdigest(), PARTS: str(len(parts))}
+
+
+def _decode(row: RunRow) -> Snapshot | None:
+    """The snapshot a run holds, or ``None`` when it is damaged or of another format."""
+    try:
+        count = int(row.tags[PARTS])
+        text = "".join(row.tags[f"{PART}{n:04d}"] for n in range(count))
+        blob = text.encode("ascii")
+        if hashlib.sha256(blob).hexdigest() != row.tags[CHECKSUM]:
+            return None
+        body = json.loads(zlib.decompress(base64.b64decode(blob)))
+        if int(body["cutoff_ms"]) != row.start_ms:
+            return None
+        pending = tuple(str(i) for i in body["pending"])
+        return Snapshot(row.start_ms, Spend.from_json(body["spend"]), pending)
+    except (KeyError, ValueError, TypeError, zlib.error):
+        return None
