@@ -3,7 +3,8 @@
 :func:`open_ledger` is the one door to the MLflow ledger: importing this package imports no
 MLflow; calling it does. ``mlflow_runs`` reads training runs for ``reconcile``;
 ``github_client`` writes pull-request comments (PyGithub, imported when first used);
-``tracking_uri`` says where the ledger lives. Imports :mod:`gate.ci`'s models and the pure
+``tracking_uri`` says where the ledger lives; ``skypilot`` is the SkyPilot admin policy (the only
+module that imports SkyPilot). Imports :mod:`gate.ci`'s models and the pure
 core; nothing below imports this package.
 """
 
