@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -198,6 +199,22 @@ def test_a_task_must_ask_for_what_the_spec_was_cleared_for(repo, tmp_path):
     assert "asks for no GPU" in rejection(request(task(tmp_path, spec, None)), s)
 
 
+def test_exec_and_jobs_launch_are_judged_too(repo, tmp_path):
+    spec = write_a100_spec(repo, trials=8)
+    s = settings(repo)
+    jobs = request(task(tmp_path, spec, "A100:8"), sky.AdminPolicyRequestName.JOBS_LAUNCH)
+    assert "needs a fresh approval" in rejection(jobs, s)
+    approve(repo, spec)
+    assert apply_policy(jobs, s).task.envs["BUDGET_GATE_SPEC"] == spec
+    exec_ = sky.AdminPolicyRequestName.CLUSTER_EXEC
+    on_cluster = apply_policy(request(task(tmp_path, spec, None), exec_), s)  # no accelerator
+    assert on_cluster.task.envs["BUDGET_GATE_FINGERPRINT"] == fingerprint_of(spec)
+    assert "asks for 4 × A100" in rejection(request(task(tmp_path, spec, "A100:4"), exec_), s)
+    any_of = task(tmp_path, spec, "A100:8")
+    any_of.set_resources([*any_of.resources, *task(tmp_path, spec, "H100:8").resources])
+    assert "asks for 8 × H100" in rejection(request(any_of, jobs.request_name), s)
+
+
 def test_a_gpu_task_without_a_spec(repo, tmp_path):
     gpu = request(task(tmp_path, None, "A100:8"))
     message = rejection(gpu, settings(repo))
@@ -333,6 +350,9 @@ def test_the_http_endpoint_answers_skypilots_client(repo, tmp_path, server):
     print(f"\nSKYPILOT-POLICY round trip, approved A100 task, 30 requests over loopback: "
           f"{over_http}; the same decision in process: {in_process}")  # fmt: skip
     assert over_http.median < 2.0
+    with ThreadPoolExecutor(8) as pool:  # concurrent requests, as an API server sends them
+        answers = list(pool.map(lambda _: client.validate_and_mutate(original), range(16)))
+    assert {a.task.envs["BUDGET_GATE_FINGERPRINT"] for a in answers} == {fingerprint_of(spec)}
 
     config = config_utils.Config.from_dict({"admin_policy": server.url})
     with skypilot_config.replace_skypilot_config_in_process(config):
