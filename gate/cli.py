@@ -155,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--dir", default=".", metavar="DIR", help="the repository root (default: .)")
     _add_ledger_commands(commands, [evaluation, ledger], [places, ledger])
     _add_ci(commands)
+    _add_serve(commands, [ledger])
     _add_reconcile(commands, [places, ledger])
     for command in commands.choices.values():
         command.epilog = command.epilog or _EPILOG  # every command shares the exit codes
@@ -396,6 +397,56 @@ def _add_ci(commands: argparse._SubParsersAction[Any]) -> None:
         help="where the JSON report goes (default: $RUNNER_TEMP/budget-gate-report.json)",
     )
     ci.add_argument("--docs-url", metavar="URL", help="where docs/rules.md is published")
+
+
+def _add_serve(commands: argparse._SubParsersAction[Any], parents: list[_Parser]) -> None:
+    serve = commands.add_parser("serve", help="serve a policy over HTTP (skypilot-policy)")
+    what = serve.add_subparsers(dest="service", metavar="SERVICE", required=True)
+    policy = what.add_parser(
+        "skypilot-policy",
+        parents=parents,
+        help="the SkyPilot admin policy: refuse launches budget-gate does not clear",
+        description="Answer SkyPilot's RESTful admin policy (admin_policy: http://HOST:PORT in "
+        "the SkyPilot config): launch, exec and jobs launch requests whose task names a spec "
+        "in BUDGET_GATE_SPEC are allowed only when the spec passes budget-gate verify and the "
+        "task asks for the spec's accelerator, GPU count and capacity; the task gets the run "
+        "tags as env vars. A rejection is an HTTP 400 with one line of reason; an unreachable "
+        "ledger rejects (fail closed). Needs the skypilot extra.",
+        epilog=_EPILOG,
+    )
+    policy.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)"
+    )
+    policy.add_argument(
+        "--port",
+        type=_port,
+        default=8765,
+        help="port to listen on; 0 picks a free one (default: 8765)",
+    )
+    policy.add_argument(
+        "--repo",
+        default=".",
+        metavar="DIR",
+        help="repository the specs' paths are relative to (default: .)",
+    )
+    policy.add_argument(
+        "--policy-dir",
+        default="policies",
+        metavar="DIR",
+        help="policies directory, relative to --repo (default: policies)",
+    )
+    policy.add_argument(
+        "--missing-spec",
+        choices=("reject", "allow"),
+        default="reject",
+        help="what to do with a GPU task that names no spec (default: reject)",
+    )
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (0-65535)")
+    return int(text)
 
 
 def _pr_number(text: str) -> int:

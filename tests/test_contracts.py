@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -82,6 +83,7 @@ def test_check_imports_no_heavy_dependency():
         "light = not {'pydantic', 'yaml'} & set(sys.modules)\n"
         "code = main(['check', 'examples/cifar-sweep.yaml'])\n"
         "heavy = {'mlflow', 'github', 'jsonschema', 'rich', 'requests'} & set(sys.modules)\n"
+        "heavy |= {'sky', 'starlette', 'uvicorn'} & set(sys.modules)\n"
         "heavy = sorted(heavy)\n"
         "print(light, code, heavy)\n"
     )
@@ -152,3 +154,16 @@ def test_reporters_never_load_the_rule_registry_or_the_verdict():
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert proc.stdout.strip() == "[]"
+
+
+def test_only_the_skypilot_policy_imports_skypilot():
+    allowed = {"gate/integrations/skypilot.py", "gate/commands/serve.py"}
+    importers = set()
+    for path in sorted((ROOT / "gate").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            if any(n.split(".")[0] in {"sky", "starlette", "uvicorn"} for n in names):
+                importers.add(path.relative_to(ROOT).as_posix())
+    assert importers == allowed

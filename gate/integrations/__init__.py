@@ -5,7 +5,8 @@ MLflow; calling it does for ``sqlite:///`` stores, while a tracking server is re
 (``ledger_rest``, with ``ledger_search`` and ``ledger_snapshots``) and MLflow loads only to
 write. ``mlflow_runs`` reads training runs for ``reconcile``;
 ``github_client`` writes pull-request comments (PyGithub, imported when first used);
-``tracking_uri`` says where the ledger lives. Imports :mod:`gate.ci`'s models and the pure
+``tracking_uri`` says where the ledger lives; ``skypilot`` is the SkyPilot admin policy (the only
+module that imports SkyPilot). Imports :mod:`gate.ci`'s models and the pure
 core; nothing below imports this package.
 """
 

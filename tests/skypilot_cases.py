@@ -1,0 +1,420 @@
+"""The SkyPilot admin policy with SkyPilot's real classes, in a network namespace.
+
+Not collected on its own (the name does not start with ``test_``):
+``tests/test_skypilot_policy.py`` runs this module with pytest inside ``unshare --net`` with
+only loopback up and a throwaway ``HOME``, because SkyPilot writes ``~/.sky`` and probes
+the network. The ledger is the real MLflow server of ``tests/mlflow_server.py``; approvals
+are recorded by the real ``budget-gate approve``. Nothing here runs ``sky launch`` or the
+optimizer (they fetch catalogs).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+import sky
+from sky import admin_policy, exceptions, skypilot_config
+from sky.utils import admin_policy_utils, config_utils
+
+from gate.integrations.skypilot import MissingSpec, PolicySettings, apply_policy
+from tests.conftest import ROOT
+from tests.ledger_kit import Team, fingerprint_of
+from tests.mlflow_server import CLIENT_ENV, free_port
+
+LAUNCH = sky.AdminPolicyRequestName.CLUSTER_LAUNCH
+# 8 × A100 per trial, on-demand; 2 trials need no approval under the test policy (over 4 do).
+A100_SPEC = """\
+apiVersion: budget-gate/v1
+kind: Experiment
+metadata: {{name: llm-{trials}, team: {team}, owner: carol, labels: {{cost-center: cc-1}}}}
+resources: {{accelerator: A100, gpus_per_trial: 8, precision: bf16}}
+workload: {{max_epochs: 2, epoch_minutes: 6}}
+search: {{strategy: random, max_trials: {trials}}}
+quality_gate: [{{metric: val_f1, op: ">=", value: 0.8}}]
+"""
+
+
+@pytest.fixture(autouse=True)
+def _inside_a_network_namespace():
+    """Refuse to run where a packet could leave the machine."""
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=True)
+    names = [line.split(":")[1].strip() for line in links.stdout.splitlines()]
+    assert names == ["lo"], f"run through tests/test_skypilot_policy.py, not directly: {names}"
+
+
+@pytest.fixture
+def repo(team: Team, monkeypatch) -> Team:
+    """The team's directory as the repository; the CLI runs from its root, as users do."""
+    (team.root / "experiments").mkdir()
+    monkeypatch.chdir(team.root)
+    return team
+
+
+def settings(team: Team, **changes) -> PolicySettings:
+    base = PolicySettings(team.root, Path(team.policy_dir), team.uri)
+    return PolicySettings(**{**{f: getattr(base, f) for f in base.__slots__}, **changes})
+
+
+def spec_of(team: Team) -> str:
+    """The team's spec path: tests share one ledger, and approvals are found by path too."""
+    return f"experiments/{team.name}.yaml"
+
+
+def write_spec(team: Team, trials: int, path: str | None = None) -> str:
+    path = path or spec_of(team)
+    team.spec(trials, file=path)
+    return path
+
+
+def write_a100_spec(team: Team, trials: int = 2) -> str:
+    path = spec_of(team)
+    (team.root / path).write_text(A100_SPEC.format(trials=trials, team=team.name))
+    return path
+
+
+def task(
+    tmp: Path,
+    spec: str | None,
+    accelerators: str | None = "L4:1",
+    *,
+    nodes: int = 1,
+    spot: bool = False,
+) -> sky.Task:
+    """A task YAML as a user writes it, read by SkyPilot itself."""
+    resources = {"use_spot": spot, **({"accelerators": accelerators} if accelerators else {})}
+    config = {"name": "train", "num_nodes": nodes, "resources": resources, "run": "python t.py"}
+    if spec is not None:
+        config["envs"] = {"BUDGET_GATE_SPEC": spec, "LR": "0.1"}
+    path = tmp / "task.yaml"
+    path.write_text(json.dumps(config))  # JSON is YAML
+    return sky.Task.from_yaml(str(path))
+
+
+def request(t: sky.Task, name=LAUNCH) -> sky.UserRequest:
+    return sky.UserRequest(task=t, skypilot_config=sky.Config(), request_name=name)
+
+
+def rejection(req: sky.UserRequest, s: PolicySettings, **kw) -> str:
+    with pytest.raises(exceptions.UserRequestRejectedByPolicy) as raised:
+        apply_policy(req, s, **kw)
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith("budget-gate: ")
+    return message
+
+
+def approve(team: Team, spec: str) -> None:
+    code, _, err = team.cli("approve", spec, "--by", "alice", "--reason", "worth it")
+    assert code == 0, err
+
+
+def test_approved_task_is_allowed_and_carries_the_run_tags(repo, tmp_path):
+    spec = write_spec(repo, 8)
+    approve(repo, spec)
+    original = request(task(tmp_path, spec))
+    mutated = apply_policy(original, settings(repo))
+    assert isinstance(mutated, sky.MutatedUserRequest)
+    envs = mutated.task.envs
+    record = repo.records(spec)[0]
+    tags = json.loads(envs["BUDGET_GATE_RUN_TAGS"])
+    assert (
+        tags["budget_gate.fingerprint"] == fingerprint_of(spec) == envs["BUDGET_GATE_FINGERPRINT"]
+    )
+    assert tags["budget_gate.approval_id"] == record.record_id == envs["BUDGET_GATE_APPROVAL_ID"]
+    assert tags["budget_gate.spec"] == envs["BUDGET_GATE_SPEC"] == spec
+    assert tags["budget_gate.team"] == repo.name and envs["BUDGET_GATE_GPUS"] == "1"
+    assert dt.datetime.fromisoformat(envs["BUDGET_GATE_SUBMITTED_AT"]).tzinfo is not None
+    assert envs["LR"] == "0.1"  # the user's own envs are kept
+    # what the API server does with the answer: encode, decode against the original
+    again = sky.MutatedUserRequest.decode(mutated.encode(), original)
+    assert again.task.envs == envs and again.task.num_nodes == 1
+
+
+def test_unapproved_task_is_rejected_with_the_approve_command(repo, tmp_path):
+    spec = write_spec(repo, 8)
+    message = rejection(request(task(tmp_path, spec)), settings(repo))
+    assert message.startswith(f"budget-gate: {spec} needs a fresh approval before launch: ")
+    assert "BG110 8 trials is over the approval trigger of 4" in message
+    assert "no approval is recorded for this version (sha256:" in message
+    assert "the spec changed" not in message
+    assert message.endswith(f" — budget-gate approve {spec} --by NAME --reason TEXT")
+
+
+def test_stale_approvals_are_rejected_with_why(repo, tmp_path):
+    spec = write_spec(repo, 8)
+    approve(repo, spec)
+    approved_at = repo.records(spec)[0].recorded_at
+    expired = rejection(
+        request(task(tmp_path, spec)), settings(repo), now=approved_at + dt.timedelta(days=31)
+    )
+    assert "needs a fresh approval" in expired and "expired on" in expired
+    assert "the spec changed" not in expired
+    write_spec(repo, 9)  # the same path, a new version
+    changed = rejection(request(task(tmp_path, spec)), settings(repo))
+    assert "the spec changed since its last approval by alice" in changed
+    assert "approve this version again" in changed
+
+
+def test_over_the_monthly_budget_is_rejected(repo, tmp_path):
+    repo.policy(limits=", monthly_budget: 50")
+    spec = write_spec(repo, 2)  # 20 USD, no approval needed
+    assert apply_policy(request(task(tmp_path, spec)), settings(repo)).task.envs["BUDGET_GATE_SPEC"]
+    repo.reconcile(write_spec(repo, 1, "experiments/other.yaml"), "40")  # 40 of 50 spent
+    message = rejection(request(task(tmp_path, spec)), settings(repo))
+    assert message.startswith(f"budget-gate: {spec} breaks the policy: BG120 ")
+    assert "monthly budget" in message
+    assert message.endswith(f"(budget-gate check {spec})")
+
+
+def test_a_task_must_ask_for_what_the_spec_was_cleared_for(repo, tmp_path):
+    spec = write_a100_spec(repo, trials=8)
+    approve(repo, spec)
+    s = settings(repo)
+    assert (
+        apply_policy(request(task(tmp_path, spec, "A100:8")), s).task.envs["BUDGET_GATE_GPUS"]
+        == "8"
+    )
+    assert apply_policy(request(task(tmp_path, spec, "A100:4", nodes=2)), s)  # 4 × 2 nodes = 8
+    doubled = rejection(request(task(tmp_path, spec, "A100:8", nodes=2)), s)
+    assert doubled == (
+        "budget-gate: task 'train' asks for 16 × A100 (8 per node × 2 nodes) on-demand, but "
+        f"{spec} is cleared for 8 × A100 on-demand (resources.gpus_per_trial) — ask for "
+        "A100:8 in all with use_spot: false, or change the spec and clear it again "
+        f"(budget-gate check {spec})"
+    )
+    assert "asks for 8 × H100 on-demand" in rejection(request(task(tmp_path, spec, "H100:8")), s)
+    assert "asks for 8 × A100 spot" in rejection(
+        request(task(tmp_path, spec, "A100:8", spot=True)), s
+    )
+    assert "asks for no GPU" in rejection(request(task(tmp_path, spec, None)), s)
+
+
+def test_exec_and_jobs_launch_are_judged_too(repo, tmp_path):
+    spec = write_a100_spec(repo, trials=8)
+    s = settings(repo)
+    jobs = request(task(tmp_path, spec, "A100:8"), sky.AdminPolicyRequestName.JOBS_LAUNCH)
+    assert "needs a fresh approval" in rejection(jobs, s)
+    approve(repo, spec)
+    assert apply_policy(jobs, s).task.envs["BUDGET_GATE_SPEC"] == spec
+    exec_ = sky.AdminPolicyRequestName.CLUSTER_EXEC
+    on_cluster = apply_policy(request(task(tmp_path, spec, None), exec_), s)  # no accelerator
+    assert on_cluster.task.envs["BUDGET_GATE_FINGERPRINT"] == fingerprint_of(spec)
+    assert "asks for 4 × A100" in rejection(request(task(tmp_path, spec, "A100:4"), exec_), s)
+    any_of = task(tmp_path, spec, "A100:8")
+    any_of.set_resources([*any_of.resources, *task(tmp_path, spec, "H100:8").resources])
+    assert "asks for 8 × H100" in rejection(request(any_of, jobs.request_name), s)
+
+
+def test_a_gpu_task_without_a_spec(repo, tmp_path):
+    gpu = request(task(tmp_path, None, "A100:8"))
+    message = rejection(gpu, settings(repo))
+    assert message == (
+        "budget-gate: task 'train' asks for 8 × A100 but names no spec — add envs: "
+        f"{{BUDGET_GATE_SPEC: experiments/NAME.yaml}} (its path in {repo.root}) and clear it "
+        "(budget-gate check experiments/NAME.yaml)"
+    )
+    allowed = apply_policy(gpu, settings(repo, missing_spec=MissingSpec.ALLOW))
+    assert "BUDGET_GATE_FINGERPRINT" not in allowed.task.envs  # passed as it came
+    cpu = apply_policy(request(task(tmp_path, None, None)), settings(repo))
+    assert cpu.task.envs == {}
+    controller = sky.AdminPolicyRequestName.JOBS_LAUNCH_CONTROLLER
+    assert apply_policy(request(task(tmp_path, None), controller), settings(repo))
+
+
+def test_bad_spec_names_are_rejected(repo, tmp_path):
+    s = settings(repo)
+    outside = rejection(request(task(tmp_path, "../../etc/passwd")), s)
+    assert "is outside the repository" in outside
+    missing = rejection(request(task(tmp_path, "experiments/none.yaml")), s)
+    assert "names no readable spec" in missing and "No such file" in missing
+    spec = spec_of(repo)
+    (repo.root / spec).write_text("apiVersion: budget-gate/v1\nkind: Experiment\n")
+    invalid = rejection(request(task(tmp_path, spec)), s)
+    assert invalid.startswith(f"budget-gate: {spec} is not a valid spec: {spec}:1:1: missing")
+    assert invalid.endswith(f"(and 2 more errors); see budget-gate check {spec}")
+
+
+def test_an_unreachable_ledger_rejects(repo, tmp_path):
+    spec = write_spec(repo, 8)
+    dead = settings(repo, tracking_uri=f"http://127.0.0.1:{free_port()}")
+    message = rejection(request(task(tmp_path, spec)), dead)
+    assert "the ledger is unreachable" in message and "connection refused" in message
+    assert "(fail closed)" in message
+
+
+def test_skypilot_applies_the_policy_named_by_class_path(repo, tmp_path, monkeypatch):
+    spec = write_spec(repo, 8)
+    approve(repo, spec)
+    monkeypatch.setenv("BUDGET_GATE_REPO", str(repo.root))
+    monkeypatch.setenv("BUDGET_GATE_POLICY_DIR", "policies")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", repo.uri)
+    config = config_utils.Config.from_dict(
+        {"admin_policy": "gate.integrations.skypilot.BudgetGatePolicy"}
+    )
+    with skypilot_config.replace_skypilot_config_in_process(config):
+        dag, _ = admin_policy_utils.apply(task(tmp_path, spec), LAUNCH)
+        assert dag.tasks[0].envs["BUDGET_GATE_FINGERPRINT"] == fingerprint_of(spec)
+        with pytest.raises(exceptions.UserRequestRejectedByPolicy, match="16 × L4"):
+            admin_policy_utils.apply(task(tmp_path, spec, "L4:8", nodes=2), LAUNCH)
+
+
+@dataclass(frozen=True)
+class Timing:
+    median: float
+    p95: float
+    max: float
+
+    def __str__(self) -> str:
+        ms = [round(x * 1000, 1) for x in (self.median, self.p95, self.max)]
+        return f"median {ms[0]} ms, p95 {ms[1]} ms, max {ms[2]} ms"
+
+
+def timed(call, n: int = 30) -> Timing:
+    times = []
+    for _ in range(n):
+        began = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - began)
+    times.sort()
+    return Timing(statistics.median(times), times[int(n * 0.95)], times[-1])
+
+
+class PolicyServer:
+    """``budget-gate serve skypilot-policy`` as a process of its own."""
+
+    def __init__(self, root: Path, tracking_uri: str) -> None:
+        command = [
+            sys.executable, "-m", "gate", "serve", "skypilot-policy", "--port", "0",
+            "--repo", str(root), "--tracking-uri", tracking_uri,
+        ]  # fmt: skip
+        self.process = subprocess.Popen(
+            command, stderr=subprocess.PIPE, text=True, env={**os.environ, **CLIENT_ENV}
+        )
+        assert self.process.stderr is not None
+        first = self.process.stderr.readline()
+        assert " SkyPilot admin policy on http://127.0.0.1:" in first, first
+        self.url = first.split(" on ", 1)[1].split("/ ", 1)[0] + "/"
+
+    def stop(self) -> str:
+        self.process.terminate()
+        _, err = self.process.communicate(timeout=30)
+        return err
+
+
+@pytest.fixture
+def server(repo):
+    running = PolicyServer(repo.root, repo.uri)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def bare_server(tmp_path_factory, mlflow_server):
+    """One server for the malformed requests: they never reach the repository or ledger."""
+    running = PolicyServer(tmp_path_factory.mktemp("bare"), mlflow_server.uri)
+    yield running
+    running.stop()
+
+
+def test_the_http_endpoint_answers_skypilots_client(repo, tmp_path, server):
+    spec = write_a100_spec(repo, trials=8)
+    client = admin_policy.RestfulAdminPolicy(server.url)
+    with pytest.raises(exceptions.UserRequestRejectedByPolicy, match="needs a fresh approval"):
+        client.validate_and_mutate(request(task(tmp_path, spec, "A100:8")))
+    approve(repo, spec)
+    original = request(task(tmp_path, spec, "A100:8"))
+    mutated = client.validate_and_mutate(original)
+    assert mutated.task.envs["BUDGET_GATE_FINGERPRINT"] == fingerprint_of(spec)
+    assert mutated.task.envs["BUDGET_GATE_APPROVAL_ID"] == repo.records(spec)[0].record_id
+    with pytest.raises(exceptions.UserRequestRejectedByPolicy) as raised:
+        client.validate_and_mutate(request(task(tmp_path, spec, "A100:8", nodes=2)))
+    assert "asks for 16 × A100 (8 per node × 2 nodes)" in str(raised.value)
+    assert "cleared for 8 × A100" in str(raised.value)
+    with pytest.raises(exceptions.UserRequestRejectedByPolicy, match="names no spec"):
+        client.validate_and_mutate(request(task(tmp_path, None, "A100:8")))
+
+    over_http = timed(lambda: client.validate_and_mutate(request(task(tmp_path, spec, "A100:8"))))
+    in_process = timed(
+        lambda: apply_policy(request(task(tmp_path, spec, "A100:8")), settings(repo))
+    )
+    print(f"\nSKYPILOT-POLICY round trip, approved A100 task, 30 requests over loopback: "
+          f"{over_http}; the same decision in process: {in_process}")  # fmt: skip
+    assert over_http.median < 2.0
+    with ThreadPoolExecutor(8) as pool:  # concurrent requests, as an API server sends them
+        answers = list(pool.map(lambda _: client.validate_and_mutate(original), range(16)))
+    assert {a.task.envs["BUDGET_GATE_FINGERPRINT"] for a in answers} == {fingerprint_of(spec)}
+
+    config = config_utils.Config.from_dict({"admin_policy": server.url})
+    with skypilot_config.replace_skypilot_config_in_process(config):
+        dag, _ = admin_policy_utils.apply(task(tmp_path, spec, "A100:8"), LAUNCH)
+    assert dag.tasks[0].envs["BUDGET_GATE_SPEC"] == spec
+    log = server.stop()
+    assert f"allowed launch of task 'train' under {spec}" in log
+    assert "rejected launch of task 'train': task 'train' asks for 16 × A100" in log
+
+
+def encoded(**fields) -> bytes:
+    """A body shaped like SkyPilot's: a JSON string holding the request's JSON."""
+    body = {"task": "{}", "skypilot_config": "{}", "request_name": "launch", "user": ""}
+    return json.dumps(json.dumps({**body, **fields})).encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"not json", "malformed request: JSONDecodeError: "),
+        (b'{"task": "x"}', "malformed request: ValueError: expected a JSON string"),
+        (json.dumps("{}").encode(), "malformed request: ValidationError: "),
+        (encoded(task="run: ["), "malformed request: "),
+        (encoded(task="resources: {accelerators: 7}"), "malformed request: "),
+        (
+            encoded(request_name="nope"),
+            "malformed request: ValueError: 'nope' is not a valid AdminPolicyRequestName",
+        ),
+        (b"x" * (4 * 1024 * 1024 + 1), "malformed request: body over 4194304 bytes"),
+    ],
+)
+def test_malformed_requests_get_400_with_a_reason(bare_server, body, reason):
+    answer = requests.post(bare_server.url, data=body, timeout=30)
+    assert answer.status_code == 400
+    assert answer.text.startswith(f"budget-gate: {reason}"), answer.text
+    assert "\n" not in answer.text.strip()
+    assert requests.get(bare_server.url + "health", timeout=30).text == "ok"  # still serving
+
+
+def test_the_http_endpoint_fails_closed_when_mlflow_is_down(repo, tmp_path):
+    spec = write_spec(repo, 8)
+    down = PolicyServer(repo.root, f"http://127.0.0.1:{free_port()}")
+    try:
+        client = admin_policy.RestfulAdminPolicy(down.url)
+        with pytest.raises(exceptions.UserRequestRejectedByPolicy) as raised:
+            client.validate_and_mutate(request(task(tmp_path, spec)))
+    finally:
+        down.stop()
+    assert "the ledger is unreachable" in str(raised.value)
+    assert "launches are refused until it answers (fail closed)" in str(raised.value)
+
+
+def test_serve_says_what_is_wrong_with_its_options(repo):
+    taken = PolicyServer(repo.root, repo.uri)
+    port = taken.url.rsplit(":", 1)[1].rstrip("/")
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "gate", "serve", "skypilot-policy", "--port", port],
+            capture_output=True, text=True, timeout=60, check=False, cwd=ROOT,
+        )  # fmt: skip
+    finally:
+        taken.stop()
+    assert proc.returncode == 3
+    assert proc.stderr.startswith(f"budget-gate: cannot listen on 127.0.0.1:{port}: ")
+    assert "choose another --port" in proc.stderr and "Traceback" not in proc.stderr
