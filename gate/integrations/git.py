@@ -10,11 +10,14 @@ thousand specs cost one subprocess, not a thousand.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate.errors import InputError
+
+if TYPE_CHECKING:
+    import subprocess
 
 _TIMEOUT_S = 60
 
@@ -134,6 +137,8 @@ def _cat_files(top: Path, objects: list[str]) -> list[bytes | None]:
 def _git(
     cwd: Path, args: list[str], *, what: str = "", stdin: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
+    import subprocess  # NOTE: here, not at the top: check imports this module for RepoPaths
+
     try:
         proc = subprocess.run(
             ["git", *args],
