@@ -25,6 +25,7 @@ from gate.estimate.prices import Catalog
 from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import SpecResult
 from gate.money import format_money
+from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet
 from gate.reporters.markup import escape, utf16_length
 
@@ -102,13 +103,26 @@ def assess(
     after = Evaluator(head, catalog, today)
     changes = []
     for path in paths:
-        content = gh.read_file(path, refs[1])
+        try:
+            content = gh.read_file(path, refs[1])
+        except InputError as exc:  # e.g. too large for the contents API
+            notes.append(f"{path}: not priced ({exc.message})")
+            continue
         if content is None:
             continue
-        old, new = before.evaluate(path, content), after.evaluate(path, content)
+        old, new = _judge(before, path, content), _judge(after, path, content)
         if _differs(old, new):
             changes.append(Change(path, old, new))
     return PolicyChange(tuple(changed), (), tuple(changes), len(paths), tuple(notes))
+
+
+def _judge(evaluator: Evaluator, path: str, content: bytes) -> SpecResult:
+    """The spec's result; a policy that does not load (the base's, say) makes it invalid."""
+    try:
+        return evaluator.evaluate(path, content)
+    except (InputError, InputErrors) as exc:
+        errors = exc.errors if isinstance(exc, InputErrors) else [exc]
+        return SpecResult(path, Outcome.INVALID, errors=tuple(e.problem for e in errors))
 
 
 def _repository_specs(gh: Reader, globs: Sequence[str], ref: str) -> tuple[list[str], list[str]]:

@@ -144,8 +144,9 @@ class PolicySet:
             doc = self._read(current, docs[-1] if docs else None)
             docs.append(doc)
             current = _parent(doc, current)
-            if current == NO_BASE:
-                left, current = _extends_location(doc), None
+            if current == NO_BASE:  # meaningless (and not reported) in default.yaml itself
+                left = _extends_location(doc) if Path(doc.file).stem != DEFAULT else None
+                current = None
         data: dict[str, Any] = {}
         source_map = SourceMap()
         for doc in reversed(docs):

@@ -65,3 +65,18 @@ def test_a_pull_request_without_policy_changes_gets_no_policy_section(
     (comment,) = story.bot_comments()
     assert "Policy change" not in comment
     assert story.status() == ("success", "within policy · worst case 145.07 USD")
+
+
+def test_fixing_a_broken_base_policy_shows_specs_leaving_invalid(story: PullRequestStory) -> None:
+    broken = "apiVersion: budget-gate/v1\nkind: Policy\nseverity: {BG999: error}\n"
+    fixed = "apiVersion: budget-gate/v1\nkind: Policy\nseverity: {BG304: error}\n"
+    story.change("policies/nlp.yaml", fixed, at=T0 + HOUR, before=broken)
+    story.repo.put_file("policies/default.yaml", POLICY, ref=story.head)
+    _repository_specs(story)  # both specs are team nlp
+    ran = story.run("pull_request.opened", story.pull_request_event())
+    assert ran.code == 0, ran.stderr
+    (comment,) = story.bot_comments()
+    assert "| `experiments/llm-grid.yaml` | invalid → **approval-required** | — → 580.27 USD |" in (
+        comment
+    )
+    assert story.status() == ("success", "policies valid · 2 specs change under them")

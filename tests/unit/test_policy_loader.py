@@ -92,3 +92,9 @@ def test_load_all_reports_every_broken_policy_and_no_other_file() -> None:
     assert [str(e).split(":")[0] for e in err.value.errors] == ["policies/nlp.yaml"]
     good = PolicySet("policies", {"default.yaml": DEFAULT, "vision.yaml": VISION})
     assert [p.chain for p in good.load_all()] == [("default",), ("vision", "default")]
+
+
+def test_extends_none_in_default_itself_changes_nothing() -> None:
+    plain = DEFAULT + b"extends: none\n"
+    loaded = PolicySet("policies", {"default.yaml": plain}).for_team(None)
+    assert (loaded.chain, loaded.left_default) == (("default",), None)
