@@ -83,31 +83,28 @@ class Practices(Model):
 
 
 _POLICY_NAME = r"^[a-z0-9][a-z0-9_-]*$"
-_WAIVER_GLOB = r"^[^!#\s][^\x00-\x1f]*$"
+_WAIVER_GLOB = r"^(?![!#\s])[^\x00-\x1f\x7f-\x9f]+$"
 
 
-def _policy_name(value: str) -> str:
-    if not re.fullmatch(_POLICY_NAME, value):
-        raise ValueError(
-            f"{value!r} is not a team or policy name — use lower case letters, digits, - and _ "
-            "(as in metadata.team)"
-        )
-    return value
+def _matching(pattern: str, problem: str) -> AfterValidator:
+    """A validator that says what is wrong in words a pattern mismatch does not."""
 
+    def check(value: str) -> str:
+        if not re.fullmatch(pattern, value):
+            raise ValueError(f"{value!r} {problem}")
+        return value
 
-def _waiver_glob(value: str) -> str:
-    if not re.fullmatch(_WAIVER_GLOB, value):
-        raise ValueError(
-            f"{value!r} is not a usable glob — a waiver glob cannot start with '!' (negation), "
-            "'#' or a space, nor hold control characters; list the specs it waives"
-        )
-    return value
+    return AfterValidator(check)
 
 
 PolicyName = Annotated[
     str,
     Field(max_length=63, json_schema_extra={"pattern": _POLICY_NAME}),
-    AfterValidator(_policy_name),
+    _matching(
+        _POLICY_NAME,
+        "is not a team or policy name — use lower case letters, digits, - and _ "
+        "(as in metadata.team)",
+    ),
 ]
 """A policy file's name without ``.yaml``: a team name, or ``default``."""
 
@@ -118,7 +115,11 @@ NO_BASE = "none"
 WaiverGlob = Annotated[
     str,
     Field(min_length=1, max_length=200, json_schema_extra={"pattern": _WAIVER_GLOB}),
-    AfterValidator(_waiver_glob),
+    _matching(
+        _WAIVER_GLOB,
+        "is not a usable glob — a waiver glob cannot start with '!' (negation), '#' or a "
+        "space, nor hold control characters; list the specs it waives",
+    ),
 ]
 """A gitignore-style glob; no ``!`` negation or ``#`` comment, no control characters."""
 
