@@ -38,6 +38,7 @@ examples:
   budget-gate verify experiments/sweep.yaml
   budget-gate ci        # in a GitHub Actions workflow: see action.yml and the README
   budget-gate reconcile experiments/sweep.yaml --format markdown
+  budget-gate policy check && budget-gate policy test
 """
 _EPILOG = (
     "exit codes: 0 pass, 1 policy violation, 2 approval required, 3 invalid input, "
@@ -157,9 +158,51 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ci(commands)
     _add_serve(commands, [ledger])
     _add_reconcile(commands, [places, ledger])
+    _add_policy(commands)
     for command in commands.choices.values():
         command.epilog = command.epilog or _EPILOG  # every command shares the exit codes
     return parser
+
+
+def _add_policy(commands: argparse._SubParsersAction[Any]) -> None:
+    policy = commands.add_parser(
+        "policy",
+        help="validate the policy directory, or run its fixture specs",
+        description="Keep policies valid and tested: 'check' loads every policy with its "
+        "extends chain; 'test' runs the fixture specs in DIR/tests against them.",
+        epilog=_EPILOG,
+    )
+    actions = policy.add_subparsers(dest="policy_command", metavar="ACTION", required=True)
+    check = actions.add_parser(
+        "check",
+        help="load every policy with its extends chain; refuse unknown rule ids",
+        description="Load and validate every *.yaml policy in DIR with its extends chain "
+        "(default is the implicit base; extends: none is noted), refusing unknown rule ids "
+        "in severity: and waivers. Exits 0, or 3 with file:line:col for each error.",
+        epilog=_EPILOG,
+    )
+    check.add_argument("dir", nargs="?", default="policies", metavar="DIR", help=_POLICY_DIR)
+    test = actions.add_parser(
+        "test",
+        help="run the policy fixtures: specs with their expected verdict and rule ids",
+        description="Evaluate every fixture spec (DIR/tests/*.yaml, each with an "
+        "'expect: {verdict: ..., rules: [...]}' block) against the policies in DIR, print "
+        "ok or FAIL for each and the rules no fixture makes fire. Exits 0 when all match, "
+        "1 on any mismatch, 3 on invalid policies or fixtures.",
+        epilog=_EPILOG,
+    )
+    test.add_argument("dir", nargs="?", default="policies", metavar="DIR", help=_POLICY_DIR)
+    test.add_argument(
+        "--fixtures", metavar="FIXTURES", help="where the fixtures are (default: DIR/tests)"
+    )
+    test.add_argument(
+        "--as-of",
+        metavar="WHEN",
+        help="judge waivers as of this date (default: today; a fixture's expect.as_of wins)",
+    )
+
+
+_POLICY_DIR = "the policy directory (default: policies)"
 
 
 def _add_reconcile(commands: argparse._SubParsersAction[Any], parents: list[_Parser]) -> None:

@@ -16,6 +16,7 @@ from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import SpecResult
 from gate.integrations import open_ledger
+from gate.integrations.git import RepoPaths
 from gate.integrations.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
 from gate.ledger.records import LedgerRecord, LedgerView
@@ -70,7 +71,13 @@ def require_approval(
     moment = now or dt.datetime.now(dt.timezone.utc)
     uri = resolve_tracking_uri(tracking_uri, os.environ)
     view = LedgerView(lambda: open_ledger(uri), moment, approvals=True, where=redact(uri))
-    evaluator = Evaluator(PolicySet(policy_dir), load_catalog(), moment.date(), ledger=view)
+    evaluator = Evaluator(
+        PolicySet(policy_dir),
+        load_catalog(),
+        moment.date(),
+        ledger=view,
+        repo_path=RepoPaths(policy_dir),
+    )
     evaluation = evaluator.evaluate_spec(str(spec))
     result = evaluation.result
     _raise_unless_cleared(result)

@@ -36,6 +36,7 @@ quality_gate: [{{metric: val_f1, op: ">=", value: 0.8}}]
 POLICY = """\
 apiVersion: budget-gate/v1
 kind: Policy
+teams: [{team}]
 prices: {{overrides: {{L4: {{on-demand: {price}}}}}}}
 limits: {{max_experiment_cost: {cap}{limits}}}
 approval:
@@ -75,7 +76,12 @@ class Team:
         directory = Path(self.policy_dir)
         directory.mkdir(parents=True, exist_ok=True)
         text = POLICY.format(
-            price=price, cap=cap, trials_over=trials_over, limits=limits, extra=extra
+            price=price,
+            cap=cap,
+            trials_over=trials_over,
+            limits=limits,
+            extra=extra,
+            team=self.name,
         )
         (directory / "default.yaml").write_text(text, encoding="utf-8")
 

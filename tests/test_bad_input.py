@@ -9,12 +9,17 @@ comment changes no YAML semantics but does shift every line down). ``match`` is 
 substring of the diagnostic after the location (message and hint). Cases that cannot be
 committed as small text files (non-UTF-8 bytes, a 10 MB file, zero bytes) are generated
 into ``tmp_path`` from the ``GENERATED`` table below.
+
+A case named ``policy-*.yaml`` is a team policy, not a spec: it is copied to
+``policies/team.yaml`` beside the project's ``default.yaml``, and a valid spec of team
+``team`` is checked against it, so the diagnostic names the policy file.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -132,10 +137,27 @@ COMMITTED = [_committed(p) for p in sorted(CORPUS.glob("*.yaml"))]
 CASES = COMMITTED + GENERATED
 
 
-def _run_check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(["check", "--policy-dir", str(POLICIES), str(path)])
+def _check_args(case: Case, path: Path, tmp_path: Path) -> tuple[Path, list[str]]:
+    """The file the diagnostic must name, and the ``check`` arguments for the case."""
+    if not case.id.startswith("policy-"):
+        return path, ["check", "--policy-dir", str(POLICIES), str(path)]
+    policies = tmp_path / "policies"
+    policies.mkdir(exist_ok=True)
+    shutil.copy(POLICIES / "default.yaml", policies / "default.yaml")
+    team = policies / "team.yaml"
+    shutil.copy(path, team)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(_SPEC.replace("  name: bad-input\n", "  name: bad-input\n  team: team\n"))
+    return team, ["check", "--policy-dir", str(policies), str(spec)]
+
+
+def _run_check(
+    case: Case, path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[Path, int, str, str]:
+    named, args = _check_args(case, path, tmp_path)
+    code = main(args)
     out, err = capsys.readouterr()
-    return code, out, err
+    return named, code, out, err
 
 
 def _assert_reported(case: Case, path: Path, code: int, out: str, err: str) -> None:
@@ -171,8 +193,8 @@ def test_bad_input_is_a_located_diagnostic(
     case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = case.make(tmp_path)
-    code, out, err = _run_check(path, capsys)
-    _assert_reported(case, path, code, out, err)
+    named, code, out, err = _run_check(case, path, tmp_path, capsys)
+    _assert_reported(case, named, code, out, err)
 
 
 def test_corpus_is_large_and_small() -> None:
@@ -187,13 +209,19 @@ _BY_ID = {c.id: c for c in CASES}
 
 
 @pytest.mark.parametrize(
-    "case_id", ["alias-bomb-billion-laughs", "yaml-tab-indentation", "non-utf8-latin1-byte"]
+    "case_id",
+    [
+        "alias-bomb-billion-laughs",
+        "yaml-tab-indentation",
+        "non-utf8-latin1-byte",
+        "policy-extends-300-characters",
+    ],
 )
 def test_real_process_reports_without_traceback(case_id: str, tmp_path: Path) -> None:
     case = _BY_ID[case_id]
-    path = case.make(tmp_path)
+    path, args = _check_args(case, case.make(tmp_path), tmp_path)
     proc = subprocess.run(
-        [sys.executable, "-m", "gate", "check", "--policy-dir", str(POLICIES), str(path)],
+        [sys.executable, "-m", "gate", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -120,7 +120,7 @@ def test_waivers_suppress_until_they_expire(write_yaml, capsys):
     write_yaml(
         "p/default.yaml",
         POLICY + "limits: {max_experiment_cost: 1}\nwaivers:\n"
-        "  - {rule: BG104, specs: '*/big.yaml', reason: board approved, expires: 2026-12-31}\n",
+        "  - {rule: BG104, specs: 'big.yaml', reason: board approved, expires: 2026-12-31}\n",
     )
     spec = write_yaml("big.yaml", SPEC.replace("TEAM", "x"))
     pdir = spec.rsplit("/", 1)[0] + "/p"

@@ -32,6 +32,7 @@ from gate.ci.approvals import (
 from gate.ci.decisions import select_specs
 from gate.ci.event import Event
 from gate.ci.model import ChangedFile, CommentInfo, CommitInfo, PullInfo, ReviewInfo
+from gate.ci.policy_change import PolicyChange, assess, policy_files
 from gate.errors import InputError
 from gate.estimate.prices import load_catalog
 from gate.evaluation.diff import SpecDiff, compare
@@ -57,6 +58,7 @@ class GitHub(Protocol):
     def changed_files(self, number: int) -> list[ChangedFile]: ...  # noqa: D102
     def read_file(self, path: str, ref: str) -> bytes | None: ...  # noqa: D102
     def read_dir(self, path: str, ref: str) -> dict[str, bytes] | None: ...  # noqa: D102
+    def list_files(self, path: str, ref: str, limit: int) -> list[str] | None: ...  # noqa: D102
     def commit(self, sha: str) -> CommitInfo: ...  # noqa: D102
     def reviews(self, number: int) -> list[ReviewInfo]: ...  # noqa: D102
     def comments(self, number: int) -> list[CommentInfo]: ...  # noqa: D102
@@ -99,6 +101,8 @@ class Prepared:
     accepted: list[tuple[Evaluation, Candidate]] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
     """Why the comment that triggered the run (a /budget-gate approve) was not accepted."""
+    policy_change: PolicyChange | None = None
+    """The head's policies checked and their impact, when the pull request changes them."""
 
 
 def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
@@ -106,9 +110,11 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
     assert event.number is not None
     pull = gh.pull(event.number)
     head = event.head_sha or pull.head_sha
-    present, removed = select_specs(gh.changed_files(pull.number), settings.globs)
+    changed = gh.changed_files(pull.number)
+    present, removed = select_specs(changed, settings.globs)
+    base_files = _base_policies(gh, pull, settings.policy_dir)
     evaluator = Evaluator(
-        policies=PolicySet(settings.policy_dir, _base_policies(gh, pull, settings.policy_dir)),
+        policies=PolicySet(settings.policy_dir, base_files),
         catalog=load_catalog(),
         today=settings.now.date(),
         fail_on_warn=settings.fail_on is FailOn.WARN,
@@ -124,6 +130,18 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
         if base is not None or head_eval is not None:
             diffs.append(compare(file.path, base, head_eval.result if head_eval else None))
     prepared = Prepared(pull, head, evaluator, [e.result for e in evaluations], diffs)
+    touched = policy_files(changed, settings.policy_dir)
+    if touched:
+        prepared.policy_change = assess(
+            gh,
+            changed=touched,
+            policy_dir=settings.policy_dir,
+            globs=settings.globs,
+            refs=(pull.base_sha, head),
+            base_files=base_files,
+            catalog=evaluator.catalog,
+            today=evaluator.today,
+        )
     if any(e.result.outcome is Outcome.APPROVAL_REQUIRED for e in evaluations):
         _judge(gh, event, prepared, evaluations)
     return prepared

@@ -27,11 +27,13 @@ from gate.ci.decisions import (
 from gate.ci.event import ApproveCommand
 from gate.ci.flow import GitHub, Prepared
 from gate.ci.model import CommentInfo
+from gate.ci.policy_change import render as render_policy_change
+from gate.ci.policy_change import status as policy_status
 from gate.errors import WriteForbidden
 from gate.evaluation.report import Report
 from gate.policy.findings import Outcome
-from gate.reporters.markdown import MarkdownReporter, comment_marker, written_for
-from gate.reporters.markup import escape
+from gate.reporters.markdown import COMMENT_LIMIT, MarkdownReporter, comment_marker, written_for
+from gate.reporters.markup import escape, utf16_length
 
 _LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
 _MAX_REASONS = 50
@@ -71,6 +73,8 @@ def publish(
     if mode is not CommentMode.OFF:
         _comment(gh, prepared, report, mode, writes)
     state, description = commit_status(report)
+    if prepared.policy_change is not None:
+        state, description = policy_status(prepared.policy_change, state, description)
     writes.attempt(
         f"set the {STATUS_CONTEXT} status",
         lambda: gh.set_status(prepared.head_sha, state, description, STATUS_CONTEXT, run_url),
@@ -95,14 +99,15 @@ def _comment(
     gh: GitHub, prepared: Prepared, report: Report, mode: CommentMode, writes: _Writes
 ) -> None:
     number = prepared.pull.number
-    body = MarkdownReporter().render(report)
+    body = comment_body(prepared, report)
     existing = None
     if mode is CommentMode.UPDATE:
         if prepared.comments is None:
             prepared.comments = gh.comments(number)
         existing = sticky(prepared.comments, comment_marker(report.context))
     if existing is None:
-        if report.results or report.diffs:  # a pull request without specs gets no comment
+        # A pull request that changes neither specs nor policies gets no comment.
+        if report.results or report.diffs or prepared.policy_change is not None:
             writes.attempt("comment on the pull request", lambda: gh.create_comment(number, body))
         return
     if not may_write_comment(written_for(existing.body), prepared.head_sha, prepared.pull.head_sha):
@@ -114,6 +119,15 @@ def _comment(
         writes.attempt(
             "update the pull request comment", lambda: gh.update_comment(existing.id, body)
         )
+
+
+def comment_body(prepared: Prepared, report: Report) -> str:
+    """The sticky comment: the report, then the policy change's section when there is one."""
+    body = MarkdownReporter().render(report)
+    if prepared.policy_change is None:
+        return body
+    room = COMMENT_LIMIT - utf16_length(body)
+    return body + render_policy_change(prepared.policy_change, room)
 
 
 def sticky(comments: list[CommentInfo], marker: str) -> CommentInfo | None:

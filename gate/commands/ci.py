@@ -22,15 +22,19 @@ from typing import Any
 from gate.ci.decisions import CommentMode, outputs
 from gate.ci.event import parse_event
 from gate.ci.flow import Prepared, Settings, approval_record, prepare
+from gate.ci.policy_change import log_lines
+from gate.ci.policy_change import render as render_policy_change
 from gate.ci.publish import publish
 from gate.commands.common import ledger_view, make_report, print_errors, utc_now
 from gate.commands.output import append_step_summary, write_atomically
 from gate.errors import InputError
 from gate.evaluation.report import DOCS_URL, RenderContext, Report
 from gate.ledger.records import DEFAULT_EXPIRY, LedgerView, parse_expiry
+from gate.policy.findings import Outcome
 from gate.policy.verdict import FailOn, exit_code
 from gate.reporters import load_reporter
-from gate.reporters.github import message_command
+from gate.reporters.github import command, message_command
+from gate.reporters.markdown import COMMENT_LIMIT
 
 DEFAULT_SPECS = "experiments/**/*.yaml experiments/**/*.yml"
 DEFAULT_API_URL = "https://api.github.com"
@@ -68,13 +72,43 @@ def run(args: argparse.Namespace) -> int:
             prepared.diffs,
         )
         _write_local(report, env, args.report_json)
+        _log_policy_change(prepared, env)
         notes = publish(
             gh, prepared, report, mode=mode, run_url=_run_url(env), command=event.command
         )
     for note in notes:
         print(message_command("warning", note, "budget-gate"))
     _record(settings.ledger, prepared, now)
+    if prepared.policy_change is not None and not prepared.policy_change.valid:
+        return Outcome.INVALID.exit_code
     return exit_code(report.outcome, fail_on)
+
+
+def _log_policy_change(prepared: Prepared, env: Mapping[str, str]) -> None:
+    """Policy errors as annotations (stdout) and the impact in the log and the job summary."""
+    change = prepared.policy_change
+    if change is None:
+        return
+    for problem in change.errors:
+        where = problem.location
+        message = f"{problem.message} — {problem.hint}" if problem.hint else problem.message
+        title = "invalid policy"
+        print(
+            command("error", message, where, where.file, title)
+            if where
+            else message_command("error", message, title)
+        )
+    for line in log_lines(change):
+        print(line, file=sys.stderr if not change.valid else sys.stdout)
+    summary = env.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        try:
+            with open(summary, "a", encoding="utf-8", newline="") as handle:
+                handle.write(render_policy_change(change, COMMENT_LIMIT))
+        except OSError as exc:
+            raise InputError(
+                f"GITHUB_STEP_SUMMARY {summary}: cannot write ({exc.strerror})"
+            ) from None
 
 
 def _env(env: Mapping[str, str], name: str) -> str:

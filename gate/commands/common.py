@@ -51,6 +51,8 @@ def make_evaluator(
     With --base-ref the policies are read from that git ref, not from the working tree: a
     pull request must not be judged by policies it changes itself.
     """
+    from gate.integrations.git import RepoPaths
+
     base_ref = getattr(args, "base_ref", None)
     policies = base_policies(args.policy_dir, base_ref) if base_ref else PolicySet(args.policy_dir)
     return Evaluator(
@@ -59,6 +61,7 @@ def make_evaluator(
         today=as_of(args)[0],
         fail_on_warn=fail_on_warn,
         ledger=ledger,
+        repo_path=RepoPaths(args.policy_dir),
     )
 
 
@@ -67,7 +70,9 @@ def base_policies(policy_dir: str, ref: str) -> PolicySet:
     from gate.integrations.git import list_base, read_base
 
     paths = list_base(ref, policy_dir, (".yaml",))
-    blobs = read_base(ref, paths)
+    # Only files directly in the directory are policies (policies/tests/ holds fixtures).
+    top = [p for p in paths if os.path.dirname(os.path.relpath(p, policy_dir)) == ""]
+    blobs = read_base(ref, top)
     files = {os.path.basename(p): blob for p, blob in blobs.items() if blob is not None}
     if not files:
         raise InputError(

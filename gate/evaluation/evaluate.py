@@ -7,7 +7,10 @@ budget and approvals); the evaluator never writes to it.
 from __future__ import annotations
 
 import datetime as dt
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 from gate.errors import InputError, InputErrors
 from gate.estimate.prices import Catalog, Quote, quote
@@ -55,6 +58,9 @@ class Evaluator:
     today: dt.date
     fail_on_warn: bool = False
     ledger: LedgerView | None = None
+    repo_path: Callable[[str], str] | None = None
+    """The spec's path relative to the repository root, for waiver globs (the command
+    finds the root; without it, the path as given, normalized)."""
     _spends: dict[LedgerQuery, Spend] = field(default_factory=dict, repr=False, compare=False)
 
     def evaluate(self, spec_file: str, content: bytes | None = None) -> SpecResult:
@@ -71,6 +77,13 @@ class Evaluator:
         """Like :meth:`evaluate`, keeping the parsed spec and policy."""
         try:
             doc = load_file(spec_file) if content is None else load_bytes(content, spec_file)
+        except (InputError, InputErrors) as exc:
+            return Evaluation(_invalid(spec_file, exc))
+        return self.evaluate_doc(spec_file, doc)
+
+    def evaluate_doc(self, spec_file: str, doc: LoadedDoc) -> Evaluation:
+        """Evaluate a spec document already loaded (``policy test`` strips its ``expect:``)."""
+        try:
             spec = _parse(doc)
         except (InputError, InputErrors) as exc:
             return Evaluation(_invalid(spec_file, exc))
@@ -84,8 +97,9 @@ class Evaluator:
         est = estimate(spec, policy, price, self._on_demand(spec, policy, doc))
         fp = fingerprint(spec)
         budget = self._budget(spec, policy, spec_file, fp)
-        ctx = RuleContext(spec, est, policy, spec_file, self.today, budget)
-        findings = _findings(doc, ctx, loaded)
+        teams = tuple(self.policies.teams())
+        ctx = RuleContext(spec, est, policy, spec_file, self.today, budget, teams)
+        findings = _findings(doc, ctx, loaded, self._repo_path(spec_file, policy))
         approval = self._approval(ctx, fp, findings)
         if approval is not None and approval.approval is not None:
             findings = apply_approval(findings, approval.approval)
@@ -102,6 +116,12 @@ class Evaluator:
             approval=approval,
         )
         return Evaluation(result, spec, policy)
+
+    def _repo_path(self, spec_file: str, policy: Policy) -> str:
+        """The path waiver globs match; the root is looked up only when there are waivers."""
+        if policy.waivers and self.repo_path is not None:
+            return self.repo_path(spec_file)
+        return PurePath(os.path.normpath(spec_file)).as_posix()
 
     def _quote(self, spec: Experiment, policy: Policy, capacity: Capacity, doc: LoadedDoc) -> Quote:
         return quote(
@@ -169,13 +189,17 @@ class Evaluator:
         return ApprovalCheck(None, (*found.stale, changed)) if changed else found
 
 
-def _findings(doc: LoadedDoc, ctx: RuleContext, loaded: LoadedPolicy) -> list[Finding]:
+def _findings(
+    doc: LoadedDoc, ctx: RuleContext, loaded: LoadedPolicy, repo_path: str
+) -> list[Finding]:
     raw = [
-        RawFinding(rule.ID, rule.DEFAULT_SEVERITY, v.message, doc.source_map.locate(v.path))
+        RawFinding(
+            rule.ID, v.severity or rule.DEFAULT_SEVERITY, v.message, doc.source_map.locate(v.path)
+        )
         for rule in REGISTRY.values()
         for v in rule.check(ctx)
     ]
-    findings = apply_policy(raw, loaded, ctx.spec_file, ctx.today)
+    findings = apply_policy(raw, loaded, repo_path, ctx.today)
     findings.sort(key=_finding_order)
     return findings
 

@@ -1,4 +1,6 @@
-"""The base version of specs, read from git (``check --base-ref``).
+"""Git: the base version of specs (``check --base-ref``), and the repository root.
+
+The root is what waiver globs are relative to (:class:`RepoPaths`).
 
 Every path is located in its repository (``git rev-parse --show-toplevel``) and all blobs
 of one repository are read through a single ``git cat-file --batch`` process, so a
@@ -8,11 +10,14 @@ thousand specs cost one subprocess, not a thousand.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate.errors import InputError
+
+if TYPE_CHECKING:
+    import subprocess
 
 _TIMEOUT_S = 60
 
@@ -43,6 +48,36 @@ def list_base(ref: str, directory: str, suffixes: tuple[str, ...]) -> list[str]:
         for name in listed
         if name.endswith(suffixes)
     ]
+
+
+class RepoPaths:
+    """Spec paths relative to the repository root, as waiver globs match them.
+
+    The root is the git work tree that holds the policy directory, else the policy
+    directory's parent; it is looked up once, on first use (one ``git rev-parse``). A spec
+    outside the root keeps its path as given, normalized.
+    """
+
+    def __init__(self, policy_dir: str | Path) -> None:
+        self.policy_dir = Path(policy_dir)
+        self._root: Path | None = None
+
+    @property
+    def root(self) -> Path:
+        """The repository root (git top level, else the policy directory's parent)."""
+        if self._root is None:
+            try:
+                self._root = toplevel(_directory_of(str(self.policy_dir / "x")))
+            except InputError:  # not a git work tree, or no git
+                self._root = self.policy_dir.resolve().parent
+        return self._root
+
+    def __call__(self, spec_file: str) -> str:
+        """``spec_file`` relative to the root, with ``/`` separators."""
+        try:
+            return Path(spec_file).resolve().relative_to(self.root).as_posix()
+        except (ValueError, OSError):
+            return Path(os.path.normpath(spec_file)).as_posix()
 
 
 def toplevel(directory: Path) -> Path:
@@ -102,6 +137,8 @@ def _cat_files(top: Path, objects: list[str]) -> list[bytes | None]:
 def _git(
     cwd: Path, args: list[str], *, what: str = "", stdin: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
+    import subprocess  # NOTE: here, not at the top: check imports this module for RepoPaths
+
     try:
         proc = subprocess.run(
             ["git", *args],

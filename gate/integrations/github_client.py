@@ -147,6 +147,29 @@ class GitHubClient:
         files = {name: self.read_file(f"{path}/{name}", ref) for name in names}
         return {name: data for name, data in files.items() if data is not None}
 
+    def list_files(self, path: str, ref: str, limit: int) -> list[str] | None:
+        """Paths of the files under directory ``path`` at ``ref``, at any depth, sorted.
+
+        Walks the directory with the contents API (one request per directory) and stops
+        after ``limit`` files; None when ``path`` is not a directory there.
+        """
+        top = "" if path == "." else path.strip("/")
+        pending, files = [top], list[str]()
+        while pending and len(files) < limit:
+            current = pending.pop()
+            with self._failing(f"listing {current or 'the repository'} at {ref[:12]}"):
+                try:
+                    listing = self._repo.get_contents(current, ref=ref)
+                except GithubException as exc:
+                    if exc.status == 404 and current == top:
+                        return None
+                    raise
+            if not isinstance(listing, list):
+                return None
+            files.extend(e.path for e in listing if e.type == "file")
+            pending.extend(e.path for e in listing if e.type == "dir")
+        return sorted(files[:limit])
+
     def commit(self, sha: str) -> CommitInfo:
         """A commit's committer date, the paths it touched (old names too) and its parents."""
         url = f"/repos/{self.repository}/commits/{_seg(sha)}"

@@ -1,24 +1,28 @@
 """Find, load and deep-merge a team's policy chain (``<team>.yaml`` → ``extends`` → ...).
 
 Policies come from a directory on disk, or from file contents already read elsewhere (the
-pull-request flow reads them from the base commit through the GitHub API, never from the
-checkout, which the pull request controls).
+pull-request flow reads them from the base commit through the API, never from the
+checkout, which the pull request controls). ``default`` is the implicit base of every
+other policy; only ``extends: none`` leaves it out, and the loaded policy says so.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gate.errors import InputError, Location
-from gate.policy.model import Policy
+from gate.errors import InputError, InputErrors, Location
+from gate.policy.model import NO_BASE, Policy
+from gate.policy.rules import all_rule_ids
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap, load_bytes, load_file
 from gate.spec.validation import validate
 
 MAX_CHAIN = 8
 DEFAULT = "default"
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +32,8 @@ class LoadedPolicy:
     policy: Policy
     source_map: SourceMap
     chain: tuple[str, ...]
+    left_default: Location | None = None
+    """Where a policy of the chain says ``extends: none`` (so ``default`` does not apply)."""
 
     @property
     def name(self) -> str:
@@ -47,26 +53,86 @@ class PolicySet:
         self.policy_dir = Path(policy_dir)
         self._files = dict(files) if files is not None else None
         self._by_name: dict[str, LoadedPolicy] = {}
+        self._names: list[str] | None = None
 
     def for_team(self, team: str | None) -> LoadedPolicy:
         """The team's policy if ``<team>.yaml`` exists, else the default policy."""
-        name = team if team and self._exists(f"{team}.yaml") else DEFAULT
+        if team is None or team == DEFAULT or not _NAME.fullmatch(team):
+            return self.load(DEFAULT)
+        return self.load(team if self._exists(f"{team}.yaml") else DEFAULT)
+
+    def load(self, name: str) -> LoadedPolicy:
+        """The policy ``<name>.yaml`` merged over its chain (loaded once per set)."""
         if name not in self._by_name:
             self._by_name[name] = self._load(name)
         return self._by_name[name]
+
+    def names(self) -> list[str]:
+        """Every policy in the directory (``*.yaml`` files directly in it), sorted."""
+        if self._names is None:
+            self._names = self._list()
+        return self._names
+
+    def _list(self) -> list[str]:
+        if self._files is not None:
+            files = [f for f in self._files if "/" not in f]
+        else:
+            self._require_dir()
+            files = [p.name for p in self.policy_dir.iterdir() if p.is_file()]
+        return sorted(f.removesuffix(".yaml") for f in files if f.endswith(".yaml"))
+
+    def teams(self) -> list[str]:
+        """The teams that have a policy file of their own."""
+        return [n for n in self.names() if n != DEFAULT and _NAME.fullmatch(n)]
+
+    def load_all(self) -> list[LoadedPolicy]:
+        """Load every policy of the directory; all their errors together, or every policy.
+
+        Raises:
+            gate.errors.InputErrors: one entry per broken policy (file:line:col each).
+        """
+        loaded: list[LoadedPolicy] = []
+        errors: list[InputError] = []
+        names = self.names()
+        if DEFAULT not in names:
+            raise InputError(
+                f"no {DEFAULT}.yaml in {self.policy_dir}",
+                hint="every team policy extends the default policy: create it",
+            )
+        for name in names:
+            found = self._try_load(name)
+            if isinstance(found, LoadedPolicy):
+                loaded.append(found)
+            else:
+                errors.extend(found)
+        if errors:
+            raise InputErrors(list({str(e): e for e in errors}.values()))
+        return loaded
+
+    def _try_load(self, name: str) -> LoadedPolicy | list[InputError]:
+        try:
+            return self.load(name)
+        except InputErrors as exc:
+            return exc.errors
+        except InputError as exc:
+            return [exc]
 
     def _exists(self, file_name: str) -> bool:
         if self._files is not None:
             return file_name in self._files
         return (self.policy_dir / file_name).is_file()
 
-    def _load(self, name: str) -> LoadedPolicy:
+    def _require_dir(self) -> None:
         if self._files is None and not self.policy_dir.is_dir():
             raise InputError(
                 f"policy directory {str(self.policy_dir)!r} not found",
                 hint="run from the repository root or pass --policy-dir DIR",
             )
+
+    def _load(self, name: str) -> LoadedPolicy:
+        self._require_dir()
         docs: list[LoadedDoc] = []
+        left: Location | None = None
         current: str | None = name
         while current is not None:
             if current in (Path(d.file).stem for d in docs) or len(docs) >= MAX_CHAIN:
@@ -75,18 +141,23 @@ class PolicySet:
                     location=_extends_location(docs[-1]),
                     hint="make the chain end at default.yaml",
                 )
-            docs.append(self._read(current, docs[-1] if docs else None))
-            parent = docs[-1].data.get("extends")
-            current = parent if isinstance(parent, str) else None
+            doc = self._read(current, docs[-1] if docs else None)
+            docs.append(doc)
+            current = _parent(doc, current)
+            if current == NO_BASE:  # meaningless (and not reported) in default.yaml itself
+                left = _extends_location(doc) if Path(doc.file).stem != DEFAULT else None
+                current = None
         data: dict[str, Any] = {}
         source_map = SourceMap()
         for doc in reversed(docs):
             data = deep_merge(data, doc.data)
             source_map = source_map.merged(doc.source_map)
+        data.pop("extends", None)  # resolved into the chain; "none" is not a policy name
         merged = LoadedDoc(docs[0].file, data, source_map)
-        return LoadedPolicy(
-            validate(Policy, merged), source_map, tuple(Path(d.file).stem for d in docs)
-        )
+        policy = validate(Policy, merged)
+        _check_rule_ids(policy, source_map)
+        chain = tuple(Path(d.file).stem for d in docs)
+        return LoadedPolicy(policy, source_map, chain, left)
 
     def _read(self, name: str, child: LoadedDoc | None) -> LoadedDoc:
         path = self.policy_dir / f"{name}.yaml"
@@ -118,6 +189,50 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
         else:
             result[key] = value
     return result
+
+
+def _parent(doc: LoadedDoc, name: str) -> str | None:
+    """The policy ``doc`` extends: checked before any file is looked up.
+
+    Without ``extends`` every policy but ``default`` extends ``default``.
+    """
+    if "extends" not in doc.data:
+        return None if name == DEFAULT else DEFAULT
+    parent = doc.data["extends"]
+    if isinstance(parent, str) and _NAME.fullmatch(parent):
+        return parent
+    shown = repr(parent) if len(repr(parent)) <= 40 else repr(parent)[:37] + "..."
+    raise InputError(
+        f"extends: {shown} is not a policy name",
+        location=_extends_location(doc),
+        hint=f"name a policy file of the directory without .yaml (lower case, digits, - and _, "
+        f"at most 63 characters), e.g. extends: {DEFAULT}, or extends: {NO_BASE}",
+    )
+
+
+def _check_rule_ids(policy: Policy, source_map: SourceMap) -> None:
+    """Refuse rule ids that no rule has, in ``severity:`` and in waivers."""
+    known = set(all_rule_ids())
+    errors = [
+        InputError(
+            f"severity: {rule_id} is not a rule",
+            location=source_map.locate(("severity", rule_id), key=True),
+            hint="budget-gate rules lists the rule ids",
+        )
+        for rule_id in policy.severity
+        if rule_id not in known
+    ]
+    errors.extend(
+        InputError(
+            f"waivers[{index}]: {waiver.rule} is not a rule",
+            location=source_map.locate(("waivers", index, "rule")),
+            hint="budget-gate rules lists the rule ids",
+        )
+        for index, waiver in enumerate(policy.waivers)
+        if waiver.rule not in known
+    )
+    if errors:
+        raise InputErrors(errors)
 
 
 def _extends_location(doc: LoadedDoc) -> Location | None:

@@ -1,16 +1,18 @@
 """The ``kind: Policy`` document: a team's limits, approval triggers, labels and waivers.
 
-Policies are data, never code. ``policies/<team>.yaml`` extends ``policies/default.yaml``;
-:mod:`gate.policy.loader` deep-merges the chain before these models validate it.
+Policies are data, never code. ``policies/<team>.yaml`` extends ``policies/default.yaml``
+(implicitly, unless it says ``extends: none``); :mod:`gate.policy.loader` deep-merges the
+chain before these models validate it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from enum import Enum
 from typing import Annotated, Literal
 
-from pydantic import Field, StrictBool, StrictFloat
+from pydantic import AfterValidator, Field, StrictBool, StrictFloat
 
 from gate.estimate.settings import Estimation, Prices, Reliability, ScenarioName, Spot
 from gate.ledger.approvers import Approvers
@@ -80,21 +82,74 @@ class Practices(Model):
     stop_condition_above_epochs: PositiveInt | None = None
 
 
+_POLICY_NAME = r"^[a-z0-9][a-z0-9_-]*$"
+_WAIVER_GLOB = r"^(?![!#\s])[^\x00-\x1f\x7f-\x9f]+$"
+
+
+def _matching(pattern: str, problem: str) -> AfterValidator:
+    """A validator that says what is wrong in words a pattern mismatch does not."""
+
+    def check(value: str) -> str:
+        if not re.fullmatch(pattern, value):
+            raise ValueError(f"{value!r} {problem}")
+        return value
+
+    return AfterValidator(check)
+
+
+PolicyName = Annotated[
+    str,
+    Field(max_length=63, json_schema_extra={"pattern": _POLICY_NAME}),
+    _matching(
+        _POLICY_NAME,
+        "is not a team or policy name — use lower case letters, digits, - and _ "
+        "(as in metadata.team)",
+    ),
+]
+"""A policy file's name without ``.yaml``: a team name, or ``default``."""
+
+NO_BASE = "none"
+"""``extends: none``: a team policy that leaves the default policy out of its chain."""
+
+
+WaiverGlob = Annotated[
+    str,
+    Field(min_length=1, max_length=200, json_schema_extra={"pattern": _WAIVER_GLOB}),
+    _matching(
+        _WAIVER_GLOB,
+        "is not a usable glob — a waiver glob cannot start with '!' (negation), '#' or a "
+        "space, nor hold control characters; list the specs it waives",
+    ),
+]
+"""A gitignore-style glob; no ``!`` negation or ``#`` comment, no control characters."""
+
+
 class Waiver(Model):
-    """Suppress one rule for matching specs until a date, with a reason on record."""
+    """Suppress one rule for matching specs until a date, with a reason on record.
+
+    ``specs`` is a gitignore-style glob over the spec's path relative to the repository
+    root: ``*`` stays within one directory, ``**`` spans directories, and a glob without a
+    ``/`` matches a file name at any depth.
+    """
 
     rule: Annotated[str, Field(pattern=r"^BG\d{3}$")]
-    specs: Name = "*"
+    specs: WaiverGlob = "*"
     reason: Annotated[str, Field(min_length=3, max_length=500)]
     expires: dt.date
 
 
 class Policy(Model):
-    """A whole ``kind: Policy`` document, after ``extends`` has been merged."""
+    """A whole ``kind: Policy`` document, after ``extends`` has been merged.
+
+    ``teams`` lists every team the organization knows: with it, a spec whose
+    ``metadata.team`` is neither listed nor has a policy file is an error (BG203), not a
+    warning.
+    """
 
     api_version: Literal["budget-gate/v1"] = Field(alias="apiVersion")
     kind: Literal["Policy"]
-    extends: Name | None = None
+    extends: PolicyName | None = None
+    teams: list[PolicyName] | None = None
     currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")] = "USD"
     prices: Prices = Field(default_factory=Prices)
     cluster: Cluster = Field(default_factory=Cluster)

@@ -16,7 +16,7 @@ from gate.ledger.records import LedgerRecord
 from gate.policy.findings import Finding, Outcome
 from gate.policy.loader import LoadedPolicy
 from gate.policy.model import Policy, Severity
-from gate.policy.rules import expired_waiver, unused_waiver
+from gate.policy.rules import expired_waiver, extends_none, unused_waiver
 from gate.policy.rules.waivers import find_waiver
 
 
@@ -31,11 +31,14 @@ class RawFinding:
 
 
 def apply_policy(
-    raw: Iterable[RawFinding], loaded: LoadedPolicy, spec_file: str, today: dt.date
+    raw: Iterable[RawFinding], loaded: LoadedPolicy, repo_path: str, today: dt.date
 ) -> list[Finding]:
-    """Stamp severities and waivers onto findings, and report expired and unused waivers.
+    """Stamp severities and waivers onto findings; report waivers and the policy's chain.
 
-    Policy severity overrides win over rule defaults, and ``off`` drops the finding.
+    ``repo_path`` is the spec's path relative to the repository root, which waiver globs
+    match. Policy severity overrides win over rule defaults, and ``off`` drops the
+    finding. Expired and unused waivers, and a chain that leaves ``default`` out
+    (``extends: none``), are findings located in the policy.
     """
     policy = loaded.policy
     used: set[int] = set()
@@ -44,23 +47,37 @@ def apply_policy(
         severity = _severity(policy, item.rule_id, item.default_severity)
         if severity is None:
             continue
-        waiver = find_waiver(policy.waivers, item.rule_id, spec_file, today)
+        waiver = find_waiver(policy.waivers, item.rule_id, repo_path, today)
         if waiver is not None:
             used.add(waiver)
         reason = policy.waivers[waiver].reason if waiver is not None else None
         findings.append(Finding(item.rule_id, severity, item.message, item.location, reason))
-    waiver_results = [
-        (expired_waiver, expired_waiver.check_waivers(policy.waivers, spec_file, today)),
-        (unused_waiver, unused_waiver.check_waivers(policy.waivers, spec_file, today, used)),
+    return findings + _policy_findings(loaded, repo_path, today, used)
+
+
+def _policy_findings(
+    loaded: LoadedPolicy, repo_path: str, today: dt.date, used: set[int]
+) -> list[Finding]:
+    """Findings located in the policy: expired and unused waivers, ``extends: none``."""
+    policy = loaded.policy
+    waivers = [
+        (expired_waiver, expired_waiver.check_waivers(policy.waivers, repo_path, today)),
+        (unused_waiver, unused_waiver.check_waivers(policy.waivers, repo_path, today, used)),
     ]
-    for module, hits in waiver_results:
+    located = [
+        (module, message, loaded.source_map.locate(("waivers", index)))
+        for module, hits in waivers
+        for index, message in hits
+    ]
+    located.extend(
+        (extends_none, message, loaded.left_default)
+        for message in extends_none.check_policy(loaded.chain, loaded.left_default)
+    )
+    findings = []
+    for module, message, location in located:
         severity = _severity(policy, module.ID, module.DEFAULT_SEVERITY)
-        if severity is None:
-            continue
-        findings.extend(
-            Finding(module.ID, severity, message, loaded.source_map.locate(("waivers", index)))
-            for index, message in hits
-        )
+        if severity is not None:
+            findings.append(Finding(module.ID, severity, message, location))
     return findings
 
 

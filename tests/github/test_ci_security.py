@@ -41,7 +41,10 @@ def test_policies_changed_in_the_pull_request_are_not_used(story: PullRequestSto
     assert story.status()[0] == "pending"
     assert "64 trials is over the approval trigger of 32" in story.bot_comments()[0]
     reads = [r for r in story.fake.requests_for("repos/get-content") if "polic" in r.path]
-    assert reads and {r.query["ref"][0] for r in reads} == {BASE}
+    # The head's policies are read only to validate them and show their impact, which the
+    # comment keeps apart from the verdict.
+    assert reads and {r.query["ref"][0] for r in reads} == {BASE, story.head}
+    assert "### Policy change" in story.bot_comments()[0]
     # ... and the author, whom only the PR's policy would let self-approve, is still refused.
     story.run("pull_request_review", story.review_event("Codertocat", at=T0 + 2 * HOUR))
     assert story.status()[0] == "pending"

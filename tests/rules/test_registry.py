@@ -10,12 +10,12 @@ import pytest
 
 import gate.policy.rules
 from gate.policy.model import Severity
-from gate.policy.rules import REGISTRY, WAIVER_RULES, all_rule_ids, rule_info
+from gate.policy.rules import POLICY_RULES, REGISTRY, WAIVER_RULES, all_rule_ids, rule_info
 
 RULES_DIR = Path(gate.policy.rules.__file__).parent
 TESTS_DIR = Path(__file__).parent
 NOT_RULES = {"__init__", "base", "waivers"}
-ALL_RULES: list[ModuleType] = [*REGISTRY.values(), *WAIVER_RULES.values()]
+ALL_RULES: list[ModuleType] = [*REGISTRY.values(), *WAIVER_RULES.values(), *POLICY_RULES.values()]
 
 
 def _module_name(rule: ModuleType) -> str:
@@ -35,12 +35,14 @@ def test_ids_are_unique_and_spec_and_waiver_rules_do_not_overlap():
     ids = [r.ID for r in ALL_RULES]
     assert len(ids) == len(set(ids))
     assert not set(REGISTRY) & set(WAIVER_RULES)
+    assert not (set(REGISTRY) | set(WAIVER_RULES)) & set(POLICY_RULES)
     assert all_rule_ids() == sorted(ids)
 
 
 def test_registry_keys_are_the_rule_ids():
     assert all(key == rule.ID for key, rule in REGISTRY.items())
     assert all(key == rule.ID for key, rule in WAIVER_RULES.items())
+    assert all(key == rule.ID for key, rule in POLICY_RULES.items())
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=_ids(ALL_RULES))
@@ -75,10 +77,15 @@ def test_waiver_rules_have_check_waivers(rule: ModuleType):
     assert callable(rule.check_waivers)
 
 
+@pytest.mark.parametrize("rule", list(POLICY_RULES.values()), ids=_ids(POLICY_RULES.values()))
+def test_policy_rules_have_check_policy(rule: ModuleType):
+    assert callable(rule.check_policy)
+
+
 @pytest.mark.parametrize("rule_id", all_rule_ids())
 def test_rule_info(rule_id: str):
     info = rule_info(rule_id)
-    module = REGISTRY.get(rule_id) or WAIVER_RULES[rule_id]
+    module = REGISTRY.get(rule_id) or WAIVER_RULES.get(rule_id) or POLICY_RULES[rule_id]
     assert (info.id, info.slug, info.title, info.default_severity) == (
         module.ID,
         module.SLUG,

@@ -43,7 +43,11 @@ def _loaded(*waivers: dict) -> LoadedPolicy:
         ("*", "anything/at/all.yaml", True),
         ("experiments/llm-7b.yaml", "./experiments/llm-7b.yaml", True),  # ./ is dropped
         ("Experiments/*", "experiments/llm-7b.yaml", False),  # case-sensitive
-        ("experiments/*.yaml", "experiments/old/x.yaml", True),  # fnmatch: * crosses /
+        ("experiments/*.yaml", "experiments/old/x.yaml", False),  # * stays in one directory
+        ("experiments/**/*.yaml", "experiments/old/x.yaml", True),  # ** spans directories
+        ("experiments/**/*.yaml", "experiments/x.yaml", True),
+        ("llm-*.yaml", "experiments/deep/llm-7b.yaml", True),  # no /: any depth
+        ("experiments/llm-*.yaml", "other/experiments/llm-7b.yaml", False),  # anchored
     ],
 )
 def test_applies_to(glob: str, spec_file: str, expected: bool):

@@ -36,3 +36,65 @@ def test_positions_name_the_policy_directory_in_the_repository() -> None:
 def test_a_missing_default_is_named_with_its_directory() -> None:
     with pytest.raises(InputError, match="policy 'default' not found in policies"):
         PolicySet("policies", {"vision.yaml": VISION}).for_team("vision")
+
+
+NO_EXTENDS = b"apiVersion: budget-gate/v1\nkind: Policy\nlimits: {max_trial_cost: 5}\n"
+SOLO = b"apiVersion: budget-gate/v1\nkind: Policy\nextends: none\nlimits: {max_trial_cost: 5}\n"
+
+
+def test_default_is_the_implicit_base_of_a_team_policy() -> None:
+    vision = PolicySet("policies", {"default.yaml": DEFAULT, "vision.yaml": NO_EXTENDS})
+    loaded = vision.for_team("vision")
+    assert loaded.chain == ("vision", "default")
+    assert loaded.policy.limits.max_trial_hours == 10  # from default
+    assert loaded.left_default is None
+
+
+def test_extends_none_leaves_default_out_and_says_where() -> None:
+    loaded = PolicySet("policies", {"default.yaml": DEFAULT, "solo.yaml": SOLO}).for_team("solo")
+    assert loaded.chain == ("solo",)
+    assert loaded.policy.limits.max_trial_hours is None
+    assert str(loaded.left_default) == "policies/solo.yaml:3:10"
+
+
+@pytest.mark.parametrize("value", ["x" * 300, "../etc/passwd", "Default", "[default]"])
+def test_extends_is_validated_before_any_file_lookup(value: str, tmp_path: Path) -> None:
+    (tmp_path / "default.yaml").write_bytes(DEFAULT)
+    (tmp_path / "team.yaml").write_text(
+        f"apiVersion: budget-gate/v1\nkind: Policy\nextends: {value}\n", encoding="utf-8"
+    )
+    with pytest.raises(InputError) as err:
+        PolicySet(tmp_path).for_team("team")
+    assert str(err.value).startswith(f"{tmp_path}/team.yaml:3:10: extends: ")
+    assert "is not a policy name" in str(err.value)
+
+
+def test_unknown_rule_ids_in_severity_and_waivers_are_refused() -> None:
+    bad = DEFAULT + (
+        b"severity: {BG999: error, BG104: warn}\n"
+        b"waivers: [{rule: BG998, specs: x.yaml, reason: because, expires: 2099-01-01}]\n"
+    )
+    with pytest.raises(InputErrors) as err:
+        PolicySet("policies", {"default.yaml": bad}).for_team(None)
+    assert [str(e) for e in err.value.errors] == [
+        "policies/default.yaml:4:12: severity: BG999 is not a rule — budget-gate rules lists "
+        "the rule ids",
+        "policies/default.yaml:5:18: waivers[0]: BG998 is not a rule — budget-gate rules "
+        "lists the rule ids",
+    ]
+
+
+def test_load_all_reports_every_broken_policy_and_no_other_file() -> None:
+    broken = b"apiVersion: budget-gate/v1\nkind: Policy\nlimits: {max_trial_hours: -1}\n"
+    files = {"default.yaml": DEFAULT, "nlp.yaml": broken, "tests/x.yaml": b"not a policy"}
+    with pytest.raises(InputErrors) as err:
+        PolicySet("policies", files).load_all()
+    assert [str(e).split(":")[0] for e in err.value.errors] == ["policies/nlp.yaml"]
+    good = PolicySet("policies", {"default.yaml": DEFAULT, "vision.yaml": VISION})
+    assert [p.chain for p in good.load_all()] == [("default",), ("vision", "default")]
+
+
+def test_extends_none_in_default_itself_changes_nothing() -> None:
+    plain = DEFAULT + b"extends: none\n"
+    loaded = PolicySet("policies", {"default.yaml": plain}).for_team(None)
+    assert (loaded.chain, loaded.left_default) == (("default",), None)

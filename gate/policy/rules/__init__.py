@@ -1,7 +1,8 @@
 """The rule registry: an explicit map from rule id to rule module.
 
 Spec rules implement ``check(ctx)``; the two waiver rules are applied by the verdict,
-because they need the other findings. Add a rule by writing its module and listing it here.
+because they need the other findings, and so is the policy rule (about the policy's own
+chain, reported in the policy file). Add a rule by writing its module and listing it here.
 Rules are pure: they read the spec, the estimate, the policy and the budget status.
 """
 
@@ -17,6 +18,7 @@ from gate.policy.rules import (
     deadline,
     experiment_cost,
     expired_waiver,
+    extends_none,
     fp32_on_tensor_cores,
     gpus_per_trial,
     label_values,
@@ -32,6 +34,7 @@ from gate.policy.rules import (
     trial_cost,
     trial_exceeds_node,
     trial_hours,
+    unknown_team,
     unused_waiver,
 )
 from gate.policy.rules.base import Rule
@@ -49,6 +52,7 @@ _SPEC_RULES: tuple[Rule, ...] = (
     monthly_budget_warning,
     missing_labels,
     label_values,
+    unknown_team,
     no_stop_condition,
     continuous_in_grid,
     no_quality_gate,
@@ -64,10 +68,15 @@ REGISTRY: dict[str, Rule] = {rule.ID: rule for rule in _SPEC_RULES}
 WAIVER_RULES: dict[str, ModuleType] = {m.ID: m for m in (expired_waiver, unused_waiver)}
 """Rules about the policy's waivers, applied by the verdict."""
 
+POLICY_RULES: dict[str, ModuleType] = {m.ID: m for m in (extends_none,)}
+"""Rules about the policy document itself, applied by the verdict."""
+
 
 def rule_info(rule_id: str) -> RuleInfo:
     """The documentation record of any rule, spec or waiver."""
-    module: Rule | ModuleType = REGISTRY.get(rule_id) or WAIVER_RULES[rule_id]
+    module: Rule | ModuleType = (
+        REGISTRY.get(rule_id) or WAIVER_RULES.get(rule_id) or POLICY_RULES[rule_id]
+    )
     return RuleInfo(
         id=module.ID,
         slug=module.SLUG,
@@ -79,4 +88,4 @@ def rule_info(rule_id: str) -> RuleInfo:
 
 def all_rule_ids() -> list[str]:
     """Every rule id, sorted."""
-    return sorted([*REGISTRY, *WAIVER_RULES])
+    return sorted([*REGISTRY, *WAIVER_RULES, *POLICY_RULES])

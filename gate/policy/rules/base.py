@@ -22,6 +22,7 @@ class RuleContext:
 
     ``budget`` is this month's spend of the spec's team or cost center, computed from the
     ledger by the command; it is ``None`` when the policy sets no monthly budget.
+    ``team_policies`` names the teams that have a policy file of their own.
     """
 
     spec: Experiment
@@ -30,6 +31,7 @@ class RuleContext:
     spec_file: str
     today: dt.date
     budget: BudgetStatus | None = None
+    team_policies: tuple[str, ...] = ()
 
     @property
     def enforced(self) -> Scenario:
@@ -39,10 +41,15 @@ class RuleContext:
 
 @dataclass(frozen=True, slots=True)
 class Violation:
-    """A rule's raw result: what is wrong and where in the spec; the engine adds severity."""
+    """A rule's raw result: what is wrong and where in the spec; the engine adds severity.
+
+    ``severity``, when set, replaces the rule's default for this violation (a rule whose
+    default depends on the policy); the policy's ``severity:`` overrides still win.
+    """
 
     message: str
     path: DataPath = ()
+    severity: Severity | None = None
 
 
 class Rule(Protocol):
