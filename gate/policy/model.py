@@ -12,7 +12,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictBool, StrictFloat
 
-from gate.estimate.settings import Estimation, Prices, Reliability, ScenarioName, Spot
+from gate.estimate.settings import (
+    Estimation,
+    Prices,
+    Reliability,
+    Returns,
+    ScenarioName,
+    Spot,
+)
 from gate.ledger.approvers import Approvers
 from gate.money import Money
 from gate.spec.experiment import Model, Name, PositiveFloat, PositiveInt
@@ -103,6 +110,7 @@ class Policy(Model):
     labels: Labels = Field(default_factory=Labels)
     practices: Practices = Field(default_factory=Practices)
     estimation: Estimation = Field(default_factory=Estimation)
+    returns: Returns = Field(default_factory=Returns)
     reliability: Reliability = Field(default_factory=Reliability)
     spot: Spot = Field(default_factory=Spot)
     severity: dict[Annotated[str, Field(pattern=r"^BG\d{3}$")], SeveritySetting] = Field(

@@ -153,9 +153,12 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
     gate = evaluate_gate(plan.spec.quality_gate, facts.metrics)
     qualified = status is RunStatus.FINISHED and gate.passed
     epochs = len(facts.history) or None
-    plateau = plateau_epoch(facts.history, plan.monitor.mode, plan.monitor.min_delta)
-    after = (epochs - plateau) if epochs and plateau else 0
     train = phases.training if phases is not None else held
+    epoch_gpu_hours = float(gpus * train / epochs) if epochs else 0.0
+    plateau = plateau_epoch(
+        facts.history, plan.monitor, epoch_gpu_hours, epoch_gpu_hours * float(price)
+    )
+    after = (epochs - plateau) if epochs and plateau else 0
     plateau_hours = train * after / epochs if epochs and not status.failed else Decimal(0)
     return RunResult(
         run_id=facts.run_id,

@@ -235,7 +235,15 @@ def _run_waste(run: RunResult) -> RunWaste:
         plateau_cost=run.plateau_cost,
         plateau_gpu_hours=run.plateau_gpu_hours,
         utilization=run.utilization,
+        train_cost=_train_cost(run),
     )
+
+
+def _train_cost(run: RunResult) -> Decimal:
+    """The share of a run's cost spent training (all of it when phases were not logged)."""
+    if run.phases is None or not run.held_hours:
+        return run.cost
+    return run.cost * run.phases.training / run.held_hours
 
 
 def _variance(plan: Plan, cost: Decimal, gpu_hours: Decimal) -> Variance:

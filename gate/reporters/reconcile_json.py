@@ -44,6 +44,7 @@ def render(report: ReconcileReport) -> str:
             "mode": plan.monitor.mode,
             "min_delta": plan.monitor.min_delta,
             "source": plan.monitor.source,
+            "accepted_return": plan.monitor.threshold.describe(plan.quote.currency),
         },
         "totals": _totals(result),
         "waste": [_waste(w) for w in result.waste],

@@ -64,7 +64,8 @@ def header_lines(report: ReconcileReport) -> list[str]:
         f"price: {format_amount(q.per_gpu_hour, 5)} {q.currency} per GPU-hour, "
         f"{q.accelerator} {q.capacity.value} ({q.basis})",
         f"plateau: {plan.monitor.metric} ({plan.monitor.mode}, min_delta "
-        f"{plan.monitor.min_delta:g}; {plan.monitor.source})",
+        f"{plan.monitor.min_delta:g}; {plan.monitor.source}); more epochs pay while they gain "
+        f"{plan.monitor.threshold.describe(q.currency)}",
     ]
     lines.extend(f"note: {note}" for note in result.notes)
     return lines
