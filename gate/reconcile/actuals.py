@@ -29,6 +29,7 @@ from gate.estimate.scenarios import Estimate
 from gate.ledger import tracking
 from gate.ledger.records import LedgerRecord
 from gate.reconcile.quality import ChartMetric, Monitor, chart_metric, evaluate_gate, plateau_epoch
+from gate.reconcile.stops import GuardStop, guard_stop
 from gate.spec.experiment import Capacity, Experiment
 
 MS_PER_HOUR = Decimal(3_600_000)
@@ -124,6 +125,7 @@ class RunResult:
     submitted: dt.datetime | None = None
     fingerprint: str = ""
     notes: tuple[str, ...] = ()
+    guard_stop: GuardStop | None = None
 
     @property
     def epochs_after_plateau(self) -> int:
@@ -184,6 +186,9 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
         submitted=_submitted(facts.tags.get(tracking.SUBMITTED_AT), notes),
         fingerprint=facts.tags.get(tracking.FINGERPRINT, ""),
         notes=tuple(notes),
+        guard_stop=guard_stop(
+            facts.tags, epochs, plan.spec.workload.max_epochs, run_cost(gpus * train, price)
+        ),
     )
 
 

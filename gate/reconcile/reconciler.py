@@ -107,6 +107,16 @@ class Reconciliation:
     notes: tuple[str, ...] = ()
 
     @property
+    def guard_stops(self) -> tuple[RunResult, ...]:
+        """The runs the runtime guard stopped (their ``guard_stop`` says why)."""
+        return tuple(r for r in self.runs if r.guard_stop is not None)
+
+    @property
+    def guard_saved(self) -> Decimal:
+        """What the guard's stops saved against running every stopped run on."""
+        return sum((r.guard_stop.saved for r in self.guard_stops if r.guard_stop), Decimal(0))
+
+    @property
     def currency(self) -> str:
         """The policy's currency."""
         return self.plan.quote.currency
