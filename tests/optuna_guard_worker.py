@@ -1,8 +1,9 @@
 """One Optuna worker process of the guard test: run trials on a shared sqlite storage.
 
-``python -m tests.optuna_guard_worker STORAGE_URL STUDY`` runs up to 50 trials of 10
+``python -m tests.optuna_guard_worker STORAGE_URL STUDY`` runs up to 50 trials of 12
 epochs, each epoch reported to the guard as 6 minutes on 8 GPUs at 2 USD (1.60 USD), until
-the guard stops the search at the worst-case estimate of a 4-trial spec (64 USD).
+the guard stops the search at the worst-case estimate of a spec of 4 trials × 10 epochs
+(64 USD), which falls inside a running trial.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from gate.guard.core import Guard
 from gate.integrations.guard_optuna import OptunaGuard
 from tests.guard_kit import guard_spec_4_trials, make_limits
 
-EPOCHS = 10
+EPOCHS = 12
 
 
 def main(url: str, name: str) -> int:

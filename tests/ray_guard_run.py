@@ -1,9 +1,10 @@
 """A Ray Tune search of 8 trials under the guard, on a local Ray cluster (run in a netns).
 
 ``python -m tests.ray_guard_run STORAGE_DIR`` starts ``ray.init(num_cpus=2)`` on 127.0.0.1
-and runs two searches of 8 trials of 10 epochs (each epoch reported as 6 minutes on 8 GPUs
-at 2 USD, 1.60 USD) against the 64 USD worst case of a 4-trial spec: one that trains, one
-whose trials all fail. It prints one JSON line: the spend, the trials and their errors.
+and runs two searches of 8 trials of 12 epochs (each epoch reported as 6 minutes on 8 GPUs
+at 2 USD, 1.60 USD) against the 64 USD worst case of a spec of 4 trials × 10 epochs, so
+the ceiling falls inside a running trial: one search that trains, one whose trials all
+fail. It prints one JSON line: the spend, the trials and their errors.
 Warnings are errors here as in the suite; only the result files Tune leaves open are let
 through.
 """
@@ -17,7 +18,7 @@ import sys
 import time
 import warnings
 
-EPOCHS = 10
+EPOCHS = 12
 
 
 _RESULT_FILES = r"(result\.json|progress\.csv|params\.json|params\.pkl|events\.out\.tfevents\.\S+)"
