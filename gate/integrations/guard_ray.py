@@ -15,8 +15,9 @@ line, the plateau) or, through ``stop_all``, every trial (the ceiling, too many 
 so the spend overshoots by at most one report per running trial. The callback counts
 errored and completed trials. GPU time is the result's ``budget_gate_held_seconds`` when
 the trainable reports it (seconds this trial has held its GPUs), else the sum of Tune's
-``time_this_iter_s`` per trial, which keeps counting across pauses, restores and retries
-instead of restarting as ``time_total_s`` does after a restore from an older checkpoint.
+``time_this_iter_s`` per trial in the driver, which charges a trial restarted from a
+checkpoint for the epochs it trains again (``time_total_s`` goes back to the checkpoint's);
+a driver restarted with ``Tuner.restore`` counts afresh.
 The epoch is the result's ``epoch``, else ``training_iteration``. The object pickles (Tune
 saves it with the experiment); the guard inside it holds only plain values.
 """
