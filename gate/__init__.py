@@ -7,7 +7,9 @@ For launch scripts::
     cleared = gate.require_approval("experiments/sweep.yaml")   # raises if not cleared
     mlflow.set_tags(cleared.run_tags(trial_id=7))
 
-``gate.require_approval`` is :func:`gate.launch.require_approval`, loaded on first use so
+``gate.open_guard(spec)`` builds the runtime guard a search holds itself to (see
+:mod:`gate.guard`). ``gate.require_approval`` is :func:`gate.launch.require_approval`
+and ``gate.open_guard`` :func:`gate.launch.open_guard`, loaded on first use so
 that ``import gate`` (and the CLI's start) stays cheap; MLflow loads only when the ledger
 is read.
 """
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 from gate.errors import ApprovalRequired, BackendError, GateError, InputError, PolicyViolation
 
 if TYPE_CHECKING:
-    from gate.launch import Verification, require_approval
+    from gate.launch import Verification, open_guard, require_approval
 
 __version__ = "0.1.0"
 __all__ = [
@@ -30,9 +32,10 @@ __all__ = [
     "PolicyViolation",
     "Verification",
     "__version__",
+    "open_guard",
     "require_approval",
 ]
-_LAZY = ("Verification", "require_approval")
+_LAZY = ("Verification", "open_guard", "require_approval")
 
 
 def __getattr__(name: str) -> object:

@@ -1,22 +1,27 @@
 """Launch-time verification for Python launch scripts, behind ``gate.require_approval``.
 
 The same decision as ``budget-gate verify``, as a function that returns what a launch
-script needs (the approval and the tags for its MLflow runs) or raises a clear exception.
+script needs (the approval and the tags for its MLflow runs) or raises a clear exception;
+``gate.open_guard`` clears the spec the same way and builds its runtime guard.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate.errors import ApprovalRequired, InputError, PolicyViolation
 from gate.estimate.prices import load_catalog
-from gate.evaluation.evaluate import Evaluator
+from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.report import SpecResult
+from gate.guard.core import Guard
+from gate.guard.limits import limits_for
 from gate.integrations import open_ledger
 from gate.integrations.git import RepoPaths
+from gate.integrations.guard_ledger import LedgerCeiling
 from gate.integrations.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
 from gate.ledger.records import LedgerRecord, LedgerView
@@ -68,6 +73,41 @@ def require_approval(
         gate.errors.InputError: the spec or a policy is invalid; exit 3.
         gate.errors.BackendError: the ledger could not be read; exit 4.
     """
+    return _clear(spec, policy_dir, tracking_uri, now)[0]
+
+
+def open_guard(
+    spec: str | Path,
+    *,
+    policy_dir: str | Path = "policies",
+    tracking_uri: str | None = None,
+    now: dt.datetime | None = None,
+) -> Guard:
+    """A runtime guard for ``spec``, cleared as :func:`require_approval` clears it.
+
+    The ceiling is the approval's amount (re-read from the ledger at most once a minute:
+    a revocation stops the search), or the worst-case estimate when nothing needed an
+    approval; the red lines, the plateau and the failure limits come from the spec and its
+    policy. Hand it to an adapter: :class:`gate.integrations.guard_loop.LoopGuard`,
+    :class:`gate.integrations.guard_optuna.OptunaGuard` or
+    :class:`gate.integrations.guard_ray.RayGuard`. Raises as :func:`require_approval`.
+    """
+    verification, evaluation, uri = _clear(spec, policy_dir, tracking_uri, now)
+    estimate = verification.result.estimate
+    assert evaluation.spec is not None and evaluation.policy is not None and estimate
+    limits = limits_for(evaluation.spec, evaluation.policy, estimate, verification.approval)
+    refresh = None
+    if verification.approval is not None:
+        refresh = LedgerCeiling(uri, verification.fingerprint, limits.currency, limits.ceiling)
+    return Guard(limits, clock=time.monotonic, refresh=refresh)
+
+
+def _clear(
+    spec: str | Path,
+    policy_dir: str | Path,
+    tracking_uri: str | None,
+    now: dt.datetime | None,
+) -> tuple[Verification, Evaluation, str]:
     moment = now or dt.datetime.now(dt.timezone.utc)
     uri = resolve_tracking_uri(tracking_uri, os.environ)
     view = LedgerView(lambda: open_ledger(uri), moment, approvals=True, where=redact(uri))
@@ -85,7 +125,10 @@ def require_approval(
     approval = result.approval.approval if result.approval else None
     approval_id = approval.record_id if approval else None
     tags = tracking.spec_tags(evaluation.spec, result.fingerprint, spec, approval_id=approval_id)
-    return Verification(tracking.spec_path(spec), result.fingerprint, approval, result, tags)
+    verification = Verification(
+        tracking.spec_path(spec), result.fingerprint, approval, result, tags
+    )
+    return verification, evaluation, uri
 
 
 def _raise_unless_cleared(result: SpecResult) -> None:

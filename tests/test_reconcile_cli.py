@@ -11,6 +11,7 @@ from gate import tracking
 from gate.estimate.prices import load_catalog
 from gate.integrations import open_ledger
 from gate.ledger.records import LedgerRecord, RecordKind
+from tests import seed_curve
 from tests.ledger_kit import fingerprint_of
 from tests.reconcile_kit import GOOD, T0, Lab
 
@@ -209,6 +210,7 @@ def test_plateau_waste_through_the_cli(lab):
         "mode": "min",
         "min_delta": 0.001,
         "source": "command line",
+        "accepted_return": "the larger of 0.1 % of its value and min_delta 0.001 per 10 epochs",
     }
 
 
@@ -253,3 +255,41 @@ def test_runs_of_an_older_version_on_another_accelerator_are_priced_at_its_price
     dearest = max(c["on-demand"] for c in load_catalog().prices["H100"].values())
     assert Decimal(h100["cost"]) == 2 * dearest  # no cloud named: the dearest cloud's median
     assert code == 0
+
+
+SEED_SPEC = """\
+apiVersion: budget-gate/v1
+kind: Experiment
+metadata: {{name: {name}, team: {team}, owner: carol, labels: {{cost-center: {cc}}}}}
+resources: {{accelerator: A100, gpus_per_trial: 8, precision: bf16}}
+workload: {{max_epochs: 400, epoch_minutes: 6}}
+search: {{strategy: random, max_trials: 64}}
+tracking: {{mlflow_experiment: {name}}}
+"""
+
+
+def test_the_seed_case_prices_85_percent_as_post_plateau_waste(lab):
+    """DOMAIN.md H through a real server: 64 runs × 8 A100 × 400 epochs, flat after 60."""
+    spec = lab.team.root / "seed.yaml"
+    spec.write_text(
+        SEED_SPEC.format(name=lab.experiment, team=lab.team.name, cc=lab.team.cost_center),
+        encoding="utf-8",
+    )
+    curve = seed_curve.history()
+    for trial in range(64):  # 400 epochs of 6 minutes: 40 h each
+        lab.log(str(spec), trial=trial, start=trial * 0.01, hours=40, history={"val_loss": curve})
+    code, doc = lab.json("--dry-run", spec=str(spec))
+    assert code == 0, doc["verdict"]
+    assert {(r["epochs"], r["plateau_epoch"]) for r in doc["runs"]} == {(400, 60)}
+    plateau = next(w for w in doc["waste"] if w["kind"] == "epochs-after-plateau")
+    total = Decimal(doc["totals"]["cost"])
+    share = Decimal(plateau["cost"]) / total
+    assert share == Decimal("0.85")
+    assert plateau["runs"] == 64
+    assert "stopped paying after epoch 60 (median)" in plateau["detail"]
+    assert "85 % of their training cost" in plateau["detail"]
+    assert doc["monitor"]["accepted_return"] == "0.1 % of its value per 10 epochs"
+    _, text, _ = lab.reconcile("--dry-run", spec=str(spec))
+    assert "stopped paying after epoch 60" in text and "85 % of their training cost" in text
+    # After the last CLI call, which reads (and so swallows) the captured output.
+    print(f"\nseed case: plateau waste {plateau['cost']} of {total} USD ({share:.1%})")

@@ -75,7 +75,8 @@ def test_an_overflowing_learning_curve_stays_finite():
             }
         }
     )
-    assert make_estimate(spec).expected.epochs_per_trial == 10
+    # The whole gain lands in the first instant: the plateau is epoch 1, plus patience 2.
+    assert make_estimate(spec).expected.epochs_per_trial == 3
 
 
 def test_spot_recompute_is_capped_not_infinite():

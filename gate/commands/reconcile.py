@@ -129,7 +129,7 @@ def _plan(
         fingerprint=result.fingerprint,
         quote=result.estimate.quote,
         estimate=result.estimate,
-        monitor=monitor_for(spec, args.monitor, args.mode, args.min_delta),
+        monitor=monitor_for(spec, args.monitor, args.mode, args.min_delta, policy.returns),
         now=now,
         tolerance=to_decimal(policy.limits.reconcile_tolerance),
         approval=approval,

@@ -9,6 +9,7 @@ import math
 from dataclasses import replace
 from decimal import Decimal
 
+from gate.estimate.returns import Threshold, curve_plateau, threshold_for
 from gate.estimate.schedule import (
     Stage,
     flat,
@@ -123,8 +124,10 @@ def expected_stop(spec: Experiment, policy: PricingPolicy) -> tuple[int, str | N
     """The epoch at which early stopping is expected to end a trial, and why.
 
     The plateau comes from the spec's ``expected_plateau_epoch``, else from a learning
-    curve (spec, then policy) and ``min_delta``, else from the policy's plateau_fraction.
-    Early stopping then waits ``patience`` more epochs.
+    curve (spec, then policy): the first epoch after which the next patience window no
+    longer pays the policy's accepted return (:mod:`gate.estimate.returns`: ``min_delta``
+    and ε per GPU-hour), else from the policy's plateau_fraction. Early stopping then
+    waits ``patience`` more epochs.
     """
     max_epochs = spec.workload.max_epochs
     early = spec.stopping.early_stopping
@@ -134,7 +137,8 @@ def expected_stop(spec: Experiment, policy: PricingPolicy) -> tuple[int, str | N
     if early.expected_plateau_epoch is not None:
         plateau, source = early.expected_plateau_epoch, "the spec's expected_plateau_epoch"
     elif curve is not None:
-        plateau, source = _curve_plateau(curve, early.min_delta, max_epochs)
+        threshold = threshold_for(policy.returns, early.patience, early.min_delta)
+        plateau, source = _curve_plateau(spec, curve, threshold)
     else:
         fraction = policy.estimation.plateau_fraction
         plateau = math.ceil(fraction * max_epochs)
@@ -146,22 +150,25 @@ def expected_stop(spec: Experiment, policy: PricingPolicy) -> tuple[int, str | N
     )
 
 
-def _curve_plateau(curve: LearningCurve, min_delta: float, max_epochs: int) -> tuple[int, str]:
-    """First epoch whose improvement falls below min_delta on an exponential-approach curve.
-
-    The metric gains ``total_gain`` in all and the gain per epoch halves every
-    ``half_life_epochs``: gain(e) = G ln2/h · 2^(-e/h). With min_delta 0 the curve never
-    stops improving, so early stopping is priced as saving nothing.
-    """
+def _curve_plateau(spec: Experiment, curve: LearningCurve, threshold: Threshold) -> tuple[int, str]:
+    """Where a learning curve's next window stops paying (min_delta, ε per GPU-hour)."""
+    max_epochs = spec.workload.max_epochs
     described = (
         f"a learning curve gaining {curve.total_gain:g} "
         f"with half-life {curve.half_life_epochs:g} epochs"
     )
-    if min_delta <= 0:
+    if threshold.per_gpu_hour is None and threshold.min_delta <= 0:
         return max_epochs, f"{described}; min_delta 0 never plateaus"
-    first_gain = curve.total_gain * math.log(2) / curve.half_life_epochs
-    if first_gain <= min_delta:
-        return 0, f"{described}, already below min_delta {min_delta:g}"
-    epoch = curve.half_life_epochs * math.log2(first_gain / min_delta)
-    plateau = math.ceil(epoch) if math.isfinite(epoch) and epoch < max_epochs else max_epochs
-    return plateau, f"{described} and min_delta {min_delta:g}"
+    resources = spec.resources
+    epoch_gpu_hours = float(
+        spec.workload.epoch_minutes_for("expected") / 60 * resources.gpus_per_trial
+    ) * float(resources.gpu_share)
+    plateau = curve_plateau(
+        curve.total_gain, curve.half_life_epochs, threshold, max_epochs, epoch_gpu_hours
+    )
+    if plateau == 0:
+        return 0, f"{described}, whose first window already gains less than it must"
+    wanted = f"more than min_delta {threshold.min_delta:g} per {threshold.window} epochs"
+    if threshold.per_gpu_hour is not None:
+        wanted += f" and {threshold.per_gpu_hour:g} per GPU-hour"
+    return plateau, f"{described}, a window of which must gain {wanted}"

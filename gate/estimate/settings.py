@@ -65,6 +65,23 @@ class Estimation(Model):
     queue_wait_hours: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] = 0.0
 
 
+class Returns(Model):
+    """The return a team accepts for more training; below it the epochs stop paying.
+
+    DOMAIN.md §2 cost ROI: stop when d(metric)/d(GPU-h) falls below ε. Over a window of
+    ``patience_epochs`` (the spec's early-stopping patience when it has one) the monitored
+    metric must gain more than ``min_relative_gain`` of its value, and, when set, more than
+    ``min_gain_per_gpu_hour`` per GPU-hour and ``min_gain_per_cost`` per unit of the
+    policy's currency. :mod:`gate.estimate.returns` applies it, for the estimate, reconcile
+    and the runtime guard alike.
+    """
+
+    min_relative_gain: Annotated[StrictFloat, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.001
+    min_gain_per_gpu_hour: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] | None = None
+    min_gain_per_cost: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] | None = None
+    patience_epochs: Annotated[int, Field(ge=1, le=100_000)] = 10
+
+
 class Reliability(Model):
     """How often trials fail, and how often they are retried (charged to the experiment)."""
 
@@ -110,6 +127,11 @@ class PricingPolicy(Protocol):
     @property
     def estimation(self) -> Estimation:
         """Plateau, learning-curve and queue assumptions of the expected case."""
+        ...
+
+    @property
+    def returns(self) -> Returns:
+        """The marginal return below which more epochs stop paying."""
         ...
 
     @property

@@ -47,6 +47,14 @@ APPROVAL_ID = PREFIX + "approval_id"
 ATTEMPT = PREFIX + "attempt"
 SUBMITTED_AT = PREFIX + "submitted_at"
 
+# What the runtime guard leaves on a run it stopped (tags), and the per-epoch cost metric.
+STOPPED_BY = PREFIX + "stopped_by"
+STOP_KIND = PREFIX + "stop_kind"
+STOP_REASON = PREFIX + "stop_reason"
+STOP_SPEND = PREFIX + "stop_spend"
+STOP_EPOCH = PREFIX + "stop_epoch"
+COST_METRIC = PREFIX + "cost"
+
 # Phase durations, as metrics or params of a training run (seconds).
 SETUP_SECONDS = PREFIX + "setup_seconds"
 TRAIN_SECONDS = PREFIX + "train_seconds"

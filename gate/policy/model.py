@@ -14,7 +14,14 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StrictBool, StrictFloat
 
-from gate.estimate.settings import Estimation, Prices, Reliability, ScenarioName, Spot
+from gate.estimate.settings import (
+    Estimation,
+    Prices,
+    Reliability,
+    Returns,
+    ScenarioName,
+    Spot,
+)
 from gate.ledger.approvers import Approvers
 from gate.money import Money
 from gate.spec.experiment import Model, Name, PositiveFloat, PositiveInt
@@ -124,6 +131,19 @@ WaiverGlob = Annotated[
 """A gitignore-style glob; no ``!`` negation or ``#`` comment, no control characters."""
 
 
+class GuardSettings(Model):
+    """What the runtime guard stops besides the budget and the per-trial red lines.
+
+    ``stop_at_plateau`` stops a trial once the monitored metric no longer pays the accepted
+    ``returns`` over the patience window; the search stops after ``max_failed_in_a_row``
+    failed trials in a row or ``max_failed_trials`` in all (unset: never).
+    """
+
+    stop_at_plateau: StrictBool = True
+    max_failed_in_a_row: PositiveInt | None = 3
+    max_failed_trials: PositiveInt | None = None
+
+
 class Waiver(Model):
     """Suppress one rule for matching specs until a date, with a reason on record.
 
@@ -158,6 +178,8 @@ class Policy(Model):
     labels: Labels = Field(default_factory=Labels)
     practices: Practices = Field(default_factory=Practices)
     estimation: Estimation = Field(default_factory=Estimation)
+    returns: Returns = Field(default_factory=Returns)
+    guard: GuardSettings = Field(default_factory=GuardSettings)
     reliability: Reliability = Field(default_factory=Reliability)
     spot: Spot = Field(default_factory=Spot)
     severity: dict[Annotated[str, Field(pattern=r"^BG\d{3}$")], SeveritySetting] = Field(

@@ -29,6 +29,7 @@ from gate.estimate.scenarios import Estimate
 from gate.ledger import tracking
 from gate.ledger.records import LedgerRecord
 from gate.reconcile.quality import ChartMetric, Monitor, chart_metric, evaluate_gate, plateau_epoch
+from gate.reconcile.stops import GuardStop, guard_stop
 from gate.spec.experiment import Capacity, Experiment
 
 MS_PER_HOUR = Decimal(3_600_000)
@@ -124,6 +125,7 @@ class RunResult:
     submitted: dt.datetime | None = None
     fingerprint: str = ""
     notes: tuple[str, ...] = ()
+    guard_stop: GuardStop | None = None
 
     @property
     def epochs_after_plateau(self) -> int:
@@ -153,9 +155,12 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
     gate = evaluate_gate(plan.spec.quality_gate, facts.metrics)
     qualified = status is RunStatus.FINISHED and gate.passed
     epochs = len(facts.history) or None
-    plateau = plateau_epoch(facts.history, plan.monitor.mode, plan.monitor.min_delta)
-    after = (epochs - plateau) if epochs and plateau else 0
     train = phases.training if phases is not None else held
+    epoch_gpu_hours = float(gpus * train / epochs) if epochs else 0.0
+    plateau = plateau_epoch(
+        facts.history, plan.monitor, epoch_gpu_hours, epoch_gpu_hours * float(price)
+    )
+    after = (epochs - plateau) if epochs and plateau else 0
     plateau_hours = train * after / epochs if epochs and not status.failed else Decimal(0)
     return RunResult(
         run_id=facts.run_id,
@@ -181,6 +186,9 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
         submitted=_submitted(facts.tags.get(tracking.SUBMITTED_AT), notes),
         fingerprint=facts.tags.get(tracking.FINGERPRINT, ""),
         notes=tuple(notes),
+        guard_stop=guard_stop(
+            facts.tags, epochs, plan.spec.workload.max_epochs, run_cost(gpus * train, price)
+        ),
     )
 
 

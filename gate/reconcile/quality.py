@@ -6,9 +6,10 @@ A run is a *qualified model* when every quality-gate condition holds on its fina
 recall passes, and fails when no metric matches at all, since a class hidden by the
 average is exactly what such a condition is there to catch (DOMAIN.md §2).
 
-The plateau is where the monitored metric stopped improving: the last epoch that beat the
-best value so far by more than ``min_delta`` (as Keras' early stopping measures it). Every
-epoch after it is training the gate could have saved.
+The plateau is where the monitored metric stopped paying for its GPU-hours: the first epoch
+after which neither the next patience window nor the rest of the run gained the return the
+policy accepts (:mod:`gate.estimate.returns`, the definition the estimate and the runtime
+guard use too). Every epoch after it is training the gate could have saved.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from gate.estimate.returns import Threshold, plateau, threshold_for
+from gate.estimate.settings import Returns
 from gate.spec.experiment import Condition, Experiment
 
 Mode = Literal["min", "max"]
@@ -83,7 +86,8 @@ class Monitor:
     """The metric whose history shows the plateau, and what counts as an improvement.
 
     ``source`` says where the choice came from, for the report; ``patience`` is the spec's
-    early-stopping patience (``None`` without early stopping), for the advice.
+    early-stopping patience (``None`` without early stopping), for the advice; ``returns``
+    the policy's accepted return, which with ``min_delta`` sets the plateau.
     """
 
     metric: str
@@ -91,6 +95,12 @@ class Monitor:
     min_delta: float = 0.0
     patience: int | None = None
     source: str = "default"
+    returns: Returns = field(default_factory=Returns)
+
+    @property
+    def threshold(self) -> Threshold:
+        """What a window of epochs must gain to pay (:mod:`gate.estimate.returns`)."""
+        return threshold_for(self.returns, self.patience, self.min_delta)
 
 
 def monitor_for(
@@ -98,8 +108,13 @@ def monitor_for(
     metric: str | None = None,
     mode: Mode | None = None,
     min_delta: float | None = None,
+    returns: Returns | None = None,
 ) -> Monitor:
-    """The spec's early-stopping monitor, else ``val_loss`` (min); explicit values win."""
+    """The spec's early-stopping monitor, else ``val_loss`` (min); explicit values win.
+
+    ``returns`` is the policy's accepted return (its defaults when not given).
+    """
+    accepted = returns if returns is not None else Returns()
     stopping = spec.stopping.early_stopping
     if stopping is not None:
         base = Monitor(
@@ -108,9 +123,12 @@ def monitor_for(
             stopping.min_delta,
             stopping.patience,
             "stopping.early_stopping",
+            accepted,
         )
     else:
-        base = Monitor(DEFAULT_MONITOR, source="default: the spec has no early stopping")
+        base = Monitor(
+            DEFAULT_MONITOR, source="default: the spec has no early stopping", returns=accepted
+        )
     if metric is None and mode is None and min_delta is None:
         return base
     return Monitor(
@@ -119,29 +137,22 @@ def monitor_for(
         base.min_delta if min_delta is None else min_delta,
         base.patience,
         "command line",
+        accepted,
     )
 
 
-def plateau_epoch(history: Sequence[float], mode: Mode, min_delta: float) -> int | None:
-    """The epoch (1-based) of the last improvement on the best so far by more than min_delta.
+def plateau_epoch(
+    history: Sequence[float],
+    monitor: Monitor,
+    gpu_hours_per_epoch: float = 0.0,
+    cost_per_epoch: float = 0.0,
+) -> int | None:
+    """The epoch (1-based) after which the run stopped paying the accepted return.
 
     ``history`` holds one value per epoch in order; NaN values never improve. ``None`` when
-    the history has no number at all.
+    the history has no number at all; the last epoch when every window paid.
     """
-    best: float | None = None
-    plateau: int | None = None
-    for epoch, value in enumerate(history, start=1):
-        if math.isnan(value):
-            continue
-        if best is None or _improves(value, best, mode, min_delta):
-            best, plateau = value, epoch
-    return plateau
-
-
-def _improves(value: float, best: float, mode: Mode, min_delta: float) -> bool:
-    if mode == "min":
-        return value < best - min_delta
-    return value > best + min_delta
+    return plateau(history, monitor.mode, monitor.threshold, gpu_hours_per_epoch, cost_per_epoch)
 
 
 @dataclass(frozen=True, slots=True)

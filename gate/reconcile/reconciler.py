@@ -107,6 +107,16 @@ class Reconciliation:
     notes: tuple[str, ...] = ()
 
     @property
+    def guard_stops(self) -> tuple[RunResult, ...]:
+        """The runs the runtime guard stopped (their ``guard_stop`` says why)."""
+        return tuple(r for r in self.runs if r.guard_stop is not None)
+
+    @property
+    def guard_saved(self) -> Decimal:
+        """What the guard's stops saved against running every stopped run on."""
+        return sum((r.guard_stop.saved for r in self.guard_stops if r.guard_stop), Decimal(0))
+
+    @property
     def currency(self) -> str:
         """The policy's currency."""
         return self.plan.quote.currency
@@ -235,7 +245,15 @@ def _run_waste(run: RunResult) -> RunWaste:
         plateau_cost=run.plateau_cost,
         plateau_gpu_hours=run.plateau_gpu_hours,
         utilization=run.utilization,
+        train_cost=_train_cost(run),
     )
+
+
+def _train_cost(run: RunResult) -> Decimal:
+    """The share of a run's cost spent training (all of it when phases were not logged)."""
+    if run.phases is None or not run.held_hours:
+        return run.cost
+    return run.cost * run.phases.training / run.held_hours
 
 
 def _variance(plan: Plan, cost: Decimal, gpu_hours: Decimal) -> Variance:

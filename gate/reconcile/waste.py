@@ -66,6 +66,7 @@ class RunWaste:
     plateau_cost: Decimal
     plateau_gpu_hours: Decimal
     utilization: Decimal | None
+    train_cost: Decimal = Decimal(0)
 
 
 FAILED_ADVICE = (
@@ -118,15 +119,19 @@ def plateau_waste(runs: Sequence[RunWaste], monitor: Monitor) -> Waste:
     wasted = [r for r in known if r.epochs != r.plateau]
     plateaus = [r.plateau for r in known if r.plateau]
     epochs = [r.epochs for r in known if r.epochs]
+    cost = sum((r.plateau_cost for r in known), Decimal(0))
+    trained = sum((r.train_cost for r in known), Decimal(0))
+    share = f", {percent(cost / trained)} of their training cost" if trained else ""
     detail = (
-        f"{monitor.metric} ({monitor.mode}, min_delta {monitor.min_delta:g}) stopped improving "
-        f"after epoch {_median(plateaus)} (median) while runs trained {_median(epochs)} "
-        f"epochs; {sum(after):,} epochs over {len(wasted)} of {len(known)} run(s) came after it"
+        f"{monitor.metric} ({monitor.mode}, must gain {monitor.threshold.describe()}) stopped "
+        f"paying after epoch {_median(plateaus)} (median) while runs trained "
+        f"{_median(epochs)} epochs; {sum(after):,} epochs over {len(wasted)} of {len(known)} "
+        f"run(s) came after it{share}"
     )
     return Waste(
         WasteKind.PLATEAU,
         title,
-        sum((r.plateau_cost for r in known), Decimal(0)),
+        cost,
         sum((r.plateau_gpu_hours for r in known), Decimal(0)),
         len(wasted),
         detail,

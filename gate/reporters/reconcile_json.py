@@ -44,9 +44,14 @@ def render(report: ReconcileReport) -> str:
             "mode": plan.monitor.mode,
             "min_delta": plan.monitor.min_delta,
             "source": plan.monitor.source,
+            "accepted_return": plan.monitor.threshold.describe(plan.quote.currency),
         },
         "totals": _totals(result),
         "waste": [_waste(w) for w in result.waste],
+        "guard": {
+            "saved": str(result.guard_saved),
+            "stops": [_stop(r) for r in result.guard_stops],
+        },
         "variance": _variance(result.variance),
         "quality_curve": {
             "metric": result.chart.metric,
@@ -138,6 +143,22 @@ def _retry(t: TrialRetries) -> dict[str, Any]:
             }
             for a in t.attempts
         ],
+    }
+
+
+def _stop(r: RunResult) -> dict[str, Any]:
+    stop = r.guard_stop
+    assert stop is not None
+    return {
+        "run_id": r.run_id,
+        "trial": r.trial,
+        "stopped_by": stop.by,
+        "kind": stop.kind,
+        "reason": stop.reason,
+        "spend_at_stop": stop.spend,
+        "epoch": stop.epoch,
+        "epochs_saved": stop.epochs_saved,
+        "saved": str(stop.saved),
     }
 
 

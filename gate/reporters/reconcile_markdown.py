@@ -51,6 +51,7 @@ def render(report: ReconcileReport) -> str:
         _variance_table(result.variance),
         _totals(result),
         _waste_table(result),
+        _guard(result),
         _chart(result),
         _retries(result),
     ]
@@ -161,6 +162,33 @@ def _waste_table(result: Reconciliation) -> str:
             f"| **{escape(item.title)}**<br>{escape(item.detail)} | {cost} | {hours} | "
             f"{item.runs:,} | {escape(item.advice)} |"
         )
+    return "\n".join(lines)
+
+
+def _guard(result: Reconciliation, listed: int = 20) -> str:
+    """The runtime guard's stops and what they saved (nothing when it stopped no run)."""
+    stops = result.guard_stops
+    if not stops:
+        return ""
+    saved = _money(result.guard_saved, result.currency)
+    lines = [
+        "### Stopped by the guard",
+        "",
+        f"{len(stops)} run(s) stopped, saving {saved} against running them on to max_epochs.",
+        "",
+        "| run | trial | stop | epoch | spend then | saved | why |",
+        "|---|---|---|---:|---:|---:|---|",
+    ]
+    for run in stops[:listed]:
+        stop = run.guard_stop
+        assert stop is not None
+        lines.append(
+            f"| {escape(run.name or run.run_id)} | {escape(run.trial)} | {escape(stop.kind)} | "
+            f"{stop.epoch if stop.epoch is not None else '—'} | {escape(stop.spend)} | "
+            f"{_money(stop.saved, result.currency)} | {escape(stop.reason)} |"
+        )
+    if len(stops) > listed:
+        lines.append(f"\n{len(stops) - listed:,} more: `--format json` lists them.")
     return "\n".join(lines)
 
 

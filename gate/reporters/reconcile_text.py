@@ -42,6 +42,7 @@ def render(report: ReconcileReport) -> str:
         "\n".join(_run_lines(result)),
         "\n".join(["totals", *(f"  {line}" for line in total_lines(result))]),
         "\n".join(_waste_lines(result)),
+        *(["\n".join(guard_lines(result))] if result.guard_stops else []),
         "\n".join(["variance", *(f"  {line}" for line in variance_lines(result.variance))]),
     ]
     quality = quality_line(result)
@@ -64,7 +65,8 @@ def header_lines(report: ReconcileReport) -> list[str]:
         f"price: {format_amount(q.per_gpu_hour, 5)} {q.currency} per GPU-hour, "
         f"{q.accelerator} {q.capacity.value} ({q.basis})",
         f"plateau: {plan.monitor.metric} ({plan.monitor.mode}, min_delta "
-        f"{plan.monitor.min_delta:g}; {plan.monitor.source})",
+        f"{plan.monitor.min_delta:g}; {plan.monitor.source}); more epochs pay while they gain "
+        f"{plan.monitor.threshold.describe(q.currency)}",
     ]
     lines.extend(f"note: {note}" for note in result.notes)
     return lines
@@ -202,6 +204,28 @@ def _waste_lines(result: Reconciliation) -> list[str]:
         )
         lines.append(f"  {item.title}: {cost} — {item.detail}")
         lines.append(f"    → {item.advice}")
+    return lines
+
+
+def guard_lines(result: Reconciliation, listed: int = MAX_LISTED) -> list[str]:
+    """The runtime guard's stops, what they saved against running on, and why each."""
+    stops = result.guard_stops
+    lines = [
+        f"guard stops ({len(stops)} run(s)): saved {money(result.guard_saved, result.currency)} "
+        "against running them on to max_epochs"
+    ]
+    for run in stops[:listed]:
+        stop = run.guard_stop
+        assert stop is not None
+        at = f" at epoch {stop.epoch}" if stop.epoch is not None else ""
+        lines.append(
+            f"  {run_label(run)} (trial {run.trial}): {stop.kind} stop{at}, spend then "
+            f"{stop.spend} — "
+            f"{stop.reason}; saved {money(stop.saved, result.currency)} "
+            f"({stop.epochs_saved} epochs)"
+        )
+    if len(stops) > listed:
+        lines.append(f"  {len(stops) - listed:,} more (--format json lists them)")
     return lines
 
 

@@ -119,8 +119,9 @@ def test_seeds_multiply_every_rung():
 
 
 def test_learning_curve_and_min_delta_set_the_plateau():
-    # gain(e) = 0.5 · ln2/10 · 2^(-e/10) < 0.001 from e = 10·log2(0.5·ln2/10/0.001) = 51.15
-    # → plateau at 52, plus patience 5.
+    # The window of patience 5 after epoch e gains 0.5 · (1 − 2^(-5/10)) · 2^(-e/10), no more
+    # than min_delta 0.001 from e = 10·log2(0.5 · 0.29289 / 0.001) = 71.94 → plateau at 72,
+    # plus patience 5 (gate.estimate.returns: the same rule as reconcile and the guard).
     spec = make_spec(
         {
             "workload": {"max_epochs": 200},
@@ -135,26 +136,36 @@ def test_learning_curve_and_min_delta_set_the_plateau():
         }
     )
     est = make_estimate(spec)
-    assert est.expected.epochs_per_trial == 57
+    assert est.expected.epochs_per_trial == 77
     assert est.worst.epochs_per_trial == 200
     assert [s.what for s in est.savings] == ["early stopping"]
-    # 4 trials × (200 − 57) epochs × 0.1 h × 4 USD.
-    assert est.savings[0].cost == D("228.8")
+    # 4 trials × (200 − 77) epochs × 0.1 h × 4 USD.
+    assert est.savings[0].cost == D("196.8")
+    assert any("plateaus at epoch 72" in a for a in est.expected.assumptions)
+
+
+def _curve_spec():
+    """200 epochs of 0.1 h, patience 5, a curve gaining 0.5 with a half-life of 10 epochs."""
+    early = {
+        "monitor": "val_loss",
+        "patience": 5,
+        "learning_curve": {"total_gain": 0.5, "half_life_epochs": 10},
+    }
+    return make_spec({"workload": {"max_epochs": 200}, "stopping": {"early_stopping": early}})
+
+
+def test_a_return_per_gpu_hour_sets_the_plateau_on_a_curve():
+    # 0.1 h epochs on 1 GPU: a window of 5 epochs holds 0.5 GPU-h and must gain more than
+    # 0.01 × 0.5 = 0.005: 10·log2(0.5 · 0.29289 / 0.005) = 48.72 → plateau 49, stop at 54.
+    spec = _curve_spec()
+    policy = make_policy({"returns": {"min_gain_per_gpu_hour": 0.01}})
+    expected = make_estimate(spec, policy).expected
+    assert expected.epochs_per_trial == 54
+    assert any("0.01 per GPU-hour" in a for a in expected.assumptions)
 
 
 def test_min_delta_zero_never_plateaus_on_a_curve():
-    spec = make_spec(
-        {
-            "workload": {"max_epochs": 200},
-            "stopping": {
-                "early_stopping": {
-                    "monitor": "val_loss",
-                    "patience": 5,
-                    "learning_curve": {"total_gain": 0.5, "half_life_epochs": 10},
-                }
-            },
-        }
-    )
+    spec = _curve_spec()
     est = make_estimate(spec)
     assert est.expected.epochs_per_trial == 200
     assert any("min_delta 0 never plateaus" in a for a in est.expected.assumptions)

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from gate.estimate.settings import Returns
 from gate.reconcile.quality import (
     ChartMetric,
     Monitor,
@@ -75,28 +76,24 @@ def test_no_conditions_pass():
     assert evaluate_gate([], {}).passed
 
 
-def test_the_plateau_is_the_last_improvement_by_more_than_min_delta():
+def test_the_plateau_is_where_the_metric_stops_paying():
     # 400 epochs, flat after 60: the DESIGN's motivating case.
     history = [1.0 - 0.01 * e for e in range(60)] + [0.4101 - 0.000001 * e for e in range(340)]
     assert len(history) == 400
-    assert plateau_epoch(history, "min", 0.001) == 60
-    # With min_delta 0 every tiny gain counts: the last new best is the last epoch.
-    assert plateau_epoch(history, "min", 0.0) == 400
-
-
-def test_small_gains_add_up_against_the_best_so_far():
-    # Each step gains 0.0006 < min_delta, but two together beat the reference best.
-    history = [1.0, 0.9994, 0.9988, 0.9982, 0.9976]
-    assert plateau_epoch(history, "min", 0.001) == 5
-    assert plateau_epoch(history[:4], "min", 0.001) == 3
-    assert plateau_epoch([0.5, 0.6, 0.6, 0.8], "max", 0.1) == 4
-    assert plateau_epoch([0.5, 0.6, 0.6, 0.55], "max", 0.05) == 2
+    spec = make_spec({"stopping": {"early_stopping": {"monitor": "val_loss", "patience": 5}}})
+    assert plateau_epoch(history, monitor_for(spec, min_delta=0.001)) == 60
+    # The policy's relative floor (0.1 % of 0.41 per window) holds with min_delta 0 too.
+    assert plateau_epoch(history, monitor_for(spec)) == 60
+    # With neither, every tiny gain pays: the last epoch.
+    free = monitor_for(spec, returns=Returns(min_relative_gain=0.0))
+    assert plateau_epoch(history, free) == 400
 
 
 def test_nan_in_a_history_is_skipped_and_an_empty_one_has_no_plateau():
-    assert plateau_epoch([math.nan, 1.0, 0.5, math.nan], "min", 0.0) == 3
-    assert plateau_epoch([], "min", 0.0) is None
-    assert plateau_epoch([math.nan], "min", 0.0) is None
+    monitor = Monitor("val_loss")
+    assert plateau_epoch([math.nan, 1.0, 0.5, math.nan], monitor) == 3
+    assert plateau_epoch([], monitor) is None
+    assert plateau_epoch([math.nan], monitor) is None
 
 
 def test_the_monitor_comes_from_early_stopping_else_defaults_and_flags_win():

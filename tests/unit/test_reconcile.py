@@ -166,8 +166,10 @@ def test_epochs_and_the_cost_of_epochs_after_the_plateau():
     assert run.plateau_cost == D(340) and run.plateau_gpu_hours == D(34)
     plateau = waste(result, WasteKind.PLATEAU)
     assert plateau.cost == D(340) and plateau.runs == 1
-    assert "stopped improving after epoch 60 (median) while runs trained 400 epochs" in (
-        plateau.detail
+    assert plateau.detail == (
+        "val_loss (min, must gain 0.1 % of its value per 10 epochs) stopped paying after "
+        "epoch 60 (median) while runs trained 400 epochs; 340 epochs over 1 of 1 run(s) came "
+        "after it, 85 % of their training cost"
     )
     assert plateau.advice.startswith("add stopping.early_stopping on val_loss")
 

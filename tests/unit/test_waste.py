@@ -58,7 +58,10 @@ def test_plateau_advice_when_early_stopping_is_not_applied():
         "runs went on 80.0 epochs on average: check that the launcher applies it to val_f1 "
         "(name, mode, min_delta)"
     )
-    assert "val_f1 (max, min_delta 0.01) stopped improving after epoch 20" in waste.detail
+    assert (
+        "val_f1 (max, must gain the larger of 0.1 % of its value and min_delta 0.01 per 3 "
+        "epochs) stopped paying after epoch 20" in waste.detail
+    )
 
 
 def test_runs_that_stopped_at_the_plateau_waste_nothing():

@@ -1,0 +1,263 @@
+"""The runtime guard: reports in, continue / stop trial / stop search out (pure, stateful).
+
+Spend is GPU-seconds held × the spec's price, summed over every attempt of every trial.
+Each attempt reports its cumulative GPU-seconds, and the guard keeps the largest value per
+attempt: a report delivered twice, or a trial paused and resumed (which keeps counting
+from where it was), is counted once, and each retry is charged as an attempt of its own.
+The checks, in order:
+
+1. the experiment's spend reaches the ceiling (the approved amount, else the worst-case
+   estimate): stop the search; the decision sticks;
+2. the trial (all its attempts) reaches ``max_trial_hours`` or ``max_trial_cost``: stop
+   the trial;
+3. the monitored metric gains no more over the last patience window than the accepted
+   return (:func:`gate.estimate.returns.pays`): stop the trial at plateau + patience;
+4. on a trial's end, ``max_failed_in_a_row`` or ``max_failed_trials`` failures: stop the
+   search.
+
+The ceiling can be refreshed from the ledger (a new approval raises it; a revocation stops
+the search), at most once every ``refresh_seconds`` of the injected clock.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+
+from gate.estimate.returns import gain, pays
+from gate.guard.limits import Ceiling, GuardLimits
+from gate.guard.model import Action, Decision, Report, StopKind
+
+REFRESH_SECONDS = 60.0
+
+Refresh = Callable[[], "Ceiling | None"]
+"""Reads the current ceiling from the ledger; ``None`` when no approval holds any more."""
+
+
+@dataclass(slots=True)
+class _Curve:
+    """One trial's monitored metric: epochs reported, best so far, GPU-seconds at each."""
+
+    epochs: list[int] = field(default_factory=list)
+    best: list[float] = field(default_factory=list)
+    held: list[float] = field(default_factory=list)
+
+    def add(self, epoch: int, value: float, held: float, mode: str) -> None:
+        if self.epochs and epoch <= self.epochs[-1]:  # resumed from an earlier checkpoint
+            cut = bisect.bisect_left(self.epochs, epoch)
+            del self.epochs[cut:], self.best[cut:], self.held[cut:]
+        best = self.best[-1] if self.best else math.nan
+        if not math.isnan(value) and (
+            math.isnan(best) or (value < best if mode == "min" else value > best)
+        ):
+            best = value
+        self.epochs.append(epoch)
+        self.best.append(best)
+        self.held.append(held)
+
+
+class Guard:
+    """Decides, per report, whether a trial or the search goes on."""
+
+    def __init__(
+        self,
+        limits: GuardLimits,
+        *,
+        clock: Callable[[], float],
+        refresh: Refresh | None = None,
+        refresh_seconds: float = REFRESH_SECONDS,
+    ) -> None:
+        self.limits = limits
+        self._clock = clock
+        self._refresh = refresh
+        self._refresh_seconds = refresh_seconds
+        self._refreshed = clock()
+        self._set_ceiling(limits.ceiling)
+        self._attempts: dict[tuple[str, int], float] = {}
+        self._trials: dict[str, float] = {}
+        self._total = 0.0
+        self._curves: dict[str, _Curve] = {}
+        self._ended: dict[tuple[str, int], bool] = {}
+        self._in_a_row = 0
+        self._failed = 0
+        self._stopped: Decision | None = None
+
+    def _set_ceiling(self, ceiling: Ceiling) -> None:
+        self.ceiling = ceiling
+        price = self.limits.price_per_gpu_hour
+        self._ceiling_seconds = float(ceiling.amount / price * 3600) if price else math.inf
+
+    @property
+    def spend(self) -> Decimal:
+        """What every attempt reported so far has cost."""
+        return self.limits.cost(self._total)
+
+    @property
+    def gpu_seconds(self) -> float:
+        """GPU-seconds held by every attempt reported so far."""
+        return self._total
+
+    def trial_cost(self, trial: str) -> Decimal:
+        """What ``trial`` (all its attempts) has cost so far."""
+        return self.limits.cost(self._trials.get(trial, 0.0))
+
+    def record(self, trial: str, gpu_seconds: float, attempt: int = 0) -> None:
+        """Count an attempt's cumulative GPU-seconds (the largest value reported wins)."""
+        key = (trial, attempt)
+        before = self._attempts.get(key, 0.0)
+        if gpu_seconds > before:
+            self._attempts[key] = gpu_seconds
+            self._trials[trial] = self._trials.get(trial, 0.0) + gpu_seconds - before
+            self._total += gpu_seconds - before
+
+    def observe(self, report: Report) -> Decision:
+        """Count the report and decide for its trial (and the search)."""
+        self.record(report.trial, report.gpu_seconds, report.attempt)
+        search = self.check()
+        if search.stop:
+            return self._with_trial(search, report)
+        capped = self._caps(report)
+        if capped is not None:
+            return capped
+        flat = self._plateau(report)
+        if flat is not None:
+            return flat
+        return self._decide(Action.CONTINUE, report)
+
+    def check(self) -> Decision:
+        """The search-level decision alone: the ceiling (refreshed when due) and failures."""
+        if self._stopped is not None:
+            return self._stopped
+        self._maybe_refresh()
+        if self._stopped is not None:
+            return self._stopped
+        if self._total >= self._ceiling_seconds:
+            self._stopped = self._decide(
+                Action.STOP_SEARCH,
+                kind=StopKind.BUDGET,
+                reason=f"spend {self.limits.money(self.spend)} reaches the "
+                f"{self.ceiling.source} {self.limits.money(self.ceiling.amount)}",
+            )
+            return self._stopped
+        return self._decide(Action.CONTINUE)
+
+    def end(self, trial: str, *, failed: bool, attempt: int = 0) -> Decision:
+        """Count an attempt's end (once); too many failures stop the search."""
+        key = (trial, attempt)
+        if key not in self._ended:
+            self._ended[key] = failed
+            self._failed += failed
+            self._in_a_row = self._in_a_row + 1 if failed else 0
+        limits = self.limits
+        if self._stopped is None:
+            row, total = limits.max_failed_in_a_row, limits.max_failed_trials
+            why = None
+            if row is not None and self._in_a_row >= row:
+                why = f"{self._in_a_row} failed trials in a row (policy: at most {row})"
+            elif total is not None and self._failed >= total:
+                why = f"{self._failed} failed trials in all (policy: at most {total})"
+            if why is not None:
+                self._stopped = self._decide(Action.STOP_SEARCH, kind=StopKind.FAILURES, reason=why)
+        return self.check()
+
+    def _maybe_refresh(self) -> None:
+        if self._refresh is None:
+            return
+        now = self._clock()
+        if now - self._refreshed < self._refresh_seconds:
+            return
+        self._refreshed = now
+        ceiling = self._refresh()
+        if ceiling is None:
+            self._stopped = self._decide(
+                Action.STOP_SEARCH,
+                kind=StopKind.APPROVAL,
+                reason=f"the approval of {self.limits.money(self.ceiling.amount)} no longer "
+                "holds (revoked in the ledger)",
+            )
+        else:
+            self._set_ceiling(ceiling)
+
+    def _caps(self, report: Report) -> Decision | None:
+        limits = self.limits
+        held = self._trials.get(report.trial, 0.0)
+        hours = held / 3600 / float(limits.gpus) if limits.gpus else 0.0
+        if limits.max_trial_hours is not None and hours >= limits.max_trial_hours:
+            return self._decide(
+                Action.STOP_TRIAL,
+                report,
+                StopKind.TRIAL_HOURS,
+                f"trial {report.trial} has run {hours:.2f} h, reaching max_trial_hours "
+                f"{limits.max_trial_hours:g}",
+            )
+        cost = limits.cost(held)
+        if limits.max_trial_cost is not None and cost >= limits.max_trial_cost:
+            return self._decide(
+                Action.STOP_TRIAL,
+                report,
+                StopKind.TRIAL_COST,
+                f"trial {report.trial} has cost {limits.money(cost)}, reaching max_trial_cost "
+                f"{limits.money(limits.max_trial_cost)}",
+            )
+        return None
+
+    def _plateau(self, report: Report) -> Decision | None:
+        limits = self.limits
+        value = report.metrics.get(limits.monitor)
+        if value is None:
+            return None
+        curve = self._curves.setdefault(report.trial, _Curve())
+        held = self._attempts.get((report.trial, report.attempt), 0.0)
+        curve.add(report.epoch, float(value), held, limits.mode)
+        threshold = limits.threshold
+        if threshold is None:
+            return None
+        start = bisect.bisect_right(curve.epochs, report.epoch - threshold.window) - 1
+        if start < 0 or math.isnan(curve.best[start]):
+            return None
+        epochs = report.epoch - curve.epochs[start]
+        gpu_hours = max(curve.held[-1] - curve.held[start], 0.0) / 3600
+        cost = gpu_hours * float(limits.price_per_gpu_hour)
+        before, after = curve.best[start], curve.best[-1]
+        if pays(threshold, before, after, limits.mode, epochs, gpu_hours, cost):
+            return None
+        need = threshold.required(before, epochs, gpu_hours, cost)
+        return self._decide(
+            Action.STOP_TRIAL,
+            report,
+            StopKind.PLATEAU,
+            f"{limits.monitor} gained {gain(before, after, limits.mode):.3g} over epochs "
+            f"{curve.epochs[start]}–{report.epoch}, no more than the {need:.3g} the policy "
+            f"accepts ({threshold.describe(limits.currency)}): plateau at epoch "
+            f"{curve.epochs[start]}",
+        )
+
+    def _decide(
+        self,
+        action: Action,
+        report: Report | None = None,
+        kind: StopKind | None = None,
+        reason: str = "",
+    ) -> Decision:
+        trial = report.trial if report is not None else ""
+        return Decision(
+            action=action,
+            spend=self.spend,
+            trial_cost=self.trial_cost(trial) if trial else Decimal(0),
+            currency=self.limits.currency,
+            kind=kind,
+            reason=reason,
+            trial=trial,
+            epoch=report.epoch if report is not None else None,
+        )
+
+    def _with_trial(self, search: Decision, report: Report) -> Decision:
+        return replace(
+            search,
+            trial_cost=self.trial_cost(report.trial),
+            trial=report.trial,
+            epoch=report.epoch,
+        )

@@ -1,0 +1,84 @@
+"""The runtime guard for a plain training loop: one call per epoch.
+
+::
+
+    guard = gate.open_guard("experiments/sweep.yaml")      # reads the ledger once
+    loop = LoopGuard(guard, trial="7", mlflow_run_id=run.info.run_id)
+    for epoch in range(1, max_epochs + 1):
+        metrics = train_one_epoch()
+        if loop.step(epoch, metrics).stop:
+            break                          # the decision's reason is on the run's tags
+    loop.end()
+
+The GPU time held runs from the helper's creation (or :meth:`LoopGuard.resume`) on the
+injected clock, paused by :meth:`LoopGuard.pause`, times the spec's GPUs; pass
+``held_seconds`` to :meth:`LoopGuard.step` where the launcher knows better.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+
+from gate.guard.core import Guard
+from gate.guard.model import Decision, Report
+from gate.integrations.guard_mlflow import RunMarks
+from gate.integrations.tracking_uri import resolve_tracking_uri
+
+
+class LoopGuard:
+    """One trial attempt's link to the guard, for loops that call it once per epoch."""
+
+    def __init__(
+        self,
+        guard: Guard,
+        trial: str = "0",
+        *,
+        attempt: int = 0,
+        mlflow_run_id: str | None = None,
+        tracking_uri: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.guard = guard
+        self.trial = trial
+        self.attempt = attempt
+        self._clock = clock
+        self._held = 0.0
+        self._since: float | None = clock()
+        self._marks: RunMarks | None = None
+        if mlflow_run_id is not None:
+            uri = resolve_tracking_uri(tracking_uri, os.environ)
+            self._marks = RunMarks(uri, mlflow_run_id)
+
+    @property
+    def held_seconds(self) -> float:
+        """Seconds this attempt has held its GPUs (pauses left out)."""
+        running = self._clock() - self._since if self._since is not None else 0.0
+        return self._held + running
+
+    def pause(self) -> None:
+        """Stop counting GPU time (the GPUs were released, e.g. the job was preempted)."""
+        self._held, self._since = self.held_seconds, None
+
+    def resume(self) -> None:
+        """Count GPU time again from now."""
+        if self._since is None:
+            self._since = self._clock()
+
+    def step(
+        self, epoch: int, metrics: Mapping[str, float], held_seconds: float | None = None
+    ) -> Decision:
+        """Report one epoch; stop the loop when the decision says so (``.stop``)."""
+        held = self.held_seconds if held_seconds is None else held_seconds
+        gpu_seconds = held * float(self.guard.limits.gpus)
+        decision = self.guard.observe(Report(self.trial, epoch, metrics, gpu_seconds, self.attempt))
+        if self._marks is not None:
+            self._marks.epoch(epoch, self.guard.limits.cost(gpu_seconds))
+            self._marks.stopped(decision)
+        return decision
+
+    def end(self, *, failed: bool = False) -> Decision:
+        """The attempt is over; ``failed`` counts towards the policy's failure limits."""
+        self.pause()
+        return self.guard.end(self.trial, failed=failed, attempt=self.attempt)

@@ -1,0 +1,168 @@
+"""The runtime guard in an Optuna study, across every worker process of one RDB storage.
+
+Each trial keeps the GPU-seconds it has held in its own user attribute
+(``budget_gate.gpu_seconds``); the spend is their sum over the study's trials, read from
+the storage at every report. A shared counter in the study's attributes would lose updates
+when two workers write it at once; a trial's own attribute has one writer. So every worker
+sees the others' spend at its next report, and all of them stop within one reported step
+of the ceiling::
+
+    guard = OptunaGuard(gate.open_guard("experiments/sweep.yaml"))
+
+    def objective(trial):
+        for epoch in range(1, max_epochs + 1):
+            val_loss = train_one_epoch(trial)
+            guard.step(trial, epoch, {"val_loss": val_loss})   # raises TrialPruned to stop
+        return val_loss
+
+    study.optimize(objective, n_trials=100, callbacks=[guard.callback])
+
+:meth:`OptunaGuard.step` reports the monitored metric (``trial.report``), records the
+spend and raises :class:`optuna.TrialPruned` when the guard stops the trial; a stop of the
+search also calls ``study.stop()`` so this worker starts no new trial. Objectives that
+prefer ``trial.should_prune()`` call :meth:`OptunaGuard.report` and use
+:meth:`OptunaGuard.pruner`, which wraps their own pruner. The callback counts failed trials
+(every worker's, from the storage) and stops the worker once the search is over.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import optuna
+
+from gate.guard.core import Guard
+from gate.guard.model import GPU_SECONDS_ATTR, STOPPED_BY, Decision, Report
+from gate.integrations.guard_mlflow import RunMarks
+from gate.integrations.tracking_uri import resolve_tracking_uri
+
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial, Trial
+
+_FINISHED = (
+    optuna.trial.TrialState.COMPLETE,
+    optuna.trial.TrialState.PRUNED,
+    optuna.trial.TrialState.FAIL,
+)
+
+
+class OptunaGuard:
+    """Holds one worker process's trials to the guard, with the study's storage as truth."""
+
+    def __init__(self, guard: Guard, tracking_uri: str | None = None) -> None:
+        self.guard = guard
+        self.tracking_uri = tracking_uri
+
+    def report(
+        self,
+        trial: Trial,
+        epoch: int,
+        metrics: Mapping[str, float],
+        held_seconds: float | None = None,
+        mlflow_run_id: str | None = None,
+    ) -> Decision:
+        """Record the trial's spend and metric at ``epoch`` and decide (raises nothing).
+
+        ``held_seconds`` is how long the trial has held its GPUs; by default, since Optuna
+        started it. With ``mlflow_run_id`` (the trial's MLflow run, at the guard's
+        ``tracking_uri``) the run gets the per-epoch cost and, on a stop, the stop's tags.
+        """
+        if held_seconds is None:
+            held_seconds = (
+                dt.datetime.now() - (trial.datetime_start or dt.datetime.now())
+            ).total_seconds()
+        gpu_seconds = held_seconds * float(self.guard.limits.gpus)
+        trial.set_user_attr(GPU_SECONDS_ATTR, gpu_seconds)
+        value = metrics.get(self.guard.limits.monitor)
+        if value is not None:
+            trial.report(float(value), epoch)
+        self._sync(trial.study, skip=trial.number)
+        decision = self.guard.observe(Report(str(trial.number), epoch, metrics, gpu_seconds))
+        if decision.stop:
+            for key, text in decision.tags().items():
+                trial.set_user_attr(key, text)
+        if mlflow_run_id is not None:
+            marks = RunMarks(resolve_tracking_uri(self.tracking_uri, os.environ), mlflow_run_id)
+            marks.epoch(epoch, self.guard.limits.cost(gpu_seconds))
+            marks.stopped(decision)
+        return decision
+
+    def step(
+        self,
+        trial: Trial,
+        epoch: int,
+        metrics: Mapping[str, float],
+        held_seconds: float | None = None,
+        mlflow_run_id: str | None = None,
+    ) -> Decision:
+        """:meth:`report`, then raise :class:`optuna.TrialPruned` when the trial must stop."""
+        decision = self.report(trial, epoch, metrics, held_seconds, mlflow_run_id)
+        if decision.stop_search:
+            trial.study.stop()
+        if decision.stop:
+            raise optuna.TrialPruned(decision.reason)
+        return decision
+
+    def admit(self, trial: Trial) -> None:
+        """Call first in the objective: prune a trial that starts after the search stopped."""
+        self._sync(trial.study, skip=trial.number)
+        decision = self.guard.check()
+        if decision.stop_search:
+            trial.set_user_attr(STOPPED_BY, decision.tags().get(STOPPED_BY, ""))
+            trial.study.stop()
+            raise optuna.TrialPruned(decision.reason)
+
+    def callback(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        """A study callback: count the finished trial, and stop this worker if the search is."""
+        self._sync(study)
+        if self.guard.check().stop_search:
+            study.stop()
+
+    def pruner(self, wrapped: optuna.pruners.BasePruner | None = None) -> GuardPruner:
+        """A pruner that prunes when the guard stops a trial, else when ``wrapped`` would."""
+        return GuardPruner(self, wrapped)
+
+    def _sync(self, study: optuna.Study, skip: int | None = None) -> None:
+        """Count every trial's spend and every finished trial's outcome from the storage."""
+        trials = study.get_trials(deepcopy=False)
+        for other in trials:
+            if other.number == skip:
+                continue
+            held = other.user_attrs.get(GPU_SECONDS_ATTR)
+            if isinstance(held, (int, float)):
+                self.guard.record(str(other.number), float(held))
+        ended = [t for t in trials if t.state in _FINISHED and t.datetime_complete is not None]
+        for other in sorted(ended, key=_completed):
+            failed = other.state is optuna.trial.TrialState.FAIL
+            self.guard.end(str(other.number), failed=failed)
+
+
+def _completed(trial: FrozenTrial) -> tuple[dt.datetime, int]:
+    assert trial.datetime_complete is not None
+    return trial.datetime_complete, trial.number
+
+
+class GuardPruner(optuna.pruners.BasePruner):
+    """Prune when the guard stops the trial (decided in :meth:`OptunaGuard.report`)."""
+
+    def __init__(self, guard: OptunaGuard, wrapped: optuna.pruners.BasePruner | None) -> None:
+        self._guard = guard
+        self._wrapped = wrapped
+
+    def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
+        """Whether ``trial`` stops: the guard's stop tags on it, or the wrapped pruner."""
+        if STOPPED_BY in trial.user_attrs or self._guard.guard.check().stop_search:
+            return True
+        return self._wrapped.prune(study, trial) if self._wrapped is not None else False
+
+
+def spend_of(study: optuna.Study) -> dict[str, Any]:
+    """The study's GPU-seconds per trial, as its trials recorded them (for reports and tests)."""
+    return {
+        str(t.number): t.user_attrs[GPU_SECONDS_ATTR]
+        for t in study.get_trials(deepcopy=False)
+        if GPU_SECONDS_ATTR in t.user_attrs
+    }

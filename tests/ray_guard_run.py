@@ -1,0 +1,110 @@
+"""A Ray Tune search of 8 trials under the guard, on a local Ray cluster (run in a netns).
+
+``python -m tests.ray_guard_run STORAGE_DIR`` starts ``ray.init(num_cpus=2)`` on 127.0.0.1
+and runs two searches of 8 trials of 12 epochs (each epoch reported as 6 minutes on 8 GPUs
+at 2 USD, 1.60 USD) against the 64 USD worst case of a spec of 4 trials × 10 epochs, so
+the ceiling falls inside a running trial: one search that trains, one whose trials all
+fail. It prints one JSON line: the spend, the trials and their errors.
+Warnings are errors here as in the suite; only the result files Tune leaves open are let
+through.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+import time
+import warnings
+
+EPOCHS = 12
+
+
+_RESULT_FILES = r"(result\.json|progress\.csv|params\.json|params\.pkl|events\.out\.tfevents\.\S+)"
+_UNRAISABLE: list[str] = []
+
+
+def _warnings() -> None:
+    """Warnings are errors, as in the suite, except the result files Tune leaves open."""
+    warnings.simplefilter("error")
+    warnings.filterwarnings(
+        "ignore",
+        message=rf"unclosed file <_io\.\w+ name='[^']*/{_RESULT_FILES}'",
+        category=ResourceWarning,
+    )
+    # pytest turns errors in __del__ (an unclosed file's warning, once an error) into
+    # failures; so does this child.
+    sys.unraisablehook = lambda u: _UNRAISABLE.append(f"{u.exc_type.__name__}: {u.exc_value}")
+
+
+def trainable(config: dict) -> None:
+    from ray import tune
+
+    if config["fail"]:
+        raise RuntimeError("CUDA out of memory")
+    for epoch in range(1, EPOCHS + 1):
+        time.sleep(0.05)
+        tune.report(
+            {
+                "val_loss": config["x"] + 1.0 / epoch,
+                "epoch": epoch,
+                "budget_gate_held_seconds": epoch * 360.0,
+            }
+        )
+
+
+def search(storage: str, name: str, fail: bool) -> dict:
+    """One guarded Tuner run; what the guard and Tune saw."""
+    from ray import tune
+
+    from gate.guard.core import Guard
+    from gate.integrations.guard_ray import RayGuard
+    from tests.guard_kit import guard_spec_4_trials, make_limits
+
+    policy = {"guard": {"max_failed_in_a_row": 3}}
+    guard = RayGuard(Guard(make_limits(guard_spec_4_trials(), policy), clock=time.monotonic))
+    guard = pickle.loads(pickle.dumps(guard))  # Tune pickles it with the experiment
+    tuner = tune.Tuner(
+        trainable,
+        param_space={"x": tune.uniform(0.0, 1.0), "fail": fail},
+        tune_config=tune.TuneConfig(num_samples=8, max_concurrent_trials=2),
+        run_config=tune.RunConfig(
+            storage_path=storage, stop=guard, callbacks=[guard], verbose=0, name=name
+        ),
+    )
+    results = tuner.fit()
+    return {
+        "spend": str(guard.guard.spend),
+        "ceiling": str(guard.guard.ceiling.amount),
+        "errors": results.num_errors,
+        "started": len(results),
+        "epochs": sum(int(r.metrics.get("epoch", 0)) for r in results if r.metrics),
+        "stop": guard.guard.check().reason,
+        "stops": sorted(d.kind.value for d in guard.decisions.values() if d.kind),
+    }
+
+
+def main(storage: str) -> int:
+    _warnings()
+    import ray
+
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    try:
+        budget = search(storage, "budget", fail=False)
+        failing = search(storage, "failing", fail=True)
+    finally:
+        ray.shutdown()
+    print(json.dumps({"budget": budget, "failing": failing, "unraisable": _UNRAISABLE}))
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    raise SystemExit(main(sys.argv[1]))

@@ -1,0 +1,122 @@
+"""The guard in real Optuna studies: two worker processes on one sqlite storage, the pruner,
+failed trials, and what a stop leaves on the trials."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from decimal import Decimal
+
+import optuna
+import pytest
+
+from gate.guard.core import Guard
+from gate.guard.model import GPU_SECONDS_ATTR, STOP_KIND, STOPPED_BY
+from gate.integrations.guard_optuna import OptunaGuard, spend_of
+from tests.conftest import ROOT
+from tests.guard_kit import guard_spec_4_trials, make_limits
+
+EPOCH_COST = Decimal("1.6")  # 6 minutes × 8 GPUs × 2 USD
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def test_two_worker_processes_stop_at_the_approved_ceiling(tmp_path):
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    optuna.create_study(study_name="guarded", storage=url)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "tests.optuna_guard_worker", url, "guarded"]
+    started = time.monotonic()
+    workers = [subprocess.Popen(command, cwd=ROOT, env=env) for _ in range(2)]
+    assert [w.wait(timeout=240) for w in workers] == [0, 0]
+    seconds = time.monotonic() - started
+    study = optuna.load_study(study_name="guarded", storage=url)
+    trials = study.get_trials()
+    assert len({t.user_attrs["worker"] for t in trials}) == 2  # both processes ran trials
+    spend = Decimal(repr(sum(spend_of(study).values()))) / 3600 * 2
+    overshoot = spend - 64
+    stopped = [t for t in trials if t.user_attrs.get(STOP_KIND) == "budget"]
+    print(
+        f"\noptuna, 2 workers on sqlite: {len(trials)} trials, spend {spend:.2f} USD at a "
+        f"ceiling of 64.00 USD, overshoot {overshoot:.2f} USD "
+        f"({overshoot / EPOCH_COST:.0f} epoch(s) of 1.60 USD), {seconds:.1f} s"
+    )
+    # Stopped within one reported step per worker of the ceiling, never short of it.
+    assert 0 <= overshoot <= 2 * EPOCH_COST
+    assert stopped and all(t.state is optuna.trial.TrialState.PRUNED for t in stopped)
+    # Neither worker ran on to its 50 trials: both stopped the search.
+    assert len(trials) < 20
+    running = [t for t in trials if t.state is optuna.trial.TrialState.RUNNING]
+    assert not running
+
+
+def _objective(guard: OptunaGuard, fail: bool = False):
+    def objective(trial: optuna.Trial) -> float:
+        guard.admit(trial)
+        x = trial.suggest_float("x", 0.0, 1.0)
+        if fail:
+            raise RuntimeError("out of memory")
+        for epoch in range(1, 11):
+            guard.report(trial, epoch, {"val_loss": x + 1.0 / epoch}, held_seconds=epoch * 360.0)
+            if trial.should_prune():
+                raise optuna.TrialPruned()
+        return x
+
+    return objective
+
+
+def test_the_pruner_stops_trials_through_should_prune():
+    guard = OptunaGuard(Guard(make_limits(guard_spec_4_trials()), clock=time.monotonic))
+    study = optuna.create_study(pruner=guard.pruner(optuna.pruners.NopPruner()))
+    study.optimize(_objective(guard), n_trials=10, callbacks=[guard.callback])
+    trials = study.get_trials()
+    # 4 trials of 10 epochs reach 64 USD exactly: the 4th is stopped at its last epoch.
+    assert [t.state.name for t in trials] == ["COMPLETE"] * 3 + ["PRUNED"]
+    assert trials[-1].user_attrs[STOPPED_BY] == "budget-gate guard (stop-search)"
+    assert trials[-1].user_attrs[GPU_SECONDS_ATTR] == 10 * 360.0 * 8
+
+
+def test_failed_trials_in_a_row_stop_the_study():
+    limits = make_limits(guard_spec_4_trials(), {"guard": {"max_failed_in_a_row": 3}})
+    guard = OptunaGuard(Guard(limits, clock=time.monotonic))
+    study = optuna.create_study()
+    study.optimize(
+        _objective(guard, fail=True), n_trials=10, callbacks=[guard.callback], catch=(RuntimeError,)
+    )
+    assert [t.state.name for t in study.get_trials()] == ["FAIL"] * 3
+    assert guard.guard.check().reason == "3 failed trials in a row (policy: at most 3)"
+
+
+def test_a_stopped_trial_tags_its_mlflow_run_and_every_epoch_logs_its_cost(lab):
+    limits = make_limits(guard_spec_4_trials())
+    guard = OptunaGuard(Guard(limits, clock=time.monotonic), tracking_uri=lab.team.uri)
+    runs: list[str] = []
+
+    def objective(trial: optuna.Trial) -> float:
+        guard.admit(trial)
+        run_id = lab.client.create_run(lab.experiment_id).info.run_id
+        runs.append(run_id)
+        try:
+            for epoch in range(1, 11):
+                metrics = {"val_loss": 1.0 / epoch}
+                guard.step(trial, epoch, metrics, held_seconds=epoch * 360.0, mlflow_run_id=run_id)
+        finally:
+            lab.client.set_terminated(run_id)
+        return 0.0
+
+    study = optuna.create_study()
+    study.optimize(objective, n_trials=6, callbacks=[guard.callback])
+    assert len(runs) == 4  # the fourth reaches the ceiling; the study stops
+    tags = lab.client.get_run(runs[-1]).data.tags
+    assert tags[STOPPED_BY] == "budget-gate guard (stop-search)"
+    assert tags["budget_gate.stop_spend"] == "64.00 USD"
+    costs = lab.client.get_metric_history(runs[0], "budget_gate.cost")
+    assert [m.value for m in sorted(costs, key=lambda m: m.step)] == [
+        pytest.approx(1.6 * e) for e in range(1, 11)
+    ]
+    assert STOPPED_BY not in lab.client.get_run(runs[0]).data.tags

@@ -1,0 +1,67 @@
+"""The guard in a real Ray Tune search (``Tuner`` on ``ray.init(num_cpus=2)``).
+
+Ray probes the network at start (a DNS lookup for the node address, a cloud metadata
+probe), so the search runs in a network namespace with only loopback up (``unshare --net``
+and ``ip link set lo up``, as root, as CI runs) with the node address 127.0.0.1: no packet
+leaves the machine. The child turns warnings into errors as the suite does and lets
+through only the result files Tune leaves open (``tests/ray_guard_run.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from decimal import Decimal
+
+import pytest
+
+from tests.conftest import ROOT
+
+EPOCH_COST = Decimal("1.6")
+
+
+@pytest.fixture(scope="module")
+def searches(tmp_path_factory):
+    assert os.geteuid() == 0 and shutil.which("unshare"), "the Ray tests need root and unshare"
+    storage = tmp_path_factory.mktemp("ray")
+    child = f"ip link set lo up && exec {sys.executable} -m tests.ray_guard_run {storage}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
+    done = subprocess.run(
+        ["unshare", "--net", "sh", "-c", child],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_search_of_8_trials_stops_at_the_ceiling(searches):
+    assert searches["unraisable"] == []
+    budget = searches["budget"]
+    spend, ceiling = Decimal(budget["spend"]), Decimal(budget["ceiling"])
+    overshoot = spend - ceiling
+    print(
+        f"\nray tune, 8 trials (2 at a time): {budget['started']} started, "
+        f"{budget['epochs']} epochs, spend {spend:.2f} USD at a ceiling of {ceiling:.2f} USD, "
+        f"overshoot {overshoot:.2f} USD"
+    )
+    assert budget["errors"] == 0  # fit() does not raise: every trial's error is counted here
+    assert budget["stop"] == "spend 64.00 USD reaches the worst-case estimate 64.00 USD"
+    # At most one report per running trial (2) past the ceiling, and not short of it.
+    assert 0 <= overshoot <= 2 * EPOCH_COST
+    assert budget["started"] < 8 and "budget" in budget["stops"]
+
+
+def test_failed_trials_in_a_row_stop_the_search(searches):
+    failing = searches["failing"]
+    assert failing["stop"] == "3 failed trials in a row (policy: at most 3)"
+    # The errors are the trainable's own (this search fails on purpose); Tune started no
+    # more than the trials already running when the third one failed.
+    assert failing["errors"] == 3 and failing["started"] <= 4
