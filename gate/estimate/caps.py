@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 
+from gate.estimate.schedule import Rung
 from gate.money import format_amount, to_decimal
 from gate.spec.experiment import Experiment
 
@@ -58,6 +59,42 @@ def fit(left: Decimal, held: Callable[[Decimal], Decimal]) -> tuple[Decimal, Dec
             high = middle
     useful = low.quantize(_NANOHOUR, rounding=ROUND_FLOOR)
     return useful, min(held(useful), left).quantize(_NANOHOUR, rounding=ROUND_FLOOR)
+
+
+@dataclass(slots=True)
+class TrialPath:
+    """One trial's way through a stage: hours held so far, epochs trained, whether cut."""
+
+    held: Decimal = Decimal(0)
+    trained: Decimal = Decimal(0)
+    cut: bool = False
+
+
+def advance(
+    path: TrialPath,
+    rung: Rung,
+    run: Decimal,
+    start: Decimal,
+    per_epoch: Decimal,
+    cap: TrialCap | None,
+    held: Callable[[Decimal], Decimal],
+) -> tuple[Decimal, Decimal]:
+    """Take a trial through one rung of ``run`` useful hours (``start`` of them setup).
+
+    Returns the useful and the held hours it spends there: all of them, what fits under
+    the cap, or none once the cap has stopped it; ``path`` records how far it got.
+    """
+    billed = held(run)
+    if path.cut:
+        run = billed = Decimal(0)
+    elif cap is not None and path.held + billed > cap.hours:
+        run, billed = fit(cap.hours - path.held, held)
+        done = min(Decimal(rung.epochs), max(Decimal(0), run - start) / per_epoch)
+        path.trained, path.cut = Decimal(rung.reached - rung.epochs) + done, True
+    else:
+        path.trained = Decimal(rung.reached)
+    path.held += billed
+    return run, billed
 
 
 @dataclass(frozen=True, slots=True)

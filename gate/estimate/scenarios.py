@@ -19,7 +19,7 @@ from gate.estimate.assumptions import (
     reliability_notes,
     shared_notes,
 )
-from gate.estimate.caps import Cut, cut_note, fit, trial_cap
+from gate.estimate.caps import Cut, TrialPath, advance, cut_note, trial_cap
 from gate.estimate.plans import describe_plan, expected_stop, plan
 from gate.estimate.prices import Quote
 from gate.estimate.reliability import expected_retry_runs, preemption_factor
@@ -159,15 +159,6 @@ class _Usage:
     unfinished: bool = False
 
 
-@dataclass(slots=True)
-class _Path:
-    """One trial's way through a stage: hours held so far, epochs trained, whether cut."""
-
-    held: Decimal = Decimal(0)
-    trained: Decimal = Decimal(0)
-    cut: bool = False
-
-
 def _scenario(
     spec: Experiment,
     policy: PricingPolicy,
@@ -255,21 +246,12 @@ def _usage(
     waves = 0
     paths = []
     for stage in stages:
-        path = _Path()
+        path = TrialPath()
         stage_work = Decimal(0)
         for rung in stage.rungs:
             start = setup * rung.launches
             run = _round(start + rung.epochs * per_epoch)
-            billed = held(run)
-            if path.cut:
-                run = billed = Decimal(0)
-            elif cap is not None and path.held + billed > cap.hours:
-                run, billed = fit(cap.hours - path.held, held)
-                done = min(Decimal(rung.epochs), max(Decimal(0), run - start) / per_epoch)
-                path.trained, path.cut = Decimal(rung.reached - rung.epochs) + done, True
-            else:
-                path.trained = Decimal(rung.reached)
-            path.held += billed
+            run, billed = advance(path, rung, run, start, per_epoch, cap, held)
             trial_hours += rung.trials * billed
             recompute += rung.trials * (billed - run)
             stage_work += rung.trials * billed
