@@ -23,6 +23,15 @@ def shared_notes(spec: Experiment, trials: int, name: ScenarioName) -> list[str]
         notes.append(
             f"epoch time {r.low:g}–{r.high:g} min; this case uses {format_amount(used)} min"
         )
+    work = spec.workload
+    if work.samples_per_second is not None and work.train_samples is not None:
+        gpus = spec.resources.gpus_per_trial
+        notes.append(
+            f"epoch time {format_amount(work.epoch_minutes_for(name))} min = "
+            f"{work.train_samples:,} train_samples ÷ {work.samples_per_second:g} "
+            f"samples_per_second, the throughput of one trial on its {gpus} "
+            f"GPU{'s' if gpus != 1 else ''} together"
+        )
     if spec.resources.mig_profile:
         notes.append(
             f"MIG slice {spec.resources.mig_profile}: each unit is "
@@ -56,6 +65,19 @@ def reliability_notes(policy: PricingPolicy, retry_runs: Decimal, name: Scenario
     if name == "worst":
         note += f" (if every retry were used: +{r.max_retries * 100}%)"
     return [note]
+
+
+def default_notes(policy: PricingPolicy) -> list[str]:
+    """The policy defaults that shaped this estimate without being said elsewhere."""
+    r = policy.reliability
+    used = []
+    if not r.failure_rate:
+        used.append("no failures (reliability.failure_rate 0), so no retries")
+    elif not r.max_retries:
+        used.append("failed attempts are not retried (reliability.max_retries 0)")
+    if not policy.estimation.queue_wait_hours:
+        used.append("no queue wait (estimation.queue_wait_hours 0)")
+    return [f"policy defaults: {'; '.join(used)}"] if used else []
 
 
 def preemption_note(spec: Experiment, policy: PricingPolicy, gpu_hours: Decimal) -> str:

@@ -11,11 +11,14 @@ from decimal import Decimal
 
 from gate.estimate.returns import Threshold, curve_plateau, threshold_for
 from gate.estimate.schedule import (
+    STARTUP_TRIALS,
+    RankPersistence,
     Stage,
     flat,
     halving,
     hyperband_brackets,
     no_pruning,
+    optuna_brackets,
     rung_marks,
     split,
 )
@@ -26,9 +29,16 @@ _HALVING = (Strategy.SUCCESSIVE_HALVING, Strategy.HYPERBAND, Strategy.ASHA)
 
 
 def plan(
-    spec: Experiment, scenario: ScenarioName, trials: int, top_epoch: int
+    spec: Experiment,
+    scenario: ScenarioName,
+    trials: int,
+    top_epoch: int,
+    persistence: RankPersistence | None = None,
 ) -> tuple[Stage, ...]:
-    """The stages the search runs, with trials counted over all seeds."""
+    """The stages the search runs, with trials counted over all seeds.
+
+    ``persistence`` is how well trials keep their ranks in ASHA's expected case.
+    """
     search = spec.search
     if search.strategy not in _HALVING:
         return flat(trials, top_epoch)
@@ -38,14 +48,15 @@ def plan(
     seeds = len(search.seeds)
     configurations = trials // seeds
     if search.strategy is Strategy.HYPERBAND:
-        brackets = hyperband_brackets(scheduler.min_epochs, top, eta, scheduler.brackets)
+        layout = hyperband_brackets if is_synchronous(spec, scheduler) else optuna_brackets
+        brackets = layout(scheduler.min_epochs, top, eta, scheduler.brackets)
         sizes = [n for n, _ in brackets]
         counts = sizes if search.max_trials is None else split(configurations, sizes)
         pairs = [(n, marks) for n, (_, marks) in zip(counts, brackets, strict=True) if n]
     else:
         pairs = [(configurations, rung_marks(scheduler.min_epochs, top, eta))]
     stages = [
-        _bracket(spec, scenario, scheduler, n, _stop_at(marks, top_epoch), eta)
+        _bracket(spec, scenario, scheduler, n, _stop_at(marks, top_epoch), eta, persistence)
         for n, marks in pairs
     ]
     return tuple(_times(stage, seeds) for stage in stages)
@@ -72,13 +83,16 @@ def _bracket(
     configurations: int,
     marks: list[int],
     eta: Decimal,
+    persistence: RankPersistence | None,
 ) -> Stage:
     n = Decimal(configurations)
     if is_synchronous(spec, scheduler):
         return halving(n, marks, eta, resume=scheduler.resume, exact=True, barrier=True)
     if scenario == "worst":
         return no_pruning(n, marks, resume=scheduler.resume)
-    return halving(n, marks, eta, resume=scheduler.resume, exact=False, barrier=False)
+    return halving(
+        n, marks, eta, resume=scheduler.resume, exact=False, barrier=False, persistence=persistence
+    )
 
 
 def _times(stage: Stage, seeds: int) -> Stage:
@@ -93,27 +107,65 @@ def is_synchronous(spec: Experiment, scheduler: Scheduler) -> bool:
     return spec.search.strategy is not Strategy.ASHA
 
 
-def describe_plan(spec: Experiment, scenario: ScenarioName, stages: tuple[Stage, ...]) -> list[str]:
+def describe_plan(
+    spec: Experiment,
+    scenario: ScenarioName,
+    stages: tuple[Stage, ...],
+    persistence: RankPersistence | None = None,
+) -> list[str]:
     """Say how the search was counted: rung marks and survivors, or why there is no saving."""
     search = spec.search
     if search.strategy not in _HALVING:
         return []
     scheduler = search.scheduler or Scheduler()
-    mode = "synchronous" if is_synchronous(spec, scheduler) else "asynchronous"
+    synchronous = is_synchronous(spec, scheduler)
+    mode = "synchronous" if synchronous else "asynchronous"
     carry = "resume from checkpoints" if scheduler.resume else "restart at each rung"
     head = f"{search.strategy.value} ({mode}, η={scheduler.reduction_factor:g}, trials {carry})"
-    if mode == "asynchronous" and scenario == "worst":
+    notes = [_setup_note(spec, synchronous, scheduler.resume)]
+    if search.strategy is Strategy.HYPERBAND:
+        notes.append(
+            "brackets of Li et al. (2018)"
+            if synchronous
+            else "brackets as Optuna's HyperbandPruner lays them out: ⌊log_η(R/r)⌋ + 1 brackets, "
+            "bracket b pruning at r·η^(b+i) epochs, trials shared by bracket budget"
+        )
+    if not synchronous and scenario == "worst":
         return [
             f"{head}: worst case assumes no saving — an arrival order exists in which every "
-            "trial is promoted through every rung"
+            "trial is promoted through every rung",
+            *notes,
         ]
     parts = []
     for stage in stages:
         marks = "/".join(str(r.reached) for r in stage.rungs)
         counts = "/".join(_count(r.trials) for r in stage.rungs)
         parts.append(f"rungs at {marks} epochs with {counts} trials")
-    model = "" if mode == "synchronous" else "; expected: 1/η of the trials reaching a rung go on"
-    return [f"{head}: " + "; ".join(parts) + model]
+    if not synchronous:
+        parts[-1] += "; expected: " + _asha_rule(persistence or RankPersistence())
+    return [f"{head}: " + "; ".join(parts), *notes]
+
+
+def _asha_rule(persistence: RankPersistence) -> str:
+    sampler = (
+        f"the sampler proposing trials {persistence.sampler_gain:g} SD better after its first "
+        f"{STARTUP_TRIALS}"
+        if persistence.sampler_gain
+        else "trials sampled at random"
+    )
+    return (
+        "the j-th trial to reach a rung goes on when it ranks in the top max(1, ⌊j/η⌋) of the "
+        f"j so far (simulated), a trial's rank kept from rung to rung with correlation "
+        f"{persistence.correlation:g} and {sampler} (policy estimation.rank_correlation, "
+        "estimation.sampler_gain)"
+    )
+
+
+def _setup_note(spec: Experiment, synchronous: bool, resume: bool) -> str:
+    setup = spec.workload.setup_minutes
+    if synchronous or not resume:
+        return f"setup_minutes ({setup:g} min) charged at every rung a trial runs (each relaunches)"
+    return f"setup_minutes ({setup:g} min) charged once per trial (promoted trials continue)"
 
 
 def _count(value: Decimal) -> str:

@@ -10,17 +10,23 @@ the middle of uncertain inputs and the expected pruning of asynchronous searches
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from decimal import ROUND_FLOOR, Decimal
+from dataclasses import dataclass, replace
+from decimal import Decimal
 
-from gate.estimate.assumptions import preemption_note, reliability_notes, shared_notes
+from gate.estimate.assumptions import (
+    default_notes,
+    preemption_note,
+    reliability_notes,
+    shared_notes,
+)
+from gate.estimate.caps import Cut, TrialPath, advance, cut_note, trial_cap
 from gate.estimate.plans import describe_plan, expected_stop, plan
 from gate.estimate.prices import Quote
 from gate.estimate.reliability import expected_retry_runs, preemption_factor
-from gate.estimate.schedule import Stage, ceil_int, flat
+from gate.estimate.schedule import RankPersistence, Stage, ceil_int, flat
 from gate.estimate.settings import PricingPolicy, ScenarioName
 from gate.estimate.trials import count_trials
-from gate.money import format_amount, to_decimal
+from gate.money import to_decimal
 from gate.spec.experiment import Capacity, Experiment, Range, Strategy
 
 
@@ -43,8 +49,11 @@ class Drivers:
 class Scenario:
     """One priced outcome of the experiment under stated assumptions.
 
-    ``hours_per_trial`` and ``cost_per_trial`` describe the longest single trial, which is
-    what per-trial limits are about; ``drivers`` describe the average one.
+    ``hours_per_trial`` and ``cost_per_trial`` describe the longest single trial (hours
+    held, spot recompute included), which is what per-trial limits are about; ``drivers``
+    describe the average one. ``epochs_trained`` is how far the trial that trains furthest
+    gets (a fraction where a per-trial cap cuts it; ``epochs_per_trial`` counts its whole
+    epochs), and ``unfinished`` says a cap stops even that trial before its last epoch.
     """
 
     name: ScenarioName
@@ -62,6 +71,8 @@ class Scenario:
     retry_gpu_hours: Decimal = Decimal(0)
     recompute_gpu_hours: Decimal = Decimal(0)
     other_cost: Decimal = Decimal(0)
+    epochs_trained: Decimal = Decimal(0)
+    unfinished: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +87,10 @@ class Saving:
 
 @dataclass(frozen=True, slots=True)
 class SpotComparison:
-    """Spot net saving = on-demand − spot − recompute − extra ops (expected case)."""
+    """Spot net saving = on-demand − spot − recompute − extra ops (expected case).
+
+    Both sides price the same training work: the plan's epochs, per-trial caps left out.
+    """
 
     on_demand_cost: Decimal
     spot_cost: Decimal
@@ -118,13 +132,17 @@ def estimate(
     stop, stop_note = expected_stop(spec, policy)
     worst = _scenario(spec, policy, quote, "worst", trials, spec.workload.max_epochs)
     expected = _scenario(spec, policy, quote, "expected", trials, stop, stop_note)
+    spot = _spot(spec, policy, quote, on_demand, trials, stop)
+    if spot is not None and (worst.unfinished or expected.unfinished):
+        note = "spot is compared with on-demand for the same training work: per-trial caps left out"
+        expected = replace(expected, assumptions=(*expected.assumptions, note))
     return Estimate(
         worst=worst,
         expected=expected,
         quote=quote,
         strategy=spec.search.strategy,
         savings=_savings(spec, policy, quote, trials, stop, worst, expected),
-        spot=_spot(spec, policy, quote, on_demand, trials, stop, expected),
+        spot=spot,
         epoch_minutes_range=_range(spec),
     )
 
@@ -134,10 +152,11 @@ class _Usage:
     trial_hours: Decimal
     recompute_hours: Decimal
     longest_trial: Decimal
-    top_epoch: int
+    top_epoch: Decimal
     waves: int
     wall_clock: Decimal
     cap_notes: tuple[str, ...]
+    unfinished: bool = False
 
 
 def _scenario(
@@ -151,10 +170,14 @@ def _scenario(
     *,
     prune: bool = True,
     preempt: bool = True,
+    capped: bool = True,
 ) -> Scenario:
-    stages = plan(spec, name, trials, top_epoch) if prune else flat(trials, top_epoch)
+    persistence = RankPersistence(
+        policy.estimation.rank_correlation, policy.estimation.sampler_gain
+    )
+    stages = plan(spec, name, trials, top_epoch, persistence) if prune else flat(trials, top_epoch)
     concurrency, limit_notes = _concurrency(spec, policy, trials)
-    usage = _usage(spec, policy, quote, name, stages, concurrency, preempt=preempt)
+    usage = _usage(spec, policy, quote, name, stages, concurrency, preempt=preempt, capped=capped)
     units = spec.resources.gpus_per_trial * spec.resources.gpu_share
     retry_runs = _retry(policy)
     trial_hours = usage.trial_hours * (1 + retry_runs)
@@ -162,18 +185,21 @@ def _scenario(
     other = policy.spot.extra_ops_per_trial * trials if _is_spot(spec) else Decimal(0)
     notes = [
         *shared_notes(spec, trials, name),
-        *(describe_plan(spec, name, stages) if prune else []),
-        stop_note or f"every trial runs all {top_epoch} epochs (nothing stops early)",
+        *(describe_plan(spec, name, stages, persistence) if prune else []),
+        _stop_line(spec, top_epoch, stop_note, usage.unfinished),
         *usage.cap_notes,
         *limit_notes,
         *reliability_notes(policy, retry_runs, name),
+        *default_notes(policy),
     ]
     if usage.recompute_hours:
         notes.append(preemption_note(spec, policy, usage.recompute_hours * units))
     return Scenario(
         name=name,
         trials=trials,
-        epochs_per_trial=usage.top_epoch,
+        epochs_per_trial=int(usage.top_epoch),
+        epochs_trained=usage.top_epoch,
+        unfinished=usage.unfinished,
         hours_per_trial=usage.longest_trial,
         gpu_hours=_round(exact_gpu_hours),
         cost=_round(exact_gpu_hours * quote.per_gpu_hour) + other,
@@ -204,24 +230,28 @@ def _usage(
     concurrency: int,
     *,
     preempt: bool,
+    capped: bool,
 ) -> _Usage:
     work = spec.workload
     setup = to_decimal(work.setup_minutes) / 60
     per_epoch = work.epoch_minutes_for(name) * (1 + to_decimal(work.eval_overhead)) / 60
-    cap = _trial_cap(spec, quote)
-    capped = False
+    units = spec.resources.gpus_per_trial * spec.resources.gpu_share
+    cap = trial_cap(spec, units * quote.per_gpu_hour) if capped else None
+
+    def held(run: Decimal) -> Decimal:
+        return run * _preemption(spec, policy, run, setup) if preempt else run
+
     queue = to_decimal(policy.estimation.queue_wait_hours)
     trial_hours = recompute = longest = wall = Decimal(0)
-    waves = top = 0
+    waves = 0
+    paths = []
     for stage in stages:
-        path = Decimal(0)
+        path = TrialPath()
         stage_work = Decimal(0)
         for rung in stage.rungs:
-            run = _round(setup * rung.launches + rung.epochs * per_epoch)
-            if cap is not None and path + run > cap[0]:
-                run, capped = max(Decimal(0), cap[0] - path), True
-            path += run
-            billed = run * _preemption(spec, policy, run, setup) if preempt else run
+            start = setup * rung.launches
+            run = _round(start + rung.epochs * per_epoch)
+            run, billed = advance(path, rung, run, start, per_epoch, cap, held)
             trial_hours += rung.trials * billed
             recompute += rung.trials * (billed - run)
             stage_work += rung.trials * billed
@@ -229,31 +259,28 @@ def _usage(
                 rung_waves = ceil_int(rung.trials / concurrency)
                 waves += rung_waves
                 wall += rung_waves * (billed + queue)
-            top = max(top, rung.reached)
         if not (stage.barrier or len(stage.rungs) == 1):
             # Asynchronous rungs keep every worker busy: work ÷ workers, at least one path.
             stage_waves = ceil_int(stage.rungs[0].trials / concurrency)
             waves += stage_waves
-            wall += max(stage_work / concurrency, path) + stage_waves * queue
-        longest = max(longest, path)
-    notes = (f"trials stop at {cap[1]}",) if cap is not None and capped else ()
-    return _Usage(trial_hours, recompute, longest, top, waves, wall, notes)
+            wall += max(stage_work / concurrency, path.held) + stage_waves * queue
+        longest = max(longest, path.held)
+        paths.append(path)
+    furthest = max(paths, key=lambda p: p.trained)
+    notes: tuple[str, ...] = ()
+    if cap is not None and furthest.cut:
+        target = max(stage.rungs[-1].reached for stage in stages)
+        every = all(p.cut for p in paths)
+        notes = (cut_note(cap, Cut(furthest.held, furthest.trained, target), every),)
+    return _Usage(
+        trial_hours, recompute, longest, furthest.trained, waves, wall, notes, furthest.cut
+    )
 
 
-def _trial_cap(spec: Experiment, quote: Quote) -> tuple[Decimal, str] | None:
-    """The tighter of the spec's per-trial hour and cost caps, in hours, with its name."""
-    caps = []
-    stop = spec.stopping
-    if stop.max_trial_hours is not None:
-        hours = to_decimal(stop.max_trial_hours)
-        caps.append((hours, f"max_trial_hours {format_amount(hours)} h"))
-    rate = spec.resources.gpus_per_trial * spec.resources.gpu_share * quote.per_gpu_hour
-    if stop.max_trial_cost is not None and rate > 0:
-        label = f"max_trial_cost {format_amount(stop.max_trial_cost)}"
-        # NOTE: rounded down, so a trial capped at the cost never costs a hair more than it.
-        hours = (stop.max_trial_cost / rate).quantize(_NANOHOUR, rounding=ROUND_FLOOR)
-        caps.append((hours, label))
-    return min(caps, key=lambda cap: cap[0]) if caps else None
+def _stop_line(spec: Experiment, top_epoch: int, stop_note: str | None, unfinished: bool) -> str:
+    if unfinished and spec.stopping.early_stopping is None:
+        return f"nothing stops early: trials would run all {top_epoch} epochs, but a cap ends them"
+    return stop_note or f"every trial runs all {top_epoch} epochs (nothing stops early)"
 
 
 def _preemption(spec: Experiment, policy: PricingPolicy, run: Decimal, setup: Decimal) -> Decimal:
@@ -310,14 +337,18 @@ def _spot(
     on_demand: Quote | None,
     trials: int,
     stop: int,
-    expected: Scenario,
 ) -> SpotComparison | None:
     if not _is_spot(spec) or on_demand is None:
         return None
-    plain = _scenario(spec, policy, on_demand, "expected", trials, stop, preempt=False)
-    recompute = expected.recompute_gpu_hours * (1 + _retry(policy)) * quote.per_gpu_hour
-    spot_gpu = expected.cost - expected.other_cost - recompute
-    return SpotComparison(plain.cost, spot_gpu, recompute, expected.other_cost)
+    # The same training work on both sides: per-trial caps would stop spot and on-demand
+    # trials at different epochs (a cost cap buys more hours at the spot price).
+    plain = _scenario(
+        spec, policy, on_demand, "expected", trials, stop, preempt=False, capped=False
+    )
+    spot = _scenario(spec, policy, quote, "expected", trials, stop, capped=False)
+    recompute = spot.recompute_gpu_hours * (1 + _retry(policy)) * quote.per_gpu_hour
+    spot_gpu = spot.cost - spot.other_cost - recompute
+    return SpotComparison(plain.cost, spot_gpu, recompute, spot.other_cost)
 
 
 def _retry(policy: PricingPolicy) -> Decimal:

@@ -57,12 +57,33 @@ class Prices(Model):
     owned: dict[str, OwnedHardware] = Field(default_factory=dict)
 
 
+RANK_CORRELATION = 0.99
+"""Default rank correlation between rungs, fitted to real Optuna studies
+(tests/unit/test_optuna_validation.py)."""
+
+
 class Estimation(Model):
     """Assumptions behind the expected scenario, when the spec gives none."""
 
     plateau_fraction: Annotated[StrictFloat, Field(gt=0, le=1)] = 0.5
     learning_curve: LearningCurve | None = None
     queue_wait_hours: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] = 0.0
+    rank_correlation: Annotated[StrictFloat, Field(ge=0, le=1)] = Field(
+        default=RANK_CORRELATION,
+        description=(
+            "Correlation between a trial's scores at successive rungs of asynchronous "
+            "successive halving (ASHA, Optuna's pruners): how well a trial keeps its rank. "
+            "0 ranks trials afresh at every rung; real learning curves come close to 1."
+        ),
+    )
+    sampler_gain: Annotated[StrictFloat, Field(ge=0, le=5)] = Field(
+        default=0.0,
+        description=(
+            "How much better, in standard deviations of trial quality, the trials of an "
+            "asynchronous successive-halving search are once its sampler has seen 10: 0 for "
+            "random search, about 1 for a model-based sampler such as TPE (Optuna's default)."
+        ),
+    )
 
 
 class Returns(Model):

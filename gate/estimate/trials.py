@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 
-from gate.estimate.schedule import hyperband_brackets
+from gate.estimate.schedule import hyperband_brackets, optuna_brackets
 from gate.spec.experiment import Scheduler, Search, Strategy
 
 
@@ -13,7 +13,8 @@ def count_trials(search: Search, max_epochs: int) -> int:
     """Trials the search launches (configurations × seeds).
 
     Grid: product of value counts. Random, Bayesian and the halving family: max_trials.
-    Hyperband without max_trials: the configurations of its brackets (Li et al. 2018).
+    Hyperband without max_trials: the configurations of its brackets (Li et al. 2018, or
+    Optuna's budgets when asynchronous).
     A continuous range in a grid cannot be enumerated; it counts as one value here and the
     ``continuous-in-grid`` rule reports it.
     """
@@ -26,7 +27,9 @@ def count_trials(search: Search, max_epochs: int) -> int:
         scheduler = search.scheduler or Scheduler()
         top = min(scheduler.max_epochs or max_epochs, max_epochs)
         eta = Decimal(str(scheduler.reduction_factor))
-        brackets = hyperband_brackets(scheduler.min_epochs, top, eta, scheduler.brackets)
+        # Asynchronous Hyperband lays its brackets out as Optuna does (schedule.optuna_brackets).
+        layout = optuna_brackets if scheduler.synchronous is False else hyperband_brackets
+        brackets = layout(scheduler.min_epochs, top, eta, scheduler.brackets)
         return sum(n for n, _ in brackets) * seeds
     return search.max_trials * seeds
 

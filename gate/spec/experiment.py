@@ -113,7 +113,13 @@ class Workload(Model):
 
     max_epochs: PositiveInt
     epoch_minutes: PositiveFloat | Range | None = None
-    samples_per_second: PositiveFloat | None = None
+    samples_per_second: PositiveFloat | None = Field(
+        default=None,
+        description=(
+            "Training throughput of one trial on all its gpus_per_trial GPUs together "
+            "(not per GPU); with train_samples it sets the epoch time."
+        ),
+    )
     train_samples: PositiveInt | None = None
     setup_minutes: NonNegativeFloat = 0.0
     eval_overhead: Annotated[StrictFloat, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0

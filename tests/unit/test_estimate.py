@@ -50,7 +50,16 @@ def test_max_trial_hours_caps_each_trial_and_says_so():
     spec = make_spec({"workload": {"max_epochs": 100}, "stopping": {"max_trial_hours": 3}})
     worst = make_estimate(spec).worst
     assert worst.hours_per_trial == D(3)
-    assert "trials stop at max_trial_hours 3.00 h" in worst.assumptions
+    # 6-minute epochs: 3 h is 30 of the 100 epochs, and no trial gets further.
+    assert worst.epochs_per_trial == 30 and worst.epochs_trained == D(30) and worst.unfinished
+    assert (
+        "max_trial_hours 3.00 h stops trials at 3.00 h held, after epoch 30 of 100; "
+        "no trial finishes its epochs, so no finished model"
+    ) in worst.assumptions
+    assert (
+        "nothing stops early: trials would run all 100 epochs, but a cap ends them"
+        in worst.assumptions
+    )
 
 
 def test_max_trial_cost_caps_each_trial():

@@ -15,8 +15,8 @@ from gate.estimate.prices import (
     quote,
 )
 from gate.estimate.schedule import expected_promotions
-from gate.spec.experiment import Capacity
-from tests.conftest import make_estimate, make_policy, make_quote, make_spec
+from gate.spec.experiment import Capacity, Experiment
+from tests.conftest import make_estimate, make_policy, make_quote, make_spec, spec_data
 
 D = Decimal
 NANO = D("1e-9")
@@ -67,7 +67,9 @@ def test_queue_wait_is_paid_per_wave():
 
 
 def test_asha_worst_case_is_no_saving_and_expected_prunes():
-    est = make_estimate(_halving_spec("asha"), price="1")
+    # With rank correlation 0, ranks are drawn afresh at every rung: exact expectations.
+    policy = make_policy({"estimation": {"rank_correlation": 0.0}})
+    est = make_estimate(_halving_spec("asha"), policy, price="1")
     assert est.worst.gpu_hours == D(27 * 27)
     assert any("every trial is promoted" in a for a in est.worst.assumptions)
     # Expected: ASHA's rule promotes a little more than 1/3 at each rung (1, 3, 9, 27 marks).
@@ -78,6 +80,24 @@ def test_asha_worst_case_is_no_saving_and_expected_prunes():
     assert abs(est.expected.gpu_hours - by_hand) < D("1e-8")
     assert D(81) < est.expected.gpu_hours < D(27 * 27)
     assert [s.what for s in est.savings] == ["asha pruning"]
+
+
+def test_asha_trials_that_keep_their_rank_are_promoted_again():
+    # The default policy assumes ranks persist: more trials go deep than with fresh ranks,
+    # still far fewer than in the worst case, and the assumption names the correlation.
+    fresh = make_estimate(
+        _halving_spec("asha"), make_policy({"estimation": {"rank_correlation": 0.0}}), "1"
+    )
+    est = make_estimate(_halving_spec("asha"), price="1")
+    assert fresh.expected.gpu_hours < est.expected.gpu_hours < est.worst.gpu_hours
+    [line] = [a for a in est.expected.assumptions if a.startswith("asha (asynchronous")]
+    assert "top max(1, ⌊j/η⌋) of the j so far" in line
+    assert (
+        "correlation 0.99 and trials sampled at random (policy estimation.rank_correlation" in line
+    )
+    assert "setup_minutes (0 min) charged once per trial (promoted trials continue)" in (
+        est.expected.assumptions
+    )
 
 
 def test_hyperband_without_max_trials_runs_the_papers_brackets():
@@ -355,3 +375,60 @@ def test_worst_case_is_monotone_in_every_driver(d, driver):
     more = make_estimate(_spec(d, **{driver: bigger}), _policy({**d, driver: bigger})).worst
     # Run times are kept to the nanohour, so sums may differ in the ninth decimal.
     assert more.gpu_hours >= base.gpu_hours - NANO * base.trials * 10
+
+
+def _async_hyperband(**scheduler):
+    return make_spec(
+        {
+            "workload": {"max_epochs": 100, "epoch_minutes": 60},
+            "search": {
+                "strategy": "hyperband",
+                "max_trials": None,
+                "scheduler": {"reduction_factor": 4, "synchronous": False, **scheduler},
+            },
+        }
+    )
+
+
+def test_asynchronous_hyperband_lays_out_brackets_as_optuna():
+    # r = 3, R = 100, η = 4: ⌊log_4(100/3)⌋ + 1 = 3 brackets pruning at 3/12/48, 12/48 and
+    # 48 epochs, with Optuna's budgets ⌈3·4^s/(s+1)⌉ = 16, 6, 3 trials; Li et al.'s layout
+    # (top-down at ⌈100/4^k⌉) would put the rungs at 2/7/25, 7/25 and 25 epochs.
+    est = make_estimate(_async_hyperband(min_epochs=3), price="1")
+    assert est.worst.trials == 16 + 6 + 3
+    assert est.worst.gpu_hours == D(25 * 100)  # no saving in the asynchronous worst case
+    [line] = [a for a in est.expected.assumptions if a.startswith("hyperband (asynchronous")]
+    assert "rungs at 3/12/48/100 epochs with 16/" in line
+    assert "; rungs at 12/48/100 epochs with 6/" in line
+    assert "; rungs at 48/100 epochs with 3/" in line
+    assert any(a.startswith("brackets as Optuna's HyperbandPruner") for a in est.worst.assumptions)
+    synchronous = make_estimate(
+        _async_hyperband(min_epochs=3, synchronous=True), price="1"
+    ).expected.assumptions
+    assert "brackets of Li et al. (2018)" in synchronous
+
+
+def test_samples_per_second_is_per_trial_and_said_so():
+    data = spec_data({"resources": {"gpus_per_trial": 4}})
+    data["workload"] = {"max_epochs": 2, "samples_per_second": 100, "train_samples": 60_000}
+    est = make_estimate(Experiment.model_validate(data))
+    # 60,000 samples at 100/s for the whole 4-GPU trial: 10 min an epoch, not 40.
+    assert est.worst.hours_per_trial == D("0.333333333")  # 20 min, to the nanohour
+    assert (
+        "epoch time 10.00 min = 60,000 train_samples ÷ 100 samples_per_second, the throughput "
+        "of one trial on its 4 GPUs together"
+    ) in est.worst.assumptions
+
+
+def test_the_assumptions_name_the_defaults_they_use():
+    default = make_estimate(make_spec()).expected.assumptions
+    assert (
+        "policy defaults: no failures (reliability.failure_rate 0), so no retries; "
+        "no queue wait (estimation.queue_wait_hours 0)"
+    ) in default
+    unretried = make_policy(
+        {"reliability": {"failure_rate": 0.1}, "estimation": {"queue_wait_hours": 1}}
+    )
+    assert "policy defaults: failed attempts are not retried (reliability.max_retries 0)" in (
+        make_estimate(make_spec(), unretried).expected.assumptions
+    )

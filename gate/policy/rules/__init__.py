@@ -12,6 +12,7 @@ from types import ModuleType
 
 from gate.policy.findings import RuleInfo
 from gate.policy.rules import (
+    cap_stops_every_trial,
     concurrent_gpus,
     continuous_in_grid,
     costly_experiment,
@@ -59,6 +60,7 @@ _SPEC_RULES: tuple[Rule, ...] = (
     fp32_on_tensor_cores,
     spot_without_checkpoints,
     spot_dearer_than_on_demand,
+    cap_stops_every_trial,
     trial_exceeds_node,
     deadline,
 )

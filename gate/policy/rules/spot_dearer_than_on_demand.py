@@ -1,6 +1,8 @@
 """Spot capacity expected to cost more than on-demand.
 
-Spot net saving = on-demand cost − spot cost − recompute − extra ops. Preemptions arrive
+Spot net saving = on-demand cost − spot cost − recompute − extra ops, both sides pricing the
+same training work: the plan's epochs in the expected case, per-trial caps left out (a cost
+cap would stop spot trials later than on-demand ones, which is no saving). Preemptions arrive
 at the policy's ``spot.preemptions_per_hour``; without checkpoints each one restarts the
 run, so recompute grows exponentially with trial length and can eat the whole discount.
 Checkpoint more often, shorten trials, or use on-demand.
