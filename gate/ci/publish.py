@@ -127,7 +127,11 @@ def comment_body(prepared: Prepared, report: Report) -> str:
     if prepared.policy_change is None:
         return body
     room = COMMENT_LIMIT - utf16_length(body)
-    return body + render_policy_change(prepared.policy_change, room)
+    section = render_policy_change(prepared.policy_change, room)
+    footer = body.rfind("\n---\n")  # the prices and rules line closes the comment
+    if footer < 0:
+        return body + section
+    return body[:footer] + section + body[footer:]
 
 
 def sticky(comments: list[CommentInfo], marker: str) -> CommentInfo | None:
