@@ -443,7 +443,12 @@ def _add_ci(commands: argparse._SubParsersAction[Any]) -> None:
 
 
 def _add_serve(commands: argparse._SubParsersAction[Any], parents: list[_Parser]) -> None:
-    serve = commands.add_parser("serve", help="serve a policy over HTTP (skypilot-policy)")
+    serve = commands.add_parser(
+        "serve",
+        help="serve a policy over HTTP (skypilot-policy)",
+        description="Run a long-lived HTTP service that enforces budget-gate at launch. "
+        "SERVICE: skypilot-policy, SkyPilot's RESTful admin policy (see its --help).",
+    )
     what = serve.add_subparsers(dest="service", metavar="SERVICE", required=True)
     policy = what.add_parser(
         "skypilot-policy",

@@ -168,10 +168,11 @@ def _assert_reported(case: Case, path: Path, code: int, out: str, err: str) -> N
     located = re.compile(
         rf"^{re.escape(str(path))}:(?P<line>\d+):(?P<col>\d+): (?P<message>.+?) — (?P<hint>\S.*)$"
     )
-    # NOTE: input errors go where findings go (stdout), each at column 1; nothing on stderr.
-    assert err == "", err
-    lines = [line for line in out.splitlines() if line.startswith(str(path))]
-    assert lines, f"no diagnostic on stdout:\n{out}"
+    # NOTE: a spec's input errors go where findings go (stdout), each at column 1; a policy
+    # error ends the command and is the CLI's one diagnostic on stderr.
+    assert all(line.startswith(str(path)) for line in err.splitlines() if line.strip()), err
+    lines = [line for line in (out + err).splitlines() if line.startswith(str(path))]
+    assert lines, f"no diagnostic:\n{out}{err}"
     parsed = []
     for line in lines:
         found = located.match(line)
