@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import requests
 import sky
-from sky import admin_policy, exceptions, skypilot_config
+from sky import admin_policy, exceptions, models, skypilot_config
 from sky.utils import admin_policy_utils, config_utils
 
 from gate.integrations.skypilot import MissingSpec, PolicySettings, apply_policy
@@ -101,8 +101,9 @@ def task(
     return sky.Task.from_yaml(str(path))
 
 
-def request(t: sky.Task, name=LAUNCH) -> sky.UserRequest:
-    return sky.UserRequest(task=t, skypilot_config=sky.Config(), request_name=name)
+def request(t: sky.Task, name=LAUNCH, user: str | None = None) -> sky.UserRequest:
+    who = models.User(id=f"id-{user}", name=user) if user else None
+    return sky.UserRequest(task=t, skypilot_config=sky.Config(), request_name=name, user=who)
 
 
 def rejection(req: sky.UserRequest, s: PolicySettings, **kw) -> str:
@@ -332,7 +333,7 @@ def test_the_http_endpoint_answers_skypilots_client(repo, tmp_path, server):
     with pytest.raises(exceptions.UserRequestRejectedByPolicy, match="needs a fresh approval"):
         client.validate_and_mutate(request(task(tmp_path, spec, "A100:8")))
     approve(repo, spec)
-    original = request(task(tmp_path, spec, "A100:8"))
+    original = request(task(tmp_path, spec, "A100:8"), user="carol")
     mutated = client.validate_and_mutate(original)
     assert mutated.task.envs["BUDGET_GATE_FINGERPRINT"] == fingerprint_of(spec)
     assert mutated.task.envs["BUDGET_GATE_APPROVAL_ID"] == repo.records(spec)[0].record_id
@@ -359,8 +360,9 @@ def test_the_http_endpoint_answers_skypilots_client(repo, tmp_path, server):
         dag, _ = admin_policy_utils.apply(task(tmp_path, spec, "A100:8"), LAUNCH)
     assert dag.tasks[0].envs["BUDGET_GATE_SPEC"] == spec
     log = server.stop()
-    assert f"allowed launch of task 'train' under {spec}" in log
-    assert "rejected launch of task 'train': task 'train' asks for 16 × A100" in log
+    assert f"allowed launch of task 'train' by carol under {spec}" in log
+    assert f"allowed launch of task 'train' by an unnamed user under {spec}" in log
+    assert "rejected launch of task 'train' by an unnamed user: task 'train' asks for 16" in log
 
 
 def encoded(**fields) -> bytes:

@@ -133,14 +133,20 @@ def apply_policy(
     try:
         envs = judge(task, request, settings, now or dt.datetime.now(dt.timezone.utc))
     except Rejection as exc:
-        log.info("rejected %s of task %r: %s", request, task.name, exc)
+        log.info("rejected %s of task %r by %s: %s", request, task.name, _who(user_request), exc)
         raise sky_exceptions.UserRequestRejectedByPolicy(f"budget-gate: {exc}") from None
     if envs:
         task.update_envs(envs)
+        spec = envs[tracking_env(tracking.SPEC)]
         log.info(
-            "allowed %s of task %r under %s", request, task.name, envs[tracking_env(tracking.SPEC)]
+            "allowed %s of task %r by %s under %s", request, task.name, _who(user_request), spec
         )
     return sky.MutatedUserRequest(task=task, skypilot_config=user_request.skypilot_config)
+
+
+def _who(user_request: sky.UserRequest) -> str:
+    user = user_request.user
+    return user.name if user is not None and user.name else "an unnamed user"
 
 
 def judge(
