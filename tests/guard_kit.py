@@ -8,6 +8,7 @@ from gate.guard.core import Guard
 from gate.guard.limits import GuardLimits, limits_for
 from gate.ledger.records import LedgerRecord
 from tests.conftest import make_estimate, make_policy, make_spec
+from tests.reconcile_kit import approval
 
 # DOMAIN.md H: 64 trials × 8 A100 × 400 epochs of 6 minutes, no early stopping.
 SEED = {
@@ -41,6 +42,11 @@ def make_limits(
 
 def make_guard(limits: GuardLimits, clock: Clock | None = None, **kw: Any) -> Guard:
     return Guard(limits, clock=clock or Clock(), **kw)
+
+
+def approved_limits(policy: dict[str, Any] | None = None) -> GuardLimits:
+    """The 4-trial spec's limits under an approval of its 64 USD worst case."""
+    return make_limits(guard_spec_4_trials(), policy, approval=approval("64"))
 
 
 def guard_spec_4_trials() -> dict[str, Any]:

@@ -2,8 +2,8 @@
 
 ``python -m tests.optuna_guard_worker STORAGE_URL STUDY`` runs up to 50 trials of 12
 epochs, each epoch reported to the guard as 6 minutes on 8 GPUs at 2 USD (1.60 USD), until
-the guard stops the search at the worst-case estimate of a spec of 4 trials × 10 epochs
-(64 USD), which falls inside a running trial.
+the guard stops the search at the approved amount of a spec of 4 trials × 10 epochs
+(its worst case, 64 USD), which falls inside a running trial.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import optuna
 
 from gate.guard.core import Guard
 from gate.integrations.guard_optuna import OptunaGuard
-from tests.guard_kit import guard_spec_4_trials, make_limits
+from tests.guard_kit import approved_limits
 
 EPOCHS = 12
 
@@ -24,7 +24,7 @@ EPOCHS = 12
 def main(url: str, name: str) -> int:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
-    guard = OptunaGuard(Guard(make_limits(guard_spec_4_trials()), clock=time.monotonic))
+    guard = OptunaGuard(Guard(approved_limits(), clock=time.monotonic))
     study = optuna.load_study(study_name=name, storage=storage)
 
     def objective(trial: optuna.Trial) -> float:

@@ -2,9 +2,9 @@
 
 ``python -m tests.ray_guard_run STORAGE_DIR`` starts ``ray.init(num_cpus=2)`` on 127.0.0.1
 and runs two searches of 8 trials of 12 epochs (each epoch reported as 6 minutes on 8 GPUs
-at 2 USD, 1.60 USD) against the 64 USD worst case of a spec of 4 trials × 10 epochs, so
-the ceiling falls inside a running trial: one search that trains, one whose trials all
-fail. It prints one JSON line: the spend, the trials and their errors.
+at 2 USD, 1.60 USD) against the approved 64 USD (the worst case) of a spec of 4 trials ×
+10 epochs, so the ceiling falls inside a running trial: one search that trains, one whose
+trials all fail. It prints one JSON line: the spend, the trials and their errors.
 Warnings are errors here as in the suite; only the result files Tune leaves open are let
 through.
 """
@@ -60,10 +60,10 @@ def search(storage: str, name: str, fail: bool) -> dict:
 
     from gate.guard.core import Guard
     from gate.integrations.guard_ray import RayGuard
-    from tests.guard_kit import guard_spec_4_trials, make_limits
+    from tests.guard_kit import approved_limits
 
     policy = {"guard": {"max_failed_in_a_row": 3}}
-    guard = RayGuard(Guard(make_limits(guard_spec_4_trials(), policy), clock=time.monotonic))
+    guard = RayGuard(Guard(approved_limits(policy), clock=time.monotonic))
     guard = pickle.loads(pickle.dumps(guard))  # Tune pickles it with the experiment
     tuner = tune.Tuner(
         trainable,

@@ -41,6 +41,8 @@ def test_two_worker_processes_stop_at_the_approved_ceiling(tmp_path):
     spend = Decimal(repr(sum(spend_of(study).values()))) / 3600 * 2
     overshoot = spend - 64
     stopped = [t for t in trials if t.user_attrs.get(STOP_KIND) == "budget"]
+    reason = stopped[0].user_attrs["budget_gate.stop_reason"] if stopped else ""
+    assert reason.startswith("spend ") and "reaches the approved amount (approval-run-1)" in reason
     print(
         f"\noptuna, 2 workers on sqlite: {len(trials)} trials, spend {spend:.2f} USD at a "
         f"ceiling of 64.00 USD, overshoot {overshoot:.2f} USD "

@@ -53,7 +53,9 @@ def test_a_search_of_8_trials_stops_at_the_ceiling(searches):
         f"overshoot {overshoot:.2f} USD"
     )
     assert budget["errors"] == 0  # fit() does not raise: every trial's error is counted here
-    assert budget["stop"] == "spend 64.00 USD reaches the worst-case estimate 64.00 USD"
+    assert budget["stop"] == (
+        "spend 64.00 USD reaches the approved amount (approval-run-1) 64.00 USD"
+    )
     # At most one report per running trial (2) past the ceiling, and not short of it.
     assert 0 <= overshoot <= 2 * EPOCH_COST
     assert budget["started"] < 8 and "budget" in budget["stops"]
