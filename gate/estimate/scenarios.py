@@ -251,7 +251,7 @@ def _trial_cap(spec: Experiment, quote: Quote) -> tuple[Decimal, str] | None:
     if stop.max_trial_cost is not None and rate > 0:
         label = f"max_trial_cost {format_amount(stop.max_trial_cost)}"
         # NOTE: rounded down, so a trial capped at the cost never costs a hair more than it.
-        hours = (stop.max_trial_cost / rate).quantize(_NANOHOUR, rounding=ROUND_FLOOR)
+        hours = _floor_hours(stop.max_trial_cost / rate)
         caps.append((hours, label))
     return min(caps, key=lambda cap: cap[0]) if caps else None
 
@@ -316,7 +316,9 @@ def _spot(
         return None
     plain = _scenario(spec, policy, on_demand, "expected", trials, stop, preempt=False)
     recompute = expected.recompute_gpu_hours * (1 + _retry(policy)) * quote.per_gpu_hour
-    spot_gpu = expected.cost - expected.other_cost - recompute
+    # NOTE: at a price near zero, the rounding of three products can leave -3e-26: a cost
+    # is never below zero.
+    spot_gpu = max(expected.cost - expected.other_cost - recompute, Decimal(0))
     return SpotComparison(plain.cost, spot_gpu, recompute, expected.other_cost)
 
 
@@ -336,6 +338,12 @@ def _round(hours: Decimal) -> Decimal:
     # NOTE: 7 min × 60 / 60 must be exactly 7 h, or a trial at a limit would "exceed" it by
     # a 28th-digit rounding error; a nanohour is far below anything a scheduler measures.
     return hours.quantize(_NANOHOUR) if hours.adjusted() < 18 else hours
+
+
+def _floor_hours(hours: Decimal) -> Decimal:
+    # NOTE: like _round, a quotient too large to quantize (a huge cap over a tiny rate) stays
+    # as it is: quantizing it would need more digits than the decimal context has.
+    return hours.quantize(_NANOHOUR, rounding=ROUND_FLOOR) if hours.adjusted() < 18 else hours
 
 
 _NANOHOUR = Decimal("1e-9")
