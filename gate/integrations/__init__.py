@@ -9,11 +9,36 @@ core; nothing below imports this package.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
+from gate.errors import MissingExtra
 from gate.ledger.records import LedgerStore
+
+LEDGER_EXTRA = "install the ledger extra: pip install 'budget-gate[mlflow]'"
+_MLFLOW_MODULES = ("mlflow", "sqlalchemy", "alembic")  # the last two: sqlite:/// stores
 
 
 def open_ledger(tracking_uri: str) -> LedgerStore:
-    """The approvals ledger in the MLflow tracking store at ``tracking_uri``."""
-    from gate.integrations.mlflow_client import MlflowLedger
+    """The approvals ledger in the MLflow tracking store at ``tracking_uri``.
 
-    return MlflowLedger(tracking_uri)
+    Raises:
+        gate.errors.MissingExtra: MLflow is not installed (exit 3, naming the extra).
+    """
+    with needs_mlflow("the approvals ledger"):
+        from gate.integrations.mlflow_client import MlflowLedger
+
+        return MlflowLedger(tracking_uri)
+
+
+@contextlib.contextmanager
+def needs_mlflow(what: str) -> Iterator[None]:
+    """Turn a missing MLflow (``pip install .`` without the extra) into exit 3 with the fix."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in _MLFLOW_MODULES:
+            raise
+        raise MissingExtra(
+            f"{what} needs MLflow, and {exc.name} is not installed", hint=LEDGER_EXTRA
+        ) from None

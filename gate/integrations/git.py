@@ -1,4 +1,4 @@
-"""The base version of specs, read from git (``check --base-ref``).
+"""The base version of specs, read from git (``check --base-ref``), and the git identity.
 
 Every path is located in its repository (``git rev-parse --show-toplevel``) and all blobs
 of one repository are read through a single ``git cat-file --batch`` process, so a
@@ -51,6 +51,25 @@ def toplevel(directory: Path) -> Path:
         directory, ["rev-parse", "--show-toplevel"], what=f"{directory}: not in a git work tree"
     )
     return Path(out.stdout.decode("utf-8", "surrogateescape").strip()).resolve()
+
+
+def user_email(directory: Path | None = None) -> str | None:
+    """``git config user.email`` seen from ``directory`` (default: the current directory).
+
+    ``None`` when it is unset, or git is missing or fails.
+    """
+    try:
+        proc = subprocess.run(
+            ["git", "config", "user.email"],
+            cwd=directory,
+            capture_output=True,
+            check=False,
+            timeout=_TIMEOUT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    email = proc.stdout.decode("utf-8", "replace").strip()
+    return email if proc.returncode == 0 and email else None
 
 
 def _directory_of(path: str) -> Path:
