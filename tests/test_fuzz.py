@@ -66,7 +66,7 @@ COUNT = Kind(st.integers(1, 10**6), st.sampled_from(EDGE_COUNTS))
 REAL = Kind(st.floats(1e-3, 1e4), st.sampled_from(EDGE_REALS))
 FRACTION = Kind(st.floats(0.01, 0.99), st.sampled_from([0.0, 0.999999, 1.0, 1.5, -0.1, 5e-324]))
 MONEY = Kind(
-    st.floats(0.01, 1e5),
+    st.floats(0.01, 1e5).map(lambda amount: round(amount, 2)),
     st.sampled_from([0, 1e-30, 1e16, 1e300, 10**40, "9" * 40, "0.0000001"]),
 )
 BOOL = Kind(st.booleans(), st.sampled_from([0, 1, "yes", None]))
@@ -131,12 +131,18 @@ SECTIONS = ["resources", "workload", "search", "stopping", "limits", "prices", "
 HALVING = {"strategy": "asha", "max_trials": 10**6, "scheduler": {"reduction_factor": 1.1}}
 
 
+# A section a mutation creates starts with its required keys, so the mutation is what is judged.
+_NEW_SECTIONS: dict[str, dict[str, Any]] = {
+    "early_stopping": {"monitor": "val_loss", "patience": 3},
+}
+
+
 def _set(doc: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     here = doc
     for key in path[:-1]:
         child = here.get(key)
         if not isinstance(child, dict):
-            child = here[key] = {}
+            child = here[key] = copy.deepcopy(_NEW_SECTIONS.get(key, {}))
         here = child
     here[path[-1]] = value
 
