@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import getpass
+import json
 import subprocess
 
 import pytest
@@ -19,6 +20,7 @@ import gate
 from gate.integrations import open_ledger
 from gate.ledger.records import RecordKind, Source
 from tests.ledger_kit import Team
+from tests.reconcile_kit import GOOD, Lab
 from tests.test_quiet_greens import cli
 
 GITHUB_ONLY = "  sources: [github]\n"
@@ -84,3 +86,16 @@ def test_sources_must_name_known_origins(team: Team):
         "default.yaml:8:13: approval.sources[0]: 'slack' is not allowed — use 'local' or 'github'"
         in proc.stderr
     )
+
+
+def test_reconcile_measures_against_a_local_approval_only_while_local_ones_count(lab: Lab):
+    lab.log(hours=10, metrics=GOOD)
+    spec, team = lab.spec, lab.team  # 6 trials > 4: needs approval
+    assert _approve(team, spec).returncode == 0
+    args = ("reconcile", lab.spec, "--policy-dir", team.policy_dir, "--dry-run")
+    proc = cli(*args, "--tracking-uri", team.uri, "--format", "json")
+    assert json.loads(proc.stdout)["variance"]["reference"] == "approved"
+
+    team.policy(extra=GITHUB_ONLY)
+    proc = cli(*args, "--tracking-uri", team.uri, "--format", "json")
+    assert json.loads(proc.stdout)["variance"]["reference"] == "worst-case estimate"

@@ -143,13 +143,15 @@ def _plan(
 ) -> Plan:
     """The spec's price and estimate, and its newest approval that no one revoked.
 
-    An expired approval still counts: it is the amount agreed for runs that started.
+    An expired approval still counts: it is the amount agreed for runs that started; one
+    from a source the policy's ``approval.sources`` leaves out does not.
     """
     spec, policy, result = evaluation.spec, evaluation.policy, evaluation.result
     assert spec is not None and policy is not None
     assert result.estimate is not None and result.fingerprint is not None
     records = ledger.query(LedgerQuery(fingerprint=result.fingerprint))
-    approvals = live_approvals(records, now)
+    counted = policy.approval.sources  # approval.sources: [github] ignores local ones here too
+    approvals = [a for a in live_approvals(records, now) if a.source.origin in counted]
     approval = max(approvals, key=lambda r: r.recorded_at) if approvals else None
     return Plan(
         spec=spec,
