@@ -187,7 +187,7 @@ def verdict(ok: bool) -> str:
 
 def parse_args() -> argparse.Namespace:
     """The command line."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--runs", type=int, default=15, help="timed runs per command (15)")
     parser.add_argument("--specs", type=int, default=1000, help="specs in the batch (1000)")
     args = parser.parse_args()

@@ -270,7 +270,7 @@ def _print(rows: list[tuple[str, str, str]]) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--runs", type=int, default=2_000, help="runs for the timing (2,000)")
     parser.add_argument(
         "--memory-runs", type=int, default=10_000, help="runs for the memory figure (10,000)"

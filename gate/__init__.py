@@ -18,7 +18,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gate.errors import ApprovalRequired, BackendError, GateError, InputError, PolicyViolation
+from gate.errors import (
+    ApprovalRequired,
+    BackendError,
+    GateError,
+    InputError,
+    MissingExtra,
+    PolicyViolation,
+)
 
 if TYPE_CHECKING:
     from gate.launch import Verification, open_guard, require_approval
@@ -29,6 +36,7 @@ __all__ = [
     "BackendError",
     "GateError",
     "InputError",
+    "MissingExtra",
     "PolicyViolation",
     "Verification",
     "__version__",

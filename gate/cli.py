@@ -47,7 +47,15 @@ _EPILOG = (
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse exits 2 on usage errors, which would read as "approval required"."""
+    """argparse exits 2 on usage errors, which would read as "approval required".
+
+    Abbreviations are off: ``--fail-on error`` must not be read as ``--fail-on-warn``. Sub-
+    parsers are built from this class too, so the setting holds for every command.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -79,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--tracking-uri",
         metavar="URI",
         help="MLflow tracking store of the approvals ledger (default: $MLFLOW_TRACKING_URI, "
-        "else sqlite:///mlflow.db)",
+        "else mlflow.db at the git repository's root, or in the current directory outside "
+        "git)",
     )
     evaluation = _Parser(add_help=False, parents=[places])
     evaluation.add_argument(
@@ -275,8 +284,8 @@ def _add_check(commands: argparse._SubParsersAction[Any], parents: list[_Parser]
         help="validate, price and gate experiment specs",
         description="Validate each spec, price it (worst and expected case) and apply the "
         "team policy. Directories are searched for *.yaml and *.yml; quoted globs are "
-        "expanded. The approvals ledger is read only when a policy sets a monthly budget, or when "
-        "--tracking-uri is given (then fresh approvals count too).",
+        "expanded. The approvals ledger is read only when a policy sets a monthly budget, or "
+        "when --tracking-uri is given; whenever it is read, fresh approvals count too.",
         epilog=_EPILOG,
     )
     check.add_argument(
@@ -302,6 +311,11 @@ def _add_check(commands: argparse._SubParsersAction[Any], parents: list[_Parser]
         const="warn",
         dest="fail_on",
         help="the same as --fail-on warn",
+    )
+    check.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="pass when the directories hold no specs (default: no specs is an error, exit 3)",
     )
     check.add_argument(
         "--format",

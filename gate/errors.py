@@ -61,6 +61,13 @@ class InputError(GateError):
         return str(self.problem)
 
 
+class MissingExtra(InputError):
+    """An optional dependency a command needs is not installed (exit 3).
+
+    The hint names the extra to install, e.g. ``pip install 'budget-gate[mlflow]'``.
+    """
+
+
 class BackendError(GateError):
     """A backend (MLflow, GitHub) failed or could not be reached (exit 4)."""
 

@@ -63,7 +63,8 @@ def require_approval(
 
     Returns a :class:`Verification` with the approval used (``None`` when none was needed)
     and ``run_tags(trial_id)`` for the experiment's MLflow runs. The ledger is at
-    ``tracking_uri``, else ``MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``; it is
+    ``tracking_uri``, else ``MLFLOW_TRACKING_URI``, else ``mlflow.db`` at the root of the
+    git work tree of the current directory (outside one, in the directory); it is
     read only when the spec needs an approval or its policy a monthly budget. ``now``
     judges expiry and the budget month at another moment (default: the current time).
 
@@ -72,6 +73,7 @@ def require_approval(
         gate.errors.PolicyViolation: the spec breaks the policy; exit 1.
         gate.errors.InputError: the spec or a policy is invalid; exit 3.
         gate.errors.BackendError: the ledger could not be read; exit 4.
+        gate.errors.MissingExtra: MLflow is not installed (an InputError naming the extra).
     """
     return _clear(spec, policy_dir, tracking_uri, now)[0]
 

@@ -7,21 +7,27 @@ from typing import Annotated
 
 from pydantic import Field, WithJsonSchema
 
+MAX_MONEY = Decimal(10**15)
+"""The largest amount: a quadrillion in any currency is a typo, and past 10^15 the estimate's
+arithmetic (28 significant digits) could no longer round to a nanohour."""
+MONEY_PLACES = 6
+"""Amounts have at most six decimals (a millionth): 1e-30 per GPU-hour is not a price."""
+
 # NOTE: the JSON Schema is spelled out so it does not change with pydantic's Decimal schema.
 Money = Annotated[
     Decimal,
-    Field(ge=0, allow_inf_nan=False),
+    Field(ge=0, le=MAX_MONEY, decimal_places=MONEY_PLACES, allow_inf_nan=False),
     WithJsonSchema(
         {
             "anyOf": [
-                {"type": "number", "minimum": 0},
-                {"type": "string", "pattern": r"^[0-9]+(\.[0-9]+)?$"},
+                {"type": "number", "minimum": 0, "maximum": 10**15},
+                {"type": "string", "pattern": r"^[0-9]{1,16}(\.[0-9]{1,6})?$"},
             ],
-            "description": "An amount in the policy's currency.",
+            "description": "An amount in the policy's currency: 0 to 10^15, at most six decimals.",
         }
     ),
 ]
-"""A non-negative amount in the policy's currency."""
+"""A non-negative amount in the policy's currency, at most 10^15 with at most six decimals."""
 
 CENT = Decimal("0.01")
 

@@ -124,16 +124,25 @@ class MlflowServer:
 class KillingProxy:
     """Forwards HTTP to a server and kills it when a request path contains ``kill_on``.
 
-    Every request is logged in ``seen``; ``max_line`` refuses long request lines with 400.
+    Every request is logged in ``seen``; ``max_line`` refuses long request lines with 400;
+    the first request whose path contains ``fail_once_on`` gets a 503 (a server that
+    stumbles once), later ones go through.
 
     The request that triggers the kill, and every later one, gets its connection dropped
     without an answer: what a client sees when the server dies under it.
     """
 
-    def __init__(self, server: MlflowServer, kill_on: str, max_line: int | None = None) -> None:
+    def __init__(
+        self,
+        server: MlflowServer,
+        kill_on: str,
+        max_line: int | None = None,
+        fail_once_on: str | None = None,
+    ) -> None:
         self.server = server
         self.kill_on = kill_on
         self.max_line = max_line  # answer 400, as gunicorn does, to longer request lines
+        self.fail_once_on = fail_once_on
         self.seen: list[str] = []
         self.killed = threading.Event()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -166,6 +175,10 @@ class KillingProxy:
                 if proxy.max_line is not None and len(self.requestline) > proxy.max_line:
                     self._refuse_long_line()
                     return
+                if proxy.fail_once_on and proxy.fail_once_on in self.path:
+                    proxy.fail_once_on = None
+                    self._answer(503, b"Service Unavailable")
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
                 upstream = http.client.HTTPConnection("127.0.0.1", proxy.server.port, timeout=10)
@@ -183,8 +196,10 @@ class KillingProxy:
                 upstream.close()
 
             def _refuse_long_line(self) -> None:
-                body = b"Bad Request\nRequest Line is too large"
-                self.send_response(400)
+                self._answer(400, b"Bad Request\nRequest Line is too large")
+
+            def _answer(self, status: int, body: bytes) -> None:
+                self.send_response(status)
                 self.send_header("Content-Type", "text/html")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()

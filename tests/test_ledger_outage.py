@@ -79,7 +79,10 @@ def test_server_stopped_before_the_record_is_complete(team, doomed_mlflow):
         code, out, err = team.cli("approve", spec, "--by", "alice", "--reason", "ok", uri=proxy.uri)
     assert proxy.killed.is_set()
     assert_clean_outage(code, out, err, "completing record ")
-    assert err.endswith("(readers ignore the unfinished run): the server closed the connection\n")
+    assert err.endswith(
+        "(readers ignore the unfinished run; the next write marks it FAILED): the server "
+        "closed the connection\n"
+    )
     [unfinished] = _all_runs(doomed_mlflow.sqlite_uri, fingerprint_of(spec))
     assert unfinished.info.status == "RUNNING"
     assert f"completing record {unfinished.info.run_id} " in err

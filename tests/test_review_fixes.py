@@ -70,13 +70,16 @@ def test_an_overflowing_learning_curve_stays_finite():
                     "monitor": "val_loss",
                     "patience": 2,
                     "min_delta": 0.001,
-                    "learning_curve": {"total_gain": 1.0e300, "half_life_epochs": 1.0e-10},
+                    # the extremes the schema allows (1e300 and 1e-10 are refused as input)
+                    "learning_curve": {"total_gain": 1.0e12, "half_life_epochs": 1.0e-6},
                 }
             }
         }
     )
+    est = make_estimate(spec)
+    assert est.expected.cost.is_finite()
     # The whole gain lands in the first instant: the plateau is epoch 1, plus patience 2.
-    assert make_estimate(spec).expected.epochs_per_trial == 3
+    assert est.expected.epochs_per_trial == 3
 
 
 def test_spot_recompute_is_capped_not_infinite():

@@ -151,7 +151,7 @@ def validation_metrics(model: MLPClassifier, x: np.ndarray, y: np.ndarray) -> di
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--tracking-uri", required=True, help="the MLflow tracking server")
     parser.add_argument("--spec", default=str(SPEC), help="the spec (default: beside this file)")
     parser.add_argument(

@@ -39,7 +39,13 @@ from gate.evaluation.diff import SpecDiff, compare
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.report import SpecResult
 from gate.ledger.approvers import Approvers
-from gate.ledger.records import ApprovalCheck, LedgerRecord, LedgerView, RecordKind
+from gate.ledger.records import (
+    NO_APPROVAL,
+    ApprovalCheck,
+    LedgerRecord,
+    LedgerView,
+    RecordKind,
+)
 from gate.ledger.tracking import COST_CENTER_LABEL, spec_path
 from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet
@@ -202,7 +208,10 @@ def _judge(gh: GitHub, event: Event, prepared: Prepared, evaluations: list[Evalu
         owner = evaluation.spec.metadata.owner if evaluation.spec else None
         change = history.last_change(result.file)
         chosen: Candidate | None = None
-        stale: list[str] = []
+        # NOTE: why the ledger's approvals do not count (approval.sources, a revocation) is
+        # kept; that it holds none at all is no news on a pull request.
+        ledger = result.approval.stale if result.approval else ()
+        stale = [reason for reason in ledger if not reason.startswith(NO_APPROVAL)]
         for candidate in found:
             refusal = (
                 timing_refusal(candidate, change)

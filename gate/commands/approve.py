@@ -13,7 +13,14 @@ from gate.commands.records import (
     requirement,
 )
 from gate.errors import InputError
-from gate.ledger.records import DEFAULT_EXPIRY, RecordKind, Source, authorize, parse_expiry
+from gate.ledger.records import (
+    DEFAULT_EXPIRY,
+    RecordKind,
+    Source,
+    authorize,
+    parse_expiry,
+    refuse_source,
+)
 from gate.policy.findings import Outcome
 
 
@@ -28,7 +35,13 @@ def run(args: argparse.Namespace) -> int:
     evaluation = draft.evaluation
     if evaluation.result.outcome is Outcome.VIOLATION:
         return refuse_violation(args, evaluation, "approve")
-    refusal = authorize(by, Source.LOCAL, requirement(evaluation))
+    need = requirement(evaluation)
+    if refusal := refuse_source(Source.LOCAL, need):
+        raise InputError(
+            f"cannot approve {args.spec} here: {refusal}",
+            hint="approve the pull request on GitHub (a review, or /budget-gate approve)",
+        )
+    refusal = authorize(by, Source.LOCAL, need)
     if refusal is not None:
         raise InputError(
             f"cannot approve {args.spec}: {refusal}",

@@ -33,7 +33,9 @@ def run(args: argparse.Namespace) -> int:
     With ``--base-ref`` each spec's base version is priced too, under the same policies
     and prices, so the diff shows what the change to the spec did to its cost. The ledger
     is opened only for a policy with a monthly budget, or with --tracking-uri (then fresh
-    approvals count as in ``verify``); plain checks never import MLflow.
+    approvals count as in ``verify``); plain checks never import MLflow. Whenever the
+    ledger is read, fresh approvals count. Nothing to check is bad input (exit 3) unless
+    ``--allow-empty``: a gate that passes an empty directory can be walked around.
     """
     targets = plan_targets(args.format)
     if args.specs.count(STDIN) > 1 or (STDIN in args.specs and args.base_ref):
@@ -41,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
             "'-' (the spec on stdin) may be given once, and not with --base-ref",
             hint="save the spec to a file to compare it with a git ref",
         )
-    ledger = ledger_view(args, as_of(args)[1], approvals=args.tracking_uri is not None)
+    ledger = ledger_view(
+        args, as_of(args)[1], approvals=args.tracking_uri is not None, if_read=True
+    )
     fail_on = FailOn(args.fail_on)
     evaluator = make_evaluator(args, fail_on_warn=fail_on is FailOn.WARN, ledger=ledger)
     if args.base_ref:
@@ -49,6 +53,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         results = [_evaluate(evaluator, path) for path in expand_specs(args.specs)]
         diffs = []
+    if not results and not diffs and not args.allow_empty:
+        raise InputError(
+            f"no specs found in {' '.join(args.specs)} (directories are searched for *.yaml "
+            "and *.yml)",
+            hint="check the path, or pass --allow-empty if having no specs is fine",
+        )
     report = make_report(results, evaluator, render_context(args, os.environ), diffs)
     if all(t.path is not None for t in targets):
         print_errors(results)  # no report on stdout to carry them: diagnostics on stderr

@@ -135,10 +135,21 @@ def utc_now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
-def ledger_view(args: argparse.Namespace, now: dt.datetime, *, approvals: bool) -> LedgerView:
-    """The ledger at --tracking-uri, MLFLOW_TRACKING_URI or the sqlite default, opened lazily."""
+def ledger_view(
+    args: argparse.Namespace, now: dt.datetime, *, approvals: bool, if_read: bool = False
+) -> LedgerView:
+    """The ledger at --tracking-uri, MLFLOW_TRACKING_URI or the sqlite default, opened lazily.
+
+    ``if_read``: approvals also count for a spec whose monthly budget read the ledger.
+    """
     uri = resolve_tracking_uri(getattr(args, "tracking_uri", None), os.environ)
-    return LedgerView(lambda: _open_ledger(uri), now, approvals=approvals, where=redact(uri))
+    return LedgerView(
+        lambda: _open_ledger(uri),
+        now,
+        approvals=approvals,
+        where=redact(uri),
+        approvals_if_read=if_read,
+    )
 
 
 def _open_ledger(uri: str) -> LedgerStore:

@@ -16,6 +16,7 @@ import datetime as dt
 import importlib
 import os
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -26,9 +27,10 @@ from gate.commands.records import new_record
 from gate.errors import InputError
 from gate.estimate.prices import Quote, load_catalog, quote
 from gate.evaluation.evaluate import Evaluation
-from gate.integrations import open_ledger
+from gate.integrations import needs_mlflow, open_ledger
 from gate.integrations.tracking_uri import redact, resolve_tracking_uri
-from gate.ledger.records import LedgerQuery, LedgerStore, RecordKind, live_approvals
+from gate.ledger import tracking
+from gate.ledger.records import LedgerQuery, LedgerStore, RecordKind, live_approvals, short
 from gate.money import to_decimal
 from gate.policy.findings import Outcome
 from gate.policy.model import Policy
@@ -60,9 +62,10 @@ def run(args: argparse.Namespace) -> int:
     assert spec is not None and policy is not None and evaluation.result.estimate is not None
     uri = resolve_tracking_uri(args.tracking_uri, os.environ)
     quiet_mlflow()
-    from gate.integrations.mlflow_runs import MlflowRuns, RunQuery
+    with needs_mlflow("reconcile"):
+        from gate.integrations.mlflow_runs import MlflowRuns, RunQuery
 
-    runs = MlflowRuns(uri)
+        runs = MlflowRuns(uri)
     experiment = spec.tracking.mlflow_experiment or spec.metadata.name
     experiment_id = runs.experiment_id(experiment)
     if experiment_id is None:
@@ -76,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
     fingerprint = None if args.all_versions else plan.fingerprint
     query = RunQuery(experiment_id, fingerprint, plan.monitor.metric)
     result = _reconcile(plan, runs.facts, query)
+    if not result.runs and fingerprint is not None:
+        _other_versions(runs.facts, RunQuery(experiment_id, None, None), experiment, fingerprint)
     record_id, why_not = _record(args, evaluation, ledger, result, now)
     report = ReconcileReport(
         file=args.spec,
@@ -111,18 +116,42 @@ def _reconcile(
     return reconciler.result()
 
 
+def _other_versions(
+    read: Callable[[RunQuery, Progress | None], Iterable[RunFacts]],
+    query: RunQuery,
+    experiment: str,
+    fingerprint: str,
+) -> None:
+    """After a spec edit its new version has no runs: say what the other versions have."""
+    versions = Counter(facts.tags.get(tracking.FINGERPRINT) for facts in read(query, None))
+    runs, count = sum(versions.values()), len(versions)
+    found = (
+        f"{runs} run(s) of {count} other version(s) are there — pass --all-versions to "
+        "reconcile them"
+        if runs
+        else "no runs of other versions either"
+    )
+    print(
+        f"budget-gate: no runs of this version ({short(fingerprint)}) in MLflow experiment "
+        f"{experiment}; {found}",
+        file=sys.stderr,
+    )
+
+
 def _plan(
     args: argparse.Namespace, evaluation: Evaluation, ledger: LedgerStore, now: dt.datetime
 ) -> Plan:
     """The spec's price and estimate, and its newest approval that no one revoked.
 
-    An expired approval still counts: it is the amount agreed for runs that started.
+    An expired approval still counts: it is the amount agreed for runs that started; one
+    from a source the policy's ``approval.sources`` leaves out does not.
     """
     spec, policy, result = evaluation.spec, evaluation.policy, evaluation.result
     assert spec is not None and policy is not None
     assert result.estimate is not None and result.fingerprint is not None
     records = ledger.query(LedgerQuery(fingerprint=result.fingerprint))
-    approvals = live_approvals(records, now)
+    counted = policy.approval.sources  # approval.sources: [github] ignores local ones here too
+    approvals = [a for a in live_approvals(records, now) if a.source.origin in counted]
     approval = max(approvals, key=lambda r: r.recorded_at) if approvals else None
     return Plan(
         spec=spec,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import getpass
 import sys
 from dataclasses import dataclass
 
@@ -78,7 +79,27 @@ def requirement(evaluation: Evaluation) -> Requirement:
         result.currency,
         policy.approval.approvers,
         spec.metadata.owner,
+        tuple(policy.approval.sources),
     )
+
+
+def who_ran() -> tuple[str | None, str | None]:
+    """The OS login and ``git config user.email`` of whoever runs this command (either unknown).
+
+    Neither proves who approved (both are set by the user), but both go on record beside
+    the ``--by`` name a local approval claims.
+    """
+    from gate.integrations.git import user_email
+
+    return os_user(), user_email()
+
+
+def os_user() -> str | None:
+    """The OS login name, or ``None`` where there is none (some containers)."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return None
 
 
 def new_record(
@@ -92,10 +113,14 @@ def new_record(
     expires_at: dt.datetime | None = None,
     revokes: tuple[str, ...] = (),
 ) -> LedgerRecord:
-    """A local record of ``kind`` about the evaluated spec, at ``now``, with its estimate."""
+    """A local record of ``kind`` about the evaluated spec, at ``now``, with its estimate.
+
+    It carries who ran the command (:func:`who_ran`) beside who it names in ``by``.
+    """
     spec, _, result = _parts(evaluation)
     assert result.fingerprint is not None and result.estimate is not None
     costs = kind in (RecordKind.REQUEST, RecordKind.APPROVAL)
+    user, email = who_ran()
     return LedgerRecord(
         kind=kind,
         spec=spec_path(result.file),
@@ -112,6 +137,8 @@ def new_record(
         pr_number=pr_number,
         expires_at=expires_at,
         revokes=revokes,
+        ran_by_user=user,
+        ran_by_email=email,
     )
 
 
@@ -146,6 +173,9 @@ def describe(record: LedgerRecord, run_id: str, where: str) -> list[str]:
     until = f" until {when(record.expires_at)}" if record.expires_at else ""
     why = f": {record.reason}" if record.reason else ""
     lines.append(f"  {record.kind.value} by {record.by}{until} ({record.source.value}){why}")
+    if record.ran_by_user or record.ran_by_email:
+        email = f" (git user.email {record.ran_by_email})" if record.ran_by_email else ""
+        lines.append(f"  run by OS user {record.ran_by_user or 'unknown'}{email}")
     lines.append(f"  ledger record {run_id} in MLflow experiment {LEDGER_EXPERIMENT} at {where}")
     return lines
 

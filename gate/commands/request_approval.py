@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import getpass
 
 from gate.commands.records import (
     begin,
     checked_text,
     describe,
     new_record,
+    os_user,
     refuse_violation,
 )
 from gate.evaluation.evaluate import Evaluation
@@ -48,9 +48,4 @@ def run(args: argparse.Namespace) -> int:
 
 def _requester(evaluation: Evaluation) -> str:
     assert evaluation.spec is not None
-    if evaluation.spec.metadata.owner:
-        return evaluation.spec.metadata.owner
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):  # no login name in some containers
-        return "unknown"
+    return evaluation.spec.metadata.owner or os_user() or "unknown"

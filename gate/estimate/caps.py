@@ -36,7 +36,7 @@ def trial_cap(spec: Experiment, rate_per_hour: Decimal) -> TrialCap | None:
         caps.append(TrialCap(hours, f"max_trial_hours {format_amount(hours)} h"))
     if stop.max_trial_cost is not None and rate_per_hour > 0:
         # NOTE: rounded down, so a trial capped at the cost never costs a hair more than it.
-        hours = (stop.max_trial_cost / rate_per_hour).quantize(_NANOHOUR, rounding=ROUND_FLOOR)
+        hours = floor_hours(stop.max_trial_cost / rate_per_hour)
         caps.append(TrialCap(hours, f"max_trial_cost {format_amount(stop.max_trial_cost)}"))
     return min(caps, key=lambda cap: cap.hours) if caps else None
 
@@ -57,8 +57,17 @@ def fit(left: Decimal, held: Callable[[Decimal], Decimal]) -> tuple[Decimal, Dec
             low = middle
         else:
             high = middle
-    useful = low.quantize(_NANOHOUR, rounding=ROUND_FLOOR)
-    return useful, min(held(useful), left).quantize(_NANOHOUR, rounding=ROUND_FLOOR)
+    useful = floor_hours(low)
+    return useful, floor_hours(min(held(useful), left))
+
+
+def floor_hours(hours: Decimal) -> Decimal:
+    """Hours rounded down to the nanohour; a figure too large to quantize stays as it is.
+
+    NOTE: quantizing a huge quotient (a 1e300 cap over a small rate) would need more digits
+    than the decimal context has.
+    """
+    return hours.quantize(_NANOHOUR, rounding=ROUND_FLOOR) if hours.adjusted() < 18 else hours
 
 
 @dataclass(slots=True)

@@ -347,7 +347,9 @@ def _spot(
     )
     spot = _scenario(spec, policy, quote, "expected", trials, stop, capped=False)
     recompute = spot.recompute_gpu_hours * (1 + _retry(policy)) * quote.per_gpu_hour
-    spot_gpu = spot.cost - spot.other_cost - recompute
+    # NOTE: at a price near zero, the rounding of three products can leave -3e-26: a cost
+    # is never below zero.
+    spot_gpu = max(spot.cost - spot.other_cost - recompute, Decimal(0))
     return SpotComparison(plain.cost, spot_gpu, recompute, spot.other_cost)
 
 

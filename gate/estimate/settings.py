@@ -67,7 +67,7 @@ class Estimation(Model):
 
     plateau_fraction: Annotated[StrictFloat, Field(gt=0, le=1)] = 0.5
     learning_curve: LearningCurve | None = None
-    queue_wait_hours: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] = 0.0
+    queue_wait_hours: Annotated[StrictFloat, Field(ge=0, le=1e6, allow_inf_nan=False)] = 0.0
     rank_correlation: Annotated[StrictFloat, Field(ge=0, le=1)] = Field(
         default=RANK_CORRELATION,
         description=(

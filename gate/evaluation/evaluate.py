@@ -100,7 +100,7 @@ class Evaluator:
         teams = tuple(self.policies.teams())
         ctx = RuleContext(spec, est, policy, spec_file, self.today, budget, teams)
         findings = _findings(doc, ctx, loaded, self._repo_path(spec_file, policy))
-        approval = self._approval(ctx, fp, findings)
+        approval = self._approval(ctx, fp, findings, read=budget is not None)
         if approval is not None and approval.approval is not None:
             findings = apply_approval(findings, approval.approval)
         result = SpecResult(
@@ -167,9 +167,12 @@ class Evaluator:
             fingerprint=fp,
         )
 
-    def _approval(self, ctx: RuleContext, fp: str, findings: list[Finding]) -> ApprovalCheck | None:
+    def _approval(
+        self, ctx: RuleContext, fp: str, findings: list[Finding], *, read: bool
+    ) -> ApprovalCheck | None:
+        """The approval check, when approvals count: always, or once the budget read the ledger."""
         ledger = self.ledger
-        if ledger is None or not ledger.approvals:
+        if ledger is None or not (ledger.approvals or (read and ledger.approvals_if_read)):
             return None
         if decide(findings, fail_on_warn=self.fail_on_warn) is not Outcome.APPROVAL_REQUIRED:
             return None
@@ -180,6 +183,7 @@ class Evaluator:
             policy.currency,
             policy.approval.approvers,
             ctx.spec.metadata.owner,
+            tuple(policy.approval.sources),
         )
         found = check_approvals(ledger.records(LedgerQuery(fingerprint=fp)), need, ledger.now)
         if found.approval is not None:

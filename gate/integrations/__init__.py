@@ -12,9 +12,15 @@ core; nothing below imports this package.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 
+from gate.errors import MissingExtra
 from gate.ledger.records import LedgerStore
+
+LEDGER_EXTRA = "install the ledger extra: pip install 'budget-gate[mlflow]'"
+_MLFLOW_MODULES = ("mlflow", "sqlalchemy", "alembic")  # the last two: sqlite:/// stores
 
 
 def open_ledger(tracking_uri: str) -> LedgerStore:
@@ -24,6 +30,9 @@ def open_ledger(tracking_uri: str) -> LedgerStore:
     importing MLflow (:mod:`gate.integrations.ledger_rest`; writes still go through MLflow),
     unless ``MLFLOW_TRACKING_AUTH`` names an MLflow auth plugin, which only MLflow's client
     can apply. Any other store (``sqlite:///``, a path) is MLflow's client.
+
+    Raises:
+        gate.errors.MissingExtra: MLflow is needed and not installed (exit 3, naming the extra).
     """
     if tracking_uri.startswith(("http://", "https://")) and not os.environ.get(
         "MLFLOW_TRACKING_AUTH"
@@ -31,6 +40,20 @@ def open_ledger(tracking_uri: str) -> LedgerStore:
         from gate.integrations.ledger_rest import RestLedger
 
         return RestLedger(tracking_uri)
-    from gate.integrations.mlflow_client import MlflowLedger
+    with needs_mlflow("the approvals ledger"):
+        from gate.integrations.mlflow_client import MlflowLedger
 
-    return MlflowLedger(tracking_uri)
+        return MlflowLedger(tracking_uri)
+
+
+@contextlib.contextmanager
+def needs_mlflow(what: str) -> Iterator[None]:
+    """Turn a missing MLflow (``pip install .`` without the extra) into exit 3 with the fix."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in _MLFLOW_MODULES:
+            raise
+        raise MissingExtra(
+            f"{what} needs MLflow, and {exc.name} is not installed", hint=LEDGER_EXTRA
+        ) from None

@@ -1,6 +1,7 @@
-"""Git: the base version of specs (``check --base-ref``), and the repository root.
+"""Git: the base version of specs (``check --base-ref``), the repository root, the identity.
 
-The root is what waiver globs are relative to (:class:`RepoPaths`).
+The root is what waiver globs are relative to (:class:`RepoPaths`); the identity
+(``git config user.email``) is stored with local ledger records.
 
 Every path is located in its repository (``git rev-parse --show-toplevel``) and all blobs
 of one repository are read through a single ``git cat-file --batch`` process, so a
@@ -86,6 +87,25 @@ def toplevel(directory: Path) -> Path:
         directory, ["rev-parse", "--show-toplevel"], what=f"{directory}: not in a git work tree"
     )
     return Path(out.stdout.decode("utf-8", "surrogateescape").strip()).resolve()
+
+
+def user_email(directory: Path | None = None) -> str | None:
+    """``git config user.email`` seen from ``directory`` (default: the current directory).
+
+    ``None`` when it is unset, or git is missing or fails.
+    """
+    try:
+        proc = subprocess.run(
+            ["git", "config", "user.email"],
+            cwd=directory,
+            capture_output=True,
+            check=False,
+            timeout=_TIMEOUT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    email = proc.stdout.decode("utf-8", "replace").strip()
+    return email if proc.returncode == 0 and email else None
 
 
 def _directory_of(path: str) -> Path:

@@ -8,7 +8,10 @@ need the ledger, never on the plain ``check`` path.
 Writing is all-or-nothing for readers: ``create_run`` carries every tag in one request (one
 transaction in the tracking store), then a second request marks the run FINISHED. Readers
 accept FINISHED runs only, so an outage between the two leaves a RUNNING run that no
-reader counts. Two writers never collide: every record is its own run with its own id.
+reader counts. Such a run does not stay RUNNING: the writer marks it FAILED as soon as it
+sees the failure, and when it cannot (the server is gone), the next write marks FAILED
+every ledger run still RUNNING :data:`ABANDONED_AFTER` after it started. Two writers never
+collide: every record is its own run with its own id.
 """
 
 from __future__ import annotations
@@ -21,16 +24,19 @@ from mlflow.entities import ViewType
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from gate.errors import BackendError
 from gate.integrations.ledger_search import (
     RunRow,
     deleted_experiment,
     failing_on,
     millis,
     read_records,
+    reason,
 )
 from gate.integrations.ledger_snapshots import read_spend, roll_snapshots
 from gate.integrations.tracking_uri import redact
 from gate.ledger.records import (
+    KIND,
     LEDGER_EXPERIMENT,
     LedgerQuery,
     LedgerRecord,
@@ -41,6 +47,9 @@ from gate.ledger.spend import Spend
 _log = logging.getLogger(__name__)
 _PAGE = 50_000  # the most MLflow returns per page
 _FAILURES = (MlflowException, OSError)
+ABANDONED_AFTER = dt.timedelta(minutes=10)
+"""A healthy write completes within seconds (two minutes with MLflow's retries at their
+longest here); a ledger run still RUNNING this long after its start was abandoned."""
 
 
 class MlflowLedger:
@@ -58,6 +67,7 @@ class MlflowLedger:
         experiment_id = self._experiment(create=True)
         assert experiment_id is not None
         with self._failing(f"recording the {record.kind.value} (nothing was recorded)"):
+            self._fail_abandoned(experiment_id)
             run = self._client.create_run(
                 experiment_id,
                 start_time=millis(record.recorded_at),
@@ -65,9 +75,14 @@ class MlflowLedger:
                 run_name=_run_name(record),
             )
         run_id: str = run.info.run_id
-        incomplete = f"completing record {run_id} (readers ignore the unfinished run)"
-        with self._failing(incomplete):
+        try:
             self._client.update_run(run_id, status="FINISHED")
+        except _FAILURES as exc:
+            after = self._mark_failed(run_id)
+            raise BackendError(
+                f"MLflow at {self.where} failed while completing record {run_id} (readers "
+                f"ignore the unfinished run; {after}): {reason(exc)}"
+            ) from exc
         _log.info("recorded %s as run %s in %s", record.kind.value, run_id, self.where)
         roll_snapshots(self, experiment_id, record)
         return run_id
@@ -75,6 +90,25 @@ class MlflowLedger:
     def month_spend(self, query: LedgerQuery, now: dt.datetime) -> Spend:
         """The month's running sums of ``query``'s scope: newest snapshot plus what followed."""
         return read_spend(self, query, now)
+
+    def _mark_failed(self, run_id: str) -> str:
+        """Mark an unfinished record FAILED now, or say that the next write will."""
+        try:
+            self._client.set_terminated(run_id, status="FAILED")
+        except _FAILURES:
+            return "the next write marks it FAILED"
+        return "it is marked FAILED"
+
+    def _fail_abandoned(self, experiment_id: str) -> None:
+        """Mark FAILED the ledger runs that a failed write left RUNNING long ago."""
+        before = dt.datetime.now(dt.timezone.utc) - ABANDONED_AFTER
+        search = (
+            f"attributes.status = 'RUNNING' AND tags.{KIND} IS NOT NULL "
+            f"AND attributes.start_time < {millis(before)}"
+        )
+        for run in self._client.search_runs([experiment_id], search, max_results=1000):
+            self._client.set_terminated(run.info.run_id, status="FAILED")
+            _log.info("marked abandoned ledger record %s FAILED", run.info.run_id)
 
     def query(self, query: LedgerQuery) -> list[LedgerRecord]:
         """Every FINISHED record matching ``query``, oldest first."""

@@ -1,11 +1,21 @@
-"""Where the ledger lives: the tracking URI a command uses, and how it is named in messages."""
+"""Where the ledger lives: the tracking URI a command uses, and how it is named in messages.
+
+The default ledger is the file ``mlflow.db`` at the root of the git work tree that holds
+the current directory, so ``verify`` run from ``experiments/`` reads the same ledger as
+``approve`` run from the root; outside a git work tree it is ``mlflow.db`` in the current
+directory.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+"""MLflow's own default: relative to the current directory, which is why it is anchored."""
+LEDGER_FILE = "mlflow.db"
 
 
 def redact(uri: str) -> str:
@@ -18,5 +28,25 @@ def redact(uri: str) -> str:
 
 
 def resolve_tracking_uri(flag: str | None, environ: Mapping[str, str]) -> str:
-    """``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else the embedded sqlite file."""
-    return flag or environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+    """``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else the repository's sqlite file."""
+    return flag or environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(Path.cwd())
+
+
+def default_tracking_uri(cwd: Path) -> str:
+    """``sqlite:///`` + the absolute path of ``mlflow.db`` at the repository root of ``cwd``.
+
+    The root is the nearest directory upward that holds ``.git`` (a directory, or the file
+    of a linked work tree or submodule) — what ``git rev-parse --show-toplevel`` prints,
+    without starting git. Outside a work tree the file is in ``cwd``.
+    """
+    root = repository_root(cwd) or cwd
+    return "sqlite:///" + (root / LEDGER_FILE).as_posix()
+
+
+def repository_root(start: Path) -> Path | None:
+    """The git work tree's top level that holds ``start``, or ``None`` outside one."""
+    here = Path(os.path.abspath(start))
+    for directory in (here, *here.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None

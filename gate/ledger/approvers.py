@@ -1,4 +1,4 @@
-"""Who may approve a spec: the ``approval.approvers`` part of a policy (pure data).
+"""Who may approve a spec, and from where: ``approval.approvers`` and ``sources`` (pure data).
 
 The ledger owns it because :func:`gate.ledger.records.authorize` and the GitHub flow decide
 with it; :class:`gate.policy.model.Policy` composes it.
@@ -6,11 +6,27 @@ with it; :class:`gate.policy.model.Policy` composes it.
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Literal
 
 from pydantic import Field, StrictBool
 
 from gate.spec.experiment import Model, Name
+
+
+class Origin(str, Enum):
+    """What a policy's ``approval.sources`` lists: which approvals count toward a verdict.
+
+    A ``local`` approval proves only that someone who can write to the ledger typed a name
+    the policy lists; a ``github`` one was checked by the pull-request flow against the
+    reviewer's GitHub identity, team membership or permission.
+    """
+
+    LOCAL = "local"
+    GITHUB = "github"
+
+
+ALL_ORIGINS = (Origin.LOCAL, Origin.GITHUB)
 
 
 class Approvers(Model):

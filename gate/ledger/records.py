@@ -21,12 +21,14 @@ from typing import Protocol
 
 from gate.errors import BackendError, InputError
 from gate.ledger import tracking
-from gate.ledger.approvers import Approvers
+from gate.ledger.approvers import ALL_ORIGINS, Approvers, Origin
 from gate.money import format_money
 
 LEDGER_EXPERIMENT = "budget-gate-ledger"
 """The MLflow experiment that holds one run per ledger record."""
 """Where the ledger lives when neither --tracking-uri nor MLFLOW_TRACKING_URI is set."""
+NO_APPROVAL = "no approval is recorded for this version"
+"""How a check with no approval at all starts its reason (the pull-request flow drops it)."""
 DEFAULT_EXPIRY = "30d"
 MAX_EXPIRY = dt.timedelta(days=366)
 RECORD_VERSION = "1"
@@ -48,6 +50,11 @@ class Source(str, Enum):
     GITHUB_REVIEW = "github-review"
     GITHUB_COMMENT = "github-comment"
 
+    @property
+    def origin(self) -> Origin:
+        """``local`` (typed at a terminal) or ``github`` (verified by the pull-request flow)."""
+        return Origin.LOCAL if self is Source.LOCAL else Origin.GITHUB
+
 
 @dataclass(frozen=True, slots=True)
 class LedgerRecord:
@@ -55,6 +62,9 @@ class LedgerRecord:
 
     A revocation names the approvals it cancels in ``revokes`` (their record ids), so that
     an approval recorded in the same instant as a revocation is never caught by it.
+    ``ran_by_user`` and ``ran_by_email`` say who ran the command that wrote a local record
+    (the OS login and ``git config user.email``): what ``by`` claims, they do not prove,
+    but they are on record next to it.
     ``record_id`` is assigned by the store (the MLflow run id) and is ``None`` until then.
     """
 
@@ -76,6 +86,8 @@ class LedgerRecord:
     expires_at: dt.datetime | None = None
     revokes: tuple[str, ...] = ()
     record_id: str | None = None
+    ran_by_user: str | None = None
+    ran_by_email: str | None = None
 
     def summary(self) -> str:
         """``approval by alice on 2026-11-29 14:03 UTC`` for messages."""
@@ -120,6 +132,8 @@ SOURCE = tracking.PREFIX + "source"
 PR_NUMBER = tracking.PREFIX + "pr_number"
 EXPIRES_AT = tracking.PREFIX + "expires_at"
 REVOKES = tracking.PREFIX + "revokes"
+RAN_BY_USER = tracking.PREFIX + "ran_by_user"
+RAN_BY_EMAIL = tracking.PREFIX + "ran_by_email"
 
 
 def to_tags(record: LedgerRecord) -> dict[str, str]:
@@ -143,6 +157,8 @@ def to_tags(record: LedgerRecord) -> dict[str, str]:
         PR_NUMBER: _text(record.pr_number),
         EXPIRES_AT: record.expires_at.isoformat() if record.expires_at else None,
         REVOKES: ",".join(record.revokes) or None,
+        RAN_BY_USER: record.ran_by_user,
+        RAN_BY_EMAIL: record.ran_by_email,
     }
     return {key: value for key, value in tags.items() if value is not None}
 
@@ -169,6 +185,8 @@ def from_tags(tags: Mapping[str, str], record_id: str) -> LedgerRecord:
             expires_at=_aware(tags[EXPIRES_AT]) if EXPIRES_AT in tags else None,
             revokes=tuple(filter(None, tags.get(REVOKES, "").split(","))),
             record_id=record_id,
+            ran_by_user=tags.get(RAN_BY_USER),
+            ran_by_email=tags.get(RAN_BY_EMAIL),
         )
     except (KeyError, ValueError, InvalidOperation) as exc:
         raise BackendError(
@@ -211,6 +229,7 @@ class Requirement:
     currency: str
     approvers: Approvers
     owner: str | None = None
+    sources: tuple[Origin, ...] = ALL_ORIGINS
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +260,17 @@ def authorize(name: str, source: Source, need: Requirement) -> str | None:
     return f"{name} is not an approver (approval.approvers.users: {', '.join(approvers.users)})"
 
 
+def refuse_source(source: Source, need: Requirement) -> str | None:
+    """Why an approval from ``source`` does not count under ``approval.sources``, or ``None``."""
+    if source.origin in need.sources:
+        return None
+    listed = ", ".join(origin.value for origin in need.sources)
+    return (
+        f"the policy counts only approvals from {listed} (approval.sources), and this one "
+        f"is {source.value}"
+    )
+
+
 def check_approvals(
     records: Iterable[LedgerRecord], need: Requirement, now: dt.datetime
 ) -> ApprovalCheck:
@@ -260,7 +290,7 @@ def check_approvals(
             return ApprovalCheck(approval, tuple(stale))
         stale.append(reason)
     if not approvals:
-        stale.append(f"no approval is recorded for this version ({short(need.fingerprint)})")
+        stale.append(f"{NO_APPROVAL} ({short(need.fingerprint)})")
     return ApprovalCheck(None, tuple(stale))
 
 
@@ -305,7 +335,9 @@ def stale_reason(
             f"{what} covers {format_money(amount, approval.currency)}, below the current "
             f"worst case {format_money(need.worst_cost, need.currency)}"
         )
-    refusal = authorize(approval.by or "", approval.source, need)
+    refusal = refuse_source(approval.source, need) or authorize(
+        approval.by or "", approval.source, need
+    )
     return f"{what} no longer counts: {refusal}" if refusal else None
 
 
@@ -346,14 +378,16 @@ class LedgerView:
     """The ledger as one command sees it: opened on first use, each query read once.
 
     ``approvals`` says whether recorded approvals count toward the verdict (``verify``,
-    or ``check --tracking-uri``); the monthly budget reads the ledger either way. ``where``
-    names the store for messages (credentials removed).
+    or ``check --tracking-uri``); the monthly budget reads the ledger either way, and with
+    ``approvals_if_read`` (``check``) approvals count for every spec whose budget read it.
+    ``where`` names the store for messages (credentials removed).
     """
 
     opener: Callable[[], LedgerStore]
     now: dt.datetime
     approvals: bool = False
     where: str = ""
+    approvals_if_read: bool = False
     _store: LedgerStore | None = field(default=None, init=False, repr=False)
     _cache: dict[LedgerQuery, list[LedgerRecord]] = field(
         default_factory=dict, init=False, repr=False

@@ -22,7 +22,7 @@ from gate.estimate.settings import (
     ScenarioName,
     Spot,
 )
-from gate.ledger.approvers import Approvers
+from gate.ledger.approvers import ALL_ORIGINS, Approvers, Origin
 from gate.money import Money
 from gate.spec.experiment import Model, Name, PositiveFloat, PositiveInt
 
@@ -68,12 +68,19 @@ class Limits(Model):
 
 
 class Approval(Model):
-    """What makes an experiment need an approver before launch."""
+    """What makes an experiment need an approver before launch, and which approvals count.
+
+    ``sources: [github]`` counts only approvals the pull-request flow verified on GitHub;
+    the default counts local ``budget-gate approve`` records too.
+    """
 
     trials_over: PositiveInt | None = None
     cost_over: Money | None = None
     accelerators: list[Name] = Field(default_factory=list)
     approvers: Approvers = Field(default_factory=Approvers)
+    sources: Annotated[list[Origin], Field(min_length=1)] = Field(
+        default_factory=lambda: list(ALL_ORIGINS)
+    )
 
 
 class Labels(Model):

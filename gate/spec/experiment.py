@@ -22,10 +22,18 @@ from pydantic import (
 
 from gate.money import Money
 
-PositiveInt = Annotated[StrictInt, Field(gt=0)]
+MAX_COUNT = 10**12
+"""The most of anything countable (trials, epochs, GPUs, samples): past it, a typo."""
+SMALLEST = 1e-6
+"""The smallest positive time, rate or size: below it a float loses its meaning (5e-324
+minutes is zero once divided), so a spec that small is refused, not priced."""
+LARGEST = 1e12
+"""The largest time, rate or size (a trillion hours or minutes): past it, a typo."""
+
+PositiveInt = Annotated[StrictInt, Field(gt=0, le=MAX_COUNT)]
 # NOTE: numbers are strict (true and "3" are not numbers) but an int is a fine float.
-PositiveFloat = Annotated[StrictFloat, Field(gt=0, allow_inf_nan=False)]
-NonNegativeFloat = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]
+PositiveFloat = Annotated[StrictFloat, Field(ge=SMALLEST, le=LARGEST, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[StrictFloat, Field(ge=0, le=LARGEST, allow_inf_nan=False)]
 _PRINTABLE = r"^[^\x00-\x1f\x7f-\x9f]*$"
 """No control characters: spec strings reach terminals, CI logs and PR comments."""
 Name = Annotated[str, Field(min_length=1, max_length=200, pattern=_PRINTABLE)]
@@ -183,7 +191,7 @@ class Scheduler(Model):
 
     min_epochs: PositiveInt = 1
     max_epochs: PositiveInt | None = None
-    reduction_factor: Annotated[StrictFloat, Field(allow_inf_nan=False)] = 3.0
+    reduction_factor: Annotated[StrictFloat, Field(le=1000, allow_inf_nan=False)] = 3.0
     brackets: PositiveInt | None = None
     resume: StrictBool = True
     synchronous: StrictBool | None = None

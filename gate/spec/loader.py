@@ -236,13 +236,7 @@ class _Walker:
         self.values.setdefault(path, _loc(self.file, node))
         if isinstance(node, ScalarNode):
             return self._scalar(node, path)
-        if id(node) in self.open:
-            raise InputError(
-                "an alias refers to a mapping or list that contains it (a cycle)",
-                location=_loc(self.file, node),
-                hint="an anchor cannot be used inside itself; copy the values instead",
-            )
-        self.open.add(id(node))
+        self._enter(node)
         try:
             if isinstance(node, MappingNode):
                 self._plain_tag(node, _MAP)
@@ -252,6 +246,16 @@ class _Walker:
             return [self.walk(item, (*path, i)) for i, item in enumerate(node.value)]
         finally:
             self.open.discard(id(node))
+
+    def _enter(self, node: Node, at: Node | None = None) -> None:
+        """Mark ``node`` as being walked; an alias or merge (at ``at``) back into it is a cycle."""
+        if id(node) in self.open:
+            raise InputError(
+                "an alias refers to a mapping or list that contains it (a cycle)",
+                location=_loc(self.file, at or node),
+                hint="an anchor cannot be used inside itself; copy the values instead",
+            )
+        self.open.add(id(node))
 
     def _plain_tag(self, node: Node, expected: str) -> None:
         if node.tag != expected:
@@ -274,7 +278,7 @@ class _Walker:
         merges = []
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE:
-                merges.append(value_node)
+                merges.append((key_node, value_node))
                 continue
             key_loc = _loc(self.file, key_node)
             name = self._key(key_node)
@@ -292,7 +296,7 @@ class _Walker:
             self.keys[child] = key_loc
             self.values[child] = _loc(self.file, value_node)
             result[name] = self.walk(value_node, child)
-        for merge in merges:
+        for key_node, merge in merges:
             sources = merge.value if isinstance(merge, SequenceNode) else [merge]
             for source in sources:
                 if not isinstance(source, MappingNode):
@@ -301,7 +305,13 @@ class _Walker:
                         location=_loc(self.file, source),
                         hint="point << at an anchored mapping, e.g. <<: *defaults",
                     )
-                result.update(self._mapping(source, path, skip | frozenset(result)))
+                # NOTE: a merged mapping is walked here, not through walk(): guard it too,
+                # or ``r: &r {<<: *r}`` recurses until Python gives up.
+                self._enter(source, at=key_node)
+                try:
+                    result.update(self._mapping(source, path, skip | frozenset(result)))
+                finally:
+                    self.open.discard(id(source))
         return result
 
     def _key(self, node: Node) -> str:

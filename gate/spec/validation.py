@@ -74,6 +74,8 @@ def _hint(kind: str, err: Any) -> str:
         return "write a number without quotes"
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         return "change the value to fit the bound"
+    if kind == "decimal_max_places":
+        return "round it to at most six decimals"
     if kind in ("string_type", "string_pattern_mismatch"):
         return "write a string in the expected form"
     if kind in ("dict_type", "model_type", "model_attributes_type"):

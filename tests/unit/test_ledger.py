@@ -5,11 +5,12 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
 from gate.errors import BackendError, InputError
-from gate.integrations.tracking_uri import DEFAULT_TRACKING_URI, resolve_tracking_uri
+from gate.integrations.tracking_uri import default_tracking_uri, resolve_tracking_uri
 from gate.ledger.approvers import Approvers
 from gate.ledger.records import (
     LedgerRecord,
@@ -249,4 +250,14 @@ def test_tracking_uri_flag_then_environment_then_sqlite():
     env = {"MLFLOW_TRACKING_URI": "http://mlflow:5000"}
     assert resolve_tracking_uri("http://flag:1", env) == "http://flag:1"
     assert resolve_tracking_uri(None, env) == "http://mlflow:5000"
-    assert resolve_tracking_uri(None, {}) == DEFAULT_TRACKING_URI == "sqlite:///mlflow.db"
+    assert resolve_tracking_uri(None, {}) == default_tracking_uri(Path.cwd())
+
+
+def test_default_ledger_is_at_the_repository_root_else_in_the_directory(tmp_path: Path):
+    nested = tmp_path / "repo" / "experiments" / "deep"
+    nested.mkdir(parents=True)
+    (tmp_path / "repo" / ".git").mkdir()
+    assert default_tracking_uri(nested) == f"sqlite:///{(tmp_path / 'repo').as_posix()}/mlflow.db"
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    assert default_tracking_uri(outside) == f"sqlite:///{outside.as_posix()}/mlflow.db"
