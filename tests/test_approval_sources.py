@@ -83,7 +83,7 @@ def test_sources_must_name_known_origins(team: Team):
     proc = _verify(team, team.spec(10))
     assert proc.returncode == 3
     assert (
-        "default.yaml:8:13: approval.sources[0]: 'slack' is not allowed — use 'local' or 'github'"
+        "default.yaml:9:13: approval.sources[0]: 'slack' is not allowed — use 'local' or 'github'"
         in proc.stderr
     )
 

@@ -56,8 +56,8 @@ def test_an_empty_directory_is_invalid_unless_allowed(tmp_path):
 @pytest.mark.parametrize(
     "args",
     [
-        ["check", EXAMPLE, "--fail-on", "error"],  # read as --fail-on-warn before
-        ["check", EXAMPLE, "--fail-on-w"],
+        ["check", EXAMPLE, "--fail-on-w"],  # --fail-on error is a real option now
+        ["check", EXAMPLE, "--quie"],
         ["check", EXAMPLE, "--policy", "policies"],
         ["estimate", EXAMPLE, "--sum"],
         ["reconcile", EXAMPLE, "--all-v"],
@@ -119,3 +119,10 @@ def test_reconcile_after_an_edit_names_the_other_versions_and_all_versions(lab: 
     every = cli(*args, "--tracking-uri", lab.team.uri, "--dry-run", "--all-versions")
     assert every.returncode == 0, every.stdout + every.stderr
     assert "no runs of this version" not in every.stderr
+
+
+def test_fail_on_error_is_its_own_option_not_fail_on_warn():
+    proc = cli("check", "--fail-on", "error", str(ROOT / "examples/llm-finetune-grid.yaml"))
+    assert proc.returncode == 0, proc.stderr  # approvals do not fail under --fail-on error
+    warned = cli("check", "--fail-on-warn", str(ROOT / "examples/llm-finetune-grid.yaml"))
+    assert warned.returncode == 2

@@ -94,6 +94,8 @@ def user_email(directory: Path | None = None) -> str | None:
 
     ``None`` when it is unset, or git is missing or fails.
     """
+    import subprocess  # NOTE: here, not at the top: check imports this module for RepoPaths
+
     try:
         proc = subprocess.run(
             ["git", "config", "user.email"],

@@ -50,7 +50,7 @@ def test_invalid_head_policies_fail_the_status(story: PullRequestStory) -> None:
     assert ran.code == 3
     assert story.status() == ("failure", "invalid policies at the head: see the job's annotations")
     assert "::error file=policies/nlp.yaml,line=3,col=27,title=invalid policy::" in ran.stdout
-    assert "limits.max_trial_hours: input should be greater than 0" in ran.stdout
+    assert "limits.max_trial_hours: input should be greater than or equal to 0.000001" in ran.stdout
     (comment,) = story.bot_comments()
     assert "**The policies at the head do not load**" in comment
     assert "policies/nlp.yaml:3:27" in comment
