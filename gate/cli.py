@@ -78,9 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     places = _Parser(add_help=False)
     places.add_argument(
         "--policy-dir",
-        default="policies",
         metavar="DIR",
-        help="policies directory; metadata.team picks DIR/<team>.yaml (default: policies)",
+        help="policies directory; metadata.team picks DIR/<team>.yaml (default: policies, "
+        "else the built-in default policy, which the output names)",
     )
     ledger = _Parser(add_help=False)
     ledger.add_argument(

@@ -344,6 +344,9 @@ def test_estimate_speaks_of_one_trial_in_the_singular(write_yaml, capsys):
     out = capsys.readouterr().out
     assert "= 1 trial × 1 GPU × 0.100 h" in out
     assert "1 epoch, 0.10 h" in out and "(1 wave of 1 concurrent trial)" in out
+    assert "1 trial (random max_trials 1 × 1 seed)" in out
+    assert "every trial runs its 1 epoch" in out
+    assert " 1 trials" not in out and " 1 GPUs" not in out and " 1 seeds" not in out
 
 
 def test_findings_and_input_errors_start_at_column_1_on_stdout(write_yaml):

@@ -180,3 +180,23 @@ def test_only_the_skypilot_policy_imports_skypilot():
             if any(n.split(".")[0] in {"sky", "starlette", "uvicorn"} for n in names):
                 importers.add(path.relative_to(ROOT).as_posix())
     assert importers == allowed
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_every_schema_property_has_a_description(name):
+    schema = json.loads(render_schema(SCHEMAS[name]))
+    missing: list[str] = []
+
+    def walk(node: object, where: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.get("properties", {}).items():
+                if not value.get("description"):
+                    missing.append(f"{where}.{key}")
+            for key, value in node.items():
+                walk(value, f"{where}/{key}")
+        elif isinstance(node, list):
+            for value in node:
+                walk(value, where)
+
+    walk(schema, "")
+    assert missing == [], "document these fields with a docstring under the field"

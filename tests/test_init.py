@@ -177,3 +177,36 @@ def test_fail_on_refuses_unknown_values_and_mixing_with_fail_on_warn(capsys):
     assert main(["check", "--fail-on", "bogus", str(APPROVAL)]) == 3
     assert "invalid choice: 'bogus'" in capsys.readouterr().err
     assert main(["check", "--fail-on", "error", "--fail-on-warn", str(APPROVAL)]) == 3
+
+
+def test_check_without_policies_uses_the_built_in_default_and_says_so(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    shutil.copy(APPROVAL, spec)
+    run = _run([sys.executable, "-m", "gate", "check", str(spec)], tmp_path, dict(os.environ))
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "no policies/ directory here: using the built-in default policy" in run.stderr
+    assert "(policy: built-in default)" in run.stdout
+    as_json = _run(
+        [sys.executable, "-m", "gate", "check", "--format", "json", str(spec)],
+        tmp_path,
+        dict(os.environ),
+    )
+    assert '"policy": "built-in default"' in as_json.stdout
+    named = _run(
+        [sys.executable, "-m", "gate", "check", "--policy-dir", "policies", str(spec)],
+        tmp_path,
+        dict(os.environ),
+    )
+    assert named.returncode == 3 and "policy directory 'policies' not found" in named.stderr
+
+
+def test_the_built_in_default_is_what_init_writes():
+    from gate.policy.loader import builtin_policies
+
+    loaded = builtin_policies().for_team(None)
+    assert loaded.builtin and loaded.name == "built-in default"
+    assert loaded.policy.limits.max_experiment_cost is not None
+    assert (
+        planned_files()["policies/default.yaml"].encode()
+        == (ROOT / "gate" / "data" / "default-policy.yaml").read_bytes()
+    )

@@ -19,7 +19,7 @@ from gate.evaluation.report import DOCS_URL, RenderContext, Report, SpecResult
 from gate.integrations import open_ledger
 from gate.integrations.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger.records import LedgerStore, LedgerView
-from gate.policy.loader import PolicySet
+from gate.policy.loader import PolicySet, builtin_policies
 from gate.policy.rules import all_rule_ids, rule_info
 
 SPEC_SUFFIXES = (".yaml", ".yml")
@@ -43,6 +43,10 @@ def expand_specs(patterns: list[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+POLICY_DIR = "policies"
+"""Where policies are looked for unless --policy-dir says otherwise."""
+
+
 def make_evaluator(
     args: argparse.Namespace, *, fail_on_warn: bool = False, ledger: LedgerView | None = None
 ) -> Evaluator:
@@ -54,14 +58,25 @@ def make_evaluator(
     from gate.integrations.git import RepoPaths
 
     base_ref = getattr(args, "base_ref", None)
-    policies = base_policies(args.policy_dir, base_ref) if base_ref else PolicySet(args.policy_dir)
+    policy_dir = args.policy_dir or POLICY_DIR
+    if base_ref:
+        policies = base_policies(policy_dir, base_ref)
+    elif args.policy_dir is None and not os.path.isdir(POLICY_DIR):
+        print(
+            f"budget-gate: no {POLICY_DIR}/ directory here: using the built-in default policy "
+            "(budget-gate init writes it to policies/default.yaml for you to edit)",
+            file=sys.stderr,
+        )
+        policies = builtin_policies()
+    else:
+        policies = PolicySet(policy_dir)
     return Evaluator(
         policies=policies,
         catalog=load_catalog(),
         today=as_of(args)[0],
         fail_on_warn=fail_on_warn,
         ledger=ledger,
-        repo_path=RepoPaths(args.policy_dir),
+        repo_path=RepoPaths(policy_dir),
     )
 
 
@@ -192,7 +207,7 @@ def render_context(args: argparse.Namespace, env: Mapping[str, str]) -> RenderCo
     return RenderContext(
         repository=env.get("GITHUB_REPOSITORY", ""),
         workflow=env.get("GITHUB_WORKFLOW", ""),
-        policy_dir=os.path.normpath(args.policy_dir),
+        policy_dir=os.path.normpath(args.policy_dir or POLICY_DIR),
         docs_url=args.docs_url or DOCS_URL,
         base_ref=args.base_ref,
         quiet=getattr(args, "quiet", False),

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--repo {args.repo} is not a directory", hint="give the repository root")
     settings = skypilot.PolicySettings(
         repo=repo,
-        policy_dir=repo / args.policy_dir,
+        policy_dir=repo / (args.policy_dir or "policies"),
         tracking_uri=resolve_tracking_uri(args.tracking_uri, os.environ),
         missing_spec=skypilot.MissingSpec(args.missing_spec),
     )

@@ -7,11 +7,12 @@ from decimal import Decimal
 from gate.estimate.settings import PricingPolicy, ScenarioName
 from gate.money import format_amount
 from gate.spec.experiment import Experiment, Range
+from gate.words import counted
 
 
 def shared_notes(spec: Experiment, trials: int, name: ScenarioName) -> list[str]:
     """Trial count and origin, grid caveats, the epoch-time range used, MIG slices."""
-    notes = [f"{trials:,} trials ({_trial_origin(spec)})"]
+    notes = [f"{counted(trials, 'trial')} ({_trial_origin(spec)})"]
     notes.extend(
         f"continuous parameter {p!r} counted as one grid value (a grid cannot enumerate it)"
         for p, param in spec.search.parameters.items()
@@ -47,10 +48,10 @@ def _trial_origin(spec: Experiment) -> str:
         counts = " × ".join(
             str(len(p.values)) if p.values is not None else "1" for p in search.parameters.values()
         )
-        return f"grid {counts or '1'} × {seeds} seeds"
+        return f"grid {counts or '1'} × {counted(seeds, 'seed')}"
     if search.max_trials is None:
-        return f"{search.strategy.value} brackets × {seeds} seeds"
-    return f"{search.strategy.value} max_trials {search.max_trials} × {seeds} seeds"
+        return f"{search.strategy.value} brackets × {counted(seeds, 'seed')}"
+    return f"{search.strategy.value} max_trials {search.max_trials} × {counted(seeds, 'seed')}"
 
 
 def reliability_notes(policy: PricingPolicy, retry_runs: Decimal, name: ScenarioName) -> list[str]:

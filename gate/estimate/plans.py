@@ -24,6 +24,7 @@ from gate.estimate.schedule import (
 )
 from gate.estimate.settings import PricingPolicy, ScenarioName
 from gate.spec.experiment import Experiment, LearningCurve, Scheduler, Strategy
+from gate.words import every_epoch
 
 _HALVING = (Strategy.SUCCESSIVE_HALVING, Strategy.HYPERBAND, Strategy.ASHA)
 
@@ -184,7 +185,7 @@ def expected_stop(spec: Experiment, policy: PricingPolicy) -> tuple[int, str | N
     max_epochs = spec.workload.max_epochs
     early = spec.stopping.early_stopping
     if early is None:
-        return max_epochs, f"no early stopping: every trial runs all {max_epochs} epochs"
+        return max_epochs, f"no early stopping: every trial runs {every_epoch(max_epochs)}"
     curve = early.learning_curve or policy.estimation.learning_curve
     if early.expected_plateau_epoch is not None:
         plateau, source = early.expected_plateau_epoch, "the spec's expected_plateau_epoch"

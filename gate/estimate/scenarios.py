@@ -28,6 +28,7 @@ from gate.estimate.settings import PricingPolicy, ScenarioName
 from gate.estimate.trials import count_trials
 from gate.money import to_decimal
 from gate.spec.experiment import Capacity, Experiment, Range, Strategy
+from gate.words import every_epoch
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,8 +280,10 @@ def _usage(
 
 def _stop_line(spec: Experiment, top_epoch: int, stop_note: str | None, unfinished: bool) -> str:
     if unfinished and spec.stopping.early_stopping is None:
-        return f"nothing stops early: trials would run all {top_epoch} epochs, but a cap ends them"
-    return stop_note or f"every trial runs all {top_epoch} epochs (nothing stops early)"
+        return (
+            f"nothing stops early: trials would run {every_epoch(top_epoch)}, but a cap ends them"
+        )
+    return stop_note or f"every trial runs {every_epoch(top_epoch)} (nothing stops early)"
 
 
 def _preemption(spec: Experiment, policy: PricingPolicy, run: Decimal, setup: Decimal) -> Decimal:

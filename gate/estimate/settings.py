@@ -23,8 +23,11 @@ class PriceOverride(Model):
     """A team's own price per GPU-hour for one accelerator, by capacity."""
 
     on_demand: Money | None = Field(default=None, alias="on-demand")
+    """The team's on-demand price per GPU-hour."""
     spot: Money | None = None
+    """The team's spot price per GPU-hour."""
     reserved: Money | None = None
+    """The team's reserved price per GPU-hour."""
 
     def price_for(self, capacity: Capacity) -> Money | None:
         """The override for ``capacity``, if the team set one."""
@@ -39,22 +42,34 @@ class OwnedHardware(Model):
     """Cost inputs of GPUs the team owns, priced per GPU-hour of useful work (DOMAIN.md §2)."""
 
     purchase_price: Money
+    """What one GPU cost to buy."""
     amortization_years: Annotated[StrictFloat, Field(gt=0, le=20)]
+    """Years over which the purchase is written off."""
     power_kw: Annotated[StrictFloat, Field(ge=0, le=5)]
+    """Power one GPU draws, in kW."""
     pue: Annotated[StrictFloat, Field(ge=1, le=3)] = 1.4
+    """The data center's power usage effectiveness."""
     electricity_per_kwh: Money
+    """The price of a kWh."""
     utilization: Annotated[StrictFloat, Field(gt=0, le=1)]
+    """The share of hours the GPU does useful work."""
     facility_per_gpu_year: Money = Decimal(0)
+    """Facility cost per GPU and year."""
     staff_per_gpu_year: Money = Decimal(0)
+    """Staff cost per GPU and year."""
 
 
 class Prices(Model):
     """Where prices come from: the packaged catalog, a default cloud, overrides, owned GPUs."""
 
     cloud: Name | None = None
+    """The cloud whose catalog prices apply (default: the dearest)."""
     usd_exchange_rate: Annotated[Money, Field(gt=0)] | None = None
+    """Units of the policy's currency per USD, to convert catalog prices."""
     overrides: dict[str, PriceOverride] = Field(default_factory=dict)
+    """The team's own prices, by accelerator."""
     owned: dict[str, OwnedHardware] = Field(default_factory=dict)
+    """GPUs the team owns, priced from their cost, by accelerator."""
 
 
 RANK_CORRELATION = 0.99
@@ -66,8 +81,11 @@ class Estimation(Model):
     """Assumptions behind the expected scenario, when the spec gives none."""
 
     plateau_fraction: Annotated[StrictFloat, Field(gt=0, le=1)] = 0.5
+    """Where the metric goes flat, as a share of max_epochs, when the spec says nothing."""
     learning_curve: LearningCurve | None = None
+    """The default expected shape of the metric."""
     queue_wait_hours: Annotated[StrictFloat, Field(ge=0, le=1e6, allow_inf_nan=False)] = 0.0
+    """Hours a trial waits for its GPUs before it starts."""
     rank_correlation: Annotated[StrictFloat, Field(ge=0, le=1)] = Field(
         default=RANK_CORRELATION,
         description=(
@@ -98,24 +116,33 @@ class Returns(Model):
     """
 
     min_relative_gain: Annotated[StrictFloat, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.001
+    """The gain, as a share of the metric's value, a patience window must bring."""
     min_gain_per_gpu_hour: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] | None = None
+    """The gain per GPU-hour a patience window must bring."""
     min_gain_per_cost: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] | None = None
+    """The gain per unit of the policy's currency a patience window must bring."""
     patience_epochs: Annotated[int, Field(ge=1, le=100_000)] = 10
+    """Epochs of the window, when the spec's early stopping names no patience."""
 
 
 class Reliability(Model):
     """How often trials fail, and how often they are retried (charged to the experiment)."""
 
     failure_rate: Annotated[StrictFloat, Field(ge=0, lt=1)] = 0.0
+    """The probability that a trial attempt fails."""
     max_retries: Annotated[int, Field(ge=0, le=10)] = 0
+    """How often a failed trial is retried."""
     failure_point: Annotated[StrictFloat, Field(gt=0, le=1)] = 0.5
+    """How far into a trial a failure happens on average (a fraction)."""
 
 
 class Spot(Model):
     """Spot-capacity assumptions: preemptions per hour of a trial, and extra cost per trial."""
 
     preemptions_per_hour: Annotated[StrictFloat, Field(ge=0, le=10)] = 0.01
+    """Expected preemptions per hour of a spot trial."""
     extra_ops_per_trial: Money = Decimal(0)
+    """Extra cost per spot trial (storage, egress, operations)."""
 
 
 class ConcurrencyLimit(Protocol):

@@ -33,9 +33,13 @@ class Approvers(Model):
     """Who may approve large searches."""
 
     users: list[Name] = Field(default_factory=list)
+    """Users who may approve (locally and on GitHub)."""
     teams: list[Name] = Field(default_factory=list)
+    """GitHub teams (org/team) whose members may approve."""
     permission: Literal["admin", "maintain", "write"] | None = None
+    """Anyone with this repository permission or more may approve."""
     allow_self_approval: StrictBool = False
+    """Whether a spec's owner or pull-request author may approve it."""
 
     def describe(self) -> str:
         """``users alice; members of ml-platform; anyone with maintain permission or more``."""

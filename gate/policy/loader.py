@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ from gate.spec.validation import validate
 
 MAX_CHAIN = 8
 DEFAULT = "default"
+BUILTIN_DIR = "<built-in>"
+BUILTIN_NAME = "built-in default"
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 
 
@@ -34,10 +37,14 @@ class LoadedPolicy:
     chain: tuple[str, ...]
     left_default: Location | None = None
     """Where a policy of the chain says ``extends: none`` (so ``default`` does not apply)."""
+    builtin: bool = False
+    """The packaged default policy, used where no policy directory exists."""
 
     @property
     def name(self) -> str:
-        """``vision ← default`` style label for reports."""
+        """``vision ← default`` style label for reports (``built-in default`` when packaged)."""
+        if self.builtin:
+            return BUILTIN_NAME
         return " ← ".join(self.chain)
 
 
@@ -49,8 +56,15 @@ class PolicySet:
     ``policy_dir/<file>``.
     """
 
-    def __init__(self, policy_dir: str | Path, files: Mapping[str, bytes] | None = None) -> None:
+    def __init__(
+        self,
+        policy_dir: str | Path,
+        files: Mapping[str, bytes] | None = None,
+        *,
+        builtin: bool = False,
+    ) -> None:
         self.policy_dir = Path(policy_dir)
+        self.builtin = builtin
         self._files = dict(files) if files is not None else None
         self._by_name: dict[str, LoadedPolicy] = {}
         self._names: list[str] | None = None
@@ -157,7 +171,7 @@ class PolicySet:
         policy = validate(Policy, merged)
         _check_rule_ids(policy, source_map)
         chain = tuple(Path(d.file).stem for d in docs)
-        return LoadedPolicy(policy, source_map, chain, left)
+        return LoadedPolicy(policy, source_map, chain, left, self.builtin)
 
     def _read(self, name: str, child: LoadedDoc | None) -> LoadedDoc:
         path = self.policy_dir / f"{name}.yaml"
@@ -178,6 +192,15 @@ class PolicySet:
                 hint="policies start with kind: Policy",
             )
         return doc
+
+
+def builtin_policies() -> PolicySet:
+    """The default policy that ships in the package, for a repository without ``policies/``.
+
+    Positions name ``<built-in>/default.yaml``; every report labels it ``built-in default``.
+    """
+    packaged = resources.files("gate").joinpath("data").joinpath("default-policy.yaml")
+    return PolicySet(BUILTIN_DIR, {f"{DEFAULT}.yaml": packaged.read_bytes()}, builtin=True)
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -42,8 +42,11 @@ class Cluster(Model):
     """The shape of the team's cluster, for the can-it-ever-be-scheduled check."""
 
     gpus_per_node: PositiveInt | None = None
+    """GPUs in one node of the team's cluster."""
     nodes: PositiveInt | None = None
+    """Nodes in the cluster."""
     multi_node: StrictBool = False
+    """Whether one trial may span nodes."""
 
 
 class Limits(Model):
@@ -56,15 +59,25 @@ class Limits(Model):
     """
 
     scenario: ScenarioName = "worst"
+    """Which scenario limits apply to: worst (default) or expected."""
     max_gpus_per_trial: PositiveInt | None = None
+    """GPUs one trial may hold."""
     max_trial_hours: PositiveFloat | None = None
+    """Hours one trial may take."""
     max_trial_cost: Money | None = None
+    """Cost one trial may reach."""
     max_experiment_cost: Money | None = None
+    """Cost the whole experiment may reach."""
     max_concurrent_gpus: PositiveInt | None = None
+    """GPUs the team may hold at once."""
     monthly_budget: Money | None = None
+    """The team's (or cost center's) spend per calendar month, from the ledger."""
     budget_scope: Literal["team", "cost-center"] = "team"
+    """Whose budget a spec spends: its team or its cost-center label."""
     budget_warn_at: Annotated[StrictFloat, Field(gt=0, le=1, allow_inf_nan=False)] = 0.8
+    """The share of the monthly budget at which a warning fires."""
     reconcile_tolerance: Annotated[StrictFloat, Field(ge=0, le=10, allow_inf_nan=False)] = 0.1
+    """How far (a fraction) actual cost may exceed the approved amount in reconcile."""
 
 
 class Approval(Model):
@@ -75,25 +88,33 @@ class Approval(Model):
     """
 
     trials_over: PositiveInt | None = None
+    """Searches with more trials need an approval."""
     cost_over: Money | None = None
+    """Experiments that cost more need an approval."""
     accelerators: list[Name] = Field(default_factory=list)
+    """Accelerators that always need an approval."""
     approvers: Approvers = Field(default_factory=Approvers)
+    """Who may approve."""
     sources: Annotated[list[Origin], Field(min_length=1)] = Field(
         default_factory=lambda: list(ALL_ORIGINS)
     )
+    """Where approvals may come from: local (budget-gate approve) and github (reviews, comments)."""
 
 
 class Labels(Model):
     """Attribution labels every spec must carry, and the values allowed for some."""
 
     required: list[Name] = Field(default_factory=list)
+    """Labels every spec must carry."""
     allowed: dict[str, list[Name]] = Field(default_factory=dict)
+    """The values allowed for some labels."""
 
 
 class Practices(Model):
     """Thresholds for the waste rules (stop conditions)."""
 
     stop_condition_above_epochs: PositiveInt | None = None
+    """Searches longer than this many epochs need an early-stopping condition."""
 
 
 _POLICY_NAME = r"^[a-z0-9][a-z0-9_-]*$"
@@ -147,8 +168,11 @@ class GuardSettings(Model):
     """
 
     stop_at_plateau: StrictBool = True
+    """The runtime guard stops a trial once its metric no longer pays its GPU-hours."""
     max_failed_in_a_row: PositiveInt | None = 3
+    """The guard stops the search after this many failed trials in a row."""
     max_failed_trials: PositiveInt | None = None
+    """The guard stops the search after this many failed trials in all."""
 
 
 class Waiver(Model):
@@ -160,9 +184,13 @@ class Waiver(Model):
     """
 
     rule: Annotated[str, Field(pattern=r"^BG\d{3}$")]
+    """The rule id the waiver suppresses, e.g. BG104."""
     specs: WaiverGlob = "*"
+    """A gitignore-style glob of spec paths relative to the repository root."""
     reason: Annotated[str, Field(min_length=3, max_length=500)]
+    """Why, kept in every report."""
     expires: dt.date
+    """The date after which the waiver no longer applies (YYYY-MM-DD)."""
 
 
 class Policy(Model):
@@ -174,22 +202,40 @@ class Policy(Model):
     """
 
     api_version: Literal["budget-gate/v1"] = Field(alias="apiVersion")
+    """Always budget-gate/v1."""
     kind: Literal["Policy"]
+    """Always Policy."""
     extends: PolicyName | None = None
+    """The policy this one extends (default: default; none leaves it out, which is reported)."""
     teams: list[PolicyName] | None = None
+    """The teams the organisation has; a spec naming another team is then an error."""
     currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")] = "USD"
+    """The ISO 4217 currency every price and limit is in."""
     prices: Prices = Field(default_factory=Prices)
+    """Where prices come from, and the team's own."""
     cluster: Cluster = Field(default_factory=Cluster)
+    """The shape of the team's cluster."""
     limits: Limits = Field(default_factory=Limits)
+    """Hard limits; unset ones are not enforced."""
     approval: Approval = Field(default_factory=Approval)
+    """What needs an approval, and who gives it."""
     labels: Labels = Field(default_factory=Labels)
+    """Attribution labels specs must carry."""
     practices: Practices = Field(default_factory=Practices)
+    """Thresholds of the waste rules."""
     estimation: Estimation = Field(default_factory=Estimation)
+    """Assumptions of the expected case."""
     returns: Returns = Field(default_factory=Returns)
+    """The return a team accepts for more training."""
     guard: GuardSettings = Field(default_factory=GuardSettings)
+    """What the runtime guard stops."""
     reliability: Reliability = Field(default_factory=Reliability)
+    """How often trials fail and are retried."""
     spot: Spot = Field(default_factory=Spot)
+    """Spot-capacity assumptions."""
     severity: dict[Annotated[str, Field(pattern=r"^BG\d{3}$")], SeveritySetting] = Field(
         default_factory=dict
     )
+    """Severity overrides by rule id: error, approval, warn or off."""
     waivers: list[Waiver] = Field(default_factory=list)
+    """Rules suppressed for matching specs until a date."""

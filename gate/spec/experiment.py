@@ -43,7 +43,10 @@ Text = Annotated[str, Field(max_length=200, pattern=_PRINTABLE)]
 class Model(BaseModel):
     """Base for every spec and policy model: unknown keys are errors, values are immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # NOTE: a docstring under a field is its description in the JSON Schema (editors show it).
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True
+    )
 
 
 class Capacity(str, Enum):
@@ -79,21 +82,36 @@ class Metadata(Model):
     """Who owns the experiment and how its spend is attributed."""
 
     name: Name
+    """The experiment's name, as reports and the ledger show it."""
     team: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=63)] | None = None
+    """The team whose policy applies: policies/<team>.yaml (else the default policy, said in the
+    output)."""
     owner: Name | None = None
+    """Who runs the experiment; they may not approve it unless the policy allows self-approval."""
     labels: dict[Name, Text] = Field(default_factory=dict)
+    """Attribution labels such as cost-center, environment, workload-type and model; a policy can
+    require some."""
 
 
 class Resources(Model):
     """The hardware each trial holds (whole GPUs, or MIG slices of one profile)."""
 
     accelerator: Name
+    """The GPU model, a key of the price catalog (budget-gate prices lists them) or of the
+    policy's price overrides."""
     gpus_per_trial: PositiveInt
+    """GPUs one trial holds (whole GPUs; with mig_profile, MIG slices)."""
     mig_profile: Annotated[str, Field(pattern=r"^[1-7]g\.[0-9]+gb$")] | None = None
+    """A MIG profile such as 1g.10gb: each trial holds slices of one GPU, priced as its share."""
     capacity: Capacity = Capacity.ON_DEMAND
+    """How the GPUs are bought: on-demand, spot (preemptible) or reserved."""
     cloud: Name | None = None
+    """The cloud whose catalog price applies (default: the policy's prices.cloud, else the
+    dearest)."""
     precision: Precision = Precision.FP32
+    """The numeric precision training uses: fp32, tf32, fp16, bf16 or fp8."""
     checkpoint_every_minutes: PositiveFloat | None = None
+    """How often a trial checkpoints; on spot, the work lost to each preemption."""
 
     @property
     def gpu_share(self) -> Decimal:
@@ -107,7 +125,9 @@ class Range(Model):
     """An uncertain input: the worst case takes ``high``, the expected case the middle."""
 
     low: PositiveFloat
+    """The lowest value of the range."""
     high: PositiveFloat
+    """The highest value of the range."""
 
     @model_validator(mode="after")
     def _ordered(self) -> Range:
@@ -120,7 +140,10 @@ class Workload(Model):
     """How long one trial trains: epochs × epoch time, plus setup and evaluation."""
 
     max_epochs: PositiveInt
+    """Epochs a trial trains at most."""
     epoch_minutes: PositiveFloat | Range | None = None
+    """Minutes one epoch takes on gpus_per_trial GPUs (or give samples_per_second and
+    train_samples)."""
     samples_per_second: PositiveFloat | None = Field(
         default=None,
         description=(
@@ -129,8 +152,11 @@ class Workload(Model):
         ),
     )
     train_samples: PositiveInt | None = None
+    """Training samples in one epoch, with samples_per_second."""
     setup_minutes: NonNegativeFloat = 0.0
+    """Minutes a trial holds its GPUs before training (image pull, data loading)."""
     eval_overhead: Annotated[StrictFloat, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0
+    """Fraction added to each epoch for validation and checkpoints (0.1 = 10 %)."""
 
     @model_validator(mode="after")
     def _one_epoch_time(self) -> Workload:
@@ -165,9 +191,13 @@ class Parameter(Model):
     """One search dimension: a list of values, or a continuous range."""
 
     values: Annotated[list[Any], Field(min_length=1)] | None = None
+    """The discrete values to try (a grid multiplies the counts of every parameter)."""
     low: StrictFloat | None = None
+    """The lowest value of a continuous range (not allowed in a grid)."""
     high: StrictFloat | None = None
+    """The highest value of a continuous range."""
     log: StrictBool = False
+    """Sample the range on a log scale."""
 
     @model_validator(mode="after")
     def _values_or_range(self) -> Parameter:
@@ -190,11 +220,17 @@ class Scheduler(Model):
     """Successive-halving family: rungs from min_epochs up to max_epochs, keeping 1/η each."""
 
     min_epochs: PositiveInt = 1
+    """Epochs every trial trains before its first rung (r)."""
     max_epochs: PositiveInt | None = None
+    """Epochs a trial trains at most (R; default: workload.max_epochs)."""
     reduction_factor: Annotated[StrictFloat, Field(le=1000, allow_inf_nan=False)] = 3.0
+    """The halving rate η: 1/η of the trials at a rung go on."""
     brackets: PositiveInt | None = None
+    """Hyperband brackets to run (default: all of them)."""
     resume: StrictBool = True
+    """Promoted trials continue from their checkpoint instead of restarting."""
     synchronous: StrictBool | None = None
+    """Rungs wait for every trial (Li et al.) or promote as trials report (ASHA, Optuna)."""
 
     @model_validator(mode="after")
     def _halving_possible(self) -> Scheduler:
@@ -212,11 +248,17 @@ class Search(Model):
     """The hyperparameter search: how many trials run, and how many at once."""
 
     strategy: Strategy = Strategy.GRID
+    """grid, random, bayesian, successive_halving, hyperband or asha."""
     parameters: dict[str, Parameter] = Field(default_factory=dict)
+    """The search space, by parameter name."""
     seeds: Annotated[list[StrictInt], Field(min_length=1)] = Field(default_factory=lambda: [0])
+    """Seeds each configuration runs with; every seed is a trial."""
     max_trials: PositiveInt | None = None
+    """Configurations to sample (random, bayesian, asha)."""
     max_concurrent_trials: PositiveInt = 1
+    """Trials that run at once; sets the waves of the wall-clock."""
     scheduler: Scheduler | None = None
+    """The successive-halving family's rungs."""
 
     @model_validator(mode="after")
     def _trials_bounded(self) -> Search:
@@ -238,52 +280,77 @@ class LearningCurve(Model):
     """
 
     total_gain: PositiveFloat
+    """How much the monitored metric improves over the whole training."""
     half_life_epochs: PositiveFloat
+    """Epochs in which half of that gain is made."""
 
 
 class EarlyStopping(Model):
     """Stop a trial once the monitored metric stops improving by min_delta for patience epochs."""
 
     monitor: Name
+    """The metric early stopping watches, e.g. val_loss."""
     mode: Literal["min", "max"] = "min"
+    """min when the metric improves downward, max when upward."""
     patience: PositiveInt
+    """Epochs without improvement before a trial stops."""
     min_delta: NonNegativeFloat = 0.0
+    """The smallest change that counts as an improvement."""
     expected_plateau_epoch: PositiveInt | None = None
+    """Where you expect the metric to go flat, for the expected case."""
     learning_curve: LearningCurve | None = None
+    """The expected shape of the metric, from which the plateau is derived."""
 
 
 class Stopping(Model):
     """Stop conditions that bound each trial."""
 
     early_stopping: EarlyStopping | None = None
+    """Stop a trial when its metric stops improving."""
     max_trial_hours: PositiveFloat | None = None
+    """Hours a trial may hold its GPUs before it is stopped."""
     max_trial_cost: Annotated[Money, Field(gt=0)] | None = None
+    """Cost a trial may reach before it is stopped, in the policy's currency."""
 
 
 class Condition(Model):
     """One quality-gate condition; a ``*`` in the metric name means every matching metric."""
 
     metric: Name
+    """A logged metric name; * matches any characters (every match must pass)."""
     op: Literal[">=", ">", "<=", "<", "=="]
+    """The comparison the metric's final value must satisfy."""
     value: StrictFloat
+    """The threshold."""
 
 
 class Tracking(Model):
     """Where the runs are recorded."""
 
     mlflow_experiment: Name | None = None
+    """The MLflow experiment whose runs reconcile reads."""
 
 
 class Experiment(Model):
     """A whole ``kind: Experiment`` document."""
 
     api_version: Literal["budget-gate/v1"] = Field(alias="apiVersion")
+    """Always budget-gate/v1."""
     kind: Literal["Experiment"]
+    """Always Experiment."""
     metadata: Metadata
+    """Name, team, owner and attribution labels."""
     resources: Resources
+    """The hardware each trial holds."""
     workload: Workload
+    """How long one trial trains."""
     search: Search = Field(default_factory=Search)
+    """What is searched, and how many trials run."""
     stopping: Stopping = Field(default_factory=Stopping)
+    """What ends a trial early."""
     quality_gate: list[Condition] = Field(default_factory=list)
+    """Conditions every qualified model meets; reconcile counts the runs that do."""
     deadline_hours: PositiveFloat | None = None
+    """Hours by which the search must finish; the wall-clock is checked against it."""
     tracking: Tracking = Field(default_factory=Tracking)
+    """Where the runs are tracked."""

@@ -135,7 +135,7 @@ def test_drivers_multiply_to_the_cost():
 
 def test_every_scenario_lists_its_assumptions():
     est = make_estimate(make_spec())
-    assert est.worst.assumptions[0] == "4 trials (random max_trials 4 × 1 seeds)"
+    assert est.worst.assumptions[0] == "4 trials (random max_trials 4 × 1 seed)"
     assert "every trial runs all 10 epochs (nothing stops early)" in est.worst.assumptions
     assert "no early stopping: every trial runs all 10 epochs" in est.expected.assumptions
 
