@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import ast
+import inspect
+import itertools
 import json
 import sys
+import textwrap
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
 from gate.commands.output import write_atomically
 from gate.errors import InputError
 from gate.policy.model import Policy
-from gate.spec.experiment import Experiment
+from gate.spec.experiment import Experiment, Model
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "experiment.schema.json": Experiment,
@@ -26,7 +31,47 @@ def render_schema(model: type[BaseModel]) -> str:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         **model.model_json_schema(by_alias=True, mode="validation"),
     }
+    _describe_fields(schema, model)
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def _describe_fields(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    """Give each property the docstring written under its field, as one line."""
+    classes = {cls.__name__: cls for cls in _subclasses(Model)}
+    nodes = [(model.__name__, schema), *schema.get("$defs", {}).items()]
+    for name, node in nodes:
+        cls = classes.get(name)
+        if cls is None:
+            continue
+        properties = node.get("properties", {})
+        for field, doc in field_docstrings(cls).items():
+            prop = properties.get(cls.model_fields[field].alias or field)
+            if prop is not None and "description" not in prop:
+                prop["description"] = " ".join(doc.split())
+
+
+def field_docstrings(cls: type) -> dict[str, str]:
+    """Docstrings written under a class's annotated fields, by field name."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0]
+    assert isinstance(body, ast.ClassDef)
+    docs: dict[str, str] = {}
+    for stmt, after in itertools.pairwise(body.body):
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[stmt.target.id] = after.value.value
+    return docs
+
+
+def _subclasses(cls: type[Model]) -> list[type[Model]]:
+    found = []
+    for sub in cls.__subclasses__():
+        found.extend([sub, *_subclasses(sub)])
+    return found
 
 
 def run(args: argparse.Namespace) -> int:

@@ -43,10 +43,9 @@ Text = Annotated[str, Field(max_length=200, pattern=_PRINTABLE)]
 class Model(BaseModel):
     """Base for every spec and policy model: unknown keys are errors, values are immutable."""
 
-    # NOTE: a docstring under a field is its description in the JSON Schema (editors show it).
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True
-    )
+    # NOTE: a docstring under a field is its description in the JSON Schema (editors show
+    # it); ``budget-gate schema`` reads them from the source, so validation pays nothing.
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
 class Capacity(str, Enum):
