@@ -156,7 +156,10 @@ def asha_reach(
         for _ in range(rungs - 1):
             reach.append(expected_promotions(reach[-1], eta))
         return reach
-    simulated = min(math.floor(configurations), _SIMULATED_ARRIVALS)
+    # NOTE: with many rungs (η near 1) nearly every arrival climbs all of them: fewer
+    # simulated arrivals keep the work bounded; later ones go on at the steady rate.
+    deep = max(_MIN_SIMULATED, _SIMULATED_STEPS // (_MIN_RUNS * (rungs - 1)))
+    simulated = min(math.floor(configurations), _SIMULATED_ARRIVALS, deep)
     counts = _simulate(simulated, rungs, float(eta), rho, gain)
     tail = configurations - simulated
     return [Decimal(str(c)) + tail / eta**k for k, c in enumerate(counts)]
@@ -175,11 +178,15 @@ STARTUP_TRIALS = 10
 
 _SIMULATED_ARRIVALS = 2_000
 _SIMULATED_WORK = 20_000  # arrivals × runs: a few hundredths of a second
+_SIMULATED_STEPS = 400_000  # arrivals × runs × rungs at most: about a tenth of a second
+_MIN_SIMULATED = 100
+_MIN_RUNS = 4
 
 
 @functools.lru_cache(maxsize=1024)
 def _simulate(arrivals: int, rungs: int, eta: float, rho: float, gain: float) -> tuple[float, ...]:
     runs = max(16, _SIMULATED_WORK // max(1, arrivals))
+    runs = max(_MIN_RUNS, min(runs, _SIMULATED_STEPS // max(1, arrivals * (rungs - 1))))
     rng = random.Random(20_181_201)  # fixed: the same spec always gets the same estimate
     gauss, insort_at = rng.gauss, bisect.bisect_left
     keep, fresh = math.sqrt(rho), math.sqrt(1 - rho)
