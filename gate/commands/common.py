@@ -19,6 +19,7 @@ from gate.evaluation.report import DOCS_URL, RenderContext, Report, SpecResult
 from gate.integrations import open_ledger
 from gate.integrations.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger.records import LedgerStore, LedgerView
+from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet
 from gate.policy.rules import all_rule_ids, rule_info
 
@@ -44,7 +45,11 @@ def expand_specs(patterns: list[str]) -> list[str]:
 
 
 def make_evaluator(
-    args: argparse.Namespace, *, fail_on_warn: bool = False, ledger: LedgerView | None = None
+    args: argparse.Namespace,
+    *,
+    fail_on_warn: bool = False,
+    ledger: LedgerView | None = None,
+    alternatives_for: frozenset[Outcome] = frozenset(),
 ) -> Evaluator:
     """Build the evaluator from --policy-dir and --as-of, reading ``ledger`` if given.
 
@@ -62,6 +67,7 @@ def make_evaluator(
         fail_on_warn=fail_on_warn,
         ledger=ledger,
         repo_path=RepoPaths(args.policy_dir),
+        alternatives_for=alternatives_for,
     )
 
 

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from gate.errors import InputError, InputErrors
 from gate.estimate.prices import Catalog, Quote, quote
-from gate.estimate.scenarios import estimate
+from gate.estimate.scenarios import Estimate, estimate
 from gate.estimate.trials import count_trials
+from gate.evaluation.alternatives import alternatives
+from gate.evaluation.fixing import FIX_SECONDS, attach_fixes
 from gate.evaluation.report import SpecResult
 from gate.ledger.budget import BudgetStatus, budget_scope, month_spend, month_start, spend_status
 from gate.ledger.records import (
@@ -61,6 +64,11 @@ class Evaluator:
     repo_path: Callable[[str], str] | None = None
     """The spec's path relative to the repository root, for waiver globs (the command
     finds the root; without it, the path as given, normalized)."""
+    alternatives_for: frozenset[Outcome] = frozenset()
+    """The outcomes whose specs get priced alternatives (``estimate --alternatives``, the
+    pull-request comment for specs that fail or need approval)."""
+    fix_seconds: float = FIX_SECONDS
+    """How long one spec may spend re-estimating to prove fixes (0 turns fixes off)."""
     _spends: dict[LedgerQuery, Spend] = field(default_factory=dict, repr=False, compare=False)
 
     def evaluate(self, spec_file: str, content: bytes | None = None) -> SpecResult:
@@ -94,18 +102,37 @@ class Evaluator:
             price = self._quote(spec, policy, spec.resources.capacity, doc)
         except InputError as exc:
             return Evaluation(_invalid(spec_file, exc))
-        est = estimate(spec, policy, price, self._on_demand(spec, policy, doc))
+        on_demand = self._on_demand(spec, policy, doc)
+        started = time.monotonic()
+        est = estimate(spec, policy, price, on_demand)
+        took = time.monotonic() - started
         fp = fingerprint(spec)
         budget = self._budget(spec, policy, spec_file, fp)
         teams = tuple(self.policies.teams())
         ctx = RuleContext(spec, est, policy, spec_file, self.today, budget, teams)
-        findings = _findings(doc, ctx, loaded, self._repo_path(spec_file, policy))
+        repo_path = self._repo_path(spec_file, policy)
+        findings = _findings(doc, ctx, loaded, repo_path)
+        findings = attach_fixes(
+            findings,
+            ctx,
+            loaded,
+            repo_path,
+            lambda s: estimate(s, policy, price, on_demand),
+            took,
+            self.fix_seconds,
+        )
         approval = self._approval(ctx, fp, findings, read=budget is not None)
         if approval is not None and approval.approval is not None:
             findings = apply_approval(findings, approval.approval)
+        outcome = decide(findings, fail_on_warn=self.fail_on_warn)
+        cheaper = (
+            alternatives(spec, est, lambda s: self._price(s, policy, doc))
+            if outcome in self.alternatives_for
+            else ()
+        )
         result = SpecResult(
             file=spec_file,
-            outcome=decide(findings, fail_on_warn=self.fail_on_warn),
+            outcome=outcome,
             name=spec.metadata.name,
             policy=loaded.name,
             fingerprint=fp,
@@ -114,8 +141,17 @@ class Evaluator:
             findings=tuple(findings),
             budget=budget,
             approval=approval,
+            alternatives=cheaper,
         )
         return Evaluation(result, spec, policy)
+
+    def _price(self, spec: Experiment, policy: Policy, doc: LoadedDoc) -> Estimate | None:
+        """An edited spec's estimate at its own price; ``None`` when it has none."""
+        try:
+            price = self._quote(spec, policy, spec.resources.capacity, doc)
+        except InputError:
+            return None
+        return estimate(spec, policy, price, self._on_demand(spec, policy, doc))
 
     def _repo_path(self, spec_file: str, policy: Policy) -> str:
         """The path waiver globs match; the root is looked up only when there are waivers."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from gate.errors import Problem
 from gate.estimate.scenarios import Estimate
+from gate.evaluation.alternatives import Alternative
 from gate.evaluation.diff import SpecDiff
 from gate.ledger.budget import BudgetStatus
 from gate.ledger.records import ApprovalCheck
@@ -35,6 +36,8 @@ class SpecResult:
     errors: tuple[Problem, ...] = ()
     budget: BudgetStatus | None = None
     approval: ApprovalCheck | None = None
+    alternatives: tuple[Alternative, ...] = ()
+    """Cheaper plans, priced (only when the evaluator was asked for them)."""
 
 
 DOCS_URL = "https://github.com/budget-gate/budget-gate/blob/main/docs/rules.md"

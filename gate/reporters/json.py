@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from gate.errors import Problem
 from gate.estimate.scenarios import Estimate, Scenario
+from gate.evaluation.alternatives import Alternative
 from gate.evaluation.diff import Driver, ScenarioDiff, SpecDiff
 from gate.evaluation.report import Report, SpecResult
 from gate.ledger.budget import BudgetStatus
@@ -63,6 +64,7 @@ def _result(result: SpecResult) -> dict[str, Any]:
         "errors": [_error(e, result.file) for e in result.errors],
         "budget": _budget(result.budget) if result.budget else None,
         "approval": _approval(result.approval) if result.approval else None,
+        "alternatives": [_alternative(a) for a in result.alternatives],
     }
 
 
@@ -121,6 +123,7 @@ def _scenario(s: Scenario) -> dict[str, Any]:
         "concurrency": s.concurrency,
         "waves": s.waves,
         "wall_clock_hours": _fixed(s.wall_clock_hours, 4),
+        "first_result_hours": _fixed(s.first_result_hours, 4),
         "drivers": {
             "trials": s.drivers.trials,
             "gpus_per_trial": s.drivers.gpus_per_trial,
@@ -188,6 +191,17 @@ def _error(p: Problem, file: str) -> dict[str, Any]:
     }
 
 
+def _alternative(a: Alternative) -> dict[str, Any]:
+    return {
+        "name": a.name,
+        "edits": [{"path": e.dotted, "value": e.value} for e in a.edits],
+        "gives_up": a.gives_up,
+        "saving": _fixed(a.saving, 2),
+        "worst": _scenario(a.estimate.worst),
+        "expected": _scenario(a.estimate.expected),
+    }
+
+
 def _finding(f: Finding) -> dict[str, Any]:
     loc = f.location
     return {
@@ -200,6 +214,13 @@ def _finding(f: Finding) -> dict[str, Any]:
         "waived": f.waived_by is not None,
         "waiver_reason": f.waived_by,
         "approved_by": f.approved_by,
+        "fixes": [
+            {
+                "edits": [{"path": e.dotted, "value": e.value} for e in fix.edits],
+                "summary": fix.summary,
+            }
+            for fix in f.fixes
+        ],
     }
 
 
