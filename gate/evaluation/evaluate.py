@@ -12,13 +12,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from gate.errors import InputError, InputErrors
 from gate.estimate.prices import Catalog, Quote, quote
 from gate.estimate.scenarios import Estimate, estimate
 from gate.estimate.trials import count_trials
-from gate.evaluation.alternatives import alternatives
-from gate.evaluation.fixing import FIX_SECONDS, attach_fixes
 from gate.evaluation.report import SpecResult
 from gate.ledger.budget import BudgetStatus, budget_scope, month_spend, month_start, spend_status
 from gate.ledger.records import (
@@ -33,7 +32,7 @@ from gate.ledger.spend import Spend, SpendReader
 from gate.ledger.tracking import spec_path
 from gate.policy.findings import Finding, Outcome
 from gate.policy.loader import LoadedPolicy, PolicySet
-from gate.policy.model import Policy
+from gate.policy.model import Policy, Severity
 from gate.policy.rules import REGISTRY
 from gate.policy.rules.base import RuleContext
 from gate.policy.verdict import RawFinding, apply_approval, apply_policy, decide
@@ -41,6 +40,9 @@ from gate.spec.experiment import Capacity, Experiment
 from gate.spec.fingerprint import fingerprint
 from gate.spec.loader import LoadedDoc, load_bytes, load_file
 from gate.spec.validation import validate
+
+if TYPE_CHECKING:
+    from gate.evaluation.alternatives import Alternative
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +69,8 @@ class Evaluator:
     alternatives_for: frozenset[Outcome] = frozenset()
     """The outcomes whose specs get priced alternatives (``estimate --alternatives``, the
     pull-request comment for specs that fail or need approval)."""
-    fix_seconds: float = FIX_SECONDS
+    fix_seconds: float = 0.4
+    """How long one spec may spend re-estimating to prove fixes (``fixing.FIX_SECONDS``)."""
     """How long one spec may spend re-estimating to prove fixes (0 turns fixes off)."""
     _spends: dict[LedgerQuery, Spend] = field(default_factory=dict, repr=False, compare=False)
 
@@ -112,23 +115,15 @@ class Evaluator:
         ctx = RuleContext(spec, est, policy, spec_file, self.today, budget, teams)
         repo_path = self._repo_path(spec_file, policy)
         findings = _findings(doc, ctx, loaded, repo_path)
-        findings = attach_fixes(
-            findings,
-            ctx,
-            loaded,
-            repo_path,
-            lambda s: estimate(s, policy, price, on_demand),
-            took,
-            self.fix_seconds,
+        findings = self._fixes(
+            findings, ctx, loaded, repo_path, lambda s: estimate(s, policy, price, on_demand), took
         )
         approval = self._approval(ctx, fp, findings, read=budget is not None)
         if approval is not None and approval.approval is not None:
             findings = apply_approval(findings, approval.approval)
         outcome = decide(findings, fail_on_warn=self.fail_on_warn)
         cheaper = (
-            alternatives(spec, est, lambda s: self._price(s, policy, doc))
-            if outcome in self.alternatives_for
-            else ()
+            self._alternatives(spec, est, policy, doc) if outcome in self.alternatives_for else ()
         )
         result = SpecResult(
             file=spec_file,
@@ -144,6 +139,29 @@ class Evaluator:
             alternatives=cheaper,
         )
         return Evaluation(result, spec, policy)
+
+    def _fixes(
+        self,
+        findings: list[Finding],
+        ctx: RuleContext,
+        loaded: LoadedPolicy,
+        repo_path: str,
+        price: Callable[[Experiment], Estimate],
+        took: float,
+    ) -> list[Finding]:
+        """Proven fixes for limit findings (:mod:`gate.evaluation.fixing`, loaded on need)."""
+        if not any(f.active and f.severity is not Severity.WARN for f in findings):
+            return findings  # NOTE: nothing blocks, nothing to fix: a passing check loads less
+        from gate.evaluation.fixing import attach_fixes
+
+        return attach_fixes(findings, ctx, loaded, repo_path, price, took, self.fix_seconds)
+
+    def _alternatives(
+        self, spec: Experiment, est: Estimate, policy: Policy, doc: LoadedDoc
+    ) -> tuple[Alternative, ...]:
+        from gate.evaluation.alternatives import alternatives
+
+        return alternatives(spec, est, lambda s: self._price(s, policy, doc))
 
     def _price(self, spec: Experiment, policy: Policy, doc: LoadedDoc) -> Estimate | None:
         """An edited spec's estimate at its own price; ``None`` when it has none."""

@@ -7,14 +7,17 @@ these and never decide pass or fail; :mod:`gate.policy.verdict` does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gate.errors import Problem
 from gate.estimate.scenarios import Estimate
-from gate.evaluation.alternatives import Alternative
 from gate.evaluation.diff import SpecDiff
 from gate.ledger.budget import BudgetStatus
 from gate.ledger.records import ApprovalCheck
 from gate.policy.findings import Finding, Outcome, RuleInfo
+
+if TYPE_CHECKING:  # loaded by the evaluator only when asked for
+    from gate.evaluation.alternatives import Alternative
 
 
 @dataclass(frozen=True, slots=True)

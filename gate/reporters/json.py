@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gate.errors import Problem
 from gate.estimate.scenarios import Estimate, Scenario
-from gate.evaluation.alternatives import Alternative
 from gate.evaluation.diff import Driver, ScenarioDiff, SpecDiff
 from gate.evaluation.report import Report, SpecResult
 from gate.ledger.budget import BudgetStatus
@@ -16,6 +15,9 @@ from gate.ledger.records import ApprovalCheck
 from gate.money import fixed
 from gate.policy.findings import Finding
 from gate.reporters.change import explain
+
+if TYPE_CHECKING:  # loaded by the evaluator only when asked for
+    from gate.evaluation.alternatives import Alternative
 
 SCHEMA_VERSION = "2"
 """2: ``errors`` are objects (message, file, line, col, hint), like findings."""
