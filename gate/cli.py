@@ -112,6 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one Markdown table row per spec (worst and expected), as in the README",
     )
+    estimate.add_argument(
+        "--alternatives",
+        action="store_true",
+        help="also price cheaper plans for the same experiment (ASHA, Hyperband, random "
+        "search with fewer trials, bf16, spot with checkpoints), each with what it gives "
+        "up, the largest saving first",
+    )
     _add_text_or_json(estimate)
     _add_diff(commands, evaluation)
 

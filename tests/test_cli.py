@@ -84,6 +84,7 @@ def test_json_is_stable_and_ordered(capsys):
         "errors",
         "budget",
         "approval",
+        "alternatives",
     ]
     assert result["fingerprint"].startswith("sha256:")
     assert result["estimate"]["worst"]["trials"] == 64

@@ -13,6 +13,7 @@ import re
 import cmarkgfm
 import pytest
 
+from gate.commands.check import BLOCKED
 from gate.commands.common import make_evaluator, make_report
 from gate.evaluation.diff import compare
 from gate.evaluation.report import RenderContext
@@ -27,7 +28,7 @@ CONTEXT = RenderContext(
 
 def comment(name: str) -> str:
     args = argparse.Namespace(policy_dir=str(ROOT / "policies"), as_of="2026-11-29")
-    evaluator = make_evaluator(args)
+    evaluator = make_evaluator(args, alternatives_for=BLOCKED)
     spec = f"examples/{name}.yaml"
     head = evaluator.evaluate(spec)
     base = evaluator.evaluate(spec, (ROOT / "docs/examples/base" / f"{name}.yaml").read_bytes())

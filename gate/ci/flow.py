@@ -125,6 +125,7 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
         today=settings.now.date(),
         fail_on_warn=settings.fail_on is FailOn.WARN,
         ledger=settings.ledger,
+        alternatives_for=frozenset({Outcome.VIOLATION, Outcome.APPROVAL_REQUIRED}),
     )
     evaluations: list[Evaluation] = []
     diffs: list[SpecDiff] = []

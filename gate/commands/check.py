@@ -20,10 +20,13 @@ from gate.commands.output import append_step_summary, emit, plan_targets
 from gate.errors import InputError
 from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import SpecResult
+from gate.policy.findings import Outcome
 from gate.policy.verdict import FailOn, exit_code
 from gate.spec.loader import MAX_FILE_BYTES
 
 STDIN = "-"
+BLOCKED = frozenset({Outcome.VIOLATION, Outcome.APPROVAL_REQUIRED})
+"""The outcomes whose specs get cheaper plans in the pull-request comment."""
 STDIN_NAME = "<stdin>"
 
 
@@ -47,7 +50,15 @@ def run(args: argparse.Namespace) -> int:
         args, as_of(args)[1], approvals=args.tracking_uri is not None, if_read=True
     )
     fail_on = FailOn(args.fail_on)
-    evaluator = make_evaluator(args, fail_on_warn=fail_on is FailOn.WARN, ledger=ledger)
+    # NOTE: the pull-request comment (markdown, and github's step summary) shows cheaper
+    # plans for specs that fail or need approval; other formats do not pay for them.
+    comment = any(t.name in ("markdown", "github") for t in targets)
+    evaluator = make_evaluator(
+        args,
+        fail_on_warn=fail_on is FailOn.WARN,
+        ledger=ledger,
+        alternatives_for=BLOCKED if comment else frozenset(),
+    )
     if args.base_ref:
         results, diffs = evaluate_against(evaluator, args.base_ref, args.specs)
     else:

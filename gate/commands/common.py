@@ -19,6 +19,7 @@ from gate.evaluation.report import DOCS_URL, RenderContext, Report, SpecResult
 from gate.integrations import open_ledger
 from gate.integrations.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger.records import LedgerStore, LedgerView
+from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet, builtin_policies
 from gate.policy.rules import all_rule_ids, rule_info
 
@@ -48,7 +49,11 @@ POLICY_DIR = "policies"
 
 
 def make_evaluator(
-    args: argparse.Namespace, *, fail_on_warn: bool = False, ledger: LedgerView | None = None
+    args: argparse.Namespace,
+    *,
+    fail_on_warn: bool = False,
+    ledger: LedgerView | None = None,
+    alternatives_for: frozenset[Outcome] = frozenset(),
 ) -> Evaluator:
     """Build the evaluator from --policy-dir and --as-of, reading ``ledger`` if given.
 
@@ -77,6 +82,7 @@ def make_evaluator(
         fail_on_warn=fail_on_warn,
         ledger=ledger,
         repo_path=RepoPaths(policy_dir),
+        alternatives_for=alternatives_for,
     )
 
 

@@ -12,12 +12,17 @@ from gate.evaluation.report import SpecResult
 from gate.money import format_amount
 from gate.policy.findings import Outcome
 from gate.reporters.json import JsonReporter
+from gate.reporters.text import alternative_lines
 from gate.words import counted
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print each spec's scenarios, drivers, assumptions and savings; exit 3 on bad input."""
-    evaluator = make_evaluator(args)
+    """Print each spec's scenarios, drivers, assumptions and savings; exit 3 on bad input.
+
+    With ``--alternatives``, also the cheaper plans for the same experiment, priced.
+    """
+    every = frozenset(Outcome) if args.alternatives else frozenset()
+    evaluator = make_evaluator(args, alternatives_for=every)
     results = [evaluator.evaluate(path) for path in expand_specs(args.specs)]
     print_errors(results)
     valid = [r for r in results if r.outcome is not Outcome.INVALID]
@@ -26,7 +31,11 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "json":
         document = json.loads(JsonReporter().render(make_report(valid, evaluator)))
         estimates = [
-            {key: r[key] for key in ("file", "name", "currency", "estimate")}
+            {
+                key: r[key]
+                for key in ("file", "name", "currency", "estimate", "alternatives")
+                if key != "alternatives" or args.alternatives
+            }
             for r in document["results"]
         ]
         out = {
@@ -78,6 +87,7 @@ def _render_text(result: SpecResult) -> str:
     for scenario in (est.worst, est.expected):
         lines.extend(_scenario_lines(scenario, result.currency))
     lines.extend(_saving_lines(est, result.currency))
+    lines.extend(alternative_lines(result))
     return "\n".join(lines) + "\n"
 
 
@@ -119,6 +129,7 @@ def _scenario_lines(s: Scenario, currency: str) -> list[str]:
         f"{counted(s.epochs_per_trial, 'epoch')}, {format_amount(s.hours_per_trial, 2)} h",
         f"  wall-clock  {format_amount(s.wall_clock_hours, 1)} h "
         f"({counted(s.waves, 'wave')} of {counted(s.concurrency, 'concurrent trial')})",
+        f"  first result {format_amount(s.first_result_hours, 1)} h (the first trial finished)",
         "  assumptions:",
         *(f"    - {note}" for note in s.assumptions),
     ]

@@ -74,6 +74,8 @@ class Scenario:
     other_cost: Decimal = Decimal(0)
     epochs_trained: Decimal = Decimal(0)
     unfinished: bool = False
+    first_result_hours: Decimal = Decimal(0)
+    """Hours until the first trial finishes (queue wait, barriers and the trial's own run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +160,7 @@ class _Usage:
     wall_clock: Decimal
     cap_notes: tuple[str, ...]
     unfinished: bool = False
+    first_result: Decimal = Decimal(0)
 
 
 def _scenario(
@@ -219,6 +222,7 @@ def _scenario(
         retry_gpu_hours=units * usage.trial_hours * retry_runs,
         recompute_gpu_hours=units * usage.recompute_hours,
         other_cost=other,
+        first_result_hours=usage.first_result,
     )
 
 
@@ -246,9 +250,11 @@ def _usage(
     trial_hours = recompute = longest = wall = Decimal(0)
     waves = 0
     paths = []
+    first: Decimal | None = None
     for stage in stages:
         path = TrialPath()
         stage_work = Decimal(0)
+        last = (0, Decimal(0))
         for rung in stage.rungs:
             start = setup * rung.launches
             run = _round(start + rung.epochs * per_epoch)
@@ -260,11 +266,17 @@ def _usage(
                 rung_waves = ceil_int(rung.trials / concurrency)
                 waves += rung_waves
                 wall += rung_waves * (billed + queue)
+                last = (rung_waves, billed + queue)
         if not (stage.barrier or len(stage.rungs) == 1):
             # Asynchronous rungs keep every worker busy: work ÷ workers, at least one path.
             stage_waves = ceil_int(stage.rungs[0].trials / concurrency)
+            if first is None:
+                first = wall + queue + path.held
             waves += stage_waves
             wall += max(stage_work / concurrency, path.held) + stage_waves * queue
+        elif first is None:
+            # The first wave of the top rung ends after every lower rung (a barrier each).
+            first = wall - (last[0] - 1) * last[1]
         longest = max(longest, path.held)
         paths.append(path)
     furthest = max(paths, key=lambda p: p.trained)
@@ -274,7 +286,15 @@ def _usage(
         every = all(p.cut for p in paths)
         notes = (cut_note(cap, Cut(furthest.held, furthest.trained, target), every),)
     return _Usage(
-        trial_hours, recompute, longest, furthest.trained, waves, wall, notes, furthest.cut
+        trial_hours,
+        recompute,
+        longest,
+        furthest.trained,
+        waves,
+        wall,
+        notes,
+        furthest.cut,
+        first or Decimal(0),
     )
 
 

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from gate.errors import InputError, InputErrors
 from gate.estimate.prices import Catalog, Quote, quote
-from gate.estimate.scenarios import estimate
+from gate.estimate.scenarios import Estimate, estimate
 from gate.estimate.trials import count_trials
 from gate.evaluation.report import SpecResult
 from gate.ledger.budget import BudgetStatus, budget_scope, month_spend, month_start, spend_status
@@ -30,7 +32,7 @@ from gate.ledger.spend import Spend, SpendReader
 from gate.ledger.tracking import spec_path
 from gate.policy.findings import Finding, Outcome
 from gate.policy.loader import LoadedPolicy, PolicySet
-from gate.policy.model import Policy
+from gate.policy.model import Policy, Severity
 from gate.policy.rules import REGISTRY
 from gate.policy.rules.base import RuleContext
 from gate.policy.verdict import RawFinding, apply_approval, apply_policy, decide
@@ -38,6 +40,9 @@ from gate.spec.experiment import Capacity, Experiment
 from gate.spec.fingerprint import fingerprint
 from gate.spec.loader import LoadedDoc, load_bytes, load_file
 from gate.spec.validation import validate
+
+if TYPE_CHECKING:
+    from gate.evaluation.alternatives import Alternative
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,12 @@ class Evaluator:
     repo_path: Callable[[str], str] | None = None
     """The spec's path relative to the repository root, for waiver globs (the command
     finds the root; without it, the path as given, normalized)."""
+    alternatives_for: frozenset[Outcome] = frozenset()
+    """The outcomes whose specs get priced alternatives (``estimate --alternatives``, the
+    pull-request comment for specs that fail or need approval)."""
+    fix_seconds: float = 0.4
+    """How long one spec may spend re-estimating to prove fixes (``fixing.FIX_SECONDS``)."""
+    """How long one spec may spend re-estimating to prove fixes (0 turns fixes off)."""
     _spends: dict[LedgerQuery, Spend] = field(default_factory=dict, repr=False, compare=False)
 
     def evaluate(self, spec_file: str, content: bytes | None = None) -> SpecResult:
@@ -94,18 +105,29 @@ class Evaluator:
             price = self._quote(spec, policy, spec.resources.capacity, doc)
         except InputError as exc:
             return Evaluation(_invalid(spec_file, exc))
-        est = estimate(spec, policy, price, self._on_demand(spec, policy, doc))
+        on_demand = self._on_demand(spec, policy, doc)
+        started = time.monotonic()
+        est = estimate(spec, policy, price, on_demand)
+        took = time.monotonic() - started
         fp = fingerprint(spec)
         budget = self._budget(spec, policy, spec_file, fp)
         teams = tuple(self.policies.teams())
         ctx = RuleContext(spec, est, policy, spec_file, self.today, budget, teams)
-        findings = _findings(doc, ctx, loaded, self._repo_path(spec_file, policy))
+        repo_path = self._repo_path(spec_file, policy)
+        findings = _findings(doc, ctx, loaded, repo_path)
+        findings = self._fixes(
+            findings, ctx, loaded, repo_path, lambda s: estimate(s, policy, price, on_demand), took
+        )
         approval = self._approval(ctx, fp, findings, read=budget is not None)
         if approval is not None and approval.approval is not None:
             findings = apply_approval(findings, approval.approval)
+        outcome = decide(findings, fail_on_warn=self.fail_on_warn)
+        cheaper = (
+            self._alternatives(spec, est, policy, doc) if outcome in self.alternatives_for else ()
+        )
         result = SpecResult(
             file=spec_file,
-            outcome=decide(findings, fail_on_warn=self.fail_on_warn),
+            outcome=outcome,
             name=spec.metadata.name,
             policy=loaded.name,
             fingerprint=fp,
@@ -114,8 +136,40 @@ class Evaluator:
             findings=tuple(findings),
             budget=budget,
             approval=approval,
+            alternatives=cheaper,
         )
         return Evaluation(result, spec, policy)
+
+    def _fixes(
+        self,
+        findings: list[Finding],
+        ctx: RuleContext,
+        loaded: LoadedPolicy,
+        repo_path: str,
+        price: Callable[[Experiment], Estimate],
+        took: float,
+    ) -> list[Finding]:
+        """Proven fixes for limit findings (:mod:`gate.evaluation.fixing`, loaded on need)."""
+        if not any(f.active and f.severity is not Severity.WARN for f in findings):
+            return findings  # NOTE: nothing blocks, nothing to fix: a passing check loads less
+        from gate.evaluation.fixing import attach_fixes
+
+        return attach_fixes(findings, ctx, loaded, repo_path, price, took, self.fix_seconds)
+
+    def _alternatives(
+        self, spec: Experiment, est: Estimate, policy: Policy, doc: LoadedDoc
+    ) -> tuple[Alternative, ...]:
+        from gate.evaluation.alternatives import alternatives
+
+        return alternatives(spec, est, lambda s: self._price(s, policy, doc))
+
+    def _price(self, spec: Experiment, policy: Policy, doc: LoadedDoc) -> Estimate | None:
+        """An edited spec's estimate at its own price; ``None`` when it has none."""
+        try:
+            price = self._quote(spec, policy, spec.resources.capacity, doc)
+        except InputError:
+            return None
+        return estimate(spec, policy, price, self._on_demand(spec, policy, doc))
 
     def _repo_path(self, spec_file: str, policy: Policy) -> str:
         """The path waiver globs match; the root is looked up only when there are waivers."""

@@ -7,6 +7,7 @@ these and never decide pass or fail; :mod:`gate.policy.verdict` does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gate.errors import Problem
 from gate.estimate.scenarios import Estimate
@@ -14,6 +15,9 @@ from gate.evaluation.diff import SpecDiff
 from gate.ledger.budget import BudgetStatus
 from gate.ledger.records import ApprovalCheck
 from gate.policy.findings import Finding, Outcome, RuleInfo
+
+if TYPE_CHECKING:  # loaded by the evaluator only when asked for
+    from gate.evaluation.alternatives import Alternative
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +39,8 @@ class SpecResult:
     errors: tuple[Problem, ...] = ()
     budget: BudgetStatus | None = None
     approval: ApprovalCheck | None = None
+    alternatives: tuple[Alternative, ...] = ()
+    """Cheaper plans, priced (only when the evaluator was asked for them)."""
 
 
 DOCS_URL = "https://github.com/budget-gate/budget-gate/blob/main/docs/rules.md"

@@ -6,8 +6,10 @@ the reporters.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from gate.errors import Location
 from gate.policy.model import Severity
@@ -66,6 +68,38 @@ class RuleInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class Edit:
+    """One change to a spec: the key's path (``search.max_trials``) and its new value."""
+
+    path: tuple[str, ...]
+    value: Any
+
+    @property
+    def dotted(self) -> str:
+        """The path as the reports write it: ``search.max_concurrent_trials``."""
+        return ".".join(self.path)
+
+    def __str__(self) -> str:
+        """``search.max_concurrent_trials: 7`` (the value as YAML flow reads it)."""
+        return f"{self.dotted}: {json.dumps(self.value)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """Edits that make a finding pass, proven by re-evaluating the edited spec.
+
+    ``summary`` says what the edited plan comes to (trials, waves, cost, wall-clock).
+    """
+
+    edits: tuple[Edit, ...]
+    summary: str
+
+    def __str__(self) -> str:
+        """``search.max_trials: 12 → worst-case 12 trials, ...``."""
+        return f"{', '.join(str(e) for e in self.edits)} → {self.summary}"
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One rule firing on one spec, with the severity the policy gave it.
 
@@ -79,6 +113,8 @@ class Finding:
     location: Location | None
     waived_by: str | None = None
     approved_by: str | None = None
+    fixes: tuple[Fix, ...] = ()
+    """Edits proven to make this finding pass with no new error (limit findings only)."""
 
     @property
     def active(self) -> bool:

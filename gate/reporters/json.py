@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gate.errors import Problem
 from gate.estimate.scenarios import Estimate, Scenario
@@ -15,6 +15,9 @@ from gate.ledger.records import ApprovalCheck
 from gate.money import fixed
 from gate.policy.findings import Finding
 from gate.reporters.change import explain
+
+if TYPE_CHECKING:  # loaded by the evaluator only when asked for
+    from gate.evaluation.alternatives import Alternative
 
 SCHEMA_VERSION = "2"
 """2: ``errors`` are objects (message, file, line, col, hint), like findings."""
@@ -63,6 +66,7 @@ def _result(result: SpecResult) -> dict[str, Any]:
         "errors": [_error(e, result.file) for e in result.errors],
         "budget": _budget(result.budget) if result.budget else None,
         "approval": _approval(result.approval) if result.approval else None,
+        "alternatives": [_alternative(a) for a in result.alternatives],
     }
 
 
@@ -121,6 +125,7 @@ def _scenario(s: Scenario) -> dict[str, Any]:
         "concurrency": s.concurrency,
         "waves": s.waves,
         "wall_clock_hours": _fixed(s.wall_clock_hours, 4),
+        "first_result_hours": _fixed(s.first_result_hours, 4),
         "drivers": {
             "trials": s.drivers.trials,
             "gpus_per_trial": s.drivers.gpus_per_trial,
@@ -188,6 +193,17 @@ def _error(p: Problem, file: str) -> dict[str, Any]:
     }
 
 
+def _alternative(a: Alternative) -> dict[str, Any]:
+    return {
+        "name": a.name,
+        "edits": [{"path": e.dotted, "value": e.value} for e in a.edits],
+        "gives_up": a.gives_up,
+        "saving": _fixed(a.saving, 2),
+        "worst": _scenario(a.estimate.worst),
+        "expected": _scenario(a.estimate.expected),
+    }
+
+
 def _finding(f: Finding) -> dict[str, Any]:
     loc = f.location
     return {
@@ -200,6 +216,13 @@ def _finding(f: Finding) -> dict[str, Any]:
         "waived": f.waived_by is not None,
         "waiver_reason": f.waived_by,
         "approved_by": f.approved_by,
+        "fixes": [
+            {
+                "edits": [{"path": e.dotted, "value": e.value} for e in fix.edits],
+                "summary": fix.summary,
+            }
+            for fix in f.fixes
+        ],
     }
 
 

@@ -218,6 +218,8 @@ def _spec_section(result: SpecResult, report: Report) -> str:
         parts.append(_approval_block(result.approval))
     if result.estimate is not None:
         parts.append(_assumptions(result.estimate))
+    if result.alternatives and result.outcome in (Outcome.VIOLATION, Outcome.APPROVAL_REQUIRED):
+        parts.append(_alternatives(result))
     return "\n\n".join(p for p in parts if p)
 
 
@@ -245,8 +247,8 @@ def _spec_heading(result: SpecResult) -> str:
 def _estimate_block(est: Estimate, currency: str) -> list[str]:
     table = "\n".join(
         [
-            "| scenario | trials | GPU-hours | cost | wall-clock | per trial |",
-            "|---|---:|---:|---:|---:|---:|",
+            "| scenario | trials | GPU-hours | cost | wall-clock | first result | per trial |",
+            "|---|---:|---:|---:|---:|---:|---:|",
             *(_estimate_row(s, currency) for s in (est.worst, est.expected)),
         ]
     )
@@ -265,6 +267,7 @@ def _estimate_row(s: Scenario, currency: str) -> str:
         format_amount(s.gpu_hours, 1),
         _money(s.cost, currency),
         f"{format_amount(s.wall_clock_hours, 1)} h",
+        f"{format_amount(s.first_result_hours, 1)} h",
         _money(s.cost_per_trial, currency),
     ]
     return "| " + " | ".join(cells) + " |"
@@ -291,7 +294,7 @@ def _findings_blocks(findings: tuple[Finding, ...], report: Report) -> list[str]
         group = [f for f in findings if f.active and f.severity is severity]
         if group:
             title = _group(severity)[0]
-            lines = [_finding_line(f, report) for f in group]
+            lines = [_finding_line(f, report) + _fix_lines(f) for f in group]
             blocks.append(f"**{title} ({len(group)})**\n\n" + "\n".join(lines))
     approved = [f for f in findings if f.approved_by is not None and f.waived_by is None]
     if approved:
@@ -342,11 +345,33 @@ def _finding_line(finding: Finding, report: Report) -> str:
     return f"- {rule} {escape(finding.message)}{where}"
 
 
+def _fix_lines(finding: Finding) -> str:
+    """The proven fixes of a finding, as nested items under it."""
+    return "".join(f"\n  - fix: {escape(str(fix))}" for fix in finding.fixes)
+
+
 def _assumptions(est: Estimate) -> str:
     lines = [
         f"- **{s.name}:** {escape('; '.join(s.assumptions))}" for s in (est.worst, est.expected)
     ]
     return "<details><summary>Assumptions</summary>\n\n" + "\n".join(lines) + "\n\n</details>"
+
+
+def _alternatives(result: SpecResult) -> str:
+    """Cheaper plans, collapsed: priced, with what each gives up, the largest saving first."""
+    rows = [
+        "| plan | set | expected | worst | change (expected) | first result | gives up |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for alt in result.alternatives:
+        e, w = alt.estimate.expected, alt.estimate.worst
+        rows.append(
+            f"| {escape(alt.name)} | {escape(', '.join(str(x) for x in alt.edits))} "
+            f"| {_money(e.cost, result.currency)} | {_money(w.cost, result.currency)} "
+            f"| {signed(-alt.saving)} {escape(result.currency)} "
+            f"| {format_amount(e.first_result_hours, 1)} h | {escape(alt.gives_up)} |"
+        )
+    return "<details><summary>Cheaper plans</summary>\n\n" + "\n".join(rows) + "\n\n</details>"
 
 
 def _removed_section(report: Report) -> str:

@@ -19,7 +19,7 @@ from gate.money import format_amount, format_money
 from gate.policy.findings import Finding, Outcome
 from gate.reporters.change import diff_lines
 
-_HEADER = ("", "trials", "GPU-h", "cost", "per trial", "wall-clock")
+_HEADER = ("", "trials", "GPU-h", "cost", "per trial", "wall-clock", "first result")
 
 
 class TextReporter:
@@ -50,7 +50,9 @@ def _spec_block(result: SpecResult, report: Report) -> str:
     diff = report.diff_for(result.file)
     if diff is not None and report.context.base_ref is not None:
         lines.extend(f"  {line}" for line in diff_lines(diff, report.context.base_ref))
-    lines.extend(_finding_line(f, result.file) for f in result.findings)
+    for finding in result.findings:
+        lines.append(_finding_line(finding, result.file))
+        lines.extend(f"  fix: {fix}" for fix in finding.fixes)
     if result.budget is not None:
         lines.append(_budget_line(result.budget))
     if result.approval is not None:
@@ -103,6 +105,7 @@ def _row(s: Scenario, currency: str) -> tuple[str, ...]:
         f"{format_amount(s.cost)} {currency}",
         f"{format_amount(s.cost_per_trial)} {currency}",
         f"{format_amount(s.wall_clock_hours, 1)} h",
+        f"{format_amount(s.first_result_hours, 1)} h",
     )
 
 
@@ -151,3 +154,21 @@ def _counts(report: Report) -> str:
         tally[result.outcome.value] = tally.get(result.outcome.value, 0) + 1
     parts = ", ".join(f"{n} {name}" for name, n in sorted(tally.items()))
     return f"{len(report.results)} spec(s): {parts}" if parts else "no specs"
+
+
+def alternative_lines(result: SpecResult) -> list[str]:
+    """Cheaper plans, the largest saving first: name, expected and worst cost, what it costs."""
+    if not result.alternatives:
+        return []
+    lines = ["", "cheaper plans (expected / worst cost; saving against the expected case)"]
+    for alt in result.alternatives:
+        e, w = alt.estimate.expected, alt.estimate.worst
+        word = "saves" if alt.saving >= 0 else "costs"
+        lines.append(
+            f"  {alt.name}: {format_money(e.cost, result.currency)} / "
+            f"{format_money(w.cost, result.currency)}, {word} "
+            f"{format_money(abs(alt.saving), result.currency)}; first result "
+            f"{format_amount(e.first_result_hours, 1)} h; gives up: {alt.gives_up}"
+        )
+        lines.append(f"    set {', '.join(str(edit) for edit in alt.edits)}")
+    return lines

@@ -11,7 +11,7 @@ from __future__ import annotations
 from gate.errors import Location, Problem
 from gate.evaluation.diff import compare
 from gate.evaluation.report import RenderContext, Report, SpecResult
-from gate.policy.findings import Finding, Outcome
+from gate.policy.findings import Edit, Finding, Fix, Outcome
 from gate.policy.model import Severity
 from gate.policy.rules import all_rule_ids, rule_info
 from tests.conftest import make_estimate, make_spec
@@ -53,6 +53,18 @@ def _violation() -> SpecResult:
             Severity.ERROR,
             "worst-case cost 192.00 USD exceeds max_experiment_cost 100.00 USD",
             _loc(file, 12),
+            fixes=(
+                Fix(
+                    (Edit(("search", "parameters", "lr", "values"), [1, 2, 3]),),
+                    "worst-case 6 trials, 6 waves of 1 (2 GPUs at once), 12.00 h, 96.00 USD, "
+                    "16.00 USD per trial",
+                ),
+                Fix(
+                    (Edit(("workload", "max_epochs"), 5),),
+                    "worst-case 12 trials, 12 waves of 1 (2 GPUs at once), 12.00 h, 96.00 USD, "
+                    "8.00 USD per trial",
+                ),
+            ),
         ),
         Finding("BG201", Severity.ERROR, "required label 'cost-center' is missing", _loc(file, 5)),
         Finding(

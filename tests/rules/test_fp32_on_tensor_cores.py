@@ -30,7 +30,8 @@ def test_mixed_or_reduced_precision_passes(precision: str):
 def test_explicit_fp32_fails_at_the_precision_key():
     [violation] = run_rule(fp32_on_tensor_cores, _precision("fp32"))
     assert violation.message == (
-        "fp32 on A100-80GB: bf16/fp16 mixed precision roughly halves GPU-hours"
+        "fp32 on A100-80GB: bf16/fp16 mixed precision roughly halves GPU-hours: bf16 at the "
+        "stated 2× speed-up saves 8.00 USD of 16.00 USD (expected case)"
     )
     assert violation.path == ("resources", "precision")
 
@@ -40,7 +41,8 @@ def test_missing_precision_reads_as_fp32_and_points_at_resources():
     del data["resources"]["precision"]
     [violation] = run_rule(fp32_on_tensor_cores, Experiment.model_validate(data))
     assert violation.message == (
-        "fp32 on A100-80GB: bf16/fp16 mixed precision roughly halves GPU-hours"
+        "fp32 on A100-80GB: bf16/fp16 mixed precision roughly halves GPU-hours: bf16 at the "
+        "stated 2× speed-up saves 8.00 USD of 16.00 USD (expected case)"
     )
     assert violation.path == ("resources",)
 

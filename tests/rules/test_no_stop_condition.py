@@ -37,7 +37,10 @@ def test_short_run_without_early_stopping_passes():
 
 def test_docstring_failing_example():
     [violation] = run_rule(no_stop_condition, _epochs(200), _threshold(50))
-    assert violation.message == "max_epochs 200 is over 50 with no early_stopping"
+    assert violation.message == (
+        "max_epochs 200 is over 50 with no early_stopping: the 100 epochs after the expected "
+        "plateau at epoch 100 (plateau_fraction 0.5) cost 80.00 USD (expected case)"
+    )
     assert violation.path == PATH
 
 
@@ -47,7 +50,10 @@ def test_equal_to_the_threshold_passes():
 
 def test_one_over_the_threshold_fails():
     [violation] = run_rule(no_stop_condition, _epochs(51), _threshold(50))
-    assert violation.message == "max_epochs 51 is over 50 with no early_stopping"
+    assert violation.message == (
+        "max_epochs 51 is over 50 with no early_stopping: the 25 epochs after the expected "
+        "plateau at epoch 26 (plateau_fraction 0.5) cost 20.00 USD (expected case)"
+    )
     assert violation.path == PATH
 
 

@@ -1,0 +1,91 @@
+"""The same spec with a few keys changed, validated and priced again (pure).
+
+Fixes (:mod:`gate.policy.fixes`), the waste rules that put money on a practice (BG301,
+BG302, BG304) and the cheaper plans of ``estimate --alternatives`` all price a spec that
+differs from the one written by a few edits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from decimal import Decimal
+from typing import Any
+
+from pydantic import ValidationError
+
+from gate.estimate.prices import Quote
+from gate.estimate.scenarios import Estimate, estimate
+from gate.estimate.settings import PricingPolicy
+from gate.policy.findings import Edit
+from gate.spec.experiment import Experiment, Range
+
+TENSOR_CORE_GPUS = frozenset(  # V100 and newer
+    [
+        "V100",
+        "V100-32GB",
+        "T4",
+        "T4g",
+        "A10",
+        "A10G",
+        "A100",
+        "A100-80GB",
+        "A6000",
+        "RTX6000",
+        "L4",
+        "L40S",
+        "H100",
+        "H200",
+        "GH200",
+        "B200",
+        "B300",
+    ]
+)
+"""Accelerators with tensor cores, where bf16/fp16 mixed precision pays (BG304)."""
+
+BF16_SPEEDUP = Decimal(2)
+"""The stated speed-up of bf16 mixed precision over fp32 on tensor cores (epoch time ÷ 2)."""
+
+
+def apply_edits(spec: Experiment, edits: Iterable[Edit]) -> Experiment | None:
+    """The spec with ``edits`` applied, validated again; ``None`` when it is no longer valid."""
+    data: dict[str, Any] = spec.model_dump(by_alias=True, exclude_unset=True)
+    for edit in edits:
+        node = data
+        for key in edit.path[:-1]:
+            node = node.setdefault(key, {})
+        node[edit.path[-1]] = edit.value
+    try:
+        return Experiment.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def reprice(
+    spec: Experiment, policy: PricingPolicy, quote: Quote, edits: Iterable[Edit]
+) -> Estimate | None:
+    """The edited spec's estimate at ``quote``; ``None`` when the edits make it invalid."""
+    edited = apply_edits(spec, edits)
+    return None if edited is None else estimate(edited, policy, quote)
+
+
+def bf16_edits(spec: Experiment) -> tuple[Edit, ...]:
+    """bf16 precision, with the epoch time divided by :data:`BF16_SPEEDUP`."""
+    work = spec.workload
+    edits = [Edit(("resources", "precision"), "bf16")]
+    minutes = work.epoch_minutes
+    if isinstance(minutes, Range):
+        low, high = (float(Decimal(str(v)) / BF16_SPEEDUP) for v in (minutes.low, minutes.high))
+        edits.append(Edit(("workload", "epoch_minutes"), {"low": low, "high": high}))
+    elif minutes is not None:
+        edits.append(
+            Edit(("workload", "epoch_minutes"), float(Decimal(str(minutes)) / BF16_SPEEDUP))
+        )
+    elif work.samples_per_second is not None:
+        rate = float(Decimal(str(work.samples_per_second)) * BF16_SPEEDUP)
+        edits.append(Edit(("workload", "samples_per_second"), rate))
+    return tuple(edits)
+
+
+def configurations(spec: Experiment, trials: int) -> int:
+    """Configurations a search of ``trials`` tries (trials ÷ seeds), at least one."""
+    return max(1, trials // len(spec.search.seeds))
