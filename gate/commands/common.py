@@ -11,6 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gate import __version__
+from gate.calibrate.model import FILE_NAME as CALIBRATION_FILE
+from gate.calibrate.model import Calibration
+from gate.calibrate.model import parse as parse_calibration
 from gate.errors import InputError
 from gate.estimate.prices import load_catalog
 from gate.evaluation.diff import SpecDiff, compare
@@ -21,6 +24,7 @@ from gate.integrations.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger.records import LedgerStore, LedgerView
 from gate.policy.loader import PolicySet
 from gate.policy.rules import all_rule_ids, rule_info
+from gate.spec.loader import load_file
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 
@@ -62,7 +66,20 @@ def make_evaluator(
         fail_on_warn=fail_on_warn,
         ledger=ledger,
         repo_path=RepoPaths(args.policy_dir),
+        calibration=load_calibration(args.policy_dir, getattr(args, "calibration", None)),
     )
+
+
+def load_calibration(policy_dir: str, path: str | None) -> Calibration | None:
+    """The calibration at ``path`` (--calibration), else ``calibration.json`` by the policies.
+
+    None when neither exists; a named file that is missing or invalid is bad input.
+    """
+    if path is None:
+        path = os.path.join(policy_dir, CALIBRATION_FILE)
+        if not os.path.isfile(path):
+            return None
+    return parse_calibration(load_file(path))
 
 
 def base_policies(policy_dir: str, ref: str) -> PolicySet:

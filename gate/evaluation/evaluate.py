@@ -12,7 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
+from gate.calibrate.lookup import measured_for
+from gate.calibrate.model import Calibration
 from gate.errors import InputError, InputErrors
+from gate.estimate.measured import Measured
 from gate.estimate.prices import Catalog, Quote, quote
 from gate.estimate.scenarios import estimate
 from gate.estimate.trials import count_trials
@@ -61,6 +64,8 @@ class Evaluator:
     repo_path: Callable[[str], str] | None = None
     """The spec's path relative to the repository root, for waiver globs (the command
     finds the root; without it, the path as given, normalized)."""
+    calibration: Calibration | None = None
+    """Measured epoch times, plateaus and failure rates (``budget-gate calibrate``)."""
     _spends: dict[LedgerQuery, Spend] = field(default_factory=dict, repr=False, compare=False)
 
     def evaluate(self, spec_file: str, content: bytes | None = None) -> SpecResult:
@@ -94,7 +99,9 @@ class Evaluator:
             price = self._quote(spec, policy, spec.resources.capacity, doc)
         except InputError as exc:
             return Evaluation(_invalid(spec_file, exc))
-        est = estimate(spec, policy, price, self._on_demand(spec, policy, doc))
+        est = estimate(
+            spec, policy, price, self._on_demand(spec, policy, doc), self._measured(spec, policy)
+        )
         fp = fingerprint(spec)
         budget = self._budget(spec, policy, spec_file, fp)
         teams = tuple(self.policies.teams())
@@ -116,6 +123,14 @@ class Evaluator:
             approval=approval,
         )
         return Evaluation(result, spec, policy)
+
+    def _measured(self, spec: Experiment, policy: Policy) -> Measured | None:
+        """The calibration's figures for ``spec``, unless there is none or the policy opts out."""
+        if self.calibration is None or not policy.calibration.use:
+            return None
+        return measured_for(
+            self.calibration, spec, policy.calibration, policy.reliability.failure_rate
+        )
 
     def _repo_path(self, spec_file: str, policy: Policy) -> str:
         """The path waiver globs match; the root is looked up only when there are waivers."""

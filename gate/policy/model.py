@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, StrictBool, StrictFloat
 
 from gate.estimate.settings import (
+    Calibration,
     Estimation,
     Prices,
     Reliability,
@@ -188,6 +189,7 @@ class Policy(Model):
     returns: Returns = Field(default_factory=Returns)
     guard: GuardSettings = Field(default_factory=GuardSettings)
     reliability: Reliability = Field(default_factory=Reliability)
+    calibration: Calibration = Field(default_factory=Calibration)
     spot: Spot = Field(default_factory=Spot)
     severity: dict[Annotated[str, Field(pattern=r"^BG\d{3}$")], SeveritySetting] = Field(
         default_factory=dict
