@@ -57,15 +57,20 @@ def stat(values: Sequence[float]) -> Stat | None:
     if not values:
         return None
     if len(values) == 1:
-        only = round(values[0], 6)
+        only = _digits(values[0])
         return Stat(runs=1, p10=only, median=only, p90=only)
     deciles = statistics.quantiles(values, n=10, method="inclusive")
     return Stat(
         runs=len(values),
-        p10=round(deciles[0], 6),
-        median=round(statistics.median(values), 6),
-        p90=round(deciles[-1], 6),
+        p10=_digits(deciles[0]),
+        median=_digits(statistics.median(values)),
+        p90=_digits(deciles[-1]),
     )
+
+
+def _digits(value: float) -> float:
+    """Six significant digits: sub-second epochs keep their precision."""
+    return float(f"{value:.6g}")
 
 
 def _entry(key: Key, runs: list[Observation]) -> Entry:

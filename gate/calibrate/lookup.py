@@ -101,4 +101,4 @@ def _fraction(entry: Entry, found: Stat) -> Fraction:
 
 
 def _minutes(value: float) -> Decimal:
-    return to_decimal(value).quantize(Decimal("0.0001"))
+    return to_decimal(value)

@@ -81,9 +81,16 @@ def epoch_note(epoch: EpochTime, scenario: ScenarioName, declared: Decimal) -> s
     """``epoch time 4.1 min: median of 23 runs of …; the spec says 0.5``."""
     which = "90th percentile" if scenario == "worst" else "median"
     return (
-        f"epoch time {format_amount(epoch.minutes(scenario), 2)} min: {which} of "
+        f"epoch time {minutes_text(epoch.minutes(scenario))} min: {which} of "
         f"{epoch.basis}; the spec says {declared.normalize():f}"
     )
+
+
+def minutes_text(minutes: Decimal) -> str:
+    """Two decimals, or three significant digits below a tenth of a minute."""
+    if minutes >= Decimal("0.1") or minutes == 0:
+        return format_amount(minutes, 2)
+    return f"{float(minutes):.3g}"
 
 
 def plateau_note(plateau: Fraction, declared: int | None) -> str:

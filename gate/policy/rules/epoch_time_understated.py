@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gate.money import format_amount, to_decimal
+from gate.estimate.measured import minutes_text
+from gate.money import to_decimal
 from gate.policy.model import Severity
 from gate.policy.rules.base import RuleContext, Violation
 
@@ -49,9 +50,9 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
         field = "epoch_minutes" if work.epoch_minutes is not None else "samples_per_second"
         yield Violation(
             f"epoch time {declared.normalize():f} min is below the measured "
-            f"{format_amount(epoch.low, 2)} (10th percentile of {epoch.basis}) by more than "
+            f"{minutes_text(epoch.low)} (10th percentile of {epoch.basis}) by more than "
             f"the tolerance of {ctx.policy.calibration.tolerance:.0%}: priced at the "
-            f"measured median {format_amount(epoch.median, 2)} min instead",
+            f"measured median {minutes_text(epoch.median)} min instead",
             ("workload", field),
         )
     early = ctx.spec.stopping.early_stopping
