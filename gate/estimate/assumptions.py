@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from gate.estimate.measured import Measured, epoch_note
+from gate.estimate.measured import Measured, declared_minutes, epoch_note
 from gate.estimate.settings import PricingPolicy, ScenarioName
 from gate.money import format_amount
 from gate.spec.experiment import Experiment, Range
@@ -23,7 +23,7 @@ def shared_notes(
     if measured is not None:
         notes.extend(measured.notes)
         if measured.epoch is not None:
-            declared = spec.workload.epoch_minutes_for(name)
+            declared = declared_minutes(spec, name)
             notes.append(epoch_note(measured.epoch, name, declared))
             return [*notes, *_mig(spec)]
     if isinstance(spec.workload.epoch_minutes, Range):

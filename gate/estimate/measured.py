@@ -24,6 +24,7 @@ from gate.estimate.settings import (
     Spot,
 )
 from gate.money import format_amount
+from gate.spec.experiment import Experiment
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,8 @@ class EpochTime:
     high: Decimal
     basis: str
     """Whose runs, e.g. ``23 runs of resnet18 on A100 × 1 bf16, 2026-11-20 … 11-30``."""
+    prior: bool = False
+    """A FLOPs prior (:mod:`gate.estimate.flops`), not a measurement."""
 
     def minutes(self, scenario: ScenarioName) -> Decimal:
         """The median for the expected case, the high quantile for the worst."""
@@ -77,13 +80,27 @@ class Measured:
         return max(1, math.ceil(self.plateau.low * max_epochs))
 
 
-def epoch_note(epoch: EpochTime, scenario: ScenarioName, declared: Decimal) -> str:
+def epoch_note(epoch: EpochTime, scenario: ScenarioName, declared: Decimal | None) -> str:
     """``epoch time 4.1 min: median of 23 runs of …; the spec says 0.5``."""
+    minutes = minutes_text(epoch.minutes(scenario))
+    said = f"; the spec says {declared.normalize():f}" if declared is not None else ""
+    if epoch.prior:
+        return f"epoch time {minutes} min: {epoch.basis}{said}"
     which = "90th percentile" if scenario == "worst" else "median"
-    return (
-        f"epoch time {minutes_text(epoch.minutes(scenario))} min: {which} of "
-        f"{epoch.basis}; the spec says {declared.normalize():f}"
-    )
+    return f"epoch time {minutes} min: {which} of {epoch.basis}{said}"
+
+
+def minutes_for(spec: Experiment, scenario: ScenarioName, measured: Measured | None) -> Decimal:
+    """The epoch time a scenario prices: measured (or the FLOPs prior), else declared."""
+    if measured is not None and measured.epoch is not None:
+        return measured.epoch.minutes(scenario)
+    return spec.workload.epoch_minutes_for(scenario)
+
+
+def declared_minutes(spec: Experiment, scenario: ScenarioName) -> Decimal | None:
+    """The spec's own epoch time, ``None`` when its model size sets it."""
+    work = spec.workload
+    return work.epoch_minutes_for(scenario) if work.declares_epoch_time else None
 
 
 def minutes_text(minutes: Decimal) -> str:

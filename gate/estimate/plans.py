@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 from decimal import Decimal
 
-from gate.estimate.measured import Measured, plateau_note
+from gate.estimate.measured import Measured, minutes_for, plateau_note
 from gate.estimate.returns import Threshold, curve_plateau, threshold_for
 from gate.estimate.schedule import (
     STARTUP_TRIALS,
@@ -198,7 +198,7 @@ def expected_stop(
         plateau, source = early.expected_plateau_epoch, "the spec's expected_plateau_epoch"
     elif curve is not None:
         threshold = threshold_for(policy.returns, early.patience, early.min_delta)
-        plateau, source = _curve_plateau(spec, curve, threshold)
+        plateau, source = _curve_plateau(spec, curve, threshold, measured)
     else:
         fraction = policy.estimation.plateau_fraction
         plateau = math.ceil(fraction * max_epochs)
@@ -210,7 +210,9 @@ def expected_stop(
     )
 
 
-def _curve_plateau(spec: Experiment, curve: LearningCurve, threshold: Threshold) -> tuple[int, str]:
+def _curve_plateau(
+    spec: Experiment, curve: LearningCurve, threshold: Threshold, measured: Measured | None
+) -> tuple[int, str]:
     """Where a learning curve's next window stops paying (min_delta, ε per GPU-hour)."""
     max_epochs = spec.workload.max_epochs
     described = (
@@ -221,7 +223,7 @@ def _curve_plateau(spec: Experiment, curve: LearningCurve, threshold: Threshold)
         return max_epochs, f"{described}; min_delta 0 never plateaus"
     resources = spec.resources
     epoch_gpu_hours = float(
-        spec.workload.epoch_minutes_for("expected") / 60 * resources.gpus_per_trial
+        minutes_for(spec, "expected", measured) / 60 * resources.gpus_per_trial
     ) * float(resources.gpu_share)
     plateau = curve_plateau(
         curve.total_gain, curve.half_life_epochs, threshold, max_epochs, epoch_gpu_hours

@@ -20,7 +20,8 @@ from gate.estimate.assumptions import (
     shared_notes,
 )
 from gate.estimate.caps import Cut, TrialPath, advance, cut_note, trial_cap
-from gate.estimate.measured import Measured, measured_policy
+from gate.estimate.flops import with_prior
+from gate.estimate.measured import Measured, measured_policy, minutes_for
 from gate.estimate.plans import describe_plan, expected_stop, plan
 from gate.estimate.prices import Quote
 from gate.estimate.reliability import expected_retry_runs, preemption_factor
@@ -135,6 +136,7 @@ def estimate(
     capacity really saves money. ``measured`` holds calibrated figures that overrule the
     spec's epoch time and plateau and the policy's failure rate, each said in the notes.
     """
+    measured = with_prior(spec, measured, policy.estimation.mfu)
     policy = measured_policy(policy, measured)
     trials = count_trials(spec.search, spec.workload.max_epochs)
     stop, stop_note = expected_stop(spec, policy, measured)
@@ -245,9 +247,7 @@ def _usage(
 ) -> _Usage:
     work = spec.workload
     setup = to_decimal(work.setup_minutes) / 60
-    minutes = measured.epoch.minutes(name) if measured and measured.epoch else None
-    minutes = work.epoch_minutes_for(name) if minutes is None else minutes
-    per_epoch = minutes * (1 + to_decimal(work.eval_overhead)) / 60
+    per_epoch = minutes_for(spec, name, measured) * (1 + to_decimal(work.eval_overhead)) / 60
     units = spec.resources.gpus_per_trial * spec.resources.gpu_share
     cap = trial_cap(spec, units * quote.per_gpu_hour) if capped else None
 

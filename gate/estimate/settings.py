@@ -66,6 +66,13 @@ class Estimation(Model):
     """Assumptions behind the expected scenario, when the spec gives none."""
 
     plateau_fraction: Annotated[StrictFloat, Field(gt=0, le=1)] = 0.5
+    mfu: Annotated[StrictFloat, Field(gt=0, le=1)] = Field(
+        default=0.35,
+        description=(
+            "Model FLOPs utilization: the share of the GPUs' dense peak a training run "
+            "achieves, for specs that give workload.model instead of an epoch time."
+        ),
+    )
     learning_curve: LearningCurve | None = None
     queue_wait_hours: Annotated[StrictFloat, Field(ge=0, le=1e6, allow_inf_nan=False)] = 0.0
     rank_correlation: Annotated[StrictFloat, Field(ge=0, le=1)] = Field(

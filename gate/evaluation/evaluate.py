@@ -15,6 +15,7 @@ from pathlib import PurePath
 from gate.calibrate.lookup import measured_for
 from gate.calibrate.model import Calibration
 from gate.errors import InputError, InputErrors
+from gate.estimate.flops import with_prior
 from gate.estimate.measured import Measured
 from gate.estimate.prices import Catalog, Quote, quote
 from gate.estimate.scenarios import estimate
@@ -97,11 +98,12 @@ class Evaluator:
         try:
             _check_size(spec, doc)
             price = self._quote(spec, policy, spec.resources.capacity, doc)
+            measured = with_prior(spec, self._measured(spec, policy), policy.estimation.mfu)
         except InputError as exc:
+            if exc.location is None:
+                exc.location = doc.source_map.locate(("workload", "model"))
             return Evaluation(_invalid(spec_file, exc))
-        est = estimate(
-            spec, policy, price, self._on_demand(spec, policy, doc), self._measured(spec, policy)
-        )
+        est = estimate(spec, policy, price, self._on_demand(spec, policy, doc), measured)
         fp = fingerprint(spec)
         budget = self._budget(spec, policy, spec_file, fp)
         teams = tuple(self.policies.teams())

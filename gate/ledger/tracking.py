@@ -120,8 +120,10 @@ def spec_tags(
     return {key: value for key, value in tags.items() if value is not None}
 
 
-def _minutes(spec: Experiment, scenario: Literal["worst", "expected"]) -> str:
+def _minutes(spec: Experiment, scenario: Literal["worst", "expected"]) -> str | None:
     """The spec's declared epoch time, so a backtest can compare it with what ran."""
+    if not spec.workload.declares_epoch_time:
+        return None
     return f"{spec.workload.epoch_minutes_for(scenario).normalize():f}"
 
 

@@ -40,13 +40,13 @@ DEFAULT_SEVERITY = Severity.APPROVAL
 def check(ctx: RuleContext) -> Iterator[Violation]:
     """Flag a declared epoch time or plateau beyond the tolerance below the measured low."""
     measured = ctx.estimate.measured
-    if measured is None:
+    if measured is None or not ctx.spec.workload.declares_epoch_time:
         return
     keep = 1 - to_decimal(ctx.policy.calibration.tolerance)
     work = ctx.spec.workload
     epoch = measured.epoch
     declared = work.epoch_minutes_for("expected")
-    if epoch is not None and declared < epoch.low * keep:
+    if epoch is not None and not epoch.prior and declared < epoch.low * keep:
         field = "epoch_minutes" if work.epoch_minutes is not None else "samples_per_second"
         yield Violation(
             f"epoch time {declared.normalize():f} min is below the measured "
