@@ -174,3 +174,12 @@ def test_backtest_beats_the_declared_epoch_time(history):
     assert float(declared["bias"]) < -10  # the specs understated every epoch
     assert "team vision" in section
     print(section)  # the figures for the closing note (pytest -s)
+
+
+def test_reconcile_states_the_error_against_the_estimates_basis(history):
+    lab, _, _, _ = history
+    first = write_spec(lab, 2.5, 1, lab.team.name)  # the first version's spec, again
+    _, out, err = lab.reconcile(spec=first)
+    actual = statistics.median(epoch_minutes(0, run) for run in range(RUNS))
+    assert f"epoch time: the runs took {actual:.2f} min (median of 6 runs)" in out, out + err
+    assert "the estimate priced" in out and "(median of 36 runs of resnet18 on L4" in out
