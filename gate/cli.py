@@ -82,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="policies directory; metadata.team picks DIR/<team>.yaml (default: policies, "
         "else the built-in default policy, which the output names)",
     )
+    places.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="measured epoch times, plateaus and failure rates to price with (from "
+        "budget-gate calibrate; default: DIR/calibration.json when it exists)",
+    )
     ledger = _Parser(add_help=False)
     ledger.add_argument(
         "--tracking-uri",
@@ -174,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ci(commands)
     _add_serve(commands, [ledger])
     _add_reconcile(commands, [places, ledger])
+    _add_calibrate(commands, [places, ledger])
     _add_policy(commands)
     for command in commands.choices.values():
         command.epilog = command.epilog or _EPILOG  # every command shares the exit codes
@@ -219,6 +226,33 @@ def _add_policy(commands: argparse._SubParsersAction[Any]) -> None:
 
 
 _POLICY_DIR = "the policy directory (default: policies)"
+
+
+def _add_calibrate(commands: argparse._SubParsersAction[Any], parents: list[_Parser]) -> None:
+    calibrate = commands.add_parser(
+        "calibrate",
+        parents=parents,
+        help="learn epoch times, plateaus and failure rates from finished MLflow runs",
+        description="Read every finished run tagged by budget-gate (gate.tracking.run_tags) "
+        "in the MLflow store, learn per model label, accelerator, GPUs per trial and "
+        "precision (falling back to coarser keys) the epoch time, setup time, plateau and "
+        "failure rate, and print them. --write saves the calibration file that check and "
+        "estimate price with (commit it as DIR/calibration.json); --backtest replays the "
+        "history in time order and prints how accurate calibrated epoch times were "
+        "against the declared ones (MAPE, bias, coverage), overall and per team.",
+    )
+    calibrate.add_argument("--write", metavar="FILE", help="write the calibration file (JSON) here")
+    calibrate.add_argument(
+        "--experiment",
+        action="append",
+        metavar="NAME",
+        help="read only this MLflow experiment (repeatable; default: every active one)",
+    )
+    calibrate.add_argument(
+        "--backtest",
+        action="store_true",
+        help="also replay the history and print the accuracy of calibrated epoch times",
+    )
 
 
 def _add_reconcile(commands: argparse._SubParsersAction[Any], parents: list[_Parser]) -> None:

@@ -93,6 +93,24 @@ def test_check_imports_no_heavy_dependency():
     assert proc.stdout.splitlines()[-1] == "True 0 []"
 
 
+def test_check_with_a_calibration_imports_no_mlflow(tmp_path):
+    calibration = ROOT / "policies" / "tests" / "calibration.json"
+    fixture = ROOT / "policies" / "tests" / "bg308-epoch-time-understated.yaml"
+    spec = tmp_path / "understated.yaml"
+    spec.write_text(fixture.read_text(encoding="utf-8").split("expect:")[0], encoding="utf-8")
+    probe = (
+        "import sys\n"
+        "from gate.cli import main\n"
+        f"code = main(['check', {str(spec)!r}, '--calibration', {str(calibration)!r}])\n"
+        "print(code, sorted({'mlflow', 'sqlalchemy', 'requests'} & set(sys.modules)))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert "BG308" in proc.stdout  # the calibration was used
+    assert proc.stdout.splitlines()[-1] == "2 []"
+
+
 def test_import_gate_and_its_guard_core_import_no_engine():
     probe = (
         "import sys\n"

@@ -17,7 +17,7 @@ from tests.mlflow_server import CLIENT_ENV
 SPEC = "examples/digits-grid/digits-grid.yaml"
 
 
-def test_the_digits_grid_trains_logs_and_reconciles(mlflow_server, capsys, monkeypatch):
+def test_the_digits_grid_trains_logs_and_reconciles(mlflow_server, capsys, monkeypatch, tmp_path):
     env = {**os.environ, **CLIENT_ENV, "PYTHONPATH": str(ROOT)}
     trained = subprocess.run(
         [sys.executable, "examples/digits-grid/train.py", "--tracking-uri", mlflow_server.uri,
@@ -67,6 +67,39 @@ def test_the_digits_grid_trains_logs_and_reconciles(mlflow_server, capsys, monke
         if r.kind is RecordKind.RECONCILIATION
     ]
     assert record.actual_cost == cost and record.record_id == doc["ledger"]["record_id"]
+
+    _calibrate_and_price_a_new_spec(mlflow_server.uri, capsys, tmp_path)
+
+
+def _calibrate_and_price_a_new_spec(uri, capsys, tmp_path):
+    """The grid's 13 real runs calibrate mlp on T4 × 1 fp32; a new spec is priced from them."""
+    calibration = tmp_path / "calibration.json"
+    capsys.readouterr()
+    code = main(["calibrate", "--policy-dir", "policies", "--tracking-uri", uri,
+                 "--experiment", "digits-mlp-grid", "--write", str(calibration)])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    entry = next(
+        e
+        for e in json.loads(calibration.read_text(encoding="utf-8"))["entries"]
+        if e["key"] == {"model": "mlp", "accelerator": "T4", "gpus": 1, "precision": "fp32"}
+    )
+    assert entry["runs"] == 13 and entry["failed"] == 1
+    measured = entry["epoch_minutes"]
+    assert 0 < measured["p10"] <= measured["median"] <= measured["p90"] < 0.01
+    # A new spec that declares a far faster epoch than the grid measured.
+    new = tmp_path / "digits-wide.yaml"
+    text = (ROOT / SPEC).read_text(encoding="utf-8")
+    new.write_text(text.replace("epoch_minutes: 0.01", "epoch_minutes: 0.000001"), "utf-8")
+    capsys.readouterr()
+    args = ["--policy-dir", "policies", "--calibration", str(calibration)]
+    assert main(["estimate", str(new), "--format", "json", *args]) == 0
+    [priced] = json.loads(capsys.readouterr().out)["estimates"]
+    notes = " ".join(priced["estimate"]["expected"]["assumptions"])
+    runs = measured["runs"]
+    assert f"median of {runs} runs of mlp on T4 × 1 fp32" in notes
+    assert "the spec says 0.000001" in notes
+    assert main(["check", str(new), "--format", "text", *args]) == 2
+    assert "BG308" in capsys.readouterr().out
 
 
 def _ledger(uri, fingerprint):

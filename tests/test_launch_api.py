@@ -48,6 +48,13 @@ def test_require_approval_raises_until_approved(team):
         "budget_gate.capacity": "on-demand",
         "budget_gate.approval_id": cleared.approval.record_id,
         "budget_gate.trial_id": "3",
+        # what budget-gate calibrate learns by (ledger_kit's spec: 10 epochs of 6 min, bf16)
+        "budget_gate.precision": "bf16",
+        "budget_gate.max_epochs": "10",
+        "budget_gate.monitor": "val_loss",
+        "budget_gate.monitor_mode": "min",
+        "budget_gate.epoch_minutes": "6",
+        "budget_gate.epoch_minutes_worst": "6",
     }
     assert "budget_gate.trial_id" not in cleared.run_tags()
     retry = cleared.run_tags(trial_id=3, attempt=2)

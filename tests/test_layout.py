@@ -12,7 +12,7 @@ from tests.conftest import ROOT
 GATE = ROOT / "gate"
 _ENTRY = re.compile(r"^[├└]── (?P<name>\S+)\s+(?P<text>.*)$")
 _MORE = re.compile(r"^│?\s{4,}(?P<text>\S.*)$")
-_PURE = ("spec", "estimate", "policy", "ledger", "reconcile")
+_PURE = ("spec", "estimate", "policy", "ledger", "reconcile", "calibrate")
 
 
 def _package_map() -> dict[str, str]:

@@ -11,6 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gate import __version__
+from gate.calibrate.model import FILE_NAME as CALIBRATION_FILE
+from gate.calibrate.model import Calibration
+from gate.calibrate.model import parse as parse_calibration
 from gate.errors import InputError
 from gate.estimate.prices import load_catalog
 from gate.evaluation.diff import SpecDiff, compare
@@ -22,6 +25,7 @@ from gate.ledger.records import LedgerStore, LedgerView
 from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet, builtin_policies
 from gate.policy.rules import all_rule_ids, rule_info
+from gate.spec.loader import load_bytes, load_file
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 
@@ -83,7 +87,35 @@ def make_evaluator(
         ledger=ledger,
         repo_path=RepoPaths(policy_dir),
         alternatives_for=alternatives_for,
+        calibration=_calibration(policy_dir, getattr(args, "calibration", None), base_ref),
     )
+
+
+def _calibration(policy_dir: str, path: str | None, base_ref: str | None) -> Calibration | None:
+    """The calibration as :func:`load_calibration` finds it; with --base-ref, the one at the ref.
+
+    NOTE: like the policies, the calibration beside them is read from the base: a change must
+    not price itself with measurements it edits.
+    """
+    if path is not None or base_ref is None:
+        return load_calibration(policy_dir, path)
+    from gate.integrations.git import read_base
+
+    name = os.path.join(policy_dir, CALIBRATION_FILE)
+    blob = read_base(base_ref, [name]).get(name)
+    return parse_calibration(load_bytes(blob, f"{name}@{base_ref}")) if blob else None
+
+
+def load_calibration(policy_dir: str, path: str | None) -> Calibration | None:
+    """The calibration at ``path`` (--calibration), else ``calibration.json`` by the policies.
+
+    None when neither exists; a named file that is missing or invalid is bad input.
+    """
+    if path is None:
+        path = os.path.join(policy_dir, CALIBRATION_FILE)
+        if not os.path.isfile(path):
+            return None
+    return parse_calibration(load_file(path))
 
 
 def base_policies(policy_dir: str, ref: str) -> PolicySet:

@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from gate.commands.common import as_of
+from gate.commands.common import as_of, load_calibration
 from gate.errors import InputError
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluator
@@ -95,13 +95,21 @@ def run_test(directory: str, fixtures: str | None, when: str | None) -> int:
 
     repo_paths = RepoPaths(directory)
     catalog = load_catalog()
+    # A calibration among the fixtures (measured figures the fixtures are judged with) wins.
+    calibration = load_calibration(str(where), None) or load_calibration(directory, None)
     outcomes = []
     for file in files:
         doc, expected = _load_fixture(file)
         locate: Callable[[str], str] = repo_paths
         if expected.path is not None:
             locate = _Fixed(expected.path)
-        evaluator = Evaluator(policies, catalog, expected.as_of or default_day, repo_path=locate)
+        evaluator = Evaluator(
+            policies,
+            catalog,
+            expected.as_of or default_day,
+            repo_path=locate,
+            calibration=calibration,
+        )
         result = evaluator.evaluate_doc(str(file), doc).result
         outcomes.append(_outcome(str(file), expected, result))
     return _report(outcomes, loaded)

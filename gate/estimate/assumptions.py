@@ -4,20 +4,29 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from gate.estimate.measured import Measured, declared_minutes, epoch_note
 from gate.estimate.settings import PricingPolicy, ScenarioName
 from gate.money import format_amount
 from gate.spec.experiment import Experiment, Range
 from gate.words import counted
 
 
-def shared_notes(spec: Experiment, trials: int, name: ScenarioName) -> list[str]:
-    """Trial count and origin, grid caveats, the epoch-time range used, MIG slices."""
+def shared_notes(
+    spec: Experiment, trials: int, name: ScenarioName, measured: Measured | None = None
+) -> list[str]:
+    """Trial count and origin, grid caveats, the epoch time used and its basis, MIG slices."""
     notes = [f"{counted(trials, 'trial')} ({_trial_origin(spec)})"]
     notes.extend(
         f"continuous parameter {p!r} counted as one grid value (a grid cannot enumerate it)"
         for p, param in spec.search.parameters.items()
         if spec.search.strategy.value == "grid" and param.is_continuous
     )
+    if measured is not None:
+        notes.extend(measured.notes)
+        if measured.epoch is not None:
+            declared = declared_minutes(spec, name)
+            notes.append(epoch_note(measured.epoch, name, declared))
+            return [*notes, *_mig(spec)]
     if isinstance(spec.workload.epoch_minutes, Range):
         r = spec.workload.epoch_minutes
         used = spec.workload.epoch_minutes_for(name)
@@ -33,12 +42,14 @@ def shared_notes(spec: Experiment, trials: int, name: ScenarioName) -> list[str]
             f"samples_per_second, the throughput of one trial on its {gpus} "
             f"GPU{'s' if gpus != 1 else ''} together"
         )
-    if spec.resources.mig_profile:
-        notes.append(
-            f"MIG slice {spec.resources.mig_profile}: each unit is "
-            f"{spec.resources.mig_profile[0]}/7 of a GPU"
-        )
-    return notes
+    return [*notes, *_mig(spec)]
+
+
+def _mig(spec: Experiment) -> list[str]:
+    profile = spec.resources.mig_profile
+    if not profile:
+        return []
+    return [f"MIG slice {profile}: each unit is {profile[0]}/7 of a GPU"]
 
 
 def _trial_origin(spec: Experiment) -> str:

@@ -9,6 +9,7 @@ import math
 from dataclasses import replace
 from decimal import Decimal
 
+from gate.estimate.measured import Measured, minutes_for, plateau_note
 from gate.estimate.returns import Threshold, curve_plateau, threshold_for
 from gate.estimate.schedule import (
     STARTUP_TRIALS,
@@ -173,25 +174,32 @@ def _count(value: Decimal) -> str:
     return f"{value:,.0f}" if value == value.to_integral_value() else f"{value:,.1f}"
 
 
-def expected_stop(spec: Experiment, policy: PricingPolicy) -> tuple[int, str | None]:
+def expected_stop(
+    spec: Experiment, policy: PricingPolicy, measured: Measured | None = None
+) -> tuple[int, str | None]:
     """The epoch at which early stopping is expected to end a trial, and why.
 
     The plateau comes from the spec's ``expected_plateau_epoch``, else from a learning
     curve (spec, then policy): the first epoch after which the next patience window no
     longer pays the policy's accepted return (:mod:`gate.estimate.returns`: ``min_delta``
-    and ε per GPU-hour), else from the policy's plateau_fraction. Early stopping then
-    waits ``patience`` more epochs.
+    and ε per GPU-hour), else from the policy's plateau_fraction. A measured plateau
+    (``measured``, from calibration) overrules all of these, and says what it replaced.
+    Early stopping then waits ``patience`` more epochs.
     """
     max_epochs = spec.workload.max_epochs
     early = spec.stopping.early_stopping
     if early is None:
         return max_epochs, f"no early stopping: every trial runs {every_epoch(max_epochs)}"
     curve = early.learning_curve or policy.estimation.learning_curve
-    if early.expected_plateau_epoch is not None:
+    measured_epoch = measured.plateau_epoch(max_epochs) if measured is not None else None
+    if measured is not None and measured.plateau is not None and measured_epoch is not None:
+        plateau = measured_epoch
+        source = plateau_note(measured.plateau, early.expected_plateau_epoch)
+    elif early.expected_plateau_epoch is not None:
         plateau, source = early.expected_plateau_epoch, "the spec's expected_plateau_epoch"
     elif curve is not None:
         threshold = threshold_for(policy.returns, early.patience, early.min_delta)
-        plateau, source = _curve_plateau(spec, curve, threshold)
+        plateau, source = _curve_plateau(spec, curve, threshold, measured)
     else:
         fraction = policy.estimation.plateau_fraction
         plateau = math.ceil(fraction * max_epochs)
@@ -203,7 +211,9 @@ def expected_stop(spec: Experiment, policy: PricingPolicy) -> tuple[int, str | N
     )
 
 
-def _curve_plateau(spec: Experiment, curve: LearningCurve, threshold: Threshold) -> tuple[int, str]:
+def _curve_plateau(
+    spec: Experiment, curve: LearningCurve, threshold: Threshold, measured: Measured | None
+) -> tuple[int, str]:
     """Where a learning curve's next window stops paying (min_delta, ε per GPU-hour)."""
     max_epochs = spec.workload.max_epochs
     described = (
@@ -214,7 +224,7 @@ def _curve_plateau(spec: Experiment, curve: LearningCurve, threshold: Threshold)
         return max_epochs, f"{described}; min_delta 0 never plateaus"
     resources = spec.resources
     epoch_gpu_hours = float(
-        spec.workload.epoch_minutes_for("expected") / 60 * resources.gpus_per_trial
+        minutes_for(spec, "expected", measured) / 60 * resources.gpus_per_trial
     ) * float(resources.gpu_share)
     plateau = curve_plateau(
         curve.total_gain, curve.half_life_epochs, threshold, max_epochs, epoch_gpu_hours

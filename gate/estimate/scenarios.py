@@ -20,6 +20,8 @@ from gate.estimate.assumptions import (
     shared_notes,
 )
 from gate.estimate.caps import Cut, TrialPath, advance, cut_note, trial_cap
+from gate.estimate.flops import with_prior
+from gate.estimate.measured import Measured, measured_policy, minutes_for
 from gate.estimate.plans import describe_plan, expected_stop, plan
 from gate.estimate.prices import Quote
 from gate.estimate.reliability import expected_retry_runs, preemption_factor
@@ -117,6 +119,7 @@ class Estimate:
     savings: tuple[Saving, ...] = ()
     spot: SpotComparison | None = None
     epoch_minutes_range: tuple[Decimal, Decimal] | None = None
+    measured: Measured | None = None
 
     def scenario(self, name: ScenarioName) -> Scenario:
         """The scenario a policy enforces (``worst`` unless it says otherwise)."""
@@ -124,18 +127,26 @@ class Estimate:
 
 
 def estimate(
-    spec: Experiment, policy: PricingPolicy, quote: Quote, on_demand: Quote | None = None
+    spec: Experiment,
+    policy: PricingPolicy,
+    quote: Quote,
+    on_demand: Quote | None = None,
+    measured: Measured | None = None,
 ) -> Estimate:
     """Price ``spec`` under ``policy`` at ``quote``, as a worst and an expected case.
 
     ``on_demand`` is the on-demand price of the same accelerator, used to say whether spot
-    capacity really saves money.
+    capacity really saves money. ``measured`` holds calibrated figures that overrule the
+    spec's epoch time and plateau and the policy's failure rate, each said in the notes.
     """
+    measured = with_prior(spec, measured, policy.estimation.mfu)
+    policy = measured_policy(policy, measured)
     trials = count_trials(spec.search, spec.workload.max_epochs)
-    stop, stop_note = expected_stop(spec, policy)
-    worst = _scenario(spec, policy, quote, "worst", trials, spec.workload.max_epochs)
-    expected = _scenario(spec, policy, quote, "expected", trials, stop, stop_note)
-    spot = _spot(spec, policy, quote, on_demand, trials, stop)
+    stop, stop_note = expected_stop(spec, policy, measured)
+    m = measured
+    worst = _scenario(spec, policy, quote, "worst", trials, spec.workload.max_epochs, measured=m)
+    expected = _scenario(spec, policy, quote, "expected", trials, stop, stop_note, measured=m)
+    spot = _spot(spec, policy, quote, on_demand, trials, stop, m)
     if spot is not None and (worst.unfinished or expected.unfinished):
         note = "spot is compared with on-demand for the same training work: per-trial caps left out"
         expected = replace(expected, assumptions=(*expected.assumptions, note))
@@ -144,9 +155,10 @@ def estimate(
         expected=expected,
         quote=quote,
         strategy=spec.search.strategy,
-        savings=_savings(spec, policy, quote, trials, stop, worst, expected),
+        savings=_savings(spec, policy, quote, trials, stop, worst, expected, m),
         spot=spot,
         epoch_minutes_range=_range(spec),
+        measured=measured,
     )
 
 
@@ -175,20 +187,21 @@ def _scenario(
     prune: bool = True,
     preempt: bool = True,
     capped: bool = True,
+    measured: Measured | None = None,
 ) -> Scenario:
     persistence = RankPersistence(
         policy.estimation.rank_correlation, policy.estimation.sampler_gain
     )
     stages = plan(spec, name, trials, top_epoch, persistence) if prune else flat(trials, top_epoch)
     concurrency, limit_notes = _concurrency(spec, policy, trials)
-    usage = _usage(spec, policy, quote, name, stages, concurrency, preempt=preempt, capped=capped)
+    usage = _usage(spec, policy, quote, name, stages, concurrency, preempt, capped, measured)
     units = spec.resources.gpus_per_trial * spec.resources.gpu_share
     retry_runs = _retry(policy)
     trial_hours = usage.trial_hours * (1 + retry_runs)
     exact_gpu_hours = units * trial_hours
     other = policy.spot.extra_ops_per_trial * trials if _is_spot(spec) else Decimal(0)
     notes = [
-        *shared_notes(spec, trials, name),
+        *shared_notes(spec, trials, name, measured),
         *(describe_plan(spec, name, stages, persistence) if prune else []),
         _stop_line(spec, top_epoch, stop_note, usage.unfinished),
         *usage.cap_notes,
@@ -233,13 +246,13 @@ def _usage(
     name: ScenarioName,
     stages: tuple[Stage, ...],
     concurrency: int,
-    *,
     preempt: bool,
     capped: bool,
+    measured: Measured | None,
 ) -> _Usage:
     work = spec.workload
     setup = to_decimal(work.setup_minutes) / 60
-    per_epoch = work.epoch_minutes_for(name) * (1 + to_decimal(work.eval_overhead)) / 60
+    per_epoch = minutes_for(spec, name, measured) * (1 + to_decimal(work.eval_overhead)) / 60
     units = spec.resources.gpus_per_trial * spec.resources.gpu_share
     cap = trial_cap(spec, units * quote.per_gpu_hour) if capped else None
 
@@ -336,15 +349,18 @@ def _savings(
     stop: int,
     worst: Scenario,
     expected: Scenario,
+    measured: Measured | None,
 ) -> tuple[Saving, ...]:
     found = []
     max_epochs = spec.workload.max_epochs
     if stop < max_epochs:
-        baseline = _scenario(spec, policy, quote, "expected", trials, max_epochs)
+        baseline = _scenario(spec, policy, quote, "expected", trials, max_epochs, measured=measured)
         found.append(_saving("early stopping", expected, baseline))
     if spec.search.strategy.value in ("successive_halving", "hyperband", "asha"):
         for mine, top in ((worst, max_epochs), (expected, stop)):
-            baseline = _scenario(spec, policy, quote, mine.name, trials, top, prune=False)
+            baseline = _scenario(
+                spec, policy, quote, mine.name, trials, top, prune=False, measured=measured
+            )
             found.append(_saving(f"{spec.search.strategy.value} pruning", mine, baseline))
     return tuple(s for s in found if s.gpu_hours > 0)
 
@@ -360,15 +376,24 @@ def _spot(
     on_demand: Quote | None,
     trials: int,
     stop: int,
+    measured: Measured | None,
 ) -> SpotComparison | None:
     if not _is_spot(spec) or on_demand is None:
         return None
     # The same training work on both sides: per-trial caps would stop spot and on-demand
     # trials at different epochs (a cost cap buys more hours at the spot price).
     plain = _scenario(
-        spec, policy, on_demand, "expected", trials, stop, preempt=False, capped=False
+        spec,
+        policy,
+        on_demand,
+        "expected",
+        trials,
+        stop,
+        preempt=False,
+        capped=False,
+        measured=measured,
     )
-    spot = _scenario(spec, policy, quote, "expected", trials, stop, capped=False)
+    spot = _scenario(spec, policy, quote, "expected", trials, stop, capped=False, measured=measured)
     recompute = spot.recompute_gpu_hours * (1 + _retry(policy)) * quote.per_gpu_hour
     # NOTE: at a price near zero, the rounding of three products can leave -3e-26: a cost
     # is never below zero.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, Literal, Protocol
 
-from pydantic import Field, StrictFloat
+from pydantic import Field, StrictBool, StrictFloat
 
 from gate.money import Money
 from gate.spec.experiment import Capacity, LearningCurve, Model, Name
@@ -82,6 +82,13 @@ class Estimation(Model):
 
     plateau_fraction: Annotated[StrictFloat, Field(gt=0, le=1)] = 0.5
     """Where the metric goes flat, as a share of max_epochs, when the spec says nothing."""
+    mfu: Annotated[StrictFloat, Field(gt=0, le=1)] = Field(
+        default=0.35,
+        description=(
+            "Model FLOPs utilization: the share of the GPUs' dense peak a training run "
+            "achieves, for specs that give workload.model instead of an epoch time."
+        ),
+    )
     learning_curve: LearningCurve | None = None
     """The default expected shape of the metric."""
     queue_wait_hours: Annotated[StrictFloat, Field(ge=0, le=1e6, allow_inf_nan=False)] = 0.0
@@ -102,6 +109,21 @@ class Estimation(Model):
             "random search, about 1 for a model-based sampler such as TPE (Optuna's default)."
         ),
     )
+
+
+class Calibration(Model):
+    """How the estimate uses a calibration file (``budget-gate calibrate``).
+
+    A key (model label, accelerator, GPUs per trial, precision) with at least ``min_runs``
+    measured runs prices the expected case with the measured median epoch time, plateau
+    and failure rate, and the worst case with the measured 90th percentile. A spec that
+    declares an epoch time more than ``tolerance`` below the measured 10th percentile (or
+    a plateau that much earlier than measured) is flagged (BG308).
+    """
+
+    use: StrictBool = True
+    min_runs: Annotated[int, Field(ge=1, le=100_000)] = 5
+    tolerance: Annotated[StrictFloat, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.2
 
 
 class Returns(Model):

@@ -14,7 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
+from gate.calibrate.lookup import measured_for
+from gate.calibrate.model import Calibration
 from gate.errors import InputError, InputErrors
+from gate.estimate.flops import with_prior
+from gate.estimate.measured import Measured
 from gate.estimate.prices import Catalog, Quote, quote
 from gate.estimate.scenarios import Estimate, estimate
 from gate.estimate.trials import count_trials
@@ -70,8 +74,9 @@ class Evaluator:
     """The outcomes whose specs get priced alternatives (``estimate --alternatives``, the
     pull-request comment for specs that fail or need approval)."""
     fix_seconds: float = 0.4
-    """How long one spec may spend re-estimating to prove fixes (``fixing.FIX_SECONDS``)."""
     """How long one spec may spend re-estimating to prove fixes (0 turns fixes off)."""
+    calibration: Calibration | None = None
+    """Measured epoch times, plateaus and failure rates (``budget-gate calibrate``)."""
     _spends: dict[LedgerQuery, Spend] = field(default_factory=dict, repr=False, compare=False)
 
     def evaluate(self, spec_file: str, content: bytes | None = None) -> SpecResult:
@@ -103,11 +108,14 @@ class Evaluator:
         try:
             _check_size(spec, doc)
             price = self._quote(spec, policy, spec.resources.capacity, doc)
+            measured = with_prior(spec, self._measured(spec, policy), policy.estimation.mfu)
         except InputError as exc:
+            if exc.location is None:
+                exc.location = doc.source_map.locate(("workload", "model"))
             return Evaluation(_invalid(spec_file, exc))
         on_demand = self._on_demand(spec, policy, doc)
         started = time.monotonic()
-        est = estimate(spec, policy, price, on_demand)
+        est = estimate(spec, policy, price, on_demand, measured)
         took = time.monotonic() - started
         fp = fingerprint(spec)
         budget = self._budget(spec, policy, spec_file, fp)
@@ -116,7 +124,12 @@ class Evaluator:
         repo_path = self._repo_path(spec_file, policy)
         findings = _findings(doc, ctx, loaded, repo_path)
         findings = self._fixes(
-            findings, ctx, loaded, repo_path, lambda s: estimate(s, policy, price, on_demand), took
+            findings,
+            ctx,
+            loaded,
+            repo_path,
+            lambda s: self._estimate_edit(s, policy, price, on_demand),
+            took,
         )
         approval = self._approval(ctx, fp, findings, read=budget is not None)
         if approval is not None and approval.approval is not None:
@@ -169,7 +182,25 @@ class Evaluator:
             price = self._quote(spec, policy, spec.resources.capacity, doc)
         except InputError:
             return None
-        return estimate(spec, policy, price, self._on_demand(spec, policy, doc))
+        return self._estimate_edit(spec, policy, price, self._on_demand(spec, policy, doc))
+
+    def _estimate_edit(
+        self, spec: Experiment, policy: Policy, price: Quote, on_demand: Quote | None
+    ) -> Estimate:
+        """An edited spec's estimate, priced from the same calibration as the original."""
+        try:
+            measured = with_prior(spec, self._measured(spec, policy), policy.estimation.mfu)
+        except InputError:  # an edit the FLOPs prior cannot price falls back to the spec's
+            measured = None
+        return estimate(spec, policy, price, on_demand, measured)
+
+    def _measured(self, spec: Experiment, policy: Policy) -> Measured | None:
+        """The calibration's figures for ``spec``, unless there is none or the policy opts out."""
+        if self.calibration is None or not policy.calibration.use:
+            return None
+        return measured_for(
+            self.calibration, spec, policy.calibration, policy.reliability.failure_rate
+        )
 
     def _repo_path(self, spec_file: str, policy: Policy) -> str:
         """The path waiver globs match; the root is looked up only when there are waivers."""

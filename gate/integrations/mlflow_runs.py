@@ -59,12 +59,15 @@ Progress = Callable[[int, int, bool], None]
 class RunQuery:
     """Which runs to read and how: the experiment, the spec version, the history to fetch.
 
-    ``fingerprint`` ``None`` reads every run tagged with any spec version.
+    ``fingerprint`` ``None`` reads every run tagged with any spec version. ``history_tag``
+    names a tag that holds each run's own history key (calibrate reads each run's monitored
+    metric, which differs between specs), used where ``history_key`` is ``None``.
     """
 
     experiment_id: str
     fingerprint: str | None
     history_key: str | None
+    history_tag: str | None = None
     page_size: int = 1_000
     batch_size: int = 100
     workers: int = 4
@@ -146,6 +149,20 @@ class MlflowRuns:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
+    def experiments(self) -> list[tuple[str, str]]:
+        """The id and name of every active experiment in the store, in id order."""
+        found: list[tuple[str, str]] = []
+        token: str | None = None
+        with self.failing("listing the experiments"):
+            while True:
+                page = self._client.search_experiments(
+                    view_type=ViewType.ACTIVE_ONLY, max_results=1_000, page_token=token
+                )
+                found.extend((str(e.experiment_id), e.name) for e in page)
+                token = page.token or None
+                if not token:
+                    return sorted(found, key=lambda pair: (len(pair[0]), pair[0]))
+
     def failing(self, doing: str) -> contextlib.AbstractContextManager[None]:
         """Turn an MLflow or network failure into a one-line backend error (exit 4)."""
         return failing(self.where, doing)
@@ -196,15 +213,14 @@ class MlflowRuns:
     def _complete(self, batch: list[_Raw], query: RunQuery) -> list[RunFacts]:
         """Fetch the histories a batch needs and build its facts (runs in a pool thread)."""
         keys = {key for raw in batch for key in raw.latest if GPU_UTILIZATION.match(key)}
-        if query.history_key is not None:
-            keys.add(query.history_key)
+        keys.update(key for raw in batch if (key := _history_key(raw, query)) is not None)
         histories: dict[tuple[str, str], Points] = {}
         for key in sorted(keys):
             members = [(raw.run_id, raw.latest[key][1] + 1) for raw in batch if key in raw.latest]
             for chunk in _chunks(members, query.point_budget):
                 for run_id, points in self._histories(chunk, key, query.max_points).items():
                     histories[(run_id, key)] = points
-        return [_facts(raw, histories, query.history_key) for raw in batch]
+        return [_facts(raw, histories, _history_key(raw, query)) for raw in batch]
 
     def _histories(self, run_ids: Sequence[str], key: str, cap: int) -> dict[str, Points]:
         if self._creds is None:
@@ -247,6 +263,12 @@ class MlflowRuns:
         return [
             (m.step, m.timestamp, m.value) for m in self._client.get_metric_history(run_id, key)
         ]
+
+
+def _history_key(raw: _Raw, query: RunQuery) -> str | None:
+    if query.history_key is not None or query.history_tag is None:
+        return query.history_key
+    return raw.tags.get(query.history_tag)
 
 
 def filter_string(fingerprint: str | None) -> str:

@@ -8,8 +8,9 @@ Run conventions — what a launcher logs so that ``budget-gate reconcile`` can p
 
 - one MLflow run per trial attempt that holds GPUs, in the spec's
   ``tracking.mlflow_experiment``, tagged with :func:`run_tags` (spec, fingerprint, trial id,
-  GPUs, accelerator, capacity; ``attempt`` 1, 2, … for retries of one trial). Don't tag a
-  parent run that holds no GPUs: its time would be charged too;
+  GPUs, accelerator, capacity, the ``model`` label, precision, max_epochs and the
+  monitored metric, which ``budget-gate calibrate`` learns by; ``attempt`` 1, 2, … for
+  retries of one trial). Don't tag a parent run that holds no GPUs: its time would be charged too;
 - time held is the run's own start and end (``mlflow.start_run`` to the end of the
   ``with`` block), so start the run when the GPUs are allocated and end it on release;
   a run still RUNNING is charged up to now; FAILED and KILLED runs are failed runs;
@@ -27,6 +28,7 @@ Run conventions — what a launcher logs so that ``budget-gate reconcile`` can p
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from gate.spec.experiment import Experiment
 from gate.spec.fingerprint import fingerprint
@@ -47,6 +49,17 @@ APPROVAL_ID = PREFIX + "approval_id"
 ATTEMPT = PREFIX + "attempt"
 SUBMITTED_AT = PREFIX + "submitted_at"
 
+# What ``budget-gate calibrate`` learns by: the model label, precision, epochs planned and
+# the monitored metric (its plateau is a fraction of max_epochs).
+MODEL = PREFIX + "model"
+PRECISION = PREFIX + "precision"
+MAX_EPOCHS = PREFIX + "max_epochs"
+MONITOR = PREFIX + "monitor"
+MONITOR_MODE = PREFIX + "monitor_mode"
+PATIENCE = PREFIX + "patience"
+EPOCH_MINUTES = PREFIX + "epoch_minutes"
+EPOCH_MINUTES_WORST = PREFIX + "epoch_minutes_worst"
+
 # What the runtime guard leaves on a run it stopped (tags), and the per-epoch cost metric.
 STOPPED_BY = PREFIX + "stopped_by"
 STOP_KIND = PREFIX + "stop_kind"
@@ -61,6 +74,9 @@ TRAIN_SECONDS = PREFIX + "train_seconds"
 EVAL_SECONDS = PREFIX + "eval_seconds"
 
 COST_CENTER_LABEL = "cost-center"
+MODEL_LABEL = "model"
+DEFAULT_MONITOR = ("val_loss", "min")
+"""What reconcile monitors when a spec has no early stopping (gate.reconcile.quality)."""
 
 
 def spec_path(path: str | Path) -> str:
@@ -78,6 +94,8 @@ def spec_tags(
     attempt: int | None = None,
 ) -> dict[str, str]:
     """Tags that identify a training run of ``spec`` (pure); unset values are left out."""
+    early = spec.stopping.early_stopping
+    monitor, mode = (early.monitor, early.mode) if early is not None else DEFAULT_MONITOR
     tags = {
         SPEC: spec_path(path),
         FINGERPRINT: fingerprint,
@@ -90,8 +108,23 @@ def spec_tags(
         TRIAL_ID: trial_id,
         APPROVAL_ID: approval_id,
         ATTEMPT: None if attempt is None else str(attempt),
+        MODEL: spec.metadata.labels.get(MODEL_LABEL),
+        PRECISION: spec.resources.precision.value,
+        MAX_EPOCHS: str(spec.workload.max_epochs),
+        MONITOR: monitor,
+        MONITOR_MODE: mode,
+        PATIENCE: None if early is None else str(early.patience),
+        EPOCH_MINUTES: _minutes(spec, "expected"),
+        EPOCH_MINUTES_WORST: _minutes(spec, "worst"),
     }
     return {key: value for key, value in tags.items() if value is not None}
+
+
+def _minutes(spec: Experiment, scenario: Literal["worst", "expected"]) -> str | None:
+    """The spec's declared epoch time, so a backtest can compare it with what ran."""
+    if not spec.workload.declares_epoch_time:
+        return None
+    return f"{spec.workload.epoch_minutes_for(scenario).normalize():f}"
 
 
 def run_tags(

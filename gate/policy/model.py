@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, StrictBool, StrictFloat
 
 from gate.estimate.settings import (
+    Calibration,
     Estimation,
     Prices,
     Reliability,
@@ -231,6 +232,9 @@ class Policy(Model):
     """What the runtime guard stops."""
     reliability: Reliability = Field(default_factory=Reliability)
     """How often trials fail and are retried."""
+    calibration: Calibration = Field(default_factory=Calibration)
+    """How measured figures (budget-gate calibrate) price specs, and when a declared one is
+    flagged."""
     spot: Spot = Field(default_factory=Spot)
     """Spot-capacity assumptions."""
     severity: dict[Annotated[str, Field(pattern=r"^BG\d{3}$")], SeveritySetting] = Field(

@@ -18,10 +18,12 @@ Waste, variance and the verdict are in :mod:`gate.reconcile.waste`.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+import statistics
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from gate.estimate.measured import minutes_text
 from gate.reconcile.actuals import (
     MS_PER_HOUR,
     Plan,
@@ -42,6 +44,7 @@ from gate.reconcile.waste import (
     idle_waste,
     plateau_waste,
 )
+from gate.words import counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +199,7 @@ class Reconciler:
             verdict=decide(len(runs), len(qualified), variance, running),
             curve=curve,
             best_at=best_at,
-            notes=_notes(plan),
+            notes=_notes(plan, runs),
         )
 
 
@@ -289,8 +292,8 @@ def _curve(
     return tuple(points), best_at
 
 
-def _notes(plan: Plan) -> tuple[str, ...]:
-    notes = []
+def _notes(plan: Plan, runs: Sequence[RunResult]) -> tuple[str, ...]:
+    notes = [note] if (note := _epoch_error(plan, runs)) is not None else []
     if not plan.spec.quality_gate:
         notes.append("the spec has no quality_gate: every finished run counts as qualified")
     approval = plan.approval
@@ -300,6 +303,35 @@ def _notes(plan: Plan) -> tuple[str, ...]:
             f"{plan.quote.currency}: compared with the worst-case estimate instead"
         )
     return tuple(notes)
+
+
+def _epoch_error(plan: Plan, runs: Sequence[RunResult]) -> str | None:
+    """The runs' median epoch time against what the estimate priced, and on what basis."""
+    times = [
+        (r.phases.training if r.phases is not None else r.held_hours) * 60 / r.epochs
+        for r in runs
+        if r.epochs and r.end is not None
+    ]
+    if not times:
+        return None
+    actual = statistics.median(times)
+    measured = plan.estimate.measured
+    epoch = measured.epoch if measured is not None else None
+    if epoch is not None:
+        priced = epoch.median
+        basis = epoch.basis if epoch.prior else f"median of {epoch.basis}"
+    elif plan.spec.workload.declares_epoch_time:
+        priced, basis = plan.spec.workload.epoch_minutes_for("expected"), "the spec's figure"
+    else:
+        return None
+    if not actual:
+        return None
+    error = (priced - actual) / actual
+    return (
+        f"epoch time: the runs took {minutes_text(actual)} min (median of "
+        f"{counted(len(times), 'run')}); the estimate priced {minutes_text(priced)} "
+        f"({basis}): error {error:+.1%}"
+    )
 
 
 @dataclass(frozen=True, slots=True)

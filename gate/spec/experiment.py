@@ -6,12 +6,14 @@ and column. Every model forbids unknown keys; :mod:`gate.spec.validation` adds "
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from enum import Enum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -135,6 +137,47 @@ class Range(Model):
         return self
 
 
+def _exponent(value: Any) -> Any:
+    """``8.0e9``, which YAML 1.1 reads as text (it wants ``8.0e+9``), as the number meant."""
+    if isinstance(value, str) and re.fullmatch(r"[0-9]+(\.[0-9]*)?[eE][0-9]+", value.strip()):
+        return float(value)
+    return value
+
+
+Size = Annotated[
+    float,
+    BeforeValidator(_exponent),
+    Field(gt=0, le=1e30, allow_inf_nan=False, strict=True),
+]
+"""A model size or FLOP count: a positive number; ``8.0e9`` is read as a number."""
+
+
+class ModelSize(Model):
+    """The model instead of an epoch time: parameters × tokens, or FLOPs per sample.
+
+    The estimate turns it into an epoch time with 6·N·D ÷ (peak FLOP/s × GPUs × MFU).
+    """
+
+    parameters: Size | None = None
+    tokens_per_epoch: Size | None = None
+    flops_per_sample: Size | None = Field(
+        default=None,
+        description="Training FLOPs per sample (forward and backward); with train_samples.",
+    )
+
+    @model_validator(mode="after")
+    def _one_size(self) -> ModelSize:
+        by_tokens = self.parameters is not None or self.tokens_per_epoch is not None
+        if by_tokens == (self.flops_per_sample is not None):
+            raise ValueError(
+                "give parameters and tokens_per_epoch, or flops_per_sample (with "
+                "workload.train_samples)"
+            )
+        if by_tokens and (self.parameters is None or self.tokens_per_epoch is None):
+            raise ValueError("the model size is incomplete — give parameters and tokens_per_epoch")
+        return self
+
+
 class Workload(Model):
     """How long one trial trains: epochs × epoch time, plus setup and evaluation."""
 
@@ -152,6 +195,8 @@ class Workload(Model):
     )
     train_samples: PositiveInt | None = None
     """Training samples in one epoch, with samples_per_second."""
+    model: ModelSize | None = None
+    """The model's size, for a FLOPs prior of the epoch time when no epoch_minutes is given."""
     setup_minutes: NonNegativeFloat = 0.0
     """Minutes a trial holds its GPUs before training (image pull, data loading)."""
     eval_overhead: Annotated[StrictFloat, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0
@@ -159,10 +204,13 @@ class Workload(Model):
 
     @model_validator(mode="after")
     def _one_epoch_time(self) -> Workload:
+        if self.model is not None:
+            return self._model_only()
         has_rate = self.samples_per_second is not None or self.train_samples is not None
         if self.epoch_minutes is None and not has_rate:
             raise ValueError(
-                "no epoch time — add epoch_minutes, or samples_per_second and train_samples"
+                "no epoch time — add epoch_minutes, samples_per_second and train_samples, "
+                "or the model's size (workload.model)"
             )
         if self.epoch_minutes is not None and has_rate:
             raise ValueError(
@@ -174,6 +222,21 @@ class Workload(Model):
             )
         return self
 
+    def _model_only(self) -> Workload:
+        assert self.model is not None
+        if self.epoch_minutes is not None or self.samples_per_second is not None:
+            raise ValueError(
+                "epoch time given twice — keep workload.model or the declared epoch time"
+            )
+        if (self.model.flops_per_sample is not None) != (self.train_samples is not None):
+            raise ValueError("flops_per_sample and train_samples go together — give both")
+        return self
+
+    @property
+    def declares_epoch_time(self) -> bool:
+        """Whether the spec states an epoch time (else the model's size sets it)."""
+        return self.model is None
+
     def epoch_minutes_for(self, scenario: Literal["worst", "expected"]) -> Decimal:
         """Minutes per epoch: the high end of a range for the worst case, its middle otherwise."""
         value = self.epoch_minutes
@@ -182,7 +245,10 @@ class Workload(Model):
             return high if scenario == "worst" else (low + high) / 2
         if value is not None:
             return Decimal(str(value))
-        assert self.samples_per_second is not None and self.train_samples is not None
+        if self.samples_per_second is None or self.train_samples is None:
+            raise ValueError(
+                "the epoch time comes from workload.model (the estimate's FLOPs prior)"
+            )
         return Decimal(self.train_samples) / Decimal(str(self.samples_per_second)) / 60
 
 

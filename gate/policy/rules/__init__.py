@@ -17,6 +17,7 @@ from gate.policy.rules import (
     continuous_in_grid,
     costly_experiment,
     deadline,
+    epoch_time_understated,
     experiment_cost,
     expired_waiver,
     extends_none,
@@ -61,6 +62,7 @@ _SPEC_RULES: tuple[Rule, ...] = (
     spot_without_checkpoints,
     spot_dearer_than_on_demand,
     cap_stops_every_trial,
+    epoch_time_understated,
     trial_exceeds_node,
     deadline,
 )

@@ -1,0 +1,98 @@
+"""From observations to a calibration: per key and per coarser key, medians and spreads (pure).
+
+Every run counts toward its exact key (model, accelerator, GPUs, precision) and three
+coarser ones: any precision; any GPUs and precision; the model on anything. A lookup
+takes the finest key with enough runs (:mod:`gate.calibrate.lookup`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from gate.calibrate.model import Calibration, Entry, Key, Stat
+from gate.calibrate.observe import Observation
+
+
+def coarser(key: Key) -> tuple[Key, ...]:
+    """The key and its coarser keys, finest first."""
+    return (
+        key,
+        Key(model=key.model, accelerator=key.accelerator, gpus=key.gpus),
+        Key(model=key.model, accelerator=key.accelerator),
+        Key(model=key.model),
+    )
+
+
+def learn(
+    observations: Iterable[Observation],
+    created: dt.date,
+    source: str = "",
+    plateau_by: str = "",
+) -> Calibration:
+    """The calibration of ``observations``, one entry per key that has runs."""
+    groups: dict[Key, list[Observation]] = defaultdict(list)
+    every = list(observations)
+    for seen in every:
+        for key in dict.fromkeys(coarser(seen.key)):
+            groups[key].append(seen)
+    entries = [_entry(key, runs) for key, runs in groups.items()]
+    entries.sort(key=lambda e: _order(e.key))
+    return Calibration(
+        api_version="budget-gate/v1",
+        kind="Calibration",
+        created=created,
+        source=source,
+        experiments=sorted({seen.experiment for seen in every}),
+        runs=len(every),
+        plateau_by=plateau_by,
+        entries=entries,
+    )
+
+
+def stat(values: Sequence[float]) -> Stat | None:
+    """Median and the 10th and 90th percentiles (inclusive method); ``None`` for no values."""
+    if not values:
+        return None
+    if len(values) == 1:
+        only = _digits(values[0])
+        return Stat(runs=1, p10=only, median=only, p90=only)
+    deciles = statistics.quantiles(values, n=10, method="inclusive")
+    return Stat(
+        runs=len(values),
+        p10=_digits(deciles[0]),
+        median=_digits(statistics.median(values)),
+        p90=_digits(deciles[-1]),
+    )
+
+
+def _digits(value: float) -> float:
+    """Six significant digits: sub-second epochs keep their precision."""
+    return float(f"{value:.6g}")
+
+
+def _entry(key: Key, runs: list[Observation]) -> Entry:
+    failed = [r for r in runs if r.failed]
+    points = [r.failure_point for r in failed if r.failure_point is not None]
+    return Entry(
+        key=key,
+        runs=len(runs),
+        finished=len(runs) - len(failed),
+        failed=len(failed),
+        first=min(r.start for r in runs).date(),
+        last=max(r.start for r in runs).date(),
+        experiments=sorted({r.experiment for r in runs}),
+        epoch_minutes=stat([r.epoch_minutes for r in runs if r.epoch_minutes is not None]),
+        setup_minutes=stat([r.setup_minutes for r in runs if r.setup_minutes is not None]),
+        plateau_fraction=stat([r.plateau_fraction for r in runs if r.plateau_fraction is not None]),
+        failure_rate=round(len(failed) / len(runs), 6),
+        failure_point=round(statistics.median(points), 6) if points else None,
+        retries=sum(r.retry for r in runs),
+        preemptions=sum(r.preempted for r in runs),
+    )
+
+
+def _order(key: Key) -> tuple[str, str, int, str]:
+    return (key.model or "", key.accelerator or "~", key.gpus or 10**6, key.precision or "~")

@@ -1,0 +1,104 @@
+"""The calibration's figures for one spec: the finest key with enough runs (pure).
+
+Epoch time comes only from keys that name the spec's accelerator (any GPUs or precision
+at the coarsest, said in the basis); the plateau and the failure rate are the model's and
+may come from the model on any hardware. A spec without a ``model`` label, or a key with
+fewer than the policy's ``calibration.min_runs`` runs, is priced from the spec, and the
+estimate says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+
+from gate.calibrate.learn import coarser
+from gate.calibrate.model import Calibration, Entry, Key, Stat
+from gate.estimate.measured import EpochTime, Fraction, Measured, failure_note
+from gate.estimate.settings import Calibration as Settings
+from gate.ledger.tracking import MODEL_LABEL
+from gate.money import to_decimal
+from gate.spec.experiment import Experiment
+
+
+def spec_key(spec: Experiment) -> Key:
+    """The exact key of ``spec``'s runs."""
+    return Key(
+        model=spec.metadata.labels.get(MODEL_LABEL),
+        accelerator=spec.resources.accelerator,
+        gpus=spec.resources.gpus_per_trial,
+        precision=spec.resources.precision.value,
+    )
+
+
+def measured_for(
+    calibration: Calibration, spec: Experiment, settings: Settings, policy_failure_rate: float
+) -> Measured:
+    """What the calibration measured for ``spec``'s key, with notes for what it lacks."""
+    key = spec_key(spec)
+    if key.model is None:
+        return Measured(
+            notes=(
+                f"calibration not used: the spec has no {MODEL_LABEL!r} label to look its "
+                "runs up by",
+            )
+        )
+    entries = {entry.key: entry for entry in calibration.entries}
+    keys = coarser(key)
+    enough = settings.min_runs
+
+    def find(pick: Callable[[Entry], Stat | None], levels: int) -> tuple[Entry, Stat] | None:
+        for level in keys[:levels]:
+            entry = entries.get(level)
+            found = pick(entry) if entry is not None else None
+            if entry is not None and found is not None and found.runs >= enough:
+                return entry, found
+        return None
+
+    epoch = find(lambda e: e.epoch_minutes, 3)
+    plateau = find(lambda e: e.plateau_fraction, 4)
+    failures = next((entries[k] for k in keys if k in entries and entries[k].runs >= enough), None)
+    notes: list[str] = []
+    if epoch is None:
+        notes.append(
+            f"calibration has fewer than {enough} runs of {key.describe()} with an epoch "
+            "time: the spec's epoch time is used"
+        )
+    failure_rate = None
+    if failures is not None and failures.failure_rate is not None:
+        failure_rate = Fraction(
+            failures.failure_rate,
+            failures.failure_rate,
+            f"{failures.failed} of {failures.runs} runs of {_who(failures)} failed",
+        )
+        notes.append(failure_note(failure_rate, policy_failure_rate))
+    return Measured(
+        epoch=_epoch(*epoch) if epoch is not None else None,
+        plateau=_fraction(*plateau) if plateau is not None else None,
+        failure_rate=failure_rate,
+        failure_point=failures.failure_point if failures is not None else None,
+        notes=tuple(notes),
+    )
+
+
+def _who(entry: Entry) -> str:
+    first, last = entry.first, entry.last
+    end = last.isoformat() if last.year != first.year else last.strftime("%m-%d")
+    return f"{entry.key.describe()}, {first.isoformat()} … {end}"
+
+
+def _epoch(entry: Entry, found: Stat) -> EpochTime:
+    return EpochTime(
+        low=_minutes(found.p10),
+        median=_minutes(found.median),
+        high=_minutes(found.p90),
+        basis=f"{found.runs} runs of {_who(entry)}",
+    )
+
+
+def _fraction(entry: Entry, found: Stat) -> Fraction:
+    return Fraction(found.p10, found.median, f"{found.runs} runs of {_who(entry)}")
+
+
+def _minutes(value: float) -> Decimal:
+    return to_decimal(value)

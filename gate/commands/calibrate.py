@@ -1,0 +1,153 @@
+"""``budget-gate calibrate``: learn epoch times, plateaus and failures from finished runs.
+
+Reads every run tagged by budget-gate in every active MLflow experiment (or the ones
+named with ``--experiment``) through the reconcile reader, learns per model label,
+accelerator, GPUs per trial and precision (:mod:`gate.calibrate`), prints what it learned
+and, with ``--write``, writes the calibration file the team commits next to its policies.
+``--backtest`` replays the history in time order and prints how accurate calibrated
+epoch times were against the declared ones. Exit 0, 3 bad input, 4 MLflow failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from gate.calibrate.backtest import Accuracy, Scores, by_team, cases, score
+from gate.calibrate.learn import learn
+from gate.calibrate.model import Calibration, Entry, Stat, dump
+from gate.calibrate.observe import Observation, observe
+from gate.commands.common import quiet_mlflow, utc_now
+from gate.errors import InputError
+from gate.integrations import needs_mlflow
+from gate.integrations.tracking_uri import resolve_tracking_uri
+from gate.ledger import tracking
+from gate.policy.loader import PolicySet
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read the runs, learn, print; write the file and backtest when asked."""
+    policy = PolicySet(args.policy_dir).for_team(None).policy
+    returns = policy.returns
+    where, observations = _observations(args, returns.min_relative_gain)
+    if not observations:
+        raise InputError(
+            "no finished runs tagged by budget-gate to learn from",
+            hint="tag training runs with gate.tracking.run_tags(spec) (see README, "
+            "'Calibration'), or pass the right --tracking-uri / --experiment",
+        )
+    plateau_by = (
+        f"marginal return: {returns.min_relative_gain * 100:g} % of the metric's value "
+        "per patience window (default policy's returns)"
+    )
+    calibration = learn(observations, utc_now().date(), where, plateau_by)
+    print(render(calibration, policy.calibration.min_runs))
+    if args.write:
+        Path(args.write).write_text(dump(calibration), encoding="utf-8")
+        print(f"wrote {args.write}: commit it next to the policies", file=sys.stderr)
+    if args.backtest:
+        print()
+        print(render_backtest(observations, policy.calibration.min_runs))
+    return 0
+
+
+def _observations(args: argparse.Namespace, relative_gain: float) -> tuple[str, list[Observation]]:
+    """Where the runs are (redacted) and every finished run's observation."""
+    uri = resolve_tracking_uri(args.tracking_uri, os.environ)
+    quiet_mlflow()
+    with needs_mlflow("calibrate"):
+        from gate.integrations.mlflow_runs import MlflowRuns, RunQuery
+
+        runs = MlflowRuns(uri)
+    wanted = set(args.experiment or ())
+    listed = runs.experiments()
+    missing = wanted - {name for _, name in listed}
+    if missing:
+        raise InputError(
+            f"MLflow at {runs.where} has no experiment {sorted(missing)[0]!r}",
+            hint="check the name, or leave out --experiment to read every experiment",
+        )
+    found = []
+    for experiment_id, name in listed:
+        if wanted and name not in wanted:
+            continue
+        query = RunQuery(experiment_id, None, None, history_tag=tracking.MONITOR)
+        for facts in runs.facts(query):
+            seen = observe(facts, name, relative_gain)
+            if seen is not None:
+                found.append(seen)
+    return runs.where, found
+
+
+def render(calibration: Calibration, min_runs: int) -> str:
+    """The calibration as a table, one row per key, finest keys first."""
+    lines = [
+        f"calibration of {calibration.runs} runs from {len(calibration.experiments)} MLflow "
+        f"experiments ({', '.join(calibration.experiments)}), {calibration.created}",
+        f"keys with at least {min_runs} runs price estimates; plateau by "
+        f"{calibration.plateau_by or 'marginal return'}",
+        "",
+        f"{'key':<44} {'runs':>5}  {'epoch min p10/median/p90':<26} {'setup min':>9}  "
+        f"{'plateau':>7}  {'failed':>6}  retries  preempted",
+    ]
+    lines.extend(_row(entry) for entry in calibration.entries)
+    return "\n".join(lines)
+
+
+def _row(entry: Entry) -> str:
+    return (
+        f"{entry.key.describe():<44} {entry.runs:>5}  {_stat(entry.epoch_minutes):<26} "
+        f"{_median(entry.setup_minutes):>9}  {_share(entry.plateau_fraction):>7}  "
+        f"{entry.failure_rate or 0:>6.0%}  {entry.retries:>7}  {entry.preemptions:>9}"
+    )
+
+
+def _stat(stat: Stat | None) -> str:
+    if stat is None:
+        return "—"
+    return f"{stat.p10:.3g} / {stat.median:.3g} / {stat.p90:.3g} ({stat.runs})"
+
+
+def _median(stat: Stat | None) -> str:
+    return "—" if stat is None else f"{stat.median:.3g}"
+
+
+def _share(stat: Stat | None) -> str:
+    return "—" if stat is None else f"{stat.median:.0%}"
+
+
+def render_backtest(observations: list[Observation], min_runs: int) -> str:
+    """MAPE, bias and coverage, calibrated against declared, overall and per team."""
+    found = cases(observations, min_runs)
+    overall = score(found)
+    lines = [
+        f"backtest: {len(found)} experiments in time order, each estimated from the runs "
+        f"before it ({overall.uncalibrated} had fewer than {min_runs} earlier runs of "
+        "their key)",
+        "epoch time, (estimate − actual) ÷ actual; coverage: actual within expected–worst",
+        "",
+        f"{'':<20} {'estimator':<11} {'cases':>5} {'MAPE':>8} {'bias':>8} {'coverage':>9}",
+        *_score_rows("overall", overall),
+    ]
+    for team, scores in by_team(found).items():
+        lines.extend(_score_rows(f"team {team}", scores))
+    return "\n".join(lines)
+
+
+def _score_rows(label: str, scores: Scores) -> list[str]:
+    rows = []
+    for name, accuracy in (("calibrated", scores.calibrated), ("declared", scores.declared)):
+        rows.append(f"{label:<20} {name:<11} {_accuracy(accuracy)}")
+        label = ""
+    return rows
+
+
+def _accuracy(accuracy: Accuracy | None) -> str:
+    if accuracy is None:
+        return f"{0:>5} {'—':>8} {'—':>8} {'—':>9}"
+    return (
+        f"{accuracy.cases:>5} {accuracy.mape:>8.1%} {accuracy.bias:>+8.1%} "
+        f"{accuracy.coverage:>9.0%}"
+    )

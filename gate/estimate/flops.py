@@ -1,0 +1,95 @@
+"""The FLOPs prior: an epoch time from the model's size when no run has measured it (pure).
+
+Training takes about 6 FLOPs per parameter per token (forward 2, backward 4), so an epoch
+is 6·N·D FLOPs, or ``flops_per_sample × train_samples``; the GPUs deliver their dense
+peak at the spec's precision (``gate/data/peak_flops.json``: NVIDIA's datasheets, as
+PyTorch Lightning tabulates them) times the model FLOPs utilization (MFU, the policy's
+``estimation.mfu``, 0.35 unless it says otherwise). :func:`epoch_minutes` is the pure
+formula, for anyone pricing "what bf16 would cost".
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from importlib import resources
+
+from gate.errors import InputError
+from gate.estimate.measured import EpochTime, Measured
+from gate.money import to_decimal
+from gate.spec.experiment import Experiment
+
+FLOPS_PER_PARAMETER_TOKEN = 6
+"""Forward (2) and backward (4) FLOPs per parameter per token."""
+
+
+@dataclass(frozen=True, slots=True)
+class Peaks:
+    """Dense peak FLOP/s per GPU by accelerator and precision, with source and date."""
+
+    source: str
+    date: str
+    peaks: dict[str, dict[str, float]]
+
+    def peak(self, accelerator: str, precision: str) -> float | None:
+        """The dense peak of one GPU at ``precision``; ``None`` when unknown."""
+        return self.peaks.get(accelerator, {}).get(precision)
+
+
+@functools.cache
+def load_peaks() -> Peaks:
+    """The packaged table (read once)."""
+    raw = json.loads(resources.files("gate").joinpath("data/peak_flops.json").read_text("utf-8"))
+    return Peaks(raw["source"], raw["date"], raw["peaks"])
+
+
+def epoch_minutes(flops: float, peak: float, gpus: int, mfu: float) -> Decimal:
+    """Minutes for ``flops`` of training on ``gpus`` GPUs of dense ``peak`` FLOP/s at ``mfu``."""
+    seconds = to_decimal(flops) / (to_decimal(peak) * gpus * to_decimal(mfu))
+    return seconds / 60
+
+
+def epoch_flops(spec: Experiment) -> float | None:
+    """Training FLOPs of one epoch, from ``workload.model``; ``None`` without one."""
+    work = spec.workload
+    model = work.model
+    if model is None:
+        return None
+    if model.flops_per_sample is not None and work.train_samples is not None:
+        return model.flops_per_sample * work.train_samples
+    assert model.parameters is not None and model.tokens_per_epoch is not None
+    return FLOPS_PER_PARAMETER_TOKEN * model.parameters * model.tokens_per_epoch
+
+
+def with_prior(spec: Experiment, measured: Measured | None, mfu: float) -> Measured | None:
+    """``measured``, with the FLOPs prior as its epoch time when nothing measured one.
+
+    Raises:
+        gate.errors.InputError: the spec gives its model size on an accelerator or at a
+            precision the peak table lacks.
+    """
+    flops = epoch_flops(spec)
+    if flops is None or (measured is not None and measured.epoch is not None):
+        return measured
+    resources_ = spec.resources
+    precision = resources_.precision.value
+    table = load_peaks()
+    peak = table.peak(resources_.accelerator, precision)
+    if peak is None:
+        raise InputError(
+            f"no dense peak FLOP/s for {resources_.accelerator} at {precision}, which the "
+            "FLOPs prior needs",
+            hint="give workload.epoch_minutes instead of workload.model, or a precision the "
+            "accelerator has",
+        )
+    gpus = resources_.gpus_per_trial
+    minutes = epoch_minutes(flops, peak, gpus, mfu)
+    basis = (
+        f"FLOPs prior {flops:.3g} FLOPs ÷ ({peak / 1e12:g} TFLOP/s {precision} dense × {gpus} "
+        f"GPU{'s' if gpus != 1 else ''} × MFU {mfu:g}); peaks: NVIDIA datasheets, "
+        f"table of {table.date}"
+    )
+    prior = EpochTime(low=minutes, median=minutes, high=minutes, basis=basis, prior=True)
+    return replace(measured or Measured(), epoch=prior)

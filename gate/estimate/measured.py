@@ -1,0 +1,161 @@
+"""What was measured, as the estimate takes it: figures that overrule the spec's (pure).
+
+``budget-gate calibrate`` learns epoch times, plateaus and failure rates from finished
+runs (:mod:`gate.calibrate`); the evaluation looks up the spec's key and hands the
+estimate a :class:`Measured`. Every figure carries its basis in words, and the estimate
+states it next to what the spec declared: a measured figure never replaces a declared
+one silently.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from decimal import Decimal
+
+from gate.estimate.settings import (
+    ConcurrencyLimit,
+    Estimation,
+    Prices,
+    PricingPolicy,
+    Reliability,
+    Returns,
+    ScenarioName,
+    Spot,
+)
+from gate.money import format_amount
+from gate.spec.experiment import Experiment
+
+
+@dataclass(frozen=True, slots=True)
+class EpochTime:
+    """Measured minutes per epoch: the low (10th percentile), median and high (90th)."""
+
+    low: Decimal
+    median: Decimal
+    high: Decimal
+    basis: str
+    """Whose runs, e.g. ``23 runs of resnet18 on A100 × 1 bf16, 2026-11-20 … 11-30``."""
+    prior: bool = False
+    """A FLOPs prior (:mod:`gate.estimate.flops`), not a measurement."""
+
+    def minutes(self, scenario: ScenarioName) -> Decimal:
+        """The median for the expected case, the high quantile for the worst."""
+        return self.high if scenario == "worst" else self.median
+
+
+@dataclass(frozen=True, slots=True)
+class Fraction:
+    """A measured fraction (plateau epoch ÷ max_epochs, failure rate) and its basis."""
+
+    low: float
+    median: float
+    basis: str
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """The calibration's figures for one spec; ``None`` where too few runs measured one.
+
+    ``notes`` says what was looked up and not used (too few runs, no matching key), so an
+    estimate priced from the spec alone says why.
+    """
+
+    epoch: EpochTime | None = None
+    plateau: Fraction | None = None
+    failure_rate: Fraction | None = None
+    failure_point: float | None = None
+    notes: tuple[str, ...] = ()
+
+    def plateau_epoch(self, max_epochs: int) -> int | None:
+        """The measured median plateau as an epoch of this spec."""
+        if self.plateau is None:
+            return None
+        return max(1, math.ceil(self.plateau.median * max_epochs))
+
+    def low_plateau_epoch(self, max_epochs: int) -> int | None:
+        """The measured 10th-percentile plateau as an epoch of this spec."""
+        if self.plateau is None:
+            return None
+        return max(1, math.ceil(self.plateau.low * max_epochs))
+
+
+def epoch_note(epoch: EpochTime, scenario: ScenarioName, declared: Decimal | None) -> str:
+    """``epoch time 4.1 min: median of 23 runs of …; the spec says 0.5``."""
+    minutes = minutes_text(epoch.minutes(scenario))
+    said = f"; the spec says {declared.normalize():f}" if declared is not None else ""
+    if epoch.prior:
+        return f"epoch time {minutes} min: {epoch.basis}{said}"
+    which = "90th percentile" if scenario == "worst" else "median"
+    return f"epoch time {minutes} min: {which} of {epoch.basis}{said}"
+
+
+def minutes_for(spec: Experiment, scenario: ScenarioName, measured: Measured | None) -> Decimal:
+    """The epoch time a scenario prices: measured (or the FLOPs prior), else declared."""
+    if measured is not None and measured.epoch is not None:
+        return measured.epoch.minutes(scenario)
+    return spec.workload.epoch_minutes_for(scenario)
+
+
+def declared_minutes(spec: Experiment, scenario: ScenarioName) -> Decimal | None:
+    """The spec's own epoch time, ``None`` when its model size sets it."""
+    work = spec.workload
+    return work.epoch_minutes_for(scenario) if work.declares_epoch_time else None
+
+
+def minutes_text(minutes: Decimal) -> str:
+    """Two decimals, or three significant digits below a tenth of a minute."""
+    if minutes >= Decimal("0.1") or minutes == 0:
+        return format_amount(minutes, 2)
+    return f"{float(minutes):.3g}"
+
+
+def plateau_note(plateau: Fraction, declared: int | None) -> str:
+    """The measured plateau's basis, and what the spec declared instead."""
+    said = f"; the spec says {declared}" if declared is not None else ""
+    return f"measured: median {plateau.median:.0%} of max_epochs in {plateau.basis}{said}"
+
+
+def failure_note(failures: Fraction, policy_rate: float) -> str:
+    """The measured failure rate, and the policy's figure it replaces."""
+    return (
+        f"failure rate {failures.median:.0%}: {failures.basis}; the policy says {policy_rate:.0%}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredPolicy:
+    """A pricing policy whose failure assumptions are the measured ones."""
+
+    currency: str
+    prices: Prices
+    limits: ConcurrencyLimit
+    estimation: Estimation
+    returns: Returns
+    reliability: Reliability
+    spot: Spot
+
+
+def measured_policy(policy: PricingPolicy, measured: Measured | None) -> PricingPolicy:
+    """``policy`` with the measured failure rate and failure point, when there are some."""
+    if measured is None or measured.failure_rate is None:
+        return policy
+    base = policy.reliability
+    reliability = base.model_copy(
+        update={
+            "failure_rate": min(measured.failure_rate.median, 0.99),
+            "failure_point": measured.failure_point or base.failure_point,
+        }
+    )
+    return replace(
+        MeasuredPolicy(
+            policy.currency,
+            policy.prices,
+            policy.limits,
+            policy.estimation,
+            policy.returns,
+            base,
+            policy.spot,
+        ),
+        reliability=reliability,
+    )

@@ -1,0 +1,67 @@
+"""The spec declares a faster epoch, or an earlier plateau, than its runs measured.
+
+With a calibration file (``budget-gate calibrate``, committed as
+``policies/calibration.json``) the estimate already prices the measured figures; this
+rule makes an understated spec visible rather than quietly overruled. It fires when the
+declared epoch time (the expected case's) is more than ``calibration.tolerance`` (20 %
+by default) below the measured 10th percentile of the spec's key (model label,
+accelerator, GPUs per trial, precision), or when the spec's ``expected_plateau_epoch`` is
+that much earlier than the measured 10th-percentile plateau. Fix the figure in the spec,
+or say in the pull request why this run will be faster than every run before it.
+
+Passes (runs of resnet18 on A100 × 1 bf16 measured 3.8–4.6 min an epoch)::
+
+    metadata: {name: sweep, labels: {model: resnet18}}
+    resources: {accelerator: A100, gpus_per_trial: 1, precision: bf16}
+    workload: {max_epochs: 20, epoch_minutes: 4}
+
+Fails (0.5 min is far below the measured 3.8)::
+
+    metadata: {name: sweep, labels: {model: resnet18}}
+    resources: {accelerator: A100, gpus_per_trial: 1, precision: bf16}
+    workload: {max_epochs: 20, epoch_minutes: 0.5}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gate.estimate.measured import minutes_text
+from gate.money import to_decimal
+from gate.policy.model import Severity
+from gate.policy.rules.base import RuleContext, Violation
+
+ID = "BG308"
+SLUG = "epoch-time-understated"
+TITLE = "Declared epoch time or plateau below what runs measured"
+DEFAULT_SEVERITY = Severity.APPROVAL
+
+
+def check(ctx: RuleContext) -> Iterator[Violation]:
+    """Flag a declared epoch time or plateau beyond the tolerance below the measured low."""
+    measured = ctx.estimate.measured
+    if measured is None or not ctx.spec.workload.declares_epoch_time:
+        return
+    keep = 1 - to_decimal(ctx.policy.calibration.tolerance)
+    work = ctx.spec.workload
+    epoch = measured.epoch
+    declared = work.epoch_minutes_for("expected")
+    if epoch is not None and not epoch.prior and declared < epoch.low * keep:
+        field = "epoch_minutes" if work.epoch_minutes is not None else "samples_per_second"
+        yield Violation(
+            f"epoch time {declared.normalize():f} min is below the measured "
+            f"{minutes_text(epoch.low)} (10th percentile of {epoch.basis}) by more than "
+            f"the tolerance of {ctx.policy.calibration.tolerance:.0%}: priced at the "
+            f"measured median {minutes_text(epoch.median)} min instead",
+            ("workload", field),
+        )
+    early = ctx.spec.stopping.early_stopping
+    low = measured.low_plateau_epoch(work.max_epochs)
+    said = early.expected_plateau_epoch if early is not None else None
+    if said is not None and low is not None and measured.plateau is not None and said < low * keep:
+        yield Violation(
+            f"expected_plateau_epoch {said} is earlier than the measured {low} (10th "
+            f"percentile of {measured.plateau.basis}, as a share of max_epochs) by more "
+            f"than the tolerance: priced at epoch {measured.plateau_epoch(work.max_epochs)}",
+            ("stopping", "early_stopping", "expected_plateau_epoch"),
+        )
