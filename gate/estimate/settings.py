@@ -122,8 +122,12 @@ class Calibration(Model):
     """
 
     use: StrictBool = True
+    """Whether measured figures price the spec when the calibration has them."""
     min_runs: Annotated[int, Field(ge=1, le=100_000)] = 5
+    """Runs a key needs before its measurements count."""
     tolerance: Annotated[StrictFloat, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.2
+    """How far (a fraction) a declared epoch time may fall below the measured 10th percentile
+    before BG308 flags it."""
 
 
 class Returns(Model):

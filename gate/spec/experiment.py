@@ -159,7 +159,9 @@ class ModelSize(Model):
     """
 
     parameters: Size | None = None
+    """The model's parameter count N, e.g. 8.0e9."""
     tokens_per_epoch: Size | None = None
+    """Tokens D one epoch trains on; an epoch costs 6·N·D FLOPs."""
     flops_per_sample: Size | None = Field(
         default=None,
         description="Training FLOPs per sample (forward and backward); with train_samples.",
