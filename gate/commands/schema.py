@@ -9,6 +9,7 @@ import itertools
 import json
 import sys
 import textwrap
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from pydantic import BaseModel
 from gate.commands.output import write_atomically
 from gate.errors import InputError
 from gate.policy.model import Policy
-from gate.spec.experiment import Experiment, Model
+from gate.spec.experiment import Experiment
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "experiment.schema.json": Experiment,
@@ -37,7 +38,7 @@ def render_schema(model: type[BaseModel]) -> str:
 
 def _describe_fields(schema: dict[str, Any], model: type[BaseModel]) -> None:
     """Give each property the docstring written under its field, as one line."""
-    classes = {cls.__name__: cls for cls in _subclasses(Model)}
+    classes = {cls.__name__: cls for cls in _reachable(model)}
     nodes = [(model.__name__, schema), *schema.get("$defs", {}).items()]
     for name, node in nodes:
         cls = classes.get(name)
@@ -67,10 +68,18 @@ def field_docstrings(cls: type) -> dict[str, str]:
     return docs
 
 
-def _subclasses(cls: type[Model]) -> list[type[Model]]:
-    found = []
-    for sub in cls.__subclasses__():
-        found.extend([sub, *_subclasses(sub)])
+def _reachable(model: type[BaseModel]) -> list[type[BaseModel]]:
+    """``model`` and every model its fields hold, however nested (the schema's ``$defs``)."""
+    found: list[type[BaseModel]] = []
+    todo: list[Any] = [model]
+    while todo:
+        kind = todo.pop()
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            if kind in found:
+                continue
+            found.append(kind)
+            todo.extend(f.annotation for f in kind.model_fields.values())
+        todo.extend(typing.get_args(kind))
     return found
 
 
