@@ -17,6 +17,9 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from gate.calibrate.model import FILE_NAME as CALIBRATION_FILE
+from gate.calibrate.model import Calibration
+from gate.calibrate.model import parse as parse_calibration
 from gate.ci.approvals import (
     Access,
     Candidate,
@@ -50,6 +53,7 @@ from gate.ledger.tracking import COST_CENTER_LABEL, spec_path
 from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet
 from gate.policy.verdict import FailOn, apply_approval, decide
+from gate.spec.loader import load_bytes
 
 MAX_WALK = 50
 """How many commits back from the head to look for the last change to a spec."""
@@ -126,6 +130,7 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
         fail_on_warn=settings.fail_on is FailOn.WARN,
         ledger=settings.ledger,
         alternatives_for=frozenset({Outcome.VIOLATION, Outcome.APPROVAL_REQUIRED}),
+        calibration=_base_calibration(gh, pull, settings.policy_dir),
     )
     evaluations: list[Evaluation] = []
     diffs: list[SpecDiff] = []
@@ -163,6 +168,17 @@ def _base_policies(gh: GitHub, pull: PullInfo, policy_dir: str) -> dict[str, byt
             hint="pull requests are judged by the base branch's policies: add them there first",
         )
     return files
+
+
+def _base_calibration(gh: GitHub, pull: PullInfo, policy_dir: str) -> Calibration | None:
+    """The calibration committed beside the policies at the base commit, if there is one.
+
+    NOTE: read from the base like the policies: a pull request cannot price itself with
+    measurements it edits.
+    """
+    name = f"{policy_dir.strip('/') or '.'}/{CALIBRATION_FILE}"
+    content = gh.read_file(name, pull.base_sha)
+    return None if content is None else parse_calibration(load_bytes(content, name))
 
 
 def _evaluate(evaluator: Evaluator, path: str, gh: GitHub, ref: str) -> Evaluation:
