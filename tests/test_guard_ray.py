@@ -11,33 +11,22 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from decimal import Decimal
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.netns import run_on_loopback
 
 EPOCH_COST = Decimal("1.6")
 
 
 @pytest.fixture(scope="module")
 def searches(tmp_path_factory):
-    assert os.geteuid() == 0 and shutil.which("unshare"), "the Ray tests need root and unshare"
     storage = tmp_path_factory.mktemp("ray")
-    child = f"ip link set lo up && exec {sys.executable} -m tests.ray_guard_run {storage}"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
-    done = subprocess.run(
-        ["unshare", "--net", "sh", "-c", child],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_on_loopback(f"{sys.executable} -m tests.ray_guard_run {storage}", env, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 from tests.conftest import ROOT
+from tests.netns import run_on_loopback
 
 CASES = "tests/skypilot_cases.py"
 # SkyPilot 0.14 warns at import (SQLAlchemy 2.0 moves, passlib's crypt); not ours to fix.
@@ -32,16 +33,7 @@ def test_skypilot_policy_cases_pass_in_a_network_namespace(tmp_path, capsys):
     env.pop("MLFLOW_TRACKING_URI", None)
     command = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider"]
     command += ["--basetemp", str(tmp_path / "cases"), *SKYPILOT_WARNINGS, CASES]
-    script = f"ip link set lo up && exec {shlex.join(command)}"
-    proc = subprocess.run(
-        ["unshare", "--net", "sh", "-c", script],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    proc = run_on_loopback(shlex.join(command), env, timeout=600)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-8000:]
     assert " passed" in proc.stdout
