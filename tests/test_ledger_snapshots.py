@@ -215,3 +215,17 @@ def test_the_rest_ledger_reads_records_as_mlflow_does(team, ledger):
     scope = BudgetScope("team", team.name)
     for query in (scope.query(JUNE), dataclasses.replace(scope.query(JUNE), spec=SPECS[2])):
         assert rest.query(query) == MlflowLedger(team.uri).query(query)
+
+
+def test_rest_requests_carry_mlflows_credentials_and_never_in_the_url():
+    from gate.integrations.ledger_rest import Rest
+
+    rest = Rest(
+        "https://ann:p%40ss@mlflow.example:8443/base/", {"MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
+    )
+    assert rest.base == "https://mlflow.example:8443/base"
+    assert rest.headers["Authorization"] == "Basic YW5uOnBAc3M="  # ann:p@ss
+    assert rest.timeout == 5.0
+    token = Rest("http://h", {"MLFLOW_TRACKING_TOKEN": "t0k", "MLFLOW_TRACKING_USERNAME": "u"})
+    assert token.headers["Authorization"] == "Bearer t0k"
+    assert "Authorization" not in Rest("http://h", {}).headers
