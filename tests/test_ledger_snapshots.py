@@ -229,3 +229,24 @@ def test_rest_requests_carry_mlflows_credentials_and_never_in_the_url():
     token = Rest("http://h", {"MLFLOW_TRACKING_TOKEN": "t0k", "MLFLOW_TRACKING_USERNAME": "u"})
     assert token.headers["Authorization"] == "Bearer t0k"
     assert "Authorization" not in Rest("http://h", {}).headers
+
+
+def test_writers_roll_snapshots_as_they_append(team):
+    """Appending records rolls the team's and the cost center's snapshots once enough settle."""
+    from gate.integrations.ledger_snapshots import ROLL_EVERY, SETTLE
+
+    now = dt.datetime.now(UTC)
+    start = month_start(now)
+    settled = now - SETTLE - dt.timedelta(minutes=2) > start  # false in a month's first minutes
+    writer = MlflowLedger(team.uri)
+    for n in range(ROLL_EVERY):
+        when = max(start, now - SETTLE - dt.timedelta(minutes=2)) - dt.timedelta(seconds=n)
+        record = base(team, RecordKind.APPROVAL, SPECS[n % 6], f"sha256:auto-{n}", max(start, when))
+        writer.append(dataclasses.replace(record, worst_cost=Decimal("1.01")))
+    experiment = writer.experiment_id(create=False)
+    client = MlflowClient(team.uri)
+    for scope in (f"team:{team.name}", f"cost-center:{team.cost_center}"):
+        found = client.search_runs([experiment], f"tags.{SCOPE} = '{scope}'")
+        assert len(found) == (1 if settled else 0), scope
+    spend = RestLedger(team.uri).month_spend(BudgetScope("team", team.name).query(start), now)
+    assert spend.totals("USD", spec="-", fingerprint="-").committed == Decimal("6.06")  # 6 specs
