@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--tracking-uri",
         metavar="URI",
         help="MLflow tracking store of the approvals ledger (default: $MLFLOW_TRACKING_URI, "
-        "else sqlite:///mlflow.db)",
+        "else sqlite:///mlflow.db); an http(s) server is read over REST, without MLflow",
     )
     evaluation = _Parser(add_help=False, parents=[places])
     evaluation.add_argument(
