@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URI",
         help="MLflow tracking store of the approvals ledger (default: $MLFLOW_TRACKING_URI, "
         "else mlflow.db at the git repository's root, or in the current directory outside "
-        "git)",
+        "git); an http(s) server is read over REST, without MLflow",
     )
     evaluation = _Parser(add_help=False, parents=[places])
     evaluation.add_argument(

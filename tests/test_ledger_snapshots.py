@@ -215,3 +215,38 @@ def test_the_rest_ledger_reads_records_as_mlflow_does(team, ledger):
     scope = BudgetScope("team", team.name)
     for query in (scope.query(JUNE), dataclasses.replace(scope.query(JUNE), spec=SPECS[2])):
         assert rest.query(query) == MlflowLedger(team.uri).query(query)
+
+
+def test_rest_requests_carry_mlflows_credentials_and_never_in_the_url():
+    from gate.integrations.ledger_rest import Rest
+
+    rest = Rest(
+        "https://ann:p%40ss@mlflow.example:8443/base/", {"MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
+    )
+    assert rest.base == "https://mlflow.example:8443/base"
+    assert rest.headers["Authorization"] == "Basic YW5uOnBAc3M="  # ann:p@ss
+    assert rest.timeout == 5.0
+    token = Rest("http://h", {"MLFLOW_TRACKING_TOKEN": "t0k", "MLFLOW_TRACKING_USERNAME": "u"})
+    assert token.headers["Authorization"] == "Bearer t0k"
+    assert "Authorization" not in Rest("http://h", {}).headers
+
+
+def test_writers_roll_snapshots_as_they_append(team):
+    """Appending records rolls the team's and the cost center's snapshots once enough settle."""
+    from gate.integrations.ledger_snapshots import ROLL_EVERY, SETTLE
+
+    now = dt.datetime.now(UTC)
+    start = month_start(now)
+    settled = now - SETTLE - dt.timedelta(minutes=2) > start  # false in a month's first minutes
+    writer = MlflowLedger(team.uri)
+    for n in range(ROLL_EVERY):
+        when = max(start, now - SETTLE - dt.timedelta(minutes=2)) - dt.timedelta(seconds=n)
+        record = base(team, RecordKind.APPROVAL, SPECS[n % 6], f"sha256:auto-{n}", max(start, when))
+        writer.append(dataclasses.replace(record, worst_cost=Decimal("1.01")))
+    experiment = writer.experiment_id(create=False)
+    client = MlflowClient(team.uri)
+    for scope in (f"team:{team.name}", f"cost-center:{team.cost_center}"):
+        found = client.search_runs([experiment], f"tags.{SCOPE} = '{scope}'")
+        assert len(found) == (1 if settled else 0), scope
+    spend = RestLedger(team.uri).month_spend(BudgetScope("team", team.name).query(start), now)
+    assert spend.totals("USD", spec="-", fingerprint="-").committed == Decimal("6.06")  # 6 specs

@@ -29,6 +29,7 @@ month's snapshot runs too (tag ``budget_gate.snapshot_scope``) and the next writ
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -98,7 +99,7 @@ def read_spend(source: RunSource, query: LedgerQuery, now: dt.datetime) -> Spend
         for row in _by_ids(source, experiment_id, snap.pending):
             if row.status == FINISHED:
                 _fold(spend, row.record(), start, now)
-        tail = LedgerQuery(team=query.team, cost_center=query.cost_center)
+        tail = dataclasses.replace(query, since=None)  # the cut-off bounds it instead
         search = (
             f"{filter_string(tail)} AND attributes.start_time >= {snap.cutoff_ms} "
             f"AND attributes.start_time <= {millis(now)}"
