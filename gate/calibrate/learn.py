@@ -87,10 +87,12 @@ def _entry(key: Key, runs: list[Observation]) -> Entry:
         epoch_minutes=stat([r.epoch_minutes for r in runs if r.epoch_minutes is not None]),
         setup_minutes=stat([r.setup_minutes for r in runs if r.setup_minutes is not None]),
         plateau_fraction=stat([r.plateau_fraction for r in runs if r.plateau_fraction is not None]),
+        mfu=stat([r.mfu for r in runs if r.mfu is not None]),
         failure_rate=round(len(failed) / len(runs), 6),
         failure_point=round(statistics.median(points), 6) if points else None,
         retries=sum(r.retry for r in runs),
         preemptions=sum(r.preempted for r in runs),
+        mfu_over_peak=sum(r.mfu_over_peak for r in runs) or None,
     )
 
 

@@ -1,8 +1,9 @@
 """The calibration's figures for one spec: the finest key with enough runs (pure).
 
 Epoch time comes only from keys that name the spec's accelerator (any GPUs or precision
-at the coarsest, said in the basis); the plateau and the failure rate are the model's and
-may come from the model on any hardware. A spec without a ``model`` label, or a key with
+at the coarsest, said in the basis); the plateau, the failure rate and the MFU (for the
+FLOPs prior, where no epoch time was measured) are the model's and may come from the
+model on any hardware. A spec without a ``model`` label, or a key with
 fewer than the policy's ``calibration.min_runs`` runs, is priced from the spec, and the
 estimate says so.
 """
@@ -14,7 +15,7 @@ from decimal import Decimal
 
 from gate.calibrate.learn import coarser
 from gate.calibrate.model import Calibration, Entry, Key, Stat
-from gate.estimate.measured import EpochTime, Fraction, Measured, failure_note
+from gate.estimate.measured import EpochTime, Fraction, Measured, Utilization, failure_note
 from gate.estimate.settings import Calibration as Settings
 from gate.ledger.tracking import MODEL_LABEL
 from gate.money import to_decimal
@@ -57,12 +58,14 @@ def measured_for(
 
     epoch = find(lambda e: e.epoch_minutes, 3)
     plateau = find(lambda e: e.plateau_fraction, 4)
+    mfu = find(lambda e: e.mfu, 4) if spec.workload.epoch_flops is not None else None
     failures = next((entries[k] for k in keys if k in entries and entries[k].runs >= enough), None)
     notes: list[str] = []
     if epoch is None:
+        used = "the spec's epoch time" if spec.workload.declares_epoch_time else "the FLOPs prior"
         notes.append(
             f"calibration has fewer than {enough} runs of {key.describe()} with an epoch "
-            "time: the spec's epoch time is used"
+            f"time: {used} is used"
         )
     failure_rate = None
     if failures is not None and failures.failure_rate is not None:
@@ -77,6 +80,7 @@ def measured_for(
         plateau=_fraction(*plateau) if plateau is not None else None,
         failure_rate=failure_rate,
         failure_point=failures.failure_point if failures is not None else None,
+        mfu=_utilization(*mfu) if mfu is not None else None,
         notes=tuple(notes),
     )
 
@@ -98,6 +102,10 @@ def _epoch(entry: Entry, found: Stat) -> EpochTime:
 
 def _fraction(entry: Entry, found: Stat) -> Fraction:
     return Fraction(found.p10, found.median, f"{found.runs} runs of {_who(entry)}")
+
+
+def _utilization(entry: Entry, found: Stat) -> Utilization:
+    return Utilization(found.p10, found.median, found.p90, f"{found.runs} runs of {_who(entry)}")
 
 
 def _minutes(value: float) -> Decimal:

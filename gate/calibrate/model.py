@@ -65,10 +65,14 @@ class Entry(Model):
     epoch_minutes: Stat | None = None
     setup_minutes: Stat | None = None
     plateau_fraction: Stat | None = None
+    mfu: Stat | None = None
+    """Model FLOPs utilization, from runs that logged their FLOPs (or whose spec gave them)."""
     failure_rate: Fraction | None = None
     failure_point: Fraction | None = None
     retries: Count = 0
     preemptions: Count = 0
+    mfu_over_peak: Count | None = None
+    """Runs whose FLOPs and time give an MFU above 1, left out of ``mfu`` (unset: none)."""
 
 
 class Calibration(Model):

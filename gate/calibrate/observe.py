@@ -7,7 +7,11 @@
   estimate, reconcile and the guard share) over the monitored metric, as a fraction of the
   run's ``max_epochs``;
 - a FAILED or KILLED run failed ``epochs ÷ max_epochs`` of the way through; a KILLED run
-  on spot capacity counts as a preemption; ``attempt`` above 1 is a retry.
+  on spot capacity counts as a preemption; ``attempt`` above 1 is a retry;
+- model FLOPs utilization (MFU) = FLOPs trained ÷ (training seconds × the GPUs' dense peak
+  at the run's precision × GPUs), where the FLOPs are the logged ``budget_gate.train_flops``,
+  else the spec's FLOPs per epoch (tagged from ``workload.model``) × epochs run. A figure
+  above 1 is impossible: it is left out and counted, since the FLOPs or the time are wrong.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ import math
 from dataclasses import dataclass
 
 from gate.calibrate.model import Key
-from gate.estimate.returns import Mode, Threshold, plateau
+from gate.estimate.flops import load_peaks
+from gate.estimate.returns import Mode, plateau, threshold_for
+from gate.estimate.settings import Returns
 from gate.ledger import tracking
 from gate.reconcile.actuals import RunFacts
 
@@ -44,6 +50,9 @@ class Observation:
     preempted: bool
     declared_minutes: float | None = None
     declared_worst: float | None = None
+    mfu: float | None = None
+    mfu_over_peak: bool = False
+    """The run's FLOPs and time give an MFU above 1: left out of the calibration."""
 
     @property
     def failed(self) -> bool:
@@ -51,11 +60,14 @@ class Observation:
         return self.status in FAILED
 
 
-def observe(facts: RunFacts, experiment: str, relative_gain: float) -> Observation | None:
+def observe(
+    facts: RunFacts, experiment: str, returns: Returns, price_per_gpu_hour: float | None = None
+) -> Observation | None:
     """The run's measurements; ``None`` for a run not finished (running, scheduled).
 
-    ``relative_gain`` is the accepted return per patience window (the policy's
-    ``returns.min_relative_gain``) that defines the plateau.
+    ``returns`` is the policy's accepted return, which with the run's own ``min_delta`` and
+    patience defines the plateau; ``price_per_gpu_hour`` prices an epoch for a
+    ``returns.min_gain_per_cost`` (without one, that part of the threshold is left out).
     """
     if facts.status not in DONE or facts.start_ms is None or facts.end_ms is None:
         return None
@@ -65,27 +77,35 @@ def observe(facts: RunFacts, experiment: str, relative_gain: float) -> Observati
     epochs = len(facts.history)
     max_epochs = _int(tags.get(tracking.MAX_EPOCHS))
     failed = facts.status in FAILED
+    key = Key(
+        model=tags.get(tracking.MODEL),
+        accelerator=tags.get(tracking.ACCELERATOR),
+        gpus=_int(tags.get(tracking.GPUS)),
+        precision=tags.get(tracking.PRECISION),
+    )
+    minutes = _epoch_minutes(facts, held, setup, epochs)
+    mfu = _mfu(facts, key, minutes, epochs)
+    epoch_gpu_hours = (key.gpus or 1) * (minutes or 0.0) / 60
     return Observation(
         run_id=facts.run_id,
-        key=Key(
-            model=tags.get(tracking.MODEL),
-            accelerator=tags.get(tracking.ACCELERATOR),
-            gpus=_int(tags.get(tracking.GPUS)),
-            precision=tags.get(tracking.PRECISION),
-        ),
+        key=key,
         experiment=experiment,
         spec=tags.get(tracking.FINGERPRINT, ""),
         team=tags.get(tracking.TEAM, ""),
         start=dt.datetime.fromtimestamp(facts.start_ms / 1000, dt.timezone.utc),
         status=facts.status,
-        epoch_minutes=_epoch_minutes(facts, held, setup, epochs),
+        epoch_minutes=minutes,
         setup_minutes=None if setup is None else setup / 60,
-        plateau_fraction=None if failed else _plateau(facts, max_epochs, relative_gain),
+        plateau_fraction=None
+        if failed
+        else _plateau(facts, max_epochs, returns, epoch_gpu_hours, price_per_gpu_hour),
         failure_point=min(1.0, epochs / max_epochs) if failed and max_epochs else None,
         retry=(_int(tags.get(tracking.ATTEMPT)) or 1) > 1,
         preempted=facts.status == "KILLED" and tags.get(tracking.CAPACITY) == "spot",
         declared_minutes=_float(tags.get(tracking.EPOCH_MINUTES)),
         declared_worst=_float(tags.get(tracking.EPOCH_MINUTES_WORST)),
+        mfu=mfu if mfu is not None and mfu <= 1 else None,
+        mfu_over_peak=mfu is not None and mfu > 1,
     )
 
 
@@ -99,16 +119,44 @@ def _epoch_minutes(facts: RunFacts, held: float, setup: float | None, epochs: in
     return train / epochs / 60
 
 
-def _plateau(facts: RunFacts, max_epochs: int | None, relative_gain: float) -> float | None:
+def _plateau(
+    facts: RunFacts,
+    max_epochs: int | None,
+    returns: Returns,
+    epoch_gpu_hours: float,
+    price: float | None,
+) -> float | None:
     if not facts.history or not max_epochs:
         return None
-    mode: Mode = "max" if facts.tags.get(tracking.MONITOR_MODE) == "max" else "min"
-    window = _int(facts.tags.get(tracking.PATIENCE)) or 10
-    found = plateau(facts.history, mode, Threshold(window=window, relative=relative_gain))
+    tags = facts.tags
+    mode: Mode = "max" if tags.get(tracking.MONITOR_MODE) == "max" else "min"
+    threshold = threshold_for(
+        returns if price is not None else returns.model_copy(update={"min_gain_per_cost": None}),
+        _int(tags.get(tracking.PATIENCE)),
+        _float(tags.get(tracking.MIN_DELTA)) or 0.0,
+    )
+    found = plateau(
+        facts.history, mode, threshold, epoch_gpu_hours, epoch_gpu_hours * (price or 0.0)
+    )
     return None if found is None else min(1.0, found / max_epochs)
 
 
+def _mfu(facts: RunFacts, key: Key, minutes: float | None, epochs: int) -> float | None:
+    """FLOPs trained ÷ (training seconds × peak × GPUs); ``None`` without FLOPs or a peak."""
+    if not minutes or key.gpus is None or key.accelerator is None or key.precision is None:
+        return None
+    peak = load_peaks().peak(key.accelerator, key.precision)
+    flops = _seconds(facts, tracking.TRAIN_FLOPS)
+    if flops is None:
+        per_epoch = _float(facts.tags.get(tracking.FLOPS_PER_EPOCH))
+        flops = None if per_epoch is None else per_epoch * epochs
+    if peak is None or not flops:
+        return None
+    return flops / (minutes * epochs * 60 * peak * key.gpus)
+
+
 def _seconds(facts: RunFacts, key: str) -> float | None:
+    """A non-negative number logged as a metric, else as a param."""
     value = facts.metrics.get(key)
     if value is None:
         value = _float(facts.params.get(key))

@@ -11,27 +11,34 @@ epoch times were against the declared ones. Exit 0, 3 bad input, 4 MLflow failed
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from gate.calibrate.backtest import Accuracy, Scores, by_team, cases, score
 from gate.calibrate.learn import learn
-from gate.calibrate.model import Calibration, Entry, Stat, dump
+from gate.calibrate.model import Calibration, Entry, Key, Stat, dump
 from gate.calibrate.observe import Observation, observe
 from gate.commands.common import quiet_mlflow, utc_now
 from gate.errors import InputError
+from gate.estimate.prices import load_catalog, quote
+from gate.estimate.returns import threshold_for
 from gate.integrations import needs_mlflow
 from gate.integrations.tracking_uri import resolve_tracking_uri
 from gate.ledger import tracking
 from gate.policy.loader import PolicySet
+from gate.policy.model import Policy
+from gate.spec.experiment import Capacity
+from gate.words import counted
 
 
 def run(args: argparse.Namespace) -> int:
     """Read the runs, learn, print; write the file and backtest when asked."""
     policy = PolicySet(args.policy_dir).for_team(None).policy
     returns = policy.returns
-    where, observations = _observations(args, returns.min_relative_gain)
+    where, observations = _observations(args, policy)
     if not observations:
         raise InputError(
             "no finished runs tagged by budget-gate to learn from",
@@ -39,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
             "'Calibration'), or pass the right --tracking-uri / --experiment",
         )
     plateau_by = (
-        f"marginal return: {returns.min_relative_gain * 100:g} % of the metric's value "
-        "per patience window (default policy's returns)"
+        f"marginal return: {threshold_for(returns, None).describe(policy.currency)}, the "
+        "window being each run's patience, with its min_delta (default policy's returns)"
     )
     calibration = learn(observations, utc_now().date(), where, plateau_by)
     print(render(calibration, policy.calibration.min_runs))
@@ -53,8 +60,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _observations(args: argparse.Namespace, relative_gain: float) -> tuple[str, list[Observation]]:
+def _observations(args: argparse.Namespace, policy: Policy) -> tuple[str, list[Observation]]:
     """Where the runs are (redacted) and every finished run's observation."""
+    price = _price_per_gpu_hour(policy)
     uri = resolve_tracking_uri(args.tracking_uri, os.environ)
     quiet_mlflow()
     with needs_mlflow("calibrate"):
@@ -75,10 +83,34 @@ def _observations(args: argparse.Namespace, relative_gain: float) -> tuple[str, 
             continue
         query = RunQuery(experiment_id, None, None, history_tag=tracking.MONITOR)
         for facts in runs.facts(query):
-            seen = observe(facts, name, relative_gain)
+            tags = facts.tags
+            seen = observe(
+                facts,
+                name,
+                policy.returns,
+                price(tags.get(tracking.ACCELERATOR), tags.get(tracking.CAPACITY)),
+            )
             if seen is not None:
                 found.append(seen)
     return runs.where, found
+
+
+def _price_per_gpu_hour(policy: Policy) -> Callable[[str | None, str | None], float | None]:
+    """The policy's price of a run's GPU-hour, for a return threshold per unit of cost."""
+    if policy.returns.min_gain_per_cost is None:
+        return lambda accelerator, capacity: None
+    catalog = load_catalog()
+
+    @functools.cache
+    def price(accelerator: str | None, capacity: str | None) -> float | None:
+        try:
+            bought = Capacity(capacity or Capacity.ON_DEMAND.value)
+            found = quote(catalog, policy, accelerator or "", bought, policy.prices.cloud)
+        except (InputError, ValueError):
+            return None
+        return float(found.per_gpu_hour)
+
+    return price
 
 
 def render(calibration: Calibration, min_runs: int) -> str:
@@ -90,9 +122,20 @@ def render(calibration: Calibration, min_runs: int) -> str:
         f"{calibration.plateau_by or 'marginal return'}",
         "",
         f"{'key':<44} {'runs':>5}  {'epoch min p10/median/p90':<26} {'setup min':>9}  "
-        f"{'plateau':>7}  {'failed':>6}  retries  preempted",
+        f"{'plateau':>7}  {'MFU':>5}  {'failed':>6}  retries  preempted",
     ]
     lines.extend(_row(entry) for entry in calibration.entries)
+    over = sum(  # every run is in its model's coarsest entry once
+        entry.mfu_over_peak or 0
+        for entry in calibration.entries
+        if entry.key == Key(model=entry.key.model)
+    )
+    if over:
+        lines.append(
+            f"{counted(over, 'run')} logged more FLOPs than the GPUs' dense peak allows in "
+            "their time: their MFU is left out (check budget_gate.train_flops and the "
+            "spec's workload.model)"
+        )
     return "\n".join(lines)
 
 
@@ -100,8 +143,13 @@ def _row(entry: Entry) -> str:
     return (
         f"{entry.key.describe():<44} {entry.runs:>5}  {_stat(entry.epoch_minutes):<26} "
         f"{_median(entry.setup_minutes):>9}  {_share(entry.plateau_fraction):>7}  "
-        f"{entry.failure_rate or 0:>6.0%}  {entry.retries:>7}  {entry.preemptions:>9}"
+        f"{_mfu(entry.mfu):>5}  {entry.failure_rate or 0:>6.0%}  {entry.retries:>7}  "
+        f"{entry.preemptions:>9}"
     )
+
+
+def _mfu(stat: Stat | None) -> str:
+    return "—" if stat is None else f"{stat.median:.2f}"
 
 
 def _stat(stat: Stat | None) -> str:

@@ -1,10 +1,11 @@
 """The FLOPs prior: an epoch time from the model's size when no run has measured it (pure).
 
 Training takes about 6 FLOPs per parameter per token (forward 2, backward 4), so an epoch
-is 6·N·D FLOPs, or ``flops_per_sample × train_samples``; the GPUs deliver their dense
-peak at the spec's precision (``gate/data/peak_flops.json``: NVIDIA's datasheets, as
-PyTorch Lightning tabulates them) times the model FLOPs utilization (MFU, the policy's
-``estimation.mfu``, 0.35 unless it says otherwise). :func:`epoch_minutes` is the pure
+is 6·N·D FLOPs, or ``flops_per_sample × train_samples`` (``Workload.epoch_flops``); the
+GPUs deliver their dense peak at the spec's precision (``gate/data/peak_flops.json``:
+NVIDIA's datasheets, as PyTorch Lightning tabulates them) times the model FLOPs
+utilization: the MFU ``budget-gate calibrate`` measured on the model's runs, else the
+policy's ``estimation.mfu`` (0.35 unless it says otherwise). :func:`epoch_minutes` is the pure
 formula, for anyone pricing "what bf16 would cost".
 """
 
@@ -20,9 +21,6 @@ from gate.errors import InputError
 from gate.estimate.measured import EpochTime, Measured
 from gate.money import to_decimal
 from gate.spec.experiment import Experiment
-
-FLOPS_PER_PARAMETER_TOKEN = 6
-"""Forward (2) and backward (4) FLOPs per parameter per token."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,26 +49,18 @@ def epoch_minutes(flops: float, peak: float, gpus: int, mfu: float) -> Decimal:
     return seconds / 60
 
 
-def epoch_flops(spec: Experiment) -> float | None:
-    """Training FLOPs of one epoch, from ``workload.model``; ``None`` without one."""
-    work = spec.workload
-    model = work.model
-    if model is None:
-        return None
-    if model.flops_per_sample is not None and work.train_samples is not None:
-        return model.flops_per_sample * work.train_samples
-    assert model.parameters is not None and model.tokens_per_epoch is not None
-    return FLOPS_PER_PARAMETER_TOKEN * model.parameters * model.tokens_per_epoch
-
-
 def with_prior(spec: Experiment, measured: Measured | None, mfu: float) -> Measured | None:
     """``measured``, with the FLOPs prior as its epoch time when nothing measured one.
+
+    The MFU is the calibration's, measured on the spec's model, when it has one
+    (``measured.mfu``: its median for the expected case, its 10th percentile for the
+    worst), else ``mfu``, the policy's.
 
     Raises:
         gate.errors.InputError: the spec gives its model size on an accelerator or at a
             precision the peak table lacks.
     """
-    flops = epoch_flops(spec)
+    flops = spec.workload.epoch_flops
     if flops is None or (measured is not None and measured.epoch is not None):
         return measured
     resources_ = spec.resources
@@ -85,11 +75,23 @@ def with_prior(spec: Experiment, measured: Measured | None, mfu: float) -> Measu
             "accelerator has",
         )
     gpus = resources_.gpus_per_trial
-    minutes = epoch_minutes(flops, peak, gpus, mfu)
+    measured_mfu = measured.mfu if measured is not None else None
+    if measured_mfu is not None:
+        low, median, high = measured_mfu.high, measured_mfu.median, measured_mfu.low
+        said = f"MFU {median:.3g}: median of {measured_mfu.basis}; the policy says {mfu:g}"
+    else:
+        low = median = high = mfu
+        said = f"MFU {mfu:g} (policy estimation.mfu)"
     basis = (
         f"FLOPs prior {flops:.3g} FLOPs ÷ ({peak / 1e12:g} TFLOP/s {precision} dense × {gpus} "
-        f"GPU{'s' if gpus != 1 else ''} × MFU {mfu:g}); peaks: NVIDIA datasheets, "
+        f"GPU{'s' if gpus != 1 else ''} × MFU); {said}; peaks: NVIDIA datasheets, "
         f"table of {table.date}"
     )
-    prior = EpochTime(low=minutes, median=minutes, high=minutes, basis=basis, prior=True)
+    prior = EpochTime(
+        low=epoch_minutes(flops, peak, gpus, low),
+        median=epoch_minutes(flops, peak, gpus, median),
+        high=epoch_minutes(flops, peak, gpus, high),
+        basis=basis,
+        prior=True,
+    )
     return replace(measured or Measured(), epoch=prior)

@@ -54,6 +54,16 @@ class Fraction:
 
 
 @dataclass(frozen=True, slots=True)
+class Utilization:
+    """Measured model FLOPs utilization: the 10th percentile, median and 90th, and its basis."""
+
+    low: float
+    median: float
+    high: float
+    basis: str
+
+
+@dataclass(frozen=True, slots=True)
 class Measured:
     """The calibration's figures for one spec; ``None`` where too few runs measured one.
 
@@ -65,6 +75,8 @@ class Measured:
     plateau: Fraction | None = None
     failure_rate: Fraction | None = None
     failure_point: float | None = None
+    mfu: Utilization | None = None
+    """The model's MFU, for the FLOPs prior where no epoch time was measured."""
     notes: tuple[str, ...] = ()
 
     def plateau_epoch(self, max_epochs: int) -> int | None:

@@ -21,6 +21,9 @@ Run conventions — what a launcher logs so that ``budget-gate reconcile`` can p
   :data:`SETUP_SECONDS`, :data:`TRAIN_SECONDS` and :data:`EVAL_SECONDS` (time held beyond
   their sum is idle), and :data:`SUBMITTED_AT` (ISO 8601 with a zone) when the trial was
   queued, so the time to the first qualified model includes the queue;
+- optionally :data:`TRAIN_FLOPS`, the FLOPs the run trained, so ``budget-gate calibrate``
+  measures its model FLOPs utilization (a spec that gives ``workload.model`` tags its FLOPs
+  per epoch, :data:`FLOPS_PER_EPOCH`, and needs nothing more);
 - GPU utilization comes from MLflow's system metrics
   (``mlflow.start_run(log_system_metrics=True)``, with ``nvidia-ml-py`` installed).
 """
@@ -57,8 +60,11 @@ MAX_EPOCHS = PREFIX + "max_epochs"
 MONITOR = PREFIX + "monitor"
 MONITOR_MODE = PREFIX + "monitor_mode"
 PATIENCE = PREFIX + "patience"
+MIN_DELTA = PREFIX + "min_delta"
 EPOCH_MINUTES = PREFIX + "epoch_minutes"
 EPOCH_MINUTES_WORST = PREFIX + "epoch_minutes_worst"
+FLOPS_PER_EPOCH = PREFIX + "flops_per_epoch"
+"""The spec's training FLOPs per epoch (from ``workload.model``), so calibrate can measure MFU."""
 
 # What the runtime guard leaves on a run it stopped (tags), and the per-epoch cost metric.
 STOPPED_BY = PREFIX + "stopped_by"
@@ -72,6 +78,9 @@ COST_METRIC = PREFIX + "cost"
 SETUP_SECONDS = PREFIX + "setup_seconds"
 TRAIN_SECONDS = PREFIX + "train_seconds"
 EVAL_SECONDS = PREFIX + "eval_seconds"
+
+TRAIN_FLOPS = PREFIX + "train_flops"
+"""FLOPs the run trained, as a metric or param (e.g. Lightning's ``measure_flops`` × steps)."""
 
 COST_CENTER_LABEL = "cost-center"
 MODEL_LABEL = "model"
@@ -114,8 +123,10 @@ def spec_tags(
         MONITOR: monitor,
         MONITOR_MODE: mode,
         PATIENCE: None if early is None else str(early.patience),
+        MIN_DELTA: None if early is None or not early.min_delta else f"{early.min_delta:g}",
         EPOCH_MINUTES: _minutes(spec, "expected"),
         EPOCH_MINUTES_WORST: _minutes(spec, "worst"),
+        FLOPS_PER_EPOCH: _flops(spec),
     }
     return {key: value for key, value in tags.items() if value is not None}
 
@@ -125,6 +136,11 @@ def _minutes(spec: Experiment, scenario: Literal["worst", "expected"]) -> str | 
     if not spec.workload.declares_epoch_time:
         return None
     return f"{spec.workload.epoch_minutes_for(scenario).normalize():f}"
+
+
+def _flops(spec: Experiment) -> str | None:
+    flops = spec.workload.epoch_flops
+    return None if flops is None else f"{flops:.6g}"
 
 
 def run_tags(

@@ -8,11 +8,13 @@ differs from the one written by a few edits.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
 from pydantic import ValidationError
 
+from gate.estimate.measured import EpochTime, Measured
 from gate.estimate.prices import Quote
 from gate.estimate.scenarios import Estimate, estimate
 from gate.estimate.settings import PricingPolicy
@@ -61,11 +63,19 @@ def apply_edits(spec: Experiment, edits: Iterable[Edit]) -> Experiment | None:
 
 
 def reprice(
-    spec: Experiment, policy: PricingPolicy, quote: Quote, edits: Iterable[Edit]
+    spec: Experiment,
+    policy: PricingPolicy,
+    quote: Quote,
+    edits: Iterable[Edit],
+    measured: Measured | None = None,
 ) -> Estimate | None:
-    """The edited spec's estimate at ``quote``; ``None`` when the edits make it invalid."""
+    """The edited spec's estimate at ``quote``; ``None`` when the edits make it invalid.
+
+    ``measured`` is what the calibration measured for the spec (its estimate's
+    ``measured``), so the edit is priced from the same figures as the spec itself.
+    """
     edited = apply_edits(spec, edits)
-    return None if edited is None else estimate(edited, policy, quote)
+    return None if edited is None else estimate(edited, policy, quote, measured=measured)
 
 
 def bf16_edits(spec: Experiment) -> tuple[Edit, ...]:
@@ -84,6 +94,26 @@ def bf16_edits(spec: Experiment) -> tuple[Edit, ...]:
         rate = float(Decimal(str(work.samples_per_second)) * BF16_SPEEDUP)
         edits.append(Edit(("workload", "samples_per_second"), rate))
     return tuple(edits)
+
+
+def bf16_measured(measured: Measured | None) -> Measured | None:
+    """The measured figures for the same runs in bf16.
+
+    A measured epoch time is divided by :data:`BF16_SPEEDUP`; a FLOPs prior is dropped, so
+    the edited spec's prior is worked out again at the bf16 peak (with the same MFU).
+    """
+    epoch = measured.epoch if measured is not None else None
+    if measured is None or epoch is None:
+        return measured
+    if epoch.prior:
+        return replace(measured, epoch=None)
+    halved = EpochTime(
+        low=epoch.low / BF16_SPEEDUP,
+        median=epoch.median / BF16_SPEEDUP,
+        high=epoch.high / BF16_SPEEDUP,
+        basis=f"{epoch.basis}, ÷ {BF16_SPEEDUP} for bf16",
+    )
+    return replace(measured, epoch=halved)
 
 
 def configurations(spec: Experiment, trials: int) -> int:

@@ -152,6 +152,10 @@ Size = Annotated[
 """A model size or FLOP count: a positive number; ``8.0e9`` is read as a number."""
 
 
+FLOPS_PER_PARAMETER_TOKEN = 6
+"""Training FLOPs per parameter per token: forward 2, backward 4."""
+
+
 class ModelSize(Model):
     """The model instead of an epoch time: parameters × tokens, or FLOPs per sample.
 
@@ -233,6 +237,17 @@ class Workload(Model):
         if (self.model.flops_per_sample is not None) != (self.train_samples is not None):
             raise ValueError("flops_per_sample and train_samples go together — give both")
         return self
+
+    @property
+    def epoch_flops(self) -> float | None:
+        """Training FLOPs of one epoch from :attr:`model` (6·N·D, or per sample × samples)."""
+        model = self.model
+        if model is None:
+            return None
+        if model.flops_per_sample is not None and self.train_samples is not None:
+            return model.flops_per_sample * self.train_samples
+        assert model.parameters is not None and model.tokens_per_epoch is not None
+        return FLOPS_PER_PARAMETER_TOKEN * model.parameters * model.tokens_per_epoch
 
     @property
     def declares_epoch_time(self) -> bool:

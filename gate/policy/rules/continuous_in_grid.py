@@ -52,10 +52,18 @@ def _priced(ctx: RuleContext) -> str:
     n = configurations(ctx.spec, ctx.estimate.worst.trials)
     trials = [Edit(("search", "max_trials"), n)]
     random = reprice(
-        ctx.spec, ctx.policy, ctx.estimate.quote, [Edit(("search", "strategy"), "random"), *trials]
+        ctx.spec,
+        ctx.policy,
+        ctx.estimate.quote,
+        [Edit(("search", "strategy"), "random"), *trials],
+        ctx.estimate.measured,
     )
     asha = reprice(
-        ctx.spec, ctx.policy, ctx.estimate.quote, [Edit(("search", "strategy"), "asha"), *trials]
+        ctx.spec,
+        ctx.policy,
+        ctx.estimate.quote,
+        [Edit(("search", "strategy"), "asha"), *trials],
+        ctx.estimate.measured,
     )
     if random is None or asha is None:
         return ""

@@ -2,9 +2,10 @@
 
 On tensor-core GPUs (V100 and newer: A100, H100, L4, ...) bf16 or fp16 mixed precision
 roughly halves the GPU-hours for the same batch. A spec without ``precision`` is read as
-fp32, the framework default. The finding prices the same work in bf16 at a stated 2×
-speed-up (the epoch time halved; setup and evaluation overhead as they are): the expected
-cost saved.
+fp32, the framework default. The finding prices the same work in bf16: at a stated 2×
+speed-up of the declared (or measured) epoch time, setup and evaluation overhead as they
+are; or, for a spec that gives its model's size, by the FLOPs prior at the bf16 dense peak
+with the same MFU. It says the expected cost saved.
 
 Passes::
 
@@ -19,7 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gate.policy.counterfactual import BF16_SPEEDUP, TENSOR_CORE_GPUS, bf16_edits, reprice
+from gate.estimate.flops import load_peaks
+from gate.policy.counterfactual import (
+    BF16_SPEEDUP,
+    TENSOR_CORE_GPUS,
+    bf16_edits,
+    bf16_measured,
+    reprice,
+)
 from gate.policy.model import Severity
 from gate.policy.rules.base import RuleContext, Violation, money
 from gate.spec.experiment import Precision
@@ -35,8 +43,7 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     resources = ctx.spec.resources
     if resources.precision is Precision.FP32 and resources.accelerator in TENSOR_CORE_GPUS:
         yield Violation(
-            f"fp32 on {resources.accelerator}: bf16/fp16 mixed precision roughly halves "
-            f"GPU-hours{_saving(ctx)}",
+            f"fp32 on {resources.accelerator}: {_saving(ctx)}",
             ("resources", "precision")
             if "precision" in ctx.spec.resources.model_fields_set
             else ("resources",),
@@ -44,12 +51,25 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
 
 
 def _saving(ctx: RuleContext) -> str:
-    """``: bf16 at the stated 2× speed-up saves 120.00 of 240.00 USD (expected case)``."""
-    bf16 = reprice(ctx.spec, ctx.policy, ctx.estimate.quote, bf16_edits(ctx.spec))
-    if bf16 is None:
-        return ""
-    now = ctx.estimate.expected.cost
-    return (
-        f": bf16 at the stated {BF16_SPEEDUP}× speed-up saves "
-        f"{money(now - bf16.expected.cost, ctx)} of {money(now, ctx)} (expected case)"
+    """``bf16/fp16 mixed precision roughly halves GPU-hours: bf16 … saves 120.00 of …``."""
+    halves = "bf16/fp16 mixed precision roughly halves GPU-hours"
+    measured = ctx.estimate.measured
+    bf16 = reprice(
+        ctx.spec, ctx.policy, ctx.estimate.quote, bf16_edits(ctx.spec), bf16_measured(measured)
     )
+    if bf16 is None:
+        return halves
+    now = ctx.estimate.expected.cost
+    saves = f"saves {money(now - bf16.expected.cost, ctx)} of {money(now, ctx)} (expected case)"
+    epoch = measured.epoch if measured is not None else None
+    if epoch is not None and epoch.prior:
+        peaks = load_peaks()
+        accelerator = ctx.spec.resources.accelerator
+        fp32, half = peaks.peak(accelerator, "fp32"), peaks.peak(accelerator, "bf16")
+        if fp32 is not None and half is not None:
+            return (
+                f"bf16 mixed precision runs at {half / 1e12:g} against {fp32 / 1e12:g} "
+                f"TFLOP/s dense: by the FLOPs prior at the same MFU, bf16 {saves}"
+            )
+    of = " of the measured epoch time" if epoch is not None else ""
+    return f"{halves}: bf16 at the stated {BF16_SPEEDUP}× speed-up{of} {saves}"

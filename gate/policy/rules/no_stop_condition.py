@@ -59,7 +59,7 @@ def _waste(ctx: RuleContext) -> str:
         and scheduler.max_epochs > plateau
     ):
         edits.append(Edit(("search", "scheduler", "max_epochs"), plateau))
-    stopped = reprice(ctx.spec, ctx.policy, ctx.estimate.quote, edits)
+    stopped = reprice(ctx.spec, ctx.policy, ctx.estimate.quote, edits, ctx.estimate.measured)
     if stopped is None:
         return ""
     waste = ctx.estimate.expected.cost - stopped.expected.cost
