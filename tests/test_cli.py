@@ -189,6 +189,21 @@ def test_estimate_text_and_json(capsys):
     assert doc["estimates"][0]["estimate"]["worst"]["trials"] == 64
 
 
+def test_estimate_json_carries_the_input_errors(write_yaml, capsys):
+    bad = write_yaml(
+        "bad.yaml", "apiVersion: budget-gate/v1\nkind: Experiment\nmetadata: {name: x}\n"
+    )
+    assert main(["estimate", "--policy-dir", POLICIES, "--format", "json", bad, PASSING]) == 3
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert [e["file"] for e in doc["estimates"]] == [PASSING]
+    (invalid,) = doc["invalid"]
+    assert invalid["file"] == bad
+    assert {(e["line"], e["col"]) for e in invalid["errors"]} == {(1, 1)}
+    assert "missing required key 'resources'" in invalid["errors"][0]["message"]
+    assert "missing required key 'resources'" in captured.err  # and on stderr, as before
+
+
 def test_rules_lists_every_rule_with_examples(capsys):
     from gate.policy.rules import all_rule_ids
 

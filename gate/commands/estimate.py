@@ -19,7 +19,9 @@ from gate.words import counted
 def run(args: argparse.Namespace) -> int:
     """Print each spec's scenarios, drivers, assumptions and savings; exit 3 on bad input.
 
-    With ``--alternatives``, also the cheaper plans for the same experiment, priced.
+    With ``--alternatives``, also the cheaper plans for the same experiment, priced. Input
+    errors go to stderr, and in JSON also under ``invalid`` (one object per spec, with
+    ``check``'s error objects).
     """
     every = frozenset(Outcome) if args.alternatives else frozenset()
     evaluator = make_evaluator(args, alternatives_for=every)
@@ -29,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     if args.summary:
         sys.stdout.write(render_summary(valid))
     elif args.format == "json":
-        document = json.loads(JsonReporter().render(make_report(valid, evaluator)))
+        document = json.loads(JsonReporter().render(make_report(results, evaluator)))
         estimates = [
             {
                 key: r[key]
@@ -37,10 +39,17 @@ def run(args: argparse.Namespace) -> int:
                 if key != "alternatives" or args.alternatives
             }
             for r in document["results"]
+            if r["outcome"] != Outcome.INVALID.value
+        ]
+        invalid = [
+            {"file": r["file"], "errors": r["errors"]}
+            for r in document["results"]
+            if r["outcome"] == Outcome.INVALID.value
         ]
         out = {
             "schema_version": document["schema_version"],
             "estimates": estimates,
+            "invalid": invalid,
             "price_catalog": document["price_catalog"],
         }
         sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
