@@ -24,7 +24,7 @@ from gate.calibrate.observe import Observation, observe
 from gate.commands.common import quiet_mlflow, utc_now
 from gate.errors import InputError
 from gate.estimate.prices import load_catalog, quote
-from gate.estimate.returns import threshold_for
+from gate.estimate.settings import Returns
 from gate.integrations import needs_mlflow
 from gate.integrations.tracking_uri import resolve_tracking_uri
 from gate.ledger import tracking
@@ -45,10 +45,7 @@ def run(args: argparse.Namespace) -> int:
             hint="tag training runs with gate.tracking.run_tags(spec) (see README, "
             "'Calibration'), or pass the right --tracking-uri / --experiment",
         )
-    plateau_by = (
-        f"marginal return: {threshold_for(returns, None).describe(policy.currency)}, the "
-        "window being each run's patience, with its min_delta (default policy's returns)"
-    )
+    plateau_by = _plateau_by(returns, policy.currency)
     calibration = learn(observations, utc_now().date(), where, plateau_by)
     print(render(calibration, policy.calibration.min_runs))
     if args.write:
@@ -113,18 +110,34 @@ def _price_per_gpu_hour(policy: Policy) -> Callable[[str | None, str | None], fl
     return price
 
 
+def _plateau_by(returns: Returns, currency: str) -> str:
+    """What the learned plateaus mean: the accepted return, as the file records it."""
+    parts = [f"{returns.min_relative_gain * 100:g} % of the metric's value"]
+    if returns.min_gain_per_gpu_hour is not None:
+        parts.append(f"{returns.min_gain_per_gpu_hour:g} per GPU-hour")
+    if returns.min_gain_per_cost is not None:
+        parts.append(f"{returns.min_gain_per_cost:g} per {currency}")
+    return (
+        f"marginal return: {' and '.join(parts)} per patience window (each run's patience, "
+        f"else {returns.patience_epochs} epochs, and its min_delta where larger; the default "
+        "policy's returns)"
+    )
+
+
 def render(calibration: Calibration, min_runs: int) -> str:
     """The calibration as a table, one row per key, finest keys first."""
+    width = max((len(e.key.describe()) for e in calibration.entries), default=3)
+    experiments = counted(len(calibration.experiments), "MLflow experiment")
     lines = [
-        f"calibration of {calibration.runs} runs from {len(calibration.experiments)} MLflow "
-        f"experiments ({', '.join(calibration.experiments)}), {calibration.created}",
-        f"keys with at least {min_runs} runs price estimates; plateau by "
+        f"calibration of {counted(calibration.runs, 'run')} from {experiments} "
+        f"({', '.join(calibration.experiments)}), {calibration.created}",
+        f"keys with at least {counted(min_runs, 'run')} price estimates; plateau by "
         f"{calibration.plateau_by or 'marginal return'}",
         "",
-        f"{'key':<44} {'runs':>5}  {'epoch min p10/median/p90':<26} {'setup min':>9}  "
+        f"{'key':<{width}} {'runs':>5}  {'epoch min p10/median/p90':<26} {'setup min':>9}  "
         f"{'plateau':>7}  {'MFU':>5}  {'failed':>6}  retries  preempted",
     ]
-    lines.extend(_row(entry) for entry in calibration.entries)
+    lines.extend(_row(entry, width) for entry in calibration.entries)
     over = sum(  # every run is in its model's coarsest entry once
         entry.mfu_over_peak or 0
         for entry in calibration.entries
@@ -139,9 +152,9 @@ def render(calibration: Calibration, min_runs: int) -> str:
     return "\n".join(lines)
 
 
-def _row(entry: Entry) -> str:
+def _row(entry: Entry, width: int) -> str:
     return (
-        f"{entry.key.describe():<44} {entry.runs:>5}  {_stat(entry.epoch_minutes):<26} "
+        f"{entry.key.describe():<{width}} {entry.runs:>5}  {_stat(entry.epoch_minutes):<26} "
         f"{_median(entry.setup_minutes):>9}  {_share(entry.plateau_fraction):>7}  "
         f"{_mfu(entry.mfu):>5}  {entry.failure_rate or 0:>6.0%}  {entry.retries:>7}  "
         f"{entry.preemptions:>9}"
