@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     places.add_argument(
         "--calibration",
         metavar="FILE",
-        help="measured epoch times, plateaus and failure rates to price with (from "
+        help="measured epoch times, plateaus, failure rates and MFU to price with (from "
         "budget-gate calibrate; default: DIR/calibration.json when it exists)",
     )
     ledger = _Parser(add_help=False)
@@ -232,11 +232,11 @@ def _add_calibrate(commands: argparse._SubParsersAction[Any], parents: list[_Par
     calibrate = commands.add_parser(
         "calibrate",
         parents=parents,
-        help="learn epoch times, plateaus and failure rates from finished MLflow runs",
+        help="learn epoch times, plateaus, failures and MFU from finished MLflow runs",
         description="Read every finished run tagged by budget-gate (gate.tracking.run_tags) "
         "in the MLflow store, learn per model label, accelerator, GPUs per trial and "
-        "precision (falling back to coarser keys) the epoch time, setup time, plateau and "
-        "failure rate, and print them. --write saves the calibration file that check and "
+        "precision (falling back to coarser keys) the epoch time, setup time, plateau, "
+        "failure rate and, where runs log their FLOPs, the MFU, and print them. --write saves the calibration file that check and "
         "estimate price with (commit it as DIR/calibration.json); --backtest replays the "
         "history in time order and prints how accurate calibrated epoch times were "
         "against the declared ones (MAPE, bias, coverage), overall and per team.",
