@@ -236,8 +236,9 @@ def _add_calibrate(commands: argparse._SubParsersAction[Any], parents: list[_Par
         description="Read every finished run tagged by budget-gate (gate.tracking.run_tags) "
         "in the MLflow store, learn per model label, accelerator, GPUs per trial and "
         "precision (falling back to coarser keys) the epoch time, setup time, plateau, "
-        "failure rate and, where runs log their FLOPs, the MFU, and print them. --write saves the calibration file that check and "
-        "estimate price with (commit it as DIR/calibration.json); --backtest replays the "
+        "failure rate and, where runs log their FLOPs, the MFU, and print them. --write "
+        "saves the calibration file that check and estimate price with (commit it as "
+        "DIR/calibration.json); --backtest replays the "
         "history in time order and prints how accurate calibrated epoch times were "
         "against the declared ones (MAPE, bias, coverage), overall and per team.",
     )

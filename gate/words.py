@@ -1,6 +1,8 @@
-"""Counts in words for messages: ``1 trial``, ``2 trials``, ``1,000 GPUs``."""
+"""Words for messages: counts (``1 trial``, ``2 trials``, ``1,000 GPUs``) and aligned tables."""
 
 from __future__ import annotations
+
+from collections.abc import Collection, Sequence
 
 _IRREGULAR = {"GPU-hour": "GPU-hours"}
 
@@ -14,3 +16,19 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``n`` with ``noun`` in the right number; the plural adds ``s`` unless given."""
     word = noun if n == 1 else (plural or _IRREGULAR.get(noun, noun + "s"))
     return f"{n:,} {word}"
+
+
+def aligned(rows: Sequence[Sequence[str]], left: Collection[int] = (0,)) -> list[str]:
+    """Rows of cells as lines, each column as wide as its widest cell, two spaces apart.
+
+    Columns in ``left`` are left-aligned, the others (numbers) right-aligned; trailing
+    spaces are cut.
+    """
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))] if rows else []
+    return [
+        "  ".join(
+            cell.ljust(width) if i in left else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    ]

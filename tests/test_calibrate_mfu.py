@@ -180,3 +180,19 @@ def test_the_learned_plateau_counts_the_runs_min_delta():
     # 0.05 a window: epochs 4–6 gain 0.66 → 0.63 and the rest 0.043 in 6 epochs, short of it
     assert coarse.plateau_fraction == pytest.approx(0.4)
     assert plain.plateau_fraction is not None and plain.plateau_fraction > 0.4
+
+
+def test_calibrate_without_a_policy_dir_uses_the_builtin_default(lab, tmp_path, monkeypatch):
+    """No --policy-dir and no policies/ here: the built-in default, said on stderr (no crash)."""
+    from gate.cli import main
+
+    log_history(lab)
+    elsewhere = tmp_path / "elsewhere"  # the team's own root holds a policies/ directory
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    lab.team.capsys.readouterr()
+    code = main(["calibrate", "--tracking-uri", lab.team.uri, "--experiment", lab.experiment])
+    out, err = lab.team.capsys.readouterr()
+    assert code == 0, err
+    assert "using the built-in default policy" in err
+    assert "calibration of 18 runs from 1 MLflow experiment" in out

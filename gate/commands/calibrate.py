@@ -21,22 +21,21 @@ from gate.calibrate.backtest import Accuracy, Scores, by_team, cases, score
 from gate.calibrate.learn import learn
 from gate.calibrate.model import Calibration, Entry, Key, Stat, dump
 from gate.calibrate.observe import Observation, observe
-from gate.commands.common import quiet_mlflow, utc_now
+from gate.commands.common import load_policies, quiet_mlflow, utc_now
 from gate.errors import InputError
 from gate.estimate.prices import load_catalog, quote
 from gate.estimate.settings import Returns
 from gate.integrations import needs_mlflow
 from gate.integrations.tracking_uri import resolve_tracking_uri
 from gate.ledger import tracking
-from gate.policy.loader import PolicySet
 from gate.policy.model import Policy
 from gate.spec.experiment import Capacity
-from gate.words import counted
+from gate.words import aligned, counted
 
 
 def run(args: argparse.Namespace) -> int:
     """Read the runs, learn, print; write the file and backtest when asked."""
-    policy = PolicySet(args.policy_dir).for_team(None).policy
+    policy = load_policies(args).for_team(None).policy
     returns = policy.returns
     where, observations = _observations(args, policy)
     if not observations:
@@ -126,18 +125,26 @@ def _plateau_by(returns: Returns, currency: str) -> str:
 
 def render(calibration: Calibration, min_runs: int) -> str:
     """The calibration as a table, one row per key, finest keys first."""
-    width = max((len(e.key.describe()) for e in calibration.entries), default=3)
     experiments = counted(len(calibration.experiments), "MLflow experiment")
+    header = (
+        "key",
+        "runs",
+        "epoch min p10 / median / p90",
+        "setup min",
+        "plateau",
+        "MFU",
+        "failed",
+        "retries",
+        "preempted",
+    )
     lines = [
         f"calibration of {counted(calibration.runs, 'run')} from {experiments} "
         f"({', '.join(calibration.experiments)}), {calibration.created}",
         f"keys with at least {counted(min_runs, 'run')} price estimates; plateau by "
         f"{calibration.plateau_by or 'marginal return'}",
         "",
-        f"{'key':<{width}} {'runs':>5}  {'epoch min p10/median/p90':<26} {'setup min':>9}  "
-        f"{'plateau':>7}  {'MFU':>5}  {'failed':>6}  retries  preempted",
+        *aligned([header, *(_row(entry) for entry in calibration.entries)], left=(0, 2)),
     ]
-    lines.extend(_row(entry, width) for entry in calibration.entries)
     over = sum(  # every run is in its model's coarsest entry once
         entry.mfu_over_peak or 0
         for entry in calibration.entries
@@ -152,12 +159,17 @@ def render(calibration: Calibration, min_runs: int) -> str:
     return "\n".join(lines)
 
 
-def _row(entry: Entry, width: int) -> str:
+def _row(entry: Entry) -> tuple[str, ...]:
     return (
-        f"{entry.key.describe():<{width}} {entry.runs:>5}  {_stat(entry.epoch_minutes):<26} "
-        f"{_median(entry.setup_minutes):>9}  {_share(entry.plateau_fraction):>7}  "
-        f"{_mfu(entry.mfu):>5}  {entry.failure_rate or 0:>6.0%}  {entry.retries:>7}  "
-        f"{entry.preemptions:>9}"
+        entry.key.describe(),
+        str(entry.runs),
+        _stat(entry.epoch_minutes),
+        _median(entry.setup_minutes),
+        _share(entry.plateau_fraction),
+        _mfu(entry.mfu),
+        f"{entry.failure_rate or 0:.0%}",
+        str(entry.retries),
+        str(entry.preemptions),
     )
 
 

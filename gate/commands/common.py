@@ -68,19 +68,8 @@ def make_evaluator(
 
     base_ref = getattr(args, "base_ref", None)
     policy_dir = args.policy_dir or POLICY_DIR
-    if base_ref:
-        policies = base_policies(policy_dir, base_ref)
-    elif args.policy_dir is None and not os.path.isdir(POLICY_DIR):
-        print(
-            f"budget-gate: no {POLICY_DIR}/ directory here: using the built-in default policy "
-            "(budget-gate init writes it to policies/default.yaml for you to edit)",
-            file=sys.stderr,
-        )
-        policies = builtin_policies()
-    else:
-        policies = PolicySet(policy_dir)
     return Evaluator(
-        policies=policies,
+        policies=load_policies(args),
         catalog=load_catalog(),
         today=as_of(args)[0],
         fail_on_warn=fail_on_warn,
@@ -89,6 +78,26 @@ def make_evaluator(
         alternatives_for=alternatives_for,
         calibration=_calibration(policy_dir, getattr(args, "calibration", None), base_ref),
     )
+
+
+def load_policies(args: argparse.Namespace) -> PolicySet:
+    """The policies of --policy-dir (at --base-ref when given), else the built-in default.
+
+    The built-in default is said on stderr: it applies only when no --policy-dir was
+    named and there is no ``policies/`` directory here.
+    """
+    base_ref = getattr(args, "base_ref", None)
+    policy_dir = args.policy_dir or POLICY_DIR
+    if base_ref:
+        return base_policies(policy_dir, base_ref)
+    if args.policy_dir is None and not os.path.isdir(POLICY_DIR):
+        print(
+            f"budget-gate: no {POLICY_DIR}/ directory here: using the built-in default policy "
+            "(budget-gate init writes it to policies/default.yaml for you to edit)",
+            file=sys.stderr,
+        )
+        return builtin_policies()
+    return PolicySet(policy_dir)
 
 
 def _calibration(policy_dir: str, path: str | None, base_ref: str | None) -> Calibration | None:

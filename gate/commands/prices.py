@@ -7,6 +7,7 @@ import argparse
 from gate.errors import InputError
 from gate.estimate.prices import load_catalog
 from gate.money import format_amount
+from gate.words import aligned
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,10 +32,7 @@ def run(args: argparse.Namespace) -> int:
                     format_amount(caps["spot"], 4) if "spot" in caps else "-",
                 )
             )
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    for row in rows:
-        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
-        cells += [row[i].rjust(widths[i]) for i in (2, 3)]
-        print("  ".join(cells))
+    for line in aligned(rows, left=(0, 1)):
+        print(line)
     print(f"\n{catalog.currency} per GPU-hour. source: {catalog.source}; {catalog.date}")
     return 0

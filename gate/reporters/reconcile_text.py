@@ -9,6 +9,7 @@ from gate.money import format_amount, format_small
 from gate.reconcile.actuals import RunResult, RunStatus
 from gate.reconcile.reconciler import ReconcileReport, Reconciliation
 from gate.reconcile.waste import Variance, change, percent
+from gate.words import aligned
 
 MAX_LISTED = 10
 _COLUMNS = ("run", "trial", "status", "GPUs", "held", "GPU-h", "cost", "gate", "epochs", "util")
@@ -123,13 +124,7 @@ def _run_lines(result: Reconciliation) -> list[str]:
     lines = [f"runs ({len(result.runs)}: {status_counts(result)})"]
     if not rows:
         return lines
-    widths = [max(len(c) for c in column) for column in zip(_COLUMNS, *rows, strict=True)]
-    for row in [_COLUMNS, *rows]:
-        cells = [
-            c.ljust(w) if i in (0, 1, 2, 7) else c.rjust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        lines.append("  " + "  ".join(cells).rstrip())
+    lines.extend(f"  {line}" for line in aligned([_COLUMNS, *rows], left=(0, 1, 2, 7)))
     for run in result.runs:
         failures = run.gate_failures if run.status is RunStatus.FINISHED else ()
         details = [*failures, *run.notes]

@@ -18,6 +18,7 @@ from gate.ledger.records import ApprovalCheck, when
 from gate.money import format_amount, format_money
 from gate.policy.findings import Finding, Outcome
 from gate.reporters.change import diff_lines
+from gate.words import aligned
 
 _HEADER = ("", "trials", "GPU-h", "cost", "per trial", "wall-clock", "first result")
 
@@ -68,15 +69,7 @@ def _removed_block(diff: SpecDiff, report: Report) -> str:
 
 def _estimate_lines(est: Estimate, currency: str) -> list[str]:
     rows = [_HEADER, _row(est.worst, currency), _row(est.expected, currency)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
-    table = [
-        "  "
-        + "  ".join(
-            cell.ljust(w) if i == 0 else cell.rjust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ).rstrip()
-        for row in rows
-    ]
+    table = [f"  {line}" for line in aligned(rows)]
     q = est.quote
     price = (
         f"  price: {format_amount(q.per_gpu_hour, 5)} {q.currency}/GPU-h for "
