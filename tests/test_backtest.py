@@ -172,7 +172,10 @@ def test_backtest_scores_each_experiments_cost_against_its_price_then(replayed):
         "calibrate", "--experiment", lab.experiment, "--backtest", "--format", "json"
     )
     assert code == 0, err
-    backtest = json.loads(doc)["backtest"]
+    document = json.loads(doc)
+    assert document["calibration"]["kind"] == "Calibration"
+    assert document["calibration"]["runs"] == 30
+    backtest = document["backtest"]
     assert backtest["experiments"] == 6
     assert backtest["epoch_time_only"] == {"no_spec": 1}
     cases = backtest["cost"]["cases"]
