@@ -250,11 +250,39 @@ def _row(figures: dict[str, Any]) -> str:
     )
 
 
-def test_an_experiment_still_running_is_scored_on_epoch_time_only(replayed):
+def test_experiments_still_running_or_without_a_spec_are_scored_on_epoch_time_only(replayed):
     lab, _ = replayed
     tags = tracking.run_tags(str(lab.team.root / SWEEP), trial_id=99, attempt=1)
     log_run(lab.client, lab.experiment_id, tags=tags, start=4 * 24 + 10, hours=None)
+    # a launcher's tag no file system can hold: a spec not found, not a crash
+    odd = {**tags, tracking.SPEC: "x" * 300 + "/s.yaml", tracking.FINGERPRINT: "sha256:odd"}
+    log_run(lab.client, lab.experiment_id, tags=odd, start=6 * 24, history={"val_loss": [1.0]})
     code, out, err = lab.team.cli("calibrate", "--experiment", lab.experiment, "--backtest")
     assert code == 0, err
     assert "1 experiment scored on epoch time only: its runs are still running" in out
-    assert "1 experiment scored on epoch time only: no spec at its fingerprint" in out
+    assert "2 experiments scored on epoch time only: no spec at their fingerprint" in out
+
+
+def test_scores_count_the_ends_of_the_range_as_inside_and_skip_a_zero_cost():
+    from gate.calibrate.backtest import CostCase, by_team, score
+
+    def case(team: str, actual: str, calibrated: tuple[str, str] | None) -> CostCase:
+        pair = (Decimal(calibrated[0]), Decimal(calibrated[1])) if calibrated else None
+        declared = (Decimal(actual) / 2, Decimal(actual) / 2)
+        return CostCase("e", "sha256:x", "s.yaml", team, Decimal(actual), pair, declared)
+
+    found = [
+        case("a", "100", ("90", "100")),  # −10 %, the actual at the worst end: inside
+        case("a", "50", ("60", "80")),  # +20 %, below the range: outside
+        case("b", "0", ("1", "2")),  # nothing spent: no error to take
+        case("b", "10", None),  # not calibrated
+    ]
+    overall = score(found)
+    assert overall.calibrated is not None and overall.declared is not None
+    assert (overall.calibrated.cases, overall.uncalibrated) == (2, 1)
+    assert overall.calibrated.mape == pytest.approx(0.15)
+    assert overall.calibrated.bias == pytest.approx(0.05)
+    assert overall.calibrated.coverage == 0.5
+    assert overall.declared.bias == pytest.approx(-0.5) and overall.declared.coverage == 0
+    teams = by_team(found)
+    assert teams["b"].calibrated is None and teams["b"].uncalibrated == 1

@@ -79,8 +79,12 @@ class SpecVersions:
         key = str(path)
         if key not in self._on_disk:
             versions: dict[str, SpecVersion] = {}
-            if path.is_file():
-                _add(versions, SpecVersion(path.read_bytes(), str(path), str(path)))
+            try:  # the path is a run tag: anything (too long, unreadable) means "not here"
+                content = path.read_bytes() if path.is_file() else None
+            except OSError:
+                content = None
+            if content is not None:
+                _add(versions, SpecVersion(content, str(path), str(path)))
             self._on_disk[key] = versions
         return self._on_disk[key]
 
@@ -90,7 +94,7 @@ class SpecVersions:
             versions: dict[str, SpecVersion] = {}
             try:
                 history = file_history(str(path), self.limit)
-            except InputError:  # outside git, no commits, or git missing: no history
+            except (InputError, OSError):  # outside git, no commits, no git, odd path
                 history = []
             for commit, blob in history:
                 _add(versions, SpecVersion(blob, str(path), f"{path}@{commit[:12]}"))
