@@ -238,9 +238,9 @@ def _add_calibrate(commands: argparse._SubParsersAction[Any], parents: list[_Par
         "precision (falling back to coarser keys) the epoch time, setup time, plateau, "
         "failure rate and, where runs log their FLOPs, the MFU, and print them. --write "
         "saves the calibration file that check and estimate price with (commit it as "
-        "DIR/calibration.json); --backtest replays the "
-        "history in time order and prints how accurate calibrated epoch times were "
-        "against the declared ones (MAPE, bias, coverage), overall and per team.",
+        "DIR/calibration.json); --backtest replays the history in time order and prints "
+        "how accurate the calibrated estimates were against the declared ones (MAPE, bias, "
+        "coverage of each experiment's cost and epoch time), overall and per team.",
     )
     calibrate.add_argument("--write", metavar="FILE", help="write the calibration file (JSON) here")
     calibrate.add_argument(
@@ -252,7 +252,15 @@ def _add_calibrate(commands: argparse._SubParsersAction[Any], parents: list[_Par
     calibrate.add_argument(
         "--backtest",
         action="store_true",
-        help="also replay the history and print the accuracy of calibrated epoch times",
+        help="also replay the history: each experiment priced with the calibration of the "
+        "runs before it (its spec found by path and fingerprint, on disk or in git history), "
+        "against what its runs cost",
+    )
+    calibrate.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="output format; json holds the calibration and the backtest figures (default: text)",
     )
 
 

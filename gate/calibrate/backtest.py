@@ -1,28 +1,52 @@
-"""How accurate calibrated epoch times are: history replayed in time order (pure).
+"""How accurate calibrated estimates are: history replayed in time order (pure).
 
-Each experiment (a spec version: its fingerprint, in its MLflow experiment) is estimated
-from the calibration of the runs that started before its first run, exactly as ``check``
-would have priced it then: the finest key with enough runs gives the expected case (the
-median) and the worst case (the 90th percentile). Its actual epoch time is the median over
-its own runs. The naive baseline is what the spec declared (its expected and worst epoch
-time). An experiment with no earlier runs of its key is counted under "not calibrated"
-and priced by the baseline alone.
+Each experiment (a spec version: its fingerprint, in its MLflow experiment) is a
+:class:`Replay`: its runs, and the calibration of the runs that started before its first
+run, as ``check`` would have priced it then. Two things are scored against it:
+
+- its cost (:class:`CostCase`): the spec priced with that calibration (expected and worst
+  case) against what its runs cost, failed ones included; the naive baseline is the same
+  spec priced from its declared figures. The pricing is the command's (it needs the spec
+  and the evaluator); this module only scores;
+- its epoch time (:class:`Case`): the finest key with enough runs gives the expected case
+  (the median) and the worst case (the 90th percentile), against the median over its own
+  runs; the naive baseline is what the spec declared (its expected and worst epoch time).
+
+An experiment with no calibrated estimate (too few earlier runs of its key) is counted
+under "not calibrated" and priced by the baseline alone.
 
 Errors are (estimate − actual) ÷ actual: MAPE is their mean absolute value, bias their
 mean (positive: estimates too high), coverage the share of experiments whose actual fell
-inside the expected–worst range.
+inside the expected–worst range, and "bounded" the share at most the worst case.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
+from typing import Protocol
 
 from gate.calibrate.learn import coarser, learn
 from gate.calibrate.model import Calibration
 from gate.calibrate.observe import Observation
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """One experiment's finished runs (in start order) and the calibration before them."""
+
+    experiment: str
+    fingerprint: str
+    runs: tuple[Observation, ...]
+    calibration: Calibration
+
+    @property
+    def first(self) -> Observation:
+        """The run that started first."""
+        return self.runs[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +61,33 @@ class Case:
 
 
 @dataclass(frozen=True, slots=True)
+class CostCase:
+    """One experiment's actual cost, and its calibrated and declared (expected, worst) prices."""
+
+    experiment: str
+    fingerprint: str
+    spec: str
+    """Where the spec version was found (``path``, or ``path@commit`` from git history)."""
+    team: str
+    actual: Decimal
+    calibrated: tuple[Decimal, Decimal] | None
+    declared: tuple[Decimal, Decimal] | None
+
+
+class Scored(Protocol):
+    """What :func:`score` reads of a case: :class:`Case` and :class:`CostCase` both have it."""
+
+    @property
+    def team(self) -> str: ...  # noqa: D102
+    @property
+    def actual(self) -> float | Decimal: ...  # noqa: D102
+    @property
+    def calibrated(self) -> tuple[float, float] | tuple[Decimal, Decimal] | None: ...  # noqa: D102
+    @property
+    def declared(self) -> tuple[float, float] | tuple[Decimal, Decimal] | None: ...  # noqa: D102
+
+
+@dataclass(frozen=True, slots=True)
 class Accuracy:
     """MAPE, signed bias and coverage of one estimator over ``cases`` experiments."""
 
@@ -44,6 +95,8 @@ class Accuracy:
     mape: float
     bias: float
     coverage: float
+    bounded: float
+    """The share whose actual was at most the worst case: how often the gate's bound held."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,33 +108,43 @@ class Scores:
     uncalibrated: int
 
 
-def cases(observations: Iterable[Observation], min_runs: int) -> list[Case]:
-    """Every experiment with a measured epoch time, estimated from the runs before it."""
+def replays(observations: Iterable[Observation]) -> Iterator[Replay]:
+    """Every experiment in the order its first run started, with the calibration before it.
+
+    One calibration is learned per experiment, when it is reached (not all held at once).
+    """
     runs = sorted(observations, key=lambda o: o.start)
     groups: dict[tuple[str, str], list[Observation]] = defaultdict(list)
     for run in runs:
         groups[(run.experiment, run.spec)].append(run)
-    found = []
-    for (experiment, _), members in sorted(groups.items(), key=lambda g: g[1][0].start):
-        times = [m.epoch_minutes for m in members if m.epoch_minutes is not None]
-        if not times:
-            continue
+    for (experiment, spec), members in sorted(groups.items(), key=lambda g: g[1][0].start):
         first = members[0]
         before = [r for r in runs if r.start < first.start]
-        calibration = learn(before, first.start.date())
-        found.append(
-            Case(
-                experiment=experiment,
-                team=first.team,
-                actual=statistics.median(times),
-                calibrated=_predict(calibration, first, min_runs),
-                declared=_declared(first),
-            )
-        )
-    return found
+        yield Replay(experiment, spec, tuple(members), learn(before, first.start.date()))
 
 
-def score(found: Sequence[Case]) -> Scores:
+def epoch_case(replay: Replay, min_runs: int) -> Case | None:
+    """The experiment's measured epoch time against both estimates; ``None`` without one."""
+    times = [m.epoch_minutes for m in replay.runs if m.epoch_minutes is not None]
+    if not times:
+        return None
+    first = replay.first
+    return Case(
+        experiment=replay.experiment,
+        team=first.team,
+        actual=statistics.median(times),
+        calibrated=_predict(replay.calibration, first, min_runs),
+        declared=_declared(first),
+    )
+
+
+def cases(observations: Iterable[Observation], min_runs: int) -> list[Case]:
+    """Every experiment with a measured epoch time, estimated from the runs before it."""
+    found = (epoch_case(replay, min_runs) for replay in replays(observations))
+    return [case for case in found if case is not None]
+
+
+def score(found: Sequence[Scored]) -> Scores:
     """Accuracy of the calibrated and the declared estimates over the calibrated cases."""
     both = [c for c in found if c.calibrated is not None and c.declared is not None]
     calibrated = [(c.actual, c.calibrated) for c in both if c.calibrated is not None]
@@ -93,9 +156,9 @@ def score(found: Sequence[Case]) -> Scores:
     )
 
 
-def by_team(found: Sequence[Case]) -> dict[str, Scores]:
+def by_team(found: Sequence[Scored]) -> dict[str, Scores]:
     """:func:`score` per team, by name."""
-    teams: dict[str, list[Case]] = defaultdict(list)
+    teams: dict[str, list[Scored]] = defaultdict(list)
     for case in found:
         teams[case.team or "(no team)"].append(case)
     return {team: score(members) for team, members in sorted(teams.items())}
@@ -120,11 +183,15 @@ def _declared(run: Observation) -> tuple[float, float] | None:
     return run.declared_minutes, worst
 
 
-def _accuracy(pairs: Sequence[tuple[float, tuple[float, float]]]) -> Accuracy | None:
-    usable = [(actual, est) for actual, est in pairs if actual > 0]
+Number = float | Decimal
+Pair = tuple[Number, tuple[Number, Number]]
+
+
+def _accuracy(pairs: Sequence[Pair]) -> Accuracy | None:
+    usable = [(Decimal(actual), est) for actual, est in pairs if actual > 0]
     if not usable:
         return None
-    errors = [(expected - actual) / actual for actual, (expected, _) in usable]
+    errors = [float((Decimal(expected) - actual) / actual) for actual, (expected, _) in usable]
     inside = [
         min(expected, worst) <= actual <= max(expected, worst)
         for actual, (expected, worst) in usable
@@ -134,4 +201,6 @@ def _accuracy(pairs: Sequence[tuple[float, tuple[float, float]]]) -> Accuracy | 
         mape=statistics.fmean(abs(e) for e in errors),
         bias=statistics.fmean(errors),
         coverage=sum(inside) / len(inside),
+        bounded=sum(actual <= max(expected, worst) for actual, (expected, worst) in usable)
+        / len(usable),
     )

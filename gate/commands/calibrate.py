@@ -4,24 +4,28 @@ Reads every run tagged by budget-gate in every active MLflow experiment (or the 
 named with ``--experiment``) through the reconcile reader, learns per model label,
 accelerator, GPUs per trial and precision (:mod:`gate.calibrate`), prints what it learned
 and, with ``--write``, writes the calibration file the team commits next to its policies.
-``--backtest`` replays the history in time order and prints how accurate calibrated
-epoch times were against the declared ones. Exit 0, 3 bad input, 4 MLflow failed.
+``--backtest`` replays the history in time order and prints how accurate the calibrated
+cost and epoch-time estimates were against the declared ones (:mod:`gate.commands.backtest`);
+``--format json`` prints the calibration and the backtest as objects. Exit 0, 3 bad input,
+4 MLflow failed.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from gate.calibrate.backtest import Accuracy, Scores, by_team, cases, score
+from gate.calibrate.backtest import replays
 from gate.calibrate.learn import learn
 from gate.calibrate.model import Calibration, Entry, Key, Stat, dump
 from gate.calibrate.observe import Observation, observe
-from gate.commands.common import load_policies, quiet_mlflow, utc_now
+from gate.commands import backtest
+from gate.commands.common import load_policies, make_evaluator, quiet_mlflow, utc_now
 from gate.errors import InputError
 from gate.estimate.prices import load_catalog, quote
 from gate.estimate.settings import Returns
@@ -29,35 +33,55 @@ from gate.integrations import needs_mlflow
 from gate.integrations.tracking_uri import resolve_tracking_uri
 from gate.ledger import tracking
 from gate.policy.model import Policy
+from gate.reconcile.actuals import RunFacts
 from gate.spec.experiment import Capacity
 from gate.words import aligned, counted
+
+Sink = Callable[[RunFacts, str], None]
 
 
 def run(args: argparse.Namespace) -> int:
     """Read the runs, learn, print; write the file and backtest when asked."""
-    policy = load_policies(args).for_team(None).policy
-    returns = policy.returns
-    where, observations = _observations(args, policy)
+    now = utc_now()
+    evaluator = make_evaluator(args) if args.backtest else None
+    policies = evaluator.policies if evaluator is not None else load_policies(args)
+    policy = policies.for_team(None).policy
+    costs = backtest.CostBacktest(evaluator, now) if evaluator is not None else None
+    sink = costs.add if costs is not None else None
+    where, observations = _observations(args, policy, sink)
     if not observations:
         raise InputError(
             "no finished runs tagged by budget-gate to learn from",
             hint="tag training runs with gate.tracking.run_tags(spec) (see README, "
             "'Calibration'), or pass the right --tracking-uri / --experiment",
         )
-    plateau_by = _plateau_by(returns, policy.currency)
-    calibration = learn(observations, utc_now().date(), where, plateau_by)
-    print(render(calibration, policy.calibration.min_runs))
+    plateau_by = _plateau_by(policy.returns, policy.currency)
+    calibration = learn(observations, now.date(), where, plateau_by)
     if args.write:
         Path(args.write).write_text(dump(calibration), encoding="utf-8")
         print(f"wrote {args.write}: commit it next to the policies", file=sys.stderr)
-    if args.backtest:
+    min_runs = policy.calibration.min_runs
+    scored = backtest.run_backtest(replays(observations), costs, min_runs) if costs else None
+    if args.format == "json":
+        document = {"calibration": json.loads(dump(calibration))}
+        if scored is not None:
+            document["backtest"] = backtest.as_json(scored)
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+        return 0
+    print(render(calibration, min_runs))
+    if scored is not None:
         print()
-        print(render_backtest(observations, policy.calibration.min_runs))
+        print(backtest.render(scored))
     return 0
 
 
-def _observations(args: argparse.Namespace, policy: Policy) -> tuple[str, list[Observation]]:
-    """Where the runs are (redacted) and every finished run's observation."""
+def _observations(
+    args: argparse.Namespace, policy: Policy, sink: Sink | None = None
+) -> tuple[str, list[Observation]]:
+    """Where the runs are (redacted) and every finished run's observation.
+
+    ``sink``, when given, also sees every run as read, with its experiment's name.
+    """
     price = _price_per_gpu_hour(policy)
     uri = resolve_tracking_uri(args.tracking_uri, os.environ)
     quiet_mlflow()
@@ -79,6 +103,8 @@ def _observations(args: argparse.Namespace, policy: Policy) -> tuple[str, list[O
             continue
         query = RunQuery(experiment_id, None, None, history_tag=tracking.MONITOR)
         for facts in runs.facts(query):
+            if sink is not None:
+                sink(facts, name)
             tags = facts.tags
             seen = observe(
                 facts,
@@ -189,38 +215,3 @@ def _median(stat: Stat | None) -> str:
 
 def _share(stat: Stat | None) -> str:
     return "—" if stat is None else f"{stat.median:.0%}"
-
-
-def render_backtest(observations: list[Observation], min_runs: int) -> str:
-    """MAPE, bias and coverage, calibrated against declared, overall and per team."""
-    found = cases(observations, min_runs)
-    overall = score(found)
-    lines = [
-        f"backtest: {len(found)} experiments in time order, each estimated from the runs "
-        f"before it ({overall.uncalibrated} had fewer than {min_runs} earlier runs of "
-        "their key)",
-        "epoch time, (estimate − actual) ÷ actual; coverage: actual within expected–worst",
-        "",
-        f"{'':<20} {'estimator':<11} {'cases':>5} {'MAPE':>8} {'bias':>8} {'coverage':>9}",
-        *_score_rows("overall", overall),
-    ]
-    for team, scores in by_team(found).items():
-        lines.extend(_score_rows(f"team {team}", scores))
-    return "\n".join(lines)
-
-
-def _score_rows(label: str, scores: Scores) -> list[str]:
-    rows = []
-    for name, accuracy in (("calibrated", scores.calibrated), ("declared", scores.declared)):
-        rows.append(f"{label:<20} {name:<11} {_accuracy(accuracy)}")
-        label = ""
-    return rows
-
-
-def _accuracy(accuracy: Accuracy | None) -> str:
-    if accuracy is None:
-        return f"{0:>5} {'—':>8} {'—':>8} {'—':>9}"
-    return (
-        f"{accuracy.cases:>5} {accuracy.mape:>8.1%} {accuracy.bias:>+8.1%} "
-        f"{accuracy.coverage:>9.0%}"
-    )

@@ -162,11 +162,11 @@ def _plan(
         now=now,
         tolerance=to_decimal(policy.limits.reconcile_tolerance),
         approval=approval,
-        requote=_requote(spec, policy),
+        requote=requote(spec, policy),
     )
 
 
-def _requote(spec: Experiment, policy: Policy) -> Callable[[str, Capacity], Quote | None]:
+def requote(spec: Experiment, policy: Policy) -> Callable[[str, Capacity], Quote | None]:
     """Prices for runs tagged with another accelerator or capacity (older spec versions)."""
     catalog = load_catalog()
 

@@ -51,6 +51,20 @@ def list_base(ref: str, directory: str, suffixes: tuple[str, ...]) -> list[str]:
     ]
 
 
+def file_history(path: str, limit: int) -> list[tuple[str, bytes]]:
+    """``path``'s content in each of the ``limit`` newest commits that touch it, newest first.
+
+    Commits that delete the file are left out; one ``git log`` and one ``git cat-file``.
+    A path outside a git work tree is bad input (:class:`gate.errors.InputError`).
+    """
+    top = toplevel(_directory_of(path))
+    rel = _in_repo(path, top)
+    args = ["log", f"-n{limit}", "--format=%H", "--end-of-options", "HEAD", "--", rel]
+    commits = _git(top, args).stdout.decode("ascii").split()
+    blobs = _cat_files(top, [f"{commit}:{rel}" for commit in commits])
+    return [(c, blob) for c, blob in zip(commits, blobs, strict=True) if blob is not None]
+
+
 class RepoPaths:
     """Spec paths relative to the repository root, as waiver globs match them.
 

@@ -302,6 +302,8 @@ def _notes(plan: Plan, runs: Sequence[RunResult]) -> tuple[str, ...]:
             f"the approval is in {approval.currency}, the policy prices in "
             f"{plan.quote.currency}: compared with the worst-case estimate instead"
         )
+    if (basis := _estimate_basis(plan)) is not None:
+        notes.append(basis)
     return tuple(notes)
 
 
@@ -332,6 +334,34 @@ def _epoch_error(plan: Plan, runs: Sequence[RunResult]) -> str | None:
         f"{counted(len(times), 'run')}); the estimate priced {minutes_text(priced)} "
         f"({basis}): error {error:+.1%}"
     )
+
+
+def _estimate_basis(plan: Plan) -> str | None:
+    """What the cost variance is against: the basis of the epoch time the estimate priced."""
+    measured = plan.estimate.measured
+    epoch = measured.epoch if measured is not None else None
+    if epoch is not None and epoch.prior:
+        basis = f"a FLOPs prior ({epoch.basis})"
+    elif epoch is not None:
+        basis = f"the measured calibration of {epoch.basis}"
+    elif plan.spec.workload.declares_epoch_time:
+        minutes = plan.spec.workload.epoch_minutes_for
+        basis = (
+            f"the spec's declared epoch time ({minutes_text(minutes('expected'))} min, "
+            f"worst {minutes_text(minutes('worst'))})"
+        )
+    else:
+        return None
+    also = [
+        name
+        for name, figure in (
+            ("plateau", measured.plateau if measured is not None else None),
+            ("failure rate", measured.failure_rate if measured is not None else None),
+        )
+        if figure is not None
+    ]
+    measured_too = f"; its {' and '.join(also)} measured too" if also else ""
+    return f"cost variance: the estimate priced each epoch from {basis}{measured_too}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -293,7 +293,11 @@ def test_an_approval_in_another_currency_is_not_compared():
 def test_without_a_quality_gate_every_finished_run_qualifies():
     result = reconcile(make_plan({"quality_gate": []}), [facts("a", f1=None), facts("b")])
     assert result.qualified == 2
-    assert result.notes == ("the spec has no quality_gate: every finished run counts as qualified",)
+    assert result.notes == (
+        "the spec has no quality_gate: every finished run counts as qualified",
+        "cost variance: the estimate priced each epoch from the spec's declared epoch time "
+        "(6.00 min, worst 6.00)",
+    )
 
 
 def test_the_curve_follows_end_time_and_marks_where_quality_stopped_improving():

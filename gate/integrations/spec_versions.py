@@ -1,0 +1,111 @@
+"""The spec version a run was launched from, found by its fingerprint on disk or in git history.
+
+Runs carry the spec path as given to :func:`gate.tracking.run_tags` and the fingerprint of
+the spec then. The file at that path (relative to the current directory, then to the root
+of the git work tree the current directory is in) is used when its fingerprint matches;
+else the path's git history is read, newest first, up to :data:`HISTORY_LIMIT` commits
+that touch it (one ``git log`` and one ``git cat-file`` per path), for the version whose
+fingerprint matches. Each path is read once however many versions are asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from gate.errors import InputError, InputErrors
+from gate.integrations.git import file_history, toplevel
+from gate.spec.experiment import Experiment
+from gate.spec.fingerprint import fingerprint
+from gate.spec.loader import load_bytes
+from gate.spec.validation import validate
+
+HISTORY_LIMIT = 100
+"""How many of the newest commits touching a spec path are searched for a version."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpecVersion:
+    """A spec's bytes at one fingerprint, its path, and where they were found (``path@sha``)."""
+
+    content: bytes
+    path: str
+    where: str
+
+
+class SpecVersions:
+    """Finds spec versions by path and fingerprint; caches what each path holds."""
+
+    def __init__(self, cwd: Path | None = None, limit: int = HISTORY_LIMIT) -> None:
+        self.cwd = cwd or Path.cwd()
+        self.limit = limit
+        self._on_disk: dict[str, dict[str, SpecVersion]] = {}
+        self._in_history: dict[str, dict[str, SpecVersion]] = {}
+
+    def find(self, path: str, wanted: str) -> SpecVersion | None:
+        """The version of the spec at ``path`` whose fingerprint is ``wanted``, if any."""
+        if not path or not wanted:
+            return None
+        candidates = self._candidates(path)
+        for candidate in candidates:
+            found = self._disk(candidate).get(wanted)
+            if found is not None:
+                return found
+        for candidate in candidates:
+            found = self._history(candidate).get(wanted)
+            if found is not None:
+                return found
+        return None
+
+    def _candidates(self, path: str) -> list[Path]:
+        given = Path(path)
+        if given.is_absolute():
+            return [given]
+        found = [self.cwd / given]
+        root = self._repo_root
+        if root is not None and root / given not in found:
+            found.append(root / given)
+        return found
+
+    @cached_property
+    def _repo_root(self) -> Path | None:
+        try:
+            return toplevel(self.cwd)
+        except InputError:  # not in a git work tree, or no git
+            return None
+
+    def _disk(self, path: Path) -> dict[str, SpecVersion]:
+        key = str(path)
+        if key not in self._on_disk:
+            versions: dict[str, SpecVersion] = {}
+            try:  # the path is a run tag: anything (too long, unreadable) means "not here"
+                content = path.read_bytes() if path.is_file() else None
+            except OSError:
+                content = None
+            if content is not None:
+                _add(versions, SpecVersion(content, str(path), str(path)))
+            self._on_disk[key] = versions
+        return self._on_disk[key]
+
+    def _history(self, path: Path) -> dict[str, SpecVersion]:
+        key = str(path)
+        if key not in self._in_history:
+            versions: dict[str, SpecVersion] = {}
+            try:
+                history = file_history(str(path), self.limit)
+            except (InputError, OSError):  # outside git, no commits, no git, odd path
+                history = []
+            for commit, blob in history:
+                _add(versions, SpecVersion(blob, str(path), f"{path}@{commit[:12]}"))
+            self._in_history[key] = versions
+        return self._in_history[key]
+
+
+def _add(versions: dict[str, SpecVersion], version: SpecVersion) -> None:
+    """Index one version by its fingerprint (the newest wins); invalid ones are skipped."""
+    try:
+        spec = validate(Experiment, load_bytes(version.content, version.where))
+    except (InputError, InputErrors):
+        return
+    versions.setdefault(fingerprint(spec), version)
