@@ -19,7 +19,7 @@ own (epoch times 0.40–0.50 min) and, with ``--versions K``, the K spec version
 after another, so that the backtest has K experiments to replay (reconcile then reads
 every version, with ``--all-versions``, so that both commands read the same N runs).
 
-Both get the built-in default policy as ``--policy-dir`` (calibrate needs the option).
+Both get the built-in default policy, as ``--policy-dir`` (the same for both).
 Every command runs ``--repeats`` times after a warm-up, in rounds (one of each in turn);
 the table shows the median wall time with its range, the CPU seconds of the command
 itself and of the MLflow server's processes (from ``/proc``), and the peak RSS, next to
@@ -196,7 +196,8 @@ def _bench(server: MlflowServer, gate: list[str], tmp: Path, args: argparse.Name
 
 def _commands(gate: list[str], uri: str, specs: list[Path], tmp: Path) -> dict[str, list[str]]:
     """The timed command lines, by label; reconcile reads every version where there are more."""
-    # NOTE: calibrate needs --policy-dir: without it, main's CLI exits 70 (PolicySet(None)).
+    # The same policies for both, named: without --policy-dir each would say on stderr that
+    # it takes the built-in default (and calibrate before 3d02011 exited 70).
     policies = tmp / "policies"
     policies.mkdir()
     shutil.copy(ROOT / "gate" / "data" / "default-policy.yaml", policies / "default.yaml")
