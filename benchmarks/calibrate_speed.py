@@ -24,8 +24,10 @@ Every command runs ``--repeats`` times after a warm-up, in rounds (one of each i
 the table shows the median wall time with its range, the CPU seconds of the command
 itself and of the MLflow server's processes (from ``/proc``), and the peak RSS, next to
 the floor that both commands pay before their first request: importing the reader, and
-so MLflow. The ratios to reconcile are of the median wall time, of the CPU of command
-and server together (steadier than the wall time on a busy machine) and of the peak RSS.
+so MLflow (each command is forked from a small launcher, ``benchmarks/fresh_process.py``,
+so that its peak RSS is its own). The ratios to reconcile are of the median wall time, of
+the CPU of command and server together (steadier than the wall time on a busy machine)
+and of the peak RSS.
 Run from the repository root (``pip install -e '.[test,mlflow]'``)::
 
     python benchmarks/calibrate_speed.py [--runs 2000] [--repeats 5] [--versions 1]
@@ -58,6 +60,7 @@ from mlflow.entities import Metric  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
 from benchmarks.check_speed import find_script  # noqa: E402
+from benchmarks.fresh_process import measure, tree_cpu  # noqa: E402
 from benchmarks.reconcile_speed import STEPS, T0, _clone, _mib, _print  # noqa: E402
 from gate import tracking  # noqa: E402
 from tests.mlflow_server import MlflowServer  # noqa: E402
@@ -80,24 +83,6 @@ search: {{strategy: random, max_trials: {trials}}}
 stopping: {{early_stopping: {{monitor: val_loss, patience: 10}}}}
 quality_gate: [{{metric: val_f1, op: ">=", value: 0.8}}]
 tracking: {{mlflow_experiment: {name}}}
-"""
-LAUNCHER = """
-import os, sys, time
-began = time.perf_counter()
-pid = os.fork()
-if pid == 0:
-    os.execv(sys.argv[2], sys.argv[2:])
-_, status, usage = os.wait4(pid, 0)
-wall = time.perf_counter() - began
-with open(sys.argv[1], "w") as report:
-    report.write(f"{wall} {usage.ru_utime + usage.ru_stime} {usage.ru_maxrss}")
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
-"""Runs a command and reports its wall time, CPU seconds and peak RSS (KiB).
-
-A child's peak RSS starts at its parent's resident size when it forks (Linux carries the
-high-water mark through ``exec``), and this benchmark holds MLflow in memory: the
-commands are forked from this small process instead, so their RSS is their own.
 """
 EXACT_KEY = {"model": "resnet18", "accelerator": "L4", "gpus": 1, "precision": "bf16"}
 
@@ -311,50 +296,13 @@ def _expected(label: str) -> set[int]:
 
 
 def _run(argv: list[str], server: MlflowServer, out: Path) -> Sample:
-    """Run one fresh process of ``argv`` through the launcher, its stdout to ``out``."""
-    report = out.with_suffix(".usage")
-    server_before = _tree_cpu(server)
-    with out.open("wb") as sink:
-        launched = subprocess.run(
-            [sys.executable, "-S", "-c", LAUNCHER, str(report), *argv],
-            stdout=sink,
-            stderr=subprocess.PIPE,
-            check=False,
-        )
-    server_after = _tree_cpu(server)
-    if launched.returncode not in (0, 1, 2):
-        sys.stderr.write(launched.stderr.decode(errors="replace")[-3000:])
-    wall, cpu, rss = report.read_text(encoding="utf-8").split()
-    on_server = (
-        None if server_before is None or server_after is None else server_after - server_before
-    )
-    return Sample(float(wall), float(cpu), on_server, int(rss), launched.returncode)
-
-
-def _tree_cpu(server: MlflowServer) -> float | None:
-    """CPU seconds of the server's process and its descendants so far (Linux ``/proc``)."""
-    if server.process is None or not Path("/proc/self/stat").exists():
-        return None
-    parent: dict[int, int] = {}
-    cpu: dict[int, float] = {}
-    ticks = os.sysconf("SC_CLK_TCK")
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()  # from field 3, the state
-        parent[int(entry.name)] = int(fields[1])
-        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
-    tree = {server.process.pid}
-    grown = True
-    while grown:
-        more = {pid for pid, ppid in parent.items() if ppid in tree} - tree
-        tree |= more
-        grown = bool(more)
-    return sum(cpu.get(pid, 0.0) for pid in tree)
+    """One fresh process of ``argv``, its stdout to ``out``, and the server's CPU meanwhile."""
+    assert server.process is not None
+    before = tree_cpu(server.process.pid)
+    usage = measure(argv, out)
+    after = tree_cpu(server.process.pid)
+    on_server = None if before is None or after is None else after - before
+    return Sample(usage.wall, usage.cpu, on_server, usage.rss_kib, usage.code)
 
 
 def _check_reconcile(argv: list[str], runs: int) -> list[str]:
