@@ -22,6 +22,7 @@ inside the expected–worst range, and "bounded" the share at most the worst cas
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
@@ -111,15 +112,20 @@ class Scores:
 def replays(observations: Iterable[Observation]) -> Iterator[Replay]:
     """Every experiment in the order its first run started, with the calibration before it.
 
-    One calibration is learned per experiment, when it is reached (not all held at once).
+    One calibration is learned per experiment, when it is reached (not all held at once),
+    from the earlier runs of the same model: a lookup never reads another model's entries.
     """
     runs = sorted(observations, key=lambda o: o.start)
     groups: dict[tuple[str, str], list[Observation]] = defaultdict(list)
+    by_model: dict[str | None, list[Observation]] = defaultdict(list)
     for run in runs:
         groups[(run.experiment, run.spec)].append(run)
+        by_model[run.key.model].append(run)
+    starts = {model: [r.start for r in members] for model, members in by_model.items()}
     for (experiment, spec), members in sorted(groups.items(), key=lambda g: g[1][0].start):
         first = members[0]
-        before = [r for r in runs if r.start < first.start]
+        model = first.key.model
+        before = by_model[model][: bisect.bisect_left(starts[model], first.start)]
         yield Replay(experiment, spec, tuple(members), learn(before, first.start.date()))
 
 

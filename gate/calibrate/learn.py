@@ -33,11 +33,15 @@ def learn(
     plateau_by: str = "",
 ) -> Calibration:
     """The calibration of ``observations``, one entry per key that has runs."""
-    groups: dict[Key, list[Observation]] = defaultdict(list)
     every = list(observations)
-    for seen in every:
-        for key in dict.fromkeys(coarser(seen.key)):
-            groups[key].append(seen)
+    exact: dict[tuple[object, ...], list[Observation]] = defaultdict(list)
+    for seen in every:  # NOTE: plain tuples: a pydantic key per run is slow in a backtest
+        key = seen.key
+        exact[(key.model, key.accelerator, key.gpus, key.precision)].append(seen)
+    groups: dict[Key, list[Observation]] = defaultdict(list)
+    for members in exact.values():
+        for level in dict.fromkeys(coarser(members[0].key)):
+            groups[level].extend(members)
     entries = [_entry(key, runs) for key, runs in groups.items()]
     entries.sort(key=lambda e: _order(e.key))
     return Calibration(
