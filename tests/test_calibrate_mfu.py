@@ -196,3 +196,12 @@ def test_calibrate_without_a_policy_dir_uses_the_builtin_default(lab, tmp_path, 
     assert code == 0, err
     assert "using the built-in default policy" in err
     assert "calibration of 18 runs from 1 MLflow experiment" in out
+
+
+def test_calibrate_write_to_a_missing_directory_is_bad_input(lab, tmp_path):
+    log_history(lab)
+    target = tmp_path / "no-such-dir" / "calibration.json"
+    code, _, err = lab.team.cli("calibrate", "--experiment", lab.experiment, "--write", str(target))
+    assert code == 3, err
+    assert f"{target}: cannot write" in err and "Traceback" not in err
+    assert not target.parent.exists()

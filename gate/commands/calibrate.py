@@ -18,7 +18,6 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from gate.calibrate.backtest import replays
 from gate.calibrate.learn import learn
@@ -26,6 +25,7 @@ from gate.calibrate.model import Calibration, Entry, Key, Stat, dump
 from gate.calibrate.observe import Observation, observe
 from gate.commands import backtest
 from gate.commands.common import load_policies, make_evaluator, quiet_mlflow, utc_now
+from gate.commands.output import write_atomically
 from gate.errors import InputError
 from gate.estimate.prices import load_catalog, quote
 from gate.estimate.settings import Returns
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     plateau_by = _plateau_by(policy.returns, policy.currency)
     calibration = learn(observations, now.date(), where, plateau_by)
     if args.write:
-        Path(args.write).write_text(dump(calibration), encoding="utf-8")
+        write_atomically(args.write, dump(calibration))
         print(f"wrote {args.write}: commit it next to the policies", file=sys.stderr)
     min_runs = policy.calibration.min_runs
     scored = backtest.run_backtest(replays(observations), costs, min_runs) if costs else None
