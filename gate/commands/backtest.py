@@ -139,7 +139,9 @@ def _calibrated(evaluation: Evaluation) -> tuple[Decimal, Decimal] | None:
     if est is None or measured is None:
         return None
     epoch = measured.epoch if measured.epoch is not None and not measured.epoch.prior else None
-    if epoch is None and measured.plateau is None and measured.failure_rate is None:
+    if epoch is None and all(
+        figure is None for figure in (measured.plateau, measured.failure_rate, measured.mfu)
+    ):
         return None
     return _prices(est)
 
