@@ -1,0 +1,69 @@
+# PYTHON_ARGCOMPLETE_OK
+"""Command-line entry point: parse arguments, run one command, map errors to exit codes.
+
+This package is the only place that exits. Exit codes (DESIGN.md §3): 0 pass, 1 policy
+violation, 2 approval required, 3 invalid input or usage, 4 backend failure, 70 internal
+bug, 130 interrupted. Command modules are imported only when chosen, so start-up stays
+fast. The parser (:mod:`gate.cli.parser`) is built from one module per journey:
+:mod:`~gate.cli.pricing` (before launch), :mod:`~gate.cli.approvals` (at launch and on pull
+requests) and :mod:`~gate.cli.afterwards` (after the runs), over :mod:`~gate.cli.base`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from gate.cli.base import EXIT_USAGE
+from gate.cli.parser import build_parser
+from gate.errors import GateError, InputErrors
+
+__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_USAGE", "build_parser", "main"]
+
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+
+def _complete(parser: argparse.ArgumentParser) -> None:
+    """Answer the shell's completion request and exit; without argcomplete, do nothing."""
+    try:
+        import argcomplete
+    except ImportError:
+        return
+    argcomplete.autocomplete(parser)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code."""
+    parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (argcomplete extra)
+        _complete(parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return int(exc.code or 0)
+    try:
+        module = importlib.import_module(f"gate.commands.{args.command.replace('-', '_')}")
+        return int(module.run(args))
+    except GateError as exc:
+        located = isinstance(exc, InputErrors) or getattr(exc, "location", None) is not None
+        # NOTE: located errors start with file:line:col so editors and CI can jump to them.
+        print(str(exc) if located else f"budget-gate: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("budget-gate: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(
+            f"budget-gate: internal error: {type(exc).__name__}: {exc} "
+            "(rerun with --debug for the traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL

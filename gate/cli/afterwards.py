@@ -1,0 +1,99 @@
+"""The commands after the runs: reconcile and calibrate."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from gate.cli.base import EPILOG, Parser, non_negative, pr_number
+
+
+def add_reconcile(commands: argparse._SubParsersAction[Any], parents: list[Parser]) -> None:
+    """``reconcile``: what the runs cost, against the estimate."""
+    reconcile = commands.add_parser(
+        "reconcile",
+        parents=parents,
+        help="MLflow runs → actual cost, cost per qualified model, waste and variance",
+        description="Read the runs of the spec's tracking.mlflow_experiment tagged with its "
+        "fingerprint, price them at the spec's price, judge them on its quality gate, and "
+        "report the cost per qualified model (failed runs included), waste and the variance "
+        "against the estimate and the approval. The actual cost is recorded in the ledger "
+        "unless --dry-run, or while runs are still running. Exits 1 with no qualified model "
+        "or when the actual cost exceeds the approved amount (else the worst case) by more "
+        "than the policy's limits.reconcile_tolerance.",
+        epilog=EPILOG,
+    )
+    reconcile.add_argument("spec", metavar="SPEC", help="the spec file")
+    reconcile.add_argument(
+        "--format",
+        choices=("text", "json", "markdown"),
+        default="text",
+        help="output format (default: text)",
+    )
+    reconcile.add_argument(
+        "--all-versions",
+        action="store_true",
+        help="include runs of every version of the spec (any fingerprint) in the experiment",
+    )
+    reconcile.add_argument(
+        "--dry-run", action="store_true", help="write nothing: no ledger record, no PR comment"
+    )
+    reconcile.add_argument(
+        "--pr",
+        type=pr_number,
+        metavar="N",
+        help="also write the Markdown report as a comment on pull request N (needs "
+        "GITHUB_TOKEN and GITHUB_REPOSITORY; GITHUB_API_URL for GitHub Enterprise)",
+    )
+    reconcile.add_argument(
+        "--monitor",
+        metavar="METRIC",
+        help="metric whose history shows the plateau (default: the spec's early-stopping "
+        "monitor, else val_loss)",
+    )
+    reconcile.add_argument(
+        "--mode", choices=("min", "max"), help="whether --monitor improves down or up"
+    )
+    reconcile.add_argument(
+        "--min-delta",
+        type=non_negative,
+        metavar="X",
+        help="smallest change that counts as an improvement (default: the spec's, else 0)",
+    )
+
+
+def add_calibrate(commands: argparse._SubParsersAction[Any], parents: list[Parser]) -> None:
+    """``calibrate``: learn from finished runs; ``--backtest``."""
+    calibrate = commands.add_parser(
+        "calibrate",
+        parents=parents,
+        help="learn epoch times, plateaus, failures and MFU from finished MLflow runs",
+        description="Read every finished run tagged by budget-gate (gate.tracking.run_tags) "
+        "in the MLflow store, learn per model label, accelerator, GPUs per trial and "
+        "precision (falling back to coarser keys) the epoch time, setup time, plateau, "
+        "failure rate and, where runs log their FLOPs, the MFU, and print them. --write "
+        "saves the calibration file that check and estimate price with (commit it as "
+        "DIR/calibration.json); --backtest replays the history in time order and prints "
+        "how accurate the calibrated estimates were against the declared ones (MAPE, bias, "
+        "coverage of each experiment's cost and epoch time), overall and per team.",
+    )
+    calibrate.add_argument("--write", metavar="FILE", help="write the calibration file (JSON) here")
+    calibrate.add_argument(
+        "--experiment",
+        action="append",
+        metavar="NAME",
+        help="read only this MLflow experiment (repeatable; default: every active one)",
+    )
+    calibrate.add_argument(
+        "--backtest",
+        action="store_true",
+        help="also replay the history: each experiment priced with the calibration of the "
+        "runs before it (its spec found by path and fingerprint, on disk or in git history), "
+        "against what its runs cost",
+    )
+    calibrate.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="output format; json holds the calibration and the backtest figures (default: text)",
+    )

@@ -1,0 +1,82 @@
+"""The full parser: shared option groups, and one sub-parser per command."""
+
+from __future__ import annotations
+
+import argparse
+
+from gate import __version__
+from gate.cli import afterwards, approvals, pricing
+from gate.cli.base import EPILOG, Parser
+
+_DESCRIPTION = """\
+Price ML experiments before launch and gate them on your team's policy.
+
+examples:
+  budget-gate init      # a policy, the schemas, a sample spec, the workflow, pre-commit
+  budget-gate check examples/cifar-sweep.yaml
+  budget-gate check experiments/*.yaml --format json
+  budget-gate check experiments/ --base-ref origin/main --format markdown=comment.md
+  budget-gate diff old.yaml new.yaml
+  budget-gate rules BG104
+  budget-gate approve experiments/sweep.yaml --by alice --reason "worth it" --expires 14d
+  budget-gate verify experiments/sweep.yaml
+  budget-gate ci        # in a GitHub Actions workflow: see action.yml and the README
+  budget-gate reconcile experiments/sweep.yaml --format markdown
+  budget-gate policy check && budget-gate policy test
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, with one sub-parser per command."""
+    parser = Parser(
+        prog="budget-gate",
+        description=_DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"budget-gate {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    places = Parser(add_help=False)
+    places.add_argument(
+        "--policy-dir",
+        metavar="DIR",
+        help="policies directory; metadata.team picks DIR/<team>.yaml (default: policies, "
+        "else the built-in default policy, which the output names)",
+    )
+    places.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="measured epoch times, plateaus, failure rates and MFU to price with (from "
+        "budget-gate calibrate; default: DIR/calibration.json when it exists)",
+    )
+    ledger = Parser(add_help=False)
+    ledger.add_argument(
+        "--tracking-uri",
+        metavar="URI",
+        help="MLflow tracking store of the approvals ledger (default: $MLFLOW_TRACKING_URI, "
+        "else mlflow.db at the git repository's root, or in the current directory outside "
+        "git); an http(s) server is read over REST, without MLflow",
+    )
+    evaluation = Parser(add_help=False, parents=[places])
+    evaluation.add_argument(
+        "--as-of",
+        metavar="WHEN",
+        help="judge waivers, approvals and the budget month as of this date (YYYY-MM-DD, "
+        "midnight UTC) or time (YYYY-MM-DDTHH:MM[+zone]) (default: now)",
+    )
+
+    pricing.add_check(commands, [evaluation, ledger])
+    pricing.add_estimate(commands, evaluation)
+    pricing.add_diff(commands, evaluation)
+    pricing.add_reference(commands)
+    approvals.add_ledger_commands(commands, [evaluation, ledger], [places, ledger])
+    approvals.add_ci(commands)
+    approvals.add_serve(commands, [ledger])
+    afterwards.add_reconcile(commands, [places, ledger])
+    afterwards.add_calibrate(commands, [places, ledger])
+    pricing.add_policy(commands)
+    for command in commands.choices.values():
+        command.epilog = command.epilog or EPILOG  # every command shares the exit codes
+    return parser
