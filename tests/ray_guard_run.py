@@ -4,7 +4,8 @@
 and runs two searches of 8 trials of 12 epochs (each epoch reported as 6 minutes on 8 GPUs
 at 2 USD, 1.60 USD) against the approved 64 USD (the worst case) of a spec of 4 trials ×
 10 epochs, so the ceiling falls inside a running trial: one search that trains, one whose
-trials all fail. It prints one JSON line: the spend, the trials and their errors.
+trials all fail, and one restarted with ``Tuner.restore`` after two trials failed. It
+prints one JSON line: the spend, the trials and their errors.
 Warnings are errors here as in the suite; only the result files Tune leaves open are let
 through.
 """
@@ -54,6 +55,57 @@ def trainable(config: dict) -> None:
         )
 
 
+def flaky(config: dict) -> None:
+    """Trials 2 and 3 fail in epoch 3 until the marker file exists (the driver's restart)."""
+    from ray import tune
+
+    for epoch in range(1, EPOCHS + 1):
+        if config["trial"] >= 2 and epoch == 3 and not os.path.exists(config["marker"]):
+            raise RuntimeError("node lost")
+        time.sleep(0.05)
+        tune.report(
+            {"val_loss": 1.0 / epoch, "epoch": epoch, "budget_gate_held_seconds": epoch * 360.0}
+        )
+
+
+def restored(storage: str) -> dict:
+    """Two trials finish and two fail; after ``Tuner.restore`` the guard goes on counting.
+
+    The first run spends 2 × 12 + 2 × 2 epochs at 1.60 (44.80 USD of 64.00). The restored
+    run retries the two failed trials: carried on, the guard stops them when 12 more epochs
+    reach 64.00; counted afresh, both would train all 12 epochs (20 more, 38.40 USD in all).
+    """
+    from ray import tune
+
+    from gate.guard.core import Guard
+    from gate.integrations.guard_ray import RayGuard
+    from tests.guard_kit import approved_limits
+
+    policy = {"guard": {"max_failed_in_a_row": 10}}
+    guard = RayGuard(Guard(approved_limits(policy), clock=time.monotonic))
+    marker = os.path.join(storage, "restarted")
+    space = {"trial": tune.grid_search([0, 1, 2, 3]), "marker": marker}
+    first = tune.Tuner(
+        flaky,
+        param_space=space,
+        tune_config=tune.TuneConfig(max_concurrent_trials=2),
+        run_config=tune.RunConfig(
+            storage_path=storage, stop=guard, callbacks=[guard], verbose=0, name="restored"
+        ),
+    ).fit()
+    spent = str(guard.guard.spend)
+    open(marker, "w").close()
+    again = tune.Tuner.restore(os.path.join(storage, "restored"), flaky, resume_errored=True)
+    results = again.fit()
+    retried = [r for r in results if r.config["trial"] >= 2]
+    return {
+        "first_errors": first.num_errors,
+        "first_spend": spent,
+        "retried_epochs": sorted(int(r.metrics.get("epoch", 0)) for r in retried),
+        "errors": results.num_errors,
+    }
+
+
 def search(storage: str, name: str, fail: bool) -> dict:
     """One guarded Tuner run; what the guard and Tune saw."""
     from ray import tune
@@ -99,9 +151,11 @@ def main(storage: str) -> int:
     try:
         budget = search(storage, "budget", fail=False)
         failing = search(storage, "failing", fail=True)
+        after_restore = restored(storage)
     finally:
         ray.shutdown()
-    print(json.dumps({"budget": budget, "failing": failing, "unraisable": _UNRAISABLE}))
+    found = {"budget": budget, "failing": failing, "restored": after_restore}
+    print(json.dumps({**found, "unraisable": _UNRAISABLE}))
     return 0
 
 

@@ -56,3 +56,15 @@ def test_failed_trials_in_a_row_stop_the_search(searches):
     # The errors are the trainable's own (this search fails on purpose); Tune started no
     # more than the trials already running when the third one failed.
     assert failing["errors"] == 3 and failing["started"] <= 4
+
+
+def test_a_restored_search_carries_on_from_what_the_guard_counted(searches):
+    restored = searches["restored"]
+    assert restored["first_errors"] == 2 and Decimal(restored["first_spend"]) == Decimal("44.8")
+    # The retried trials are charged from their third epoch (the first attempt's two were
+    # counted). With 44.80 USD carried over they stop once 12 more epochs reach the 64.00
+    # ceiling, give or take one report per running trial; counted afresh, both would have
+    # trained all 12 epochs (20 more).
+    more = sum(epoch - 2 for epoch in restored["retried_epochs"])
+    assert 12 <= more <= 12 + 2, restored
+    assert restored["errors"] == 0

@@ -16,8 +16,9 @@ so the spend overshoots by at most one report per running trial. The callback co
 errored and completed trials. GPU time is the result's ``budget_gate_held_seconds`` when
 the trainable reports it (seconds this trial has held its GPUs), else the sum of Tune's
 ``time_this_iter_s`` per trial in the driver, which charges a trial restarted from a
-checkpoint for the epochs it trains again (``time_total_s`` goes back to the checkpoint's);
-a driver restarted with ``Tuner.restore`` counts afresh.
+checkpoint for the epochs it trains again (``time_total_s`` goes back to the checkpoint's).
+A search resumed with ``Tuner.restore`` carries on from what the guard had counted: Tune
+restores the stopper with the experiment (``tests/test_guard_ray.py`` checks it).
 The epoch is the result's ``epoch``, else ``training_iteration``. The object pickles (Tune
 saves it with the experiment); the guard inside it holds only plain values.
 """
