@@ -1,4 +1,4 @@
-"""``budget-gate calibrate``: learn epoch times, plateaus and failures from finished runs.
+"""``budget-gate calibrate``: learn epoch times, plateaus, failures and MFU from finished runs.
 
 Reads every run tagged by budget-gate in every active MLflow experiment (or the ones
 named with ``--experiment``) through the reconcile reader, learns per model label,
