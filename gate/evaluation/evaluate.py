@@ -180,9 +180,9 @@ class Evaluator:
         """An edited spec's estimate at its own price; ``None`` when it has none."""
         try:
             price = self._quote(spec, policy, spec.resources.capacity, doc)
-        except InputError:
+            return self._estimate_edit(spec, policy, price, self._on_demand(spec, policy, doc))
+        except InputError:  # no price, or a precision the FLOPs prior has no peak for
             return None
-        return self._estimate_edit(spec, policy, price, self._on_demand(spec, policy, doc))
 
     def _estimate_edit(
         self, spec: Experiment, policy: Policy, price: Quote, on_demand: Quote | None

@@ -55,3 +55,38 @@ def test_fp32_without_tensor_cores_passes(accelerator: str):
 def test_fp32_on_h100_fails():
     [violation] = run_rule(fp32_on_tensor_cores, _precision("fp32", "H100"))
     assert violation.message.startswith("fp32 on H100:")
+
+
+MODEL_SPEC = """\
+apiVersion: budget-gate/v1
+kind: Experiment
+metadata: {name: llm, team: nlp, owner: dana, labels: {model: llama-8b}}
+resources: {accelerator: ACCELERATOR, gpus_per_trial: 8, precision: fp32}
+workload: {max_epochs: 3, model: {parameters: 8.0e9, tokens_per_epoch: 2.0e8}}
+search: {strategy: random, max_trials: 4}
+"""
+
+
+def test_a_model_sized_spec_is_priced_in_bf16_by_the_flops_prior(tmp_path, capsys):
+    from gate.cli import main
+
+    spec = tmp_path / "llm.yaml"
+    spec.write_text(MODEL_SPEC.replace("ACCELERATOR", "A100"), encoding="utf-8")
+    main(["check", str(spec), "--format", "text"])
+    out = capsys.readouterr().out
+    assert "bf16 mixed precision runs at 312 against 19.5 TFLOP/s dense: by the FLOPs " in out
+
+
+def test_a_gpu_without_a_bf16_peak_keeps_the_finding_without_money(tmp_path, capsys):
+    """T4 has no bf16: the FLOPs prior cannot price it, and the check must not fail on that."""
+    from gate.cli import main
+
+    spec = tmp_path / "llm.yaml"
+    spec.write_text(MODEL_SPEC.replace("ACCELERATOR", "T4"), encoding="utf-8")
+    code = main(["check", str(spec), "--format", "text"])
+    out = capsys.readouterr().out
+    assert code != 3, out
+    assert "BG304 fp32 on T4: bf16/fp16 mixed precision roughly halves GPU-hours\n" in out
+    assert main(["estimate", str(spec), "--alternatives"]) == 0
+    alternatives = capsys.readouterr().out.split("cheaper plans", 1)[1]
+    assert "bf16" not in alternatives.split("\n\n")[0]

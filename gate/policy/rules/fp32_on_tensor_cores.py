@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gate.errors import InputError
 from gate.estimate.flops import load_peaks
 from gate.policy.counterfactual import (
     BF16_SPEEDUP,
@@ -54,9 +55,12 @@ def _saving(ctx: RuleContext) -> str:
     """``bf16/fp16 mixed precision roughly halves GPU-hours: bf16 … saves 120.00 of …``."""
     halves = "bf16/fp16 mixed precision roughly halves GPU-hours"
     measured = ctx.estimate.measured
-    bf16 = reprice(
-        ctx.spec, ctx.policy, ctx.estimate.quote, bf16_edits(ctx.spec), bf16_measured(measured)
-    )
+    try:
+        bf16 = reprice(
+            ctx.spec, ctx.policy, ctx.estimate.quote, bf16_edits(ctx.spec), bf16_measured(measured)
+        )
+    except InputError:  # the FLOPs prior has no bf16 peak for this GPU (T4, V100)
+        return halves
     if bf16 is None:
         return halves
     now = ctx.estimate.expected.cost
