@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Protocol
 
-from gate.calibrate.learn import coarser, learn
+from gate.calibrate.learn import learn
+from gate.calibrate.lookup import EPOCH_LEVELS, by_key, epoch_minutes, finest
 from gate.calibrate.model import Calibration
 from gate.calibrate.observe import Observation
 
@@ -173,13 +174,9 @@ def by_team(found: Sequence[Scored]) -> dict[str, Scores]:
 def _predict(
     calibration: Calibration, run: Observation, min_runs: int
 ) -> tuple[float, float] | None:
-    entries = {entry.key: entry for entry in calibration.entries}
-    for key in coarser(run.key)[:3]:
-        entry = entries.get(key)
-        stat = entry.epoch_minutes if entry is not None else None
-        if stat is not None and stat.runs >= min_runs:
-            return stat.median, stat.p90
-    return None
+    """The epoch time ``check`` would have priced: the lookup's, median and 90th percentile."""
+    found = finest(by_key(calibration), run.key, epoch_minutes, min_runs, EPOCH_LEVELS)
+    return None if found is None else (found[1].median, found[1].p90)
 
 
 def _declared(run: Observation) -> tuple[float, float] | None:

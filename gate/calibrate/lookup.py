@@ -10,7 +10,7 @@ estimate says so.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 
 from gate.calibrate.learn import coarser
@@ -32,6 +32,36 @@ def spec_key(spec: Experiment) -> Key:
     )
 
 
+EPOCH_LEVELS = 3
+"""Epoch times come from the three finest keys only: those that name the accelerator."""
+
+
+def by_key(calibration: Calibration) -> dict[Key, Entry]:
+    """The calibration's entries by their key."""
+    return {entry.key: entry for entry in calibration.entries}
+
+
+def epoch_minutes(entry: Entry) -> Stat | None:
+    """An entry's measured epoch time."""
+    return entry.epoch_minutes
+
+
+def finest(
+    entries: Mapping[Key, Entry],
+    key: Key,
+    pick: Callable[[Entry], Stat | None],
+    min_runs: int,
+    levels: int = 4,
+) -> tuple[Entry, Stat] | None:
+    """The finest of ``key``'s first ``levels`` levels whose figure has ``min_runs`` runs."""
+    for level in coarser(key)[:levels]:
+        entry = entries.get(level)
+        found = pick(entry) if entry is not None else None
+        if entry is not None and found is not None and found.runs >= min_runs:
+            return entry, found
+    return None
+
+
 def measured_for(
     calibration: Calibration, spec: Experiment, settings: Settings, policy_failure_rate: float
 ) -> Measured:
@@ -44,19 +74,14 @@ def measured_for(
                 "runs up by",
             )
         )
-    entries = {entry.key: entry for entry in calibration.entries}
+    entries = by_key(calibration)
     keys = coarser(key)
     enough = settings.min_runs
 
     def find(pick: Callable[[Entry], Stat | None], levels: int) -> tuple[Entry, Stat] | None:
-        for level in keys[:levels]:
-            entry = entries.get(level)
-            found = pick(entry) if entry is not None else None
-            if entry is not None and found is not None and found.runs >= enough:
-                return entry, found
-        return None
+        return finest(entries, key, pick, enough, levels)
 
-    epoch = find(lambda e: e.epoch_minutes, 3)
+    epoch = find(epoch_minutes, EPOCH_LEVELS)
     plateau = find(lambda e: e.plateau_fraction, 4)
     mfu = find(lambda e: e.mfu, 4) if spec.workload.epoch_flops is not None else None
     failures = next((entries[k] for k in keys if k in entries and entries[k].runs >= enough), None)

@@ -76,11 +76,11 @@ def with_prior(spec: Experiment, measured: Measured | None, mfu: float) -> Measu
         )
     gpus = resources_.gpus_per_trial
     measured_mfu = measured.mfu if measured is not None else None
-    if measured_mfu is not None:
-        low, median, high = measured_mfu.high, measured_mfu.median, measured_mfu.low
-        said = f"MFU {median:.3g}: median of {measured_mfu.basis}; the policy says {mfu:g}"
+    if measured_mfu is not None:  # the fastest epoch comes from the highest MFU
+        fast, typical, slow = measured_mfu.high, measured_mfu.median, measured_mfu.low
+        said = f"MFU {typical:.3g}: median of {measured_mfu.basis}; the policy says {mfu:g}"
     else:
-        low = median = high = mfu
+        fast = typical = slow = mfu
         said = f"MFU {mfu:g} (policy estimation.mfu)"
     basis = (
         f"FLOPs prior {flops:.3g} FLOPs ÷ ({peak / 1e12:g} TFLOP/s {precision} dense × {gpus} "
@@ -88,9 +88,9 @@ def with_prior(spec: Experiment, measured: Measured | None, mfu: float) -> Measu
         f"table of {table.date}"
     )
     prior = EpochTime(
-        low=epoch_minutes(flops, peak, gpus, low),
-        median=epoch_minutes(flops, peak, gpus, median),
-        high=epoch_minutes(flops, peak, gpus, high),
+        low=epoch_minutes(flops, peak, gpus, fast),
+        median=epoch_minutes(flops, peak, gpus, typical),
+        high=epoch_minutes(flops, peak, gpus, slow),
         basis=basis,
         prior=True,
     )

@@ -188,11 +188,7 @@ class Evaluator:
         self, spec: Experiment, policy: Policy, price: Quote, on_demand: Quote | None
     ) -> Estimate:
         """An edited spec's estimate, priced from the same calibration as the original."""
-        try:
-            measured = with_prior(spec, self._measured(spec, policy), policy.estimation.mfu)
-        except InputError:  # an edit the FLOPs prior cannot price falls back to the spec's
-            measured = None
-        return estimate(spec, policy, price, on_demand, measured)
+        return estimate(spec, policy, price, on_demand, self._measured(spec, policy))
 
     def _measured(self, spec: Experiment, policy: Policy) -> Measured | None:
         """The calibration's figures for ``spec``, unless there is none or the policy opts out."""

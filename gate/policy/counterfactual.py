@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from gate.errors import InputError
 from gate.estimate.measured import EpochTime, Measured
 from gate.estimate.prices import Quote
 from gate.estimate.scenarios import Estimate, estimate
@@ -72,10 +73,16 @@ def reprice(
     """The edited spec's estimate at ``quote``; ``None`` when the edits make it invalid.
 
     ``measured`` is what the calibration measured for the spec (its estimate's
-    ``measured``), so the edit is priced from the same figures as the spec itself.
+    ``measured``), so the edit is priced from the same figures as the spec itself. An edit
+    the FLOPs prior cannot price (bf16 on a GPU without a bf16 peak) is ``None`` too.
     """
     edited = apply_edits(spec, edits)
-    return None if edited is None else estimate(edited, policy, quote, measured=measured)
+    if edited is None:
+        return None
+    try:
+        return estimate(edited, policy, quote, measured=measured)
+    except InputError:
+        return None
 
 
 def bf16_edits(spec: Experiment) -> tuple[Edit, ...]:

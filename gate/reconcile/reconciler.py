@@ -317,41 +317,53 @@ def _epoch_error(plan: Plan, runs: Sequence[RunResult]) -> str | None:
     if not times:
         return None
     actual = statistics.median(times)
-    measured = plan.estimate.measured
-    epoch = measured.epoch if measured is not None else None
-    if epoch is not None:
-        priced = epoch.median
-        basis = epoch.basis if epoch.prior else f"median of {epoch.basis}"
-    elif plan.spec.workload.declares_epoch_time:
-        priced, basis = plan.spec.workload.epoch_minutes_for("expected"), "the spec's figure"
-    else:
+    priced = _priced_epoch(plan)
+    if priced is None or not actual:
         return None
-    if not actual:
-        return None
-    error = (priced - actual) / actual
+    error = (priced.minutes - actual) / actual
     return (
         f"epoch time: the runs took {minutes_text(actual)} min (median of "
-        f"{counted(len(times), 'run')}); the estimate priced {minutes_text(priced)} "
-        f"({basis}): error {error:+.1%}"
+        f"{counted(len(times), 'run')}); the estimate priced {minutes_text(priced.minutes)} "
+        f"({priced.short}): error {error:+.1%}"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _PricedEpoch:
+    """The epoch time the estimate's expected case priced, and its basis, short and long."""
+
+    minutes: Decimal
+    short: str
+    long: str
+
+
+def _priced_epoch(plan: Plan) -> _PricedEpoch | None:
+    """Measured, a FLOPs prior, or the spec's declared figure; ``None`` when there is none."""
+    measured = plan.estimate.measured
+    epoch = measured.epoch if measured is not None else None
+    if epoch is not None and epoch.prior:
+        return _PricedEpoch(epoch.median, epoch.basis, f"a FLOPs prior ({epoch.basis})")
+    if epoch is not None:
+        return _PricedEpoch(
+            epoch.median, f"median of {epoch.basis}", f"the measured calibration of {epoch.basis}"
+        )
+    work = plan.spec.workload
+    if not work.declares_epoch_time:
+        return None
+    expected, worst = work.epoch_minutes_for("expected"), work.epoch_minutes_for("worst")
+    declared = (
+        f"the spec's declared epoch time ({minutes_text(expected)} min, "
+        f"worst {minutes_text(worst)})"
+    )
+    return _PricedEpoch(expected, "the spec's figure", declared)
 
 
 def _estimate_basis(plan: Plan) -> str | None:
     """What the cost variance is against: the basis of the epoch time the estimate priced."""
-    measured = plan.estimate.measured
-    epoch = measured.epoch if measured is not None else None
-    if epoch is not None and epoch.prior:
-        basis = f"a FLOPs prior ({epoch.basis})"
-    elif epoch is not None:
-        basis = f"the measured calibration of {epoch.basis}"
-    elif plan.spec.workload.declares_epoch_time:
-        minutes = plan.spec.workload.epoch_minutes_for
-        basis = (
-            f"the spec's declared epoch time ({minutes_text(minutes('expected'))} min, "
-            f"worst {minutes_text(minutes('worst'))})"
-        )
-    else:
+    priced = _priced_epoch(plan)
+    if priced is None:
         return None
+    measured = plan.estimate.measured
     also = [
         name
         for name, figure in (
@@ -361,7 +373,7 @@ def _estimate_basis(plan: Plan) -> str | None:
         if figure is not None
     ]
     measured_too = f"; its {' and '.join(also)} measured too" if also else ""
-    return f"cost variance: the estimate priced each epoch from {basis}{measured_too}"
+    return f"cost variance: the estimate priced each epoch from {priced.long}{measured_too}"
 
 
 @dataclass(frozen=True, slots=True)

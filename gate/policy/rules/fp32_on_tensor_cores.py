@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gate.errors import InputError
 from gate.estimate.flops import load_peaks
 from gate.policy.counterfactual import (
     BF16_SPEEDUP,
@@ -55,13 +54,10 @@ def _saving(ctx: RuleContext) -> str:
     """``bf16/fp16 mixed precision roughly halves GPU-hours: bf16 … saves 120.00 of …``."""
     halves = "bf16/fp16 mixed precision roughly halves GPU-hours"
     measured = ctx.estimate.measured
-    try:
-        bf16 = reprice(
-            ctx.spec, ctx.policy, ctx.estimate.quote, bf16_edits(ctx.spec), bf16_measured(measured)
-        )
-    except InputError:  # the FLOPs prior has no bf16 peak for this GPU (T4, V100)
-        return halves
-    if bf16 is None:
+    bf16 = reprice(
+        ctx.spec, ctx.policy, ctx.estimate.quote, bf16_edits(ctx.spec), bf16_measured(measured)
+    )
+    if bf16 is None:  # e.g. a FLOPs prior on a GPU without a bf16 peak (T4, V100)
         return halves
     now = ctx.estimate.expected.cost
     saves = f"saves {money(now - bf16.expected.cost, ctx)} of {money(now, ctx)} (expected case)"
