@@ -25,7 +25,7 @@ from gate.commands.common import make_evaluator, print_errors, quiet_mlflow, utc
 from gate.commands.progress import progress_for
 from gate.commands.records import new_record
 from gate.errors import InputError
-from gate.estimate.prices import Quote, load_catalog, quote
+from gate.estimate.prices import Quote, quoter
 from gate.evaluation.evaluate import Evaluation
 from gate.integrations import needs_mlflow, open_ledger
 from gate.integrations.tracking_uri import redact, resolve_tracking_uri
@@ -168,16 +168,7 @@ def _plan(
 
 def requote(spec: Experiment, policy: Policy) -> Callable[[str, Capacity], Quote | None]:
     """Prices for runs tagged with another accelerator or capacity (older spec versions)."""
-    catalog = load_catalog()
-
-    def price(accelerator: str, capacity: Capacity) -> Quote | None:
-        try:
-            cloud = spec.resources.cloud or policy.prices.cloud
-            return quote(catalog, policy, accelerator, capacity, cloud)
-        except InputError:
-            return None
-
-    return price
+    return quoter(policy, spec.resources.cloud or policy.prices.cloud)
 
 
 def _record(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
@@ -96,6 +97,23 @@ def quote(
 
 
 HOURS_PER_YEAR = 8760
+
+
+def quoter(policy: PricingPolicy, cloud: str | None) -> Callable[[str, Capacity], Quote | None]:
+    """Prices by accelerator and capacity under ``policy``; ``None`` where it has none.
+
+    For what was tagged on runs (reconcile, calibrate), where a missing price is the
+    caller's to say, not bad input.
+    """
+    catalog = load_catalog()
+
+    def price(accelerator: str, capacity: Capacity) -> Quote | None:
+        try:
+            return quote(catalog, policy, accelerator, capacity, cloud)
+        except InputError:
+            return None
+
+    return price
 
 
 def electricity_per_gpu_year(power_kw: Decimal, pue: Decimal, price_per_kwh: Decimal) -> Decimal:
