@@ -205,3 +205,29 @@ def test_calibrate_write_to_a_missing_directory_is_bad_input(lab, tmp_path):
     assert code == 3, err
     assert f"{target}: cannot write" in err and "Traceback" not in err
     assert not target.parent.exists()
+
+
+def test_a_per_cost_threshold_left_out_for_unpriced_runs_is_said(lab):
+    """Runs on an accelerator the policy cannot price get their plateau without it, said."""
+    lab.team.policy(extra="returns: {min_gain_per_cost: 0.001}\n")
+    bert = write(lab, BERT)
+    for run, accelerator in enumerate(["L4", "X9"]):
+        tags = {**tracking.run_tags(bert, trial_id=run), tracking.ACCELERATOR: accelerator}
+        log_run(
+            lab.client,
+            lab.experiment_id,
+            tags=tags,
+            start=run * 2.0,
+            hours=1.5,
+            metrics={tracking.TRAIN_SECONDS: 5400.0},
+            history={"val_loss": [1.0, 0.8, 0.7]},
+        )
+    target = Path(lab.team.policy_dir) / "calibration.json"
+    code, out, err = lab.team.cli(
+        "calibrate", "--experiment", lab.experiment, "--write", str(target)
+    )
+    assert code == 0, err
+    said = "min_gain_per_cost left out for runs on X9 on-demand: the policy has no price"
+    assert said in out
+    assert said in json.loads(target.read_text(encoding="utf-8"))["plateau_by"]
+    assert "L4" not in out.split("min_gain_per_cost left out", 1)[1].splitlines()[0]

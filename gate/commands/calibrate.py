@@ -13,11 +13,11 @@ cost and epoch-time estimates were against the declared ones (:mod:`gate.command
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from gate.calibrate.backtest import replays
 from gate.calibrate.learn import learn
@@ -27,7 +27,8 @@ from gate.commands import backtest
 from gate.commands.common import load_policies, make_evaluator, quiet_mlflow, utc_now
 from gate.commands.output import write_atomically
 from gate.errors import InputError
-from gate.estimate.prices import load_catalog, quote
+from gate.estimate.prices import quoter
+from gate.estimate.returns import threshold_for
 from gate.estimate.settings import Returns
 from gate.integrations import needs_mlflow
 from gate.integrations.tracking_uri import resolve_tracking_uri
@@ -43,19 +44,20 @@ Sink = Callable[[RunFacts, str], None]
 def run(args: argparse.Namespace) -> int:
     """Read the runs, learn, print; write the file and backtest when asked."""
     now = utc_now()
-    evaluator = make_evaluator(args) if args.backtest else None
+    evaluator = make_evaluator(args, calibrated=False) if args.backtest else None
     policies = evaluator.policies if evaluator is not None else load_policies(args)
     policy = policies.for_team(None).policy
     costs = backtest.CostBacktest(evaluator, now) if evaluator is not None else None
     sink = costs.add if costs is not None else None
-    where, observations = _observations(args, policy, sink)
+    prices = _RunPrices(policy)
+    where, observations = _observations(args, prices, sink)
     if not observations:
         raise InputError(
             "no finished runs tagged by budget-gate to learn from",
             hint="tag training runs with gate.tracking.run_tags(spec) (see README, "
             "'Calibration'), or pass the right --tracking-uri / --experiment",
         )
-    plateau_by = _plateau_by(policy.returns, policy.currency)
+    plateau_by = _plateau_by(policy.returns, policy.currency, prices.missing)
     calibration = learn(observations, now.date(), where, plateau_by)
     if args.write:
         write_atomically(args.write, dump(calibration))
@@ -76,13 +78,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _observations(
-    args: argparse.Namespace, policy: Policy, sink: Sink | None = None
+    args: argparse.Namespace, price: _RunPrices, sink: Sink | None = None
 ) -> tuple[str, list[Observation]]:
     """Where the runs are (redacted) and every finished run's observation.
 
     ``sink``, when given, also sees every run as read, with its experiment's name.
     """
-    price = _price_per_gpu_hour(policy)
     uri = resolve_tracking_uri(args.tracking_uri, os.environ)
     quiet_mlflow()
     with needs_mlflow("calibrate"):
@@ -109,7 +110,7 @@ def _observations(
             seen = observe(
                 facts,
                 name,
-                policy.returns,
+                price.policy.returns,
                 price(tags.get(tracking.ACCELERATOR), tags.get(tracking.CAPACITY)),
             )
             if seen is not None:
@@ -117,36 +118,48 @@ def _observations(
     return runs.where, found
 
 
-def _price_per_gpu_hour(policy: Policy) -> Callable[[str | None, str | None], float | None]:
-    """The policy's price of a run's GPU-hour, for a return threshold per unit of cost."""
-    if policy.returns.min_gain_per_cost is None:
-        return lambda accelerator, capacity: None
-    catalog = load_catalog()
+@dataclass
+class _RunPrices:
+    """The policy's price of a run's GPU-hour, for a return threshold per unit of cost.
 
-    @functools.cache
-    def price(accelerator: str | None, capacity: str | None) -> float | None:
-        try:
-            bought = Capacity(capacity or Capacity.ON_DEMAND.value)
-            found = quote(catalog, policy, accelerator or "", bought, policy.prices.cloud)
-        except (InputError, ValueError):
+    Accelerators it has no price for are kept in ``missing``, so the output can say that
+    their runs' plateaus were found without the per-cost threshold.
+    """
+
+    policy: Policy
+    missing: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self._quote = quoter(self.policy, self.policy.prices.cloud)
+        self._cache: dict[tuple[str, str], float | None] = {}
+
+    def __call__(self, accelerator: str | None, capacity: str | None) -> float | None:
+        """The price per GPU-hour, or ``None`` when the policy sets no per-cost threshold."""
+        if self.policy.returns.min_gain_per_cost is None:
             return None
-        return float(found.per_gpu_hour)
+        key = (accelerator or "", capacity or Capacity.ON_DEMAND.value)
+        if key not in self._cache:
+            bought = Capacity(key[1]) if key[1] in {c.value for c in Capacity} else None
+            found = self._quote(key[0], bought) if bought is not None else None
+            self._cache[key] = None if found is None else float(found.per_gpu_hour)
+            if found is None:
+                self.missing.add(f"{key[0] or 'no accelerator'} {key[1]}")
+        return self._cache[key]
 
-    return price
 
-
-def _plateau_by(returns: Returns, currency: str) -> str:
-    """What the learned plateaus mean: the accepted return, as the file records it."""
-    parts = [f"{returns.min_relative_gain * 100:g} % of the metric's value"]
-    if returns.min_gain_per_gpu_hour is not None:
-        parts.append(f"{returns.min_gain_per_gpu_hour:g} per GPU-hour")
-    if returns.min_gain_per_cost is not None:
-        parts.append(f"{returns.min_gain_per_cost:g} per {currency}")
-    return (
-        f"marginal return: {' and '.join(parts)} per patience window (each run's patience, "
-        f"else {returns.patience_epochs} epochs, and its min_delta where larger; the default "
-        "policy's returns)"
+def _plateau_by(returns: Returns, currency: str, unpriced: set[str]) -> str:
+    """What the learned plateaus mean (the file records it), and any threshold left out."""
+    accepted = threshold_for(returns, None).describe(currency)
+    text = (
+        f"marginal return: {accepted}, the window being each run's patience and its "
+        "min_delta counting where larger (the default policy's returns)"
     )
+    if unpriced:
+        text += (
+            f"; min_gain_per_cost left out for runs on {', '.join(sorted(unpriced))}: the "
+            "policy has no price for them"
+        )
+    return text
 
 
 def render(calibration: Calibration, min_runs: int) -> str:
