@@ -38,13 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    places = Parser(add_help=False)
-    places.add_argument(
+    policies = Parser(add_help=False)
+    policies.add_argument(
         "--policy-dir",
         metavar="DIR",
         help="policies directory; metadata.team picks DIR/<team>.yaml (default: policies, "
         "else the built-in default policy, which the output names)",
     )
+    places = Parser(add_help=False, parents=[policies])
     places.add_argument(
         "--calibration",
         metavar="FILE",
@@ -75,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     approvals.add_ci(commands)
     approvals.add_serve(commands, [ledger])
     afterwards.add_reconcile(commands, [places, ledger])
-    afterwards.add_calibrate(commands, [places, ledger])
+    afterwards.add_calibrate(commands, [policies, ledger])  # it writes the calibration
     pricing.add_policy(commands)
     for command in commands.choices.values():
         command.epilog = command.epilog or EPILOG  # every command shares the exit codes

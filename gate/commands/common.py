@@ -58,11 +58,13 @@ def make_evaluator(
     fail_on_warn: bool = False,
     ledger: LedgerView | None = None,
     alternatives_for: frozenset[Outcome] = frozenset(),
+    calibrated: bool = True,
 ) -> Evaluator:
     """Build the evaluator from --policy-dir and --as-of, reading ``ledger`` if given.
 
     With --base-ref the policies are read from that git ref, not from the working tree: a
-    pull request must not be judged by policies it changes itself.
+    pull request must not be judged by policies it changes itself. ``calibrated`` False
+    leaves the calibration file unread (``calibrate`` brings its own).
     """
     from gate.integrations.git import RepoPaths
 
@@ -76,7 +78,9 @@ def make_evaluator(
         ledger=ledger,
         repo_path=RepoPaths(policy_dir),
         alternatives_for=alternatives_for,
-        calibration=_calibration(policy_dir, getattr(args, "calibration", None), base_ref),
+        calibration=_calibration(policy_dir, getattr(args, "calibration", None), base_ref)
+        if calibrated
+        else None,
     )
 
 
