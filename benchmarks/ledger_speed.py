@@ -62,9 +62,10 @@ from gate.integrations.mlflow.rest import RestLedger  # noqa: E402
 from gate.integrations.mlflow.search import filter_string  # noqa: E402
 from gate.integrations.mlflow.snapshots import roll  # noqa: E402
 from gate.ledger.budget import BudgetScope, month_spend, month_start  # noqa: E402
-from gate.ledger.records import LedgerRecord, RecordKind, from_tags, to_tags  # noqa: E402
+from gate.ledger.encoding import from_tags, to_tags  # noqa: E402
+from gate.ledger.records import LedgerRecord, RecordKind  # noqa: E402
 from gate.ledger.snapshot import ROLL_EVERY  # noqa: E402
-from tests.ledger_kit import POLICY, SPEC, fingerprint_of  # noqa: E402
+from tests.ledger_kit import POLICY, SPEC, UNSIGNED, fingerprint_of  # noqa: E402
 from tests.mlflow_server import MlflowServer  # noqa: E402
 
 AS_OF = dt.datetime(2026, 11, 30, 23, 30, tzinfo=dt.timezone.utc)
@@ -145,7 +146,7 @@ def _fill(server: MlflowServer, team: str, size: int, spec: Path) -> int:
     fp = fingerprint_of(str(spec))
     first = _record(team, 0, start, spec=str(spec), fingerprint=fp, kind=RecordKind.APPROVAL)
     first = dataclasses.replace(first, worst_cost=Decimal(1000), expires_at=AS_OF + dt.timedelta(9))
-    ledger = MlflowLedger(server.uri)
+    ledger = MlflowLedger(server.uri, UNSIGNED)
     template = ledger.append(first)  # the spec's own approval, which verify finds
     experiment = ledger.experiment_id(create=False)
     assert experiment is not None
@@ -237,7 +238,7 @@ def _in_process(read: Callable[[str, str, str], str], *args: str) -> tuple[float
 def _our_read(uri: str, team: str, fp: str) -> str:
     """The month's spend as check reads it from a server (REST, newest snapshot, the rest)."""
     query = BudgetScope("team", team).query(month_start(AS_OF))
-    spend = RestLedger(uri).month_spend(query, AS_OF)
+    spend = RestLedger(uri, UNSIGNED).month_spend(query, AS_OF)
     totals = spend.totals("USD", spec="-", fingerprint=fp)
     return str(totals.committed + totals.actual)
 

@@ -2,20 +2,28 @@
 
 The same decision as ``budget-gate verify``, as a function that returns what a launch
 script needs (the approval and the tags for its MLflow runs) or raises a clear exception;
-``gate.open_guard`` clears the spec the same way and builds its runtime guard.
+``gate.open_guard`` clears the spec the same way and builds its runtime guard. Both record
+the launch in the ledger (:mod:`gate.evaluation.launching`) when the ledger is in play (the
+spec needed an approval, or its policy has a monthly budget): one record per launch key,
+which they take from ``BUDGET_GATE_LAUNCH_KEY`` or make and export there, so the processes
+a launch starts join it instead of launching again.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import getpass
 import os
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gate.errors import ApprovalRequired, InputError, PolicyViolation
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluation, Evaluator
+from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key, record_launch
 from gate.evaluation.report import SpecResult
 from gate.guard.core import Guard
 from gate.guard.ledger import LedgerCeiling
@@ -39,6 +47,8 @@ class Verification:
     approval: LedgerRecord | None
     result: SpecResult
     tags: dict[str, str] = field(default_factory=dict)
+    launch: LedgerRecord | None = None
+    """The launch recorded in the ledger (``None`` when the ledger was not in play)."""
 
     def run_tags(
         self, trial_id: str | int | None = None, attempt: int | None = None
@@ -58,6 +68,7 @@ def require_approval(
     policy_dir: str | Path = "policies",
     tracking_uri: str | None = None,
     now: dt.datetime | None = None,
+    launch_key: str | None = None,
 ) -> Verification:
     """Clear ``spec`` for launch, as ``budget-gate verify`` does, or raise why not.
 
@@ -67,6 +78,8 @@ def require_approval(
     git work tree of the current directory (outside one, in the directory); it is
     read only when the spec needs an approval or its policy a monthly budget. ``now``
     judges expiry and the budget month at another moment (default: the current time).
+    The launch is recorded under ``launch_key`` (else ``BUDGET_GATE_LAUNCH_KEY``, else a new
+    key, exported there for the processes this one starts).
 
     Raises:
         gate.errors.ApprovalRequired: no fresh approval (``.reasons`` says why); exit 2.
@@ -75,7 +88,7 @@ def require_approval(
         gate.errors.BackendError: the ledger could not be read; exit 4.
         gate.errors.MissingExtra: MLflow is not installed (an InputError naming the extra).
     """
-    return _clear(spec, policy_dir, tracking_uri, now)[0]
+    return _clear(spec, policy_dir, tracking_uri, now, launch_key)[0]
 
 
 def open_guard(
@@ -84,6 +97,7 @@ def open_guard(
     policy_dir: str | Path = "policies",
     tracking_uri: str | None = None,
     now: dt.datetime | None = None,
+    launch_key: str | None = None,
 ) -> Guard:
     """A runtime guard for ``spec``, cleared as :func:`require_approval` clears it.
 
@@ -94,13 +108,17 @@ def open_guard(
     :class:`gate.guard.optuna.OptunaGuard` or
     :class:`gate.guard.ray.RayGuard`. Raises as :func:`require_approval`.
     """
-    verification, evaluation, uri = _clear(spec, policy_dir, tracking_uri, now)
+    verification, evaluation, view = _clear(spec, policy_dir, tracking_uri, now, launch_key)
     estimate = verification.result.estimate
     assert evaluation.spec is not None and evaluation.policy is not None and estimate
     limits = limits_for(evaluation.spec, evaluation.policy, estimate, verification.approval)
     refresh = None
     if verification.approval is not None:
-        refresh = LedgerCeiling(uri, verification.fingerprint, limits.currency, limits.ceiling)
+        uri, trust = resolve_tracking_uri(tracking_uri, os.environ), view.trust
+        assert trust is not None
+        refresh = LedgerCeiling(
+            uri, trust, verification.fingerprint, limits.currency, limits.ceiling
+        )
     return Guard(limits, clock=time.monotonic, refresh=refresh)
 
 
@@ -109,28 +127,71 @@ def _clear(
     policy_dir: str | Path,
     tracking_uri: str | None,
     now: dt.datetime | None,
-) -> tuple[Verification, Evaluation, str]:
+    launch_key: str | None,
+) -> tuple[Verification, Evaluation, LedgerView]:
     moment = now or dt.datetime.now(dt.timezone.utc)
     uri = resolve_tracking_uri(tracking_uri, os.environ)
-    view = LedgerView(lambda: open_ledger(uri), moment, approvals=True, where=redact(uri))
+    key = _launch_key(launch_key)
+    view = LedgerView(
+        lambda trust: open_ledger(uri, trust), moment, approvals=True, where=redact(uri)
+    )
     evaluator = Evaluator(
         PolicySet(policy_dir),
         load_catalog(),
         moment.date(),
         ledger=view,
         repo_path=RepoPaths(policy_dir),
+        launch_key=key,
     )
     evaluation = evaluator.evaluate_spec(str(spec))
     result = evaluation.result
     _raise_unless_cleared(result)
     assert evaluation.spec is not None and result.fingerprint is not None
     approval = result.approval.approval if result.approval else None
+    launch = None
+    if result.approval is not None or result.budget is not None:
+        launch = record_launch(view, evaluation, launch_key=key, **_launcher())
     approval_id = approval.record_id if approval else None
-    tags = tracking.spec_tags(evaluation.spec, result.fingerprint, spec, approval_id=approval_id)
-    verification = Verification(
-        tracking.spec_path(spec), result.fingerprint, approval, result, tags
+    tags = tracking.spec_tags(
+        evaluation.spec, result.fingerprint, evaluation.path or spec, approval_id=approval_id
     )
-    return verification, evaluation, uri
+    verification = Verification(
+        evaluation.path or tracking.spec_path(spec),
+        result.fingerprint,
+        approval,
+        result,
+        tags,
+        launch,
+    )
+    return verification, evaluation, view
+
+
+def _launch_key(given: str | None) -> str:
+    """The launch this process is part of: given, inherited, or new (and exported)."""
+    if given is not None:
+        return checked_key(given, "launch_key")
+    inherited = os.environ.get(LAUNCH_KEY_ENV)
+    if inherited:
+        return checked_key(inherited)
+    key = uuid.uuid4().hex
+    os.environ[LAUNCH_KEY_ENV] = key  # NOTE: the processes this launch starts join it
+    return key
+
+
+def _launcher() -> dict[str, Any]:
+    """Who records the launch, and the key that signs it (``BUDGET_GATE_SIGNING_KEY``)."""
+    from gate.integrations.signing import SIGNER_ENV, signer_from
+
+    signer = signer_from(os.environ, principal=None)
+    by = signer.principal if signer else os.environ.get(SIGNER_ENV) or _os_user()
+    return {"by": by, "signer": signer}
+
+
+def _os_user() -> str | None:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return None
 
 
 def _raise_unless_cleared(result: SpecResult) -> None:

@@ -19,7 +19,12 @@ from gate.policy.rules.base import RuleContext, Violation
 from gate.spec.experiment import Capacity, Experiment
 
 # Real MLflow tracking server fixtures (mlflow_server, doomed_mlflow), a ledger team, a lab.
-pytest_plugins = ["tests.mlflow_server", "tests.ledger_kit", "tests.reconcile_kit"]
+pytest_plugins = [
+    "tests.mlflow_server",
+    "tests.ledger_kit",
+    "tests.reconcile_kit",
+    "tests.signing_kit",
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"

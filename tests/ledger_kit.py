@@ -16,7 +16,9 @@ import pytest
 
 from gate.cli import main
 from gate.integrations import open_ledger
-from gate.ledger.records import LedgerQuery, LedgerRecord, RecordKind
+from gate.integrations.signing import signer_from
+from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord, RecordKind
+from gate.ledger.signing import SIGNERS_FILE, Trust
 from gate.spec.experiment import Experiment
 from gate.spec.fingerprint import fingerprint
 from gate.spec.loader import load_file
@@ -43,6 +45,10 @@ approval:
   trials_over: {trials_over}
   approvers: {{users: [alice, bob]}}
 {extra}"""
+
+
+UNSIGNED = Trust(None, SIGNERS_FILE)
+"""Reads every record (signed or not) as written: what a ledger without signers does."""
 
 
 def unique(prefix: str) -> str:
@@ -102,7 +108,14 @@ class Team:
         return code, out, err
 
     def reconcile(
-        self, spec: str, actual: str, *, uri: str | None = None, **changes: object
+        self,
+        spec: str,
+        actual: str,
+        *,
+        uri: str | None = None,
+        trust: Trust = UNSIGNED,
+        signer_env: dict[str, str] | None = None,
+        **changes: object,
     ) -> LedgerRecord:
         """Append what reconciliation records: the actual cost of a spec's runs, now."""
         record = LedgerRecord(
@@ -117,10 +130,36 @@ class Team:
             cost_center=self.cost_center,
         )
         record = dataclasses.replace(record, **changes)
-        return dataclasses.replace(record, record_id=open_ledger(uri or self.uri).append(record))
+        signer = signer_from(signer_env, principal=None) if signer_env else None
+        run_id = open_ledger(uri or self.uri, trust).append(record, signer)
+        return dataclasses.replace(record, run_id=run_id)
 
-    def records(self, spec: str, uri: str | None = None) -> list[LedgerRecord]:
-        return open_ledger(uri or self.uri).query(LedgerQuery(fingerprint=fingerprint_of(spec)))
+    def records(
+        self, spec: str, uri: str | None = None, trust: Trust = UNSIGNED
+    ) -> list[LedgerRecord]:
+        """Every record of the spec's version that counts under ``trust`` (default: all)."""
+        query = LedgerQuery(fingerprint=fingerprint_of(spec))
+        return open_ledger(uri or self.uri, trust).query(query)
+
+
+def seed_record(uri: str, record: LedgerRecord) -> str:
+    """Write ``record`` as a writer at its ``recorded_at`` would have (unsigned): its run id.
+
+    The stores stamp every record with the time they write it, so a test that needs last
+    month's records writes them this way, as the budget-gate of last month did.
+    """
+    from mlflow.tracking import MlflowClient
+
+    from gate.integrations.mlflow.search import millis
+    from gate.ledger.encoding import to_tags
+
+    record = dataclasses.replace(record, record_id=record.record_id or uuid.uuid4().hex)
+    client = MlflowClient(uri)
+    found = client.get_experiment_by_name(LEDGER_EXPERIMENT)
+    experiment = found.experiment_id if found else client.create_experiment(LEDGER_EXPERIMENT)
+    run = client.create_run(experiment, start_time=millis(record.recorded_at), tags=to_tags(record))
+    client.set_terminated(run.info.run_id, "FINISHED")
+    return str(run.info.run_id)
 
 
 def fingerprint_of(path: str) -> str:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-START_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 180.0
 CLIENT_ENV = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",

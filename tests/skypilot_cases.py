@@ -28,6 +28,7 @@ from sky import admin_policy, exceptions, models, skypilot_config
 from sky.utils import admin_policy_utils, config_utils
 
 from gate.integrations.skypilot import MissingSpec, PolicySettings, apply_policy
+from gate.ledger.records import RecordKind
 from tests.conftest import ROOT
 from tests.ledger_kit import Team, fingerprint_of
 from tests.mlflow_server import CLIENT_ENV, free_port
@@ -55,8 +56,13 @@ def _inside_a_network_namespace():
 
 @pytest.fixture
 def repo(team: Team, monkeypatch) -> Team:
-    """The team's directory as the repository; the CLI runs from its root, as users do."""
+    """The team's directory as the repository; the CLI runs from its root, as users do.
+
+    Its approvals cover many launches, so a case may apply the policy to a task again; how
+    launches use an approval up is its own case.
+    """
     (team.root / "experiments").mkdir()
+    team.policy(extra="  launches: 1000\n")
     monkeypatch.chdir(team.root)
     return team
 
@@ -139,6 +145,20 @@ def test_approved_task_is_allowed_and_carries_the_run_tags(repo, tmp_path):
     # what the API server does with the answer: encode, decode against the original
     again = sky.MutatedUserRequest.decode(mutated.encode(), original)
     assert again.task.envs == envs and again.task.num_nodes == 1
+
+
+def test_each_admitted_task_is_a_launch_that_uses_its_approval(repo, tmp_path):
+    repo.policy()  # one launch per approval, the default
+    spec = write_spec(repo, 8)
+    approve(repo, spec)
+    first = apply_policy(request(task(tmp_path, spec)), settings(repo)).task.envs
+    [launch] = [r for r in repo.records(spec) if r.kind is RecordKind.LAUNCH]
+    assert first["BUDGET_GATE_LAUNCH_KEY"] == launch.launch_key  # the task's guard joins it
+    assert launch.approval == repo.records(spec)[0].record_id and launch.worst_cost == 80
+    again = task(tmp_path, spec)
+    again.update_envs({"BUDGET_GATE_LAUNCH_KEY": str(launch.launch_key)})  # no way to rejoin
+    message = rejection(request(again), settings(repo))
+    assert "covers 1 launch (approval.launches) and was used by the launch on" in message
 
 
 def test_unapproved_task_is_rejected_with_the_approve_command(repo, tmp_path):

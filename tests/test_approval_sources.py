@@ -19,7 +19,7 @@ import pytest
 import gate
 from gate.integrations import open_ledger
 from gate.ledger.records import RecordKind, Source
-from tests.ledger_kit import Team
+from tests.ledger_kit import UNSIGNED, Team
 from tests.reconcile_kit import GOOD, Lab
 from tests.test_quiet_greens import cli
 
@@ -72,7 +72,7 @@ def test_github_only_sources_ignore_local_approvals_and_count_github_ones(team: 
     # What the pull-request flow records after checking the reviewer on GitHub
     [local] = [r for r in team.records(spec) if r.kind is RecordKind.APPROVAL]
     reviewed = dataclasses.replace(local, source=Source.GITHUB_REVIEW, record_id=None, pr_number=7)
-    open_ledger(team.uri).append(reviewed)
+    open_ledger(team.uri, UNSIGNED).append(reviewed)
     assert _verify(team, spec).returncode == 0
     cleared = gate.require_approval(spec, policy_dir=team.policy_dir, tracking_uri=team.uri)
     assert cleared.approval is not None and cleared.approval.source is Source.GITHUB_REVIEW

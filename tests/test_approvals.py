@@ -28,7 +28,7 @@ def test_request_approve_verify(team):
 
     code, out, _ = team.cli("request-approval", spec, "--reason", "needs a sweep", "--pr", "12")
     assert code == 0
-    assert out.startswith(f"requested approval for {spec} — ")
+    assert out.startswith(f"requested approval for {Path(spec).name} — ")  # repo-relative
     assert "worst case 80.00 USD, expected 80.00 USD" in out
     assert "approvers: users alice, bob" in out
     [request] = team.records(spec)
@@ -46,7 +46,7 @@ def test_request_approve_verify(team):
         "approve", spec, "--by", "alice", "--reason", "worth it", "--expires", "14d"
     )
     assert (code, err) == (0, "")
-    assert out.startswith(f"approved {spec} — ")
+    assert out.startswith(f"approved {Path(spec).name} — ")
     assert "approval by alice until " in out and "(local): worth it" in out
     assert "in MLflow experiment budget-gate-ledger at http://127.0.0.1:" in out
     approval = team.records(spec)[-1]
@@ -55,10 +55,13 @@ def test_request_approve_verify(team):
     assert approval.cost_center == team.cost_center
     assert approval.worst_cost == approval.expected_cost == Decimal(80)
     assert before <= approval.recorded_at <= dt.datetime.now(UTC)
-    assert approval.expires_at == approval.recorded_at + dt.timedelta(days=14)
+    # 14 days from the command's clock; the ledger stamps the write moments later
+    expiry = approval.expires_at - approval.recorded_at
+    assert dt.timedelta(days=14) - dt.timedelta(seconds=30) < expiry <= dt.timedelta(days=14)
 
-    code, out, _ = team.cli("verify", spec)
+    code, out, err = team.cli("verify", spec, "--launch-key", "launch-1")
     assert code == 0
+    assert "launch of" in err and "(launch key launch-1" in err
     assert "(approved by alice)" in out
     assert f"approved: approval by alice on {approval.recorded_at:%Y-%m-%d}" in out
     assert f"record {approval.record_id})" in out
@@ -68,8 +71,8 @@ def test_request_approve_verify(team):
     assert code == 2
     assert "expired on" in out
 
-    code, out, _ = team.cli("verify", spec, "--format", "json")
-    result = json.loads(out)["results"][0]
+    code, out, _ = team.cli("verify", spec, "--format", "json", "--launch-key", "launch-1")
+    result = json.loads(out)["results"][0]  # the same launch: its approval still holds
     assert result["approval"]["approved"] is True
     assert result["approval"]["record_id"] == approval.record_id
     assert result["findings"][0]["approved_by"] == "alice"
@@ -131,14 +134,20 @@ def test_revoking_is_a_new_record_and_a_later_approval_counts_again(team):
     assert code == 3 and "mallory is not an approver" in err
     code, out, _ = team.cli("revoke", spec, "--by", "carol", "--reason", "changed my mind")
     assert code == 0  # the owner may revoke
-    assert out.startswith(f"revoked {spec}") and "cancels approval by alice" in out
+    assert out.startswith(f"revoked {Path(spec).name}") and "cancels approval by alice" in out
     code, out, _ = team.cli("verify", spec)
     assert code == 2
     assert "was revoked (revocation by carol on" in out and "changed my mind)" in out
     assert [r.kind for r in team.records(spec)] == [RecordKind.APPROVAL, RecordKind.REVOCATION]
     assert team.cli("approve", spec, "--by", "bob", "--reason", "again")[0] == 0
     assert team.cli("verify", spec)[0] == 0
-    assert len(team.records(spec)) == 3
+    kinds = [r.kind for r in team.records(spec)]
+    assert kinds == [
+        RecordKind.APPROVAL,
+        RecordKind.REVOCATION,
+        RecordKind.APPROVAL,
+        RecordKind.LAUNCH,
+    ]
 
 
 def test_verify_without_approval_triggers_never_opens_the_ledger(team):
@@ -221,9 +230,10 @@ def test_the_embedded_sqlite_ledger_is_the_default(tmp_path, capsys, monkeypatch
     # Outside a git work tree the default ledger is in the current directory, named in full.
     assert f"at sqlite:///{tmp_path.as_posix()}/mlflow.db\n" in proc.stdout
     assert (tmp_path / "mlflow.db").is_file()
-    assert team.cli("verify", spec)[0] == 0
-    [record] = team.records(spec, uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
-    assert record.fingerprint == fingerprint_of(spec)
+    assert team.cli("verify", spec)[0] == 0  # a launch: recorded beside the approval
+    records = team.records(spec, uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert [r.kind for r in records] == [RecordKind.APPROVAL, RecordKind.LAUNCH]
+    assert {r.fingerprint for r in records} == {fingerprint_of(spec)}
 
 
 @pytest.mark.parametrize(

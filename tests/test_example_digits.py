@@ -11,7 +11,7 @@ from decimal import Decimal
 from gate.cli import main
 from gate.ledger.records import RecordKind
 from tests.conftest import ROOT
-from tests.ledger_kit import fingerprint_of
+from tests.ledger_kit import UNSIGNED, fingerprint_of
 from tests.mlflow_server import CLIENT_ENV
 
 SPEC = "examples/digits-grid/digits-grid.yaml"
@@ -66,7 +66,7 @@ def test_the_digits_grid_trains_logs_and_reconciles(mlflow_server, capsys, monke
         for r in _ledger(mlflow_server.uri, fingerprint_of(str(ROOT / SPEC)))
         if r.kind is RecordKind.RECONCILIATION
     ]
-    assert record.actual_cost == cost and record.record_id == doc["ledger"]["record_id"]
+    assert record.actual_cost == cost and record.run_id == doc["ledger"]["record_id"]
 
     _calibrate_and_price_a_new_spec(mlflow_server.uri, capsys, tmp_path)
 
@@ -106,4 +106,4 @@ def _ledger(uri, fingerprint):
     from gate.integrations import open_ledger
     from gate.ledger.records import LedgerQuery
 
-    return open_ledger(uri).query(LedgerQuery(fingerprint=fingerprint))
+    return open_ledger(uri, UNSIGNED).query(LedgerQuery(fingerprint=fingerprint))

@@ -38,7 +38,7 @@ def test_require_approval_raises_until_approved(team):
     assert cleared.fingerprint == fingerprint_of(spec)
     tags = cleared.run_tags(trial_id=3)
     assert tags == {
-        "budget_gate.spec": Path(spec).as_posix(),
+        "budget_gate.spec": Path(spec).relative_to(team.root).as_posix(),  # repo-relative
         "budget_gate.fingerprint": cleared.fingerprint,
         "budget_gate.experiment": cleared.result.name,
         "budget_gate.team": team.name,

@@ -15,14 +15,9 @@ from gate.errors import BackendError
 from gate.integrations import open_ledger
 from gate.integrations.mlflow.search import filter_string
 from gate.integrations.mlflow.tracking_uri import redact
-from gate.ledger.records import (
-    LEDGER_EXPERIMENT,
-    LedgerQuery,
-    LedgerRecord,
-    RecordKind,
-    Source,
-    to_tags,
-)
+from gate.ledger.encoding import to_tags
+from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord, RecordKind, Source
+from tests.ledger_kit import UNSIGNED, seed_record
 
 UTC = dt.timezone.utc
 NOW = dt.datetime.now(UTC).replace(microsecond=0)
@@ -54,11 +49,19 @@ def approval(**changes) -> LedgerRecord:
 
 
 def test_a_record_round_trips_exactly(mlflow_server):
-    ledger = open_ledger(mlflow_server.uri)
-    record = approval()
+    ledger = open_ledger(mlflow_server.uri, UNSIGNED)
+    record = approval(recorded_at=NOW - dt.timedelta(days=3))  # a claim: the store stamps
     run_id = ledger.append(record)
     [back] = ledger.query(LedgerQuery(fingerprint=record.fingerprint))
-    assert back == dataclasses.replace(record, record_id=run_id)
+    assert abs(back.recorded_at - dt.datetime.now(UTC)) < dt.timedelta(seconds=30)
+    assert back.run_id == run_id and back.record_id and back.record_id != run_id
+    assert back == dataclasses.replace(
+        record,
+        recorded_at=back.recorded_at,
+        record_id=back.record_id,
+        payload=back.payload,
+        run_id=run_id,
+    )
     run = MlflowClient(mlflow_server.uri).get_run(run_id)
     assert run.info.status == "FINISHED"
     assert run.data.tags["budget_gate.kind"] == "approval"
@@ -69,7 +72,7 @@ def test_a_record_round_trips_exactly(mlflow_server):
 
 
 def test_every_filter_narrows_and_they_combine(mlflow_server):
-    ledger = open_ledger(mlflow_server.uri)
+    ledger = open_ledger(mlflow_server.uri, UNSIGNED)
     team = unique("team")
     first = approval(team=team, recorded_at=NOW - dt.timedelta(days=40))
     second = approval(team=team, spec=first.spec, cost_center="cc-shared")
@@ -80,7 +83,7 @@ def test_every_filter_narrows_and_they_combine(mlflow_server):
         recorded_at=NOW + dt.timedelta(seconds=1),
     )
     for record in (first, second, third):
-        ledger.append(record)
+        seed_record(mlflow_server.uri, record)  # written then, as the writers did
 
     def found(**filters) -> list[str]:
         return [r.fingerprint + r.spec for r in ledger.query(LedgerQuery(**filters))]
@@ -97,14 +100,15 @@ def test_every_filter_narrows_and_they_combine(mlflow_server):
 
 
 def test_unfinished_runs_are_not_records(mlflow_server):
-    ledger = open_ledger(mlflow_server.uri)
+    ledger = open_ledger(mlflow_server.uri, UNSIGNED)
     record = approval()
     client = MlflowClient(mlflow_server.uri)
     experiment = client.get_experiment_by_name(LEDGER_EXPERIMENT)
     if experiment is None:  # this test ran first: let the ledger create its experiment
         ledger.append(approval())
         experiment = client.get_experiment_by_name(LEDGER_EXPERIMENT)
-    client.create_run(experiment.experiment_id, tags=to_tags(record))  # left RUNNING
+    unfinished = dataclasses.replace(record, record_id=uuid.uuid4().hex)
+    client.create_run(experiment.experiment_id, tags=to_tags(unfinished))  # left RUNNING
     assert ledger.query(LedgerQuery(fingerprint=record.fingerprint)) == []
     ledger.append(record)
     assert len(ledger.query(LedgerQuery(fingerprint=record.fingerprint))) == 1
@@ -117,7 +121,7 @@ def test_two_approvals_at_the_same_moment_are_both_kept(mlflow_server):
     errors: list[BaseException] = []
 
     def approve(name: str) -> None:
-        ledger = open_ledger(mlflow_server.uri)
+        ledger = open_ledger(mlflow_server.uri, UNSIGNED)
         barrier.wait()
         try:
             ids.append(ledger.append(dataclasses.replace(record, by=name)))
@@ -131,13 +135,15 @@ def test_two_approvals_at_the_same_moment_are_both_kept(mlflow_server):
         thread.join()
     assert errors == []
     assert len(set(ids)) == 8
-    stored = open_ledger(mlflow_server.uri).query(LedgerQuery(fingerprint=record.fingerprint))
+    stored = open_ledger(mlflow_server.uri, UNSIGNED).query(
+        LedgerQuery(fingerprint=record.fingerprint)
+    )
     assert sorted(r.by for r in stored) == [f"user{i}" for i in range(8)]
-    assert {r.recorded_at for r in stored} == {NOW}
+    assert len({r.record_id for r in stored}) == 8  # each write is a record of its own
 
 
 def test_values_with_quotes_are_searchable(mlflow_server):
-    ledger = open_ledger(mlflow_server.uri)
+    ledger = open_ledger(mlflow_server.uri, UNSIGNED)
     record = approval(spec=unique("experiments/bob's") + ".yaml")
     ledger.append(record)
     [back] = ledger.query(LedgerQuery(spec=record.spec))
@@ -146,13 +152,18 @@ def test_values_with_quotes_are_searchable(mlflow_server):
         ledger.query(LedgerQuery(spec="a'b\"c"))
 
 
-def test_an_edited_record_is_reported_not_skipped(mlflow_server):
-    ledger = open_ledger(mlflow_server.uri)
+def test_an_edited_record_is_ignored_and_counted(mlflow_server):
+    ledger = open_ledger(mlflow_server.uri, UNSIGNED)
     record = approval()
     run_id = ledger.append(record)
-    MlflowClient(mlflow_server.uri).set_tag(run_id, "budget_gate.worst_cost", "a lot")
-    with pytest.raises(BackendError, match=f"ledger record {run_id} .* is malformed"):
-        ledger.query(LedgerQuery(fingerprint=record.fingerprint))
+    client = MlflowClient(mlflow_server.uri)
+    client.set_tag(run_id, "budget_gate.worst_cost", "a lot")  # a readable tag: the payload says
+    [back] = ledger.query(LedgerQuery(fingerprint=record.fingerprint))
+    assert back.worst_cost == Decimal("611.305")
+    client.set_tag(run_id, "budget_gate.payload", '{"v": 2, "kind": "approval"}')
+    fresh = open_ledger(mlflow_server.uri, UNSIGNED)
+    assert fresh.query(LedgerQuery(fingerprint=record.fingerprint)) == []
+    assert fresh.ignored == {run_id: "malformed"}  # said, not silently dropped, never a crash
 
 
 def test_the_filter_string():

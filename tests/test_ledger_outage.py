@@ -9,7 +9,7 @@ from mlflow.tracking import MlflowClient
 
 from gate.integrations import open_ledger
 from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery
-from tests.ledger_kit import Team, fingerprint_of
+from tests.ledger_kit import UNSIGNED, Team, fingerprint_of
 from tests.mlflow_server import KillingProxy, free_port
 
 UTC = dt.timezone.utc
@@ -87,7 +87,7 @@ def test_server_stopped_before_the_record_is_complete(team, doomed_mlflow):
     assert unfinished.info.status == "RUNNING"
     assert f"completing record {unfinished.info.run_id} " in err
     store = doomed_mlflow.sqlite_uri
-    assert open_ledger(store).query(LedgerQuery(fingerprint=fingerprint_of(spec))) == []
+    assert open_ledger(store, UNSIGNED).query(LedgerQuery(fingerprint=fingerprint_of(spec))) == []
     code, out, _ = team.cli("verify", spec, uri=store)
     assert code == 2
     assert "not approved: no approval is recorded for this version" in out

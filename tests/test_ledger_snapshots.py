@@ -16,6 +16,7 @@ import json
 import random
 import subprocess
 import sys
+import uuid
 from decimal import Decimal
 from pathlib import Path
 
@@ -27,11 +28,12 @@ from gate.integrations.mlflow.client import MlflowLedger
 from gate.integrations.mlflow.rest import RestLedger
 from gate.integrations.mlflow.snapshots import roll
 from gate.ledger.budget import BudgetScope, month_start, spend_status
-from gate.ledger.records import LedgerRecord, RecordKind, to_tags
+from gate.ledger.encoding import to_tags
+from gate.ledger.records import LedgerRecord, RecordKind
 from gate.ledger.snapshot import CHECKSUM, MONTH, PART, PARTS, SCOPE
 from tests.budget_reference import reference_status
 from tests.conftest import make_policy
-from tests.ledger_kit import Team
+from tests.ledger_kit import UNSIGNED, Team, seed_record
 
 ROOT = Path(__file__).resolve().parent.parent
 UTC = dt.timezone.utc
@@ -55,6 +57,7 @@ def base(team: Team, kind: RecordKind, spec: str, fp: str, when: dt.datetime) ->
         team=team.name,
         cost_center=team.cost_center,
         by="alice",
+        record_id=uuid.uuid4().hex,
     )
 
 
@@ -80,21 +83,17 @@ def build(team: Team, writer: MlflowLedger) -> dict[str, str]:
             record = dataclasses.replace(record, revokes=tuple(rnd.sample(approvals, 1)))
         if n % 11 == 5:
             record = dataclasses.replace(record, currency="EUR")
-        run_id = writer.append(record)
+        seed_record(team.uri, record)  # written in June, as June's writers did
         if kind is RecordKind.APPROVAL:
-            approvals.append(run_id)
+            approvals.append(str(record.record_id))
     # A revocation recorded before the approval it names (clocks of two writers disagree).
-    late = writer.append(
-        dataclasses.replace(
-            base(team, RecordKind.APPROVAL, SPECS[0], "sha256:late", at(20)),
-            worst_cost=Decimal("123.45"),
-        )
+    late = dataclasses.replace(
+        base(team, RecordKind.APPROVAL, SPECS[0], "sha256:late", at(20)),
+        worst_cost=Decimal("123.45"),
     )
-    writer.append(
-        dataclasses.replace(
-            base(team, RecordKind.REVOCATION, SPECS[0], "sha256:late", at(1)), revokes=(late,)
-        )
-    )
+    seed_record(team.uri, late)
+    revoking = base(team, RecordKind.REVOCATION, SPECS[0], "sha256:late", at(1))
+    seed_record(team.uri, dataclasses.replace(revoking, revokes=(str(late.record_id),)))
     client = MlflowClient(team.uri)
     experiment = writer.experiment_id(create=True)
     assert experiment is not None
@@ -116,8 +115,8 @@ def compare(team: Team, now: dt.datetime, uris: list[str]) -> None:
     """Every reader's figures at ``now`` equal the full scan's, for several specs."""
     scope = BudgetScope("team", team.name)
     query = scope.query(month_start(now))
-    records = MlflowLedger(team.uri).query(query)
-    readers = [open_ledger(uri) for uri in uris]
+    records = MlflowLedger(team.uri, UNSIGNED).query(query)
+    readers = [open_ledger(uri, UNSIGNED) for uri in uris]
     spends = [reader.month_spend(query, now) for reader in readers]  # type: ignore[attr-defined]
     for spec, fp in [("-", "-"), (SPECS[0], "-"), ("-", "sha256:exp/s1.yaml-v2"), (SPECS[3], "x")]:
         kw = {"policy": POLICY, "scope": scope, "now": now, "spec": spec, "fingerprint": fp}
@@ -130,11 +129,11 @@ def compare(team: Team, now: dt.datetime, uris: list[str]) -> None:
 
 @pytest.fixture
 def ledger(team: Team) -> dict[str, str]:
-    return build(team, MlflowLedger(team.uri))
+    return build(team, MlflowLedger(team.uri, UNSIGNED))
 
 
 def test_snapshots_plus_the_tail_equal_the_full_scan(team, ledger, mlflow_server):
-    writer = MlflowLedger(team.uri)
+    writer = MlflowLedger(team.uri, UNSIGNED)
     experiment = writer.experiment_id(create=False)
     assert experiment is not None
     uris = [team.uri, mlflow_server.sqlite_uri]
@@ -154,7 +153,7 @@ def test_snapshots_plus_the_tail_equal_the_full_scan(team, ledger, mlflow_server
 
 
 def test_a_damaged_snapshot_is_read_past(team, ledger, caplog):
-    writer = MlflowLedger(team.uri)
+    writer = MlflowLedger(team.uri, UNSIGNED)
     experiment = writer.experiment_id(create=False)
     assert experiment is not None
     assert roll(writer, experiment, f"team:{team.name}", at(6), every=5) is not None
@@ -164,12 +163,12 @@ def test_a_damaged_snapshot_is_read_past(team, ledger, caplog):
     broken[CHECKSUM] = "0" * 64
     writer.write_run(experiment, int(at(10.5).timestamp() * 1000), broken, "damaged")
     compare(team, at(11), [team.uri])
-    assert "is damaged; read past it" in caplog.text
+    assert "is damaged or not under these signers; read past it" in caplog.text
 
 
 def test_check_with_a_budget_reads_the_server_without_mlflow(team, ledger):
     team.policy(limits=", monthly_budget: 100000")
-    writer = MlflowLedger(team.uri)
+    writer = MlflowLedger(team.uri, UNSIGNED)
     experiment = writer.experiment_id(create=False)
     assert experiment is not None
     roll(writer, experiment, f"team:{team.name}", at(8), every=5)
@@ -200,7 +199,7 @@ def test_check_with_a_budget_reads_the_server_without_mlflow(team, ledger):
     assert json.loads(last) == {"code": 0, "mlflow": []}, proc.stderr
     budget = json.loads("\n".join(report))["results"][0]["budget"]
     scope = BudgetScope("team", team.name)
-    records = MlflowLedger(team.uri).query(scope.query(JUNE))
+    records = MlflowLedger(team.uri, UNSIGNED).query(scope.query(JUNE))
     expected = reference_status(
         records, policy=POLICY, scope=scope, now=at(15), spec="-", fingerprint="-"
     )
@@ -210,16 +209,16 @@ def test_check_with_a_budget_reads_the_server_without_mlflow(team, ledger):
 
 
 def test_the_rest_ledger_reads_records_as_mlflow_does(team, ledger):
-    rest = RestLedger(team.uri)
-    assert isinstance(open_ledger(team.uri), RestLedger)
-    assert not isinstance(open_ledger("sqlite:///x.db"), RestLedger)
+    rest = RestLedger(team.uri, UNSIGNED)
+    assert isinstance(open_ledger(team.uri, UNSIGNED), RestLedger)
+    assert not isinstance(open_ledger("sqlite:///x.db", UNSIGNED), RestLedger)
     scope = BudgetScope("team", team.name)
     for query in (scope.query(JUNE), dataclasses.replace(scope.query(JUNE), spec=SPECS[2])):
-        assert rest.query(query) == MlflowLedger(team.uri).query(query)
+        assert rest.query(query) == MlflowLedger(team.uri, UNSIGNED).query(query)
 
 
 def test_rest_requests_carry_mlflows_credentials_and_never_in_the_url():
-    from gate.integrations.mlflow.rest import Rest
+    from gate.integrations.mlflow.http import Rest
 
     rest = Rest(
         "https://ann:p%40ss@mlflow.example:8443/base/", {"MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
@@ -239,15 +238,19 @@ def test_writers_roll_snapshots_as_they_append(team):
     now = dt.datetime.now(UTC)
     start = month_start(now)
     settled = now - SETTLE - dt.timedelta(minutes=2) > start  # false in a month's first minutes
-    writer = MlflowLedger(team.uri)
-    for n in range(ROLL_EVERY):
+    writer = MlflowLedger(team.uri, UNSIGNED)
+    for n in range(ROLL_EVERY):  # settled records, written over a quarter of an hour ago …
         when = max(start, now - SETTLE - dt.timedelta(minutes=2)) - dt.timedelta(seconds=n)
         record = base(team, RecordKind.APPROVAL, SPECS[n % 6], f"sha256:auto-{n}", max(start, when))
-        writer.append(dataclasses.replace(record, worst_cost=Decimal("1.01")))
+        seed_record(team.uri, dataclasses.replace(record, worst_cost=Decimal("1.01")))
+    last = base(team, RecordKind.REQUEST, SPECS[0], "sha256:auto-last", now)
+    writer.append(last)  # … and the append that rolls them into snapshots
     experiment = writer.experiment_id(create=False)
     client = MlflowClient(team.uri)
     for scope in (f"team:{team.name}", f"cost-center:{team.cost_center}"):
         found = client.search_runs([experiment], f"tags.{SCOPE} = '{scope}'")
         assert len(found) == (1 if settled else 0), scope
-    spend = RestLedger(team.uri).month_spend(BudgetScope("team", team.name).query(start), now)
+    spend = RestLedger(team.uri, UNSIGNED).month_spend(
+        BudgetScope("team", team.name).query(start), now
+    )
     assert spend.totals("USD", spec="-", fingerprint="-").committed == Decimal("6.06")  # 6 specs

@@ -13,7 +13,8 @@ import datetime as dt
 from mlflow.tracking import MlflowClient
 
 from gate.integrations.mlflow.client import ABANDONED_AFTER
-from gate.ledger.records import KIND, LEDGER_EXPERIMENT, RecordKind
+from gate.ledger.encoding import KIND
+from gate.ledger.records import LEDGER_EXPERIMENT, RecordKind
 from tests.ledger_kit import Team, fingerprint_of
 from tests.mlflow_server import KillingProxy, MlflowServer
 from tests.test_quiet_greens import cli

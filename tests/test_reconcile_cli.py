@@ -12,7 +12,7 @@ from gate.estimate.prices import load_catalog
 from gate.integrations import open_ledger
 from gate.ledger.records import LedgerRecord, RecordKind
 from tests import seed_curve
-from tests.ledger_kit import fingerprint_of
+from tests.ledger_kit import UNSIGNED, fingerprint_of
 from tests.reconcile_kit import GOOD, T0, Lab
 
 
@@ -76,7 +76,7 @@ def test_text_report_and_the_ledger_record_counted_by_the_monthly_budget(lab):
     [record] = [r for r in lab.team.records(lab.spec) if r.kind is RecordKind.RECONCILIATION]
     assert record.actual_cost == Decimal(200)
     assert record.worst_cost == Decimal(600) and record.expected_cost == Decimal(600)
-    assert f"ledger: recorded reconciliation {record.record_id} in MLflow experiment" in out
+    assert f"ledger: recorded reconciliation {record.run_id} in MLflow experiment" in out
     # check reads this month's actuals from the ledger: 5000 − 200 is left.
     lab.team.policy(limits=", monthly_budget: 5000")
     other = lab.team.spec(1)
@@ -138,7 +138,7 @@ def approve(lab: Lab, amount: str) -> LedgerRecord:
         team=lab.team.name,
         by="alice",
     )
-    open_ledger(lab.team.uri).append(record)
+    open_ledger(lab.team.uri, UNSIGNED).append(record)
     return record
 
 

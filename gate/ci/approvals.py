@@ -4,9 +4,12 @@ An approval is a pull request review in state APPROVED (the reviewer's latest de
 review: a later "changes requested" withdraws it) or a comment whose first line is
 ``/budget-gate approve [reason]``. It counts for a spec when all of these hold:
 
-1. it came after the last commit that changed the spec; a review must also have been
-   given on that commit or a later one (its ``commit_id``), which holds even if commit
-   dates were set back; an edited comment never counts (someone else may have edited it);
+1. it approved the last commit that changed the spec or a later one: a review the commit
+   it was given on (its ``commit_id``), a comment the head of the pull request when
+   budget-gate processed it (its *binding*, kept in the ledger and in the sticky comment).
+   Commit dates never order anything: the author sets them. A comment whose binding is
+   unknown (budget-gate never saw it while it was the newest) does not count, and an
+   edited comment never counts (someone else may have edited it);
 2. the approver is a person, not a bot, and not the pull request's author or the spec's
    owner unless the policy sets ``allow_self_approval``;
 3. the approver is in ``approval.approvers.users``, or an active member of one of its
@@ -20,7 +23,7 @@ permission only when the cheaper checks pass.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -52,6 +55,7 @@ class Candidate:
     at: dt.datetime
     reason: str | None = None
     commit_id: str | None = None
+    """The commit it approves: a review's own, a comment's binding (``None``: unknown)."""
     edited: bool = False
 
     @property
@@ -92,12 +96,18 @@ class Access:
     role: str | None = None
 
 
-def candidates(reviews: Iterable[ReviewInfo], comments: Iterable[CommentInfo]) -> list[Candidate]:
+def candidates(
+    reviews: Iterable[ReviewInfo],
+    comments: Iterable[CommentInfo],
+    bindings: Mapping[str, str] | None = None,
+) -> list[Candidate]:
     """Every approval on the pull request, oldest first.
 
     A reviewer's latest decisive review (approved, changes requested, dismissed) is their
-    decision, so an approval followed by a request for changes does not count.
+    decision, so an approval followed by a request for changes does not count. A comment
+    approves the commit its binding names (``bindings``: ``comment-<id>`` → head SHA).
     """
+    bound = bindings or {}
     latest: dict[str, ReviewInfo] = {}
     for review in reviews:
         if review.state in _DECISIVE and review.submitted_at is not None:
@@ -119,6 +129,7 @@ def candidates(reviews: Iterable[ReviewInfo], comments: Iterable[CommentInfo]) -
                     comment.is_bot,
                     comment.created_at,
                     reason or None,
+                    commit_id=bound.get(f"{Via.COMMENT.value}-{comment.id}"),
                     edited=edited,
                 )
             )
@@ -126,14 +137,22 @@ def candidates(reviews: Iterable[ReviewInfo], comments: Iterable[CommentInfo]) -
 
 
 def timing_refusal(candidate: Candidate, change: SpecChange) -> str | None:
-    """Why the approval is too old for the spec's current version, or None."""
-    last = f"the spec's last change (commit {change.commit[:7]}, {when(change.at)})"
+    """Why the approval is for an older version of the spec than the head's, or None.
+
+    Decided by the commit graph alone (the approved commit must be the spec's last change
+    or after it on the way to the head), never by dates, which the author sets.
+    """
+    last = f"the spec's last change (commit {change.commit[:7]})"
     if candidate.edited:
         return "the comment was edited after it was posted; post a new one"
-    if candidate.at <= change.at:
-        return f"it predates {last}"
-    if candidate.commit_id is not None and candidate.commit_id not in change.since:
-        return f"it reviewed commit {candidate.commit_id[:7]}, from before {last}"
+    if candidate.commit_id is None:
+        return (
+            "budget-gate did not process it while it was the newest word on the pull "
+            "request, so the commit it approved is unknown; comment again"
+        )
+    if candidate.commit_id not in change.since:
+        verb = "reviewed" if candidate.via is Via.REVIEW else "approved"
+        return f"it {verb} commit {candidate.commit_id[:7]}, from before {last}"
     return None
 
 

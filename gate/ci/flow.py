@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -41,14 +43,9 @@ from gate.estimate.prices import load_catalog
 from gate.evaluation.diff import SpecDiff, compare
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.report import SpecResult
+from gate.ledger.approvals import NO_APPROVAL, ApprovalCheck
 from gate.ledger.approvers import Approvers
-from gate.ledger.records import (
-    NO_APPROVAL,
-    ApprovalCheck,
-    LedgerRecord,
-    LedgerView,
-    RecordKind,
-)
+from gate.ledger.records import LedgerQuery, LedgerRecord, LedgerView, RecordKind, Source
 from gate.ledger.tracking import COST_CENTER_LABEL, spec_path
 from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet
@@ -57,6 +54,13 @@ from gate.spec.loader import load_bytes
 
 MAX_WALK = 50
 """How many commits back from the head to look for the last change to a spec."""
+BIND_WITHIN = dt.timedelta(minutes=10)
+"""A ``/budget-gate approve`` processed later than this after it was posted binds to no
+commit: the head may have moved since (a re-run, a queued runner), and it must be posted
+again."""
+_BOUND = re.compile(
+    r"^<!-- budget-gate:bound:(comment-[0-9]+):([0-9a-f]{40}|[0-9a-f]{64}) -->$", re.MULTILINE
+)
 
 
 class GitHub(Protocol):
@@ -113,6 +117,9 @@ class Prepared:
     """Why the comment that triggered the run (a /budget-gate approve) was not accepted."""
     policy_change: PolicyChange | None = None
     """The head's policies checked and their impact, when the pull request changes them."""
+    bindings: dict[str, str] = field(default_factory=dict)
+    """Which commit each ``/budget-gate approve`` approved (``comment-<id>`` → head SHA):
+    bound when first processed, kept in the ledger and the sticky comment."""
 
 
 def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
@@ -155,7 +162,7 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
             today=evaluator.today,
         )
     if any(e.result.outcome is Outcome.APPROVAL_REQUIRED for e in evaluations):
-        _judge(gh, event, prepared, evaluations)
+        _judge(gh, event, prepared, evaluations, settings.now)
     return prepared
 
 
@@ -207,10 +214,17 @@ def _base_result(
 # --- approvals ------------------------------------------------------------------------------
 
 
-def _judge(gh: GitHub, event: Event, prepared: Prepared, evaluations: list[Evaluation]) -> None:
+def _judge(
+    gh: GitHub,
+    event: Event,
+    prepared: Prepared,
+    evaluations: list[Evaluation],
+    now: dt.datetime,
+) -> None:
     pull = prepared.pull
     prepared.comments = gh.comments(pull.number)
-    found = candidates(gh.reviews(pull.number), prepared.comments)
+    prepared.bindings = _bindings(prepared, evaluations, event, now)
+    found = candidates(gh.reviews(pull.number), prepared.comments, prepared.bindings)
     history = _History(gh, prepared.head_sha, pull.base_sha)
     access = _AccessCache(gh)
     command = event.command.comment_id if event.command else None
@@ -255,6 +269,52 @@ def _judge(gh: GitHub, event: Event, prepared: Prepared, evaluations: list[Evalu
         prepared.refusals = command_reasons
 
 
+def _bindings(
+    prepared: Prepared, evaluations: list[Evaluation], event: Event, now: dt.datetime
+) -> dict[str, str]:
+    """The commit each approving comment approved, as first processed.
+
+    This run's own comment binds to the head now, if it was posted moments ago. Earlier
+    bindings come from the ledger (CI's records of the approvals it accepted), and, unless
+    the ledger's records must be signed, from the bot's own sticky comments.
+    """
+    bound: dict[str, str] = {}
+    ledger = prepared.evaluator.ledger
+    trust = ledger.trust if ledger is not None else None
+    if trust is None or not trust.signed:
+        bot = [c for c in prepared.comments or () if c.is_bot]
+        bound.update(found for c in bot for found in _BOUND.findall(c.body))
+    if ledger is not None:
+        for evaluation in evaluations:
+            fp = evaluation.result.fingerprint
+            if fp is not None and evaluation.result.outcome is Outcome.APPROVAL_REQUIRED:
+                bound.update(_recorded(ledger.records(LedgerQuery(fingerprint=fp))))
+    command = event.command
+    if command is not None and f"comment-{command.comment_id}" not in bound:
+        comment = next((c for c in prepared.comments or () if c.id == command.comment_id), None)
+        if comment is not None and now - comment.created_at <= BIND_WITHIN:
+            bound[f"comment-{command.comment_id}"] = prepared.head_sha
+    return bound
+
+
+def _recorded(records: Iterable[LedgerRecord]) -> dict[str, str]:
+    return {
+        r.event_id: r.head_sha
+        for r in records
+        if r.kind is RecordKind.APPROVAL
+        and r.source is Source.GITHUB_COMMENT
+        and r.event_id
+        and r.head_sha
+    }
+
+
+def binding_lines(bindings: dict[str, str]) -> str:
+    """The hidden lines of the sticky comment that keep the comments' bindings."""
+    return "".join(
+        f"<!-- budget-gate:bound:{key}:{sha} -->\n" for key, sha in sorted(bindings.items())
+    )
+
+
 def _authority_refusal(
     login: str, approvers: Approvers, access: _AccessCache, owner: str
 ) -> str | None:
@@ -285,10 +345,10 @@ def approval_record(evaluation: Evaluation, chosen: Candidate, pr_number: int) -
     assert result.fingerprint is not None and result.estimate is not None and spec is not None
     return LedgerRecord(
         kind=RecordKind.APPROVAL,
-        spec=spec_path(result.file),
+        spec=evaluation.path or spec_path(result.file),
         fingerprint=result.fingerprint,
         experiment=spec.metadata.name,
-        recorded_at=chosen.at,
+        recorded_at=chosen.at,  # in this run's report; the ledger stamps its own write time
         currency=result.currency,
         worst_cost=result.estimate.worst.cost,
         expected_cost=result.estimate.expected.cost,
@@ -299,6 +359,9 @@ def approval_record(evaluation: Evaluation, chosen: Candidate, pr_number: int) -
         source=chosen.source,
         pr_number=pr_number,
         record_id=chosen.key,
+        event_at=chosen.at,
+        head_sha=chosen.commit_id,
+        event_id=chosen.key,
     )
 
 
@@ -306,8 +369,8 @@ class _History:
     """When each spec last changed: a first-parent walk from the head, commits read once.
 
     # NOTE: the cut-down API has no "list commits"; each step is one repos/get-commit. A
-    # spec not found within MAX_WALK commits (or before the base) is dated at the head, so
-    # only approvals newer than the head commit count: safe, if strict.
+    # spec not found within MAX_WALK commits (or before the base) is taken as changed at
+    # the head, so only approvals of the head itself count: safe, if strict.
     """
 
     def __init__(self, gh: GitHub, head: str, base: str) -> None:

@@ -25,7 +25,7 @@ from gate.ci.decisions import (
     reviewers_to_request,
 )
 from gate.ci.event import ApproveCommand
-from gate.ci.flow import GitHub, Prepared
+from gate.ci.flow import GitHub, Prepared, binding_lines
 from gate.ci.model import CommentInfo
 from gate.ci.policy_change import render as render_policy_change
 from gate.ci.policy_change import status as policy_status
@@ -124,6 +124,10 @@ def _comment(
 def comment_body(prepared: Prepared, report: Report) -> str:
     """The sticky comment: the report, then the policy change's section when there is one."""
     body = MarkdownReporter().render(report)
+    if prepared.bindings:
+        # NOTE: after the markers, so the comment is still found and its head still read
+        first, _, rest = body.partition("\n\n")
+        body = f"{first}\n{binding_lines(prepared.bindings)}\n{rest}"
     if prepared.policy_change is None:
         return body
     room = COMMENT_LIMIT - utf16_length(body)

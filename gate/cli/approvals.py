@@ -19,11 +19,25 @@ def add_ledger_commands(
         parents=reading,
         help="launch-time check: exit 0 only with no approval needed or a fresh one",
         description="Exit 0 only if the spec needs no approval, or the ledger holds a fresh "
-        "approval: same fingerprint, approved worst case at least the current one, not "
-        "expired, not revoked. Otherwise exit 2 (1 on policy errors) and say why.",
+        "approval: same path and fingerprint, approved worst case at least the current one, "
+        "not expired, not revoked, launches not used up. Otherwise exit 2 (1 on policy "
+        "errors) and say why. A cleared spec is a launch: when the ledger is in play (an "
+        "approval was needed, or the policy has a monthly budget) it is recorded, committing "
+        "its worst case to the month and using one of its approval's launches.",
         epilog=EPILOG,
     )
     verify.add_argument("spec", metavar="SPEC", help="the spec file")
+    verify.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="judge only: record no launch (the approval is not used up)",
+    )
+    verify.add_argument(
+        "--launch-key",
+        metavar="KEY",
+        help="the launch this is part of (default: BUDGET_GATE_LAUNCH_KEY, else a new one); "
+        "a key already recorded for this spec version is not recorded again",
+    )
     text_or_json(verify)
 
     request = commands.add_parser(

@@ -11,16 +11,11 @@ from gate.commands.records import (
     refuse_violation,
     required_text,
     requirement,
+    signer_for,
 )
 from gate.errors import InputError
-from gate.ledger.records import (
-    DEFAULT_EXPIRY,
-    RecordKind,
-    Source,
-    authorize,
-    parse_expiry,
-    refuse_source,
-)
+from gate.ledger.approvals import authorize, refuse_source
+from gate.ledger.records import DEFAULT_EXPIRY, RecordKind, Source, parse_expiry
 from gate.policy.findings import Outcome
 
 
@@ -56,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         pr_number=args.pr,
         expires_at=draft.now + span,
     )
-    run_id = draft.view.store().append(record)
+    run_id = draft.view.store().append(record, signer_for(by))
     print("approved " + "\n".join(describe(record, run_id, draft.view.where)))
     if evaluation.result.outcome is Outcome.PASS:
         print("  note: this version needs no approval under the current policy")

@@ -27,9 +27,11 @@ from gate.ci.policy_change import render as render_policy_change
 from gate.ci.publish import publish
 from gate.commands.common import ledger_view, make_report, print_errors, utc_now
 from gate.commands.output import append_step_summary, write_atomically
+from gate.commands.records import signer_for
 from gate.errors import InputError
 from gate.evaluation.report import DOCS_URL, RenderContext, Report
-from gate.ledger.records import DEFAULT_EXPIRY, LedgerView, parse_expiry
+from gate.ledger.records import DEFAULT_EXPIRY, LedgerQuery, LedgerView, parse_expiry
+from gate.ledger.signing import CI_PRINCIPAL
 from gate.policy.findings import Outcome
 from gate.policy.verdict import FailOn, exit_code
 from gate.reporters import load_reporter
@@ -192,13 +194,18 @@ def _run_url(env: Mapping[str, str]) -> str:
 def _record(ledger: LedgerView | None, prepared: Prepared, now: dt.datetime) -> None:
     """Record accepted GitHub approvals in the MLflow ledger, when one is configured.
 
-    An approval recorded once is found by the next run's evaluation (same fingerprint), so
-    each is recorded once.
+    Each is recorded once per spec version (by the review or comment that gave it), with
+    the commit it approved and the time it was given; the ledger stamps when it was
+    written, and CI signs it as ``budget-gate-ci`` (``BUDGET_GATE_SIGNING_KEY``).
     """
     if ledger is None or not prepared.accepted:
         return
     span = parse_expiry(DEFAULT_EXPIRY)
+    signer = signer_for(CI_PRINCIPAL) if prepared.accepted else None
     for evaluation, candidate in prepared.accepted:
         record = approval_record(evaluation, candidate, prepared.pull.number)
-        run_id = ledger.store().append(replace(record, record_id=None, expires_at=now + span))
+        known = ledger.records(LedgerQuery(fingerprint=record.fingerprint))
+        if any(r.event_id == record.event_id and r.spec == record.spec for r in known):
+            continue
+        run_id = ledger.store().append(replace(record, expires_at=now + span), signer)
         print(f"budget-gate: recorded {record.summary()} of {record.spec} as {run_id}")

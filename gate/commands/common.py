@@ -18,10 +18,11 @@ from gate.errors import InputError
 from gate.estimate.prices import load_catalog
 from gate.evaluation.diff import SpecDiff, compare
 from gate.evaluation.evaluate import Evaluator
-from gate.evaluation.report import DOCS_URL, RenderContext, Report, SpecResult
+from gate.evaluation.report import DOCS_URL, LedgerNote, RenderContext, Report, SpecResult
 from gate.integrations import open_ledger
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger.records import LedgerStore, LedgerView
+from gate.ledger.signing import Trust
 from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet, builtin_policies
 from gate.policy.rules import all_rule_ids, rule_info
@@ -210,7 +211,7 @@ def ledger_view(
     """
     uri = resolve_tracking_uri(getattr(args, "tracking_uri", None), os.environ)
     return LedgerView(
-        lambda: _open_ledger(uri),
+        lambda trust: _open_ledger(uri, trust),
         now,
         approvals=approvals,
         where=redact(uri),
@@ -218,9 +219,9 @@ def ledger_view(
     )
 
 
-def _open_ledger(uri: str) -> LedgerStore:
+def _open_ledger(uri: str, trust: Trust) -> LedgerStore:
     quiet_mlflow()
-    return open_ledger(uri)
+    return open_ledger(uri, trust)
 
 
 def quiet_mlflow() -> None:
@@ -241,7 +242,7 @@ def make_report(
     context: RenderContext | None = None,
     diffs: list[SpecDiff] | None = None,
 ) -> Report:
-    """Assemble the report, with the docs of every rule evaluated."""
+    """Assemble the report, with the docs of every rule evaluated and what the ledger said."""
     return Report(
         results=tuple(results),
         rules={rule_id: rule_info(rule_id) for rule_id in all_rule_ids()},
@@ -250,7 +251,16 @@ def make_report(
         version=__version__,
         context=context or RenderContext(),
         diffs=tuple(diffs or ()),
+        ledger=ledger_note(evaluator.ledger),
     )
+
+
+def ledger_note(view: LedgerView | None) -> LedgerNote | None:
+    """What a run read of the ledger, for the report; ``None`` when it never opened it."""
+    if view is None or not view.opened or view.trust is None:
+        return None
+    ignored = tuple(sorted(view.ignored().items(), key=lambda item: (-item[1], item[0])))
+    return LedgerNote(view.where, view.trust.signed, view.trust.warning(), ignored)
 
 
 def render_context(args: argparse.Namespace, env: Mapping[str, str]) -> RenderContext:

@@ -23,14 +23,15 @@ from typing import TYPE_CHECKING
 from gate import __version__
 from gate.commands.common import make_evaluator, print_errors, quiet_mlflow, utc_now
 from gate.commands.progress import progress_for
-from gate.commands.records import new_record
+from gate.commands.records import new_record, signer_for, warn_unsigned
 from gate.errors import InputError
 from gate.estimate.prices import Quote, quoter
 from gate.evaluation.evaluate import Evaluation
 from gate.integrations import needs_mlflow, open_ledger
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
-from gate.ledger.records import LedgerQuery, LedgerStore, RecordKind, live_approvals, short
+from gate.ledger.approvals import live_approvals
+from gate.ledger.records import LedgerQuery, LedgerStore, RecordKind, short
 from gate.money import to_decimal
 from gate.policy.findings import Outcome
 from gate.policy.model import Policy
@@ -54,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     """Reconcile one spec's runs; the verdict's exit code, or 3/4 on bad input or outages."""
     now = utc_now()
     github = _github(args)  # before any work: a missing token is bad input, not a late failure
-    evaluation = make_evaluator(args).evaluate_spec(args.spec)
+    evaluator = make_evaluator(args)
+    evaluation = evaluator.evaluate_spec(args.spec)
     if evaluation.result.outcome is Outcome.INVALID:
         print_errors([evaluation.result])
         return evaluation.result.outcome.exit_code
@@ -74,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
             hint="set tracking.mlflow_experiment in the spec to where the runs are logged, "
             "or pass the right --tracking-uri",
         )
-    ledger = open_ledger(uri)
+    trust = evaluator.policies.trust()
+    warn_unsigned(trust)
+    ledger = open_ledger(uri, trust)
     plan = _plan(args, evaluation, ledger, now)
     fingerprint = None if args.all_versions else plan.fingerprint
     query = RunQuery(experiment_id, fingerprint, plan.monitor.metric)
@@ -200,7 +204,7 @@ def _record(
         worst_cost=estimate.worst.cost,
         expected_cost=estimate.expected.cost,
     )
-    return ledger.append(record), None
+    return ledger.append(record, signer_for(None)), None
 
 
 def _github(args: argparse.Namespace) -> GitHubClient | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import getpass
+import os
 import sys
 from dataclasses import dataclass
 
@@ -18,16 +19,10 @@ from gate.commands.common import (
 from gate.errors import InputError
 from gate.evaluation.evaluate import Evaluation
 from gate.evaluation.report import SpecResult
-from gate.ledger.records import (
-    LEDGER_EXPERIMENT,
-    LedgerRecord,
-    LedgerView,
-    RecordKind,
-    Requirement,
-    short,
-    when,
-)
-from gate.ledger.tracking import COST_CENTER_LABEL, spec_path
+from gate.ledger.approvals import Requirement
+from gate.ledger.records import LEDGER_EXPERIMENT, LedgerRecord, LedgerView, RecordKind, short, when
+from gate.ledger.signing import Signer, Trust
+from gate.ledger.tracking import COST_CENTER_LABEL
 from gate.money import format_money
 from gate.policy.findings import Outcome
 from gate.policy.model import Policy
@@ -83,6 +78,23 @@ def requirement(evaluation: Evaluation) -> Requirement:
     )
 
 
+def signer_for(principal: str | None) -> Signer | None:
+    """The key that signs what this command records (``BUDGET_GATE_SIGNING_KEY``), if set.
+
+    ``principal`` is who the record names (``--by``); ``BUDGET_GATE_SIGNER`` overrides it.
+    """
+    from gate.integrations.signing import signer_from
+
+    return signer_from(os.environ, principal=principal)
+
+
+def warn_unsigned(trust: Trust) -> None:
+    """Say on stderr, on every command that reads the ledger, that records are unsigned."""
+    warning = trust.warning()
+    if warning is not None:
+        print(f"budget-gate: warning: {warning}", file=sys.stderr)
+
+
 def who_ran() -> tuple[str | None, str | None]:
     """The OS login and ``git config user.email`` of whoever runs this command (either unknown).
 
@@ -123,7 +135,7 @@ def new_record(
     user, email = who_ran()
     return LedgerRecord(
         kind=kind,
-        spec=spec_path(result.file),
+        spec=evaluation.path or result.file,
         fingerprint=result.fingerprint,
         experiment=spec.metadata.name,
         recorded_at=now,

@@ -11,6 +11,7 @@ from gate.commands.records import (
     new_record,
     os_user,
     refuse_violation,
+    signer_for,
 )
 from gate.evaluation.evaluate import Evaluation
 from gate.ledger.records import RecordKind
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     record = new_record(
         evaluation, RecordKind.REQUEST, draft.now, by=by, reason=reason, pr_number=args.pr
     )
-    run_id = view.store().append(record)
+    run_id = view.store().append(record, signer_for(by))
     print("requested approval for " + "\n".join(describe(record, run_id, view.where)))
     for finding in result.findings:
         if finding.active:

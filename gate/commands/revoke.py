@@ -10,9 +10,11 @@ from gate.commands.records import (
     new_record,
     required_text,
     requirement,
+    signer_for,
 )
 from gate.errors import InputError
-from gate.ledger.records import LedgerQuery, RecordKind, Source, authorize, live_approvals, short
+from gate.ledger.approvals import authorize, live_approvals
+from gate.ledger.records import LedgerQuery, RecordKind, Source, short
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     record = new_record(
         draft.evaluation, RecordKind.REVOCATION, now, by=by, reason=reason, revokes=ids
     )
-    run_id = view.store().append(record)
+    run_id = view.store().append(record, signer_for(by))
     print("revoked " + "\n".join(describe(record, run_id, view.where)))
     for approval in live:
         print(f"  cancels {approval.summary()} ({approval.record_id})")

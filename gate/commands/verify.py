@@ -1,9 +1,11 @@
-"""``budget-gate verify``: the launch-time check against the approvals ledger."""
+"""``budget-gate verify``: the launch-time check against the approvals ledger, and the launch."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import uuid
 
 from gate.commands.common import (
     as_of,
@@ -12,17 +14,45 @@ from gate.commands.common import (
     make_report,
     print_errors,
 )
+from gate.commands.records import signer_for
+from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key, record_launch
+from gate.integrations.signing import SIGNER_ENV
+from gate.policy.findings import Outcome
 from gate.reporters import load_reporter
 
 
 def run(args: argparse.Namespace) -> int:
     """Exit 0 only with no approval needed or a fresh one; else 2 (or 1, 3, 4) and why.
 
-    The ledger is opened only when the spec needs an approval or its policy a budget.
+    The ledger is opened only when the spec needs an approval or its policy a budget; a
+    cleared spec is then recorded as a launch (unless ``--dry-run``).
     """
     _, now = as_of(args)
-    evaluator = make_evaluator(args, ledger=ledger_view(args, now, approvals=True))
-    result = evaluator.evaluate(args.spec)
+    judge_only = args.dry_run or args.as_of is not None  # a past moment launches nothing
+    key = _launch_key(args.launch_key)
+    view = ledger_view(args, now, approvals=True)
+    evaluator = make_evaluator(args, ledger=view)
+    evaluator = evaluator.with_launch_key(key)
+    evaluation = evaluator.evaluate_spec(args.spec)
+    result = evaluation.result
     print_errors([result])
+    in_play = result.approval is not None or result.budget is not None
+    if result.outcome is Outcome.PASS and in_play and not judge_only:
+        signer = signer_for(None)
+        by = signer.principal if signer else os.environ.get(SIGNER_ENV)
+        launch = record_launch(view, evaluation, launch_key=key, by=by, signer=signer)
+        print(
+            f"budget-gate: launch of {evaluation.path} recorded in the ledger at {view.where} "
+            f"(launch key {launch.launch_key}: export {LAUNCH_KEY_ENV}={launch.launch_key} so "
+            "the job's guard joins this launch)",
+            file=sys.stderr,
+        )
     sys.stdout.write(load_reporter(args.format).render(make_report([result], evaluator)))
     return result.outcome.exit_code
+
+
+def _launch_key(given: str | None) -> str:
+    if given is not None:
+        return checked_key(given, "--launch-key")
+    inherited = os.environ.get(LAUNCH_KEY_ENV)
+    return checked_key(inherited) if inherited else uuid.uuid4().hex

@@ -6,6 +6,7 @@ budget and approvals); the evaluator never writes to it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import time
@@ -23,17 +24,10 @@ from gate.estimate.prices import Catalog, Quote, quote
 from gate.estimate.scenarios import Estimate, estimate
 from gate.estimate.trials import count_trials
 from gate.evaluation.report import SpecResult
+from gate.ledger.approvals import ApprovalCheck, Requirement, check_approvals, explain_changed
 from gate.ledger.budget import BudgetStatus, budget_scope, month_spend, month_start, spend_status
-from gate.ledger.records import (
-    ApprovalCheck,
-    LedgerQuery,
-    LedgerView,
-    Requirement,
-    check_approvals,
-    explain_changed,
-)
+from gate.ledger.records import LedgerQuery, LedgerView
 from gate.ledger.spend import Spend, SpendReader
-from gate.ledger.tracking import spec_path
 from gate.policy.findings import Finding, Outcome
 from gate.policy.loader import LoadedPolicy, PolicySet
 from gate.policy.model import Policy, Severity
@@ -51,11 +45,16 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Evaluation:
-    """A spec's result, with the parsed spec and policy that ledger commands record."""
+    """A spec's result, with the parsed spec and policy that ledger commands record.
+
+    ``path`` is the spec's path as the ledger names it: relative to the repository root,
+    so an approval is bound to one path whatever directory a command runs in.
+    """
 
     result: SpecResult
     spec: Experiment | None = None
     policy: Policy | None = None
+    path: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +76,15 @@ class Evaluator:
     """How long one spec may spend re-estimating to prove fixes (0 turns fixes off)."""
     calibration: Calibration | None = None
     """Measured epoch times, plateaus and failure rates (``budget-gate calibrate``)."""
+    launch_key: str | None = None
+    """The launch this evaluation is part of: its own launch does not use its approval up."""
     _spends: dict[LedgerQuery, Spend] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # NOTE: the ledger is judged by the signers of the policies in force (the base's on
+        # a pull request), so the view takes its trust from the policy set it serves.
+        if self.ledger is not None and self.ledger.trust is None:
+            self.ledger.trust = self.policies.trust()
 
     def evaluate(self, spec_file: str, content: bytes | None = None) -> SpecResult:
         """Evaluate one spec; bad spec input becomes an INVALID result, not an exception.
@@ -118,7 +125,8 @@ class Evaluator:
         est = estimate(spec, policy, price, on_demand, measured)
         took = time.monotonic() - started
         fp = fingerprint(spec)
-        budget = self._budget(spec, policy, spec_file, fp)
+        path = self.ledger_path(spec_file)
+        budget = self._budget(spec, policy, path, fp)
         teams = tuple(self.policies.teams())
         ctx = RuleContext(spec, est, policy, spec_file, self.today, budget, teams)
         repo_path = self._repo_path(spec_file, policy)
@@ -131,7 +139,7 @@ class Evaluator:
             lambda s: self._estimate_edit(s, policy, price, on_demand),
             took,
         )
-        approval = self._approval(ctx, fp, findings, read=budget is not None)
+        approval = self._approval(ctx, fp, path, findings, read=budget is not None)
         if approval is not None and approval.approval is not None:
             findings = apply_approval(findings, approval.approval)
         outcome = decide(findings, fail_on_warn=self.fail_on_warn)
@@ -151,7 +159,17 @@ class Evaluator:
             approval=approval,
             alternatives=cheaper,
         )
-        return Evaluation(result, spec, policy)
+        return Evaluation(result, spec, policy, path)
+
+    def with_launch_key(self, key: str) -> Evaluator:
+        """The same evaluator, judging as part of the launch ``key``."""
+        return dataclasses.replace(self, launch_key=key, _spends={})
+
+    def ledger_path(self, spec_file: str) -> str:
+        """The spec's path as the ledger records it: relative to the repository root."""
+        if self.repo_path is not None:
+            return self.repo_path(spec_file)
+        return PurePath(os.path.normpath(spec_file)).as_posix()
 
     def _fixes(
         self,
@@ -223,9 +241,7 @@ class Evaluator:
         except InputError:
             return None
 
-    def _budget(
-        self, spec: Experiment, policy: Policy, spec_file: str, fp: str
-    ) -> BudgetStatus | None:
+    def _budget(self, spec: Experiment, policy: Policy, path: str, fp: str) -> BudgetStatus | None:
         scope = budget_scope(spec, policy)
         if scope is None or self.ledger is None:
             return None
@@ -244,12 +260,12 @@ class Evaluator:
             policy=policy,
             scope=scope,
             now=now,
-            spec=spec_path(spec_file),
+            spec=path,
             fingerprint=fp,
         )
 
     def _approval(
-        self, ctx: RuleContext, fp: str, findings: list[Finding], *, read: bool
+        self, ctx: RuleContext, fp: str, path: str, findings: list[Finding], *, read: bool
     ) -> ApprovalCheck | None:
         """The approval check, when approvals count: always, or once the budget read the ledger."""
         ledger = self.ledger
@@ -265,12 +281,15 @@ class Evaluator:
             policy.approval.approvers,
             ctx.spec.metadata.owner,
             tuple(policy.approval.sources),
+            spec=path,
+            launches=policy.approval.launches,
+            launch_key=self.launch_key,
         )
         found = check_approvals(ledger.records(LedgerQuery(fingerprint=fp)), need, ledger.now)
         if found.approval is not None:
             return found
-        path = ledger.records(LedgerQuery(spec=spec_path(ctx.spec_file)))
-        changed = explain_changed(path, fp)
+        others = ledger.records(LedgerQuery(spec=path))
+        changed = explain_changed(others, fp)
         return ApprovalCheck(None, (*found.stale, changed)) if changed else found
 
 

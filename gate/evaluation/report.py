@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from gate.errors import Problem
 from gate.estimate.scenarios import Estimate
 from gate.evaluation.diff import SpecDiff
+from gate.ledger.approvals import ApprovalCheck
 from gate.ledger.budget import BudgetStatus
-from gate.ledger.records import ApprovalCheck
 from gate.policy.findings import Finding, Outcome, RuleInfo
 
 if TYPE_CHECKING:  # loaded by the evaluator only when asked for
@@ -72,6 +72,35 @@ class RenderContext:
 
 
 @dataclass(frozen=True, slots=True)
+class LedgerNote:
+    """What a run read of the ledger: where, under which signers, and what it left out.
+
+    ``warning`` is said when records are not signed; ``ignored`` counts, by reason, the
+    records that did not count (unsigned, a bad signature, malformed, …).
+    """
+
+    where: str
+    signed: bool
+    warning: str | None = None
+    ignored: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def ignored_total(self) -> int:
+        """How many records were left out in all."""
+        return sum(n for _, n in self.ignored)
+
+    def lines(self) -> list[str]:
+        """The note in words, one line per fact (nothing when there is nothing to say)."""
+        lines = [f"warning: {self.warning}"] if self.warning else []
+        if self.ignored:
+            why = "; ".join(f"{n} {reason}" for reason, n in self.ignored)
+            total = self.ignored_total
+            noun = "record" if total == 1 else "records"
+            lines.append(f"{total} ledger {noun} at {self.where} ignored ({why})")
+        return lines
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     """One evaluation of one or more specs, ready to render in any format.
 
@@ -87,6 +116,8 @@ class Report:
     version: str = ""
     context: RenderContext = field(default_factory=RenderContext)
     diffs: tuple[SpecDiff, ...] = ()
+    ledger: LedgerNote | None = None
+    """What the run read of the ledger, when it read it."""
 
     @property
     def outcome(self) -> Outcome:

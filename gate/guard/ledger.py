@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from gate.errors import BackendError
 from gate.guard.limits import Ceiling
 from gate.integrations import open_ledger
-from gate.ledger.records import LedgerQuery, live_approvals
+from gate.ledger.approvals import live_approvals
+from gate.ledger.records import LedgerQuery
+from gate.ledger.signing import Trust
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +29,7 @@ class LedgerCeiling:
     """Reads the current approved amount of one spec version from the MLflow ledger."""
 
     tracking_uri: str
+    trust: Trust
     fingerprint: str
     currency: str
     last: Ceiling
@@ -34,7 +37,7 @@ class LedgerCeiling:
     def __call__(self) -> Ceiling | None:
         """The newest unrevoked approval, ``None`` when none holds; ``last`` on an outage."""
         try:
-            records = open_ledger(self.tracking_uri).query(
+            records = open_ledger(self.tracking_uri, self.trust).query(
                 LedgerQuery(fingerprint=self.fingerprint)
             )
         except BackendError as error:

@@ -17,13 +17,14 @@ from collections.abc import Iterator
 
 from gate.errors import MissingExtra
 from gate.ledger.records import LedgerStore
+from gate.ledger.signing import Trust
 
 LEDGER_EXTRA = "install the ledger extra: pip install 'budget-gate[mlflow]'"
 _MLFLOW_MODULES = ("mlflow", "sqlalchemy", "alembic")  # the last two: sqlite:/// stores
 
 
-def open_ledger(tracking_uri: str) -> LedgerStore:
-    """The approvals ledger in the MLflow tracking store at ``tracking_uri``.
+def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
+    """The approvals ledger in the MLflow tracking store at ``tracking_uri``, read under ``trust``.
 
     A tracking server (``http://``, ``https://``) is read over its REST API without
     importing MLflow (:mod:`gate.integrations.mlflow.rest`; writes still go through MLflow),
@@ -38,11 +39,11 @@ def open_ledger(tracking_uri: str) -> LedgerStore:
     ):
         from gate.integrations.mlflow.rest import RestLedger
 
-        return RestLedger(tracking_uri)
+        return RestLedger(tracking_uri, trust)
     with needs_mlflow("the approvals ledger"):
         from gate.integrations.mlflow.client import MlflowLedger
 
-        return MlflowLedger(tracking_uri)
+        return MlflowLedger(tracking_uri, trust)
 
 
 @contextlib.contextmanager

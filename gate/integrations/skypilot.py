@@ -18,6 +18,7 @@ import datetime as dt
 import json
 import logging
 import os
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -29,6 +30,7 @@ from sky import exceptions as sky_exceptions
 from gate.errors import BackendError, InputError
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluation, Evaluator
+from gate.evaluation.launching import LAUNCH_KEY_ENV, record_launch
 from gate.evaluation.report import SpecResult
 from gate.integrations import open_ledger
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
@@ -160,11 +162,13 @@ def judge(
     if not named:
         return _no_spec(task, asks, settings)
     relative, content = _read_spec(named, settings.repo)
-    evaluation = _evaluate(relative, content, settings, now)
+    key = uuid.uuid4().hex  # NOTE: never the task's own: a task must not join another launch
+    evaluation, view = _evaluate(relative, content, settings, now, key)
     if evaluation.spec is not None:
         _check_match(task, asks, evaluation.spec, relative, exec_request=request == "exec")
     _check_cleared(evaluation.result)
     assert evaluation.spec is not None and evaluation.result.fingerprint is not None
+    _launch(view, evaluation, key)
     approval = evaluation.result.approval.approval if evaluation.result.approval else None
     tags = tracking.spec_tags(
         evaluation.spec,
@@ -173,7 +177,25 @@ def judge(
         approval_id=approval.record_id if approval else None,
     )
     tags[tracking.SUBMITTED_AT] = now.isoformat(timespec="seconds")
-    return tag_envs(tags)
+    return tag_envs(tags) | {LAUNCH_KEY_ENV: key}
+
+
+def _launch(view: LedgerView, evaluation: Evaluation, key: str) -> None:
+    """Record the admitted task's launch when the ledger is in play (fail closed if not)."""
+    result = evaluation.result
+    if result.approval is None and result.budget is None:
+        return
+    from gate.integrations.signing import SIGNER_ENV, signer_from
+
+    try:
+        signer = signer_from(os.environ, principal="skypilot-policy")
+        by = signer.principal if signer else os.environ.get(SIGNER_ENV, "skypilot-policy")
+        record_launch(view, evaluation, launch_key=key, by=by, signer=signer)
+    except (BackendError, InputError) as exc:
+        raise Rejection(
+            f"{result.file} is cleared, but its launch could not be recorded ({exc}) — "
+            "launches are refused until the ledger records them (fail closed)"
+        ) from None
 
 
 def tag_envs(tags: Mapping[str, str]) -> dict[str, str]:
@@ -234,14 +256,16 @@ def _read_spec(named: str, repo: Path) -> tuple[str, bytes]:
 
 
 def _evaluate(
-    relative: str, content: bytes, settings: PolicySettings, now: dt.datetime
-) -> Evaluation:
+    relative: str, content: bytes, settings: PolicySettings, now: dt.datetime, key: str
+) -> tuple[Evaluation, LedgerView]:
     """The spec judged as ``budget-gate verify`` judges it (approvals count)."""
     uri = settings.tracking_uri
-    view = LedgerView(lambda: open_ledger(uri), now, approvals=True, where=redact(uri))
-    evaluator = Evaluator(PolicySet(settings.policy_dir), load_catalog(), now.date(), ledger=view)
+    view = LedgerView(lambda trust: open_ledger(uri, trust), now, approvals=True, where=redact(uri))
+    evaluator = Evaluator(
+        PolicySet(settings.policy_dir), load_catalog(), now.date(), ledger=view, launch_key=key
+    )
     try:
-        return evaluator.evaluate_spec(relative, content)
+        return evaluator.evaluate_spec(relative, content), view
     except BackendError as exc:
         raise Rejection(
             f"{relative} cannot be cleared: the ledger is unreachable ({exc}) — launches "

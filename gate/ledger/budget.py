@@ -1,18 +1,20 @@
 """Monthly budget per team or cost center (pure): what the ledger says is spent this month.
 
-Spend in a calendar month (UTC) = approved but not yet reconciled + reconciled actuals:
+Spend in a calendar month (UTC) = committed + reconciled actuals:
 
-- *committed*: per spec path, the newest approval recorded this month that is not revoked
-  and whose fingerprint has no reconciliation yet, at its approved worst-case amount (an
-  approval of a newer version of a spec supersedes the older one; expiry does not release
-  the money, since the runs may have started);
+- *committed*: per spec path, the newest approval recorded this month that is neither
+  revoked, launched nor reconciled after it, at its approved worst-case amount (an approval
+  of a newer version of a spec supersedes the older one; expiry does not release the
+  money, since the runs may have started); plus every launch recorded this month and not
+  reconciled after it, at the worst case it was launched with (a launch takes its
+  approval's place);
 - *actual*: per fingerprint, the newest reconciliation recorded this month.
 
 The records are folded into running sums (:mod:`gate.ledger.spend`), so a revocation is
 found by id and a ledger can hand over a month's sums without every record. The spec
-being evaluated is left out of the committed spend (its own approval must not
-count against it). Records in another currency than the policy's are not added up; they
-are counted so the report can say so.
+being evaluated has its own approval left out of the committed spend (it must not count
+against it); its launches count, since each is money being spent. Records in another
+currency than the policy's are not added up; they are counted so the report can say so.
 """
 
 from __future__ import annotations
@@ -91,6 +93,8 @@ class BudgetStatus:
     currency: str
     warn_at: Decimal
     other_currency: int = 0
+    launched: Decimal = Decimal(0)
+    """The part of ``committed`` that launches not yet reconciled hold."""
 
     @property
     def spent(self) -> Decimal:
@@ -172,4 +176,5 @@ def spend_status(
         currency=policy.currency,
         warn_at=Decimal(str(policy.limits.budget_warn_at)),
         other_currency=totals.other_currency,
+        launched=totals.launched,
     )

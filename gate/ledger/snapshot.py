@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from gate.ledger import tracking
 from gate.ledger.records import LedgerQuery, LedgerRecord
+from gate.ledger.signing import Signer, Trust, snapshot_message
 from gate.ledger.spend import Spend
 
 SETTLE = dt.timedelta(minutes=15)
@@ -30,6 +31,9 @@ MONTH = tracking.PREFIX + "snapshot_month"
 CHECKSUM = tracking.PREFIX + "snapshot_sha256"
 PARTS = tracking.PREFIX + "snapshot_parts"
 PART = tracking.PREFIX + "snapshot."
+TRUST = tracking.PREFIX + "snapshot_trust"
+SIGNATURE = tracking.PREFIX + "snapshot_signature"
+SIGNER = tracking.PREFIX + "snapshot_signer"
 PART_CHARS = 7_900  # MLflow cuts tag values at 8,000 characters
 
 
@@ -70,25 +74,46 @@ def fold(spend: Spend, record: LedgerRecord, start: dt.datetime, now: dt.datetim
         spend.add(record, current=record.recorded_at >= start)
 
 
-def encode(snap: Snapshot) -> dict[str, str]:
-    """The run tags that hold ``snap``: compressed JSON in parts, with their checksum."""
+def encode(
+    snap: Snapshot, scope: str, month: str, trust: Trust, signer: Signer | None
+) -> dict[str, str]:
+    """The run tags that hold ``snap``: compressed JSON in parts, with their checksum.
+
+    It names the trust it was folded under (a reader under other signers does not use
+    it), and is signed when the trust wants signatures.
+    """
     spend = snap.spend.to_json()
     body = {"cutoff_ms": snap.cutoff_ms, "pending": list(snap.pending), "spend": spend}
     blob = base64.b64encode(zlib.compress(json.dumps(body, separators=(",", ":")).encode(), 6))
     text = blob.decode("ascii")
     parts = [text[i : i + PART_CHARS] for i in range(0, len(text), PART_CHARS)] or [""]
+    checksum = hashlib.sha256(blob).hexdigest()
     tags = {f"{PART}{n:04d}": part for n, part in enumerate(parts)}
-    return tags | {CHECKSUM: hashlib.sha256(blob).hexdigest(), PARTS: str(len(parts))}
+    tags |= {CHECKSUM: checksum, PARTS: str(len(parts)), SCOPE: scope, MONTH: month}
+    tags[TRUST] = trust.digest
+    if signer is not None:
+        message = snapshot_message(scope, month, snap.cutoff_ms, trust.digest, checksum)
+        tags |= {SIGNATURE: signer.sign(message), SIGNER: signer.principal}
+    return tags
 
 
-def decode(tags: Mapping[str, str], start_ms: int) -> Snapshot | None:
-    """The snapshot a run's tags hold, or ``None`` when it is damaged or of another format."""
+def decode(tags: Mapping[str, str], start_ms: int, trust: Trust) -> Snapshot | None:
+    """The snapshot a run's tags hold, or ``None`` when it is unusable.
+
+    Unusable: damaged, of another format, or not folded and signed under ``trust``.
+    """
     try:
         count = int(tags[PARTS])
         text = "".join(tags[f"{PART}{n:04d}"] for n in range(count))
         blob = text.encode("ascii")
-        if hashlib.sha256(blob).hexdigest() != tags[CHECKSUM]:
+        checksum = tags[CHECKSUM]
+        if hashlib.sha256(blob).hexdigest() != checksum or tags.get(TRUST) != trust.digest:
             return None
+        if trust.signers is not None:
+            message = snapshot_message(tags[SCOPE], tags[MONTH], start_ms, trust.digest, checksum)
+            at = dt.datetime.fromtimestamp(start_ms / 1000, dt.timezone.utc)
+            if trust.signers.check(message, tags[SIGNATURE], tags[SIGNER], at) is not None:
+                return None
         body = json.loads(zlib.decompress(base64.b64decode(blob)))
         if int(body["cutoff_ms"]) != start_ms:
             return None

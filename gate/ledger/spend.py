@@ -2,17 +2,23 @@
 
 :class:`Spend` holds what the monthly budget needs of a scope's records, and nothing else:
 
-- the *live* approvals (neither revoked nor reconciled yet), indexed by record id and by
-  fingerprint, so a revocation or a reconciliation removes them in constant time;
+- the *reservations*: approvals not yet launched, revoked or reconciled, at their approved
+  worst case;
+- the *launches* not yet reconciled, at the worst case each was launched with (an
+  approval's first launch takes its reservation over; each launch commits money until a
+  reconciliation of its fingerprint recorded after it);
 - per fingerprint and currency, the newest reconciliation (its actual cost);
 - how many records each currency has (the report says how many were not added up).
 
-Folding is order-free: "newest" is decided by (recorded time, record id) — the order a
-ledger search returns ties in — so a state folded from a snapshot and then from the
-records after it equals the state folded from every record at once. Whose approvals are
-left out (the spec being evaluated) and which currency counts are decided only when the
-totals are read, so one state serves every spec of a scope. It encodes to JSON (amounts as
-exact decimal strings) for the ledger's snapshot records.
+A reconciliation releases the reservations and launches of its fingerprint recorded
+*before* it; an approval or launch after it commits again. Folding is order-free: "before"
+and "newest" are decided by (recorded time, record id), so a state folded from a snapshot
+and then from the records after it equals the state folded from every record at once.
+Whose reservations are left out (the
+spec being evaluated) and which currency counts are decided only when the totals are read,
+so one state serves every spec of a scope. It encodes to JSON (amounts as exact decimal
+strings) for the ledger's snapshot records. Folding a record twice changes nothing but
+the counts, so a copy of a record (same record id) adds no money.
 """
 
 from __future__ import annotations
@@ -25,18 +31,18 @@ from typing import Any, Protocol, runtime_checkable
 
 from gate.ledger.records import LedgerQuery, LedgerRecord, RecordKind
 
-FORMAT = 1
+FORMAT = 2
 """The version of :meth:`Spend.to_json`'s encoding; another version is not read."""
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _MICRO = dt.timedelta(microseconds=1)
 
-Order = tuple[int, str, int]
-"""(recorded time in µs since the epoch, record id, fold sequence): larger is newer."""
+Order = tuple[int, str]
+"""(recorded time in µs since the epoch, record id): larger is newer."""
 
 
 @dataclass(frozen=True, slots=True)
 class Live:
-    """An approval that still commits money: its spec, version, amount and age."""
+    """Money still committed: a reservation or a launch, its spec, version, amount and age."""
 
     spec: str
     fingerprint: str
@@ -52,6 +58,8 @@ class Totals:
     committed: Decimal
     actual: Decimal
     other_currency: int
+    launched: Decimal = Decimal(0)
+    """The part of ``committed`` that launches hold (the rest is approved, not launched)."""
 
 
 @runtime_checkable
@@ -67,39 +75,42 @@ class Spend:
     """Running sums of one budget scope's records in one month (see the module docstring)."""
 
     def __init__(self) -> None:
-        self.live: dict[str, Live] = {}
-        self.by_fingerprint: dict[str, set[str]] = {}
+        self.reserved: dict[str, Live] = {}
+        self.launches: dict[str, Live] = {}
         self.reconciled: dict[str, dict[str, tuple[Order, Decimal]]] = {}
-        self.revoked: set[str] = set()  # ids revoked before their approval was folded
+        self.revoked: set[str] = set()
+        self.launched: set[str] = set()  # approvals that a launch took over
         self.counts: dict[str, int] = {}
         self.folded = 0
+        self._by_fingerprint: dict[str, set[str]] = {}
 
     def add(self, record: LedgerRecord, *, current: bool = True) -> None:
         """Fold one record; ``current`` False for a record before the month (it only releases).
 
-        A record from before the month still marks its fingerprint reconciled or revokes an
-        approval, as the full computation does, but adds no money and is not counted.
+        A record from before the month still marks its fingerprint reconciled, revokes an
+        approval or takes an approval's reservation over, as the full computation does, but
+        adds no money and is not counted.
         """
         self.folded += 1
         key = record.record_id or f"#{self.folded}"
-        order: Order = (_micros(record.recorded_at), record.record_id or "", self.folded)
+        order: Order = (_micros(record.recorded_at), record.record_id or "")
         if current:
             self.counts[record.currency] = self.counts.get(record.currency, 0) + 1
-        if record.kind is RecordKind.APPROVAL and current:
-            self._approve(record, key, order)
+        if record.kind is RecordKind.APPROVAL:
+            if current and key not in self.revoked and key not in self.launched:
+                self._commit(self.reserved, key, record, record.worst_cost, order)
         elif record.kind is RecordKind.REVOCATION:
+            self.revoked.update(record.revokes)
             for revoked in record.revokes:
-                if self._drop(revoked) is None:
-                    self.revoked.add(revoked)
-        elif record.kind is RecordKind.RECONCILIATION:
-            for approval in list(self.by_fingerprint.get(record.fingerprint, ())):
-                self._drop(approval)
-            newest = self.reconciled.setdefault(record.fingerprint, {})
+                self._release(self.reserved, revoked)
+        elif record.kind is RecordKind.LAUNCH:
+            if record.approval is not None:
+                self.launched.add(record.approval)
+                self._release(self.reserved, record.approval)
             if current:
-                amount = record.actual_cost or Decimal(0)
-                held = newest.get(record.currency)
-                if held is None or held[0] < order:
-                    newest[record.currency] = (order, amount)
+                self._launch(record, key, order)
+        elif record.kind is RecordKind.RECONCILIATION:
+            self._reconcile(record, order, current=current)
 
     def add_all(self, records: Iterable[LedgerRecord]) -> Spend:
         """Fold every record of ``records`` (all of this month); returns ``self``."""
@@ -108,59 +119,96 @@ class Spend:
         return self
 
     def totals(self, currency: str, *, spec: str, fingerprint: str) -> Totals:
-        """The spend in ``currency`` as seen by ``spec`` at ``fingerprint`` (left out itself).
+        """The spend in ``currency`` as seen by ``spec`` at ``fingerprint``.
 
-        Committed: per spec path, the newest live approval in ``currency`` of another spec
-        and another version. Actual: per fingerprint, its newest reconciliation in
-        ``currency``.
+        Committed: per spec path, the newest reservation in ``currency`` of another spec
+        and another version (the spec's own approval does not count against it), plus every
+        launch not yet reconciled (a launch is money being spent, this spec's included).
+        Actual: per fingerprint, its newest reconciliation in ``currency``.
         """
         newest: dict[str, Live] = {}
-        for live in self.live.values():
+        for live in self.reserved.values():
             if live.currency != currency or live.fingerprint == fingerprint or live.spec == spec:
                 continue
             held = newest.get(live.spec)
             if held is None or held.order < live.order:
                 newest[live.spec] = live
-        committed = sum((live.amount for live in newest.values()), Decimal(0))
+        launched = sum(
+            (live.amount for live in self.launches.values() if live.currency == currency),
+            Decimal(0),
+        )
+        committed = sum((live.amount for live in newest.values()), Decimal(0)) + launched
         actual = sum(
             (by[currency][1] for by in self.reconciled.values() if currency in by), Decimal(0)
         )
         other = sum(self.counts.values()) - self.counts.get(currency, 0)
-        return Totals(committed, actual, other)
+        return Totals(committed, actual, other, launched)
 
-    def _approve(self, record: LedgerRecord, key: str, order: Order) -> None:
-        if record.fingerprint in self.reconciled:
+    def _commit(
+        self,
+        into: dict[str, Live],
+        key: str,
+        record: LedgerRecord,
+        amount: Decimal | None,
+        order: Order,
+    ) -> None:
+        if self._reconciled_after(record.fingerprint, order):
             return
-        if record.record_id is not None and record.record_id in self.revoked:
-            self.revoked.discard(record.record_id)
-            return
-        amount = record.worst_cost or Decimal(0)
-        self.live[key] = Live(record.spec, record.fingerprint, record.currency, amount, order)
-        self.by_fingerprint.setdefault(record.fingerprint, set()).add(key)
+        into[key] = Live(
+            record.spec, record.fingerprint, record.currency, amount or Decimal(0), order
+        )
+        self._by_fingerprint.setdefault(record.fingerprint, set()).add(key)
 
-    def _drop(self, key: str) -> Live | None:
-        live = self.live.pop(key, None)
+    def _launch(self, record: LedgerRecord, key: str, order: Order) -> None:
+        """One launch commits once: the workers of a search share its ``launch_key``.
+
+        Of two records with one key, the larger amount holds (then the newer), so the order
+        they are folded in does not matter.
+        """
+        if record.launch_key:
+            key = f"launch:{record.fingerprint}:{record.currency}:{record.launch_key}"
+            held = self.launches.get(key)
+            amount = record.worst_cost or Decimal(0)
+            if held is not None and (held.amount, held.order) >= (amount, order):
+                return
+        self._commit(self.launches, key, record, record.worst_cost, order)
+
+    def _release(self, held: dict[str, Live], key: str) -> None:
+        live = held.pop(key, None)
         if live is not None:
-            keys = self.by_fingerprint[live.fingerprint]
+            keys = self._by_fingerprint[live.fingerprint]
             keys.discard(key)
             if not keys:
-                del self.by_fingerprint[live.fingerprint]
-        return live
+                del self._by_fingerprint[live.fingerprint]
+
+    def _reconciled_after(self, fingerprint: str, order: Order) -> bool:
+        by = self.reconciled.get(fingerprint)
+        return by is not None and any(held[0] > order for held in by.values())
+
+    def _reconcile(self, record: LedgerRecord, order: Order, *, current: bool) -> None:
+        for key in list(self._by_fingerprint.get(record.fingerprint, ())):
+            for held in (self.reserved, self.launches):
+                if key in held and held[key].order < order:
+                    self._release(held, key)
+        newest = self.reconciled.setdefault(record.fingerprint, {})
+        amount = (record.actual_cost or Decimal(0)) if current else Decimal(0)
+        held_now = newest.get(record.currency)
+        if held_now is None or held_now[0] < order:
+            newest[record.currency] = (order, amount)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready encoding; :meth:`from_json` gives back an equal state."""
         return {
             "format": FORMAT,
             "folded": self.folded,
-            "live": [
-                [key, v.spec, v.fingerprint, v.currency, str(v.amount), *v.order]
-                for key, v in self.live.items()
-            ],
+            "reserved": _lives(self.reserved),
+            "launches": _lives(self.launches),
             "reconciled": {
                 fp: {cur: [*order, str(amount)] for cur, (order, amount) in by.items()}
                 for fp, by in self.reconciled.items()
             },
             "revoked": sorted(self.revoked),
+            "launched": sorted(self.launched),
             "counts": self.counts,
         }
 
@@ -171,20 +219,34 @@ class Spend:
             raise ValueError(f"spend format {data.get('format')!r} is not {FORMAT}")
         spend = cls()
         spend.folded = int(data["folded"])
-        for key, spec, fp, currency, amount, micros, rid, seq in data["live"]:
-            order = (int(micros), str(rid), int(seq))
-            spend.live[key] = Live(spec, fp, currency, Decimal(amount), order)
-            spend.by_fingerprint.setdefault(fp, set()).add(key)
+        spend.reserved = _unlives(data["reserved"])
+        spend.launches = _unlives(data["launches"])
         spend.reconciled = {
             fp: {
-                cur: ((int(micros), str(rid), int(seq)), Decimal(amount))
-                for cur, (micros, rid, seq, amount) in by.items()
+                cur: ((int(micros), str(rid)), Decimal(amount))
+                for cur, (micros, rid, amount) in by.items()
             }
             for fp, by in data["reconciled"].items()
         }
-        spend.revoked = set(data["revoked"])
+        spend.revoked = {str(i) for i in data["revoked"]}
+        spend.launched = {str(i) for i in data["launched"]}
         spend.counts = {str(k): int(v) for k, v in data["counts"].items()}
+        for key, live in [*spend.reserved.items(), *spend.launches.items()]:
+            spend._by_fingerprint.setdefault(live.fingerprint, set()).add(key)
         return spend
+
+
+def _lives(held: dict[str, Live]) -> list[list[object]]:
+    return [
+        [key, v.spec, v.fingerprint, v.currency, str(v.amount), *v.order] for key, v in held.items()
+    ]
+
+
+def _unlives(rows: list[list[Any]]) -> dict[str, Live]:
+    return {
+        str(key): Live(str(spec), str(fp), str(cur), Decimal(amount), (int(micros), str(rid)))
+        for key, spec, fp, cur, amount, micros, rid in rows
+    }
 
 
 def _micros(moment: dt.datetime) -> int:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import InputError, InputErrors, Location
+from gate.ledger.signing import SIGNERS_FILE, Signers, Trust
 from gate.policy.model import NO_BASE, Policy
 from gate.policy.rules import all_rule_ids
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap, load_bytes, load_file
@@ -68,6 +69,34 @@ class PolicySet:
         self._files = dict(files) if files is not None else None
         self._by_name: dict[str, LoadedPolicy] = {}
         self._names: list[str] | None = None
+        self._trust: Trust | None = None
+
+    def trust(self) -> Trust:
+        """Who may sign ledger records: the directory's ``allowed_signers`` file, if any.
+
+        Read from the same place as the policies (the base commit on a pull request), once.
+        Without the file, records are read unsigned, and the commands say so.
+        """
+        if self._trust is None:
+            name = (self.policy_dir / SIGNERS_FILE).as_posix()
+            content = self._read_other(SIGNERS_FILE)
+            signers = Signers.parse(content, name) if content is not None else None
+            self._trust = Trust(signers, name)
+        return self._trust
+
+    def _read_other(self, file_name: str) -> bytes | None:
+        """A file of the policy directory that is not a policy, or ``None`` when absent."""
+        if self._files is not None:
+            return self._files.get(file_name)
+        if self.builtin:
+            return None
+        try:
+            return (self.policy_dir / file_name).read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            path = self.policy_dir / file_name
+            raise InputError(f"{path}: cannot read ({exc.strerror})") from None
 
     def for_team(self, team: str | None) -> LoadedPolicy:
         """The team's policy if ``<team>.yaml`` exists, else the default policy."""

@@ -12,7 +12,7 @@ import re
 from enum import Enum
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StrictBool, StrictFloat
+from pydantic import AfterValidator, Field, StrictBool, StrictFloat, StrictInt
 
 from gate.estimate.settings import (
     Calibration,
@@ -100,6 +100,8 @@ class Approval(Model):
         default_factory=lambda: list(ALL_ORIGINS)
     )
     """Where approvals may come from: local (budget-gate approve) and github (reviews, comments)."""
+    launches: Annotated[StrictInt, Field(ge=1, le=1000)] = 1
+    """How many launches one approval covers; the next launch needs a new approval."""
 
 
 class Labels(Model):

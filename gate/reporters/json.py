@@ -10,8 +10,8 @@ from gate.errors import Problem
 from gate.estimate.scenarios import Estimate, Scenario
 from gate.evaluation.diff import Driver, ScenarioDiff, SpecDiff
 from gate.evaluation.report import Report, SpecResult
+from gate.ledger.approvals import ApprovalCheck
 from gate.ledger.budget import BudgetStatus
-from gate.ledger.records import ApprovalCheck
 from gate.money import fixed
 from gate.policy.findings import Finding
 from gate.reporters.change import explain
@@ -39,6 +39,7 @@ class JsonReporter:
             "price_catalog": {"source": report.catalog_source, "date": report.catalog_date},
             "results": [_result(r) for r in report.results],
             "diff": _diffs(report),
+            "ledger": _ledger(report),
             "rules": {
                 rule_id: {
                     "slug": info.slug,
@@ -50,6 +51,18 @@ class JsonReporter:
             },
         }
         return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _ledger(report: Report) -> dict[str, Any] | None:
+    note = report.ledger
+    if note is None:
+        return None
+    return {
+        "where": note.where,
+        "signed": note.signed,
+        "warning": note.warning,
+        "ignored": dict(note.ignored),
+    }
 
 
 def _result(result: SpecResult) -> dict[str, Any]:

@@ -22,7 +22,8 @@ from typing_extensions import assert_never
 from gate.estimate.scenarios import Estimate, Scenario
 from gate.evaluation.diff import Change, SpecDiff
 from gate.evaluation.report import RenderContext, Report, SpecResult
-from gate.ledger.records import ApprovalCheck, short, when
+from gate.ledger.approvals import ApprovalCheck
+from gate.ledger.records import short, when
 from gate.money import format_amount
 from gate.policy.findings import Finding, Outcome
 from gate.policy.model import Severity
@@ -393,7 +394,9 @@ def _removed_section(report: Report) -> str:
 def _footer(report: Report) -> str:
     prices = f"Prices: {escape(report.catalog_source)}; {escape(report.catalog_date)}."
     rules = link("Rules", report.context.docs_url)
-    return f"---\n\n<sub>{prices} {rules} · budget-gate {escape(report.version)}</sub>"
+    ledger = report.ledger.lines() if report.ledger else []
+    notes = "".join(f"> [!WARNING]\n> Ledger: {escape(line)}\n\n" for line in ledger)
+    return f"{notes}---\n\n<sub>{prices} {rules} · budget-gate {escape(report.version)}</sub>"
 
 
 def _money(amount: Decimal, currency: str) -> str:

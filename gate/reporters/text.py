@@ -13,8 +13,9 @@ from typing import ClassVar
 from gate.estimate.scenarios import Estimate, Scenario
 from gate.evaluation.diff import SpecDiff
 from gate.evaluation.report import Report, SpecResult
+from gate.ledger.approvals import ApprovalCheck
 from gate.ledger.budget import BudgetStatus
-from gate.ledger.records import ApprovalCheck, when
+from gate.ledger.records import when
 from gate.money import format_amount, format_money
 from gate.policy.findings import Finding, Outcome
 from gate.reporters.change import diff_lines
@@ -35,7 +36,9 @@ class TextReporter:
         blocks = [_spec_block(result, report) for result in report.results]
         blocks.extend(_removed_block(diff, report) for diff in report.removed)
         counts = _counts(report)
+        ledger = [f"ledger: {line}" for line in report.ledger.lines()] if report.ledger else []
         footer = [
+            *ledger,
             f"prices: {report.catalog_source}; {report.catalog_date}",
             f"{counts} — verdict: {report.outcome.value} (exit {report.outcome.exit_code})",
         ]

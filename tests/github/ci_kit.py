@@ -58,6 +58,11 @@ approval: {trials_over: 1000000, approvers: {users: [Codertocat], allow_self_app
 """
 
 
+def fresh() -> dt.datetime:
+    """A moment ago: a ``/budget-gate approve`` binds to the head only while it is new."""
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0) - dt.timedelta(seconds=30)
+
+
 def grid_spec(warmups: int = 4, *, name: str = "llama-8b-lora-grid") -> str:
     """The example grid (4 × 4 × ``warmups`` trials of one H100) under ``name``."""
     values = ", ".join(str(round(0.01 * i, 2)) for i in range(warmups))

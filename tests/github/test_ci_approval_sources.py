@@ -29,8 +29,9 @@ def test_github_only_sources_ignore_a_local_ledger_approval(
     local = tmp_path / "local"
     (local / "policies").mkdir(parents=True)
     (local / "policies" / "default.yaml").write_text(POLICY, encoding="utf-8")
-    (local / "spec.yaml").write_text(spec_text, encoding="utf-8")
-    approve = [sys.executable, "-m", "gate", "approve", "spec.yaml", "--by", "alice"]
+    (local / "experiments").mkdir()
+    (local / SPEC).write_text(spec_text, encoding="utf-8")  # the same path in the repository
+    approve = [sys.executable, "-m", "gate", "approve", SPEC, "--by", "alice"]
     where = ["--reason", "at my desk", "--tracking-uri", mlflow_server.uri]
     proc = subprocess.run(
         [*approve, *where], cwd=local, capture_output=True, text=True, check=False

@@ -19,10 +19,12 @@ from tests.github.ci_kit import (
     SPEC,
     T0,
     PullRequestStory,
+    fresh,
     grid_spec,
 )
 from tests.github.events import load_event
 from tests.github.fake_github import FakeGitHub
+from tests.ledger_kit import UNSIGNED
 
 HOUR = dt.timedelta(hours=1)
 SMALL = grid_spec(1)  # 16 trials: within policy
@@ -137,9 +139,7 @@ def test_reviews_are_requested_once_per_need(story: PullRequestStory) -> None:
     assert story.requested == (["octocat", "alice"], ["ml-platform"])
     story.run("pull_request.labeled", story.pull_request_event("labeled"))
     assert len(story.fake.requests_for("pulls/request-reviewers")) == 1
-    story.run(
-        "issue_comment", story.comment_event("carol", "/budget-gate approve", at=T0 + 2 * HOUR)
-    )
+    story.run("issue_comment", story.comment_event("carol", "/budget-gate approve", at=fresh()))
     assert story.status()[0] == "success" and "budget-approval-required" not in story.labels
 
 
@@ -197,9 +197,11 @@ def test_approvals_are_recorded_in_the_mlflow_ledger(
     from gate.integrations.mlflow.client import MlflowLedger
     from gate.ledger.records import LedgerQuery
 
-    (record,) = MlflowLedger(mlflow_server.uri).query(LedgerQuery(team=team))
+    (record,) = MlflowLedger(mlflow_server.uri, UNSIGNED).query(LedgerQuery(team=team))
     assert (record.by, record.source.value, record.pr_number) == ("alice", "github-review", NUMBER)
-    assert record.recorded_at == T0 + 2 * HOUR and f"{record.worst_cost:.2f}" == "580.27"
+    assert record.event_at == T0 + 2 * HOUR and f"{record.worst_cost:.2f}" == "580.27"
+    assert dt.datetime.now(dt.timezone.utc) - record.recorded_at < dt.timedelta(minutes=5)
+    assert (record.head_sha, record.event_id) == (story.head, f"review-{review['review']['id']}")
     assert json.loads(Path(again.outputs["report-json"]).read_text())["results"][0]["approval"][
         "approved"
     ]

@@ -20,6 +20,7 @@ from tests.github.ci_kit import (
     SPEC,
     T0,
     PullRequestStory,
+    fresh,
     grid_spec,
 )
 from tests.reporters.test_markdown import OUR_TAGS, to_html
@@ -72,13 +73,18 @@ def test_self_approval_is_refused_unless_the_policy_allows_it(
         )
 
 
-def test_an_approval_older_than_the_last_spec_change_is_refused(story: PullRequestStory) -> None:
+def test_an_approval_of_a_commit_before_the_last_spec_change_is_refused(
+    story: PullRequestStory,
+) -> None:
     story.repo.add_review(
-        NUMBER, "alice", "APPROVED", submitted_at=T0 + 30 * dt.timedelta(minutes=1)
+        NUMBER, "alice", "APPROVED", commit_id=BASE, submitted_at=T0 + 30 * dt.timedelta(minutes=1)
     )
-    opened(story)  # the spec commit is dated T0 + 1h, after alice's approval
+    opened(story)  # the spec changes in a commit after the one alice reviewed
     assert story.status()[0] == "pending"
-    assert "does not count: it predates the spec's last change" in story.bot_comments()[0]
+    assert (
+        f"it reviewed commit {BASE[:7]}, from before the spec's last change"
+        in (story.bot_comments()[0])
+    )
 
 
 def test_a_review_of_an_older_commit_is_refused_even_if_commit_dates_are_set_back(
@@ -104,7 +110,7 @@ def test_a_comment_approval_by_a_non_member_is_refused_with_a_reply(
     for login in ("mallory", "dave"):
         ran = story.run(
             "issue_comment",
-            story.comment_event(login, "/budget-gate approve ship it", at=T0 + 2 * HOUR),
+            story.comment_event(login, "/budget-gate approve ship it", at=fresh()),
         )
         assert ran.code == 0, ran.stderr
         assert story.status()[0] == "pending"
@@ -131,7 +137,7 @@ def test_members_maintainers_and_listed_users_may_approve_by_comment(
     opened(story)
     ran = story.run(
         "issue_comment",
-        story.comment_event(login, "/budget-gate approve Q4 launch", at=T0 + 2 * HOUR),
+        story.comment_event(login, "/budget-gate approve Q4 launch", at=fresh()),
     )
     assert ran.code == 0, ran.stderr
     assert story.status() == ("success", f"approved by {login} · worst case 580.27 USD")
@@ -143,11 +149,11 @@ def test_members_maintainers_and_listed_users_may_approve_by_comment(
 def test_a_pending_team_member_and_an_edited_comment_are_refused(story: PullRequestStory) -> None:
     story.fake.set_team_member("Octocoders", "budget-approvers", "pat", "pending")
     opened(story)
-    story.run("issue_comment", story.comment_event("pat", "/budget-gate approve", at=T0 + 2 * HOUR))
+    story.run("issue_comment", story.comment_event("pat", "/budget-gate approve", at=fresh()))
     assert "not an active member of Octocoders/budget-approvers" in story.comments()[-1]
-    edited = story.comment_event("alice", "/budget-gate approve", at=T0 + 2 * HOUR)
+    edited = story.comment_event("alice", "/budget-gate approve", at=fresh())
     story.fake.seed_from_event(edited)  # as GitHub holds it: posted, then edited by someone
-    story.repo.comments[edited["comment"]["id"]].updated_at = T0 + 3 * HOUR
+    story.repo.comments[edited["comment"]["id"]].updated_at = fresh() + HOUR
     story.run("issue_comment", edited)
     assert story.status()[0] == "pending"
     assert "the comment was edited after it was posted" in story.comments()[-1]
@@ -164,9 +170,7 @@ def test_markdown_and_html_in_spec_fields_are_escaped(story: PullRequestStory) -
     )
     path = "experiments/<b>x</b>.yaml"
     ran = opened(story, path, text)
-    story.run(
-        "issue_comment", story.comment_event("mallory", "/budget-gate approve", at=T0 + 2 * HOUR)
-    )
+    story.run("issue_comment", story.comment_event("mallory", "/budget-gate approve", at=fresh()))
     for body in [*story.bot_comments(), ran.summary]:
         page = to_html(body)
         assert set(re.findall(r"<([a-z0-9]+)", page)) <= OUR_TAGS | {"code"}

@@ -39,5 +39,5 @@ def test_open_approve_then_push_more_trials(story: PullRequestStory) -> None:
     assert story.status(second) == ("pending", "approval required · worst case 1,160.53 USD")
     assert story.status(first)[0] == "success"  # the old commit keeps its own status
     (comment,) = story.bot_comments()
-    assert "does not count: it predates the spec" in comment.replace("\n", " ")
+    assert f"it reviewed commit {first[:7]}, from before the spec" in comment.replace("\n", " ")
     assert "budget-approval-required" in story.labels

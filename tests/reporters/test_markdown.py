@@ -14,7 +14,8 @@ from cmarkgfm.cmark import Options
 
 from gate.errors import Location
 from gate.evaluation.report import RenderContext, Report, SpecResult
-from gate.ledger.records import ApprovalCheck, LedgerRecord, RecordKind, Source
+from gate.ledger.approvals import ApprovalCheck
+from gate.ledger.records import LedgerRecord, RecordKind, Source
 from gate.policy.findings import Finding, Outcome
 from gate.policy.model import Severity
 from gate.reporters.markdown import (

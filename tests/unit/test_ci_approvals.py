@@ -62,24 +62,31 @@ def test_a_reviewers_latest_decision_counts_and_comments_are_commands() -> None:
         Source.GITHUB_REVIEW,
     )
     assert found[0].describe() == "the review by alice on 2026-11-29 12:01 UTC"
+    assert found[1].commit_id is None  # no binding known: the comment approves nothing yet
 
 
-def _candidate(at: dt.datetime, commit: str | None = None, edited: bool = False) -> Candidate:
-    return Candidate(Via.REVIEW, 1, "alice", False, at, commit_id=commit, edited=edited)
+def test_a_comment_approves_the_commit_its_binding_names() -> None:
+    found = candidates([], [comment("erin", "/budget-gate approve", T, 7)], {"comment-7": "e" * 40})
+    assert [(c.key, c.commit_id) for c in found] == [("comment-7", "e" * 40)]
+
+
+def _candidate(
+    at: dt.datetime, commit: str | None = None, edited: bool = False, via: Via = Via.REVIEW
+) -> Candidate:
+    return Candidate(via, 1, "alice", False, at, commit_id=commit, edited=edited)
 
 
 @pytest.mark.parametrize(
     ("candidate", "refusal"),
     [
         (_candidate(T + MIN, "d" * 40), None),
-        (_candidate(T + MIN), None),  # a comment: no commit to check
-        (
-            _candidate(T),
-            "it predates the spec's last change (commit ccccccc, 2026-11-29 12:00 UTC)",
-        ),
-        (_candidate(T - MIN, "d" * 40), "it predates"),
+        (_candidate(T + MIN, "c" * 40, via=Via.COMMENT), None),  # bound to the last change
+        # dates order nothing: an approval of the head counts whatever the commit says
+        (_candidate(T - 60 * MIN, "d" * 40), None),
+        (_candidate(T + MIN, via=Via.COMMENT), "the commit it approved is unknown"),
         # dated after the change, but given on an older commit: commit dates can be set back
         (_candidate(T + MIN, "b" * 40), "it reviewed commit bbbbbbb, from before"),
+        (_candidate(T + MIN, "b" * 40, via=Via.COMMENT), "it approved commit bbbbbbb, from"),
         (_candidate(T + MIN, edited=True), "the comment was edited after it was posted"),
     ],
 )

@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
-from gate.errors import BackendError, InputError
+from gate.errors import InputError
 from gate.integrations.mlflow.tracking_uri import default_tracking_uri, resolve_tracking_uri
+from gate.ledger.approvals import Requirement, authorize, check_approvals, explain_changed
 from gate.ledger.approvers import Approvers
-from gate.ledger.records import (
-    LedgerRecord,
-    RecordKind,
-    Requirement,
-    Source,
-    authorize,
-    check_approvals,
-    explain_changed,
-    from_tags,
-    parse_expiry,
-    to_tags,
-)
+from gate.ledger.encoding import PAYLOAD, Malformed, from_tags, payload, to_tags
+from gate.ledger.records import LedgerRecord, RecordKind, Source, parse_expiry
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -65,48 +57,104 @@ def revocation(at: dt.datetime, revokes: tuple[str, ...] = ("r1",)) -> LedgerRec
     )
 
 
+def _read(record: LedgerRecord, run_id: str) -> LedgerRecord:
+    """What a reader gets back: the record, with its payload and the run that holds it."""
+    tags = to_tags(record)
+    return dataclasses.replace(record, payload=tags[PAYLOAD], run_id=run_id)
+
+
 def test_tags_round_trip_exactly():
     record = approval(
-        cost_center="cc-1", source=Source.GITHUB_COMMENT, pr_number=42, worst_cost=Decimal("0.10")
+        cost_center="cc-1",
+        source=Source.GITHUB_COMMENT,
+        pr_number=42,
+        worst_cost=Decimal("0.10"),
+        event_at=NOW - dt.timedelta(days=2),
+        head_sha="c" * 40,
+        event_id="comment-9",
     )
     revoking = revocation(NOW, revokes=("a1", "b2"))
     assert to_tags(revoking)["budget_gate.revokes"] == "a1,b2"
-    assert from_tags(to_tags(revoking), "rv") == revoking
+    assert from_tags(to_tags(revoking), "rv-run") == _read(revoking, "rv-run")
     tags = to_tags(record)
     assert tags["budget_gate.kind"] == "approval"
     assert tags["budget_gate.worst_cost"] == "0.10"
     assert tags["budget_gate.fingerprint"] == FP
     assert tags["budget_gate.pr_number"] == "42"
-    assert from_tags(tags, "r1") == record
+    assert tags["budget_gate.record_version"] == "2"
+    assert from_tags(tags, "r1-run") == _read(record, "r1-run")
+
+
+def test_the_payload_is_canonical_and_carries_every_field():
+    record = approval(launch_key="k", approval="a0", signer="alice", event_id="review-3")
+    text = payload(record)
+    assert text == json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
+    body = json.loads(text)
+    assert (body["id"], body["launch_key"], body["approval"], body["signer"]) == (
+        "r1",
+        "k",
+        "a0",
+        "alice",
+    )
+    assert body["recorded_at"] == "2026-11-28T12:00:00.000000+00:00"  # UTC, to the µs
 
 
 def test_unset_fields_are_not_tagged():
-    record = approval(team=None, expires_at=None, expected_cost=None, record_id=None)
+    record = approval(team=None, expires_at=None, expected_cost=None)
     tags = to_tags(record)
     assert "budget_gate.team" not in tags
     assert "budget_gate.expires_at" not in tags
     assert "budget_gate.actual_cost" not in tags
     assert "budget_gate.revokes" not in tags
-    assert from_tags(tags, "r9") == dataclasses.replace(record, record_id="r9")
+    assert '"team"' not in tags[PAYLOAD]
+    assert from_tags(tags, "r9") == _read(record, "r9")
+
+
+def test_a_record_written_before_payloads_is_read_from_its_tags():
+    tags = {
+        k: v for k, v in to_tags(approval()).items() if k not in (PAYLOAD, "budget_gate.record_id")
+    }
+    old = from_tags(tags, "run-1")
+    assert (old.record_id, old.run_id, old.payload, old.worst_cost) == (
+        "run-1",
+        "run-1",
+        None,
+        Decimal("611.31"),
+    )
 
 
 @pytest.mark.parametrize(
     ("key", "value"),
     [
-        ("budget_gate.worst_cost", "lots"),
+        ("budget_gate.worst_cost", "lots"),  # a v1 record's tags
         ("budget_gate.worst_cost", "NaN"),
         ("budget_gate.kind", "bribe"),
         ("budget_gate.recorded_at", "2026-11-29T12:00:00"),
         ("budget_gate.currency", None),
     ],
 )
-def test_malformed_records_are_a_backend_error_naming_the_run(key, value):
-    tags = to_tags(approval())
+def test_malformed_old_records_do_not_read(key, value):
+    tags = {k: v for k, v in to_tags(approval()).items() if k != PAYLOAD}
     if value is None:
         del tags[key]
     else:
         tags[key] = value
-    with pytest.raises(BackendError, match=r"ledger record run-7 .* is malformed"):
+    with pytest.raises(Malformed):
+        from_tags(tags, "run-7")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"budget_gate.team": "nlp"},  # a searched tag that says other than the payload
+        {"budget_gate.fingerprint": "sha256:" + "f" * 64},
+        {PAYLOAD: "{not json"},
+        {PAYLOAD: json.dumps({"v": 1})},
+    ],
+)
+def test_a_payload_its_tags_contradict_does_not_read(change):
+    tags = to_tags(approval()) | change
+    with pytest.raises(Malformed):
         from_tags(tags, "run-7")
 
 

@@ -35,6 +35,7 @@ def ledgers(draw: st.DrawFn) -> list[LedgerRecord]:
         amount = Decimal(draw(st.integers(0, 100_000))) / 100
         at = draw(st.sampled_from(MOMENTS))
         ids = [f"run{i:03d}" for i in range(count)]  # revocations may name later records
+        launch = kind is RecordKind.LAUNCH
         records.append(
             LedgerRecord(
                 kind=kind,
@@ -50,6 +51,8 @@ def ledgers(draw: st.DrawFn) -> list[LedgerRecord]:
                 if kind is RecordKind.REVOCATION and ids
                 else (),
                 record_id=f"run{n:03d}",
+                approval=draw(st.sampled_from([None, *ids])) if launch and ids else None,
+                launch_key=draw(st.sampled_from([None, "k1", "k2"])) if launch else None,
             )
         )
     # NOTE: the order a ledger search returns: start time (ms), then run id.

@@ -69,8 +69,9 @@ class RepoPaths:
     """Spec paths relative to the repository root, as waiver globs match them.
 
     The root is the git work tree that holds the policy directory, else the policy
-    directory's parent; it is looked up once, on first use (one ``git rev-parse``). A spec
-    outside the root keeps its path as given, normalized.
+    directory's parent; it is looked up once, on first use, by the nearest ``.git`` upward
+    (what ``git rev-parse --show-toplevel`` prints, without starting git). A spec outside the
+    root keeps its path as given, normalized.
     """
 
     def __init__(self, policy_dir: str | Path) -> None:
@@ -81,10 +82,8 @@ class RepoPaths:
     def root(self) -> Path:
         """The repository root (git top level, else the policy directory's parent)."""
         if self._root is None:
-            try:
-                self._root = toplevel(_directory_of(str(self.policy_dir / "x")))
-            except InputError:  # not a git work tree, or no git
-                self._root = self.policy_dir.resolve().parent
+            found = repository_root(self.policy_dir.resolve())
+            self._root = found.resolve() if found else self.policy_dir.resolve().parent
         return self._root
 
     def __call__(self, spec_file: str) -> str:
@@ -193,3 +192,12 @@ def _git(
         message = what or f"git {args[0]} failed: {detail[-1] if detail else proc.returncode}"
         raise InputError(message, hint="check --base-ref and that the specs are in the repository")
     return proc
+
+
+def repository_root(start: Path) -> Path | None:
+    """The git work tree's top level that holds ``start``, or ``None`` outside one."""
+    here = Path(os.path.abspath(start))
+    for directory in (here, *here.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None

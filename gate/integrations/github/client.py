@@ -26,6 +26,7 @@ from github.PullRequest import PullRequest
 from gate.ci.approvals import ROLES
 from gate.ci.model import ChangedFile, CommentInfo, CommitInfo, PullInfo, ReviewInfo
 from gate.errors import BackendError, InputError, WriteForbidden
+from gate.ledger.signing import SIGNERS_FILE
 
 DEFAULT_API_URL = "https://api.github.com"
 _TIMEOUT_S = 30
@@ -133,7 +134,10 @@ class GitHubClient:
         return found.decoded_content
 
     def read_dir(self, path: str, ref: str) -> dict[str, bytes] | None:
-        """The ``*.yaml`` files directly in directory ``path`` at ``ref``, or None if absent."""
+        """The policy files directly in directory ``path`` at ``ref``, or None if absent.
+
+        Policy files: the ``*.yaml`` files and the ledger's signers file.
+        """
         with self._failing(f"listing {path} at {ref[:12]}"):
             try:
                 listing = self._repo.get_contents(path, ref=ref)
@@ -143,7 +147,11 @@ class GitHubClient:
                 raise
         if not isinstance(listing, list):
             return None
-        names = sorted(e.name for e in listing if e.type == "file" and e.name.endswith(".yaml"))
+        names = sorted(
+            e.name
+            for e in listing
+            if e.type == "file" and (e.name.endswith(".yaml") or e.name == SIGNERS_FILE)
+        )
         files = {name: self.read_file(f"{path}/{name}", ref) for name in names}
         return {name: data for name, data in files.items() if data is not None}
 

@@ -19,12 +19,14 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import uuid
 
 from mlflow.entities import ViewType
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from gate.errors import BackendError
+from gate.integrations.mlflow.http import check_clock
 from gate.integrations.mlflow.search import (
     RunRow,
     deleted_experiment,
@@ -35,13 +37,9 @@ from gate.integrations.mlflow.search import (
 )
 from gate.integrations.mlflow.snapshots import read_spend, roll_snapshots
 from gate.integrations.mlflow.tracking_uri import redact
-from gate.ledger.records import (
-    KIND,
-    LEDGER_EXPERIMENT,
-    LedgerQuery,
-    LedgerRecord,
-    to_tags,
-)
+from gate.ledger.encoding import KIND, seal, to_tags
+from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord
+from gate.ledger.signing import Signer, Trust
 from gate.ledger.spend import Spend
 
 _log = logging.getLogger(__name__)
@@ -55,24 +53,34 @@ longest here); a ledger run still RUNNING this long after its start was abandone
 class MlflowLedger:
     """A :class:`gate.ledger.records.LedgerStore` backed by an MLflow tracking store."""
 
-    def __init__(self, tracking_uri: str) -> None:
+    def __init__(self, tracking_uri: str, trust: Trust) -> None:
         self.tracking_uri = tracking_uri
         self.where = redact(tracking_uri)
+        self.trust = trust
+        self.ignored: dict[str, str] = {}
         with self._failing("opening the tracking store"):
             self._client = MlflowClient(tracking_uri)
         self._experiment_id: str | None = None
 
-    def append(self, record: LedgerRecord) -> str:
-        """Record one complete run and return its id; on failure no reader will see it."""
+    def append(self, record: LedgerRecord, signer: Signer | None = None) -> str:
+        """Record one complete run and return its id; on failure no reader will see it.
+
+        The record is stamped with this machine's time (checked against the tracking
+        server's clock), given a new id and signed by ``signer`` (:func:`seal`).
+        """
+        now = dt.datetime.now(dt.timezone.utc)
+        if self.tracking_uri.startswith(("http://", "https://")):
+            check_clock(self.tracking_uri, now)
+        sealed = seal(record, now=now, record_id=uuid.uuid4().hex, signer=signer, trust=self.trust)
         experiment_id = self._experiment(create=True)
         assert experiment_id is not None
         with self._failing(f"recording the {record.kind.value} (nothing was recorded)"):
             self._fail_abandoned(experiment_id)
             run = self._client.create_run(
                 experiment_id,
-                start_time=millis(record.recorded_at),
-                tags=to_tags(record),
-                run_name=_run_name(record),
+                start_time=millis(sealed.recorded_at),
+                tags=to_tags(sealed),
+                run_name=_run_name(sealed),
             )
         run_id: str = run.info.run_id
         try:
@@ -84,7 +92,7 @@ class MlflowLedger:
                 f"ignore the unfinished run; {after}): {reason(exc)}"
             ) from exc
         _log.info("recorded %s as run %s in %s", record.kind.value, run_id, self.where)
-        roll_snapshots(self, experiment_id, record)
+        roll_snapshots(self, experiment_id, sealed, signer)
         return run_id
 
     def month_spend(self, query: LedgerQuery, now: dt.datetime) -> Spend:
@@ -146,13 +154,20 @@ class MlflowLedger:
         return self._experiment(create=create)
 
     def search_page(
-        self, experiment_id: str, search: str, order_by: str, max_results: int, token: str | None
+        self,
+        experiment_id: str,
+        search: str,
+        order_by: str,
+        max_results: int,
+        token: str | None,
+        *,
+        deleted: bool = True,
     ) -> tuple[list[RunRow], str | None]:
-        """One page of active runs matching ``search``, and the next page's token."""
+        """One page of runs matching ``search`` (deleted ones too unless told), and the next."""
         page = self._client.search_runs(
             [experiment_id],
             search,
-            run_view_type=ViewType.ACTIVE_ONLY,
+            run_view_type=ViewType.ALL if deleted else ViewType.ACTIVE_ONLY,
             max_results=max_results,
             order_by=[order_by],
             page_token=token,

@@ -13,20 +13,14 @@ MLflow's client reads: ``MLFLOW_TRACKING_TOKEN``, ``MLFLOW_TRACKING_USERNAME`` a
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import datetime as dt
-import json
 import os
-import ssl
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from gate.errors import InputError
+from gate.integrations.mlflow.http import Rest, RestError
 from gate.integrations.mlflow.search import (
     RunRow,
     deleted_experiment,
@@ -36,37 +30,30 @@ from gate.integrations.mlflow.search import (
 from gate.integrations.mlflow.snapshots import read_spend
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord
+from gate.ledger.signing import Signer, Trust
 from gate.ledger.spend import Spend
 
 if TYPE_CHECKING:
     from gate.integrations.mlflow.client import MlflowLedger
 
-API = "/api/2.0/mlflow/"
-_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})  # as MLflow's client retries
-
-
-class RestError(Exception):
-    """The server answered a request with an error (MLflow's code and message)."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}" if code else message)
-        self.status = status
-        self.code = code
-
 
 class RestLedger:
     """A :class:`gate.ledger.records.LedgerStore` on a tracking server: reads over REST."""
 
-    def __init__(self, tracking_uri: str, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, tracking_uri: str, trust: Trust, environ: Mapping[str, str] | None = None
+    ) -> None:
         self.tracking_uri = tracking_uri
         self.where = redact(tracking_uri)
+        self.trust = trust
+        self.ignored: dict[str, str] = {}
         self._rest = Rest(tracking_uri, os.environ if environ is None else environ)
         self._experiment_id: str | None = None
         self._writer: MlflowLedger | None = None
 
-    def append(self, record: LedgerRecord) -> str:
+    def append(self, record: LedgerRecord, signer: Signer | None = None) -> str:
         """Record one complete run through MLflow's client (imported now)."""
-        return self._mlflow().append(record)
+        return self._mlflow().append(record, signer)
 
     def query(self, query: LedgerQuery) -> list[LedgerRecord]:
         """Every FINISHED record matching ``query``, oldest first."""
@@ -85,13 +72,20 @@ class RestLedger:
         return self._experiment_id
 
     def search_page(
-        self, experiment_id: str, search: str, order_by: str, max_results: int, token: str | None
+        self,
+        experiment_id: str,
+        search: str,
+        order_by: str,
+        max_results: int,
+        token: str | None,
+        *,
+        deleted: bool = True,
     ) -> tuple[list[RunRow], str | None]:
-        """One page of active runs matching ``search``, and the next page's token."""
+        """One page of runs matching ``search`` (deleted ones too unless told), and the next."""
         body: dict[str, Any] = {
             "experiment_ids": [experiment_id],
             "filter": search,
-            "run_view_type": "ACTIVE_ONLY",
+            "run_view_type": "ALL" if deleted else "ACTIVE_ONLY",
             "max_results": max_results,
             "order_by": [order_by],
         }
@@ -132,79 +126,8 @@ class RestLedger:
                     f"writing to the ledger at {self.where} needs MLflow ({exc.name} is missing)",
                     hint="install the ledger extra: pip install 'budget-gate[mlflow]'",
                 ) from None
-            self._writer = MlflowLedger(self.tracking_uri)
+            self._writer = MlflowLedger(self.tracking_uri, self.trust)
         return self._writer
-
-
-class Rest:
-    """JSON requests to one tracking server's REST API, with MLflow's client settings."""
-
-    def __init__(self, tracking_uri: str, environ: Mapping[str, str]) -> None:
-        parts = urllib.parse.urlsplit(tracking_uri)
-        host = parts.netloc.rsplit("@", 1)[-1]
-        self.base = urllib.parse.urlunsplit(parts._replace(netloc=host)).rstrip("/")
-        self.headers = {"Content-Type": "application/json", "User-Agent": "budget-gate"}
-        user = urllib.parse.unquote(parts.username or environ.get("MLFLOW_TRACKING_USERNAME", ""))
-        secret = urllib.parse.unquote(parts.password or environ.get("MLFLOW_TRACKING_PASSWORD", ""))
-        if environ.get("MLFLOW_TRACKING_TOKEN"):
-            self.headers["Authorization"] = f"Bearer {environ['MLFLOW_TRACKING_TOKEN']}"
-        elif user:
-            basic = base64.b64encode(f"{user}:{secret}".encode()).decode("ascii")
-            self.headers["Authorization"] = f"Basic {basic}"
-        self.timeout = float(environ.get("MLFLOW_HTTP_REQUEST_TIMEOUT", "120"))
-        self.retries = int(environ.get("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "7"))
-        self.backoff = float(environ.get("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "2"))
-        self.context = _tls(environ) if parts.scheme == "https" else None
-
-    def call(
-        self,
-        method: str,
-        endpoint: str,
-        *,
-        body: dict[str, Any] | None = None,
-        query: dict[str, str] | None = None,
-    ) -> dict[str, Any]:
-        """One request's JSON answer, retried as MLflow's client would on outages and 5xx."""
-        url = self.base + API + endpoint
-        if query:
-            url += "?" + urllib.parse.urlencode(query)
-        data = json.dumps(body).encode() if body is not None else None
-        for attempt in range(self.retries + 1):
-            request = urllib.request.Request(url, data, self.headers, method=method)
-            try:
-                with urllib.request.urlopen(
-                    request, timeout=self.timeout, context=self.context
-                ) as answer:
-                    parsed: dict[str, Any] = json.loads(answer.read())
-                    return parsed
-            except urllib.error.HTTPError as exc:
-                error = _error(exc)
-                if exc.code not in _RETRY_STATUSES or attempt == self.retries:
-                    raise error from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError):
-                if attempt == self.retries:
-                    raise
-            time.sleep(min(self.backoff * 2**attempt, 60.0))
-        raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _tls(environ: Mapping[str, str]) -> ssl.SSLContext:
-    if environ.get("MLFLOW_TRACKING_INSECURE_TLS", "").lower() == "true":
-        return ssl._create_unverified_context()
-    context = ssl.create_default_context(cafile=environ.get("MLFLOW_TRACKING_SERVER_CERT_PATH"))
-    if environ.get("MLFLOW_TRACKING_CLIENT_CERT_PATH"):
-        context.load_cert_chain(environ["MLFLOW_TRACKING_CLIENT_CERT_PATH"])
-    return context
-
-
-def _error(exc: urllib.error.HTTPError) -> RestError:
-    text = exc.read().decode("utf-8", "replace")
-    try:
-        answer = json.loads(text)
-        return RestError(exc.code, str(answer.get("error_code", "")), str(answer.get("message")))
-    except (ValueError, AttributeError):
-        first = text.strip().splitlines()[0] if text.strip() else exc.reason
-        return RestError(exc.code, "", f"HTTP {exc.code}: {first}")
 
 
 def _row(run: dict[str, Any]) -> RunRow:

@@ -38,7 +38,7 @@ from gate.errors import BackendError
 from gate.integrations.mlflow.client import failing
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger import tracking
-from gate.ledger.records import KIND
+from gate.ledger.encoding import KIND
 from gate.reconcile.actuals import RunFacts
 
 SEARCH = "/api/2.0/mlflow/runs/search"

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
 from gate.errors import BackendError
 from gate.ledger import tracking
-from gate.ledger.records import KIND, LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord, from_tags
+from gate.ledger.encoding import KIND, read_record
+from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord
+from gate.ledger.signing import Trust
 
 FINISHED = "FINISHED"
 UNSETTLED = ("RUNNING", "SCHEDULED")
@@ -33,24 +35,41 @@ class RunRow:
     start_ms: int
     tags: dict[str, str]
 
-    def record(self) -> LedgerRecord:
-        """The ledger record the run's tags encode (a malformed one is a backend error)."""
-        return from_tags(self.tags, self.run_id)
+    def record(self, trust: Trust) -> LedgerRecord | str:
+        """The ledger record the run holds if it counts under ``trust``, else why not."""
+        return read_record(self.tags, self.run_id, self.start_ms, trust)
 
 
 class RunSource(Protocol):
-    """Runs of the ledger experiment in one tracking store."""
+    """Runs of the ledger experiment in one tracking store, judged under one trust.
+
+    ``ignored`` holds what reads left out: run id → why (a run read twice is one).
+    """
 
     where: str
+    trust: Trust
+    ignored: dict[str, str]
 
     def experiment_id(self, *, create: bool) -> str | None:
         """The ledger experiment's id; ``None`` when it does not exist and ``create`` is off."""
         ...
 
     def search_page(
-        self, experiment_id: str, search: str, order_by: str, max_results: int, token: str | None
+        self,
+        experiment_id: str,
+        search: str,
+        order_by: str,
+        max_results: int,
+        token: str | None,
+        *,
+        deleted: bool = True,
     ) -> tuple[list[RunRow], str | None]:
-        """One page of active runs matching ``search``, and the next page's token."""
+        """One page of runs matching ``search`` and the next page's token.
+
+        Deleted runs are read too unless ``deleted`` is off: a record is not undone by
+        deleting its run (a revocation undoes an approval), so an attacker who can write
+        to MLflow cannot drop a launch from the month by deleting it.
+        """
         ...
 
     def write_run(self, experiment_id: str, start_ms: int, tags: dict[str, str], name: str) -> str:
@@ -69,11 +88,14 @@ def search_rows(
     *,
     order_by: str = "attributes.start_time ASC",
     page: int = PAGE,
+    deleted: bool = True,
 ) -> Iterator[RunRow]:
-    """Every active run matching ``search``, page by page (one page in memory at a time)."""
+    """Every run matching ``search``, page by page (one page in memory at a time)."""
     token: str | None = None
     while True:
-        rows, token = source.search_page(experiment_id, search, order_by, page, token)
+        rows, token = source.search_page(
+            experiment_id, search, order_by, page, token, deleted=deleted
+        )
         yield from rows
         if not token:
             return
@@ -87,7 +109,17 @@ def read_records(source: RunSource, query: LedgerQuery, *, page: int = PAGE) -> 
         return []
     with source.failing("reading the ledger"):
         rows = search_rows(source, experiment_id, filter_string(query), page=page)
-        return [row.record() for row in rows]
+        return list(admitted(source, rows))
+
+
+def admitted(source: RunSource, rows: Iterable[RunRow]) -> Iterator[LedgerRecord]:
+    """The records of ``rows`` that count under the source's trust; the rest are counted."""
+    for row in rows:
+        record = row.record(source.trust)
+        if isinstance(record, str):
+            source.ignored[row.run_id] = record
+        else:
+            yield record
 
 
 def filter_string(query: LedgerQuery, *, finished: bool = True) -> str:

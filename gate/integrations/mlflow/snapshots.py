@@ -38,6 +38,7 @@ from gate.integrations.mlflow.search import (
     UNSETTLED,
     RunRow,
     RunSource,
+    admitted,
     filter_string,
     millis,
     quote,
@@ -45,6 +46,7 @@ from gate.integrations.mlflow.search import (
 )
 from gate.ledger.budget import month_start
 from gate.ledger.records import LedgerQuery, LedgerRecord
+from gate.ledger.signing import Signer
 from gate.ledger.snapshot import (
     MONTH,
     ROLL_EVERY,
@@ -75,43 +77,57 @@ def read_spend(source: RunSource, query: LedgerQuery, now: dt.datetime) -> Spend
         snap = _newest(source, experiment_id, scope, start, millis(now)) if scope else None
         snap = snap or Snapshot(millis(start))
         spend = snap.spend
-        for row in _by_ids(source, experiment_id, snap.pending):
-            if row.status == FINISHED:
-                fold(spend, row.record(), start, now)
+        pending = [r for r in _by_ids(source, experiment_id, snap.pending) if r.status == FINISHED]
+        for record in admitted(source, pending):
+            fold(spend, record, start, now)
         tail = dataclasses.replace(query, since=None)  # the cut-off bounds it instead
         search = (
             f"{filter_string(tail)} AND attributes.start_time >= {snap.cutoff_ms} "
             f"AND attributes.start_time <= {millis(now)}"
         )
-        for row in search_rows(source, experiment_id, search):
-            fold(spend, row.record(), start, now)
+        for record in admitted(source, search_rows(source, experiment_id, search)):
+            fold(spend, record, start, now)
     return spend
 
 
-def roll_snapshots(source: RunSource, experiment_id: str, record: LedgerRecord) -> None:
+def roll_snapshots(
+    source: RunSource, experiment_id: str, record: LedgerRecord, signer: Signer | None
+) -> None:
     """After ``record`` was appended: roll its scopes' snapshots when enough has settled.
 
     A failure here loses nothing (readers just read more) and is reported as a warning.
+    Under signers, only a writer that signs rolls (a reader takes no unsigned snapshot).
     """
+    if source.trust.signed and signer is None:
+        return
     now = dt.datetime.now(dt.timezone.utc)
     for scope in scopes_of(record):
-        _try_roll(source, experiment_id, scope, now)
+        _try_roll(source, experiment_id, scope, now, signer)
 
 
-def _try_roll(source: RunSource, experiment_id: str, scope: str, now: dt.datetime) -> None:
+def _try_roll(
+    source: RunSource, experiment_id: str, scope: str, now: dt.datetime, signer: Signer | None
+) -> None:
     try:
         with source.failing(f"rolling the budget snapshot of {scope}"):
-            roll(source, experiment_id, scope, now)
+            roll(source, experiment_id, scope, now, signer=signer)
     except BackendError as exc:
         _log.warning("%s (the record is stored; budget reads stay exact)", exc)
 
 
 def roll(
-    source: RunSource, experiment_id: str, scope: str, now: dt.datetime, *, every: int = ROLL_EVERY
+    source: RunSource,
+    experiment_id: str,
+    scope: str,
+    now: dt.datetime,
+    *,
+    signer: Signer | None = None,
+    every: int = ROLL_EVERY,
 ) -> str | None:
     """Write a new snapshot of ``scope``'s month when ``every`` settled records follow the last.
 
-    Returns the new snapshot's run id, or ``None`` when there was not enough to roll.
+    Only records that count under the source's trust are folded. Returns the new
+    snapshot's run id, or ``None`` when there was not enough to roll.
     """
     start = month_start(now)
     cutoff_ms = millis(now - SETTLE)
@@ -129,12 +145,11 @@ def roll(
         return None
     spend = snap.spend
     cut = dt.datetime.fromtimestamp(cutoff_ms / 1000, dt.timezone.utc)
-    for row in rows:
-        if row.status == FINISHED:
-            fold(spend, row.record(), start, cut)
+    for record in admitted(source, [row for row in rows if row.status == FINISHED]):
+        fold(spend, record, start, cut)
     pending = tuple(sorted({row.run_id for row in rows if row.status in UNSETTLED}))
-    tags = encode(Snapshot(cutoff_ms, spend, pending))
-    tags |= {SCOPE: scope, MONTH: start.strftime("%Y-%m")}
+    month = start.strftime("%Y-%m")
+    tags = encode(Snapshot(cutoff_ms, spend, pending), scope, month, source.trust, signer)
     name = f"budget snapshot: {scope} {start:%Y-%m} ({spend.folded} records)"
     return source.write_run(experiment_id, cutoff_ms, tags, name)
 
@@ -148,13 +163,22 @@ def _newest(
         f"AND tags.{MONTH} = '{start:%Y-%m}' AND attributes.start_time <= {until_ms}"
     )
     newest_first = search_rows(
-        source, experiment_id, search, order_by="attributes.start_time DESC", page=1
+        source,
+        experiment_id,
+        search,
+        order_by="attributes.start_time DESC",
+        page=1,
+        deleted=False,  # a deleted snapshot is out of use: readers read past it
     )
     for row in newest_first:  # one snapshot a request: each may hold a megabyte
-        snap = decode(row.tags, row.start_ms)
+        snap = decode(row.tags, row.start_ms, source.trust)
         if snap is not None:
             return snap
-        _log.warning("budget snapshot %s at %s is damaged; read past it", row.run_id, source.where)
+        _log.warning(
+            "budget snapshot %s at %s is damaged or not under these signers; read past it",
+            row.run_id,
+            source.where,
+        )
     return None
 
 

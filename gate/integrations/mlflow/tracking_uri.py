@@ -8,10 +8,11 @@ directory.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
+
+from gate.integrations.git.repo import repository_root
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 """MLflow's own default: relative to the current directory, which is why it is anchored."""
@@ -41,12 +42,3 @@ def default_tracking_uri(cwd: Path) -> str:
     """
     root = repository_root(cwd) or cwd
     return "sqlite:///" + (root / LEDGER_FILE).as_posix()
-
-
-def repository_root(start: Path) -> Path | None:
-    """The git work tree's top level that holds ``start``, or ``None`` outside one."""
-    here = Path(os.path.abspath(start))
-    for directory in (here, *here.parents):
-        if (directory / ".git").exists():
-            return directory
-    return None

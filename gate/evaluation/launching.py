@@ -1,0 +1,82 @@
+"""Recording a launch: it commits the worst case to the month and uses its approval up.
+
+Every launch path (``budget-gate verify``, ``gate.require_approval``/``gate.open_guard``,
+the SkyPilot and Kueue admission) records one ``launch`` after the spec is cleared. The
+*launch key* makes one launch of many processes one record: the workers of a search, or a
+task that the SkyPilot policy admitted and whose guard opens inside it, pass the same key
+(``BUDGET_GATE_LAUNCH_KEY``), and a key already recorded for the spec version is not
+recorded again, for :data:`gate.ledger.approvals.JOIN_WITHIN` after its launch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+
+from gate.errors import InputError
+from gate.evaluation.evaluate import Evaluation
+from gate.ledger.approvals import joins
+from gate.ledger.records import LedgerQuery, LedgerRecord, LedgerView, RecordKind
+from gate.ledger.signing import Signer
+from gate.ledger.tracking import COST_CENTER_LABEL
+
+LAUNCH_KEY_ENV = "BUDGET_GATE_LAUNCH_KEY"
+"""The environment variable that carries a launch's key to the processes it starts."""
+_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+
+def checked_key(key: str, where: str = LAUNCH_KEY_ENV) -> str:
+    """A launch key as given, or an input error naming what a key may hold."""
+    if not _KEY.fullmatch(key):
+        raise InputError(
+            f"{where} {key[:40]!r} is not a launch key",
+            hint="use up to 128 letters, digits, '.', '_', ':' or '-' (a UUID works)",
+        )
+    return key
+
+
+def launch_record(
+    evaluation: Evaluation, *, launch_key: str, by: str | None, approval: LedgerRecord | None
+) -> LedgerRecord:
+    """The launch of an evaluated, cleared spec: its worst case, its approval, its key."""
+    result, spec = evaluation.result, evaluation.spec
+    assert spec is not None and result.fingerprint is not None and result.estimate is not None
+    return LedgerRecord(
+        kind=RecordKind.LAUNCH,
+        spec=evaluation.path or result.file,
+        fingerprint=result.fingerprint,
+        experiment=spec.metadata.name,
+        recorded_at=dt.datetime.now(dt.timezone.utc),  # the store stamps the write time
+        currency=result.currency,
+        worst_cost=result.estimate.worst.cost,
+        expected_cost=result.estimate.expected.cost,
+        team=spec.metadata.team,
+        cost_center=spec.metadata.labels.get(COST_CENTER_LABEL),
+        by=by,
+        approval=approval.record_id if approval is not None else None,
+        launch_key=launch_key,
+    )
+
+
+def record_launch(
+    view: LedgerView,
+    evaluation: Evaluation,
+    *,
+    launch_key: str,
+    by: str | None,
+    signer: Signer | None,
+) -> LedgerRecord:
+    """Record the launch unless its key is already recorded for this spec version.
+
+    Returns the launch record (the one found, or the new one, with its run id).
+    """
+    result = evaluation.result
+    assert result.fingerprint is not None
+    for record in view.records(LedgerQuery(fingerprint=result.fingerprint)):
+        if record.kind is RecordKind.LAUNCH and joins(record, launch_key, view.now):
+            return record
+    approval = result.approval.approval if result.approval else None
+    record = launch_record(evaluation, launch_key=launch_key, by=by, approval=approval)
+    run_id = view.store().append(record, signer)
+    return dataclasses.replace(record, run_id=run_id)

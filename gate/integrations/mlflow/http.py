@@ -1,0 +1,146 @@
+"""JSON over HTTP to one MLflow tracking server, with the settings MLflow's own client reads.
+
+``MLFLOW_TRACKING_TOKEN``, ``MLFLOW_TRACKING_USERNAME`` and ``MLFLOW_TRACKING_PASSWORD`` (or
+``user:password@`` in the URI), ``MLFLOW_TRACKING_INSECURE_TLS``,
+``MLFLOW_TRACKING_SERVER_CERT_PATH``, ``MLFLOW_TRACKING_CLIENT_CERT_PATH``,
+``MLFLOW_HTTP_REQUEST_TIMEOUT``, ``MLFLOW_HTTP_REQUEST_MAX_RETRIES`` and
+``MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR``; the standard library only, so no MLflow import.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import os
+import ssl
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from typing import Any
+
+from gate.errors import BackendError
+from gate.integrations.mlflow.clock import date_header, skew_error
+from gate.integrations.mlflow.search import reason
+from gate.integrations.mlflow.tracking_uri import redact
+
+API = "/api/2.0/mlflow/"
+_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})  # as MLflow's client retries
+
+
+class RestError(Exception):
+    """The server answered a request with an error (MLflow's code and message)."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}" if code else message)
+        self.status = status
+        self.code = code
+
+
+class Rest:
+    """JSON requests to one tracking server's REST API, with MLflow's client settings."""
+
+    def __init__(self, tracking_uri: str, environ: Mapping[str, str]) -> None:
+        parts = urllib.parse.urlsplit(tracking_uri)
+        host = parts.netloc.rsplit("@", 1)[-1]
+        self.base = urllib.parse.urlunsplit(parts._replace(netloc=host)).rstrip("/")
+        self.headers = {"Content-Type": "application/json", "User-Agent": "budget-gate"}
+        user = urllib.parse.unquote(parts.username or environ.get("MLFLOW_TRACKING_USERNAME", ""))
+        secret = urllib.parse.unquote(parts.password or environ.get("MLFLOW_TRACKING_PASSWORD", ""))
+        if environ.get("MLFLOW_TRACKING_TOKEN"):
+            self.headers["Authorization"] = f"Bearer {environ['MLFLOW_TRACKING_TOKEN']}"
+        elif user:
+            basic = base64.b64encode(f"{user}:{secret}".encode()).decode("ascii")
+            self.headers["Authorization"] = f"Basic {basic}"
+        self.timeout = float(environ.get("MLFLOW_HTTP_REQUEST_TIMEOUT", "120"))
+        self.retries = int(environ.get("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "7"))
+        self.backoff = float(environ.get("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "2"))
+        self.context = _tls(environ) if parts.scheme == "https" else None
+        self.clock_checked = False
+
+    def _check_clock(self, header: str | None) -> None:
+        """On the first answer: refuse when this machine's clock is off the server's."""
+        if self.clock_checked:
+            return
+        self.clock_checked = True
+        server = date_header(header)
+        if server is not None:
+            error = skew_error(server, dt.datetime.now(dt.timezone.utc), redact(self.base))
+            if error is not None:
+                raise error
+
+    def server_time(self) -> dt.datetime | None:
+        """The server's clock, from the ``Date`` header of ``GET /health`` (no retries)."""
+        request = urllib.request.Request(self.base + "/health", None, self.headers)
+        try:
+            with urllib.request.urlopen(
+                request, timeout=self.timeout, context=self.context
+            ) as answer:
+                return date_header(answer.headers.get("Date"))
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+            raise BackendError(
+                f"MLflow at {redact(self.base)} failed while reading its clock: {reason(exc)}"
+            ) from exc
+
+    def call(
+        self,
+        method: str,
+        endpoint: str,
+        *,
+        body: dict[str, Any] | None = None,
+        query: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """One request's JSON answer, retried as MLflow's client would on outages and 5xx."""
+        url = self.base + API + endpoint
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        data = json.dumps(body).encode() if body is not None else None
+        for attempt in range(self.retries + 1):
+            request = urllib.request.Request(url, data, self.headers, method=method)
+            try:
+                with urllib.request.urlopen(
+                    request, timeout=self.timeout, context=self.context
+                ) as answer:
+                    self._check_clock(answer.headers.get("Date"))
+                    parsed: dict[str, Any] = json.loads(answer.read())
+                    return parsed
+            except urllib.error.HTTPError as exc:
+                error = _error(exc)
+                if exc.code not in _RETRY_STATUSES or attempt == self.retries:
+                    raise error from None
+            except (urllib.error.URLError, TimeoutError, ConnectionError):
+                if attempt == self.retries:
+                    raise
+            time.sleep(min(self.backoff * 2**attempt, 60.0))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _tls(environ: Mapping[str, str]) -> ssl.SSLContext:
+    if environ.get("MLFLOW_TRACKING_INSECURE_TLS", "").lower() == "true":
+        return ssl._create_unverified_context()
+    context = ssl.create_default_context(cafile=environ.get("MLFLOW_TRACKING_SERVER_CERT_PATH"))
+    if environ.get("MLFLOW_TRACKING_CLIENT_CERT_PATH"):
+        context.load_cert_chain(environ["MLFLOW_TRACKING_CLIENT_CERT_PATH"])
+    return context
+
+
+def _error(exc: urllib.error.HTTPError) -> RestError:
+    text = exc.read().decode("utf-8", "replace")
+    try:
+        answer = json.loads(text)
+        return RestError(exc.code, str(answer.get("error_code", "")), str(answer.get("message")))
+    except (ValueError, AttributeError):
+        first = text.strip().splitlines()[0] if text.strip() else exc.reason
+        return RestError(exc.code, "", f"HTTP {exc.code}: {first}")
+
+
+def check_clock(tracking_uri: str, now: dt.datetime) -> None:
+    """Refuse when this machine's clock is off the server's (one ``GET /health``)."""
+    rest = Rest(tracking_uri, os.environ)
+    server = rest.server_time()
+    if server is not None:
+        error = skew_error(server, now, redact(tracking_uri))
+        if error is not None:
+            raise error

@@ -1,0 +1,204 @@
+"""Whether an approval in the ledger covers a spec now (pure): freshness, authority, launches.
+
+An approval is *fresh* for a spec when it was given for this spec's path and fingerprint,
+its approved worst-case amount is at least the current worst-case estimate (same
+currency), it has not expired, no revocation names it, its approver is still authorized,
+and its launches are not used up: a policy's ``approval.launches`` says how many launches
+one approval covers (default 1), each recorded by the launch paths as a ``launch`` record
+naming it. A launch with the caller's own ``launch_key`` is not counted against it (the
+workers of one search are one launch).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+
+from gate.ledger.approvers import ALL_ORIGINS, Approvers, Origin
+from gate.ledger.records import LedgerRecord, RecordKind, Source, short, when
+from gate.money import format_money
+from gate.words import counted
+
+NO_APPROVAL = "no approval is recorded for this version"
+"""How a check with no approval at all starts its reason (the pull-request flow drops it)."""
+DEFAULT_LAUNCHES = 1
+JOIN_WITHIN = dt.timedelta(hours=24)
+"""How long after a launch another process may join it with its launch key; later, the
+same key is a new launch (a key cannot keep one approval alive for ever)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """What an approval must cover for one evaluation of one spec."""
+
+    fingerprint: str
+    worst_cost: Decimal
+    currency: str
+    approvers: Approvers
+    owner: str | None = None
+    sources: tuple[Origin, ...] = ALL_ORIGINS
+    spec: str | None = None
+    """The spec's path in the repository; an approval of another path does not cover it."""
+    launches: int = DEFAULT_LAUNCHES
+    """How many launches one approval covers (``approval.launches``)."""
+    launch_key: str | None = None
+    """The caller's own launch, which does not use the approval up again."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalCheck:
+    """The outcome of looking for an approval: the fresh one used, or why none counts."""
+
+    approval: LedgerRecord | None
+    stale: tuple[str, ...] = ()
+
+
+def authorize(name: str, source: Source, need: Requirement) -> str | None:
+    """Why ``name`` may not approve this spec, or ``None`` when they may.
+
+    Locally only users listed in ``approval.approvers.users`` may approve. GitHub approvals
+    were checked against team membership and repository permission by the GitHub flow when
+    they were recorded, so here they only face the self-approval rule.
+    """
+    approvers = need.approvers
+    if name == need.owner and not approvers.allow_self_approval:
+        return f"{name} owns the spec and the policy does not allow self-approval"
+    if source is not Source.LOCAL or name in approvers.users:
+        return None
+    if not approvers.users:
+        return (
+            f"{name} may not approve: the policy lists no approval.approvers.users, so "
+            "approvals come from GitHub reviews by its approver teams"
+        )
+    return f"{name} is not an approver (approval.approvers.users: {', '.join(approvers.users)})"
+
+
+def refuse_source(source: Source, need: Requirement) -> str | None:
+    """Why an approval from ``source`` does not count under ``approval.sources``, or ``None``."""
+    if source.origin in need.sources:
+        return None
+    listed = ", ".join(origin.value for origin in need.sources)
+    return (
+        f"the policy counts only approvals from {listed} (approval.sources), and this one "
+        f"is {source.value}"
+    )
+
+
+def check_approvals(
+    records: Iterable[LedgerRecord], need: Requirement, now: dt.datetime
+) -> ApprovalCheck:
+    """Pick the newest fresh approval for ``need.fingerprint``, or say why none is fresh.
+
+    Records after ``now`` are ignored, so a past moment can be judged (audits, ``--as-of``).
+    """
+    known = [r for r in records if r.fingerprint == need.fingerprint and r.recorded_at <= now]
+    revocations = [r for r in known if r.kind is RecordKind.REVOCATION]
+    launches = [r for r in known if r.kind is RecordKind.LAUNCH]
+    approvals = sorted(
+        (r for r in known if r.kind is RecordKind.APPROVAL), key=lambda r: r.recorded_at
+    )
+    stale: list[str] = []
+    for approval in reversed(approvals):
+        reason = stale_reason(approval, need, revocations, now) or used_up(
+            approval, launches, need, now
+        )
+        if reason is None:
+            return ApprovalCheck(approval, tuple(stale))
+        stale.append(reason)
+    if not approvals:
+        stale.append(f"{NO_APPROVAL} ({short(need.fingerprint)})")
+    return ApprovalCheck(None, tuple(stale))
+
+
+def is_revoked(approval: LedgerRecord, records: Iterable[LedgerRecord]) -> bool:
+    """Whether a revocation among ``records`` names ``approval``."""
+    return revoked_by(approval, records) is not None
+
+
+def revoked_by(approval: LedgerRecord, records: Iterable[LedgerRecord]) -> LedgerRecord | None:
+    """The first revocation among ``records`` that names ``approval``, if any."""
+    return next(
+        (r for r in records if r.kind is RecordKind.REVOCATION and approval.record_id in r.revokes),
+        None,
+    )
+
+
+def live_approvals(records: Iterable[LedgerRecord], now: dt.datetime) -> list[LedgerRecord]:
+    """Approvals recorded by ``now`` and not revoked (expired ones included)."""
+    known = [r for r in records if r.recorded_at <= now]
+    return [r for r in known if r.kind is RecordKind.APPROVAL and not is_revoked(r, known)]
+
+
+def stale_reason(
+    approval: LedgerRecord,
+    need: Requirement,
+    revocations: Iterable[LedgerRecord],
+    now: dt.datetime,
+) -> str | None:
+    """Why ``approval`` does not cover ``need`` at ``now``, or ``None`` when it is fresh."""
+    what = approval.summary()
+    if need.spec is not None and approval.spec != need.spec:
+        return f"{what} is for {approval.spec}: a copy at {need.spec} needs its own approval"
+    revocation = revoked_by(approval, revocations)
+    if revocation is not None:
+        why = f": {revocation.reason}" if revocation.reason else ""
+        return f"{what} was revoked ({revocation.summary()}{why})"
+    if approval.expires_at is not None and approval.expires_at <= now:
+        return f"{what} expired on {when(approval.expires_at)}"
+    if approval.currency != need.currency:
+        return f"{what} is in {approval.currency}, the policy now prices in {need.currency}"
+    amount = approval.worst_cost or Decimal(0)
+    if amount < need.worst_cost:
+        return (
+            f"{what} covers {format_money(amount, approval.currency)}, below the current "
+            f"worst case {format_money(need.worst_cost, need.currency)}"
+        )
+    refusal = refuse_source(approval.source, need) or authorize(
+        approval.by or "", approval.source, need
+    )
+    return f"{what} no longer counts: {refusal}" if refusal else None
+
+
+def explain_changed(records: Iterable[LedgerRecord], fingerprint: str) -> str | None:
+    """When the spec's path has approvals of other versions, say that the spec changed."""
+    others = [r for r in records if r.kind is RecordKind.APPROVAL and r.fingerprint != fingerprint]
+    if not others:
+        return None
+    last = max(others, key=lambda r: r.recorded_at)
+    return (
+        f"the spec changed since its last {last.summary()} ({short(last.fingerprint)}); "
+        "approve this version again"
+    )
+
+
+def launches_of(approval: LedgerRecord, launches: Iterable[LedgerRecord]) -> list[LedgerRecord]:
+    """The distinct launches that used ``approval`` (copies and one search's workers once)."""
+    seen: dict[str, LedgerRecord] = {}
+    for launch in launches:
+        if launch.kind is RecordKind.LAUNCH and launch.approval == approval.record_id:
+            seen.setdefault(launch.launch_key or launch.record_id or "", launch)
+    return sorted(seen.values(), key=lambda r: r.recorded_at)
+
+
+def used_up(
+    approval: LedgerRecord, launches: Iterable[LedgerRecord], need: Requirement, now: dt.datetime
+) -> str | None:
+    """Why ``approval``'s launches are used up, or ``None`` while one is left for this one.
+
+    A launch this one joins (same key, recorded within :data:`JOIN_WITHIN`) is not counted.
+    """
+    used = [r for r in launches_of(approval, launches) if not joins(r, need.launch_key, now)]
+    if len(used) < need.launches:
+        return None
+    return (
+        f"{approval.summary()} covers {counted(need.launches, 'launch', 'launches')} "
+        f"(approval.launches) and was used by the launch on {when(used[-1].recorded_at)}: "
+        "approve again to launch again"
+    )
+
+
+def joins(launch: LedgerRecord, key: str | None, now: dt.datetime) -> bool:
+    """Whether a process with launch key ``key`` is part of ``launch`` at ``now``."""
+    return key is not None and launch.launch_key == key and now - launch.recorded_at <= JOIN_WITHIN

@@ -1,0 +1,315 @@
+"""Ledger records as MLflow run tags, and their signed payload (pure).
+
+A record is written as its *payload* — the canonical JSON of every field, which is what its
+signature covers (:mod:`gate.ledger.signing`) — plus plain tags that say the same for
+searches and for people reading the MLflow UI. A record is read back from its payload; the
+tags that searches filter by (kind, spec, fingerprint, team, cost center) must say what the
+payload says, or the record does not count. Records written before payloads existed
+(``record_version`` 1) are read from their tags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from gate.errors import InputError
+from gate.ledger import tracking
+from gate.ledger.records import MAX_CLOCK_SKEW, LedgerRecord, RecordKind, Source
+from gate.ledger.signing import SIGNERS_FILE, Signer, Trust, record_message
+
+RECORD_VERSION = "2"
+PAYLOAD_VERSION = 2
+MAX_REASON = 2_000
+"""A reason longer than this is cut, so a payload stays well inside MLflow's 8,000-character
+tags."""
+
+KIND = tracking.PREFIX + "kind"
+VERSION = tracking.PREFIX + "record_version"
+RECORDED_AT = tracking.PREFIX + "recorded_at"
+CURRENCY = tracking.PREFIX + "currency"
+WORST_COST = tracking.PREFIX + "worst_cost"
+EXPECTED_COST = tracking.PREFIX + "expected_cost"
+ACTUAL_COST = tracking.PREFIX + "actual_cost"
+BY = tracking.PREFIX + "by"
+REASON = tracking.PREFIX + "reason"
+SOURCE = tracking.PREFIX + "source"
+PR_NUMBER = tracking.PREFIX + "pr_number"
+EXPIRES_AT = tracking.PREFIX + "expires_at"
+REVOKES = tracking.PREFIX + "revokes"
+RAN_BY_USER = tracking.PREFIX + "ran_by_user"
+RAN_BY_EMAIL = tracking.PREFIX + "ran_by_email"
+RECORD_ID = tracking.PREFIX + "record_id"
+EVENT_AT = tracking.PREFIX + "event_at"
+HEAD_SHA = tracking.PREFIX + "head_sha"
+PAYLOAD = tracking.PREFIX + "payload"
+SIGNATURE = tracking.PREFIX + "signature"
+SIGNER = tracking.PREFIX + "signer"
+
+_SEARCHED = {
+    KIND: "kind",
+    tracking.SPEC: "spec",
+    tracking.FINGERPRINT: "fingerprint",
+    tracking.TEAM: "team",
+    tracking.COST_CENTER: "cost_center",
+}
+
+
+class Malformed(ValueError):
+    """A run in the ledger experiment that is not a readable record (it does not count)."""
+
+
+def payload(record: LedgerRecord) -> str:
+    """The canonical JSON of ``record``: sorted keys, no spaces, exact amounts, UTC times."""
+    assert record.record_id is not None, "a record is given its id before it is signed"
+    body: dict[str, Any] = {
+        "v": PAYLOAD_VERSION,
+        "id": record.record_id,
+        "kind": record.kind.value,
+        "spec": record.spec,
+        "fingerprint": record.fingerprint,
+        "experiment": record.experiment,
+        "recorded_at": _time(record.recorded_at),
+        "currency": record.currency,
+        "worst_cost": _text(record.worst_cost),
+        "expected_cost": _text(record.expected_cost),
+        "actual_cost": _text(record.actual_cost),
+        "team": record.team,
+        "cost_center": record.cost_center,
+        "by": record.by,
+        "reason": record.reason[:MAX_REASON] if record.reason else record.reason,
+        "source": record.source.value,
+        "pr_number": record.pr_number,
+        "expires_at": _time(record.expires_at),
+        "revokes": list(record.revokes) or None,
+        "ran_by_user": record.ran_by_user,
+        "ran_by_email": record.ran_by_email,
+        "event_at": _time(record.event_at),
+        "head_sha": record.head_sha,
+        "event_id": record.event_id,
+        "approval": record.approval,
+        "launch_key": record.launch_key,
+        "signer": record.signer,
+    }
+    clean = {key: value for key, value in body.items() if value is not None}
+    return json.dumps(clean, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def seal(
+    record: LedgerRecord, *, now: dt.datetime, record_id: str, signer: Signer | None, trust: Trust
+) -> LedgerRecord:
+    """``record`` as it is written: stamped with the write time, given its id, signed.
+
+    The time and the id are the store's, never the caller's: a record cannot be backdated
+    or take another's id. Under signers, a record that would not count is refused before
+    anything is written, so a wrong key is found at once, not by a later reader.
+
+    Raises:
+        gate.errors.InputError: signers are required and there is no key, or the key is
+            not listed for the signer (exit 3).
+    """
+    draft = dataclasses.replace(
+        record,
+        recorded_at=now,
+        record_id=record_id,
+        signer=signer.principal if signer is not None else None,
+        signature=None,
+        payload=None,
+        run_id=None,
+    )
+    text = payload(draft)
+    signature = signer.sign(record_message(text)) if signer is not None else None
+    sealed = dataclasses.replace(draft, payload=text, signature=signature)
+    if trust.signed:
+        if signer is None:
+            raise InputError(
+                f"cannot record the {record.kind.value}: the policies' {SIGNERS_FILE} requires "
+                "every ledger record to be signed, and no signing key is set",
+                hint="set BUDGET_GATE_SIGNING_KEY to your SSH key (a private key file, or its "
+                ".pub with the key in ssh-agent) and BUDGET_GATE_SIGNER to your name there",
+            )
+        refusal = trust.refusal(sealed)
+        if refusal is not None:
+            raise InputError(
+                f"cannot record the {record.kind.value} signed as {signer.principal}: {refusal}",
+                hint=f"use the key {trust.file} lists for {signer.principal}, or ask the "
+                "policy owners to add yours",
+            )
+    return sealed
+
+
+def to_tags(record: LedgerRecord) -> dict[str, str]:
+    """The run tags of a record: its payload and signature, and readable tags beside them."""
+    tags: dict[str, str | None] = {
+        KIND: record.kind.value,
+        VERSION: RECORD_VERSION,
+        RECORD_ID: record.record_id,
+        tracking.SPEC: record.spec,
+        tracking.FINGERPRINT: record.fingerprint,
+        tracking.EXPERIMENT: record.experiment,
+        tracking.TEAM: record.team,
+        tracking.COST_CENTER: record.cost_center,
+        RECORDED_AT: record.recorded_at.isoformat(),
+        CURRENCY: record.currency,
+        WORST_COST: _text(record.worst_cost),
+        EXPECTED_COST: _text(record.expected_cost),
+        ACTUAL_COST: _text(record.actual_cost),
+        BY: record.by,
+        REASON: record.reason[:MAX_REASON] if record.reason else None,
+        SOURCE: record.source.value,
+        PR_NUMBER: _text(record.pr_number),
+        EXPIRES_AT: record.expires_at.isoformat() if record.expires_at else None,
+        REVOKES: ",".join(record.revokes) or None,
+        EVENT_AT: record.event_at.isoformat() if record.event_at else None,
+        HEAD_SHA: record.head_sha,
+        tracking.APPROVAL_ID: record.approval,
+        PAYLOAD: record.payload or payload(record),
+        SIGNATURE: record.signature,
+        SIGNER: record.signer,
+    }
+    return {key: value for key, value in tags.items() if value is not None}
+
+
+def from_tags(tags: Mapping[str, str], run_id: str) -> LedgerRecord:
+    """The record a run holds; raises :class:`Malformed` when it holds none that reads."""
+    try:
+        if PAYLOAD in tags:
+            return _from_payload(tags, run_id)
+        return _from_v1(tags, run_id)
+    except (KeyError, ValueError, TypeError, InvalidOperation) as exc:
+        raise Malformed(f"{type(exc).__name__}: {exc}") from None
+
+
+def read_record(
+    tags: Mapping[str, str], run_id: str, start_ms: int, trust: Trust
+) -> LedgerRecord | str:
+    """The record a run holds if it counts under ``trust``, else why it does not.
+
+    The reason is short and shared, so a command can count them (``unsigned``, ``malformed``).
+    """
+    try:
+        record = from_tags(tags, run_id)
+    except Malformed:
+        return "malformed"
+    if record.payload is not None:
+        written = record.recorded_at.timestamp() * 1000
+        if abs(start_ms - written) > MAX_CLOCK_SKEW.total_seconds() * 1000:
+            return "its run is dated away from the time it was signed at"
+    return trust.refusal(record) or record
+
+
+def _from_payload(tags: Mapping[str, str], run_id: str) -> LedgerRecord:
+    text = tags[PAYLOAD]
+    body = json.loads(text)
+    if not isinstance(body, dict) or body.get("v") != PAYLOAD_VERSION:
+        raise ValueError(f"payload version {body.get('v') if isinstance(body, dict) else None}")
+    for tag, name in _SEARCHED.items():
+        if tags.get(tag) != body.get(name):
+            raise ValueError(f"tag {tag} says {tags.get(tag)!r}, its payload {body.get(name)!r}")
+    return LedgerRecord(
+        kind=RecordKind(body["kind"]),
+        spec=_str(body["spec"]),
+        fingerprint=_str(body["fingerprint"]),
+        experiment=_str(body["experiment"]),
+        recorded_at=_aware(body["recorded_at"]),
+        currency=_str(body["currency"]),
+        worst_cost=_decimal(body.get("worst_cost")),
+        expected_cost=_decimal(body.get("expected_cost")),
+        actual_cost=_decimal(body.get("actual_cost")),
+        team=_opt(body.get("team")),
+        cost_center=_opt(body.get("cost_center")),
+        by=_opt(body.get("by")),
+        reason=_opt(body.get("reason")),
+        source=Source(body.get("source", Source.LOCAL.value)),
+        pr_number=_int(body.get("pr_number")),
+        expires_at=_aware(body["expires_at"]) if "expires_at" in body else None,
+        revokes=tuple(_str(i) for i in body.get("revokes", ())),
+        record_id=_str(body["id"]),
+        ran_by_user=_opt(body.get("ran_by_user")),
+        ran_by_email=_opt(body.get("ran_by_email")),
+        event_at=_aware(body["event_at"]) if "event_at" in body else None,
+        head_sha=_opt(body.get("head_sha")),
+        event_id=_opt(body.get("event_id")),
+        approval=_opt(body.get("approval")),
+        launch_key=_opt(body.get("launch_key")),
+        signer=_opt(body.get("signer")),
+        signature=tags.get(SIGNATURE),
+        payload=text,
+        run_id=run_id,
+    )
+
+
+def _from_v1(tags: Mapping[str, str], run_id: str) -> LedgerRecord:
+    """A record written before payloads: its tags are all it has (never signed)."""
+    return LedgerRecord(
+        kind=RecordKind(tags[KIND]),
+        spec=tags[tracking.SPEC],
+        fingerprint=tags[tracking.FINGERPRINT],
+        experiment=tags[tracking.EXPERIMENT],
+        recorded_at=_aware(tags[RECORDED_AT]),
+        currency=tags[CURRENCY],
+        worst_cost=_decimal(tags.get(WORST_COST)),
+        expected_cost=_decimal(tags.get(EXPECTED_COST)),
+        actual_cost=_decimal(tags.get(ACTUAL_COST)),
+        team=tags.get(tracking.TEAM),
+        cost_center=tags.get(tracking.COST_CENTER),
+        by=tags.get(BY),
+        reason=tags.get(REASON),
+        source=Source(tags.get(SOURCE, Source.LOCAL.value)),
+        pr_number=int(tags[PR_NUMBER]) if PR_NUMBER in tags else None,
+        expires_at=_aware(tags[EXPIRES_AT]) if EXPIRES_AT in tags else None,
+        revokes=tuple(filter(None, tags.get(REVOKES, "").split(","))),
+        record_id=run_id,
+        ran_by_user=tags.get(RAN_BY_USER),
+        ran_by_email=tags.get(RAN_BY_EMAIL),
+        run_id=run_id,
+    )
+
+
+def _text(value: Decimal | int | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _str(value: object) -> str:
+    if not isinstance(value, str) or "\x00" in value:
+        raise ValueError(f"{value!r} is not a string")
+    return value
+
+
+def _opt(value: object) -> str | None:
+    return None if value is None else _str(value)
+
+
+def _int(value: object) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a whole number")
+    return value
+
+
+def _decimal(value: object) -> Decimal | None:
+    if value is None:
+        return None
+    amount = Decimal(_str(value))
+    if not amount.is_finite():
+        raise ValueError(f"amount {value!r} is not finite")
+    return amount
+
+
+def _time(moment: dt.datetime | None) -> str | None:
+    """A time as a payload holds it: UTC, ISO 8601, microseconds."""
+    if moment is None:
+        return None
+    return moment.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+def _aware(value: object) -> dt.datetime:
+    moment = dt.datetime.fromisoformat(_str(value))
+    if moment.tzinfo is None:
+        raise ValueError(f"time {value!r} has no timezone")
+    return moment

@@ -1,0 +1,214 @@
+"""Issue 21: approvals and budgets no one can forge, reuse or backdate, through the real CLI.
+
+Against the session's real MLflow tracking server, with real SSH keys (ssh-keygen) listed in
+the policies' ``allowed_signers``: a record written straight through ``MlflowClient`` (as any
+training job can) changes no verdict and no sum and is counted aloud; an approval covers one
+path and a stated number of launches, each launch commits its worst case; a record's time is
+when it was written; an approval after a reconciliation counts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import os
+import shutil
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from gate.integrations import open_ledger
+from gate.integrations.signing import signer_from
+from gate.ledger.encoding import to_tags
+from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord, RecordKind, Source
+from gate.ledger.signing import CI_PRINCIPAL, SIGNERS_FILE, Trust
+from tests.ledger_kit import Team, fingerprint_of
+from tests.signing_kit import Keys
+
+UNSIGNED = Trust(None, SIGNERS_FILE)
+GITHUB_ONLY = "  sources: [github]\n"
+
+
+@pytest.fixture
+def signed(team: Team, keys: Keys, monkeypatch: pytest.MonkeyPatch) -> Team:
+    """The team's policies list alice, bob, CI and a launcher as signers; alice signs."""
+    (Path(team.policy_dir) / SIGNERS_FILE).write_text(
+        keys.signers("alice", "bob", CI_PRINCIPAL, "launcher"), encoding="ascii"
+    )
+    for name, value in keys.env("alice").items():
+        monkeypatch.setenv(name, value)
+    return team
+
+
+def _as(monkeypatch: pytest.MonkeyPatch, keys: Keys, principal: str) -> None:
+    for name, value in keys.env(principal).items():
+        monkeypatch.setenv(name, value)
+
+
+def _forge(team: Team, spec: str, **changes: object) -> str:
+    """An approval run written with MLflow's own client, as a training job could."""
+    record = LedgerRecord(
+        kind=RecordKind.APPROVAL,
+        spec=Path(spec).name,
+        fingerprint=fingerprint_of(spec),
+        experiment="forged",
+        recorded_at=dt.datetime.now(dt.timezone.utc),
+        currency="USD",
+        worst_cost=Decimal("1000000"),
+        team=team.name,
+        by="mallory",
+        reason="trust me",
+        source=Source.GITHUB_REVIEW,
+        record_id="f" * 32,
+    )
+    record = dataclasses.replace(record, **changes)
+    client = MlflowClient(team.uri)
+    found = client.get_experiment_by_name(LEDGER_EXPERIMENT)
+    experiment = found.experiment_id if found else client.create_experiment(LEDGER_EXPERIMENT)
+    run = client.create_run(experiment, tags=to_tags(record))
+    client.set_terminated(run.info.run_id, "FINISHED")
+    return str(run.info.run_id)
+
+
+def test_a_forged_approval_changes_no_verdict_and_is_counted_aloud(signed: Team):
+    spec = signed.spec(8)  # 8 trials > 4: needs an approval
+    _forge(signed, spec)
+    _forge(signed, spec, signer="mallory", signature="-----BEGIN SSH SIGNATURE-----\nAAAA\n")
+    code, out, _ = signed.cli("verify", spec, "--dry-run")
+    assert code == 2
+    assert (
+        "2 ledger records at" in out
+        and "ignored (1 its signature does not verify; 1 unsigned)" in out
+    )
+
+    signed.policy(extra=GITHUB_ONLY)  # github-only approvals: the forged source claims that
+    code, out, _ = signed.cli("verify", spec, "--dry-run")
+    assert code == 2
+
+
+def test_without_signers_the_ledger_is_read_as_written_and_says_so(team: Team):
+    spec = team.spec(8)
+    _forge(team, spec)
+    code, out, _ = team.cli("verify", spec, "--dry-run")
+    assert code == 0  # today's behaviour: anyone who can write to MLflow can approve …
+    assert "ledger: warning: ledger records are not signed (no" in out  # … and it is said
+
+
+def test_a_signed_local_approval_counts_and_a_wrong_key_is_refused_before_writing(
+    signed: Team, keys: Keys, monkeypatch: pytest.MonkeyPatch
+):
+    spec = signed.spec(8)
+    code, _, err = signed.cli("approve", spec, "--by", "alice", "--reason", "worth it")
+    assert code == 0, err
+    [record] = signed.records(spec, trust=Trust_of(signed))
+    assert (record.signer, record.by) == ("alice", "alice") and record.signature
+
+    # bob's name with alice's key: refused at once, nothing recorded
+    monkeypatch.setenv("BUDGET_GATE_SIGNER", "bob")
+    code, _, err = signed.cli("approve", spec, "--by", "bob", "--reason", "me too")
+    assert code == 3
+    assert "is signed by a key" in err and "does not list for bob" in err
+    assert len(signed.records(spec, trust=UNSIGNED)) == 1
+
+    monkeypatch.delenv("BUDGET_GATE_SIGNING_KEY")
+    code, _, err = signed.cli("approve", spec, "--by", "alice", "--reason", "again")
+    assert code == 3 and "no signing key is set" in err
+
+
+def Trust_of(team: Team) -> Trust:
+    from gate.policy.loader import PolicySet
+
+    return PolicySet(team.policy_dir).trust()
+
+
+def test_an_approval_covers_one_path_a_copy_needs_its_own(signed: Team, tmp_path: Path):
+    spec = signed.spec(8)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    for name in ("exp-b.yaml", "exp-c.yaml"):
+        copy = tmp_path / name
+        shutil.copy(spec, copy)
+        code, out, _ = signed.cli("verify", str(copy), "--dry-run")
+        assert code == 2
+        assert f"is for {Path(spec).name}: a copy at {name} needs its own approval" in out
+    assert signed.cli("verify", spec, "--dry-run")[0] == 0
+
+
+def test_each_launch_uses_the_approval_and_commits_the_month(
+    signed: Team, keys: Keys, monkeypatch: pytest.MonkeyPatch
+):
+    signed.policy(limits=", monthly_budget: 1000")
+    spec = signed.spec(8)  # 80 USD worst case
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    _as(monkeypatch, keys, "launcher")
+    monkeypatch.delenv("BUDGET_GATE_LAUNCH_KEY", raising=False)
+    code, _, err = signed.cli("verify", spec)
+    assert code == 0, err
+    assert "launch of" in err and "recorded in the ledger" in err
+    for _ in range(4):  # the same approved spec again: its one launch is used
+        code, out, _ = signed.cli("verify", spec)
+        assert code == 2
+        assert "covers 1 launch (approval.launches) and was used by the launch on" in out
+    launches = [
+        r for r in signed.records(spec, trust=Trust_of(signed)) if r.kind is RecordKind.LAUNCH
+    ]
+    assert len(launches) == 1 and launches[0].worst_cost == Decimal("80.00")
+    other = signed.spec(2)  # 20 USD, needs no approval; the launch counts in its budget
+    code, out, _ = signed.cli("check", other)
+    assert "80.00 of 1,000.00" in out or "80.00 USD of 1,000.00" in out, out
+
+    signed.policy(limits=", monthly_budget: 1000", extra="  launches: 2\n")
+    assert signed.cli("verify", spec)[0] == 0  # the policy's approval.launches says 2
+
+
+def test_workers_of_one_launch_share_its_key(signed: Team, keys: Keys, monkeypatch):
+    spec = signed.spec(8)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    _as(monkeypatch, keys, "launcher")
+    for _ in range(3):
+        assert signed.cli("verify", spec, "--launch-key", "search-7")[0] == 0
+    launches = [
+        r for r in signed.records(spec, trust=Trust_of(signed)) if r.kind is RecordKind.LAUNCH
+    ]
+    assert [r.launch_key for r in launches] == ["search-7"]
+
+
+def test_an_approval_after_a_reconciliation_counts(signed: Team, keys, monkeypatch):
+    signed.policy(limits=", monthly_budget: 10000")
+    spec = signed.spec(8)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "first")[0] == 0
+    _as(monkeypatch, keys, "launcher")
+    signed.reconcile(spec, "500", trust=Trust_of(signed), signer_env=keys.env("launcher"))
+    _as(monkeypatch, keys, "alice")
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "second run")[0] == 0
+    other = signed.spec(2)
+    _, out, _ = signed.cli("check", other, "--format", "json")
+    budget = json.loads(out)["results"][0]["budget"]
+    assert (budget["committed"], budget["actual"]) == ("80.00", "500.00"), budget
+
+
+def test_a_record_is_stamped_with_its_write_time_not_its_event(signed: Team, keys, monkeypatch):
+    spec = signed.spec(8)
+    _as(monkeypatch, keys, CI_PRINCIPAL)
+    review_at = dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=30)
+    record = LedgerRecord(
+        kind=RecordKind.APPROVAL,
+        spec=Path(spec).name,
+        fingerprint=fingerprint_of(spec),
+        experiment="late",
+        recorded_at=review_at,  # what a caller claims
+        currency="USD",
+        worst_cost=Decimal("5000"),
+        team=signed.name,
+        by="dave",
+        source=Source.GITHUB_REVIEW,
+        event_at=review_at,
+    )
+
+    store = open_ledger(signed.uri, Trust_of(signed))
+    store.append(record, signer_from(os.environ, principal=None))
+    [stored] = store.query(LedgerQuery(fingerprint=record.fingerprint))
+    assert stored.event_at == review_at
+    assert dt.datetime.now(dt.timezone.utc) - stored.recorded_at < dt.timedelta(minutes=1)
