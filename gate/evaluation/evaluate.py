@@ -11,6 +11,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,9 @@ from gate.estimate.prices import Catalog, Quote, quote
 from gate.estimate.scenarios import Estimate, estimate
 from gate.estimate.trials import count_trials
 from gate.evaluation.report import SpecResult
+from gate.formats import Format, sniff
+from gate.formats.extension import FactMap
+from gate.formats.model import Imported, ImportSummary
 from gate.ledger.budget import BudgetStatus, budget_scope, month_spend, month_start, spend_status
 from gate.ledger.records import (
     ApprovalCheck,
@@ -41,6 +45,7 @@ from gate.policy.rules import REGISTRY
 from gate.policy.rules.base import RuleContext
 from gate.policy.verdict import RawFinding, apply_approval, apply_policy, decide
 from gate.spec.experiment import Capacity, Experiment
+from gate.spec.facts import Facts
 from gate.spec.fingerprint import fingerprint
 from gate.spec.loader import LoadedDoc, load_bytes, load_file
 from gate.spec.validation import validate
@@ -89,20 +94,36 @@ class Evaluator:
         """
         return self.evaluate_spec(spec_file, content).result
 
-    def evaluate_spec(self, spec_file: str, content: bytes | None = None) -> Evaluation:
-        """Like :meth:`evaluate`, keeping the parsed spec and policy."""
+    def evaluate_spec(
+        self, spec_file: str, content: bytes | None = None, launch: FactMap | None = None
+    ) -> Evaluation:
+        """Like :meth:`evaluate`, keeping the parsed spec and policy.
+
+        ``launch``: facts of the task that launches an engine's file (a SkyPilot task that
+        runs a W&B sweep gives its hardware).
+        """
         try:
             doc = load_file(spec_file) if content is None else load_bytes(content, spec_file)
         except (InputError, InputErrors) as exc:
             return Evaluation(_invalid(spec_file, exc))
-        return self.evaluate_doc(spec_file, doc)
+        return self.evaluate_doc(spec_file, doc, launch)
 
-    def evaluate_doc(self, spec_file: str, doc: LoadedDoc) -> Evaluation:
-        """Evaluate a spec document already loaded (``policy test`` strips its ``expect:``)."""
+    def evaluate_doc(
+        self, spec_file: str, doc: LoadedDoc, launch: FactMap | None = None
+    ) -> Evaluation:
+        """Evaluate a spec document already loaded (``policy test`` strips its ``expect:``).
+
+        A W&B, Katib, SkyPilot or Hydra file is read as the spec it stands for first.
+        """
+        fmt = sniff(doc.data)
+        imported = None
         try:
+            if fmt is not Format.BUDGET_GATE:
+                imported = self._import(doc, fmt, launch or {})
+                doc = imported.doc
             spec = _parse(doc)
         except (InputError, InputErrors) as exc:
-            return Evaluation(_invalid(spec_file, exc))
+            return Evaluation(_invalid(spec_file, exc, fmt))
         loaded = self.policies.for_team(spec.metadata.team)
         policy = loaded.policy
         try:
@@ -150,8 +171,31 @@ class Evaluator:
             budget=budget,
             approval=approval,
             alternatives=cheaper,
+            imported=imported.summary if imported is not None else None,
         )
         return Evaluation(result, spec, policy)
+
+    def _import(self, doc: LoadedDoc, fmt: Format, launch: FactMap) -> Imported:
+        """An engine's file as a spec: its facts, the team policy's defaults, the calibration."""
+        from gate.formats.translate import Context, translate
+
+        def defaults_for(team: str | None) -> tuple[Facts, str]:
+            loaded = self.policies.for_team(team)
+            where = "the built-in default policy" if loaded.builtin else f"{self.policies.policy_dir / loaded.chain[0]}.yaml"
+            return loaded.policy.defaults, where
+
+        base = self.policies.for_team(None).policy
+
+        def price(accelerator: str, spot: bool) -> Decimal | None:
+            capacity = Capacity.SPOT if spot else Capacity.ON_DEMAND
+            try:
+                return quote(self.catalog, base, accelerator, capacity, base.prices.cloud).price
+            except InputError:
+                return None
+
+        calibration = self.calibration if base.calibration.use else None
+        context = Context(defaults_for, calibration, base.calibration.min_runs, launch, price)
+        return translate(doc, fmt, context)
 
     def _fixes(
         self,
@@ -314,9 +358,14 @@ def _parse(doc: LoadedDoc) -> Experiment:
     return validate(Experiment, doc)
 
 
-def _invalid(spec_file: str, exc: InputError | InputErrors) -> SpecResult:
+def _invalid(
+    spec_file: str, exc: InputError | InputErrors, fmt: Format = Format.BUDGET_GATE
+) -> SpecResult:
     errors = exc.errors if isinstance(exc, InputErrors) else [exc]
-    return SpecResult(spec_file, Outcome.INVALID, errors=tuple(e.problem for e in errors))
+    imported = ImportSummary(fmt, ()) if fmt is not Format.BUDGET_GATE else None
+    return SpecResult(
+        spec_file, Outcome.INVALID, errors=tuple(e.problem for e in errors), imported=imported
+    )
 
 
 def _finding_order(finding: Finding) -> tuple[str, int, int, str]:

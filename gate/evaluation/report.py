@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from gate.errors import Problem
 from gate.estimate.scenarios import Estimate
 from gate.evaluation.diff import SpecDiff
+from gate.formats.model import ImportSummary
 from gate.ledger.budget import BudgetStatus
 from gate.ledger.records import ApprovalCheck
 from gate.policy.findings import Finding, Outcome, RuleInfo
@@ -41,6 +42,8 @@ class SpecResult:
     approval: ApprovalCheck | None = None
     alternatives: tuple[Alternative, ...] = ()
     """Cheaper plans, priced (only when the evaluator was asked for them)."""
+    imported: ImportSummary | None = None
+    """For a W&B, Katib, SkyPilot or Hydra file: its format and where each field came from."""
 
 
 DOCS_URL = "https://github.com/budget-gate/budget-gate/blob/main/docs/rules.md"
