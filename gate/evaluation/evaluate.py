@@ -181,7 +181,11 @@ class Evaluator:
 
         def defaults_for(team: str | None) -> tuple[Facts, str]:
             loaded = self.policies.for_team(team)
-            where = "the built-in default policy" if loaded.builtin else f"{self.policies.policy_dir / loaded.chain[0]}.yaml"
+            where = (
+                "the built-in default policy"
+                if loaded.builtin
+                else f"{self.policies.policy_dir / loaded.chain[0]}.yaml"
+            )
             return loaded.policy.defaults, where
 
         base = self.policies.for_team(None).policy
@@ -189,7 +193,9 @@ class Evaluator:
         def price(accelerator: str, spot: bool) -> Decimal | None:
             capacity = Capacity.SPOT if spot else Capacity.ON_DEMAND
             try:
-                return quote(self.catalog, base, accelerator, capacity, base.prices.cloud).price
+                return quote(
+                    self.catalog, base, accelerator, capacity, base.prices.cloud
+                ).per_gpu_hour
             except InputError:
                 return None
 

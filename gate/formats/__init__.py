@@ -24,7 +24,11 @@ def sniff(data: Mapping[str, Any]) -> Format:
     api = data.get("apiVersion")
     if api == "budget-gate/v1" or (api is None and "kind" in data):
         return Format.BUDGET_GATE
-    if isinstance(api, str) and api.startswith("kubeflow.org/") and data.get("kind") == "Experiment":
+    if (
+        isinstance(api, str)
+        and api.startswith("kubeflow.org/")
+        and data.get("kind") == "Experiment"
+    ):
         return Format.KATIB
     if "method" in data and "parameters" in data and api is None:
         return Format.WANDB

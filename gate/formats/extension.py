@@ -38,7 +38,9 @@ def block_facts(doc: LoadedDoc) -> FactMap:
     sub = _rooted(doc.source_map, prefix)
     _validate(block, doc.file, sub, EXTENSION_KEY)
     return {
-        name: Traced(value, Source(Origin.EXTENSION, f"{EXTENSION_KEY}.{name}", sub.locate((name,))))
+        name: Traced(
+            value, Source(Origin.EXTENSION, f"{EXTENSION_KEY}.{name}", sub.locate((name,)))
+        )
         for name, value in block.items()
     }
 
@@ -81,7 +83,9 @@ def _flat(
             raise InputError(
                 f"{shown} is not a budget-gate fact",
                 location=location,
-                hint=f"did you mean {close[0]!r}?" if close else "see docs/configs.md for the facts",
+                hint=f"did you mean {close[0]!r}?"
+                if close
+                else "see docs/configs.md for the facts",
             )
         data[name] = _parse(raw)
         if location is not None:

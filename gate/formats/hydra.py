@@ -16,7 +16,7 @@ from typing import Any
 
 from gate.errors import InputError
 from gate.formats.extension import block_facts
-from gate.formats.model import Draft, Origin, Source, Traced
+from gate.formats.model import Draft, Origin, Source, Traced, mapping
 from gate.formats.translate import Mapped
 from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import LoadedDoc
@@ -25,10 +25,23 @@ OPTUNA_DEFAULTS = {"n_trials": 20, "n_jobs": 2}
 """``OptunaSweeperConf`` (hydra_plugins/hydra_optuna_sweeper/config.py)."""
 SUBMITIT_TIMEOUT_MIN = 60
 """``BaseQueueConf.timeout_min`` (hydra_plugins/hydra_submitit_launcher/config.py)."""
-SAMPLERS = {"tpe": "bayesian", "cmaes": "bayesian", "gp": "bayesian", "nsgaii": "bayesian",
-            "qmc": "random", "random": "random", "grid": "grid"}
-EPOCH_KEYS = (("trainer", "max_epochs"), ("max_epochs",), ("epochs",), ("num_epochs",),
-              ("training", "epochs"), ("train", "epochs"))
+SAMPLERS = {
+    "tpe": "bayesian",
+    "cmaes": "bayesian",
+    "gp": "bayesian",
+    "nsgaii": "bayesian",
+    "qmc": "random",
+    "random": "random",
+    "grid": "grid",
+}
+EPOCH_KEYS = (
+    ("trainer", "max_epochs"),
+    ("max_epochs",),
+    ("epochs",),
+    ("num_epochs",),
+    ("training", "epochs"),
+    ("train", "epochs"),
+)
 _CALL = re.compile(r"^\s*(\w+)\s*\((.*)\)\s*$", re.S)
 
 
@@ -40,17 +53,22 @@ def read(doc: LoadedDoc) -> Mapped:
         return doc.source_map.locate(tuple(path))
 
     chosen = _chosen(data.get("defaults"))
-    hydra = data.get("hydra") if isinstance(data.get("hydra"), dict) else {}
-    sweeper = hydra.get("sweeper") if isinstance(hydra.get("sweeper"), dict) else {}
+    hydra = mapping(data.get("hydra"))
+    sweeper = mapping(hydra.get("sweeper"))
     draft: Draft = {}
-    params = sweeper.get("params") if isinstance(sweeper.get("params"), dict) else {}
+    params = mapping(sweeper.get("params"))
     counts: dict[str, int] = {}
     for name, text in params.items():
         value, count = _sweep(str(text), name, at("hydra", "sweeper", "params", name))
         counts[name] = count
         draft[("search", "parameters", name)] = Traced(
-            value, Source(Origin.FILE, f"hydra.sweeper.params.{name}: {text}",
-                          at("hydra", "sweeper", "params", name)))
+            value,
+            Source(
+                Origin.FILE,
+                f"hydra.sweeper.params.{name}: {text}",
+                at("hydra", "sweeper", "params", name),
+            ),
+        )
     notes = ["command-line overrides (python app.py -m x=1,2) are not in the file: not counted"]
     if chosen.get("hydra/sweeper") == "optuna":
         _optuna(draft, sweeper, chosen, counts, at)
@@ -59,9 +77,11 @@ def read(doc: LoadedDoc) -> Mapped:
         notes.append("the basic launcher runs one job at a time")
     _launcher(draft, hydra, chosen, at)
     _epochs(draft, data, params, at)
-    name = sweeper.get("study_name") or (hydra.get("job") or {}).get("name")
-    if isinstance(name, str) and name:
-        draft[("metadata", "name")] = Traced(name, Source(Origin.FILE, "the study or job name", at("hydra")))
+    study = sweeper.get("study_name") or mapping(hydra.get("job")).get("name")
+    if isinstance(study, str) and study:
+        draft[("metadata", "name")] = Traced(
+            study, Source(Origin.FILE, "the study or job name", at("hydra"))
+        )
     return Mapped(draft, block_facts(doc), tuple(notes), lambda f: _where(f, doc.file))
 
 
@@ -79,14 +99,28 @@ def _chosen(defaults: Any) -> dict[str, str]:
     return out
 
 
-def _optuna(draft: Draft, sweeper: dict[str, Any], chosen: dict[str, str],
-            counts: dict[str, int], at: Any) -> None:
-    for key, path in (("n_trials", ("search", "max_trials")), ("n_jobs", ("search", "max_concurrent_trials"))):
+def _optuna(
+    draft: Draft, sweeper: dict[str, Any], chosen: dict[str, str], counts: dict[str, int], at: Any
+) -> None:
+    for key, path in (
+        ("n_trials", ("search", "max_trials")),
+        ("n_jobs", ("search", "max_concurrent_trials")),
+    ):
         if key in sweeper:
-            draft[path] = Traced(sweeper[key], Source(Origin.FILE, f"hydra.sweeper.{key}", at("hydra", "sweeper", key)))
+            draft[path] = Traced(
+                sweeper[key],
+                Source(Origin.FILE, f"hydra.sweeper.{key}", at("hydra", "sweeper", key)),
+            )
         else:
             default = OPTUNA_DEFAULTS[key]
-            draft[path] = Traced(default, Source(Origin.ENGINE, f"the Optuna sweeper's default {key} {default}", at("hydra", "sweeper")))
+            draft[path] = Traced(
+                default,
+                Source(
+                    Origin.ENGINE,
+                    f"the Optuna sweeper's default {key} {default}",
+                    at("hydra", "sweeper"),
+                ),
+            )
     sampler = chosen.get("hydra/sweeper/sampler", "tpe")
     strategy = SAMPLERS.get(sampler, "bayesian")
     where = at("defaults")
@@ -94,37 +128,80 @@ def _optuna(draft: Draft, sweeper: dict[str, Any], chosen: dict[str, str],
         grid = math.prod(counts.values())
         trials = draft[("search", "max_trials")]
         if grid < trials.value:
-            draft[("search", "max_trials")] = Traced(grid, Source(Origin.ENGINE, f"the grid sampler stops after the grid's {grid} points (n_trials {trials.value})", where))
+            draft[("search", "max_trials")] = Traced(
+                grid,
+                Source(
+                    Origin.ENGINE,
+                    f"the grid sampler stops after {grid} points (n_trials {trials.value})",
+                    where,
+                ),
+            )
         strategy = "random"  # n_trials or the grid, whichever is smaller: a count, not a product
-    draft[("search", "strategy")] = Traced(strategy, Source(Origin.FILE, f"sampler {sampler}", where))
-    if n_jobs := draft.get(("search", "max_concurrent_trials")):
-        if n_jobs.value == -1:
-            raise InputError("hydra.sweeper.n_jobs is -1 (as many as CPUs): the wall-clock cannot be read",
-                             location=at("hydra", "sweeper", "n_jobs"), hint="give n_jobs: N")
+    draft[("search", "strategy")] = Traced(
+        strategy, Source(Origin.FILE, f"sampler {sampler}", where)
+    )
+    if (n_jobs := draft.get(("search", "max_concurrent_trials"))) and n_jobs.value == -1:
+        raise InputError(
+            "hydra.sweeper.n_jobs is -1 (as many as CPUs): the wall-clock cannot be read",
+            location=at("hydra", "sweeper", "n_jobs"),
+            hint="give n_jobs: N",
+        )
 
 
 def _basic(draft: Draft, counts: dict[str, int], at: Any) -> None:
     where = at("hydra", "sweeper")
-    draft[("search", "strategy")] = Traced("grid", Source(Origin.FILE, "the basic sweeper: every combination of params", where))
-    draft[("search", "max_concurrent_trials")] = Traced(1, Source(Origin.ENGINE, "the basic launcher runs one job at a time", where))
+    draft[("search", "strategy")] = Traced(
+        "grid", Source(Origin.FILE, "the basic sweeper: every combination of params", where)
+    )
+    draft[("search", "max_concurrent_trials")] = Traced(
+        1, Source(Origin.ENGINE, "the basic launcher runs one job at a time", where)
+    )
 
 
 def _launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: Any) -> None:
-    launcher = hydra.get("launcher") if isinstance(hydra.get("launcher"), dict) else {}
+    launcher = mapping(hydra.get("launcher"))
     if not chosen.get("hydra/launcher", "").startswith("submitit"):
         return
     gpus, nodes = launcher.get("gpus_per_node"), launcher.get("nodes", 1)
     if isinstance(gpus, int) and gpus > 0:
         total = gpus * (nodes if isinstance(nodes, int) else 1)
-        draft[("resources", "gpus_per_trial")] = Traced(total, Source(Origin.FILE, f"hydra.launcher gpus_per_node {gpus} × nodes {nodes}", at("hydra", "launcher", "gpus_per_node")))
+        draft[("resources", "gpus_per_trial")] = Traced(
+            total,
+            Source(
+                Origin.FILE,
+                f"hydra.launcher gpus_per_node {gpus} × nodes {nodes}",
+                at("hydra", "launcher", "gpus_per_node"),
+            ),
+        )
     timeout = launcher.get("timeout_min")
-    source = (Source(Origin.FILE, f"hydra.launcher.timeout_min {timeout}", at("hydra", "launcher", "timeout_min"))
-              if timeout is not None else Source(Origin.ENGINE, f"Submitit's default timeout_min {SUBMITIT_TIMEOUT_MIN}", at("defaults")))
+    source = (
+        Source(
+            Origin.FILE,
+            f"hydra.launcher.timeout_min {timeout}",
+            at("hydra", "launcher", "timeout_min"),
+        )
+        if timeout is not None
+        else Source(
+            Origin.ENGINE, f"Submitit's default timeout_min {SUBMITIT_TIMEOUT_MIN}", at("defaults")
+        )
+    )
     minutes = timeout if isinstance(timeout, (int, float)) else SUBMITIT_TIMEOUT_MIN
     draft[("stopping", "max_trial_hours")] = Traced(minutes / 60, source)
     parallel = launcher.get("array_parallelism")
-    if isinstance(parallel, int) and ("search", "max_concurrent_trials") in draft and draft[("search", "max_concurrent_trials")].source.origin is Origin.ENGINE and chosen.get("hydra/sweeper") != "optuna":
-        draft[("search", "max_concurrent_trials")] = Traced(parallel, Source(Origin.FILE, "hydra.launcher.array_parallelism", at("hydra", "launcher", "array_parallelism")))
+    if (
+        isinstance(parallel, int)
+        and ("search", "max_concurrent_trials") in draft
+        and draft[("search", "max_concurrent_trials")].source.origin is Origin.ENGINE
+        and chosen.get("hydra/sweeper") != "optuna"
+    ):
+        draft[("search", "max_concurrent_trials")] = Traced(
+            parallel,
+            Source(
+                Origin.FILE,
+                "hydra.launcher.array_parallelism",
+                at("hydra", "launcher", "array_parallelism"),
+            ),
+        )
 
 
 def _epochs(draft: Draft, data: dict[str, Any], params: dict[str, Any], at: Any) -> None:
@@ -134,7 +211,12 @@ def _epochs(draft: Draft, data: dict[str, Any], params: dict[str, Any], at: Any)
         if swept is not None and swept.value.get("values"):
             values = [v for v in swept.value["values"] if isinstance(v, int)]
             if values:
-                draft[("workload", "max_epochs")] = Traced(max(values), Source(Origin.FILE, f"the largest of the swept {dotted}", swept.source.location))
+                draft[("workload", "max_epochs")] = Traced(
+                    max(values),
+                    Source(
+                        Origin.FILE, f"the largest of the swept {dotted}", swept.source.location
+                    ),
+                )
                 return
         node: Any = data
         for part in path:
@@ -160,24 +242,37 @@ def _sweep(text: str, name: str, where: Any) -> tuple[dict[str, Any], int]:
     if func == "glob":
         raise InputError(
             f"hydra.sweeper.params.{name}: glob({args}) depends on the files of a config group",
-            location=where, hint=f"list the options instead, e.g. {name}: a,b")
+            location=where,
+            hint=f"list the options instead, e.g. {name}: a,b",
+        )
     if func == "choice":
         values = [_scalar(v) for v in _split(args)]
         return {"values": values}, len(values)
     numbers, keywords = _arguments(args, name, where)
     if func == "range":
-        start, stop = (numbers + [None, None])[:2] if len(numbers) >= 2 else (0, numbers[0] if numbers else None)
+        start, stop = (
+            [*numbers, None, None][:2]
+            if len(numbers) >= 2
+            else (0, numbers[0] if numbers else None)
+        )
         step = keywords.get("step", numbers[2] if len(numbers) > 2 else 1)
         if start is None or stop is None or not step:
-            raise InputError(f"hydra.sweeper.params.{name}: range needs start, stop", location=where, hint="write range(start, stop, step=s)")
+            raise InputError(
+                f"hydra.sweeper.params.{name}: range needs start, stop",
+                location=where,
+                hint="write range(start, stop, step=s)",
+            )
         count = max(0, math.ceil((stop - start) / step))
         if all(isinstance(v, int) for v in (start, stop, step)):
             return {"values": list(range(start, stop, step))}, count
         return {"values": [start + i * step for i in range(count)]}, count
     if func == "interval" and len(numbers) == 2:
         return {"low": float(numbers[0]), "high": float(numbers[1])}, 1
-    raise InputError(f"hydra.sweeper.params.{name}: {func}() is not a sweep budget-gate reads",
-                     location=where, hint="use a comma list, choice(), range() or interval()")
+    raise InputError(
+        f"hydra.sweeper.params.{name}: {func}() is not a sweep budget-gate reads",
+        location=where,
+        hint="use a comma list, choice(), range() or interval()",
+    )
 
 
 def _split(text: str) -> list[str]:
@@ -203,12 +298,12 @@ def _split(text: str) -> list[str]:
 
 def _scalar(text: str) -> Any:
     text = text.strip().strip("'\"")
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
+    if re.fullmatch(r"[+-]?\d+", text):
+        return int(text)
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _arguments(args: str, name: str, where: Any) -> tuple[list[Any], dict[str, Any]]:
@@ -218,8 +313,11 @@ def _arguments(args: str, name: str, where: Any) -> tuple[list[Any], dict[str, A
         key, eq, value = part.partition("=")
         number = _scalar(value if eq else key)
         if not isinstance(number, (int, float)):
-            raise InputError(f"hydra.sweeper.params.{name}: {part!r} is not a number",
-                             location=where, hint="write numbers, e.g. range(1, 10, step=2)")
+            raise InputError(
+                f"hydra.sweeper.params.{name}: {part!r} is not a number",
+                location=where,
+                hint="write numbers, e.g. range(1, 10, step=2)",
+            )
         if eq:
             keywords[key.strip()] = number
         else:

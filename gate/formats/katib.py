@@ -16,7 +16,7 @@ from typing import Any
 
 from gate.errors import InputError
 from gate.formats.extension import annotation_facts
-from gate.formats.model import Draft, Origin, Source, Traced
+from gate.formats.model import Draft, Origin, Source, Traced, mapping
 from gate.formats.translate import Mapped
 from gate.spec.facts import ANNOTATION_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc
@@ -51,7 +51,7 @@ def read(doc: LoadedDoc) -> Mapped:
     if not isinstance(spec, dict):
         raise InputError("the Experiment has no spec", location=at(), hint="add spec:")
     draft: Draft = {}
-    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    metadata = mapping(data.get("metadata"))
     if isinstance(metadata.get("name"), str):
         draft[("metadata", "name")] = file(metadata["name"], "metadata.name", "metadata", "name")
     limit = spec.get("maxTrialCount")
@@ -62,12 +62,17 @@ def read(doc: LoadedDoc) -> Mapped:
             location=at("spec"),
             hint="add maxTrialCount: N under spec (Katib then stops after N trials)",
         )
-    draft[("search", "max_trials")] = file(limit, f"spec.maxTrialCount: {limit}", "spec", "maxTrialCount")
+    draft[("search", "max_trials")] = file(
+        limit, f"spec.maxTrialCount: {limit}", "spec", "maxTrialCount"
+    )
     parallel = spec.get("parallelTrialCount")
     draft[("search", "max_concurrent_trials")] = (
         file(parallel, f"spec.parallelTrialCount: {parallel}", "spec", "parallelTrialCount")
         if parallel is not None
-        else Traced(DEFAULT_PARALLEL, Source(Origin.ENGINE, "Katib's default parallelTrialCount 3", at("spec")))
+        else Traced(
+            DEFAULT_PARALLEL,
+            Source(Origin.ENGINE, "Katib's default parallelTrialCount 3", at("spec")),
+        )
     )
     notes = [_failure_note(spec)]
     _search(draft, spec, doc, notes)
@@ -94,7 +99,7 @@ def _failure_note(spec: dict[str, Any]) -> str:
 
 
 def _search(draft: Draft, spec: dict[str, Any], doc: LoadedDoc, notes: list[str]) -> None:
-    algorithm = spec.get("algorithm") if isinstance(spec.get("algorithm"), dict) else {}
+    algorithm = mapping(spec.get("algorithm"))
     name = str(algorithm.get("algorithmName", "random"))
     where = doc.source_map.locate(("spec", "algorithm", "algorithmName"))
     strategy = "bayesian" if name in BAYESIAN else "random"
@@ -109,7 +114,10 @@ def _search(draft: Draft, spec: dict[str, Any], doc: LoadedDoc, notes: list[str]
         value, count = _parameter(param, path, doc)
         combinations *= count
         draft[("search", "parameters", param["name"])] = Traced(
-            value, Source(Origin.FILE, f"spec.parameters[{i}] {param['name']}", doc.source_map.locate(path))
+            value,
+            Source(
+                Origin.FILE, f"spec.parameters[{i}] {param['name']}", doc.source_map.locate(path)
+            ),
         )
     limit = spec.get("maxTrialCount")
     if name == "grid" and isinstance(limit, int):
@@ -120,12 +128,14 @@ def _search(draft: Draft, spec: dict[str, Any], doc: LoadedDoc, notes: list[str]
                 location=doc.source_map.locate(("spec", "maxTrialCount")),
                 hint=f"set maxTrialCount: {combinations} or less",
             )
-        notes.append(f"Katib's grid runs maxTrialCount ({limit}) of its {combinations} combinations")
+        notes.append(
+            f"Katib's grid runs maxTrialCount ({limit}) of its {combinations} combinations"
+        )
 
 
 def _parameter(param: dict[str, Any], path: DataPath, doc: LoadedDoc) -> tuple[dict[str, Any], int]:
     """A feasibleSpace as a spec Parameter, and its count in Katib's grid (its arange)."""
-    space = param.get("feasibleSpace") if isinstance(param.get("feasibleSpace"), dict) else {}
+    space = mapping(param.get("feasibleSpace"))
     if isinstance(space.get("list"), list) and space["list"]:
         return {"values": space["list"]}, len(space["list"])
     try:
@@ -182,8 +192,8 @@ def _objective(draft: Draft, spec: dict[str, Any], at: Any) -> None:
 def _trial(draft: Draft, spec: dict[str, Any], doc: LoadedDoc) -> None:
     """GPUs per trial (every pod's nvidia.com/gpu limit) and epochs from the command."""
     base: DataPath = ("spec", "trialTemplate", "trialSpec")
-    template = spec.get("trialTemplate") if isinstance(spec.get("trialTemplate"), dict) else {}
-    trial = template.get("trialSpec") if isinstance(template.get("trialSpec"), dict) else {}
+    template = mapping(spec.get("trialTemplate"))
+    trial = mapping(template.get("trialSpec"))
     pods = _pods(trial, base)
     gpus, gpu_at, epochs, epochs_at = 0, None, None, None
     for replicas, pod, path in pods:
@@ -210,11 +220,11 @@ def _trial(draft: Draft, spec: dict[str, Any], doc: LoadedDoc) -> None:
 
 
 def _pods(trial: dict[str, Any], base: DataPath) -> list[tuple[int, dict[str, Any], DataPath]]:
-    """(replicas, pod spec, its path) for a Job, a PyTorchJob (or other *ReplicaSpecs), a TrainJob."""
-    spec = trial.get("spec") if isinstance(trial.get("spec"), dict) else {}
+    """(replicas, pod spec, its path) of a Job, a PyTorchJob (any *ReplicaSpecs), a TrainJob."""
+    spec = mapping(trial.get("spec"))
     here = (*base, "spec")
     if trial.get("kind") == "TrainJob":
-        trainer = spec.get("trainer") if isinstance(spec.get("trainer"), dict) else {}
+        trainer = mapping(spec.get("trainer"))
         nodes = int(trainer.get("numNodes", 1))
         per_node = trainer.get("resourcesPerNode") or {}
         pod = {"containers": [{"resources": per_node, "command": trainer.get("command")}]}
@@ -225,16 +235,16 @@ def _pods(trial: dict[str, Any], base: DataPath) -> list[tuple[int, dict[str, An
         for key in replica_sets:
             for role, replica in spec[key].items():
                 if isinstance(replica, dict):
-                    pod = (replica.get("template") or {}).get("spec") or {}
+                    pod = mapping(mapping(replica.get("template")).get("spec"))
                     count = int(replica.get("replicas", 1))
                     out.append((count, pod, (*here, key, role, "template", "spec")))
         return out
-    pod = ((spec.get("template") or {}).get("spec")) or {}
+    pod = (mapping(spec.get("template")).get("spec")) or {}
     return [(int(spec.get("parallelism", 1)), pod, (*here, "template", "spec"))]
 
 
 def _gpus(container: dict[str, Any]) -> int:
-    resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+    resources = mapping(container.get("resources"))
     for section in ("limits", "requests"):
         value = (resources.get(section) or {}).get(GPU)
         if value is not None:

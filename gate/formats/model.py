@@ -89,3 +89,8 @@ class Imported:
 
     doc: LoadedDoc
     summary: ImportSummary
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """``value`` when it is a mapping, else an empty one (engine files are loosely shaped)."""
+    return value if isinstance(value, dict) else {}

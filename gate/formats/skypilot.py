@@ -50,8 +50,11 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
         draft[("metadata", "name")] = Traced(data["name"], Source(Origin.FILE, "name", at("name")))
     nodes = data.get("num_nodes", 1)
     if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
-        raise InputError("num_nodes is not a positive whole number", location=at("num_nodes"),
-                         hint="write num_nodes: N")
+        raise InputError(
+            "num_nodes is not a positive whole number",
+            location=at("num_nodes"),
+            hint="write num_nodes: N",
+        )
     candidates = _candidates(data.get("resources"), ("resources",), where)
     notes: list[str] = []
     if candidates:
@@ -77,8 +80,15 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
         )
     else:
         notes.append(f"one trial: the task runs once ({ENV_PREFIX}MAX_TRIALS if it runs a sweep)")
-    return Mapped(draft, facts, tuple(notes), lambda fact: _where(fact, file),
-                  candidates=tuple((c.accelerator, c.per_node * nodes, c.spot, c.location) for c in candidates))
+    return Mapped(
+        draft,
+        facts,
+        tuple(notes),
+        lambda fact: _where(fact, file),
+        candidates=tuple(
+            (c.accelerator, c.per_node * nodes, c.spot, c.location) for c in candidates
+        ),
+    )
 
 
 def _where(fact: str, file: str) -> str:
@@ -108,15 +118,20 @@ def _candidates(resources: Any, path: DataPath, where: SourceMap) -> list[Candid
     for key in ("any_of", "ordered"):
         for i, alternative in enumerate(resources.get(key) or []):
             if isinstance(alternative, dict):
-                merged = {**{k: v for k, v in resources.items() if k not in ("any_of", "ordered")},
-                          **alternative}
+                merged = {
+                    **{k: v for k, v in resources.items() if k not in ("any_of", "ordered")},
+                    **alternative,
+                }
                 found.extend(_candidates(merged, (*path, key, i), where))
     if found:
         return found
     spot = bool(resources.get("use_spot", False))
     here = (*path, "accelerators")
     location = where.locate(here)
-    return [Candidate(name, count, spot, location) for name, count in _accelerators(resources.get("accelerators"), location)]
+    return [
+        Candidate(name, count, spot, location)
+        for name, count in _accelerators(resources.get("accelerators"), location)
+    ]
 
 
 def _accelerators(value: Any, location: Location | None) -> list[tuple[str, int]]:
@@ -131,8 +146,11 @@ def _accelerators(value: Any, location: Location | None) -> list[tuple[str, int]
         if all(v is None for v in value.values()):  # a YAML set
             return [_one(str(k), location) for k in value]
         return [_one(f"{k}:{v}", location) for k, v in value.items()]
-    raise InputError("resources.accelerators is not a name, list or mapping", location=location,
-                     hint="write accelerators: H100:8")
+    raise InputError(
+        "resources.accelerators is not a name, list or mapping",
+        location=location,
+        hint="write accelerators: H100:8",
+    )
 
 
 def _one(text: str, location: Location | None) -> tuple[str, int]:
@@ -140,11 +158,17 @@ def _one(text: str, location: Location | None) -> tuple[str, int]:
     try:
         number = float(count) if count else 1.0
     except ValueError:
-        raise InputError(f"accelerator {text!r} has no count SkyPilot reads", location=location,
-                         hint="write NAME:COUNT, e.g. H100:8") from None
+        raise InputError(
+            f"accelerator {text!r} has no count SkyPilot reads",
+            location=location,
+            hint="write NAME:COUNT, e.g. H100:8",
+        ) from None
     if number != int(number) or number < 1:
-        raise InputError(f"accelerator {text!r} asks for a fraction of a GPU", location=location,
-                         hint="budget-gate prices whole GPUs; use a MIG profile in a spec instead")
+        raise InputError(
+            f"accelerator {text!r} asks for a fraction of a GPU",
+            location=location,
+            hint="budget-gate prices whole GPUs; use a MIG profile in a spec instead",
+        )
     return name.strip(), int(number)
 
 

@@ -83,7 +83,7 @@ class Context:
 
 def read(doc: LoadedDoc, fmt: Format) -> Mapped:
     """The format's mapper applied to ``doc`` (its module is imported only now)."""
-    module: Mapper = importlib.import_module(_MODULES[fmt])  # type: ignore[assignment]
+    module: Mapper = importlib.import_module(_MODULES[fmt])
     return module.read(doc)
 
 
@@ -178,9 +178,7 @@ def _fill_calibration(draft: Draft, context: Context) -> None:
         gpus=gpus.value if isinstance(gpus.value, int) else None,
         precision=str(precision.value) if precision else "fp32",
     )
-    found = finest(
-        by_key(context.calibration), key, epoch_minutes, context.min_runs, EPOCH_LEVELS
-    )
+    found = finest(by_key(context.calibration), key, epoch_minutes, context.min_runs, EPOCH_LEVELS)
     if found is None:
         return
     entry, stat = found
@@ -200,7 +198,7 @@ def _fill_name(draft: Draft, file: str) -> None:
     if ("metadata", "name") not in draft:
         name = PurePath(file).stem or "experiment"
         draft[("metadata", "name")] = Traced(
-            name, Source(Origin.DERIVED, f"the file's name (the {file!r} names no experiment)")
+            name, Source(Origin.DERIVED, "the file's name (the file names no experiment)")
         )
 
 
@@ -213,9 +211,7 @@ _REQUIRED: tuple[tuple[str, str], ...] = (
 
 def _require(draft: Draft, mapped: Mapped, doc: LoadedDoc, policy: str) -> None:
     """An error for each fact no source gave, naming the key to add and where."""
-    missing = [
-        (name, why) for name, why in _REQUIRED if FACT_PATHS[name] not in draft
-    ]
+    missing = [(name, why) for name, why in _REQUIRED if FACT_PATHS[name] not in draft]
     if not _has_epoch_time(draft):
         missing.append(("epoch_minutes", "how long one epoch takes"))
     if not missing:

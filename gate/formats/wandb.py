@@ -15,7 +15,7 @@ from typing import Any
 
 from gate.errors import InputError, InputErrors
 from gate.formats.extension import block_facts
-from gate.formats.model import Draft, Origin, Source, Traced
+from gate.formats.model import Draft, Origin, Source, Traced, mapping
 from gate.formats.translate import Mapped
 from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import DataPath, LoadedDoc
@@ -153,7 +153,9 @@ def _parameter(
     if grid and kind == "q_uniform":
         q = config.get("q", 1)
         count = max(0, math.ceil((high - low) / q))  # numpy.arange(min, max, q)
-        return _grid_values([low + i * q for i in range(min(count, MAX_GRID_VALUES + 1))], shown, where)
+        return _grid_values(
+            [low + i * q for i in range(min(count, MAX_GRID_VALUES + 1))], shown, where
+        )
     if grid:
         raise InputError(
             f"{shown} is a {kind} distribution, which a grid cannot enumerate (W&B refuses it)",
@@ -200,7 +202,7 @@ def _epochs(draft: Draft, params: Found, at: Any) -> None:
         if entry is None or entry[0] is None:
             continue
         spec_param, _, path = entry
-        values = spec_param.get("values")
+        values = mapping(spec_param).get("values")
         if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             top = max(values)
             detail = f"the largest of parameters.{name} ({top})"
@@ -211,12 +213,16 @@ def _epochs(draft: Draft, params: Found, at: Any) -> None:
 def _trials(draft: Draft, data: dict[str, Any], method: str, grid: int, at: Any) -> None:
     cap = data.get("run_cap")
     if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
-        raise InputError("run_cap is not a positive whole number", location=at("run_cap"),
-                         hint="write run_cap: N")
+        raise InputError(
+            "run_cap is not a positive whole number",
+            location=at("run_cap"),
+            hint="write run_cap: N",
+        )
     if method == "grid":
         if cap is not None and cap < grid:
             draft[("search", "strategy")] = Traced(
-                "random", Source(Origin.FILE, f"run_cap {cap} stops the grid of {grid}", at("run_cap"))
+                "random",
+                Source(Origin.FILE, f"run_cap {cap} stops the grid of {grid}", at("run_cap")),
             )
             draft[("search", "max_trials")] = Traced(
                 cap, Source(Origin.FILE, f"run_cap: {cap} of the grid's {grid} runs", at("run_cap"))
@@ -228,7 +234,9 @@ def _trials(draft: Draft, data: dict[str, Any], method: str, grid: int, at: Any)
             location=at("method"),
             hint="add run_cap: N at the top level (W&B stops the sweep after N runs)",
         )
-    draft[("search", "max_trials")] = Traced(cap, Source(Origin.FILE, f"run_cap: {cap}", at("run_cap")))
+    draft[("search", "max_trials")] = Traced(
+        cap, Source(Origin.FILE, f"run_cap: {cap}", at("run_cap"))
+    )
 
 
 def _early_terminate(draft: Draft, data: dict[str, Any], at: Any) -> list[str]:
@@ -261,8 +269,11 @@ def _early_terminate(draft: Draft, data: dict[str, Any], at: Any) -> list[str]:
             "eta above 1",
         )
     trials = draft.get(("search", "max_trials"))
-    source = Source(Origin.FILE, f"early_terminate hyperband, first band {first}, eta {eta}",
-                    at("early_terminate"))
+    source = Source(
+        Origin.FILE,
+        f"early_terminate hyperband, first band {first}, eta {eta}",
+        at("early_terminate"),
+    )
     draft[("search", "scheduler")] = Traced(
         {"min_epochs": first, "reduction_factor": float(eta), "synchronous": False}, source
     )
@@ -273,7 +284,9 @@ def _early_terminate(draft: Draft, data: dict[str, Any], at: Any) -> list[str]:
             for p, t in draft.items()
             if p[:2] == ("search", "parameters")
         )
-        draft[("search", "max_trials")] = Traced(grid, Source(Origin.FILE, f"the grid's {grid} runs", at("parameters")))
+        draft[("search", "max_trials")] = Traced(
+            grid, Source(Origin.FILE, f"the grid's {grid} runs", at("parameters"))
+        )
     metric = data.get("metric")
     name = metric.get("name") if isinstance(metric, dict) else None
     return [f"W&B counts hyperband bands in logged steps of {name or 'the metric'}; read as epochs"]

@@ -6,10 +6,11 @@ import json
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gate.errors import Problem
+from gate.errors import Location, Problem
 from gate.estimate.scenarios import Estimate, Scenario
 from gate.evaluation.diff import Driver, ScenarioDiff, SpecDiff
 from gate.evaluation.report import Report, SpecResult
+from gate.formats.model import ImportSummary
 from gate.ledger.budget import BudgetStatus
 from gate.ledger.records import ApprovalCheck
 from gate.money import fixed
@@ -53,7 +54,7 @@ class JsonReporter:
 
 
 def _result(result: SpecResult) -> dict[str, Any]:
-    return {
+    document = {
         "file": result.file,
         "name": result.name,
         "policy": result.policy,
@@ -68,6 +69,32 @@ def _result(result: SpecResult) -> dict[str, Any]:
         "approval": _approval(result.approval) if result.approval else None,
         "alternatives": [_alternative(a) for a in result.alternatives],
     }
+    if result.imported is not None:  # only for W&B, Katib, SkyPilot and Hydra files
+        document["imported"] = _imported(result.imported)
+    return document
+
+
+def _imported(summary: ImportSummary) -> dict[str, Any]:
+    return {
+        "format": summary.format.value,
+        "fields": [
+            {
+                "field": row.field,
+                "value": row.value,
+                "origin": row.source.origin.value,
+                "detail": row.source.detail,
+                "location": _location(row.source.location),
+            }
+            for row in summary.fields
+        ],
+        "notes": list(summary.notes),
+    }
+
+
+def _location(location: Location | None) -> dict[str, Any] | None:
+    if location is None:
+        return None
+    return {"file": location.file, "line": location.line, "col": location.col}
 
 
 def _budget(b: BudgetStatus) -> dict[str, Any]:

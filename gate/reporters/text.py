@@ -13,6 +13,7 @@ from typing import ClassVar
 from gate.estimate.scenarios import Estimate, Scenario
 from gate.evaluation.diff import SpecDiff
 from gate.evaluation.report import Report, SpecResult
+from gate.formats.model import ImportSummary, Origin
 from gate.ledger.budget import BudgetStatus
 from gate.ledger.records import ApprovalCheck, when
 from gate.money import format_amount, format_money
@@ -44,8 +45,11 @@ class TextReporter:
 
 def _spec_block(result: SpecResult, report: Report) -> str:
     if result.outcome is Outcome.INVALID:
-        return "\n".join([*_diagnostics(result), f"  → {result.outcome.value}"])
+        read = [f"  read as a {result.imported.format.value}"] if result.imported else []
+        return "\n".join([*_diagnostics(result), *read, f"  → {result.outcome.value}"])
     lines = [f"{result.file} — {result.name} (policy: {result.policy})"]
+    if result.imported is not None:
+        lines.extend(import_lines(result.imported))
     if result.estimate is not None:
         lines.extend(_estimate_lines(result.estimate, result.currency))
     diff = report.diff_for(result.file)
@@ -164,4 +168,19 @@ def alternative_lines(result: SpecResult) -> list[str]:
             f"{format_amount(e.first_result_hours, 1)} h; gives up: {alt.gives_up}"
         )
         lines.append(f"    set {', '.join(str(edit) for edit in alt.edits)}")
+    return lines
+
+
+def import_lines(summary: ImportSummary) -> list[str]:
+    """Where each field of an imported file's spec came from, and the engine's notes."""
+    lines = [f"  read as a {summary.format.value}; each field from:"]
+    unset = []
+    for row in summary.fields:
+        if row.source.origin is Origin.GATE:
+            unset.append(f"{row.field} {row.value}")
+            continue
+        lines.append(f"    {row.field} = {row.value} ← {row.source}")
+    if unset:
+        lines.append(f"    budget-gate defaults (no source): {'; '.join(unset)}")
+    lines.extend(f"    note: {note}" for note in summary.notes)
     return lines
