@@ -119,7 +119,7 @@ class Evaluator:
         imported = None
         try:
             if fmt is not Format.BUDGET_GATE:
-                imported = self._import(doc, fmt, launch or {})
+                imported = self.import_doc(doc, fmt, launch or {})
                 doc = imported.doc
             spec = _parse(doc)
         except (InputError, InputErrors) as exc:
@@ -175,7 +175,7 @@ class Evaluator:
         )
         return Evaluation(result, spec, policy)
 
-    def _import(self, doc: LoadedDoc, fmt: Format, launch: FactMap) -> Imported:
+    def import_doc(self, doc: LoadedDoc, fmt: Format, launch: FactMap) -> Imported:
         """An engine's file as a spec: its facts, the team policy's defaults, the calibration."""
         from gate.formats.translate import Context, translate
 
