@@ -19,10 +19,12 @@ from gate.commands.output import write_atomically
 from gate.errors import InputError
 from gate.policy.model import Policy
 from gate.spec.experiment import Experiment
+from gate.spec.facts import Facts
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "experiment.schema.json": Experiment,
     "policy.schema.json": Policy,
+    "x-budget-gate.schema.json": Facts,
 }
 
 
