@@ -192,7 +192,7 @@ def _commands(gate: list[str], uri: str, specs: list[Path], tmp: Path) -> dict[s
         reconcile.append("--all-versions")
     calibrate = [*gate, "calibrate", *where, "--experiment", EXPERIMENT]
     return {
-        "import the reader (floor)": [sys.executable, "-c", "import gate.integrations.mlflow_runs"],
+        "import the reader (floor)": [sys.executable, "-c", "import gate.integrations.mlflow.runs"],
         "reconcile (baseline)": reconcile,
         "reconcile --dry-run": [*reconcile, "--dry-run"],
         "calibrate": calibrate,

@@ -57,12 +57,13 @@ os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
 from mlflow.entities import ViewType  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
-from gate.integrations.ledger_rest import RestLedger  # noqa: E402
-from gate.integrations.ledger_search import filter_string  # noqa: E402
-from gate.integrations.ledger_snapshots import ROLL_EVERY, roll  # noqa: E402
-from gate.integrations.mlflow_client import MlflowLedger  # noqa: E402
+from gate.integrations.mlflow.client import MlflowLedger  # noqa: E402
+from gate.integrations.mlflow.rest import RestLedger  # noqa: E402
+from gate.integrations.mlflow.search import filter_string  # noqa: E402
+from gate.integrations.mlflow.snapshots import roll  # noqa: E402
 from gate.ledger.budget import BudgetScope, month_spend, month_start  # noqa: E402
 from gate.ledger.records import LedgerRecord, RecordKind, from_tags, to_tags  # noqa: E402
+from gate.ledger.snapshot import ROLL_EVERY  # noqa: E402
 from tests.ledger_kit import POLICY, SPEC, fingerprint_of  # noqa: E402
 from tests.mlflow_server import MlflowServer  # noqa: E402
 

@@ -53,7 +53,7 @@ from mlflow.entities import Metric, ViewType  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
 from gate import tracking  # noqa: E402
-from gate.integrations.mlflow_runs import MlflowRuns, RunQuery  # noqa: E402
+from gate.integrations.mlflow.runs import MlflowRuns, RunQuery  # noqa: E402
 from gate.reconcile.actuals import Plan  # noqa: E402
 from gate.reconcile.quality import monitor_for  # noqa: E402
 from gate.reconcile.reconciler import Reconciler  # noqa: E402

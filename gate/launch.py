@@ -18,11 +18,11 @@ from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.report import SpecResult
 from gate.guard.core import Guard
+from gate.guard.ledger import LedgerCeiling
 from gate.guard.limits import limits_for
 from gate.integrations import open_ledger
-from gate.integrations.git import RepoPaths
-from gate.integrations.guard_ledger import LedgerCeiling
-from gate.integrations.tracking_uri import redact, resolve_tracking_uri
+from gate.integrations.git.repo import RepoPaths
+from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
 from gate.ledger.records import LedgerRecord, LedgerView
 from gate.policy.findings import Outcome
@@ -90,9 +90,9 @@ def open_guard(
     The ceiling is the approval's amount (re-read from the ledger at most once a minute:
     a revocation stops the search), or the worst-case estimate when nothing needed an
     approval; the red lines, the plateau and the failure limits come from the spec and its
-    policy. Hand it to an adapter: :class:`gate.integrations.guard_loop.LoopGuard`,
-    :class:`gate.integrations.guard_optuna.OptunaGuard` or
-    :class:`gate.integrations.guard_ray.RayGuard`. Raises as :func:`require_approval`.
+    policy. Hand it to an adapter: :class:`gate.guard.loop.LoopGuard`,
+    :class:`gate.guard.optuna.OptunaGuard` or
+    :class:`gate.guard.ray.RayGuard`. Raises as :func:`require_approval`.
     """
     verification, evaluation, uri = _clear(spec, policy_dir, tracking_uri, now)
     estimate = verification.result.estimate

@@ -15,7 +15,7 @@ import time
 import optuna
 
 from gate.guard.core import Guard
-from gate.integrations.guard_optuna import OptunaGuard
+from gate.guard.optuna import OptunaGuard
 from tests.guard_kit import approved_limits
 
 EPOCHS = 12

@@ -78,7 +78,7 @@ def restored(storage: str) -> dict:
     from ray import tune
 
     from gate.guard.core import Guard
-    from gate.integrations.guard_ray import RayGuard
+    from gate.guard.ray import RayGuard
     from tests.guard_kit import approved_limits
 
     policy = {"guard": {"max_failed_in_a_row": 10}}
@@ -111,7 +111,7 @@ def search(storage: str, name: str, fail: bool) -> dict:
     from ray import tune
 
     from gate.guard.core import Guard
-    from gate.integrations.guard_ray import RayGuard
+    from gate.guard.ray import RayGuard
     from tests.guard_kit import approved_limits
 
     policy = {"guard": {"max_failed_in_a_row": 3}}

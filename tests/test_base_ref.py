@@ -11,7 +11,7 @@ import pytest
 
 from gate.cli import main
 from gate.errors import InputError
-from gate.integrations.git import list_base, read_base
+from gate.integrations.git.repo import list_base, read_base
 from tests.conftest import ROOT
 
 SPEC = """\

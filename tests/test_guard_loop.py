@@ -10,8 +10,8 @@ import pytest
 
 import gate
 from gate import tracking
+from gate.guard.loop import LoopGuard
 from gate.guard.model import COST_METRIC, StopKind
-from gate.integrations.guard_loop import LoopGuard
 from tests import seed_curve
 from tests.reconcile_kit import GOOD, ms
 

@@ -14,7 +14,7 @@ import pytest
 
 from gate.guard.core import Guard
 from gate.guard.model import GPU_SECONDS_ATTR, STOP_KIND, STOPPED_BY
-from gate.integrations.guard_optuna import OptunaGuard, spend_of
+from gate.guard.optuna import OptunaGuard, spend_of
 from tests.conftest import ROOT
 from tests.guard_kit import guard_spec_4_trials, make_limits
 

@@ -13,8 +13,8 @@ from mlflow.tracking import MlflowClient
 
 from gate.errors import BackendError
 from gate.integrations import open_ledger
-from gate.integrations.ledger_search import filter_string
-from gate.integrations.tracking_uri import redact
+from gate.integrations.mlflow.search import filter_string
+from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger.records import (
     LEDGER_EXPERIMENT,
     LedgerQuery,

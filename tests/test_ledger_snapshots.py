@@ -23,11 +23,12 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from gate.integrations import open_ledger
-from gate.integrations.ledger_rest import RestLedger
-from gate.integrations.ledger_snapshots import CHECKSUM, MONTH, PART, PARTS, SCOPE, roll
-from gate.integrations.mlflow_client import MlflowLedger
+from gate.integrations.mlflow.client import MlflowLedger
+from gate.integrations.mlflow.rest import RestLedger
+from gate.integrations.mlflow.snapshots import roll
 from gate.ledger.budget import BudgetScope, month_start, spend_status
 from gate.ledger.records import LedgerRecord, RecordKind, to_tags
+from gate.ledger.snapshot import CHECKSUM, MONTH, PART, PARTS, SCOPE
 from tests.budget_reference import reference_status
 from tests.conftest import make_policy
 from tests.ledger_kit import Team
@@ -218,7 +219,7 @@ def test_the_rest_ledger_reads_records_as_mlflow_does(team, ledger):
 
 
 def test_rest_requests_carry_mlflows_credentials_and_never_in_the_url():
-    from gate.integrations.ledger_rest import Rest
+    from gate.integrations.mlflow.rest import Rest
 
     rest = Rest(
         "https://ann:p%40ss@mlflow.example:8443/base/", {"MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
@@ -233,7 +234,7 @@ def test_rest_requests_carry_mlflows_credentials_and_never_in_the_url():
 
 def test_writers_roll_snapshots_as_they_append(team):
     """Appending records rolls the team's and the cost center's snapshots once enough settle."""
-    from gate.integrations.ledger_snapshots import ROLL_EVERY, SETTLE
+    from gate.ledger.snapshot import ROLL_EVERY, SETTLE
 
     now = dt.datetime.now(UTC)
     start = month_start(now)

@@ -12,7 +12,7 @@ import datetime as dt
 
 from mlflow.tracking import MlflowClient
 
-from gate.integrations.mlflow_client import ABANDONED_AFTER
+from gate.integrations.mlflow.client import ABANDONED_AFTER
 from gate.ledger.records import KIND, LEDGER_EXPERIMENT, RecordKind
 from tests.ledger_kit import Team, fingerprint_of
 from tests.mlflow_server import KillingProxy, MlflowServer

@@ -2,6 +2,6 @@
 
 ``event`` reads the webhook payload, ``model`` holds what is read from GitHub, ``approvals``
 and ``decisions`` decide (no I/O), ``flow`` sequences reads, decisions and writes through the
-facade in :mod:`gate.integrations.github_client`. Imports :mod:`gate.reporters`,
+facade in :mod:`gate.integrations.github.client`. Imports :mod:`gate.reporters`,
 :mod:`gate.evaluation` and the pure core; GitHub itself only through that facade.
 """

@@ -7,7 +7,7 @@ from the pull request's *base* commit through the API, never from the checkout, 
 pull request controls; head versions are read at the head commit the same way.
 
 Writes live in :mod:`gate.ci.publish`; GitHub is reached through the :class:`GitHub`
-protocol, which :class:`gate.integrations.github_client.GitHubClient` implements.
+protocol, which :class:`gate.integrations.github.client.GitHubClient` implements.
 """
 
 from __future__ import annotations

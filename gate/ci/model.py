@@ -1,6 +1,6 @@
 """The values the pull-request flow reads from GitHub, independent of the client library.
 
-The facade in :mod:`gate.integrations.github_client` builds these from GitHub's answers, so
+The facade in :mod:`gate.integrations.github.client` builds these from GitHub's answers, so
 the decisions in :mod:`gate.ci.approvals` and :mod:`gate.ci.decisions` are plain functions
 of plain values and are tested without HTTP.
 """

@@ -2,7 +2,7 @@
 
 While ``calibrate`` streams the runs, :class:`CostBacktest` finds each experiment's spec
 version (by the run's ``budget_gate.spec`` path and fingerprint,
-:mod:`gate.integrations.spec_versions`), prices it from its declared figures and prices
+:mod:`gate.integrations.git.spec_versions`), prices it from its declared figures and prices
 every run as ``reconcile`` does (:func:`gate.reconcile.actuals.price_run` under the same
 plan, failed runs included), keeping per run only its cost. Then, in time order
 (:func:`gate.calibrate.backtest.replays`), each experiment is priced again through the
@@ -35,7 +35,7 @@ from gate.calibrate.backtest import (
 from gate.commands.reconcile import requote
 from gate.estimate.scenarios import Estimate
 from gate.evaluation.evaluate import Evaluation, Evaluator
-from gate.integrations.spec_versions import SpecVersion, SpecVersions
+from gate.integrations.git.spec_versions import SpecVersion, SpecVersions
 from gate.ledger import tracking
 from gate.money import to_decimal
 from gate.policy.findings import Outcome

@@ -31,7 +31,7 @@ from gate.estimate.prices import quoter
 from gate.estimate.returns import threshold_for
 from gate.estimate.settings import Returns
 from gate.integrations import needs_mlflow
-from gate.integrations.tracking_uri import resolve_tracking_uri
+from gate.integrations.mlflow.tracking_uri import resolve_tracking_uri
 from gate.ledger import tracking
 from gate.policy.model import Policy
 from gate.reconcile.actuals import RunFacts
@@ -87,7 +87,7 @@ def _observations(
     uri = resolve_tracking_uri(args.tracking_uri, os.environ)
     quiet_mlflow()
     with needs_mlflow("calibrate"):
-        from gate.integrations.mlflow_runs import MlflowRuns, RunQuery
+        from gate.integrations.mlflow.runs import MlflowRuns, RunQuery
 
         runs = MlflowRuns(uri)
     wanted = set(args.experiment or ())

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         now=now,
         ledger=_ledger(args, env, now),
     )
-    from gate.integrations.github_client import GitHubClient
+    from gate.integrations.github.client import GitHubClient
 
     api_url = env.get("GITHUB_API_URL") or DEFAULT_API_URL
     with GitHubClient(api_url, _env(env, "GITHUB_TOKEN"), repository) as gh:

@@ -20,7 +20,7 @@ from gate.evaluation.diff import SpecDiff, compare
 from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import DOCS_URL, RenderContext, Report, SpecResult
 from gate.integrations import open_ledger
-from gate.integrations.tracking_uri import redact, resolve_tracking_uri
+from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger.records import LedgerStore, LedgerView
 from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet, builtin_policies
@@ -66,7 +66,7 @@ def make_evaluator(
     pull request must not be judged by policies it changes itself. ``calibrated`` False
     leaves the calibration file unread (``calibrate`` brings its own).
     """
-    from gate.integrations.git import RepoPaths
+    from gate.integrations.git.repo import RepoPaths
 
     base_ref = getattr(args, "base_ref", None)
     policy_dir = args.policy_dir or POLICY_DIR
@@ -112,7 +112,7 @@ def _calibration(policy_dir: str, path: str | None, base_ref: str | None) -> Cal
     """
     if path is not None or base_ref is None:
         return load_calibration(policy_dir, path)
-    from gate.integrations.git import read_base
+    from gate.integrations.git.repo import read_base
 
     name = os.path.join(policy_dir, CALIBRATION_FILE)
     blob = read_base(base_ref, [name]).get(name)
@@ -133,7 +133,7 @@ def load_calibration(policy_dir: str, path: str | None) -> Calibration | None:
 
 def base_policies(policy_dir: str, ref: str) -> PolicySet:
     """The policy files of ``policy_dir`` as committed at ``ref``."""
-    from gate.integrations.git import list_base, read_base
+    from gate.integrations.git.repo import list_base, read_base
 
     paths = list_base(ref, policy_dir, (".yaml",))
     # Only files directly in the directory are policies (policies/tests/ holds fixtures).
@@ -157,7 +157,7 @@ def evaluate_against(
     A spec under a directory argument that exists only at ``ref``, or a named file that is
     gone from disk but exists at ``ref``, is a deleted spec: it has a diff but no result.
     """
-    from gate.integrations.git import list_base, read_base
+    from gate.integrations.git.repo import list_base, read_base
 
     paths = expand_specs(patterns)
     in_base = [p for d in patterns if os.path.isdir(d) for p in list_base(ref, d, SPEC_SUFFIXES)]

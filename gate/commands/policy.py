@@ -91,7 +91,7 @@ def run_test(directory: str, fixtures: str | None, when: str | None) -> int:
     where = Path(fixtures) if fixtures else Path(directory) / "tests"
     files = _fixture_files(where)
     default_day = as_of(argparse.Namespace(as_of=when))[0]
-    from gate.integrations.git import RepoPaths
+    from gate.integrations.git.repo import RepoPaths
 
     repo_paths = RepoPaths(directory)
     catalog = load_catalog()

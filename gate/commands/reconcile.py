@@ -28,7 +28,7 @@ from gate.errors import InputError
 from gate.estimate.prices import Quote, quoter
 from gate.evaluation.evaluate import Evaluation
 from gate.integrations import needs_mlflow, open_ledger
-from gate.integrations.tracking_uri import redact, resolve_tracking_uri
+from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
 from gate.ledger.records import LedgerQuery, LedgerStore, RecordKind, live_approvals, short
 from gate.money import to_decimal
@@ -40,8 +40,8 @@ from gate.reconcile.reconciler import Reconciler, ReconcileReport, Reconciliatio
 from gate.spec.experiment import Capacity, Experiment
 
 if TYPE_CHECKING:
-    from gate.integrations.github_client import GitHubClient
-    from gate.integrations.mlflow_runs import Progress, RunQuery
+    from gate.integrations.github.client import GitHubClient
+    from gate.integrations.mlflow.runs import Progress, RunQuery
 
 FORMATS = {
     "text": "gate.reporters.reconcile_text",
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     uri = resolve_tracking_uri(args.tracking_uri, os.environ)
     quiet_mlflow()
     with needs_mlflow("reconcile"):
-        from gate.integrations.mlflow_runs import MlflowRuns, RunQuery
+        from gate.integrations.mlflow.runs import MlflowRuns, RunQuery
 
         runs = MlflowRuns(uri)
     experiment = spec.tracking.mlflow_experiment or spec.metadata.name
@@ -207,7 +207,7 @@ def _github(args: argparse.Namespace) -> GitHubClient | None:
     """The GitHub connection for --pr (none with --dry-run: nothing is written)."""
     if args.pr is None or args.dry_run:
         return None
-    from gate.integrations.github_client import GitHubClient
+    from gate.integrations.github.client import GitHubClient
 
     return GitHubClient.from_env(os.environ)
 

@@ -89,7 +89,7 @@ def who_ran() -> tuple[str | None, str | None]:
     Neither proves who approved (both are set by the user), but both go on record beside
     the ``--by`` name a local approval claims.
     """
-    from gate.integrations.git import user_email
+    from gate.integrations.git.repo import user_email
 
     return os_user(), user_email()
 

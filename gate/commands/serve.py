@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gate.errors import InputError
-from gate.integrations.tracking_uri import redact, resolve_tracking_uri
+from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette

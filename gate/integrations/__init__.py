@@ -1,13 +1,12 @@
-"""I/O with other systems (git, GitHub, MLflow), each imported only by the code that needs it.
+"""I/O with other systems, one subpackage or module per system, each imported when needed.
 
 :func:`open_ledger` is the one door to the MLflow ledger: importing this package imports no
 MLflow; calling it does for ``sqlite:///`` stores, while a tracking server is read over REST
-(``ledger_rest``, with ``ledger_search`` and ``ledger_snapshots``) and MLflow loads only to
-write. ``mlflow_runs`` reads training runs for ``reconcile``;
-``github_client`` writes pull-request comments (PyGithub, imported when first used);
-``tracking_uri`` says where the ledger lives; ``skypilot`` is the SkyPilot admin policy (the only
-module that imports SkyPilot). Imports :mod:`gate.ci`'s models and the pure
-core; nothing below imports this package.
+(:mod:`gate.integrations.mlflow.rest`) and MLflow loads only to write. ``mlflow/`` holds all
+MLflow I/O (ledger, training runs, tracking URI), ``github/`` the pull-request flow's
+GitHub facade, ``git/`` the repository and spec history, and ``skypilot`` the SkyPilot admin
+policy (the only module that imports SkyPilot). Imports :mod:`gate.ci`'s models and the
+pure core; nothing below imports this package.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ def open_ledger(tracking_uri: str) -> LedgerStore:
     """The approvals ledger in the MLflow tracking store at ``tracking_uri``.
 
     A tracking server (``http://``, ``https://``) is read over its REST API without
-    importing MLflow (:mod:`gate.integrations.ledger_rest`; writes still go through MLflow),
+    importing MLflow (:mod:`gate.integrations.mlflow.rest`; writes still go through MLflow),
     unless ``MLFLOW_TRACKING_AUTH`` names an MLflow auth plugin, which only MLflow's client
     can apply. Any other store (``sqlite:///``, a path) is MLflow's client.
 
@@ -37,11 +36,11 @@ def open_ledger(tracking_uri: str) -> LedgerStore:
     if tracking_uri.startswith(("http://", "https://")) and not os.environ.get(
         "MLFLOW_TRACKING_AUTH"
     ):
-        from gate.integrations.ledger_rest import RestLedger
+        from gate.integrations.mlflow.rest import RestLedger
 
         return RestLedger(tracking_uri)
     with needs_mlflow("the approvals ledger"):
-        from gate.integrations.mlflow_client import MlflowLedger
+        from gate.integrations.mlflow.client import MlflowLedger
 
         return MlflowLedger(tracking_uri)
 

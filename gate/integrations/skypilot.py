@@ -31,7 +31,7 @@ from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.report import SpecResult
 from gate.integrations import open_ledger
-from gate.integrations.tracking_uri import redact, resolve_tracking_uri
+from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
 from gate.ledger.records import LedgerView
 from gate.policy.findings import Outcome

@@ -2,7 +2,7 @@
 
 Every request, approval, revocation and reconciliation is one append-only record; a
 revocation is a new record, never an edit. The MLflow store lives in
-:mod:`gate.integrations.mlflow_client`; nothing here does I/O or reads the clock.
+:mod:`gate.integrations.mlflow.client`; nothing here does I/O or reads the clock.
 
 An approval is *fresh* for a spec when its fingerprint matches, its approved worst-case
 amount is at least the current worst-case estimate (same currency), it has not expired,

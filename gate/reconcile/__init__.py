@@ -2,7 +2,7 @@
 
 Owns: ``actuals`` (one run's cost from plain facts), ``quality`` (the quality gate and the
 plateau), ``waste`` (where money went, with advice) and ``reconciler`` (runs → report).
-MLflow is read by :mod:`gate.integrations.mlflow_runs`, which hands over plain facts.
+MLflow is read by :mod:`gate.integrations.mlflow.runs`, which hands over plain facts.
 
 Pure. Imports :mod:`gate.estimate`, :mod:`gate.ledger` and :mod:`gate.spec`.
 """

@@ -1,7 +1,7 @@
 """What one MLflow run actually cost and achieved (pure).
 
 Input is :class:`RunFacts`: plain values read from MLflow by
-:mod:`gate.integrations.mlflow_runs` (status, start and end, tags, params, the latest value
+:mod:`gate.integrations.mlflow.runs` (status, start and end, tags, params, the latest value
 of each metric, the monitored metric's history, GPU utilization samples). :func:`price_run`
 turns them into a small :class:`RunResult`, following the run conventions of
 :mod:`gate.ledger.tracking` (DOMAIN.md §2):

@@ -194,7 +194,7 @@ def test_approvals_are_recorded_in_the_mlflow_ledger(
     assert "budget-gate: recorded approval by alice on " in ran.stdout
     again = story.run("pull_request.labeled", story.pull_request_event("labeled"))
     assert "recorded" not in again.stdout  # found in the ledger: recorded once
-    from gate.integrations.mlflow_client import MlflowLedger
+    from gate.integrations.mlflow.client import MlflowLedger
     from gate.ledger.records import LedgerQuery
 
     (record,) = MlflowLedger(mlflow_server.uri).query(LedgerQuery(team=team))

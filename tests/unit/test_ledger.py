@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gate.errors import BackendError, InputError
-from gate.integrations.tracking_uri import default_tracking_uri, resolve_tracking_uri
+from gate.integrations.mlflow.tracking_uri import default_tracking_uri, resolve_tracking_uri
 from gate.ledger.approvers import Approvers
 from gate.ledger.records import (
     LedgerRecord,

@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 
 from gate.errors import InputError, InputErrors
-from gate.integrations.git import file_history, toplevel
+from gate.integrations.git.repo import file_history, toplevel
 from gate.spec.experiment import Experiment
 from gate.spec.fingerprint import fingerprint
 from gate.spec.loader import load_bytes

@@ -28,17 +28,12 @@ month's snapshot runs too (tag ``budget_gate.snapshot_scope``) and the next writ
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import datetime as dt
-import hashlib
-import json
 import logging
-import zlib
-from dataclasses import dataclass, field
 
 from gate.errors import BackendError
-from gate.integrations.ledger_search import (
+from gate.integrations.mlflow.search import (
     FINISHED,
     UNSETTLED,
     RunRow,
@@ -48,41 +43,25 @@ from gate.integrations.ledger_search import (
     quote,
     search_rows,
 )
-from gate.ledger import tracking
 from gate.ledger.budget import month_start
 from gate.ledger.records import LedgerQuery, LedgerRecord
+from gate.ledger.snapshot import (
+    MONTH,
+    ROLL_EVERY,
+    SCOPE,
+    SETTLE,
+    Snapshot,
+    decode,
+    encode,
+    fold,
+    scope_of,
+    scope_query,
+    scopes_of,
+)
 from gate.ledger.spend import Spend
 
-SETTLE = dt.timedelta(minutes=15)
-"""How far behind a writer's clock a cut-off lies: longer than a write with its retries."""
-ROLL_EVERY = 100
-"""Settled records after the newest snapshot that make a writer roll a new one."""
-SCOPE = tracking.PREFIX + "snapshot_scope"
-MONTH = tracking.PREFIX + "snapshot_month"
-CHECKSUM = tracking.PREFIX + "snapshot_sha256"
-PARTS = tracking.PREFIX + "snapshot_parts"
-PART = tracking.PREFIX + "snapshot."
-PART_CHARS = 7_900  # MLflow cuts tag values at 8,000 characters
 _IDS_PER_SEARCH = 100
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """One scope's month up to ``cutoff_ms``, and the records then still being written."""
-
-    cutoff_ms: int
-    spend: Spend = field(default_factory=Spend)
-    pending: tuple[str, ...] = ()
-
-
-def scope_of(query: LedgerQuery) -> str | None:
-    """``team:NAME`` or ``cost-center:KEY`` for a budget scope's query, else ``None``."""
-    if query.team and not query.cost_center:
-        return f"team:{query.team}"
-    if query.cost_center and not query.team:
-        return f"cost-center:{query.cost_center}"
-    return None
 
 
 def read_spend(source: RunSource, query: LedgerQuery, now: dt.datetime) -> Spend:
@@ -98,14 +77,14 @@ def read_spend(source: RunSource, query: LedgerQuery, now: dt.datetime) -> Spend
         spend = snap.spend
         for row in _by_ids(source, experiment_id, snap.pending):
             if row.status == FINISHED:
-                _fold(spend, row.record(), start, now)
+                fold(spend, row.record(), start, now)
         tail = dataclasses.replace(query, since=None)  # the cut-off bounds it instead
         search = (
             f"{filter_string(tail)} AND attributes.start_time >= {snap.cutoff_ms} "
             f"AND attributes.start_time <= {millis(now)}"
         )
         for row in search_rows(source, experiment_id, search):
-            _fold(spend, row.record(), start, now)
+            fold(spend, row.record(), start, now)
     return spend
 
 
@@ -115,9 +94,7 @@ def roll_snapshots(source: RunSource, experiment_id: str, record: LedgerRecord) 
     A failure here loses nothing (readers just read more) and is reported as a warning.
     """
     now = dt.datetime.now(dt.timezone.utc)
-    scopes = [f"team:{record.team}" if record.team else None]
-    scopes.append(f"cost-center:{record.cost_center}" if record.cost_center else None)
-    for scope in filter(None, scopes):
+    for scope in scopes_of(record):
         _try_roll(source, experiment_id, scope, now)
 
 
@@ -141,8 +118,7 @@ def roll(
     if cutoff_ms <= millis(start):
         return None
     snap = _newest(source, experiment_id, scope, start, cutoff_ms) or Snapshot(millis(start))
-    kind, key = scope.split(":", 1)
-    query = LedgerQuery(team=key) if kind == "team" else LedgerQuery(cost_center=key)
+    query = scope_query(scope)
     search = (
         f"{filter_string(query, finished=False)} AND attributes.start_time >= {snap.cutoff_ms} "
         f"AND attributes.start_time < {cutoff_ms}"
@@ -155,17 +131,12 @@ def roll(
     cut = dt.datetime.fromtimestamp(cutoff_ms / 1000, dt.timezone.utc)
     for row in rows:
         if row.status == FINISHED:
-            _fold(spend, row.record(), start, cut)
+            fold(spend, row.record(), start, cut)
     pending = tuple(sorted({row.run_id for row in rows if row.status in UNSETTLED}))
-    tags = _encode(Snapshot(cutoff_ms, spend, pending))
+    tags = encode(Snapshot(cutoff_ms, spend, pending))
     tags |= {SCOPE: scope, MONTH: start.strftime("%Y-%m")}
     name = f"budget snapshot: {scope} {start:%Y-%m} ({spend.folded} records)"
     return source.write_run(experiment_id, cutoff_ms, tags, name)
-
-
-def _fold(spend: Spend, record: LedgerRecord, start: dt.datetime, now: dt.datetime) -> None:
-    if record.recorded_at <= now:
-        spend.add(record, current=record.recorded_at >= start)
 
 
 def _newest(
@@ -180,7 +151,7 @@ def _newest(
         source, experiment_id, search, order_by="attributes.start_time DESC", page=1
     )
     for row in newest_first:  # one snapshot a request: each may hold a megabyte
-        snap = _decode(row)
+        snap = decode(row.tags, row.start_ms)
         if snap is not None:
             return snap
         _log.warning("budget snapshot %s at %s is damaged; read past it", row.run_id, source.where)
@@ -195,30 +166,3 @@ def _by_ids(source: RunSource, experiment_id: str, ids: tuple[str, ...]) -> list
         search = f"{records} AND attributes.run_id IN ({chunk})"
         rows.extend(search_rows(source, experiment_id, search))
     return rows
-
-
-def _encode(snap: Snapshot) -> dict[str, str]:
-    spend = snap.spend.to_json()
-    body = {"cutoff_ms": snap.cutoff_ms, "pending": list(snap.pending), "spend": spend}
-    blob = base64.b64encode(zlib.compress(json.dumps(body, separators=(",", ":")).encode(), 6))
-    text = blob.decode("ascii")
-    parts = [text[i : i + PART_CHARS] for i in range(0, len(text), PART_CHARS)] or [""]
-    tags = {f"{PART}{n:04d}": part for n, part in enumerate(parts)}
-    return tags | {CHECKSUM: hashlib.sha256(blob).hexdigest(), PARTS: str(len(parts))}
-
-
-def _decode(row: RunRow) -> Snapshot | None:
-    """The snapshot a run holds, or ``None`` when it is damaged or of another format."""
-    try:
-        count = int(row.tags[PARTS])
-        text = "".join(row.tags[f"{PART}{n:04d}"] for n in range(count))
-        blob = text.encode("ascii")
-        if hashlib.sha256(blob).hexdigest() != row.tags[CHECKSUM]:
-            return None
-        body = json.loads(zlib.decompress(base64.b64decode(blob)))
-        if int(body["cutoff_ms"]) != row.start_ms:
-            return None
-        pending = tuple(str(i) for i in body["pending"])
-        return Snapshot(row.start_ms, Spend.from_json(body["spend"]), pending)
-    except (KeyError, ValueError, TypeError, zlib.error):
-        return None

@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 import optuna
 
 from gate.guard.core import Guard
+from gate.guard.marks import RunMarks
 from gate.guard.model import GPU_SECONDS_ATTR, STOPPED_BY, Decision, Report
-from gate.integrations.guard_mlflow import RunMarks
-from gate.integrations.tracking_uri import resolve_tracking_uri
+from gate.integrations.mlflow.tracking_uri import resolve_tracking_uri
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial, Trial

@@ -1,8 +1,8 @@
 """Searching the ledger, whatever carries the requests: filters, run rows, failures (no MLflow).
 
 A :class:`RunSource` searches and writes runs of the ledger experiment: over REST
-(:mod:`gate.integrations.ledger_rest`, no MLflow import) or through ``MlflowClient``
-(:mod:`gate.integrations.mlflow_client`, for ``sqlite:///`` stores and writes). The search
+(:mod:`gate.integrations.mlflow.rest`, no MLflow import) or through ``MlflowClient``
+(:mod:`gate.integrations.mlflow.client`, for ``sqlite:///`` stores and writes). The search
 filters and the failure messages are shared, so both say the same thing.
 """
 

@@ -22,9 +22,9 @@ import time
 from collections.abc import Callable, Mapping
 
 from gate.guard.core import Guard
+from gate.guard.marks import RunMarks
 from gate.guard.model import Decision, Report
-from gate.integrations.guard_mlflow import RunMarks
-from gate.integrations.tracking_uri import resolve_tracking_uri
+from gate.integrations.mlflow.tracking_uri import resolve_tracking_uri
 
 
 class LoopGuard:

@@ -8,7 +8,7 @@ MLflow's client reads: ``MLFLOW_TRACKING_TOKEN``, ``MLFLOW_TRACKING_USERNAME`` a
 ``MLFLOW_TRACKING_SERVER_CERT_PATH``, ``MLFLOW_TRACKING_CLIENT_CERT_PATH``,
 ``MLFLOW_HTTP_REQUEST_TIMEOUT``, ``MLFLOW_HTTP_REQUEST_MAX_RETRIES`` and
 ``MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR``. Writing a record goes through
-:class:`gate.integrations.mlflow_client.MlflowLedger`, which imports MLflow then.
+:class:`gate.integrations.mlflow.client.MlflowLedger`, which imports MLflow then.
 """
 
 from __future__ import annotations
@@ -27,19 +27,19 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from gate.errors import InputError
-from gate.integrations.ledger_search import (
+from gate.integrations.mlflow.search import (
     RunRow,
     deleted_experiment,
     failing_on,
     read_records,
 )
-from gate.integrations.ledger_snapshots import read_spend
-from gate.integrations.tracking_uri import redact
+from gate.integrations.mlflow.snapshots import read_spend
+from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord
 from gate.ledger.spend import Spend
 
 if TYPE_CHECKING:
-    from gate.integrations.mlflow_client import MlflowLedger
+    from gate.integrations.mlflow.client import MlflowLedger
 
 API = "/api/2.0/mlflow/"
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})  # as MLflow's client retries
@@ -126,7 +126,7 @@ class RestLedger:
     def _mlflow(self) -> MlflowLedger:
         if self._writer is None:
             try:
-                from gate.integrations.mlflow_client import MlflowLedger
+                from gate.integrations.mlflow.client import MlflowLedger
             except ImportError as exc:
                 raise InputError(
                     f"writing to the ledger at {self.where} needs MLflow ({exc.name} is missing)",

@@ -25,7 +25,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from gate.errors import BackendError
-from gate.integrations.ledger_search import (
+from gate.integrations.mlflow.search import (
     RunRow,
     deleted_experiment,
     failing_on,
@@ -33,8 +33,8 @@ from gate.integrations.ledger_search import (
     read_records,
     reason,
 )
-from gate.integrations.ledger_snapshots import read_spend, roll_snapshots
-from gate.integrations.tracking_uri import redact
+from gate.integrations.mlflow.snapshots import read_spend, roll_snapshots
+from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger.records import (
     KIND,
     LEDGER_EXPERIMENT,
@@ -139,7 +139,7 @@ class MlflowLedger:
     def _failing(self, doing: str) -> contextlib.AbstractContextManager[None]:
         return failing(self.where, doing)
 
-    # The RunSource side (gate.integrations.ledger_search), for the snapshots' reads and writes.
+    # The RunSource side (gate.integrations.mlflow.search), for the snapshots' reads and writes.
 
     def experiment_id(self, *, create: bool) -> str | None:
         """The ledger experiment's id (created first when ``create``), else ``None``."""

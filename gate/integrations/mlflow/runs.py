@@ -35,8 +35,8 @@ from mlflow.utils.credentials import get_default_host_creds
 from mlflow.utils.rest_utils import http_request, verify_rest_response
 
 from gate.errors import BackendError
-from gate.integrations.mlflow_client import failing
-from gate.integrations.tracking_uri import redact
+from gate.integrations.mlflow.client import failing
+from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger import tracking
 from gate.ledger.records import KIND
 from gate.reconcile.actuals import RunFacts
