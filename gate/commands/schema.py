@@ -1,4 +1,4 @@
-"""``budget-gate schema``: the JSON Schemas of specs and policies, generated from the models."""
+"""``budget-gate schema``: the JSON Schemas of specs, policies and x-budget-gate facts."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def _reachable(model: type[BaseModel]) -> list[type[BaseModel]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print both schemas as one JSON object, or write one file each with --write."""
+    """Print every schema as one JSON object, or write one file each with --write."""
     if args.write:
         out = Path(args.dir)
         try:
