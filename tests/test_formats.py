@@ -277,10 +277,31 @@ def test_check_json_names_format_and_sources(capsys) -> None:
     assert (gpus["value"], gpus["location"]["line"]) == ("32", 4)
 
 
-def test_check_of_a_spec_imports_no_format_mapper() -> None:
-    code = (
-        "import sys; from gate.cli import main; main(['check', 'examples/cifar-sweep.yaml', "
-        "'-q']); print(sorted(m for m in sys.modules if m.startswith('gate.formats.')))"
+MAPPERS = {f"gate.formats.{m}" for m in ("wandb", "katib", "skypilot", "hydra")}
+TRANSLATION = {"gate.formats.translate", "gate.formats.spelling", "gate.formats.extension"}
+ENGINES = {"sweeps", "wandb", "kubeflow", "kubernetes", "sky", "hydra", "omegaconf", "optuna"}
+
+
+def loaded_after_check(path: str) -> tuple[int, list[str]]:
+    """Exit code of ``check PATH`` in a fresh process, and the mappers and engines it loaded."""
+    watched = sorted(MAPPERS | TRANSLATION | ENGINES)
+    probe = (
+        "import json, sys\n"
+        "from gate.cli import main\n"
+        f"code = main(['check', {path!r}, '-q'])\n"
+        f"print(json.dumps([code, sorted(set({watched!r}) & set(sys.modules))]))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
-    assert out.strip().splitlines()[-1] == "['gate.formats.extension', 'gate.formats.model']"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    code, names = json.loads(proc.stdout.splitlines()[-1])
+    return code, names
+
+
+def test_check_of_a_spec_imports_no_engine_mapper_nor_engine() -> None:
+    assert loaded_after_check("examples/cifar-sweep.yaml") == (0, [])
+
+
+def test_check_of_a_wandb_sweep_imports_its_mapper_and_no_engine() -> None:
+    # the probe does see a mapper when one is used: W&B's, and none of the others
+    _, names = loaded_after_check(str(RULES / "wandb-grid-3x4.yaml"))
+    assert "gate.formats.wandb" in names and set(names) >= TRANSLATION
+    assert not (MAPPERS - {"gate.formats.wandb"} | ENGINES) & set(names)

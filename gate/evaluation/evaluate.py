@@ -11,7 +11,6 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
@@ -23,10 +22,10 @@ from gate.estimate.measured import Measured
 from gate.estimate.prices import Catalog, Quote, quote
 from gate.estimate.scenarios import Estimate, estimate
 from gate.estimate.trials import count_trials
+from gate.evaluation.importing import in_file_words, with_where_to_add
 from gate.evaluation.report import SpecResult
 from gate.formats import Format, sniff
-from gate.formats.extension import FactMap
-from gate.formats.model import Imported, ImportSummary
+from gate.formats.model import FactMap, Imported, ImportSummary, Words
 from gate.ledger.budget import BudgetStatus, budget_scope, month_spend, month_start, spend_status
 from gate.ledger.records import (
     ApprovalCheck,
@@ -45,7 +44,6 @@ from gate.policy.rules import REGISTRY
 from gate.policy.rules.base import RuleContext
 from gate.policy.verdict import RawFinding, apply_approval, apply_policy, decide
 from gate.spec.experiment import Capacity, Experiment
-from gate.spec.facts import Facts
 from gate.spec.fingerprint import fingerprint
 from gate.spec.loader import LoadedDoc, load_bytes, load_file
 from gate.spec.validation import validate
@@ -143,7 +141,8 @@ class Evaluator:
         teams = tuple(self.policies.teams())
         ctx = RuleContext(spec, est, policy, spec_file, self.today, budget, teams)
         repo_path = self._repo_path(spec_file, policy)
-        findings = _findings(doc, ctx, loaded, repo_path)
+        words = imported.words if imported is not None else None
+        findings = _findings(doc, ctx, loaded, repo_path, words)
         findings = self._fixes(
             findings,
             ctx,
@@ -159,6 +158,8 @@ class Evaluator:
         cheaper = (
             self._alternatives(spec, est, policy, doc) if outcome in self.alternatives_for else ()
         )
+        if words is not None:
+            findings, cheaper = in_file_words(findings, cheaper, words)
         result = SpecResult(
             file=spec_file,
             outcome=outcome,
@@ -176,32 +177,17 @@ class Evaluator:
         return Evaluation(result, spec, policy)
 
     def import_doc(self, doc: LoadedDoc, fmt: Format, launch: FactMap) -> Imported:
-        """An engine's file as a spec: its facts, the team policy's defaults, the calibration."""
-        from gate.formats.translate import Context, translate
+        """An engine's file as a spec, under the policy of the team it names."""
+        from gate.evaluation.importing import import_doc
 
-        def defaults_for(team: str | None) -> tuple[Facts, str]:
-            loaded = self.policies.for_team(team)
-            where = (
-                "the built-in default policy"
-                if loaded.builtin
-                else f"{self.policies.policy_dir / loaded.chain[0]}.yaml"
-            )
-            return loaded.policy.defaults, where
-
-        base = self.policies.for_team(None).policy
-
-        def price(accelerator: str, spot: bool) -> Decimal | None:
-            capacity = Capacity.SPOT if spot else Capacity.ON_DEMAND
-            try:
-                return quote(
-                    self.catalog, base, accelerator, capacity, base.prices.cloud
-                ).per_gpu_hour
-            except InputError:
-                return None
-
-        calibration = self.calibration if base.calibration.use else None
-        context = Context(defaults_for, calibration, base.calibration.min_runs, launch, price)
-        return translate(doc, fmt, context)
+        return import_doc(
+            doc,
+            fmt,
+            policies=self.policies,
+            catalog=self.catalog,
+            calibration=self.calibration,
+            launch=launch,
+        )
 
     def _fixes(
         self,
@@ -325,11 +311,14 @@ class Evaluator:
 
 
 def _findings(
-    doc: LoadedDoc, ctx: RuleContext, loaded: LoadedPolicy, repo_path: str
+    doc: LoadedDoc, ctx: RuleContext, loaded: LoadedPolicy, repo_path: str, words: Words | None
 ) -> list[Finding]:
     raw = [
         RawFinding(
-            rule.ID, v.severity or rule.DEFAULT_SEVERITY, v.message, doc.source_map.locate(v.path)
+            rule.ID,
+            v.severity or rule.DEFAULT_SEVERITY,
+            with_where_to_add(rule.ID, v.message, v.path, words),
+            doc.source_map.locate(v.path),
         )
         for rule in REGISTRY.values()
         for v in rule.check(ctx)

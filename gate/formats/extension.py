@@ -1,46 +1,86 @@
 """The facts a file carries in its engine's own extension point, validated where they stand.
 
-W&B and Hydra ignore unknown top-level keys, so an ``x-budget-gate:`` block holds them;
-Kubernetes keeps any ``metadata.annotations`` (Katib: ``budget-gate/<fact>``); SkyPilot
-refuses unknown keys but passes ``envs`` to the job (``X_BUDGET_GATE_<FACT>``). Annotation
-and env values are strings: JSON when they parse as JSON (``3.5``, ``[0, 1]``), else text.
+Hydra keeps unknown top-level keys, so an ``x-budget-gate:`` block holds them. W&B's local
+controller refuses them (the sweeps schema allows no other top-level key), so a W&B sweep
+writes the same block as a YAML comment (``# x-budget-gate:``), which every loader drops;
+a Hydra config may too. Kubernetes keeps any ``metadata.annotations`` (Katib:
+``budget-gate/<fact>``); SkyPilot refuses unknown keys but passes ``envs`` to the job
+(``X_BUDGET_GATE_<FACT>``). Annotation and env values are strings: JSON when they parse as
+JSON (``3.5``, ``[0, 1]``), else text.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from gate.errors import InputError, InputErrors, Location
-from gate.formats.model import Origin, Source, Traced
+from gate.formats.model import FactMap, Origin, Source, Traced
 from gate.spec.facts import ANNOTATION_PREFIX, ENV_PREFIX, EXTENSION_KEY, Facts
-from gate.spec.loader import DataPath, LoadedDoc, SourceMap
+from gate.spec.loader import DataPath, LoadedDoc, SourceMap, load_bytes
 from gate.spec.validation import validate
 
-FactMap = dict[str, Traced]
-"""Fact name (``epoch_minutes``) → its value and where it was written."""
+COMMENT = f"# {EXTENSION_KEY}:"
+"""How the comment block starts (at the start of a line)."""
+_HEADER = re.compile(rf"^#( *){re.escape(EXTENSION_KEY)}:")
+_LINE = re.compile(r"^#( *)\S")
 
 
-def block_facts(doc: LoadedDoc) -> FactMap:
-    """The ``x-budget-gate:`` block of a W&B sweep or Hydra config (empty when there is none)."""
+def comment_doc(doc: LoadedDoc) -> LoadedDoc | None:
+    """The ``# x-budget-gate:`` comment block as YAML, at its own lines and columns.
+
+    The block is its header line and the comment lines after it indented deeper, each
+    ``#`` at the start of the line; the ``#`` become spaces, so YAML reads the block in
+    place and each error and fact points at the file's own line and column.
+    """
+    lines = doc.text.splitlines()
+    starts = [i for i, line in enumerate(lines) if _HEADER.match(line)]
+    if not starts:
+        return None
+    if len(starts) > 1:
+        raise InputError(
+            f"a second {COMMENT} comment block",
+            location=Location(doc.file, starts[1] + 1, 1),
+            hint=f"keep one {COMMENT} block; move these lines into the first",
+        )
+    first = starts[0]
+    header = _HEADER.match(lines[first])
+    assert header is not None
+    block = [" " + lines[first][1:]]
+    for line in lines[first + 1 :]:
+        deeper = _LINE.match(line)
+        if deeper is None or len(deeper.group(1)) <= len(header.group(1)):
+            break
+        block.append(" " + line[1:])
+    text = "\n" * first + "\n".join(block) + "\n"
+    return load_bytes(text.encode("utf-8"), doc.file)
+
+
+def comment_facts(doc: LoadedDoc) -> FactMap:
+    """The facts of the ``# x-budget-gate:`` comment block (empty when there is none)."""
+    block = comment_doc(doc)
+    return {} if block is None else block_facts(block, spelled=f"# {EXTENSION_KEY}")
+
+
+def block_facts(doc: LoadedDoc, *, spelled: str = EXTENSION_KEY) -> FactMap:
+    """The ``x-budget-gate:`` block of a Hydra config (empty when there is none)."""
     block = doc.data.get(EXTENSION_KEY)
     if block is None:
         return {}
     prefix: DataPath = (EXTENSION_KEY,)
     if not isinstance(block, dict):
         raise InputError(
-            f"{EXTENSION_KEY} is not a mapping",
+            f"{spelled} is not a mapping",
             location=doc.source_map.locate(prefix),
-            hint=f"write {EXTENSION_KEY}: {{accelerator: A100-80GB, epoch_minutes: 3.5}}",
+            hint=f"write {spelled}: {{accelerator: A100-80GB, epoch_minutes: 3.5}}",
         )
     sub = _rooted(doc.source_map, prefix)
-    _validate(block, doc.file, sub, EXTENSION_KEY)
+    _validate(block, doc.file, sub, spelled)
     return {
-        name: Traced(
-            value, Source(Origin.EXTENSION, f"{EXTENSION_KEY}.{name}", sub.locate((name,)))
-        )
+        name: Traced(value, Source(Origin.EXTENSION, f"{spelled}.{name}", sub.locate((name,))))
         for name, value in block.items()
     }
 

@@ -5,7 +5,9 @@ Optuna sweeper (``override hydra/sweeper: optuna``): ``n_trials`` trials (defaul
 sweeper: one job per combination of ``hydra.sweeper.params`` (comma lists, ``range``,
 ``choice``), one at a time unless the launcher runs them in parallel. Submitit's
 ``gpus_per_node`` × ``nodes`` are a trial's GPUs, and ``timeout_min`` (default 60) ends a
-trial. Facts go in an ``x-budget-gate:`` block, which Hydra keeps as any other key.
+trial. Facts go in an ``x-budget-gate:`` block, which Hydra keeps as any other key, or in
+a ``# x-budget-gate:`` comment block (for a config checked against a structured schema,
+which refuses unknown keys).
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ import re
 from typing import Any
 
 from gate.errors import InputError
-from gate.formats.extension import block_facts
-from gate.formats.model import Draft, Origin, Source, Traced, mapping
-from gate.formats.translate import Mapped
+from gate.formats.extension import COMMENT, block_facts, comment_facts
+from gate.formats.model import Draft, FactMap, Mapped, Origin, Source, Traced, mapping
 from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import LoadedDoc
 
@@ -82,11 +83,64 @@ def read(doc: LoadedDoc) -> Mapped:
         draft[("metadata", "name")] = Traced(
             study, Source(Origin.FILE, "the study or job name", at("hydra"))
         )
-    return Mapped(draft, block_facts(doc), tuple(notes), lambda f: _where(f, doc.file))
+    return Mapped(
+        draft,
+        _facts(doc),
+        tuple(notes),
+        where=_where,
+        native=_NATIVE,
+        spell=lambda path, value: _spell(path, value, chosen, mapping(hydra.get("launcher"))),
+    )
 
 
-def _where(fact: str, file: str) -> str:
-    return f"{EXTENSION_KEY}: {{{fact}: ...}} at the top level"
+def _facts(doc: LoadedDoc) -> FactMap:
+    """The ``x-budget-gate:`` key or the ``# x-budget-gate:`` comment block, not both."""
+    key, comment = block_facts(doc), comment_facts(doc)
+    if key and comment:
+        raise InputError(
+            f"both an {EXTENSION_KEY} key and a {COMMENT} comment block",
+            location=doc.source_map.locate((EXTENSION_KEY,), key=True),
+            hint="keep one of them",
+        )
+    return key or comment
+
+
+def _where(fact: str, value: str) -> str:
+    return f"{EXTENSION_KEY}: {{{fact}: {value}}} at the top level"
+
+
+_NATIVE = {
+    "gpus_per_trial": "hydra.launcher.gpus_per_node: N with the Submitit launcher",
+    "max_epochs": "trainer.max_epochs: N (or epochs: N)",
+}
+
+
+def _spell(
+    path: tuple[str | int, ...], value: Any, chosen: dict[str, str], launcher: dict[str, Any]
+) -> str | None:
+    """A spec edit as a change of the config's own keys, where it has them."""
+    optuna = chosen.get("hydra/sweeper") == "optuna"
+    submitit = chosen.get("hydra/launcher", "").startswith("submitit")
+    nodes = launcher.get("nodes", 1) if isinstance(launcher.get("nodes", 1), int) else 1
+    match path:
+        case ("search", "max_trials") if optuna:
+            return f"hydra.sweeper.n_trials: {value}"
+        case ("search", "max_concurrent_trials") if optuna:
+            return f"hydra.sweeper.n_jobs: {value}"
+        case ("search", "max_concurrent_trials") if submitit:
+            return f"hydra.launcher.array_parallelism: {value}"
+        case ("search", "parameters", str(name), "values") if isinstance(value, list):
+            return f"hydra.sweeper.params.{name}: {','.join(str(v) for v in value)}"
+        case ("search", "strategy") if optuna and value in _SAMPLER_OF:
+            return f"override hydra/sweeper/sampler: {_SAMPLER_OF[value]} in defaults"
+        case ("resources", "gpus_per_trial") if submitit and value % nodes == 0:
+            return f"hydra.launcher.gpus_per_node: {value // nodes}"
+        case ("stopping", "max_trial_hours") if submitit:
+            return f"hydra.launcher.timeout_min: {math.floor(value * 60)}"
+    return None
+
+
+_SAMPLER_OF = {"random": "random", "bayesian": "tpe", "grid": "grid"}
 
 
 def _chosen(defaults: Any) -> dict[str, str]:

@@ -10,14 +10,14 @@ replicas, a TrainJob's nodes). Facts go in ``metadata.annotations`` as ``budget-
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
 
 from gate.errors import InputError
 from gate.formats.extension import annotation_facts
-from gate.formats.model import Draft, Origin, Source, Traced, mapping
-from gate.formats.translate import Mapped
+from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping
 from gate.spec.facts import ANNOTATION_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc
 
@@ -81,11 +81,52 @@ def read(doc: LoadedDoc) -> Mapped:
     _trial(draft, spec, doc)
     annotations = metadata.get("annotations")
     facts = annotation_facts(annotations, doc.file, doc.source_map, ("metadata", "annotations"))
-    return Mapped(draft, facts, tuple(n for n in notes if n), lambda fact: _where(fact, doc.file))
+    names = [p.get("name") if isinstance(p, dict) else None for p in spec.get("parameters") or []]
+    return Mapped(
+        draft,
+        facts,
+        tuple(n for n in notes if n),
+        where=_where,
+        native=_NATIVE,
+        spell=lambda path, value: _spell(path, value, names),
+    )
 
 
-def _where(fact: str, file: str) -> str:
-    return f'metadata.annotations: {{{ANNOTATION_PREFIX}{fact}: "..."}}'
+def _where(fact: str, value: str) -> str:
+    text = value if value.startswith('"') else "'" + value.replace("'", "''") + "'"
+    return f"metadata.annotations: {{{ANNOTATION_PREFIX}{fact}: {text}}}"
+
+
+_NATIVE = {
+    "gpus_per_trial": f"{GPU} limits on the containers of spec.trialTemplate.trialSpec",
+    "max_epochs": "--epochs N in the trial container's command",
+    "max_trials": "spec.maxTrialCount: N",
+    "max_concurrent_trials": "spec.parallelTrialCount: N",
+    "quality_gate": "spec.objective.goal: N",
+}
+
+
+def _spell(path: tuple[str | int, ...], value: Any, names: list[Any]) -> str | None:
+    """A spec edit as a change of the Experiment's own fields, where it has them."""
+    match path:
+        case ("search", "max_trials"):
+            return f"spec.maxTrialCount: {json.dumps(value)}"
+        case ("search", "max_concurrent_trials"):
+            return f"spec.parallelTrialCount: {json.dumps(value)}"
+        case ("search", "parameters", str(name), "values") if name in names:
+            listed = json.dumps([str(v) for v in value])
+            return f"spec.parameters[{names.index(name)}].feasibleSpace: {{list: {listed}}}"
+        case ("search", "strategy") if value in _ALGORITHM_OF:
+            return f"spec.algorithm.algorithmName: {_ALGORITHM_OF[value]}"
+        case ("search", "strategy"):
+            return (
+                f"no Katib algorithm runs {value} as budget-gate prices it: keep "
+                "spec.algorithm and lower spec.maxTrialCount instead"
+            )
+    return None
+
+
+_ALGORITHM_OF = {"random": "random", "grid": "grid", "bayesian": "bayesianoptimization"}
 
 
 def _failure_note(spec: dict[str, Any]) -> str:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from gate.errors import Location
 from gate.spec.loader import DataPath, LoadedDoc
@@ -62,6 +63,39 @@ class Traced:
 
 Draft = dict[DataPath, Traced]
 """A spec in the making: spec path (e.g. ``("resources", "accelerator")``) → traced value."""
+FactMap = dict[str, Traced]
+"""Fact name (``epoch_minutes``) → its value and where it was written."""
+
+Spell = Callable[[DataPath, Any], "str | None"]
+"""A spec edit (path, new value) written with the engine's own key, or None."""
+
+
+def _plain(fact: str, value: str) -> str:
+    return f"{fact}: {value}"
+
+
+def _unspelt(path: DataPath, value: Any) -> str | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Mapped:
+    """What a format's mapper read: the engine's fields, the extension facts, notes."""
+
+    draft: Draft
+    facts: FactMap
+    notes: tuple[str, ...] = ()
+    where: Callable[[str, str], str] = _plain
+    """How to write a fact (its name, its value as YAML flow) in this format's extension
+    point: ``# x-budget-gate: {epoch_minutes: 3}``."""
+    native: Mapping[str, str] = field(default_factory=dict)
+    """The engine's own way to give a fact, where it has one (Katib: GPUs from the trial
+    pods' ``nvidia.com/gpu`` limits)."""
+    spell: Spell = _unspelt
+    """A spec edit as a change of the engine's own key (``run_cap: 12``)."""
+    candidates: tuple[tuple[str, int, bool, Location | None], ...] = ()
+    """Accelerators the engine may pick from (name, GPUs per trial, spot, where): the
+    dearest is priced."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,12 +117,25 @@ class ImportSummary:
     """Engine facts with no spec field (Katib's failure budget, a SkyPilot fallback list)."""
 
 
+class Words(Protocol):
+    """Changes to an imported file in its engine's own words (:mod:`gate.formats.spelling`)."""
+
+    def edit(self, path: DataPath, value: Any) -> str:
+        """The spec edit ``path: value`` as a change to the engine's file."""
+        ...
+
+    def missing(self, path: DataPath) -> str | None:
+        """Where in the engine's file to add a field no source set; None if one did."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Imported:
     """An engine file as a spec document: the data, a source map into the original file."""
 
     doc: LoadedDoc
     summary: ImportSummary
+    words: Words
 
 
 def mapping(value: Any) -> dict[str, Any]:

@@ -16,8 +16,7 @@ from typing import Any
 
 from gate.errors import InputError, Location
 from gate.formats.extension import env_facts
-from gate.formats.model import Draft, Origin, Source, Traced
-from gate.formats.translate import Mapped
+from gate.formats.model import Draft, Mapped, Origin, Source, Traced
 from gate.spec.facts import ENV_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap
 
@@ -57,8 +56,8 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
         )
     candidates = _candidates(data.get("resources"), ("resources",), where)
     notes: list[str] = []
-    if candidates:
-        pick = max(candidates, key=lambda c: c.per_node)  # priced dearest in translate
+    pick = max(candidates, key=lambda c: c.per_node) if candidates else None
+    if pick is not None:  # several: translate prices the dearest
         _resources(draft, pick, nodes, at)
         if len(candidates) > 1:
             names = ", ".join(f"{c.accelerator}:{c.per_node}" for c in candidates)
@@ -84,15 +83,43 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
         draft,
         facts,
         tuple(notes),
-        lambda fact: _where(fact, file),
+        where=_where,
+        native=_NATIVE,
+        spell=lambda path, value: _spell(path, value, pick, nodes),
         candidates=tuple(
             (c.accelerator, c.per_node * nodes, c.spot, c.location) for c in candidates
         ),
     )
 
 
-def _where(fact: str, file: str) -> str:
-    return f'envs: {{{ENV_PREFIX}{fact.upper()}: "..."}}'
+def _where(fact: str, value: str) -> str:
+    plain = re.fullmatch(r'-?[\d.]+|".*"', value)
+    text = value if plain else "'" + value.replace("'", "''") + "'"
+    return f"envs: {{{ENV_PREFIX}{fact.upper()}: {text}}}"
+
+
+_NATIVE = {
+    "accelerator": "resources.accelerators: NAME:COUNT",
+    "gpus_per_trial": "resources.accelerators: NAME:COUNT (× num_nodes)",
+    "capacity": "resources.use_spot: true",
+    "max_epochs": "--epochs N in run",
+}
+
+
+def _spell(
+    path: tuple[str | int, ...], value: Any, pick: Candidate | None, nodes: int
+) -> str | None:
+    """A spec edit as a change of the task's own fields, where it has them."""
+    match path:
+        case ("resources", "gpus_per_trial") if pick and isinstance(value, int):
+            if value % nodes == 0:
+                return f"resources.accelerators: {pick.accelerator}:{value // nodes}"
+            return f"resources.accelerators: {pick.accelerator}:{value} with num_nodes: 1"
+        case ("resources", "accelerator") if pick:
+            return f"resources.accelerators: {value}:{pick.per_node}"
+        case ("resources", "capacity") if value in ("spot", "on-demand"):
+            return f"resources.use_spot: {'true' if value == 'spot' else 'false'}"
+    return None
 
 
 def _resources(draft: Draft, pick: Candidate, nodes: int, at: Any) -> None:

@@ -20,35 +20,23 @@ from typing import Any, Protocol
 from gate.calibrate.lookup import EPOCH_LEVELS, by_key, epoch_minutes, finest
 from gate.calibrate.model import Calibration, Key
 from gate.errors import InputError, InputErrors, Location
-from gate.formats.extension import FactMap
 from gate.formats.model import (
     Draft,
+    FactMap,
     Format,
     Imported,
     ImportSummary,
+    Mapped,
     Origin,
     Provenance,
     Source,
     Traced,
 )
+from gate.formats.spelling import EngineWords
 from gate.spec.facts import FACT_PATHS, Facts
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap
 
 MODEL_LABEL = "model"
-
-
-@dataclass(frozen=True, slots=True)
-class Mapped:
-    """What a format's mapper read: the engine's fields, the extension facts, notes."""
-
-    draft: Draft
-    facts: FactMap
-    notes: tuple[str, ...] = ()
-    where: Callable[[str], str] = str
-    """How to write one fact in this format (``x-budget-gate: {epoch_minutes: N}``)."""
-    candidates: tuple[tuple[str, int, bool, Location | None], ...] = ()
-    """Accelerators the engine may pick from (name, GPUs per trial, spot, where): the
-    dearest is priced."""
 
 
 class Mapper(Protocol):
@@ -68,17 +56,34 @@ _MODULES = {
 
 
 @dataclass(frozen=True, slots=True)
+class Team:
+    """What the team's policy lends an imported file: its defaults, calibration and prices."""
+
+    defaults: Facts = field(default_factory=Facts)
+    """The policy's ``defaults:``."""
+    policy: str = ""
+    """The policy's name as a report shows it (its file, or the built-in default)."""
+    calibration: Calibration | None = None
+    """The calibration, when the team's policy uses one (``calibration.use``)."""
+    min_runs: int = 5
+    """The team policy's ``calibration.min_runs``."""
+    price: Callable[[str, bool], Decimal | None] | None = None
+    """Price per GPU-hour of an accelerator (on spot or not) under the team's policy, to
+    find the dearest candidate."""
+
+
+def _no_team(team: str | None) -> Team:
+    return Team()
+
+
+@dataclass(frozen=True, slots=True)
 class Context:
     """What the translation may fill from besides the file."""
 
-    defaults_for: Callable[[str | None], tuple[Facts, str]] = lambda team: (Facts(), "")
-    """The team policy's ``defaults:`` and the policy's name, by metadata.team."""
-    calibration: Calibration | None = None
-    min_runs: int = 3
+    team: Callable[[str | None], Team] = _no_team
+    """The settings of the policy that judges ``metadata.team`` (``None``: the default)."""
     launch: FactMap = field(default_factory=dict)
     """Facts of the task that launches this file (its accelerator, GPUs, spot)."""
-    price: Callable[[str, bool], Decimal | None] | None = None
-    """Price per GPU-hour of an accelerator (on spot or not), to find the dearest candidate."""
 
 
 def read(doc: LoadedDoc, fmt: Format) -> Mapped:
@@ -91,26 +96,37 @@ def translate(doc: LoadedDoc, fmt: Format, context: Context) -> Imported:
     """The spec document ``doc`` stands for, with the source of every field."""
     mapped = read(doc, fmt)
     draft = dict(mapped.draft)
-    _dearest(draft, mapped, context)
+    team = context.team(_team(mapped.facts, context.launch))
+    _dearest(draft, mapped, team.price)
     _merge_facts(draft, mapped.facts, doc.file)
     _fill(draft, context.launch)
-    team = draft.get(("metadata", "team"))
-    defaults, policy = context.defaults_for(team.value if team else None)
-    _fill(draft, _policy_facts(defaults, policy))
-    _fill_calibration(draft, context)
+    _fill(draft, _policy_facts(team.defaults, team.policy))
+    _fill_calibration(draft, team)
     _fill_name(draft, doc.file)
-    _require(draft, mapped, doc, policy)
+    _require(draft, mapped, doc, team.policy)
     fields = _provenance(draft)
     data, source_map = _assemble(draft, doc)
     summary = ImportSummary(fmt, fields, mapped.notes)
-    return Imported(LoadedDoc(doc.file, data, source_map), summary)
+    words = EngineWords(fmt, draft, mapped)
+    return Imported(LoadedDoc(doc.file, data, source_map, doc.text), summary, words)
 
 
-def _dearest(draft: Draft, mapped: Mapped, context: Context) -> None:
+def _team(facts: FactMap, launch: FactMap) -> str | None:
+    """The team whose policy judges the file: its extension point's, else the launcher's.
+
+    No engine field names a team and a policy's ``defaults:`` cannot, so it is known before
+    anything is filled, and the same policy lends the defaults, calibration and prices.
+    """
+    found = facts.get("team") or launch.get("team")
+    return str(found.value) if found is not None else None
+
+
+def _dearest(
+    draft: Draft, mapped: Mapped, price: Callable[[str, bool], Decimal | None] | None
+) -> None:
     """Of several candidate accelerators, the one whose trial costs most per hour."""
-    if len(mapped.candidates) < 2 or context.price is None:
+    if len(mapped.candidates) < 2 or price is None:
         return
-    price = context.price
 
     def hourly(candidate: tuple[str, int, bool, Location | None]) -> Decimal:
         found = price(candidate[0], candidate[2])
@@ -161,9 +177,9 @@ def _policy_facts(defaults: Facts, policy: str) -> FactMap:
     }
 
 
-def _fill_calibration(draft: Draft, context: Context) -> None:
+def _fill_calibration(draft: Draft, team: Team) -> None:
     """The measured epoch time of the spec's key, when the file and policy give none."""
-    if context.calibration is None or _has_epoch_time(draft):
+    if team.calibration is None or _has_epoch_time(draft):
         return
     labels = draft.get(("metadata", "labels"))
     accelerator = draft.get(("resources", "accelerator"))
@@ -178,7 +194,7 @@ def _fill_calibration(draft: Draft, context: Context) -> None:
         gpus=gpus.value if isinstance(gpus.value, int) else None,
         precision=str(precision.value) if precision else "fp32",
     )
-    found = finest(by_key(context.calibration), key, epoch_minutes, context.min_runs, EPOCH_LEVELS)
+    found = finest(by_key(team.calibration), key, epoch_minutes, team.min_runs, EPOCH_LEVELS)
     if found is None:
         return
     entry, stat = found
@@ -216,18 +232,19 @@ def _require(draft: Draft, mapped: Mapped, doc: LoadedDoc, policy: str) -> None:
         missing.append(("epoch_minutes", "how long one epoch takes"))
     if not missing:
         return
-    top = doc.source_map.locate(())
-    policy_hint = f" (or defaults.{{name}} in {policy})" if policy else ""
-    raise InputErrors(
-        [
+    top = doc.source_map.locate(()) or Location(doc.file, 1, 1)
+    errors = []
+    for name, why in missing:
+        native = mapped.native.get(name)
+        ways = [mapped.where(name, "..."), *([native] if native else [])]
+        if policy:
+            ways.append(f"defaults: {{{name}: ...}} in {policy}")
+        errors.append(
             InputError(
-                f"the file does not say {why} (spec field {'.'.join(FACT_PATHS[name])})",
-                location=top,
-                hint=f"add {mapped.where(name)}" + policy_hint.replace("{name}", name),
+                f"the file does not say {why}", location=top, hint="add " + ", or ".join(ways)
             )
-            for name, why in missing
-        ]
-    )
+        )
+    raise InputErrors(errors)
 
 
 _GATE_DEFAULTS: tuple[tuple[DataPath, str], ...] = (

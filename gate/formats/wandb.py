@@ -5,18 +5,20 @@ their count; ``value``: 1; ``int_uniform``: max − min + 1; ``q_uniform``: the 
 ``arange(min, max, q)``); any other distribution cannot be enumerated and W&B refuses it.
 ``run_cap`` stops any method after that many runs; random and bayes without it run until
 stopped. ``early_terminate: hyperband`` stops weak runs at its bands (never adds runs).
-The facts a sweep cannot hold come from its ``x-budget-gate:`` block.
+The facts a sweep cannot hold come from its ``# x-budget-gate:`` comment block: the
+sweeps engine's schema allows no other top-level key, and W&B's local controller refuses
+one (docs/configs.md quotes it), while every loader drops a comment.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 from gate.errors import InputError, InputErrors
-from gate.formats.extension import block_facts
-from gate.formats.model import Draft, Origin, Source, Traced, mapping
-from gate.formats.translate import Mapped
+from gate.formats.extension import COMMENT, comment_facts
+from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping
 from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import DataPath, LoadedDoc
 
@@ -29,7 +31,7 @@ _DEFAULT_ETA = 3
 
 def read(doc: LoadedDoc) -> Mapped:
     """The sweep's search, trial count and early termination as spec fields."""
-    data, file = doc.data, doc.file
+    data = doc.data
 
     def at(*path: str | int) -> Any:
         return doc.source_map.locate(tuple(path))
@@ -37,6 +39,14 @@ def read(doc: LoadedDoc) -> Mapped:
     def traced(value: Any, detail: str, *path: str | int) -> Traced:
         return Traced(value, Source(Origin.FILE, detail, at(*path)))
 
+    if EXTENSION_KEY in data:
+        raise InputError(
+            f"a top-level {EXTENSION_KEY} key: W&B's local controller refuses it (the sweeps "
+            "schema allows no other top-level key)",
+            location=doc.source_map.locate((EXTENSION_KEY,), key=True),
+            hint=f"make the block a comment, which every W&B loader drops: {COMMENT} "
+            "then each of its lines as '#   key: value'",
+        )
     method = data.get("method")
     if method not in METHODS:
         raise InputError(
@@ -67,14 +77,55 @@ def read(doc: LoadedDoc) -> Mapped:
         )
     notes.append(
         "W&B runs as many runs at once as agents are started; the sweep does not say "
-        "(x-budget-gate.max_concurrent_trials sets it)"
+        f"({COMMENT} {{max_concurrent_trials: N}} says it)"
     )
-    facts = block_facts(doc)
-    return Mapped(draft, facts, tuple(notes), lambda fact: _where(fact, file))
+    return Mapped(
+        draft,
+        comment_facts(doc),
+        tuple(notes),
+        where=_where,
+        native=_NATIVE,
+        spell=lambda path, value: _spell(path, value, params),
+    )
 
 
-def _where(fact: str, file: str) -> str:
-    return f"{EXTENSION_KEY}: {{{fact}: ...}} at the top level"
+def _where(fact: str, value: str) -> str:
+    return f"the comment line {COMMENT} {{{fact}: {value}}}"
+
+
+_NATIVE = {
+    "max_epochs": "a parameter epochs: {values: [...]} (its largest value)",
+    "max_trials": "run_cap: N",
+    "quality_gate": "metric: {name: ..., goal: maximize, target: ...}",
+}
+
+
+def _spell(path: tuple[str | int, ...], value: Any, params: Found) -> str | None:
+    """A spec edit as a change of the sweep's own keys, where it has them."""
+    match path:
+        case ("search", "max_trials"):
+            return f"run_cap: {json.dumps(value)}"
+        case ("search", "parameters", str(name), "values") if name in params:
+            return f"{_dotted(params[name][2])}: {{values: {json.dumps(value)}}}"
+        case ("search", "strategy") if value in _METHOD_OF:
+            return f"method: {_METHOD_OF[value]}"
+        case ("search", "strategy") if value in ("asha", "hyperband"):
+            return "early_terminate: {type: hyperband, min_iter: 1, eta: 3}"
+        case ("workload", "max_epochs"):
+            for name in EPOCH_PARAMETERS:
+                entry = params.get(name)
+                values = mapping(entry[0]).get("values") if entry else None
+                if entry and values and isinstance(value, int):
+                    kept = [v for v in values if isinstance(v, int) and v <= value] or [value]
+                    return f"{_dotted(entry[2])}: {{values: {json.dumps(kept)}}}"
+    return None
+
+
+_METHOD_OF = {spec: wandb for wandb, spec in METHODS.items()}
+
+
+def _dotted(path: DataPath) -> str:
+    return ".".join(str(p) for p in path)
 
 
 def _name(draft: Draft, data: dict[str, Any], at: Any) -> None:

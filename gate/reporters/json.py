@@ -14,7 +14,7 @@ from gate.formats.model import ImportSummary
 from gate.ledger.budget import BudgetStatus
 from gate.ledger.records import ApprovalCheck
 from gate.money import fixed
-from gate.policy.findings import Finding
+from gate.policy.findings import Edit, Finding
 from gate.reporters.change import explain
 
 if TYPE_CHECKING:  # loaded by the evaluator only when asked for
@@ -223,7 +223,7 @@ def _error(p: Problem, file: str) -> dict[str, Any]:
 def _alternative(a: Alternative) -> dict[str, Any]:
     return {
         "name": a.name,
-        "edits": [{"path": e.dotted, "value": e.value} for e in a.edits],
+        "edits": [_edit(e) for e in a.edits],
         "gives_up": a.gives_up,
         "saving": _fixed(a.saving, 2),
         "worst": _scenario(a.estimate.worst),
@@ -245,12 +245,20 @@ def _finding(f: Finding) -> dict[str, Any]:
         "approved_by": f.approved_by,
         "fixes": [
             {
-                "edits": [{"path": e.dotted, "value": e.value} for e in fix.edits],
+                "edits": [_edit(e) for e in fix.edits],
                 "summary": fix.summary,
             }
             for fix in f.fixes
         ],
     }
+
+
+def _edit(edit: Edit) -> dict[str, Any]:
+    """The spec path and value; for an imported file, the same edit in its own words too."""
+    shown: dict[str, Any] = {"path": edit.dotted, "value": edit.value}
+    if edit.in_file is not None:
+        shown["in_file"] = edit.in_file
+    return shown
 
 
 def _fixed(value: Decimal, places: int) -> str:
