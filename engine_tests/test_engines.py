@@ -1,7 +1,9 @@
 """The mappings of gate.formats held to the engines' own code (run in a venv with them).
 
 The engines cannot share the test extra's venv (see pyproject.toml), so .ci/run makes one
-with the ``engines`` extra and runs this folder there: ``python -m pytest engine_tests``.
+with the ``engines`` extra and runs this file there: ``python -m pytest
+engine_tests/test_engines.py``. W&B's own loaders need a venv of their own
+(test_wandb_loaders.py, the ``wandb`` extra).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The facts a W&B, Katib, SkyPilot or Hydra file cannot hold, in one flat vocabulary.
 
-A team writes them where its engine lets it: an ``x-budget-gate:`` block (W&B, Hydra),
+A team writes them where its engine lets it: a ``# x-budget-gate:`` comment block (W&B,
+whose schema refuses unknown keys), an ``x-budget-gate:`` block (Hydra),
 ``budget-gate/<name>`` annotations (Katib), ``X_BUDGET_GATE_<NAME>`` envs (SkyPilot); a
 policy's ``defaults:`` uses the same names for what a team's imported files lack. Each
 name is a field of the spec (:data:`FACT_PATHS` says which), so a team that knows the
@@ -29,7 +30,7 @@ from gate.spec.experiment import (
 )
 
 EXTENSION_KEY = "x-budget-gate"
-"""The top-level block of a W&B sweep or a Hydra config (both engines ignore ``x-`` keys)."""
+"""A Hydra config's top-level block; a W&B sweep writes it as a ``# x-budget-gate:`` comment."""
 ANNOTATION_PREFIX = "budget-gate/"
 """Katib: ``metadata.annotations`` keys ``budget-gate/<fact>`` (values are JSON or text)."""
 ENV_PREFIX = "X_BUDGET_GATE_"
