@@ -278,7 +278,12 @@ def test_check_json_names_format_and_sources(capsys) -> None:
 
 
 MAPPERS = {f"gate.formats.{m}" for m in ("wandb", "katib", "skypilot", "hydra")}
-TRANSLATION = {"gate.formats.translate", "gate.formats.spelling", "gate.formats.extension"}
+TRANSLATION = {
+    "gate.formats.model",
+    "gate.formats.translate",
+    "gate.formats.spelling",
+    "gate.formats.extension",
+}
 ENGINES = {"sweeps", "wandb", "kubeflow", "kubernetes", "sky", "hydra", "omegaconf", "optuna"}
 
 

@@ -25,7 +25,6 @@ from gate.estimate.trials import count_trials
 from gate.evaluation.importing import in_file_words, with_where_to_add
 from gate.evaluation.report import SpecResult
 from gate.formats import Format, sniff
-from gate.formats.model import FactMap, Imported, ImportSummary, Words
 from gate.ledger.budget import BudgetStatus, budget_scope, month_spend, month_start, spend_status
 from gate.ledger.records import (
     ApprovalCheck,
@@ -50,6 +49,7 @@ from gate.spec.validation import validate
 
 if TYPE_CHECKING:
     from gate.evaluation.alternatives import Alternative
+    from gate.formats.model import FactMap, Imported, Words
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,7 +357,11 @@ def _invalid(
     spec_file: str, exc: InputError | InputErrors, fmt: Format = Format.BUDGET_GATE
 ) -> SpecResult:
     errors = exc.errors if isinstance(exc, InputErrors) else [exc]
-    imported = ImportSummary(fmt, ()) if fmt is not Format.BUDGET_GATE else None
+    imported = None
+    if fmt is not Format.BUDGET_GATE:
+        from gate.formats.model import ImportSummary
+
+        imported = ImportSummary(fmt, ())
     return SpecResult(
         spec_file, Outcome.INVALID, errors=tuple(e.problem for e in errors), imported=imported
     )

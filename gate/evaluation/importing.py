@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from gate.errors import InputError
 from gate.estimate.prices import Catalog, quote
-from gate.formats.model import FactMap, Format, Imported, Words
 from gate.policy.findings import Edit, Finding
 from gate.policy.rules import missing_labels, no_quality_gate, spot_without_checkpoints
 from gate.spec.experiment import Capacity
@@ -25,6 +24,8 @@ from gate.spec.loader import DataPath, LoadedDoc
 if TYPE_CHECKING:
     from gate.calibrate.model import Calibration
     from gate.evaluation.alternatives import Alternative
+    from gate.formats import Format
+    from gate.formats.model import FactMap, Imported, Words
     from gate.formats.translate import Team
     from gate.policy.loader import PolicySet
 

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 from gate.errors import Problem
 from gate.estimate.scenarios import Estimate
 from gate.evaluation.diff import SpecDiff
-from gate.formats.model import ImportSummary
 from gate.ledger.budget import BudgetStatus
 from gate.ledger.records import ApprovalCheck
 from gate.policy.findings import Finding, Outcome, RuleInfo
 
-if TYPE_CHECKING:  # loaded by the evaluator only when asked for
+if TYPE_CHECKING:  # loaded by the evaluator only when asked for (an imported file)
     from gate.evaluation.alternatives import Alternative
+    from gate.formats.model import ImportSummary
 
 
 @dataclass(frozen=True, slots=True)

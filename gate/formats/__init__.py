@@ -4,17 +4,28 @@
 format's mapper (:mod:`gate.formats.wandb`, ``katib``, ``skypilot``, ``hydra``) is imported
 only for a file of that format, so a budget-gate spec pays nothing for them. No engine
 library is ever imported here: the mappers implement each engine's documented semantics,
-and ``tests/engines/`` holds them to the engines' own code.
+and ``engine_tests/`` holds them to the engines' own code. The format models
+(:mod:`gate.formats.model`) load only for such a file too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import Enum
 from typing import Any
 
-from gate.formats.model import Format
-
 __all__ = ["Format", "sniff"]
+
+
+class Format(str, Enum):
+    """The file formats budget-gate reads, as reports name them."""
+
+    BUDGET_GATE = "budget-gate spec"
+    WANDB = "W&B sweep"
+    KATIB = "Katib Experiment"
+    SKYPILOT = "SkyPilot task"
+    HYDRA = "Hydra sweep"
+
 
 _HYDRA_SWEEPERS = ("hydra/sweeper",)
 

@@ -8,17 +8,8 @@ from enum import Enum
 from typing import Any, Protocol
 
 from gate.errors import Location
+from gate.formats import Format
 from gate.spec.loader import DataPath, LoadedDoc
-
-
-class Format(str, Enum):
-    """The file formats budget-gate reads, as reports name them."""
-
-    BUDGET_GATE = "budget-gate spec"
-    WANDB = "W&B sweep"
-    KATIB = "Katib Experiment"
-    SKYPILOT = "SkyPilot task"
-    HYDRA = "Hydra sweep"
 
 
 class Origin(str, Enum):

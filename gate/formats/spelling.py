@@ -13,7 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from gate.formats.model import Draft, Format, Mapped, Origin
+from gate.formats import Format
+from gate.formats.model import Draft, Mapped, Origin
 from gate.spec.facts import FACT_PATHS
 from gate.spec.loader import DataPath
 

@@ -20,10 +20,10 @@ from typing import Any, Protocol
 from gate.calibrate.lookup import EPOCH_LEVELS, by_key, epoch_minutes, finest
 from gate.calibrate.model import Calibration, Key
 from gate.errors import InputError, InputErrors, Location
+from gate.formats import Format
 from gate.formats.model import (
     Draft,
     FactMap,
-    Format,
     Imported,
     ImportSummary,
     Mapped,

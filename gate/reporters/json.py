@@ -10,7 +10,6 @@ from gate.errors import Location, Problem
 from gate.estimate.scenarios import Estimate, Scenario
 from gate.evaluation.diff import Driver, ScenarioDiff, SpecDiff
 from gate.evaluation.report import Report, SpecResult
-from gate.formats.model import ImportSummary
 from gate.ledger.budget import BudgetStatus
 from gate.ledger.records import ApprovalCheck
 from gate.money import fixed
@@ -19,6 +18,7 @@ from gate.reporters.change import explain
 
 if TYPE_CHECKING:  # loaded by the evaluator only when asked for
     from gate.evaluation.alternatives import Alternative
+    from gate.formats.model import ImportSummary
 
 SCHEMA_VERSION = "2"
 """2: ``errors`` are objects (message, file, line, col, hint), like findings."""

@@ -8,18 +8,20 @@ error), so editors, terminals and CI problem matchers can jump to them.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from gate.estimate.scenarios import Estimate, Scenario
 from gate.evaluation.diff import SpecDiff
 from gate.evaluation.report import Report, SpecResult
-from gate.formats.model import ImportSummary, Origin
 from gate.ledger.budget import BudgetStatus
 from gate.ledger.records import ApprovalCheck, when
 from gate.money import format_amount, format_money
 from gate.policy.findings import Finding, Outcome
 from gate.reporters.change import diff_lines
 from gate.words import aligned
+
+if TYPE_CHECKING:  # only a W&B, Katib, SkyPilot or Hydra file has one
+    from gate.formats.model import ImportSummary
 
 _HEADER = ("", "trials", "GPU-h", "cost", "per trial", "wall-clock", "first result")
 
@@ -173,6 +175,8 @@ def alternative_lines(result: SpecResult) -> list[str]:
 
 def import_lines(summary: ImportSummary) -> list[str]:
     """Where each field of an imported file's spec came from, and the engine's notes."""
+    from gate.formats.model import Origin
+
     lines = [f"  read as a {summary.format.value}; each field from:"]
     unset = []
     for row in summary.fields:
