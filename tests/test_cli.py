@@ -217,11 +217,12 @@ def test_rules_lists_every_rule_with_examples(capsys):
     assert main(["rules", "BG999"]) == 3
 
 
-def test_schema_prints_both_and_writes(tmp_path, capsys):
+def test_schema_prints_every_schema_and_writes(tmp_path, capsys):
     assert main(["schema"]) == 0
     assert set(json.loads(capsys.readouterr().out)) == {
         "experiment.schema.json",
         "policy.schema.json",
+        "x-budget-gate.schema.json",
     }
     assert main(["schema", "--write", "--dir", str(tmp_path)]) == 0
     assert (tmp_path / "policy.schema.json").read_text() == (

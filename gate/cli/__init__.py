@@ -16,6 +16,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from keyword import iskeyword
 
 from gate.cli.base import EXIT_USAGE
 from gate.cli.parser import build_parser
@@ -46,7 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, usage errors
         return int(exc.code or 0)
     try:
-        module = importlib.import_module(f"gate.commands.{args.command.replace('-', '_')}")
+        name = args.command.replace("-", "_")
+        module = importlib.import_module(
+            f"gate.commands.{name}_" if iskeyword(name) else f"gate.commands.{name}"
+        )
         return int(module.run(args))
     except GateError as exc:
         located = isinstance(exc, InputErrors) or getattr(exc, "location", None) is not None

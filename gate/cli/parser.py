@@ -71,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     pricing.add_check(commands, [evaluation, ledger])
     pricing.add_estimate(commands, evaluation)
     pricing.add_diff(commands, evaluation)
+    pricing.add_import(commands, places)
     pricing.add_reference(commands)
     approvals.add_ledger_commands(commands, [evaluation, ledger], [places, ledger])
     approvals.add_ci(commands)

@@ -101,6 +101,19 @@ def add_estimate(commands: argparse._SubParsersAction[Any], evaluation: Parser) 
     text_or_json(estimate)
 
 
+def add_import(commands: argparse._SubParsersAction[Any], places: Parser) -> None:
+    """``import``: an engine's config as the equivalent spec, every line traced."""
+    command = commands.add_parser(
+        "import",
+        parents=[places],
+        help="a W&B sweep, Katib Experiment, SkyPilot task or Hydra sweep as a spec",
+        description="Print the budget-gate spec a W&B, Katib, SkyPilot or Hydra file stands "
+        "for, with a comment on every line saying where its value came from (docs/configs.md).",
+    )
+    command.add_argument("file", metavar="FILE", help="the engine's config file")
+    command.add_argument("--write", metavar="OUT", help="write the spec to OUT instead")
+
+
 def add_diff(
     commands: argparse._SubParsersAction[Any], evaluation: argparse.ArgumentParser
 ) -> None:

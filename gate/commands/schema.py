@@ -1,4 +1,4 @@
-"""``budget-gate schema``: the JSON Schemas of specs and policies, generated from the models."""
+"""``budget-gate schema``: the JSON Schemas of specs, policies and x-budget-gate facts."""
 
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ from gate.commands.output import write_atomically
 from gate.errors import InputError
 from gate.policy.model import Policy
 from gate.spec.experiment import Experiment
+from gate.spec.facts import Facts
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "experiment.schema.json": Experiment,
     "policy.schema.json": Policy,
+    "x-budget-gate.schema.json": Facts,
 }
 
 
@@ -84,7 +86,7 @@ def _reachable(model: type[BaseModel]) -> list[type[BaseModel]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print both schemas as one JSON object, or write one file each with --write."""
+    """Print every schema as one JSON object, or write one file each with --write."""
     if args.write:
         out = Path(args.dir)
         try:

@@ -23,7 +23,9 @@ from gate.estimate.measured import Measured
 from gate.estimate.prices import Catalog, Quote, quote
 from gate.estimate.scenarios import Estimate, estimate
 from gate.estimate.trials import count_trials
+from gate.evaluation.importing import in_file_words, with_where_to_add
 from gate.evaluation.report import SpecResult
+from gate.formats import Format, sniff
 from gate.ledger.approvals import ApprovalCheck, Requirement, check_approvals, explain_changed
 from gate.ledger.budget import BudgetStatus, budget_scope, month_spend, month_start, spend_status
 from gate.ledger.records import LedgerQuery, LedgerView
@@ -41,6 +43,7 @@ from gate.spec.validation import validate
 
 if TYPE_CHECKING:
     from gate.evaluation.alternatives import Alternative
+    from gate.formats.model import FactMap, Imported, Words
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,20 +99,36 @@ class Evaluator:
         """
         return self.evaluate_spec(spec_file, content).result
 
-    def evaluate_spec(self, spec_file: str, content: bytes | None = None) -> Evaluation:
-        """Like :meth:`evaluate`, keeping the parsed spec and policy."""
+    def evaluate_spec(
+        self, spec_file: str, content: bytes | None = None, launch: FactMap | None = None
+    ) -> Evaluation:
+        """Like :meth:`evaluate`, keeping the parsed spec and policy.
+
+        ``launch``: facts of the task that launches an engine's file (a SkyPilot task that
+        runs a W&B sweep gives its hardware).
+        """
         try:
             doc = load_file(spec_file) if content is None else load_bytes(content, spec_file)
         except (InputError, InputErrors) as exc:
             return Evaluation(_invalid(spec_file, exc))
-        return self.evaluate_doc(spec_file, doc)
+        return self.evaluate_doc(spec_file, doc, launch)
 
-    def evaluate_doc(self, spec_file: str, doc: LoadedDoc) -> Evaluation:
-        """Evaluate a spec document already loaded (``policy test`` strips its ``expect:``)."""
+    def evaluate_doc(
+        self, spec_file: str, doc: LoadedDoc, launch: FactMap | None = None
+    ) -> Evaluation:
+        """Evaluate a spec document already loaded (``policy test`` strips its ``expect:``).
+
+        A W&B, Katib, SkyPilot or Hydra file is read as the spec it stands for first.
+        """
+        fmt = sniff(doc.data)
+        imported = None
         try:
+            if fmt is not Format.BUDGET_GATE:
+                imported = self.import_doc(doc, fmt, launch or {})
+                doc = imported.doc
             spec = _parse(doc)
         except (InputError, InputErrors) as exc:
-            return Evaluation(_invalid(spec_file, exc))
+            return Evaluation(_invalid(spec_file, exc, fmt))
         loaded = self.policies.for_team(spec.metadata.team)
         policy = loaded.policy
         try:
@@ -130,7 +149,8 @@ class Evaluator:
         teams = tuple(self.policies.teams())
         ctx = RuleContext(spec, est, policy, spec_file, self.today, budget, teams)
         repo_path = self._repo_path(spec_file, policy)
-        findings = _findings(doc, ctx, loaded, repo_path)
+        words = imported.words if imported is not None else None
+        findings = _findings(doc, ctx, loaded, repo_path, words)
         findings = self._fixes(
             findings,
             ctx,
@@ -146,6 +166,8 @@ class Evaluator:
         cheaper = (
             self._alternatives(spec, est, policy, doc) if outcome in self.alternatives_for else ()
         )
+        if words is not None:
+            findings, cheaper = in_file_words(findings, cheaper, words)
         result = SpecResult(
             file=spec_file,
             outcome=outcome,
@@ -158,6 +180,7 @@ class Evaluator:
             budget=budget,
             approval=approval,
             alternatives=cheaper,
+            imported=imported.summary if imported is not None else None,
         )
         return Evaluation(result, spec, policy, path)
 
@@ -170,6 +193,19 @@ class Evaluator:
         if self.repo_path is not None:
             return self.repo_path(spec_file)
         return PurePath(os.path.normpath(spec_file)).as_posix()
+
+    def import_doc(self, doc: LoadedDoc, fmt: Format, launch: FactMap) -> Imported:
+        """An engine's file as a spec, under the policy of the team it names."""
+        from gate.evaluation.importing import import_doc
+
+        return import_doc(
+            doc,
+            fmt,
+            policies=self.policies,
+            catalog=self.catalog,
+            calibration=self.calibration,
+            launch=launch,
+        )
 
     def _fixes(
         self,
@@ -294,11 +330,14 @@ class Evaluator:
 
 
 def _findings(
-    doc: LoadedDoc, ctx: RuleContext, loaded: LoadedPolicy, repo_path: str
+    doc: LoadedDoc, ctx: RuleContext, loaded: LoadedPolicy, repo_path: str, words: Words | None
 ) -> list[Finding]:
     raw = [
         RawFinding(
-            rule.ID, v.severity or rule.DEFAULT_SEVERITY, v.message, doc.source_map.locate(v.path)
+            rule.ID,
+            v.severity or rule.DEFAULT_SEVERITY,
+            with_where_to_add(rule.ID, v.message, v.path, words),
+            doc.source_map.locate(v.path),
         )
         for rule in REGISTRY.values()
         for v in rule.check(ctx)
@@ -333,9 +372,18 @@ def _parse(doc: LoadedDoc) -> Experiment:
     return validate(Experiment, doc)
 
 
-def _invalid(spec_file: str, exc: InputError | InputErrors) -> SpecResult:
+def _invalid(
+    spec_file: str, exc: InputError | InputErrors, fmt: Format = Format.BUDGET_GATE
+) -> SpecResult:
     errors = exc.errors if isinstance(exc, InputErrors) else [exc]
-    return SpecResult(spec_file, Outcome.INVALID, errors=tuple(e.problem for e in errors))
+    imported = None
+    if fmt is not Format.BUDGET_GATE:
+        from gate.formats.model import ImportSummary
+
+        imported = ImportSummary(fmt, ())
+    return SpecResult(
+        spec_file, Outcome.INVALID, errors=tuple(e.problem for e in errors), imported=imported
+    )
 
 
 def _finding_order(finding: Finding) -> tuple[str, int, int, str]:

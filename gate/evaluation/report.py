@@ -16,8 +16,9 @@ from gate.ledger.approvals import ApprovalCheck
 from gate.ledger.budget import BudgetStatus
 from gate.policy.findings import Finding, Outcome, RuleInfo
 
-if TYPE_CHECKING:  # loaded by the evaluator only when asked for
+if TYPE_CHECKING:  # loaded by the evaluator only when asked for (an imported file)
     from gate.evaluation.alternatives import Alternative
+    from gate.formats.model import ImportSummary
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,8 @@ class SpecResult:
     approval: ApprovalCheck | None = None
     alternatives: tuple[Alternative, ...] = ()
     """Cheaper plans, priced (only when the evaluator was asked for them)."""
+    imported: ImportSummary | None = None
+    """For a W&B, Katib, SkyPilot or Hydra file: its format and where each field came from."""
 
 
 DOCS_URL = "https://github.com/budget-gate/budget-gate/blob/main/docs/rules.md"

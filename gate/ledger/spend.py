@@ -23,6 +23,7 @@ the counts, so a copy of a record (same record id) adds no money.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -49,6 +50,8 @@ class Live:
     currency: str
     amount: Decimal
     order: Order
+    group: str = ""
+    """For a launch: what makes it one with others (its spec version and launch key)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,10 +136,12 @@ class Spend:
             held = newest.get(live.spec)
             if held is None or held.order < live.order:
                 newest[live.spec] = live
-        launched = sum(
-            (live.amount for live in self.launches.values() if live.currency == currency),
-            Decimal(0),
-        )
+        one: dict[str, Decimal] = {}  # a launch key's records are one launch: the largest
+        for key, live in self.launches.items():
+            if live.currency == currency:
+                group = live.group or key
+                one[group] = max(one.get(group, live.amount), live.amount)
+        launched = sum(one.values(), Decimal(0))
         committed = sum((live.amount for live in newest.values()), Decimal(0)) + launched
         actual = sum(
             (by[currency][1] for by in self.reconciled.values() if currency in by), Decimal(0)
@@ -160,18 +165,11 @@ class Spend:
         self._by_fingerprint.setdefault(record.fingerprint, set()).add(key)
 
     def _launch(self, record: LedgerRecord, key: str, order: Order) -> None:
-        """One launch commits once: the workers of a search share its ``launch_key``.
-
-        Of two records with one key, the larger amount holds (then the newer), so the order
-        they are folded in does not matter.
-        """
-        if record.launch_key:
-            key = f"launch:{record.fingerprint}:{record.currency}:{record.launch_key}"
-            held = self.launches.get(key)
-            amount = record.worst_cost or Decimal(0)
-            if held is not None and (held.amount, held.order) >= (amount, order):
-                return
+        """Each launch record is kept; those sharing a launch key count once (see totals)."""
         self._commit(self.launches, key, record, record.worst_cost, order)
+        if record.launch_key and key in self.launches:
+            group = f"{record.fingerprint}:{record.currency}:{record.launch_key}"
+            self.launches[key] = dataclasses.replace(self.launches[key], group=group)
 
     def _release(self, held: dict[str, Live], key: str) -> None:
         live = held.pop(key, None)
@@ -238,14 +236,17 @@ class Spend:
 
 def _lives(held: dict[str, Live]) -> list[list[object]]:
     return [
-        [key, v.spec, v.fingerprint, v.currency, str(v.amount), *v.order] for key, v in held.items()
+        [key, v.spec, v.fingerprint, v.currency, str(v.amount), *v.order, v.group]
+        for key, v in held.items()
     ]
 
 
 def _unlives(rows: list[list[Any]]) -> dict[str, Live]:
     return {
-        str(key): Live(str(spec), str(fp), str(cur), Decimal(amount), (int(micros), str(rid)))
-        for key, spec, fp, cur, amount, micros, rid in rows
+        str(key): Live(
+            str(spec), str(fp), str(cur), Decimal(amount), (int(micros), str(rid)), str(group)
+        )
+        for key, spec, fp, cur, amount, micros, rid, group in rows
     }
 
 

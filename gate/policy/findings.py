@@ -73,6 +73,9 @@ class Edit:
 
     path: tuple[str, ...]
     value: Any
+    in_file: str | None = None
+    """The same edit in the words of the file it applies to, when that file is a W&B,
+    Katib, SkyPilot or Hydra config (``run_cap: 12``); reports print it instead."""
 
     @property
     def dotted(self) -> str:
@@ -81,6 +84,8 @@ class Edit:
 
     def __str__(self) -> str:
         """``search.max_concurrent_trials: 7`` (the value as YAML flow reads it)."""
+        if self.in_file is not None:
+            return self.in_file
         return f"{self.dotted}: {json.dumps(self.value)}"
 
 

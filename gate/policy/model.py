@@ -12,7 +12,7 @@ import re
 from enum import Enum
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StrictBool, StrictFloat, StrictInt
+from pydantic import AfterValidator, Field, StrictBool, StrictFloat, StrictInt, model_validator
 
 from gate.estimate.settings import (
     Calibration,
@@ -26,6 +26,7 @@ from gate.estimate.settings import (
 from gate.ledger.approvers import ALL_ORIGINS, Approvers, Origin
 from gate.money import Money
 from gate.spec.experiment import Model, Name, PositiveFloat, PositiveInt
+from gate.spec.facts import Facts
 
 
 class Severity(str, Enum):
@@ -245,3 +246,15 @@ class Policy(Model):
     """Severity overrides by rule id: error, approval, warn or off."""
     waivers: list[Waiver] = Field(default_factory=list)
     """Rules suppressed for matching specs until a date."""
+    defaults: Facts = Field(default_factory=Facts)
+    """Facts the team's W&B, Katib, SkyPilot and Hydra files lack (accelerator, epoch time,
+    quality gate); never applied to a budget-gate spec. name and team cannot be defaulted."""
+
+    @model_validator(mode="after")
+    def _no_identity_defaults(self) -> Policy:
+        if self.defaults.name is not None or self.defaults.team is not None:
+            raise ValueError(
+                "defaults cannot set name or team — the file names its experiment, and its "
+                "team selects this policy"
+            )
+        return self

@@ -6,18 +6,19 @@ import json
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gate.errors import Problem
+from gate.errors import Location, Problem
 from gate.estimate.scenarios import Estimate, Scenario
 from gate.evaluation.diff import Driver, ScenarioDiff, SpecDiff
 from gate.evaluation.report import Report, SpecResult
 from gate.ledger.approvals import ApprovalCheck
 from gate.ledger.budget import BudgetStatus
 from gate.money import fixed
-from gate.policy.findings import Finding
+from gate.policy.findings import Edit, Finding
 from gate.reporters.change import explain
 
 if TYPE_CHECKING:  # loaded by the evaluator only when asked for
     from gate.evaluation.alternatives import Alternative
+    from gate.formats.model import ImportSummary
 
 SCHEMA_VERSION = "2"
 """2: ``errors`` are objects (message, file, line, col, hint), like findings."""
@@ -66,7 +67,7 @@ def _ledger(report: Report) -> dict[str, Any] | None:
 
 
 def _result(result: SpecResult) -> dict[str, Any]:
-    return {
+    document = {
         "file": result.file,
         "name": result.name,
         "policy": result.policy,
@@ -81,6 +82,32 @@ def _result(result: SpecResult) -> dict[str, Any]:
         "approval": _approval(result.approval) if result.approval else None,
         "alternatives": [_alternative(a) for a in result.alternatives],
     }
+    if result.imported is not None:  # only for W&B, Katib, SkyPilot and Hydra files
+        document["imported"] = _imported(result.imported)
+    return document
+
+
+def _imported(summary: ImportSummary) -> dict[str, Any]:
+    return {
+        "format": summary.format.value,
+        "fields": [
+            {
+                "field": row.field,
+                "value": row.value,
+                "origin": row.source.origin.value,
+                "detail": row.source.detail,
+                "location": _location(row.source.location),
+            }
+            for row in summary.fields
+        ],
+        "notes": list(summary.notes),
+    }
+
+
+def _location(location: Location | None) -> dict[str, Any] | None:
+    if location is None:
+        return None
+    return {"file": location.file, "line": location.line, "col": location.col}
 
 
 def _budget(b: BudgetStatus) -> dict[str, Any]:
@@ -209,7 +236,7 @@ def _error(p: Problem, file: str) -> dict[str, Any]:
 def _alternative(a: Alternative) -> dict[str, Any]:
     return {
         "name": a.name,
-        "edits": [{"path": e.dotted, "value": e.value} for e in a.edits],
+        "edits": [_edit(e) for e in a.edits],
         "gives_up": a.gives_up,
         "saving": _fixed(a.saving, 2),
         "worst": _scenario(a.estimate.worst),
@@ -231,12 +258,20 @@ def _finding(f: Finding) -> dict[str, Any]:
         "approved_by": f.approved_by,
         "fixes": [
             {
-                "edits": [{"path": e.dotted, "value": e.value} for e in fix.edits],
+                "edits": [_edit(e) for e in fix.edits],
                 "summary": fix.summary,
             }
             for fix in f.fixes
         ],
     }
+
+
+def _edit(edit: Edit) -> dict[str, Any]:
+    """The spec path and value; for an imported file, the same edit in its own words too."""
+    shown: dict[str, Any] = {"path": edit.dotted, "value": edit.value}
+    if edit.in_file is not None:
+        shown["in_file"] = edit.in_file
+    return shown
 
 
 def _fixed(value: Decimal, places: int) -> str:

@@ -28,6 +28,7 @@ from gate.money import format_amount
 from gate.policy.findings import Finding, Outcome
 from gate.policy.model import Severity
 from gate.reporters.change import cost_change, explain, gpu_hours_change, signed, status
+from gate.reporters.imported import provenance, read_as
 from gate.reporters.markup import escape, link, utf16_length
 
 COMMENT_LIMIT = 65_536
@@ -206,6 +207,12 @@ def _change_cell(diff: SpecDiff | None) -> str:
 
 def _spec_section(result: SpecResult, report: Report) -> str:
     parts = [_spec_heading(result)]
+    if result.imported is not None:  # a W&B, Katib, SkyPilot or Hydra file
+        parts.append(
+            read_as(result.imported)
+            if not result.imported.fields
+            else provenance(result.imported, result.file)
+        )
     if result.outcome is Outcome.INVALID:
         parts.append("\n".join(f"- {escape(str(p))}" for p in result.errors))
         return "\n\n".join(parts)
@@ -226,6 +233,8 @@ def _spec_section(result: SpecResult, report: Report) -> str:
 
 def _compact_section(result: SpecResult) -> str:
     parts = [_spec_heading(result)]
+    if result.imported is not None:
+        parts.append(read_as(result.imported))
     if result.estimate is not None:
         parts.append(_estimate_block(result.estimate, result.currency)[0])
     counts = [

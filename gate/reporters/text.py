@@ -8,7 +8,7 @@ error), so editors, terminals and CI problem matchers can jump to them.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from gate.estimate.scenarios import Estimate, Scenario
 from gate.evaluation.diff import SpecDiff
@@ -20,6 +20,9 @@ from gate.money import format_amount, format_money
 from gate.policy.findings import Finding, Outcome
 from gate.reporters.change import diff_lines
 from gate.words import aligned
+
+if TYPE_CHECKING:  # only a W&B, Katib, SkyPilot or Hydra file has one
+    from gate.formats.model import ImportSummary
 
 _HEADER = ("", "trials", "GPU-h", "cost", "per trial", "wall-clock", "first result")
 
@@ -47,8 +50,11 @@ class TextReporter:
 
 def _spec_block(result: SpecResult, report: Report) -> str:
     if result.outcome is Outcome.INVALID:
-        return "\n".join([*_diagnostics(result), f"  → {result.outcome.value}"])
+        read = [f"  read as a {result.imported.format.value}"] if result.imported else []
+        return "\n".join([*_diagnostics(result), *read, f"  → {result.outcome.value}"])
     lines = [f"{result.file} — {result.name} (policy: {result.policy})"]
+    if result.imported is not None:
+        lines.extend(import_lines(result.imported))
     if result.estimate is not None:
         lines.extend(_estimate_lines(result.estimate, result.currency))
     diff = report.diff_for(result.file)
@@ -167,4 +173,21 @@ def alternative_lines(result: SpecResult) -> list[str]:
             f"{format_amount(e.first_result_hours, 1)} h; gives up: {alt.gives_up}"
         )
         lines.append(f"    set {', '.join(str(edit) for edit in alt.edits)}")
+    return lines
+
+
+def import_lines(summary: ImportSummary) -> list[str]:
+    """Where each field of an imported file's spec came from, and the engine's notes."""
+    from gate.formats.model import Origin
+
+    lines = [f"  read as a {summary.format.value}; each field from:"]
+    unset = []
+    for row in summary.fields:
+        if row.source.origin is Origin.GATE:
+            unset.append(f"{row.field} {row.value}")
+            continue
+        lines.append(f"    {row.field} = {row.value} ← {row.source}")
+    if unset:
+        lines.append(f"    budget-gate defaults (no source): {'; '.join(unset)}")
+    lines.extend(f"    note: {note}" for note in summary.notes)
     return lines

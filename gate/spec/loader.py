@@ -74,6 +74,8 @@ class LoadedDoc:
     file: str
     data: dict[str, Any]
     source_map: SourceMap
+    text: str = ""
+    """The document's text, for what YAML drops (a W&B sweep's ``# x-budget-gate:`` comment)."""
 
 
 def load_file(path: str | Path) -> LoadedDoc:
@@ -133,7 +135,7 @@ def load_bytes(raw: bytes, file: str) -> LoadedDoc:
         )
     walker = _Walker(file)
     data = walker.walk(root, ())
-    return LoadedDoc(file, data, SourceMap(walker.values, walker.keys))
+    return LoadedDoc(file, data, SourceMap(walker.values, walker.keys), text)
 
 
 def _yaml_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> InputError:

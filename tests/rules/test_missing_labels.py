@@ -27,7 +27,10 @@ def test_all_required_labels_present_passes():
 def test_one_missing_label_fails():
     [violation] = run_rule(missing_labels, _labels(environment="research"), REQUIRED)
     assert violation.message == "required label 'cost-center' is missing"
-    assert violation.path == PATH
+    assert violation.path == (
+        *PATH,
+        "cost-center",
+    )  # the label's own place (absent: located at labels)
 
 
 def test_each_missing_label_is_reported_in_policy_order():
@@ -36,7 +39,7 @@ def test_each_missing_label_is_reported_in_policy_order():
         "required label 'cost-center' is missing",
         "required label 'environment' is missing",
     ]
-    assert {v.path for v in violations} == {PATH}
+    assert [v.path for v in violations] == [(*PATH, "cost-center"), (*PATH, "environment")]
 
 
 def test_empty_value_counts_as_missing():

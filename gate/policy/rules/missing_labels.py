@@ -31,4 +31,4 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     labels = ctx.spec.metadata.labels
     for name in ctx.policy.labels.required:
         if not labels.get(name):
-            yield Violation(f"required label {name!r} is missing", ("metadata", "labels"))
+            yield Violation(f"required label {name!r} is missing", ("metadata", "labels", name))

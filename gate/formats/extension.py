@@ -1,0 +1,175 @@
+"""The facts a file carries in its engine's own extension point, validated where they stand.
+
+Hydra keeps unknown top-level keys, so an ``x-budget-gate:`` block holds them. W&B's local
+controller refuses them (the sweeps schema allows no other top-level key), so a W&B sweep
+writes the same block as a YAML comment (``# x-budget-gate:``), which every loader drops;
+a Hydra config may too. Kubernetes keeps any ``metadata.annotations`` (Katib:
+``budget-gate/<fact>``); SkyPilot refuses unknown keys but passes ``envs`` to the job
+(``X_BUDGET_GATE_<FACT>``). Annotation and env values are strings: JSON when they parse as
+JSON (``3.5``, ``[0, 1]``), else text.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from gate.errors import InputError, InputErrors, Location
+from gate.formats.model import FactMap, Origin, Source, Traced
+from gate.spec.facts import ANNOTATION_PREFIX, ENV_PREFIX, EXTENSION_KEY, Facts
+from gate.spec.loader import DataPath, LoadedDoc, SourceMap, load_bytes
+from gate.spec.validation import validate
+
+COMMENT = f"# {EXTENSION_KEY}:"
+"""How the comment block starts (at the start of a line)."""
+_HEADER = re.compile(rf"^#( *){re.escape(EXTENSION_KEY)}:")
+_LINE = re.compile(r"^#( *)\S")
+
+
+def comment_doc(doc: LoadedDoc) -> LoadedDoc | None:
+    """The ``# x-budget-gate:`` comment block as YAML, at its own lines and columns.
+
+    The block is its header line and the comment lines after it indented deeper, each
+    ``#`` at the start of the line; the ``#`` become spaces, so YAML reads the block in
+    place and each error and fact points at the file's own line and column.
+    """
+    lines = doc.text.splitlines()
+    starts = [i for i, line in enumerate(lines) if _HEADER.match(line)]
+    if not starts:
+        return None
+    if len(starts) > 1:
+        raise InputError(
+            f"a second {COMMENT} comment block",
+            location=Location(doc.file, starts[1] + 1, 1),
+            hint=f"keep one {COMMENT} block; move these lines into the first",
+        )
+    first = starts[0]
+    header = _HEADER.match(lines[first])
+    assert header is not None
+    block = [" " + lines[first][1:]]
+    for line in lines[first + 1 :]:
+        deeper = _LINE.match(line)
+        if deeper is None or len(deeper.group(1)) <= len(header.group(1)):
+            break
+        block.append(" " + line[1:])
+    text = "\n" * first + "\n".join(block) + "\n"
+    return load_bytes(text.encode("utf-8"), doc.file)
+
+
+def comment_facts(doc: LoadedDoc) -> FactMap:
+    """The facts of the ``# x-budget-gate:`` comment block (empty when there is none)."""
+    block = comment_doc(doc)
+    return {} if block is None else block_facts(block, spelled=f"# {EXTENSION_KEY}")
+
+
+def block_facts(doc: LoadedDoc, *, spelled: str = EXTENSION_KEY) -> FactMap:
+    """The ``x-budget-gate:`` block of a Hydra config (empty when there is none)."""
+    block = doc.data.get(EXTENSION_KEY)
+    if block is None:
+        return {}
+    prefix: DataPath = (EXTENSION_KEY,)
+    if not isinstance(block, dict):
+        raise InputError(
+            f"{spelled} is not a mapping",
+            location=doc.source_map.locate(prefix),
+            hint=f"write {spelled}: {{accelerator: A100-80GB, epoch_minutes: 3.5}}",
+        )
+    sub = _rooted(doc.source_map, prefix)
+    _validate(block, doc.file, sub, spelled)
+    return {
+        name: Traced(value, Source(Origin.EXTENSION, f"{spelled}.{name}", sub.locate((name,))))
+        for name, value in block.items()
+    }
+
+
+def annotation_facts(annotations: Any, file: str, where: SourceMap, path: DataPath) -> FactMap:
+    """``budget-gate/<fact>`` annotations of a Kubernetes object at ``path``."""
+    if not isinstance(annotations, dict):
+        return {}
+    named = {
+        key.removeprefix(ANNOTATION_PREFIX): (value, (*path, key))
+        for key, value in annotations.items()
+        if key.startswith(ANNOTATION_PREFIX)
+    }
+    return _flat(named, file, where, "metadata.annotations." + ANNOTATION_PREFIX)
+
+
+def env_facts(envs: Any, file: str, where: SourceMap, path: DataPath) -> FactMap:
+    """``X_BUDGET_GATE_<FACT>`` envs of a SkyPilot task at ``path``."""
+    if not isinstance(envs, dict):
+        return {}
+    named = {
+        key.removeprefix(ENV_PREFIX).lower(): (value, (*path, key))
+        for key, value in envs.items()
+        if isinstance(key, str) and key.startswith(ENV_PREFIX)
+    }
+    return _flat(named, file, where, "envs." + ENV_PREFIX)
+
+
+def _flat(
+    named: Mapping[str, tuple[Any, DataPath]], file: str, where: SourceMap, spelled: str
+) -> FactMap:
+    """Facts written one per string (an annotation, an env): parse, check names, validate."""
+    data: dict[str, Any] = {}
+    values: dict[DataPath, Location] = {}
+    for name, (raw, at) in named.items():
+        location = where.locate(at)
+        if name not in Facts.model_fields:
+            close = difflib.get_close_matches(name, list(Facts.model_fields), n=1, cutoff=0.6)
+            shown = f"{spelled}{name}" if spelled.endswith("/") else f"{spelled}{name.upper()}"
+            raise InputError(
+                f"{shown} is not a budget-gate fact",
+                location=location,
+                hint=f"did you mean {close[0]!r}?"
+                if close
+                else "see docs/configs.md for the facts",
+            )
+        data[name] = _parse(raw)
+        if location is not None:
+            values[(name,)] = location
+    sub = SourceMap(values, dict(values))
+    _validate(data, file, sub, spelled)
+    return {
+        name: Traced(value, Source(Origin.EXTENSION, _spelling(spelled, name), sub.locate((name,))))
+        for name, value in data.items()
+    }
+
+
+def _spelling(spelled: str, name: str) -> str:
+    return f"{spelled}{name}" if spelled.endswith("/") else f"{spelled}{name.upper()}"
+
+
+def _parse(raw: Any) -> Any:
+    """A string fact as JSON when it is JSON (``3.5``, ``[0, 1]``), else the text itself."""
+    if not isinstance(raw, str):
+        return raw  # SkyPilot envs may be written as YAML numbers
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _validate(data: dict[str, Any], file: str, where: SourceMap, spelled: str) -> None:
+    """The facts' types, located at the fact; each error names the extension point."""
+    try:
+        validate(Facts, LoadedDoc(file, data, where))
+    except InputErrors as exc:
+        label = spelled.rstrip("./")
+        for error in exc.errors:
+            if "the top level" in error.message:
+                error.message = error.message.replace("the top level", label)
+            else:
+                error.message = f"{label}: {error.message}"
+        raise
+
+
+def _rooted(source_map: SourceMap, prefix: DataPath) -> SourceMap:
+    """The positions under ``prefix``, with ``prefix`` taken off their paths."""
+    cut = len(prefix)
+    return SourceMap(
+        {p[cut:]: loc for p, loc in source_map.values.items() if p[:cut] == prefix},
+        {p[cut:]: loc for p, loc in source_map.keys.items() if p[:cut] == prefix},
+    )

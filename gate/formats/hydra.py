@@ -1,0 +1,379 @@
+"""A Hydra multirun config → spec fields: the Optuna sweeper, the basic sweeper, Submitit.
+
+Optuna sweeper (``override hydra/sweeper: optuna``): ``n_trials`` trials (default 20),
+``n_jobs`` at once (default 2), its sampler (``grid`` stops at the grid's size). Basic
+sweeper: one job per combination of ``hydra.sweeper.params`` (comma lists, ``range``,
+``choice``), one at a time unless the launcher runs them in parallel. Submitit's
+``gpus_per_node`` × ``nodes`` are a trial's GPUs, and ``timeout_min`` (default 60) ends a
+trial. Facts go in an ``x-budget-gate:`` block, which Hydra keeps as any other key, or in
+a ``# x-budget-gate:`` comment block (for a config checked against a structured schema,
+which refuses unknown keys).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from gate.errors import InputError
+from gate.formats.extension import COMMENT, block_facts, comment_facts
+from gate.formats.model import Draft, FactMap, Mapped, Origin, Source, Traced, mapping
+from gate.spec.facts import EXTENSION_KEY
+from gate.spec.loader import LoadedDoc
+
+OPTUNA_DEFAULTS = {"n_trials": 20, "n_jobs": 2}
+"""``OptunaSweeperConf`` (hydra_plugins/hydra_optuna_sweeper/config.py)."""
+SUBMITIT_TIMEOUT_MIN = 60
+"""``BaseQueueConf.timeout_min`` (hydra_plugins/hydra_submitit_launcher/config.py)."""
+SAMPLERS = {
+    "tpe": "bayesian",
+    "cmaes": "bayesian",
+    "gp": "bayesian",
+    "nsgaii": "bayesian",
+    "qmc": "random",
+    "random": "random",
+    "grid": "grid",
+}
+EPOCH_KEYS = (
+    ("trainer", "max_epochs"),
+    ("max_epochs",),
+    ("epochs",),
+    ("num_epochs",),
+    ("training", "epochs"),
+    ("train", "epochs"),
+)
+_CALL = re.compile(r"^\s*(\w+)\s*\((.*)\)\s*$", re.S)
+
+
+def read(doc: LoadedDoc) -> Mapped:
+    """The sweeper's trial count and parallelism, its params, the launcher's GPUs."""
+    data = doc.data
+
+    def at(*path: str | int) -> Any:
+        return doc.source_map.locate(tuple(path))
+
+    chosen = _chosen(data.get("defaults"))
+    hydra = mapping(data.get("hydra"))
+    sweeper = mapping(hydra.get("sweeper"))
+    draft: Draft = {}
+    params = mapping(sweeper.get("params"))
+    counts: dict[str, int] = {}
+    for name, text in params.items():
+        value, count = _sweep(str(text), name, at("hydra", "sweeper", "params", name))
+        counts[name] = count
+        draft[("search", "parameters", name)] = Traced(
+            value,
+            Source(
+                Origin.FILE,
+                f"hydra.sweeper.params.{name}: {text}",
+                at("hydra", "sweeper", "params", name),
+            ),
+        )
+    notes = ["command-line overrides (python app.py -m x=1,2) are not in the file: not counted"]
+    if chosen.get("hydra/sweeper") == "optuna":
+        _optuna(draft, sweeper, chosen, counts, at)
+    else:
+        _basic(draft, counts, at)
+        notes.append("the basic launcher runs one job at a time")
+    _launcher(draft, hydra, chosen, at)
+    _epochs(draft, data, params, at)
+    study = sweeper.get("study_name") or mapping(hydra.get("job")).get("name")
+    if isinstance(study, str) and study:
+        draft[("metadata", "name")] = Traced(
+            study, Source(Origin.FILE, "the study or job name", at("hydra"))
+        )
+    return Mapped(
+        draft,
+        _facts(doc),
+        tuple(notes),
+        where=_where,
+        native=_NATIVE,
+        spell=lambda path, value: _spell(path, value, chosen, mapping(hydra.get("launcher"))),
+    )
+
+
+def _facts(doc: LoadedDoc) -> FactMap:
+    """The ``x-budget-gate:`` key or the ``# x-budget-gate:`` comment block, not both."""
+    key, comment = block_facts(doc), comment_facts(doc)
+    if key and comment:
+        raise InputError(
+            f"both an {EXTENSION_KEY} key and a {COMMENT} comment block",
+            location=doc.source_map.locate((EXTENSION_KEY,), key=True),
+            hint="keep one of them",
+        )
+    return key or comment
+
+
+def _where(fact: str, value: str) -> str:
+    return f"{EXTENSION_KEY}: {{{fact}: {value}}} at the top level"
+
+
+_NATIVE = {
+    "gpus_per_trial": "hydra.launcher.gpus_per_node: N with the Submitit launcher",
+    "max_epochs": "trainer.max_epochs: N (or epochs: N)",
+}
+
+
+def _spell(
+    path: tuple[str | int, ...], value: Any, chosen: dict[str, str], launcher: dict[str, Any]
+) -> str | None:
+    """A spec edit as a change of the config's own keys, where it has them."""
+    optuna = chosen.get("hydra/sweeper") == "optuna"
+    submitit = chosen.get("hydra/launcher", "").startswith("submitit")
+    nodes = launcher.get("nodes", 1) if isinstance(launcher.get("nodes", 1), int) else 1
+    match path:
+        case ("search", "max_trials") if optuna:
+            return f"hydra.sweeper.n_trials: {value}"
+        case ("search", "max_concurrent_trials") if optuna:
+            return f"hydra.sweeper.n_jobs: {value}"
+        case ("search", "max_concurrent_trials") if submitit:
+            return f"hydra.launcher.array_parallelism: {value}"
+        case ("search", "parameters", str(name), "values") if isinstance(value, list):
+            return f"hydra.sweeper.params.{name}: {','.join(str(v) for v in value)}"
+        case ("search", "strategy") if optuna and value in _SAMPLER_OF:
+            return f"override hydra/sweeper/sampler: {_SAMPLER_OF[value]} in defaults"
+        case ("resources", "gpus_per_trial") if submitit and value % nodes == 0:
+            return f"hydra.launcher.gpus_per_node: {value // nodes}"
+        case ("stopping", "max_trial_hours") if submitit:
+            return f"hydra.launcher.timeout_min: {math.floor(value * 60)}"
+    return None
+
+
+_SAMPLER_OF = {"random": "random", "bayesian": "tpe", "grid": "grid"}
+
+
+def _chosen(defaults: Any) -> dict[str, str]:
+    """Config groups the defaults list picks: ``override hydra/sweeper: optuna`` → optuna."""
+    out: dict[str, str] = {}
+    for item in defaults or []:
+        if isinstance(item, dict):
+            for key, value in item.items():
+                out[str(key).removeprefix("override ").strip()] = str(value)
+    return out
+
+
+def _optuna(
+    draft: Draft, sweeper: dict[str, Any], chosen: dict[str, str], counts: dict[str, int], at: Any
+) -> None:
+    for key, path in (
+        ("n_trials", ("search", "max_trials")),
+        ("n_jobs", ("search", "max_concurrent_trials")),
+    ):
+        if key in sweeper:
+            draft[path] = Traced(
+                sweeper[key],
+                Source(Origin.FILE, f"hydra.sweeper.{key}", at("hydra", "sweeper", key)),
+            )
+        else:
+            default = OPTUNA_DEFAULTS[key]
+            draft[path] = Traced(
+                default,
+                Source(
+                    Origin.ENGINE,
+                    f"the Optuna sweeper's default {key} {default}",
+                    at("hydra", "sweeper"),
+                ),
+            )
+    sampler = chosen.get("hydra/sweeper/sampler", "tpe")
+    strategy = SAMPLERS.get(sampler, "bayesian")
+    where = at("defaults")
+    if strategy == "grid":
+        grid = math.prod(counts.values())
+        trials = draft[("search", "max_trials")]
+        if grid < trials.value:
+            draft[("search", "max_trials")] = Traced(
+                grid,
+                Source(
+                    Origin.ENGINE,
+                    f"the grid sampler stops after {grid} points (n_trials {trials.value})",
+                    where,
+                ),
+            )
+        strategy = "random"  # n_trials or the grid, whichever is smaller: a count, not a product
+    draft[("search", "strategy")] = Traced(
+        strategy, Source(Origin.FILE, f"sampler {sampler}", where)
+    )
+    if (n_jobs := draft.get(("search", "max_concurrent_trials"))) and n_jobs.value == -1:
+        raise InputError(
+            "hydra.sweeper.n_jobs is -1 (as many as CPUs): the wall-clock cannot be read",
+            location=at("hydra", "sweeper", "n_jobs"),
+            hint="give n_jobs: N",
+        )
+
+
+def _basic(draft: Draft, counts: dict[str, int], at: Any) -> None:
+    where = at("hydra", "sweeper")
+    draft[("search", "strategy")] = Traced(
+        "grid", Source(Origin.FILE, "the basic sweeper: every combination of params", where)
+    )
+    draft[("search", "max_concurrent_trials")] = Traced(
+        1, Source(Origin.ENGINE, "the basic launcher runs one job at a time", where)
+    )
+
+
+def _launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: Any) -> None:
+    launcher = mapping(hydra.get("launcher"))
+    if not chosen.get("hydra/launcher", "").startswith("submitit"):
+        return
+    gpus, nodes = launcher.get("gpus_per_node"), launcher.get("nodes", 1)
+    if isinstance(gpus, int) and gpus > 0:
+        total = gpus * (nodes if isinstance(nodes, int) else 1)
+        draft[("resources", "gpus_per_trial")] = Traced(
+            total,
+            Source(
+                Origin.FILE,
+                f"hydra.launcher gpus_per_node {gpus} × nodes {nodes}",
+                at("hydra", "launcher", "gpus_per_node"),
+            ),
+        )
+    timeout = launcher.get("timeout_min")
+    source = (
+        Source(
+            Origin.FILE,
+            f"hydra.launcher.timeout_min {timeout}",
+            at("hydra", "launcher", "timeout_min"),
+        )
+        if timeout is not None
+        else Source(
+            Origin.ENGINE, f"Submitit's default timeout_min {SUBMITIT_TIMEOUT_MIN}", at("defaults")
+        )
+    )
+    minutes = timeout if isinstance(timeout, (int, float)) else SUBMITIT_TIMEOUT_MIN
+    draft[("stopping", "max_trial_hours")] = Traced(minutes / 60, source)
+    parallel = launcher.get("array_parallelism")
+    if (
+        isinstance(parallel, int)
+        and ("search", "max_concurrent_trials") in draft
+        and draft[("search", "max_concurrent_trials")].source.origin is Origin.ENGINE
+        and chosen.get("hydra/sweeper") != "optuna"
+    ):
+        draft[("search", "max_concurrent_trials")] = Traced(
+            parallel,
+            Source(
+                Origin.FILE,
+                "hydra.launcher.array_parallelism",
+                at("hydra", "launcher", "array_parallelism"),
+            ),
+        )
+
+
+def _epochs(draft: Draft, data: dict[str, Any], params: dict[str, Any], at: Any) -> None:
+    for path in EPOCH_KEYS:
+        dotted = ".".join(path)
+        swept = draft.get(("search", "parameters", dotted))
+        if swept is not None and swept.value.get("values"):
+            values = [v for v in swept.value["values"] if isinstance(v, int)]
+            if values:
+                draft[("workload", "max_epochs")] = Traced(
+                    max(values),
+                    Source(
+                        Origin.FILE, f"the largest of the swept {dotted}", swept.source.location
+                    ),
+                )
+                return
+        node: Any = data
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, int) and not isinstance(node, bool) and node > 0:
+            draft[("workload", "max_epochs")] = Traced(node, Source(Origin.FILE, dotted, at(*path)))
+            return
+
+
+def _sweep(text: str, name: str, where: Any) -> tuple[dict[str, Any], int]:
+    """One sweep override (``1,2,3``, ``choice(...)``, ``range(...)``, ``interval(...)``)."""
+    call = _CALL.match(text)
+    if call is None:
+        values = [_scalar(v) for v in _split(text)]
+        return {"values": values}, len(values)
+    func, args = call.group(1), call.group(2)
+    if func == "tag":
+        parts = _split(args)
+        value, count = _sweep(parts[-1], name, where)
+        if "log" in parts[:-1] and "low" in value:
+            value = {**value, "log": True}
+        return value, count
+    if func == "glob":
+        raise InputError(
+            f"hydra.sweeper.params.{name}: glob({args}) depends on the files of a config group",
+            location=where,
+            hint=f"list the options instead, e.g. {name}: a,b",
+        )
+    if func == "choice":
+        values = [_scalar(v) for v in _split(args)]
+        return {"values": values}, len(values)
+    numbers, keywords = _arguments(args, name, where)
+    if func == "range":
+        start, stop = (
+            [*numbers, None, None][:2]
+            if len(numbers) >= 2
+            else (0, numbers[0] if numbers else None)
+        )
+        step = keywords.get("step", numbers[2] if len(numbers) > 2 else 1)
+        if start is None or stop is None or not step:
+            raise InputError(
+                f"hydra.sweeper.params.{name}: range needs start, stop",
+                location=where,
+                hint="write range(start, stop, step=s)",
+            )
+        count = max(0, math.ceil((stop - start) / step))
+        if all(isinstance(v, int) for v in (start, stop, step)):
+            return {"values": list(range(start, stop, step))}, count
+        return {"values": [start + i * step for i in range(count)]}, count
+    if func == "interval" and len(numbers) == 2:
+        return {"low": float(numbers[0]), "high": float(numbers[1])}, 1
+    raise InputError(
+        f"hydra.sweeper.params.{name}: {func}() is not a sweep budget-gate reads",
+        location=where,
+        hint="use a comma list, choice(), range() or interval()",
+    )
+
+
+def _split(text: str) -> list[str]:
+    """Top-level comma split (not inside brackets or quotes)."""
+    parts, depth, current, quote = [], 0, "", ""
+    for char in text:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+            continue
+        current += char
+    parts.append(current.strip())
+    return [p for p in parts if p]
+
+
+def _scalar(text: str) -> Any:
+    text = text.strip().strip("'\"")
+    if re.fullmatch(r"[+-]?\d+", text):
+        return int(text)
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _arguments(args: str, name: str, where: Any) -> tuple[list[Any], dict[str, Any]]:
+    numbers: list[Any] = []
+    keywords: dict[str, Any] = {}
+    for part in _split(args):
+        key, eq, value = part.partition("=")
+        number = _scalar(value if eq else key)
+        if not isinstance(number, (int, float)):
+            raise InputError(
+                f"hydra.sweeper.params.{name}: {part!r} is not a number",
+                location=where,
+                hint="write numbers, e.g. range(1, 10, step=2)",
+            )
+        if eq:
+            keywords[key.strip()] = number
+        else:
+            numbers.append(number)
+    return numbers, keywords

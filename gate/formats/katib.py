@@ -1,0 +1,308 @@
+"""A Katib ``Experiment`` (kubeflow.org/v1beta1) → spec fields, with Katib's semantics.
+
+Katib runs ``maxTrialCount`` trials, failed ones included (they count as completed), at
+most ``parallelTrialCount`` at once (default 3, ``DefaultTrialParallelCount``); it fails
+the experiment once ``maxFailedTrialCount`` trials failed. Its grid refuses a
+``maxTrialCount`` above the grid's combinations. A trial's GPUs are the
+``nvidia.com/gpu`` limits of every pod of the ``trialSpec`` (a Job, a PyTorchJob's
+replicas, a TrainJob's nodes). Facts go in ``metadata.annotations`` as ``budget-gate/<fact>``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from gate.errors import InputError
+from gate.formats.extension import annotation_facts
+from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping
+from gate.spec.facts import ANNOTATION_PREFIX
+from gate.spec.loader import DataPath, LoadedDoc
+
+API_VERSION = "kubeflow.org/v1beta1"
+DEFAULT_PARALLEL = 3
+"""Katib's ``DefaultTrialParallelCount`` (pkg/apis/controller/experiments/v1beta1)."""
+MEDIANSTOP_DEFAULTS = {"min_trials_required": 3, "start_step": 4}
+"""Katib's medianstop service defaults (pkg/earlystopping/v1beta1/medianstop)."""
+GPU = "nvidia.com/gpu"
+BAYESIAN = frozenset({"bayesianoptimization", "tpe", "multivariate-tpe", "cmaes", "sobol"})
+_EPOCHS = re.compile(r"^--?(?:max[-_]|num[-_]|n[-_])?epochs?(?:=(\d+))?$")
+
+
+def read(doc: LoadedDoc) -> Mapped:
+    """The Experiment's trials, parallelism, search space and trial GPUs as spec fields."""
+    data = doc.data
+
+    def at(*path: str | int) -> Any:
+        return doc.source_map.locate(tuple(path))
+
+    def file(value: Any, detail: str, *path: str | int) -> Traced:
+        return Traced(value, Source(Origin.FILE, detail, at(*path)))
+
+    if data.get("apiVersion") != API_VERSION:
+        raise InputError(
+            f"apiVersion {data.get('apiVersion')!r} is not Katib's {API_VERSION}",
+            location=at("apiVersion"),
+            hint=f"budget-gate reads Katib Experiments of {API_VERSION}",
+        )
+    spec = data.get("spec")
+    if not isinstance(spec, dict):
+        raise InputError("the Experiment has no spec", location=at(), hint="add spec:")
+    draft: Draft = {}
+    metadata = mapping(data.get("metadata"))
+    if isinstance(metadata.get("name"), str):
+        draft[("metadata", "name")] = file(metadata["name"], "metadata.name", "metadata", "name")
+    limit = spec.get("maxTrialCount")
+    if limit is None:
+        raise InputError(
+            "spec has no maxTrialCount: Katib runs trials until stopped, the worst case has "
+            "no bound",
+            location=at("spec"),
+            hint="add maxTrialCount: N under spec (Katib then stops after N trials)",
+        )
+    draft[("search", "max_trials")] = file(
+        limit, f"spec.maxTrialCount: {limit}", "spec", "maxTrialCount"
+    )
+    parallel = spec.get("parallelTrialCount")
+    draft[("search", "max_concurrent_trials")] = (
+        file(parallel, f"spec.parallelTrialCount: {parallel}", "spec", "parallelTrialCount")
+        if parallel is not None
+        else Traced(
+            DEFAULT_PARALLEL,
+            Source(Origin.ENGINE, "Katib's default parallelTrialCount 3", at("spec")),
+        )
+    )
+    notes = [_failure_note(spec)]
+    _search(draft, spec, doc, notes)
+    notes.extend(_early_stopping(spec))
+    _objective(draft, spec, at)
+    _trial(draft, spec, doc)
+    annotations = metadata.get("annotations")
+    facts = annotation_facts(annotations, doc.file, doc.source_map, ("metadata", "annotations"))
+    names = [p.get("name") if isinstance(p, dict) else None for p in spec.get("parameters") or []]
+    return Mapped(
+        draft,
+        facts,
+        tuple(n for n in notes if n),
+        where=_where,
+        native=_NATIVE,
+        spell=lambda path, value: _spell(path, value, names),
+    )
+
+
+def _where(fact: str, value: str) -> str:
+    text = value if value.startswith('"') else "'" + value.replace("'", "''") + "'"
+    return f"metadata.annotations: {{{ANNOTATION_PREFIX}{fact}: {text}}}"
+
+
+_NATIVE = {
+    "gpus_per_trial": f"{GPU} limits on the containers of spec.trialTemplate.trialSpec",
+    "max_epochs": "--epochs N in the trial container's command",
+    "max_trials": "spec.maxTrialCount: N",
+    "max_concurrent_trials": "spec.parallelTrialCount: N",
+    "quality_gate": "spec.objective.goal: N",
+}
+
+
+def _spell(path: tuple[str | int, ...], value: Any, names: list[Any]) -> str | None:
+    """A spec edit as a change of the Experiment's own fields, where it has them."""
+    match path:
+        case ("search", "max_trials"):
+            return f"spec.maxTrialCount: {json.dumps(value)}"
+        case ("search", "max_concurrent_trials"):
+            return f"spec.parallelTrialCount: {json.dumps(value)}"
+        case ("search", "parameters", str(name), "values") if name in names:
+            listed = json.dumps([str(v) for v in value])
+            return f"spec.parameters[{names.index(name)}].feasibleSpace: {{list: {listed}}}"
+        case ("search", "strategy") if value in _ALGORITHM_OF:
+            return f"spec.algorithm.algorithmName: {_ALGORITHM_OF[value]}"
+        case ("search", "strategy"):
+            return (
+                f"no Katib algorithm runs {value} as budget-gate prices it: keep "
+                "spec.algorithm and lower spec.maxTrialCount instead"
+            )
+    return None
+
+
+_ALGORITHM_OF = {"random": "random", "grid": "grid", "bayesian": "bayesianoptimization"}
+
+
+def _failure_note(spec: dict[str, Any]) -> str:
+    failed = spec.get("maxFailedTrialCount")
+    if failed is None:
+        return "no maxFailedTrialCount: Katib goes on through any number of failed trials"
+    return (
+        f"failure budget: Katib fails the experiment after {failed} failed trials "
+        "(maxFailedTrialCount); failed trials count toward maxTrialCount"
+    )
+
+
+def _search(draft: Draft, spec: dict[str, Any], doc: LoadedDoc, notes: list[str]) -> None:
+    algorithm = mapping(spec.get("algorithm"))
+    name = str(algorithm.get("algorithmName", "random"))
+    where = doc.source_map.locate(("spec", "algorithm", "algorithmName"))
+    strategy = "bayesian" if name in BAYESIAN else "random"
+    draft[("search", "strategy")] = Traced(
+        strategy, Source(Origin.FILE, f"algorithm {name}: maxTrialCount trials", where)
+    )
+    combinations = 1
+    for i, param in enumerate(spec.get("parameters") or []):
+        if not isinstance(param, dict) or not isinstance(param.get("name"), str):
+            continue
+        path: DataPath = ("spec", "parameters", i)
+        value, count = _parameter(param, path, doc)
+        combinations *= count
+        draft[("search", "parameters", param["name"])] = Traced(
+            value,
+            Source(
+                Origin.FILE, f"spec.parameters[{i}] {param['name']}", doc.source_map.locate(path)
+            ),
+        )
+    limit = spec.get("maxTrialCount")
+    if name == "grid" and isinstance(limit, int):
+        if limit > combinations:
+            raise InputError(
+                f"maxTrialCount {limit} is above the grid's {combinations} combinations (Katib "
+                "refuses it)",
+                location=doc.source_map.locate(("spec", "maxTrialCount")),
+                hint=f"set maxTrialCount: {combinations} or less",
+            )
+        notes.append(
+            f"Katib's grid runs maxTrialCount ({limit}) of its {combinations} combinations"
+        )
+
+
+def _parameter(param: dict[str, Any], path: DataPath, doc: LoadedDoc) -> tuple[dict[str, Any], int]:
+    """A feasibleSpace as a spec Parameter, and its count in Katib's grid (its arange)."""
+    space = mapping(param.get("feasibleSpace"))
+    if isinstance(space.get("list"), list) and space["list"]:
+        return {"values": space["list"]}, len(space["list"])
+    try:
+        low, high = float(space["min"]), float(space["max"])
+        step = float(space["step"]) if space.get("step") not in (None, "") else None
+    except (KeyError, TypeError, ValueError):
+        raise InputError(
+            f"spec.parameters {param.get('name')!r}: feasibleSpace needs min and max (or list)",
+            location=doc.source_map.locate(path),
+            hint='write feasibleSpace: {min: "0.01", max: "0.05"}',
+        ) from None
+    if step is not None and step > 0 and param.get("parameterType") == "int":
+        count = len(range(int(low), int(high) + 1, int(step)))
+    elif step is not None and step > 0:
+        count = math.ceil((high + step - low) / step)  # numpy.arange(min, max + step, step)
+        if low + (count - 1) * step > high:
+            count -= 1
+    else:
+        count = 1  # continuous: Katib's grid refuses it; other algorithms sample it
+    log = space.get("distribution") == "logUniform"
+    return {"low": low, "high": high, "log": log}, count
+
+
+def _early_stopping(spec: dict[str, Any]) -> list[str]:
+    early = spec.get("earlyStopping")
+    if not isinstance(early, dict):
+        return []
+    name = early.get("algorithmName")
+    settings = dict(MEDIANSTOP_DEFAULTS)
+    for item in early.get("algorithmSettings") or []:
+        if isinstance(item, dict) and item.get("name") in settings:
+            settings[item["name"]] = int(item.get("value", settings[item["name"]]))
+    if name != "medianstop":
+        return [f"early stopping {name}: the worst case counts every trial in full"]
+    return [
+        f"medianstop stops a trial after step {settings['start_step']} once "
+        f"{settings['min_trials_required']} trials completed, if it is below their median; "
+        "the worst case counts every trial in full"
+    ]
+
+
+def _objective(draft: Draft, spec: dict[str, Any], at: Any) -> None:
+    objective = spec.get("objective")
+    if not isinstance(objective, dict) or objective.get("goal") is None:
+        return
+    metric, goal = objective.get("objectiveMetricName"), objective["goal"]
+    op = ">=" if objective.get("type") == "maximize" else "<="
+    draft[("quality_gate",)] = Traced(
+        [{"metric": metric, "op": op, "value": float(goal)}],
+        Source(Origin.FILE, f"objective.goal {goal} of {metric}", at("spec", "objective", "goal")),
+    )
+
+
+def _trial(draft: Draft, spec: dict[str, Any], doc: LoadedDoc) -> None:
+    """GPUs per trial (every pod's nvidia.com/gpu limit) and epochs from the command."""
+    base: DataPath = ("spec", "trialTemplate", "trialSpec")
+    template = mapping(spec.get("trialTemplate"))
+    trial = mapping(template.get("trialSpec"))
+    pods = _pods(trial, base)
+    gpus, gpu_at, epochs, epochs_at = 0, None, None, None
+    for replicas, pod, path in pods:
+        for j, container in enumerate(pod.get("containers") or []):
+            if not isinstance(container, dict):
+                continue
+            here = (*path, "containers", j)
+            count = _gpus(container)
+            if count:
+                gpus += replicas * count
+                gpu_at = gpu_at or doc.source_map.locate((*here, "resources", "limits", GPU))
+            found = _epochs_in(container)
+            if found is not None and epochs is None:
+                epochs, epochs_at = found, doc.source_map.locate((*here, "command"))
+    if gpus:
+        kinds = "+".join(sorted({str(trial.get("kind"))}))
+        draft[("resources", "gpus_per_trial")] = Traced(
+            gpus, Source(Origin.FILE, f"{GPU} limits of the {kinds}'s pods × replicas", gpu_at)
+        )
+    if epochs is not None:
+        draft[("workload", "max_epochs")] = Traced(
+            epochs, Source(Origin.FILE, f"--epochs {epochs} in the trial's command", epochs_at)
+        )
+
+
+def _pods(trial: dict[str, Any], base: DataPath) -> list[tuple[int, dict[str, Any], DataPath]]:
+    """(replicas, pod spec, its path) of a Job, a PyTorchJob (any *ReplicaSpecs), a TrainJob."""
+    spec = mapping(trial.get("spec"))
+    here = (*base, "spec")
+    if trial.get("kind") == "TrainJob":
+        trainer = mapping(spec.get("trainer"))
+        nodes = int(trainer.get("numNodes", 1))
+        per_node = trainer.get("resourcesPerNode") or {}
+        pod = {"containers": [{"resources": per_node, "command": trainer.get("command")}]}
+        return [(nodes, pod, (*here, "trainer"))]
+    replica_sets = [k for k in spec if k.endswith("ReplicaSpecs") and isinstance(spec[k], dict)]
+    if replica_sets:
+        out = []
+        for key in replica_sets:
+            for role, replica in spec[key].items():
+                if isinstance(replica, dict):
+                    pod = mapping(mapping(replica.get("template")).get("spec"))
+                    count = int(replica.get("replicas", 1))
+                    out.append((count, pod, (*here, key, role, "template", "spec")))
+        return out
+    pod = (mapping(spec.get("template")).get("spec")) or {}
+    return [(int(spec.get("parallelism", 1)), pod, (*here, "template", "spec"))]
+
+
+def _gpus(container: dict[str, Any]) -> int:
+    resources = mapping(container.get("resources"))
+    for section in ("limits", "requests"):
+        value = (resources.get(section) or {}).get(GPU)
+        if value is not None:
+            try:
+                return int(value)
+            except (TypeError, ValueError):
+                return 0
+    return 0
+
+
+def _epochs_in(container: dict[str, Any]) -> int | None:
+    """``--epochs=N`` or ``--epochs N`` in the command or args (a literal number only)."""
+    words = [str(w) for key in ("command", "args") for w in (container.get(key) or [])]
+    for i, word in enumerate(words):
+        match = _EPOCHS.match(word)
+        if match and match.group(1):
+            return int(match.group(1))
+        if match and i + 1 < len(words) and words[i + 1].isdigit():
+            return int(words[i + 1])
+    return None

@@ -1,0 +1,134 @@
+"""The values of an import: which format a file is, and where each spec field came from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+from gate.errors import Location
+from gate.formats import Format
+from gate.spec.loader import DataPath, LoadedDoc
+
+
+class Origin(str, Enum):
+    """Where one field's value came from."""
+
+    FILE = "file"
+    """A field of the engine's own config, at its line and column."""
+    EXTENSION = "extension"
+    """The file's x-budget-gate block, budget-gate/ annotation or BUDGET_GATE_ env."""
+    ENGINE = "engine default"
+    """What the engine does when the file says nothing (Katib's parallelTrialCount 3)."""
+    POLICY = "policy default"
+    """The team policy's ``defaults:``."""
+    CALIBRATION = "calibration"
+    """Measured by ``budget-gate calibrate`` from past runs."""
+    GATE = "budget-gate default"
+    """The spec model's own default (capacity on-demand, precision fp32, one seed)."""
+    DERIVED = "derived"
+    """Fixed by the translation itself (apiVersion, the name from the file name)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a value came from, in words a report can print."""
+
+    origin: Origin
+    detail: str
+    location: Location | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        return f"{where}{self.origin.value} — {self.detail}"
+
+
+@dataclass(frozen=True, slots=True)
+class Traced:
+    """One spec field's value with its source."""
+
+    value: Any
+    source: Source
+
+
+Draft = dict[DataPath, Traced]
+"""A spec in the making: spec path (e.g. ``("resources", "accelerator")``) → traced value."""
+FactMap = dict[str, Traced]
+"""Fact name (``epoch_minutes``) → its value and where it was written."""
+
+Spell = Callable[[DataPath, Any], "str | None"]
+"""A spec edit (path, new value) written with the engine's own key, or None."""
+
+
+def _plain(fact: str, value: str) -> str:
+    return f"{fact}: {value}"
+
+
+def _unspelt(path: DataPath, value: Any) -> str | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Mapped:
+    """What a format's mapper read: the engine's fields, the extension facts, notes."""
+
+    draft: Draft
+    facts: FactMap
+    notes: tuple[str, ...] = ()
+    where: Callable[[str, str], str] = _plain
+    """How to write a fact (its name, its value as YAML flow) in this format's extension
+    point: ``# x-budget-gate: {epoch_minutes: 3}``."""
+    native: Mapping[str, str] = field(default_factory=dict)
+    """The engine's own way to give a fact, where it has one (Katib: GPUs from the trial
+    pods' ``nvidia.com/gpu`` limits)."""
+    spell: Spell = _unspelt
+    """A spec edit as a change of the engine's own key (``run_cap: 12``)."""
+    candidates: tuple[tuple[str, int, bool, Location | None], ...] = ()
+    """Accelerators the engine may pick from (name, GPUs per trial, spot, where): the
+    dearest is priced."""
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """One line of the report's "read from" section: field, value, source."""
+
+    field: str
+    value: str
+    source: Source
+
+
+@dataclass(frozen=True, slots=True)
+class ImportSummary:
+    """What a report says about an imported file: its format, each field's source, notes."""
+
+    format: Format
+    fields: tuple[Provenance, ...]
+    notes: tuple[str, ...] = ()
+    """Engine facts with no spec field (Katib's failure budget, a SkyPilot fallback list)."""
+
+
+class Words(Protocol):
+    """Changes to an imported file in its engine's own words (:mod:`gate.formats.spelling`)."""
+
+    def edit(self, path: DataPath, value: Any) -> str:
+        """The spec edit ``path: value`` as a change to the engine's file."""
+        ...
+
+    def missing(self, path: DataPath) -> str | None:
+        """Where in the engine's file to add a field no source set; None if one did."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Imported:
+    """An engine file as a spec document: the data, a source map into the original file."""
+
+    doc: LoadedDoc
+    summary: ImportSummary
+    words: Words
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """``value`` when it is a mapping, else an empty one (engine files are loosely shaped)."""
+    return value if isinstance(value, dict) else {}

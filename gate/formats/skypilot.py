@@ -1,0 +1,210 @@
+"""A SkyPilot task YAML → spec fields, with SkyPilot's own reading of ``resources``.
+
+``accelerators: H100:8`` (or ``{H100: 8}``) is 8 GPUs per node, × ``num_nodes`` (default
+1) per trial. A list of accelerators, ``any_of`` and ``ordered`` are candidates SkyPilot
+may launch on, a set (``{A100:8, H100:8}``) too, cheapest first: the worst case prices
+the dearest. ``use_spot`` is spot capacity. A task is one trial unless its envs say it runs
+a sweep (``X_BUDGET_GATE_MAX_TRIALS``); the facts it cannot hold are ``X_BUDGET_GATE_<FACT>``
+envs, which ``sky.Task.from_yaml`` accepts as any other env.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from gate.errors import InputError, Location
+from gate.formats.extension import env_facts
+from gate.formats.model import Draft, Mapped, Origin, Source, Traced
+from gate.spec.facts import ENV_PREFIX
+from gate.spec.loader import DataPath, LoadedDoc, SourceMap
+
+_EPOCHS = re.compile(r"--(?:max[-_]|num[-_]|n[-_])?epochs?[= ](\d+)\b")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One accelerator SkyPilot may launch the task on."""
+
+    accelerator: str
+    per_node: int
+    spot: bool
+    location: Location | None
+
+
+def read(doc: LoadedDoc) -> Mapped:
+    """The task's GPUs per trial (per node × nodes), spot, name, and its envs' facts."""
+    return read_task(doc.data, doc.file, doc.source_map)
+
+
+def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
+    """A task's config (a YAML file, or ``sky.Task.to_yaml_config()``) as spec fields."""
+
+    def at(*path: str | int) -> Location | None:
+        return where.locate(tuple(path))
+
+    draft: Draft = {}
+    if isinstance(data.get("name"), str) and data["name"]:
+        draft[("metadata", "name")] = Traced(data["name"], Source(Origin.FILE, "name", at("name")))
+    nodes = data.get("num_nodes", 1)
+    if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
+        raise InputError(
+            "num_nodes is not a positive whole number",
+            location=at("num_nodes"),
+            hint="write num_nodes: N",
+        )
+    candidates = _candidates(data.get("resources"), ("resources",), where)
+    notes: list[str] = []
+    pick = max(candidates, key=lambda c: c.per_node) if candidates else None
+    if pick is not None:  # several: translate prices the dearest
+        _resources(draft, pick, nodes, at)
+        if len(candidates) > 1:
+            names = ", ".join(f"{c.accelerator}:{c.per_node}" for c in candidates)
+            notes.append(f"SkyPilot may launch on any of {names}; the dearest is priced")
+    recovery = _recovery(data.get("resources"))
+    if recovery:
+        notes.append(recovery)
+    run = data.get("run")
+    match = _EPOCHS.search(run) if isinstance(run, str) else None
+    if match:
+        epochs = int(match.group(1))
+        draft[("workload", "max_epochs")] = Traced(
+            epochs, Source(Origin.FILE, f"{match.group(0)} in run", at("run"))
+        )
+    facts = env_facts(data.get("envs"), file, where, ("envs",))
+    if "max_trials" in facts:
+        draft[("search", "strategy")] = Traced(
+            "random", Source(Origin.DERIVED, "the task runs a sweep of max_trials trials")
+        )
+    else:
+        notes.append(f"one trial: the task runs once ({ENV_PREFIX}MAX_TRIALS if it runs a sweep)")
+    return Mapped(
+        draft,
+        facts,
+        tuple(notes),
+        where=_where,
+        native=_NATIVE,
+        spell=lambda path, value: _spell(path, value, pick, nodes),
+        candidates=tuple(
+            (c.accelerator, c.per_node * nodes, c.spot, c.location) for c in candidates
+        ),
+    )
+
+
+def _where(fact: str, value: str) -> str:
+    plain = re.fullmatch(r'-?[\d.]+|".*"', value)
+    text = value if plain else "'" + value.replace("'", "''") + "'"
+    return f"envs: {{{ENV_PREFIX}{fact.upper()}: {text}}}"
+
+
+_NATIVE = {
+    "accelerator": "resources.accelerators: NAME:COUNT",
+    "gpus_per_trial": "resources.accelerators: NAME:COUNT (× num_nodes)",
+    "capacity": "resources.use_spot: true",
+    "max_epochs": "--epochs N in run",
+}
+
+
+def _spell(
+    path: tuple[str | int, ...], value: Any, pick: Candidate | None, nodes: int
+) -> str | None:
+    """A spec edit as a change of the task's own fields, where it has them."""
+    match path:
+        case ("resources", "gpus_per_trial") if pick and isinstance(value, int):
+            if value % nodes == 0:
+                return f"resources.accelerators: {pick.accelerator}:{value // nodes}"
+            return f"resources.accelerators: {pick.accelerator}:{value} with num_nodes: 1"
+        case ("resources", "accelerator") if pick:
+            return f"resources.accelerators: {value}:{pick.per_node}"
+        case ("resources", "capacity") if value in ("spot", "on-demand"):
+            return f"resources.use_spot: {'true' if value == 'spot' else 'false'}"
+    return None
+
+
+def _resources(draft: Draft, pick: Candidate, nodes: int, at: Any) -> None:
+    total = pick.per_node * nodes
+    detail = f"{pick.accelerator}:{pick.per_node}" + (f" × num_nodes {nodes}" if nodes > 1 else "")
+    draft[("resources", "accelerator")] = Traced(
+        pick.accelerator, Source(Origin.FILE, "resources.accelerators", pick.location)
+    )
+    draft[("resources", "gpus_per_trial")] = Traced(
+        total, Source(Origin.FILE, f"{detail} = {total} GPUs per trial", pick.location)
+    )
+    if pick.spot:
+        draft[("resources", "capacity")] = Traced(
+            "spot", Source(Origin.FILE, "resources.use_spot: true", pick.location)
+        )
+
+
+def _candidates(resources: Any, path: DataPath, where: SourceMap) -> list[Candidate]:
+    """Every accelerator the resources name, across any_of / ordered alternatives."""
+    if not isinstance(resources, dict):
+        return []
+    found: list[Candidate] = []
+    for key in ("any_of", "ordered"):
+        for i, alternative in enumerate(resources.get(key) or []):
+            if isinstance(alternative, dict):
+                merged = {
+                    **{k: v for k, v in resources.items() if k not in ("any_of", "ordered")},
+                    **alternative,
+                }
+                found.extend(_candidates(merged, (*path, key, i), where))
+    if found:
+        return found
+    spot = bool(resources.get("use_spot", False))
+    here = (*path, "accelerators")
+    location = where.locate(here)
+    return [
+        Candidate(name, count, spot, location)
+        for name, count in _accelerators(resources.get("accelerators"), location)
+    ]
+
+
+def _accelerators(value: Any, location: Location | None) -> list[tuple[str, int]]:
+    """``H100:8``, ``{H100: 8}``, a list, or a set ``{A100:8, H100:8}`` as (name, count)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [_one(value, location)]
+    if isinstance(value, list):
+        return [_one(str(v), location) for v in value]
+    if isinstance(value, dict):
+        if all(v is None for v in value.values()):  # a YAML set
+            return [_one(str(k), location) for k in value]
+        return [_one(f"{k}:{v}", location) for k, v in value.items()]
+    raise InputError(
+        "resources.accelerators is not a name, list or mapping",
+        location=location,
+        hint="write accelerators: H100:8",
+    )
+
+
+def _one(text: str, location: Location | None) -> tuple[str, int]:
+    name, _, count = text.strip().partition(":")
+    try:
+        number = float(count) if count else 1.0
+    except ValueError:
+        raise InputError(
+            f"accelerator {text!r} has no count SkyPilot reads",
+            location=location,
+            hint="write NAME:COUNT, e.g. H100:8",
+        ) from None
+    if number != int(number) or number < 1:
+        raise InputError(
+            f"accelerator {text!r} asks for a fraction of a GPU",
+            location=location,
+            hint="budget-gate prices whole GPUs; use a MIG profile in a spec instead",
+        )
+    return name.strip(), int(number)
+
+
+def _recovery(resources: Any) -> str | None:
+    if not isinstance(resources, dict) or resources.get("job_recovery") is None:
+        return None
+    recovery = resources["job_recovery"]
+    restarts = recovery.get("max_restarts_on_errors", 0) if isinstance(recovery, dict) else 0
+    return (
+        f"job_recovery: a managed job relaunches after preemption; up to {restarts} restarts "
+        "on errors (each is charged to the experiment)"
+    )

@@ -1,0 +1,326 @@
+"""An engine's file → a spec document, each field traced to its line or a named default.
+
+Order of sources, first wins: the engine's own fields (and what the engine does when they
+are absent), the file's extension point, the launching task (a SkyPilot task that runs the
+sweep), the team policy's ``defaults:``, the calibration (epoch time only), the spec
+model's own defaults. A fact the file's extension point writes over a field the engine
+sets is an error, not a silent override. What no source gives is an error that names the
+key to add and where.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import PurePath
+from typing import Any, Protocol
+
+from gate.calibrate.lookup import EPOCH_LEVELS, by_key, epoch_minutes, finest
+from gate.calibrate.model import Calibration, Key
+from gate.errors import InputError, InputErrors, Location
+from gate.formats import Format
+from gate.formats.model import (
+    Draft,
+    FactMap,
+    Imported,
+    ImportSummary,
+    Mapped,
+    Origin,
+    Provenance,
+    Source,
+    Traced,
+)
+from gate.formats.spelling import EngineWords
+from gate.spec.facts import FACT_PATHS, Facts
+from gate.spec.loader import DataPath, LoadedDoc, SourceMap
+
+MODEL_LABEL = "model"
+
+
+class Mapper(Protocol):
+    """A format's module: ``read(doc) -> Mapped``."""
+
+    def read(self, doc: LoadedDoc) -> Mapped:
+        """Map the engine's fields (pure; no engine library is imported)."""
+        ...
+
+
+_MODULES = {
+    Format.WANDB: "gate.formats.wandb",
+    Format.KATIB: "gate.formats.katib",
+    Format.SKYPILOT: "gate.formats.skypilot",
+    Format.HYDRA: "gate.formats.hydra",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Team:
+    """What the team's policy lends an imported file: its defaults, calibration and prices."""
+
+    defaults: Facts = field(default_factory=Facts)
+    """The policy's ``defaults:``."""
+    policy: str = ""
+    """The policy's name as a report shows it (its file, or the built-in default)."""
+    calibration: Calibration | None = None
+    """The calibration, when the team's policy uses one (``calibration.use``)."""
+    min_runs: int = 5
+    """The team policy's ``calibration.min_runs``."""
+    price: Callable[[str, bool], Decimal | None] | None = None
+    """Price per GPU-hour of an accelerator (on spot or not) under the team's policy, to
+    find the dearest candidate."""
+
+
+def _no_team(team: str | None) -> Team:
+    return Team()
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What the translation may fill from besides the file."""
+
+    team: Callable[[str | None], Team] = _no_team
+    """The settings of the policy that judges ``metadata.team`` (``None``: the default)."""
+    launch: FactMap = field(default_factory=dict)
+    """Facts of the task that launches this file (its accelerator, GPUs, spot)."""
+
+
+def read(doc: LoadedDoc, fmt: Format) -> Mapped:
+    """The format's mapper applied to ``doc`` (its module is imported only now)."""
+    module: Mapper = importlib.import_module(_MODULES[fmt])
+    return module.read(doc)
+
+
+def translate(doc: LoadedDoc, fmt: Format, context: Context) -> Imported:
+    """The spec document ``doc`` stands for, with the source of every field."""
+    mapped = read(doc, fmt)
+    draft = dict(mapped.draft)
+    team = context.team(_team(mapped.facts, context.launch))
+    _dearest(draft, mapped, team.price)
+    _merge_facts(draft, mapped.facts, doc.file)
+    _fill(draft, context.launch)
+    _fill(draft, _policy_facts(team.defaults, team.policy))
+    _fill_calibration(draft, team)
+    _fill_name(draft, doc.file)
+    _require(draft, mapped, doc, team.policy)
+    fields = _provenance(draft)
+    data, source_map = _assemble(draft, doc)
+    summary = ImportSummary(fmt, fields, mapped.notes)
+    words = EngineWords(fmt, draft, mapped)
+    return Imported(LoadedDoc(doc.file, data, source_map, doc.text), summary, words)
+
+
+def _team(facts: FactMap, launch: FactMap) -> str | None:
+    """The team whose policy judges the file: its extension point's, else the launcher's.
+
+    No engine field names a team and a policy's ``defaults:`` cannot, so it is known before
+    anything is filled, and the same policy lends the defaults, calibration and prices.
+    """
+    found = facts.get("team") or launch.get("team")
+    return str(found.value) if found is not None else None
+
+
+def _dearest(
+    draft: Draft, mapped: Mapped, price: Callable[[str, bool], Decimal | None] | None
+) -> None:
+    """Of several candidate accelerators, the one whose trial costs most per hour."""
+    if len(mapped.candidates) < 2 or price is None:
+        return
+
+    def hourly(candidate: tuple[str, int, bool, Location | None]) -> Decimal:
+        found = price(candidate[0], candidate[2])
+        return Decimal(-1) if found is None else found * candidate[1]
+
+    name, gpus, spot, where = max(mapped.candidates, key=hourly)
+    detail = f"the dearest of the task's {len(mapped.candidates)} candidates"
+    draft[("resources", "accelerator")] = Traced(name, Source(Origin.FILE, detail, where))
+    draft[("resources", "gpus_per_trial")] = Traced(
+        gpus, Source(Origin.FILE, f"{gpus} GPUs per trial on {name}", where)
+    )
+    if spot:
+        draft[("resources", "capacity")] = Traced("spot", Source(Origin.FILE, "use_spot", where))
+    else:
+        draft.pop(("resources", "capacity"), None)
+
+
+def _merge_facts(draft: Draft, facts: FactMap, file: str) -> None:
+    """The extension facts fill what the engine leaves open; overruling it is an error."""
+    errors = []
+    for name, traced in facts.items():
+        path = FACT_PATHS[name]
+        have = draft.get(path)
+        if have is None:
+            draft[path] = traced
+        elif have.value != traced.value:
+            errors.append(
+                InputError(
+                    f"{traced.source.detail} is {traced.value!r}, but the engine runs "
+                    f"{have.value!r} ({have.source.detail})",
+                    location=traced.source.location,
+                    hint=f"remove {traced.source.detail}; the engine's own setting decides",
+                )
+            )
+    if errors:
+        raise InputErrors(errors)
+
+
+def _fill(draft: Draft, facts: Mapping[str, Traced]) -> None:
+    for name, traced in facts.items():
+        draft.setdefault(FACT_PATHS[name], traced)
+
+
+def _policy_facts(defaults: Facts, policy: str) -> FactMap:
+    return {
+        name: Traced(value, Source(Origin.POLICY, f"defaults.{name} in {policy}"))
+        for name, value in defaults.model_dump(exclude_none=True, mode="json").items()
+    }
+
+
+def _fill_calibration(draft: Draft, team: Team) -> None:
+    """The measured epoch time of the spec's key, when the file and policy give none."""
+    if team.calibration is None or _has_epoch_time(draft):
+        return
+    labels = draft.get(("metadata", "labels"))
+    accelerator = draft.get(("resources", "accelerator"))
+    gpus = draft.get(("resources", "gpus_per_trial"))
+    model = labels.value.get(MODEL_LABEL) if labels and isinstance(labels.value, dict) else None
+    if model is None or accelerator is None or gpus is None:
+        return
+    precision = draft.get(("resources", "precision"))
+    key = Key(
+        model=str(model),
+        accelerator=str(accelerator.value),
+        gpus=gpus.value if isinstance(gpus.value, int) else None,
+        precision=str(precision.value) if precision else "fp32",
+    )
+    found = finest(by_key(team.calibration), key, epoch_minutes, team.min_runs, EPOCH_LEVELS)
+    if found is None:
+        return
+    entry, stat = found
+    draft[("workload", "epoch_minutes")] = Traced(
+        {"low": stat.p10, "high": stat.p90},
+        Source(Origin.CALIBRATION, f"p10–p90 of {stat.runs} runs of {entry.key.describe()}"),
+    )
+
+
+def _has_epoch_time(draft: Draft) -> bool:
+    return any(
+        ("workload", name) in draft for name in ("epoch_minutes", "samples_per_second", "model")
+    )
+
+
+def _fill_name(draft: Draft, file: str) -> None:
+    if ("metadata", "name") not in draft:
+        name = PurePath(file).stem or "experiment"
+        draft[("metadata", "name")] = Traced(
+            name, Source(Origin.DERIVED, "the file's name (the file names no experiment)")
+        )
+
+
+_REQUIRED: tuple[tuple[str, str], ...] = (
+    ("accelerator", "which GPU a trial runs on"),
+    ("gpus_per_trial", "how many GPUs a trial holds"),
+    ("max_epochs", "how many epochs a trial trains at most"),
+)
+
+
+def _require(draft: Draft, mapped: Mapped, doc: LoadedDoc, policy: str) -> None:
+    """An error for each fact no source gave, naming the key to add and where."""
+    missing = [(name, why) for name, why in _REQUIRED if FACT_PATHS[name] not in draft]
+    if not _has_epoch_time(draft):
+        missing.append(("epoch_minutes", "how long one epoch takes"))
+    if not missing:
+        return
+    top = doc.source_map.locate(()) or Location(doc.file, 1, 1)
+    errors = []
+    for name, why in missing:
+        native = mapped.native.get(name)
+        ways = [mapped.where(name, "..."), *([native] if native else [])]
+        if policy:
+            ways.append(f"defaults: {{{name}: ...}} in {policy}")
+        errors.append(
+            InputError(
+                f"the file does not say {why}", location=top, hint="add " + ", or ".join(ways)
+            )
+        )
+    raise InputErrors(errors)
+
+
+_GATE_DEFAULTS: tuple[tuple[DataPath, str], ...] = (
+    (("resources", "capacity"), "on-demand"),
+    (("resources", "precision"), "fp32"),
+    (("workload", "setup_minutes"), "0"),
+    (("workload", "eval_overhead"), "0"),
+    (("search", "seeds"), "[0] (one seed)"),
+    (("search", "max_concurrent_trials"), "1"),
+)
+_SHOWN: tuple[DataPath, ...] = (
+    ("metadata", "name"),
+    ("metadata", "team"),
+    ("resources", "accelerator"),
+    ("resources", "gpus_per_trial"),
+    ("resources", "capacity"),
+    ("resources", "precision"),
+    ("workload", "max_epochs"),
+    ("workload", "epoch_minutes"),
+    ("workload", "setup_minutes"),
+    ("workload", "eval_overhead"),
+    ("search", "strategy"),
+    ("search", "parameters"),
+    ("search", "max_trials"),
+    ("search", "max_concurrent_trials"),
+    ("search", "seeds"),
+    ("search", "scheduler"),
+    ("stopping", "early_stopping"),
+    ("stopping", "max_trial_hours"),
+    ("quality_gate",),
+)
+
+
+def _provenance(draft: Draft) -> tuple[Provenance, ...]:
+    """One line per spec field: set ones first, then the defaults and what nothing set."""
+    rows = [Provenance(_dotted(p), _shown(t.value), t.source) for p, t in sorted(draft.items())]
+    defaults = dict(_GATE_DEFAULTS)
+    for path in _SHOWN:
+        if any(p[: len(path)] == path for p in draft):
+            continue
+        if path in defaults:
+            source = Source(Origin.GATE, "no source gives it; the spec's default applies")
+            rows.append(Provenance(_dotted(path), defaults[path], source))
+        elif path != ("workload", "epoch_minutes"):
+            rows.append(Provenance(_dotted(path), "not set", Source(Origin.GATE, "no source")))
+    return tuple(rows)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict) and set(value) <= {"values", "low", "high", "log"}:
+        if "values" in value:
+            return f"{len(value['values'])} values"
+        return f"{value.get('low')}…{value.get('high')}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_shown(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return "[" + ", ".join(_shown(v) for v in value) + "]"
+    return str(value)
+
+
+def _dotted(path: DataPath) -> str:
+    return ".".join(str(p) for p in path)
+
+
+def _assemble(draft: Draft, doc: LoadedDoc) -> tuple[dict[str, Any], SourceMap]:
+    """The nested spec data, and a source map from its paths into the original file."""
+    top = doc.source_map.locate(()) or Location(doc.file, 1, 1)
+    data: dict[str, Any] = {"apiVersion": "budget-gate/v1", "kind": "Experiment"}
+    values: dict[DataPath, Location] = {(): top}
+    for path, traced in draft.items():
+        node = data
+        for part in path[:-1]:
+            node = node.setdefault(str(part), {})
+        node[str(path[-1])] = traced.value
+        where = traced.source.location or top
+        values[path] = where
+        for end in range(1, len(path)):
+            values.setdefault(path[:end], where)
+    return data, SourceMap(values, dict(values))

@@ -1,0 +1,343 @@
+"""A W&B sweep config → spec fields, with the sweeps engine's own semantics.
+
+Grid: one run per combination of every parameter's values, as W&B counts it (``values``:
+their count; ``value``: 1; ``int_uniform``: max − min + 1; ``q_uniform``: the length of
+``arange(min, max, q)``); any other distribution cannot be enumerated and W&B refuses it.
+``run_cap`` stops any method after that many runs; random and bayes without it run until
+stopped. ``early_terminate: hyperband`` stops weak runs at its bands (never adds runs).
+The facts a sweep cannot hold come from its ``# x-budget-gate:`` comment block: the
+sweeps engine's schema allows no other top-level key, and W&B's local controller refuses
+one (docs/configs.md quotes it), while every loader drops a comment.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from gate.errors import InputError, InputErrors
+from gate.formats.extension import COMMENT, comment_facts
+from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping
+from gate.spec.facts import EXTENSION_KEY
+from gate.spec.loader import DataPath, LoadedDoc
+
+METHODS = {"grid": "grid", "random": "random", "bayes": "bayesian"}
+MAX_GRID_VALUES = 100_000
+"""A range with more values than this in one grid dimension is a typo."""
+EPOCH_PARAMETERS = ("epochs", "max_epochs", "num_epochs", "n_epochs", "epoch")
+_DEFAULT_ETA = 3
+
+
+def read(doc: LoadedDoc) -> Mapped:
+    """The sweep's search, trial count and early termination as spec fields."""
+    data = doc.data
+
+    def at(*path: str | int) -> Any:
+        return doc.source_map.locate(tuple(path))
+
+    def traced(value: Any, detail: str, *path: str | int) -> Traced:
+        return Traced(value, Source(Origin.FILE, detail, at(*path)))
+
+    if EXTENSION_KEY in data:
+        raise InputError(
+            f"a top-level {EXTENSION_KEY} key: W&B's local controller refuses it (the sweeps "
+            "schema allows no other top-level key)",
+            location=doc.source_map.locate((EXTENSION_KEY,), key=True),
+            hint=f"make the block a comment, which every W&B loader drops: {COMMENT} "
+            "then each of its lines as '#   key: value'",
+        )
+    method = data.get("method")
+    if method not in METHODS:
+        raise InputError(
+            f"method {method!r} is not a W&B search method",
+            location=at("method"),
+            hint="use grid, random or bayes",
+        )
+    draft: Draft = {("search", "strategy"): traced(METHODS[method], f"method: {method}", "method")}
+    params = _parameters(data.get("parameters"), ("parameters",), doc, method == "grid")
+    grid = 1
+    for name, (spec_param, count, path) in params.items():
+        if spec_param is not None:
+            shown = ".".join(str(p) for p in path)
+            draft[("search", "parameters", name)] = traced(spec_param, shown, *path)
+        grid *= count
+    _name(draft, data, at)
+    _epochs(draft, params, at)
+    _trials(draft, data, method, grid, at)
+    notes = _early_terminate(draft, data, at)
+    metric = data.get("metric")
+    if isinstance(metric, dict) and "target" in metric and "name" in metric:
+        op = ">=" if metric.get("goal") == "maximize" else "<="
+        draft[("quality_gate",)] = traced(
+            [{"metric": metric["name"], "op": op, "value": metric["target"]}],
+            f"metric.target {metric['target']} ({metric.get('goal', 'minimize')})",
+            "metric",
+            "target",
+        )
+    notes.append(
+        "W&B runs as many runs at once as agents are started; the sweep does not say "
+        f"({COMMENT} {{max_concurrent_trials: N}} says it)"
+    )
+    return Mapped(
+        draft,
+        comment_facts(doc),
+        tuple(notes),
+        where=_where,
+        native=_NATIVE,
+        spell=lambda path, value: _spell(path, value, params),
+    )
+
+
+def _where(fact: str, value: str) -> str:
+    return f"the comment line {COMMENT} {{{fact}: {value}}}"
+
+
+_NATIVE = {
+    "max_epochs": "a parameter epochs: {values: [...]} (its largest value)",
+    "max_trials": "run_cap: N",
+    "quality_gate": "metric: {name: ..., goal: maximize, target: ...}",
+}
+
+
+def _spell(path: tuple[str | int, ...], value: Any, params: Found) -> str | None:
+    """A spec edit as a change of the sweep's own keys, where it has them."""
+    match path:
+        case ("search", "max_trials"):
+            return f"run_cap: {json.dumps(value)}"
+        case ("search", "parameters", str(name), "values") if name in params:
+            return f"{_dotted(params[name][2])}: {{values: {json.dumps(value)}}}"
+        case ("search", "strategy") if value in _METHOD_OF:
+            return f"method: {_METHOD_OF[value]}"
+        case ("search", "strategy") if value in ("asha", "hyperband"):
+            return "early_terminate: {type: hyperband, min_iter: 1, eta: 3}"
+        case ("workload", "max_epochs"):
+            for name in EPOCH_PARAMETERS:
+                entry = params.get(name)
+                values = mapping(entry[0]).get("values") if entry else None
+                if entry and values and isinstance(value, int):
+                    kept = [v for v in values if isinstance(v, int) and v <= value] or [value]
+                    return f"{_dotted(entry[2])}: {{values: {json.dumps(kept)}}}"
+    return None
+
+
+_METHOD_OF = {spec: wandb for wandb, spec in METHODS.items()}
+
+
+def _dotted(path: DataPath) -> str:
+    return ".".join(str(p) for p in path)
+
+
+def _name(draft: Draft, data: dict[str, Any], at: Any) -> None:
+    for key in ("name", "project"):
+        if isinstance(data.get(key), str) and data[key]:
+            draft[("metadata", "name")] = Traced(data[key], Source(Origin.FILE, key, at(key)))
+            return
+
+
+Found = dict[str, tuple[dict[str, Any] | None, int, DataPath]]
+"""Parameter name → (its spec Parameter or None, its grid count, its path in the file)."""
+
+
+def _parameters(section: Any, path: DataPath, doc: LoadedDoc, grid: bool) -> Found:
+    """Every parameter (nested ``parameters:`` unnested as W&B does, with dots)."""
+    if not isinstance(section, dict) or not section:
+        raise InputError(
+            "parameters is empty or not a mapping",
+            location=doc.source_map.locate(path),
+            hint="give each parameter values: [...], value: x or a distribution",
+        )
+    found: Found = {}
+    errors: list[InputError] = []
+    for key, config in sorted(section.items()):
+        here = (*path, key)
+        if isinstance(config, dict) and "parameters" in config and not _is_leaf(config):
+            nested = _parameters(config["parameters"], (*here, "parameters"), doc, grid)
+            found.update({f"{key}.{name}": entry for name, entry in nested.items()})
+            continue
+        try:
+            found[str(key)] = (*_parameter(config, grid, here, doc), here)
+        except InputError as exc:
+            errors.append(exc)
+    if errors:
+        raise InputErrors(errors)
+    return found
+
+
+def _is_leaf(config: dict[str, Any]) -> bool:
+    return any(k in config for k in ("value", "values", "distribution", "min", "max"))
+
+
+def _parameter(
+    config: Any, grid: bool, path: DataPath, doc: LoadedDoc
+) -> tuple[dict[str, Any] | None, int]:
+    """One parameter as a spec Parameter and its count in a grid."""
+    where = doc.source_map.locate(path)
+    shown = ".".join(str(p) for p in path)
+    if not isinstance(config, dict):
+        raise InputError(f"{shown} is not a mapping", location=where, hint="write values: [...]")
+    kind = _distribution(config)
+    if kind == "categorical":
+        values = config.get("values")
+        if not isinstance(values, list) or not values:
+            raise InputError(f"{shown}.values is empty", location=where, hint="list the values")
+        if grid and "probabilities" in config:
+            raise InputError(
+                f"{shown} gives probabilities, which W&B's grid refuses",
+                location=where,
+                hint="remove probabilities, or use method: random with run_cap",
+            )
+        return {"values": values}, len(values)
+    if kind == "constant":
+        return {"values": [config.get("value")]}, 1
+    if "normal" in kind and not grid:
+        return None, 1  # unbounded: no range to give the spec; it does not change the count
+    low, high = config.get("min"), config.get("max")
+    if not isinstance(low, (int, float)) or not isinstance(high, (int, float)) or low > high:
+        raise InputError(
+            f"{shown}: a {kind} distribution needs min <= max",
+            location=where,
+            hint="give numbers min and max",
+        )
+    if grid and kind == "int_uniform":
+        return _grid_values(range(int(low), int(high) + 1), shown, where)
+    if grid and kind == "q_uniform":
+        q = config.get("q", 1)
+        count = max(0, math.ceil((high - low) / q))  # numpy.arange(min, max, q)
+        return _grid_values(
+            [low + i * q for i in range(min(count, MAX_GRID_VALUES + 1))], shown, where
+        )
+    if grid:
+        raise InputError(
+            f"{shown} is a {kind} distribution, which a grid cannot enumerate (W&B refuses it)",
+            location=where,
+            hint="give values: [...], int_uniform or q_uniform with q, or use method: random "
+            "with run_cap",
+        )
+    if kind in ("log_uniform",):  # W&B v1: min and max are natural-log exponents
+        return {"low": math.exp(low), "high": math.exp(high), "log": True}, 1
+    log = kind in ("log_uniform_values", "q_log_uniform_values", "inv_log_uniform_values")
+    return {"low": float(low), "high": float(high), "log": log}, 1
+
+
+def _grid_values(values: Any, shown: str, where: Any) -> tuple[dict[str, Any], int]:
+    if len(values) > MAX_GRID_VALUES:
+        raise InputError(
+            f"{shown} has over {MAX_GRID_VALUES:,} values in a grid",
+            location=where,
+            hint="narrow min/max (or raise q), or use method: random with run_cap",
+        )
+    if not values:
+        raise InputError(f"{shown} has no values", location=where, hint="check min, max and q")
+    return {"values": list(values)}, len(values)
+
+
+def _distribution(config: dict[str, Any]) -> str:
+    """W&B's inferred distribution: explicit, else by the keys and their types."""
+    given = config.get("distribution")
+    if isinstance(given, str):
+        return given
+    if "values" in config:
+        return "categorical"
+    if "value" in config:
+        return "constant"
+    low, high = config.get("min"), config.get("max")
+    ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high))
+    return "int_uniform" if ints else "uniform"
+
+
+def _epochs(draft: Draft, params: Found, at: Any) -> None:
+    """max_epochs from a parameter named like epochs: its largest value (the worst case)."""
+    for name in EPOCH_PARAMETERS:
+        entry = params.get(name)
+        if entry is None or entry[0] is None:
+            continue
+        spec_param, _, path = entry
+        values = mapping(spec_param).get("values")
+        if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            top = max(values)
+            detail = f"the largest of parameters.{name} ({top})"
+            draft[("workload", "max_epochs")] = Traced(top, Source(Origin.FILE, detail, at(*path)))
+            return
+
+
+def _trials(draft: Draft, data: dict[str, Any], method: str, grid: int, at: Any) -> None:
+    cap = data.get("run_cap")
+    if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
+        raise InputError(
+            "run_cap is not a positive whole number",
+            location=at("run_cap"),
+            hint="write run_cap: N",
+        )
+    if method == "grid":
+        if cap is not None and cap < grid:
+            draft[("search", "strategy")] = Traced(
+                "random",
+                Source(Origin.FILE, f"run_cap {cap} stops the grid of {grid}", at("run_cap")),
+            )
+            draft[("search", "max_trials")] = Traced(
+                cap, Source(Origin.FILE, f"run_cap: {cap} of the grid's {grid} runs", at("run_cap"))
+            )
+        return
+    if cap is None:
+        raise InputError(
+            f"method {method} without run_cap runs until stopped: the worst case has no bound",
+            location=at("method"),
+            hint="add run_cap: N at the top level (W&B stops the sweep after N runs)",
+        )
+    draft[("search", "max_trials")] = Traced(
+        cap, Source(Origin.FILE, f"run_cap: {cap}", at("run_cap"))
+    )
+
+
+def _early_terminate(draft: Draft, data: dict[str, Any], at: Any) -> list[str]:
+    """Hyperband stopping: ASHA-like rungs at W&B's bands, every run counted in full."""
+    config = data.get("early_terminate")
+    if config is None:
+        return []
+    if not isinstance(config, dict) or config.get("type") != "hyperband":
+        raise InputError(
+            "early_terminate is not type: hyperband",
+            location=at("early_terminate"),
+            hint="W&B supports early_terminate: {type: hyperband, min_iter: N}",
+        )
+    eta = config.get("eta", _DEFAULT_ETA)
+    if "max_iter" in config:
+        band, bands = float(config["max_iter"]), []
+        for _ in range(int(config.get("s", 0))):
+            band /= eta
+            if band < 1:
+                break
+            bands.append(int(band))
+        first = min(bands) if bands else None
+    else:
+        first = config.get("min_iter")
+    if not isinstance(first, int) or first < 1 or not isinstance(eta, (int, float)) or eta <= 1:
+        raise InputError(
+            "early_terminate has no band W&B can stop runs at",
+            location=at("early_terminate"),
+            hint="give min_iter: N (N >= 1), or max_iter with s so that max_iter / eta^s >= 1; "
+            "eta above 1",
+        )
+    trials = draft.get(("search", "max_trials"))
+    source = Source(
+        Origin.FILE,
+        f"early_terminate hyperband, first band {first}, eta {eta}",
+        at("early_terminate"),
+    )
+    draft[("search", "scheduler")] = Traced(
+        {"min_epochs": first, "reduction_factor": float(eta), "synchronous": False}, source
+    )
+    draft[("search", "strategy")] = Traced("asha", source)
+    if trials is None:
+        grid = math.prod(
+            len(t.value.get("values") or [0])
+            for p, t in draft.items()
+            if p[:2] == ("search", "parameters")
+        )
+        draft[("search", "max_trials")] = Traced(
+            grid, Source(Origin.FILE, f"the grid's {grid} runs", at("parameters"))
+        )
+    metric = data.get("metric")
+    name = metric.get("name") if isinstance(metric, dict) else None
+    return [f"W&B counts hyperband bands in logged steps of {name or 'the metric'}; read as epochs"]

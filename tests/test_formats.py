@@ -1,0 +1,312 @@
+"""W&B, Katib, SkyPilot and Hydra files read as specs: counts, sources, errors (gate.formats).
+
+The engines' own numbers are checked against their code in engine_tests/ (run in a venv
+with the engines, see .ci/run); SkyPilot's and Hydra's loaders are installed here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gate.cli import main
+from gate.estimate.prices import load_catalog, quote
+from gate.evaluation.evaluate import Evaluator
+from gate.formats import Format, sniff
+from gate.formats.model import Origin
+from gate.policy.findings import Outcome
+from gate.policy.loader import PolicySet, builtin_policies
+from gate.spec.experiment import Capacity
+from gate.spec.loader import load_file
+
+CONFIGS = Path(__file__).parent / "fixtures" / "configs"
+RULES = CONFIGS / "rules"
+
+
+def evaluate(path: Path, policies: PolicySet | None = None):
+    evaluator = Evaluator(policies or builtin_policies(), load_catalog(), dt.date(2026, 1, 1))
+    return evaluator.evaluate_spec(str(path))
+
+
+def source_of(result, field: str):
+    return next(row.source for row in result.imported.fields if row.field == field)
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [
+        ("wandb/sweep-grid.yaml", Format.WANDB),
+        ("katib/median-stop.yaml", Format.KATIB),
+        ("skypilot/distributed-pytorch-train.yaml", Format.SKYPILOT),
+        ("hydra/optuna-sphere.yaml", Format.HYDRA),
+        ("hydra/basic-sweep.yaml", Format.HYDRA),
+    ],
+)
+def test_each_format_is_told_by_its_own_markers(name: str, fmt: Format) -> None:
+    assert sniff(load_file(CONFIGS / name).data) is fmt
+
+
+def test_a_budget_gate_spec_stays_one() -> None:
+    assert sniff(load_file(Path("examples/cifar-sweep.yaml")).data) is Format.BUDGET_GATE
+
+
+def test_wandb_grid_of_3_by_4_is_12_trials_with_each_count_traced() -> None:
+    evaluation = evaluate(RULES / "wandb-grid-3x4.yaml")
+    result = evaluation.result
+    assert result.imported.format is Format.WANDB
+    assert result.estimate.worst.trials == 12
+    lr = source_of(result, "search.parameters.lr")
+    assert (lr.origin, lr.location.line, lr.location.col) == (Origin.FILE, 4, 7)
+    epochs = source_of(result, "workload.max_epochs")
+    assert evaluation.spec.workload.max_epochs == 30 and epochs.location.line == 6
+    accelerator = source_of(result, "resources.accelerator")
+    assert accelerator.origin is Origin.EXTENSION and accelerator.location.line == 7
+
+
+def test_wandb_ranges_count_as_wandb_enumerates_them() -> None:
+    # int_uniform 1..5: 5 values; q_uniform arange(0, 1, 0.25): 4; epochs: 2 → 40 runs
+    assert evaluate(RULES / "wandb-grid-ranges.yaml").result.estimate.worst.trials == 5 * 4 * 2
+
+
+def test_vendored_wandb_grid_prices_its_27_runs() -> None:
+    result = evaluate(CONFIGS / "wandb/sweep-grid.annotated.yaml").result
+    assert result.outcome is not Outcome.INVALID
+    assert result.estimate.worst.trials == 3 * 3 * 3
+
+
+@pytest.mark.parametrize(
+    ("name", "line", "words"),
+    [
+        ("wandb-random-unbounded.yaml", 2, "add run_cap: N"),
+        ("katib-unbounded.yaml", 7, "add maxTrialCount: N under spec"),
+        ("wandb-grid-distribution.yaml", 4, "which a grid cannot enumerate"),
+    ],
+)
+def test_unbounded_and_unenumerable_searches_are_errors_with_the_fix(
+    name: str, line: int, words: str
+) -> None:
+    result = evaluate(RULES / name).result
+    assert result.outcome is Outcome.INVALID
+    assert result.errors[0].location.line == line
+    assert words in str(result.errors[0])
+
+
+def test_vendored_wandb_bayes_without_run_cap_is_unbounded() -> None:
+    result = evaluate(CONFIGS / "wandb/sweep-bayes.yaml").result
+    assert result.outcome is Outcome.INVALID
+    assert "run_cap" in result.errors[0].hint
+
+
+def test_wandb_hyperband_is_asha_at_its_first_band_every_run_counted() -> None:
+    evaluation = evaluate(RULES / "wandb-random-capped.yaml")
+    search = evaluation.spec.search
+    assert (search.strategy.value, search.max_trials) == ("asha", 40)
+    assert (search.scheduler.min_epochs, search.scheduler.reduction_factor) == (3, 3.0)
+
+
+def test_katib_medianstop_gives_max_trials_parallel_and_failure_budget() -> None:
+    evaluation = evaluate(CONFIGS / "katib/median-stop.annotated.yaml")
+    result, spec = evaluation.result, evaluation.spec
+    assert result.estimate.worst.trials == 15  # maxTrialCount
+    assert spec.search.max_concurrent_trials == 2  # parallelTrialCount
+    assert any("after 3 failed trials" in note for note in result.imported.notes)
+    assert any("start_step 2" in n or "after step 2" in n for n in result.imported.notes)
+    assert source_of(result, "search.max_trials").location.line == 29
+
+
+def test_katib_without_parallel_trial_count_runs_3_at_once_by_its_default(tmp_path) -> None:
+    text = (CONFIGS / "katib/median-stop.annotated.yaml").read_text()
+    path = tmp_path / "exp.yaml"
+    path.write_text(text.replace("  parallelTrialCount: 2\n", ""))
+    evaluation = evaluate(path)
+    assert evaluation.spec.search.max_concurrent_trials == 3
+    assert source_of(evaluation.result, "search.max_concurrent_trials").origin is Origin.ENGINE
+
+
+def test_katib_pytorchjob_gpus_are_every_replicas_limits() -> None:
+    # Master 1 × 8 GPUs + Worker 3 × 8 GPUs = 32 per trial
+    evaluation = evaluate(CONFIGS / "katib/pytorchjob-mnist.gpu.yaml")
+    assert evaluation.spec.resources.gpus_per_trial == 32
+    assert evaluation.result.estimate.worst.trials == 12
+
+
+def test_katib_grid_refuses_more_trials_than_combinations(tmp_path) -> None:
+    text = (
+        (CONFIGS / "katib/grid.yaml").read_text().replace("maxTrialCount: 12", "maxTrialCount: 99")
+    )
+    path = tmp_path / "grid.yaml"
+    path.write_text(text)
+    errors = evaluate(path).result.errors
+    assert "above the grid's 45 combinations" in str(errors[0])  # 9 lr × 5 momentum
+
+
+def test_vendored_katib_example_names_each_missing_fact_and_where() -> None:
+    result = evaluate(CONFIGS / "katib/median-stop.yaml").result
+    text = "\n".join(str(e) for e in result.errors)
+    assert "budget-gate/accelerator" in text and "budget-gate/epoch_minutes" in text
+    assert "gpus_per_trial" in text and "max_epochs" not in text  # --epochs=1 in the command
+
+
+def test_skypilot_h100x8_on_4_nodes_is_32_gpus_per_trial_on_spot() -> None:
+    evaluation = evaluate(RULES / "skypilot-h100x8-4nodes.yaml")
+    resources = evaluation.spec.resources
+    assert (resources.accelerator, resources.gpus_per_trial) == ("H100", 32)
+    assert resources.capacity.value == "spot"
+
+
+def test_skypilot_any_of_prices_the_dearest_candidate() -> None:
+    policy = builtin_policies().for_team(None).policy
+    prices = {
+        name: quote(load_catalog(), policy, name, Capacity.ON_DEMAND, None).per_gpu_hour
+        for name in ("A100-80GB", "H100")
+    }
+    evaluation = evaluate(RULES / "skypilot-any-of.yaml")
+    assert prices["H100"] != prices["A100-80GB"]
+    assert evaluation.spec.resources.accelerator == max(prices, key=prices.__getitem__)
+    assert evaluation.result.estimate.worst.trials == 6
+
+
+def test_annotated_skypilot_task_still_loads_in_skypilot() -> None:
+    # sky.Task.from_yaml refuses unknown keys; X_BUDGET_GATE_ envs are envs like any other
+    code = (
+        "import sky, sys; t = sky.Task.from_yaml(sys.argv[1]); "
+        "print(t.num_nodes, sorted(k for k in t.envs if k.startswith('X_BUDGET_GATE_')))"
+    )
+    path = RULES / "skypilot-h100x8-4nodes.yaml"
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split(" ", 1)[0] == "4" and "X_BUDGET_GATE_EPOCH_MINUTES" in out
+
+
+def test_hydra_optuna_sweeper_counts_n_trials_and_n_jobs() -> None:
+    evaluation = evaluate(CONFIGS / "hydra/optuna-sphere.annotated.yaml")
+    assert evaluation.result.estimate.worst.trials == 20
+    assert evaluation.spec.search.max_concurrent_trials == 1
+
+
+def test_hydra_optuna_defaults_are_the_engines_and_said(tmp_path) -> None:
+    text = (CONFIGS / "hydra/optuna-sphere.annotated.yaml").read_text()
+    path = tmp_path / "config.yaml"
+    path.write_text(text.replace("    n_trials: 20\n", "").replace("    n_jobs: 1\n", ""))
+    evaluation = evaluate(path)
+    assert evaluation.result.estimate.worst.trials == 20
+    assert evaluation.spec.search.max_concurrent_trials == 2
+    source = source_of(evaluation.result, "search.max_concurrent_trials")
+    assert source.origin is Origin.ENGINE and "n_jobs 2" in source.detail
+
+
+def test_hydra_basic_sweeper_is_the_cartesian_product() -> None:
+    # db: mysql,postgresql × db.timeout: 5,10
+    assert evaluate(CONFIGS / "hydra/basic-sweep.listed.yaml").result.estimate.worst.trials == 4
+
+
+def test_hydra_glob_cannot_be_counted_from_the_file() -> None:
+    result = evaluate(CONFIGS / "hydra/basic-sweep.yaml").result
+    assert "glob(*)" in str(result.errors[0]) and "list the options" in result.errors[0].hint
+
+
+def test_annotated_hydra_config_still_composes_in_hydra(tmp_path) -> None:
+    from hydra import compose, initialize_config_dir
+
+    (tmp_path / "db").mkdir()
+    for option in ("mysql", "postgresql"):  # the tutorial's config group, as in its conf/db/
+        (tmp_path / "db" / f"{option}.yaml").write_text(f"driver: {option}\ntimeout: 10\n")
+    (tmp_path / "config.yaml").write_text((CONFIGS / "hydra/basic-sweep.listed.yaml").read_text())
+    with initialize_config_dir(str(tmp_path), version_base=None):
+        cfg = compose("config", overrides=["db=mysql"])
+    assert cfg["x-budget-gate"]["epoch_minutes"] == 2 and cfg["db"]["driver"] == "mysql"
+
+
+def test_policy_defaults_fill_what_the_file_lacks(tmp_path) -> None:
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "default.yaml").write_text(
+        "apiVersion: budget-gate/v1\nkind: Policy\n"
+        "defaults: {accelerator: A100-80GB, gpus_per_trial: 2, epoch_minutes: 3}\n"
+    )
+    evaluation = evaluate(CONFIGS / "wandb/sweep-grid.yaml", PolicySet(policies))
+    assert evaluation.spec.resources.gpus_per_trial == 2
+    source = source_of(evaluation.result, "resources.accelerator")
+    assert source.origin is Origin.POLICY and "default.yaml" in source.detail
+
+
+def test_a_fact_that_overrules_the_engine_is_an_error(tmp_path) -> None:
+    text = (RULES / "wandb-random-capped.yaml").read_text()
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text.replace("max_epochs: 27}", "max_epochs: 27, max_trials: 10}"))
+    result = evaluate(path).result
+    assert "the engine runs 40" in str(result.errors[0])
+
+
+def test_a_misspelt_annotation_is_named_with_a_suggestion(tmp_path) -> None:
+    text = (CONFIGS / "katib/median-stop.annotated.yaml").read_text()
+    path = tmp_path / "exp.yaml"
+    path.write_text(text.replace("budget-gate/epoch_minutes", "budget-gate/epoch_minute"))
+    error = evaluate(path).result.errors[0]
+    assert "budget-gate/epoch_minute is not a budget-gate fact" in str(error)
+    assert "epoch_minutes" in error.hint and error.location.line == 12
+
+
+def test_import_prints_a_spec_that_check_accepts(tmp_path, capsys) -> None:
+    out = tmp_path / "spec.yaml"
+    assert main(["import", str(RULES / "wandb-grid-3x4.yaml"), "--write", str(out)]) == 0
+    text = out.read_text()
+    assert all(
+        "  # " in line
+        for line in text.splitlines()
+        if line and line[0] != "#" and not line.endswith(":")
+    )
+    assert "wandb-grid-3x4.yaml:4:7: file — parameters.lr" in text
+    capsys.readouterr()
+    main(["check", str(out), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["results"][0]["estimate"]["worst"]["trials"] == 12
+
+
+def test_check_json_names_format_and_sources(capsys) -> None:
+    main(["check", str(RULES / "skypilot-h100x8-4nodes.yaml"), "--format", "json"])
+    result = json.loads(capsys.readouterr().out)["results"][0]
+    assert result["imported"]["format"] == "SkyPilot task"
+    gpus = next(f for f in result["imported"]["fields"] if f["field"] == "resources.gpus_per_trial")
+    assert (gpus["value"], gpus["location"]["line"]) == ("32", 4)
+
+
+MAPPERS = {f"gate.formats.{m}" for m in ("wandb", "katib", "skypilot", "hydra")}
+TRANSLATION = {
+    "gate.formats.model",
+    "gate.formats.translate",
+    "gate.formats.spelling",
+    "gate.formats.extension",
+}
+ENGINES = {"sweeps", "wandb", "kubeflow", "kubernetes", "sky", "hydra", "omegaconf", "optuna"}
+
+
+def loaded_after_check(path: str) -> tuple[int, list[str]]:
+    """Exit code of ``check PATH`` in a fresh process, and the mappers and engines it loaded."""
+    watched = sorted(MAPPERS | TRANSLATION | ENGINES)
+    probe = (
+        "import json, sys\n"
+        "from gate.cli import main\n"
+        f"code = main(['check', {path!r}, '-q'])\n"
+        f"print(json.dumps([code, sorted(set({watched!r}) & set(sys.modules))]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    code, names = json.loads(proc.stdout.splitlines()[-1])
+    return code, names
+
+
+def test_check_of_a_spec_imports_no_engine_mapper_nor_engine() -> None:
+    assert loaded_after_check("examples/cifar-sweep.yaml") == (0, [])
+
+
+def test_check_of_a_wandb_sweep_imports_its_mapper_and_no_engine() -> None:
+    # the probe does see a mapper when one is used: W&B's, and none of the others
+    _, names = loaded_after_check(str(RULES / "wandb-grid-3x4.yaml"))
+    assert "gate.formats.wandb" in names and set(names) >= TRANSLATION
+    assert not (MAPPERS - {"gate.formats.wandb"} | ENGINES) & set(names)
