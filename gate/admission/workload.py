@@ -84,6 +84,15 @@ class PodSet:
 
 
 @dataclass(frozen=True, slots=True)
+class CheckStatus:
+    """One entry of ``status.admissionChecks``: its state, message and when it last moved."""
+
+    state: str
+    message: str = ""
+    since: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Owner:
     """The controller ``ownerReference``: the job Kueue made the Workload for."""
 
@@ -103,8 +112,8 @@ class Workload:
     resource_version: str
     pod_sets: tuple[PodSet, ...]
     owner: Owner | None
-    checks: Mapping[str, str] = field(default_factory=dict)
-    """Each admission check's state, by check name."""
+    checks: Mapping[str, CheckStatus] = field(default_factory=dict)
+    """Each admission check's entry, by check name."""
     quota_reserved: bool = False
     active: bool = True
 
@@ -121,7 +130,9 @@ class Workload:
         """Our checks this Workload waits on, once Kueue reserved quota for it."""
         if not self.quota_reserved or not self.active:
             return []
-        return sorted(name for name in ours if self.checks.get(name) == "Pending")
+        return sorted(
+            name for name in ours if name in self.checks and self.checks[name].state == "Pending"
+        )
 
 
 def read_workload(obj: Mapping[str, Any]) -> Workload:
@@ -145,12 +156,37 @@ def read_workload(obj: Mapping[str, Any]) -> Workload:
             resource_version=meta.get("resourceVersion", ""),
             pod_sets=pod_sets,
             owner=_owner(meta.get("ownerReferences", [])),
-            checks={c["name"]: c["state"] for c in status.get("admissionChecks", [])},
+            checks=_checks(status),
             quota_reserved=conditions.get("QuotaReserved") == "True",
             active=obj["spec"].get("active", True) is not False,
         )
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise MalformedWorkload(f"{type(exc).__name__}: {exc}") from None
+
+
+def bare_workload(obj: Mapping[str, Any]) -> Workload | None:
+    """What a Workload that cannot be read still says: who it is and its checks, or ``None``."""
+    try:
+        meta = obj["metadata"]
+        return Workload(
+            meta["namespace"],
+            meta["name"],
+            meta.get("uid", ""),
+            meta.get("resourceVersion", ""),
+            (),
+            None,
+            _checks(obj.get("status") or {}),
+            quota_reserved=True,
+        )
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return None
+
+
+def _checks(status: Mapping[str, Any]) -> dict[str, CheckStatus]:
+    return {
+        c["name"]: CheckStatus(c["state"], c.get("message", ""), c.get("lastTransitionTime", ""))
+        for c in status.get("admissionChecks", [])
+    }
 
 
 def _pod_set(pod_set: Mapping[str, Any], assignment: Mapping[str, Any] | None) -> PodSet:
