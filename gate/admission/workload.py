@@ -267,9 +267,10 @@ def placement(
         if key is not None:
             accelerator, said = labels[key], f"{where} {key}={labels[key]}"
             break
-    if accelerator is None and flavor:
-        accelerator, said = flavor, f"the name of flavor {flavor}"
     resolved = resolve_accelerator(accelerator, names) if accelerator else None
+    if accelerator is None and flavor:  # a flavor's name counts only when it is a known one
+        said = f"the name of flavor {flavor}"
+        resolved = resolve_accelerator(flavor, names)
     spot, spot_from = False, "no spot node label"
     for where, labels in sources:
         key = next((k for k, v in SPOT_LABELS.items() if labels.get(k) == v), None)

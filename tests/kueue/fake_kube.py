@@ -214,6 +214,39 @@ class FakeKube:
             obj["metadata"]["resourceVersion"] = str(self.version)
             self._event("MODIFIED", plural, obj)
 
+    def kueue_requeue(self, workload: dict[str, Any], name: str = "budget-gate") -> None:
+        """What Kueue does to a ``Retry`` check when the Workload is evicted and queued again
+        (``resetChecksOnEviction``): back to ``Pending``, ``retryCount`` counted up."""
+        meta = workload["metadata"]
+        key = ("workloads", meta["namespace"], meta["name"])
+        schema = crd("workloads")
+        with self.lock:
+            live = self.objects[key]
+            check = next(c for c in live["status"]["admissionChecks"] if c["name"] == name)
+            entry = {
+                "name": name, "state": "Pending", "lastTransitionTime": _utc_stamp(),
+                "message": "Reset to Pending after eviction. Previously: " + check["state"],
+                "retryCount": check.get("retryCount", 0) + (check["state"] == "Retry"),
+            }  # fmt: skip
+            if "requeueAfterSeconds" in check:
+                entry["requeueAfterSeconds"] = check["requeueAfterSeconds"]
+            # NOTE: Kueue applies its whole admission status (patching.prepareWorkloadPatch),
+            # so fields it owned stay; each entry goes as Kueue read it, this one reset.
+            status = copy.deepcopy(live["status"])
+            status["admissionChecks"] = [
+                entry if c["name"] == name else c for c in status["admissionChecks"]
+            ]
+            merged, owners = _server_side_apply(
+                schema, live, {"status": status}, KUEUE_MANAGER, True, self.owners[key]
+            )
+            problems = schema.errors(merged, old=live)
+            assert not problems, problems
+            self.owners[key] = owners
+            self.version += 1
+            merged["metadata"]["resourceVersion"] = str(self.version)
+            self.objects[key] = merged
+            self._event("MODIFIED", "workloads", merged)
+
     def compact(self) -> None:
         """Forget the events so far: a watch from an older version gets 410 Gone."""
         with self.lock:
@@ -238,8 +271,10 @@ class FakeKube:
         self._authorize(request)
         with self.lock:
             for fault in self.faults:
-                if fault.times and fault.method == request.method and re.search(
-                    fault.pattern, request.path
+                if (
+                    fault.times
+                    and fault.method == request.method
+                    and re.search(fault.pattern, request.path)
                 ):
                     fault.times -= 1
                     raise ApiError(fault.status, "InternalError", "injected fault")
@@ -427,6 +462,10 @@ class _Watch:
             }})  # fmt: skip
 
 
+def _utc_stamp() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _line(event: dict[str, Any]) -> bytes:
     return (json.dumps(event) + "\n").encode()
 
@@ -435,7 +474,7 @@ class _Handler(BaseHTTPRequestHandler):
     kube: FakeKube
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 — the base's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def do_GET(self) -> None:
@@ -584,8 +623,10 @@ def _fields(schema: Crd, obj: Any) -> set[Path_]:
 
 
 def _walk_fields(node: dict[str, Any], value: Any, path: Path_, out: set[Path_]) -> None:
-    if isinstance(value, dict) and node.get("x-kubernetes-map-type") != "atomic" and (
-        "properties" in node or isinstance(node.get("additionalProperties"), dict)
+    if (
+        isinstance(value, dict)
+        and node.get("x-kubernetes-map-type") != "atomic"
+        and ("properties" in node or isinstance(node.get("additionalProperties"), dict))
     ):
         for key, item in value.items():
             sub = (node.get("properties") or {}).get(key) or node.get("additionalProperties")
@@ -619,17 +660,21 @@ def _lookup(obj: Any, path: Path_) -> Any:
 
 
 def _merge(node: dict[str, Any], live: Any, applied: Any) -> Any:
-    if isinstance(applied, dict) and isinstance(live, dict) and node.get(
-        "x-kubernetes-map-type"
-    ) != "atomic":
+    if (
+        isinstance(applied, dict)
+        and isinstance(live, dict)
+        and node.get("x-kubernetes-map-type") != "atomic"
+    ):
         out = dict(live)
         for key, item in applied.items():
             sub = (node.get("properties") or {}).get(key) or node.get("additionalProperties")
             out[key] = _merge(sub if isinstance(sub, dict) else {}, live.get(key), item)
         return out
-    if isinstance(applied, list) and isinstance(live, list) and node.get(
-        "x-kubernetes-list-type"
-    ) == "map":
+    if (
+        isinstance(applied, list)
+        and isinstance(live, list)
+        and node.get("x-kubernetes-list-type") == "map"
+    ):
         keys = node.get("x-kubernetes-list-map-keys", [])
         out_list = [copy.deepcopy(i) for i in live]
         for item in applied:

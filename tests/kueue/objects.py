@@ -260,11 +260,10 @@ def _reserved(
         count = counts.get(ps["name"], ps["count"])
         usage = {"cpu": str(4 * count), "memory": f"{16 * count}Gi"}
         flavors = {"cpu": "default", "memory": "default"}
-        gpus = int(ps["template"]["spec"]["containers"][0]["resources"].get("limits", {})
-                   .get(GPU, 0))  # fmt: skip
-        if gpus:
-            usage[GPU] = str(gpus * count)
-            flavors[GPU] = flavor
+        limits = ps["template"]["spec"]["containers"][0]["resources"].get("limits", {})
+        for resource, amount in limits.items():  # GPUs, or MIG slices: the GPU flavor's
+            usage[resource] = str(int(amount) * count) if amount.isdigit() else amount
+            flavors[resource] = flavor
         assignments.append(
             {"name": ps["name"], "flavors": flavors, "resourceUsage": usage, "count": count}
         )

@@ -46,7 +46,10 @@ log = logging.getLogger(__name__)
 
 CONTROLLER_NAME = "budget-gate/kueue-admission"
 """The ``spec.controllerName`` of the AdmissionChecks this controller answers for."""
-OWNER_HOPS = 3
+SPEC_ON_THE_JOB = {"TrainJob": "trainer.kubeflow.org", "SparkApplication": "sparkoperator.k8s.io"}
+"""Job kinds whose pod sets Kueue does not copy from a pod template the user writes (a
+TrainJob's come from its runtime, a SparkApplication's from its driver and executor specs):
+their spec is named on the job itself, found by the Workload's ``ownerReference``."""
 
 
 def _now() -> dt.datetime:
@@ -235,7 +238,7 @@ class Controller:
             return exc
 
     def _spec_named(self, workload: Workload, shared: _Pass) -> str | None:
-        """The spec the pod templates name, else the one the owning job names."""
+        """The spec the pod templates name, else the one a job of :data:`SPEC_ON_THE_JOB` names."""
         refs = workload.spec_refs()
         if len(refs) > 1:
             raise SpecRefError(
@@ -245,18 +248,12 @@ class Controller:
         if refs:
             return refs.pop()
         owner = workload.owner
-        for _ in range(OWNER_HOPS):
-            if owner is None:
-                return None
-            obj = self._owner(workload.namespace, owner, shared)
-            if obj is None:
-                return None
-            meta = obj.get("metadata") or {}
-            named = str((meta.get("annotations") or {}).get(SPEC_ANNOTATION, "")).strip()
-            if named:
-                return named
-            owner = _controller(meta.get("ownerReferences") or [])
-        return None
+        if owner is None or SPEC_ON_THE_JOB.get(owner.kind) != owner.api_version.split("/")[0]:
+            return None
+        obj = self._owner(workload.namespace, owner, shared)
+        meta = (obj or {}).get("metadata") or {}
+        named = str((meta.get("annotations") or {}).get(SPEC_ANNOTATION, "")).strip()
+        return named or None
 
     def _owner(self, namespace: str, owner: Owner, shared: _Pass) -> Any:
         key = (namespace, owner.api_version, owner.kind, owner.name)
@@ -417,13 +414,6 @@ def _by_uid(objects: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]
         meta = obj.get("metadata") or {}
         out[str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")] = obj
     return out
-
-
-def _controller(references: list[Mapping[str, Any]]) -> Owner | None:
-    ref = next((r for r in references if r.get("controller")), None)
-    if ref is None:
-        return None
-    return Owner(ref["apiVersion"], ref["kind"], ref["name"], ref.get("uid", ""))
 
 
 def _stamp(moment: dt.datetime) -> str:
