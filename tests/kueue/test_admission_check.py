@@ -414,9 +414,9 @@ def test_a_dead_ledger_port_is_pending_too(repo, kube):
     gate = controller(repo, kube, uri=f"http://127.0.0.1:{free_port()}")
     assert only(gate.sync()).state == "Pending"
     assert "the ledger is unreachable" in kube.check(workload)["message"]
-    assert ": connection refused — is the tracking server running?)" in kube.check(workload)[
-        "message"
-    ]
+    assert (
+        ": connection refused — is the tracking server running?)" in kube.check(workload)["message"]
+    )
     assert only(gate.sync()).state == "Pending"
     assert len(kube.writes("/workloads/")) == 1  # the same words again: nothing written
 
