@@ -43,6 +43,7 @@ from typing import Any
 import yaml
 
 from tests.kueue.crds import Crd, crd, label_errors
+from tests.kueue.discovery import document
 
 KUEUE = "kueue.x-k8s.io"
 VERSION = "v1beta2"
@@ -92,8 +93,12 @@ class Fault:
 class FakeKube:
     """The state and the HTTP server."""
 
-    def __init__(self, rules: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self, rules: list[dict[str, Any]] | None = None, *, anonymous: bool = False
+    ) -> None:
         self.rules = rules
+        self.anonymous = anonymous
+        """Serve unauthenticated requests (kubectl sends no bearer token over plain HTTP)."""
         self.lock = threading.Condition()
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.owners: dict[tuple[str, str, str], dict[str, set[Path_]]] = {}
@@ -269,6 +274,8 @@ class FakeKube:
 
     def handle(self, request: Recorded) -> tuple[int, Any]:
         self._authorize(request)
+        if request.method == "GET" and (found := document(request.path, self.url[7:])):
+            return 200, found
         with self.lock:
             for fault in self.faults:
                 if (
@@ -303,6 +310,8 @@ class FakeKube:
         raise ApiError(405, "MethodNotAllowed", f"{request.method} {request.path} is not served")
 
     def _authorize(self, request: Recorded) -> None:
+        if self.anonymous and "authorization" not in request.headers:
+            return
         if request.headers.get("authorization") != f"Bearer {TOKEN}":
             raise ApiError(401, "Unauthorized", "Unauthorized")
         if self.rules is None:
@@ -539,6 +548,10 @@ _KUEUE_PATH = re.compile(
     r"(?:/(?P<name>[^/]+)(?:/(?P<sub>status))?)?$"
 )
 _OTHER_PATH = re.compile(r"^/apis/([^/]+/[^/]+)/namespaces/([^/]+)/([^/]+)/([^/]+)$")
+_CORE_PATH = re.compile(
+    r"^/api/v1/(?:namespaces/(?P<ns>[^/]+)/)?(?P<plural>[^/]+)/(?P<name>[^/]+)$"
+)
+_CLUSTER_PATH = re.compile(r"^/apis/(?P<gv>[^/]+/[^/]+)/(?P<plural>[^/]+)/(?P<name>[^/]+)$")
 
 
 def _route(path: str) -> tuple[str, tuple[Any, ...]] | None:
@@ -554,6 +567,12 @@ def _route(path: str) -> tuple[str, tuple[Any, ...]] | None:
     match = _OTHER_PATH.match(path)
     if match and not match[1].startswith(KUEUE):
         return "other", match.groups()
+    match = _CLUSTER_PATH.match(path)
+    if match and not match["gv"].startswith(KUEUE):
+        return "other", (match["gv"], "", match["plural"], match["name"])
+    match = _CORE_PATH.match(path)
+    if match:  # the core group (kubectl reading a Namespace or ServiceAccount): never stored
+        return "other", ("v1", match["ns"] or "", match["plural"], match["name"])
     return None
 
 
