@@ -8,5 +8,6 @@ verify`` does and says in one line why a launch is refused, :mod:`~gate.admissio
 compares what a launch asks for with what the spec was priced with. The Kueue-only parts
 read a Workload (:mod:`~gate.admission.workload`), turn the verdict into an admission check
 state (:mod:`~gate.admission.check_state`) and make run tags into valid Kubernetes labels
-(:mod:`~gate.admission.labels`). Nothing here talks to a network; the callers do.
+(:mod:`~gate.admission.labels`). Imports the evaluation and the pure core below it, never
+:mod:`gate.integrations` or a network client; the callers do the I/O.
 """

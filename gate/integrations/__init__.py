@@ -6,7 +6,8 @@ MLflow; calling it does for ``sqlite:///`` stores, while a tracking server is re
 write. ``mlflow_runs`` reads training runs for ``reconcile``;
 ``github_client`` writes pull-request comments (PyGithub, imported when first used);
 ``tracking_uri`` says where the ledger lives; ``skypilot`` is the SkyPilot admin policy (the only
-module that imports SkyPilot). Imports :mod:`gate.ci`'s models and the pure
+module that imports SkyPilot); ``kubernetes/`` is the Kueue AdmissionCheck controller (the only
+package that imports the Kubernetes client). Imports :mod:`gate.ci`'s models and the pure
 core; nothing below imports this package.
 """
 
