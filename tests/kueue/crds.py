@@ -79,12 +79,18 @@ class Crd:
     schema: dict[str, Any]
     subresources: dict[str, Any]
     full: jsonschema.protocols.Validator = field(init=False)
+    parts: dict[str, jsonschema.protocols.Validator] = field(init=False)
     partial: jsonschema.protocols.Validator = field(init=False)
     rules: dict[int, list[Rule]] = field(default_factory=dict)
     uncompiled: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.full = jsonschema.Draft7Validator(_convert(self.schema, True), format_checker=_FORMATS)
+        converted = _convert(self.schema, True)
+        self.full = jsonschema.Draft7Validator(converted, format_checker=_FORMATS)
+        self.parts = {
+            key: jsonschema.Draft7Validator(sub, format_checker=_FORMATS)
+            for key, sub in converted.get("properties", {}).items()
+        }
         self.partial = jsonschema.Draft7Validator(
             _convert(self.schema, False), format_checker=_FORMATS
         )
@@ -106,25 +112,53 @@ class Crd:
         """The kind the CRD serves."""
         return KINDS[self.plural]
 
-    def errors(self, obj: Any, *, partial: bool = False, old: Any = None) -> list[str]:
-        """What kube-apiserver would refuse in ``obj`` (empty when valid)."""
+    def errors(
+        self, obj: Any, *, partial: bool = False, old: Any = None, cel: bool = True
+    ) -> list[str]:
+        """What kube-apiserver would refuse in ``obj`` (empty when valid).
+
+        ``cel=False`` leaves the CEL rules out (the benchmark: cel-python interprets each
+        rule in milliseconds, where kube-apiserver runs compiled CEL in microseconds).
+        """
         validator = self.partial if partial else self.full
         found = [
             f"{'.'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}"
             for e in validator.iter_errors(obj)
         ]
         found += list(_list_keys(self.schema, obj, ""))
-        if not partial:
+        if not partial and cel:
             found += list(self._cel(self.schema, obj, old, ""))
         return found
 
-    def _cel(self, node: dict[str, Any], value: Any, old: Any, path: str) -> Iterator[str]:
-        for rule in self.rules.get(id(node), []):
+    def status_errors(self, obj: Any, old: Any, *, cel: bool = True) -> list[str]:
+        """:meth:`errors` after a write to the status subresource, which changes nothing else.
+
+        Only ``status`` is validated again (what else the object holds was validated when
+        it was written, as kube-apiserver's validation ratcheting leaves unchanged parts
+        alone); the object's own CEL rules, which read ``spec`` and ``status``, all run.
+        """
+        status = obj.get("status", {})
+        found = [
+            f"status.{'.'.join(str(p) for p in e.absolute_path)}: {e.message}".rstrip(".")
+            for e in self.parts["status"].iter_errors(status)
+        ]
+        found += list(_list_keys(self.schema["properties"]["status"], status, "status"))
+        if cel:
+            found += list(self._cel(self.schema, obj, old, "", only="status"))
+        return found
+
+    def _cel(
+        self, node: dict[str, Any], value: Any, old: Any, path: str, only: str | None = None
+    ) -> Iterator[str]:
+        rules = self.rules.get(id(node), [])
+        this = celpy.json_to_cel(value) if rules else None  # NOTE: converted once per node
+        before = celpy.json_to_cel(old) if rules and old is not None else None
+        for rule in rules:
             if rule.transition and old is None:
                 continue
-            context = {"self": celpy.json_to_cel(value)}
+            context = {"self": this}
             if rule.transition:
-                context["oldSelf"] = celpy.json_to_cel(old)
+                context["oldSelf"] = before
             try:
                 verdict = rule.program.evaluate(context)
             except Exception as exc:
@@ -136,7 +170,7 @@ class Crd:
                 yield f"{path or '<root>'}: {rule.message}"
         if isinstance(value, dict):
             for name, sub in (node.get("properties") or {}).items():
-                if name in value:
+                if name in value and only in (None, name):
                     before = old.get(name) if isinstance(old, dict) else None
                     yield from self._cel(sub, value[name], before, f"{path}.{name}".lstrip("."))
             extra = node.get("additionalProperties")

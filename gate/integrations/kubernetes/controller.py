@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,8 @@ class Settings:
     resync: float = 30.0
     batch_window: float = 0.2
     ledger_retry: float = 10.0
+    writers: int = 8
+    """Status writes in flight at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,10 +108,13 @@ class Controller:
         api: KueueApi,
         settings: Settings,
         clock: Callable[[], dt.datetime] = _now,
+        ledger: Callable[[], LedgerStore] | None = None,
     ) -> None:
+        """``ledger`` opens the ledger store (default: the one at ``settings.tracking_uri``)."""
         self.api = api
         self.settings = settings
         self.clock = clock
+        self._opener = ledger or (lambda: open_ledger(settings.tracking_uri))
         self.checks: frozenset[str] = frozenset()
         self._catalog = load_catalog()
         self._names = frozenset(self._catalog.accelerators)
@@ -172,7 +178,7 @@ class Controller:
         if not waiting:
             return []
         shared = self._new_pass()
-        outcomes: list[Outcome] = []
+        plan: list[tuple[Workload, str, Decision]] = []
         for workload, broken in waiting:
             if broken is not None:
                 decision = Decision(
@@ -182,10 +188,11 @@ class Controller:
                 )
             else:
                 decision = self._decide_one(workload, shared)
-            outcomes.extend(
-                self._apply(workload, check, decision) for check in workload.pending(self.checks)
-            )
-        return outcomes
+            plan.extend((workload, check, decision) for check in workload.pending(self.checks))
+        # NOTE: decided in order with shared caches; written concurrently, since each write
+        # is a round trip to the API server and the writes do not depend on each other.
+        with ThreadPoolExecutor(self.settings.writers) as pool:
+            return list(pool.map(lambda step: self._apply(*step), plan))
 
     def _new_pass(self) -> _Pass:
         now = self.clock()
@@ -197,7 +204,7 @@ class Controller:
 
     def _ledger(self) -> LedgerStore:
         if self._store is None:
-            self._store = open_ledger(self.settings.tracking_uri)
+            self._store = self._opener()
         return self._store
 
     def _decide_one(self, workload: Workload, shared: _Pass) -> Decision:
