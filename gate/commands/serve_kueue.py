@@ -54,6 +54,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         checks = worker.activate()
     except api.KubeError as exc:
+        if exc.status == 404:  # no kueue.x-k8s.io/v1beta2: no Kueue, or one before 0.15
+            raise BackendError(
+                f"the Kubernetes API at {cluster.host} serves no {api.API_VERSION} "
+                f"AdmissionChecks ({exc}) — install Kueue 0.15 or newer"
+            ) from None
         raise BackendError(f"the Kubernetes API at {cluster.host} failed: {exc}") from None
     _log_decisions()
     named = ", ".join(sorted(checks)) or (

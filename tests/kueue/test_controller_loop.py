@@ -23,7 +23,8 @@ from tests.kueue.conftest import (
     submit,
     write_spec,
 )
-from tests.mlflow_server import CLIENT_ENV
+from tests.kueue.fake_kube import Fault
+from tests.mlflow_server import CLIENT_ENV, free_port
 
 
 def wait_for(predicate, timeout: float = 20.0) -> None:
@@ -127,7 +128,7 @@ def test_serve_kueue_admission_runs_until_sigterm(repo, kube, tmp_path):
 def test_serve_kueue_admission_says_what_is_wrong(tmp_path, args, code, start):
     proc = subprocess.run(
         [sys.executable, "-m", "gate", "serve", "kueue-admission", "--tracking-uri",
-         f"sqlite:///{tmp_path}/m.db", *args],
+         f"http://127.0.0.1:{free_port()}", *args],
         capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == code, proc.stderr
@@ -135,12 +136,25 @@ def test_serve_kueue_admission_says_what_is_wrong(tmp_path, args, code, start):
     assert "Traceback" not in proc.stderr
 
 
+def test_a_cluster_without_kueue_v1beta2_is_exit_4_naming_the_version(tmp_path, kube):
+    kube.faults.append(Fault("GET", r"/admissionchecks$", 404, times=5))
+    proc = subprocess.run(
+        [sys.executable, "-m", "gate", "serve", "kueue-admission", "--kubeconfig",
+         str(kube.kubeconfig(tmp_path / "kubeconfig")), "--tracking-uri",
+         f"http://127.0.0.1:{free_port()}"],
+        capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 4, proc.stderr
+    assert "serves no kueue.x-k8s.io/v1beta2 AdmissionChecks (" in proc.stderr
+    assert proc.stderr.endswith(" — install Kueue 0.15 or newer\n")
+
+
 def test_an_api_server_that_fails_at_the_start_is_exit_4(tmp_path, kube):
     kube.unavailable = True
     proc = subprocess.run(
         [sys.executable, "-m", "gate", "serve", "kueue-admission", "--kubeconfig",
          str(kube.kubeconfig(tmp_path / "kubeconfig")), "--tracking-uri",
-         f"sqlite:///{tmp_path}/m.db"],
+         f"http://127.0.0.1:{free_port()}"],
         capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 4, proc.stderr
