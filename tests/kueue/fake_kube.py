@@ -632,7 +632,9 @@ def _meta_errors(obj: dict[str, Any], schema: Crd) -> list[str]:
 
 
 def _update_errors(obj: dict[str, Any]) -> list[str]:
-    """What Kueue's webhook refuses in a Workload's podSetUpdates (ValidateWorkloadUpdate)."""
+    """podSetUpdates that could never apply: naming no pod set, or labels (and node
+    selectors) Kubernetes refuses on a pod — checked here, whether Kueue's webhook checks
+    them on the Workload or the pods fail later."""
     out = []
     names = {ps["name"] for ps in (obj.get("spec") or {}).get("podSets", [])}
     for check in (obj.get("status") or {}).get("admissionChecks", []):
