@@ -83,7 +83,7 @@ def test_check_imports_no_heavy_dependency():
         "light = not {'pydantic', 'yaml'} & set(sys.modules)\n"
         "code = main(['check', 'examples/cifar-sweep.yaml'])\n"
         "heavy = {'mlflow', 'github', 'jsonschema', 'rich', 'requests', 'optuna', 'ray'}\n"
-        "heavy |= {'sky', 'starlette', 'uvicorn'}\n"
+        "heavy |= {'sky', 'starlette', 'uvicorn', 'kubernetes'}\n"
         "heavy = sorted(heavy & set(sys.modules))\n"
         "print(light, code, heavy)\n"
     )

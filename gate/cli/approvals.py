@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from gate.cli.base import EPILOG, Parser, port, pr_number, text_or_json, who_and_why
+from gate.cli.kueue import add_kueue_admission
 
 
 def add_ledger_commands(
@@ -119,12 +120,13 @@ def add_ci(commands: argparse._SubParsersAction[Any]) -> None:
 
 
 def add_serve(commands: argparse._SubParsersAction[Any], parents: list[Parser]) -> None:
-    """``serve skypilot-policy``."""
+    """``serve skypilot-policy`` and ``serve kueue-admission``."""
     serve = commands.add_parser(
         "serve",
-        help="serve a policy over HTTP (skypilot-policy)",
-        description="Run a long-lived HTTP service that enforces budget-gate at launch. "
-        "SERVICE: skypilot-policy, SkyPilot's RESTful admin policy (see its --help).",
+        help="enforce at launch as a service (skypilot-policy, kueue-admission)",
+        description="Run a long-lived service that enforces budget-gate at launch. "
+        "SERVICE: skypilot-policy, SkyPilot's RESTful admin policy; kueue-admission, a Kueue "
+        "AdmissionCheck controller (see each one's --help).",
     )
     what = serve.add_subparsers(dest="service", metavar="SERVICE", required=True)
     policy = what.add_parser(
@@ -166,3 +168,4 @@ def add_serve(commands: argparse._SubParsersAction[Any], parents: list[Parser]) 
         default="reject",
         help="what to do with a GPU task that names no spec (default: reject)",
     )
+    add_kueue_admission(what, parents)

@@ -182,6 +182,12 @@ def add_reference(commands: argparse._SubParsersAction[Any]) -> None:
         epilog=EPILOG,
     )
     init.add_argument("--dir", default=".", metavar="DIR", help="the repository root (default: .)")
+    init.add_argument(
+        "--kueue",
+        action="store_true",
+        help="write only the Kueue AdmissionCheck's manifests, deploy/budget-gate-kueue.yaml "
+        "(Deployment, ServiceAccount, RBAC, AdmissionCheck, ClusterQueue; docs/kueue.md)",
+    )
 
 
 def add_policy(commands: argparse._SubParsersAction[Any]) -> None:

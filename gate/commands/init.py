@@ -2,7 +2,8 @@
 
 Writes ``policies/default.yaml`` (the built-in default policy), ``schemas/``, a sample spec in
 ``experiments/``, the pull-request workflow and a pre-commit entry. It never overwrites: when
-any of those files exists, nothing is written and the command says which ones.
+any of those files exists, nothing is written and the command says which ones. ``--kueue``
+writes only the manifests of the Kueue AdmissionCheck (``deploy/budget-gate-kueue.yaml``).
 """
 
 from __future__ import annotations
@@ -34,8 +35,16 @@ def packaged(name: str) -> str:
     return resources.files("gate").joinpath("data").joinpath(name).read_text(encoding="utf-8")
 
 
-def planned_files() -> dict[str, str]:
-    """Every file ``init`` writes, by path relative to the repository, with its contents."""
+KUEUE_MANIFESTS = "deploy/budget-gate-kueue.yaml"
+
+
+def planned_files(kueue: bool = False) -> dict[str, str]:
+    """Every file ``init`` writes, by path relative to the repository, with its contents.
+
+    With ``kueue``, only the Kueue AdmissionCheck's manifests (docs/kueue.md).
+    """
+    if kueue:
+        return {KUEUE_MANIFESTS: packaged("kueue.yaml")}
     files = {
         "policies/default.yaml": packaged("default-policy.yaml"),
         "experiments/sample.yaml": packaged("sample-spec.yaml"),
@@ -49,7 +58,8 @@ def planned_files() -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     """Write the starting files under ``args.dir``, or none of them if any exists."""
     root = Path(args.dir)
-    files = planned_files()
+    kueue = bool(getattr(args, "kueue", False))
+    files = planned_files(kueue)
     existing = sorted(path for path in files if (root / path).exists())
     if existing:
         raise InputError(
@@ -61,6 +71,13 @@ def run(args: argparse.Namespace) -> int:
     for path, text in files.items():
         _create(root / path, text)
         print(f"wrote {root / path}", file=sys.stderr)
+    if kueue:
+        print(
+            f"next: replace REPLACE_ME in {root / KUEUE_MANIFESTS}, create the ledger secret "
+            f"(its header says how), then kubectl apply --server-side -f {root / KUEUE_MANIFESTS}",
+            file=sys.stderr,
+        )
+        return 0
     print(
         f"next: edit {root / 'policies/default.yaml'}, then run "
         f"budget-gate check {root / 'experiments'}",

@@ -1,5 +1,7 @@
 """``budget-gate serve skypilot-policy``: the SkyPilot admin policy as an HTTP endpoint.
 
+(``serve kueue-admission`` is :mod:`gate.commands.serve_kueue`.)
+
 Starlette on uvicorn (both come with SkyPilot): ``POST /`` takes what SkyPilot's
 ``RestfulAdminPolicy`` sends and answers the mutated request, or 400 with the reason;
 ``GET /health`` answers ``ok``. The decision itself is :mod:`gate.integrations.skypilot`'s.
@@ -26,6 +28,10 @@ if TYPE_CHECKING:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; exit 3 when the extra is missing or the port is taken."""
+    if args.service == "kueue-admission":
+        from gate.commands import serve_kueue
+
+        return serve_kueue.run(args)
     try:
         import uvicorn
 

@@ -28,7 +28,7 @@ from gate.evaluation.report import SpecResult
 from gate.formats import Format, sniff
 from gate.ledger.approvals import ApprovalCheck, Requirement, check_approvals, explain_changed
 from gate.ledger.budget import BudgetStatus, budget_scope, month_spend, month_start, spend_status
-from gate.ledger.records import LedgerQuery, LedgerView
+from gate.ledger.records import LedgerQuery, LedgerRecord, LedgerView
 from gate.ledger.spend import Spend, SpendReader
 from gate.policy.findings import Finding, Outcome
 from gate.policy.loader import LoadedPolicy, PolicySet
@@ -185,8 +185,19 @@ class Evaluator:
         return Evaluation(result, spec, policy, path)
 
     def with_launch_key(self, key: str) -> Evaluator:
-        """The same evaluator, judging as part of the launch ``key``."""
-        return dataclasses.replace(self, launch_key=key, _spends={})
+        """The same evaluator (the month's sums it read included), judging as launch ``key``."""
+        return dataclasses.replace(self, launch_key=key)
+
+    def remember(self, record: LedgerRecord) -> None:
+        """Fold a record this command just wrote (a launch) into the sums it already read."""
+        if self.ledger is None:
+            return
+        self.ledger.remember(record)
+        if record.recorded_at > self.ledger.now:
+            record = dataclasses.replace(record, recorded_at=self.ledger.now)
+        for query, spend in self._spends.items():
+            if query.matches(record):
+                spend.add(record)
 
     def ledger_path(self, spec_file: str) -> str:
         """The spec's path as the ledger records it: relative to the repository root."""

@@ -22,11 +22,15 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import sky
 from sky import exceptions as sky_exceptions
 
+from gate.admission.asks import GpuAsk
+from gate.admission.asks import matches as _matches
+from gate.admission.clearance import Unjudged, judge_spec, refusal
+from gate.admission.spec_file import SpecRefError, read_spec
 from gate.errors import BackendError, InputError
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluation, Evaluator
@@ -36,9 +40,7 @@ from gate.integrations import open_ledger
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
 from gate.ledger.records import LedgerView
-from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet
-from gate.policy.model import Severity
 from gate.spec.experiment import Capacity, Experiment
 
 log = logging.getLogger(__name__)
@@ -85,25 +87,6 @@ class PolicySettings:
                 f"BUDGET_GATE_MISSING_SPEC is {missing!r}", hint="set it to reject or allow"
             ) from None
         return cls(repo, policy_dir, resolve_tracking_uri(None, environ), missing_spec)
-
-
-@dataclass(frozen=True, slots=True)
-class GpuAsk:
-    """One candidate of a task's resources: accelerator, count per node, nodes, spot."""
-
-    accelerator: str
-    per_node: float
-    nodes: int
-    spot: bool
-
-    @property
-    def total(self) -> float:
-        """GPUs over all nodes."""
-        return self.per_node * self.nodes
-
-    def __str__(self) -> str:
-        nodes = f" ({_num(self.per_node)} per node × {self.nodes} nodes)" if self.nodes > 1 else ""
-        return f"{_num(self.total)} × {self.accelerator}{nodes}"
 
 
 class Rejection(Exception):
@@ -238,21 +221,10 @@ def _no_spec(task: sky.Task, asks: list[GpuAsk], settings: PolicySettings) -> di
 
 def _read_spec(named: str, repo: Path) -> tuple[str, bytes]:
     """The spec's normalized path in the repository and its bytes, or why not."""
-    relative = PurePosixPath(named.replace("\\", "/"))
-    root = repo.resolve()
-    path = (root / relative).resolve()
-    if relative.is_absolute() or not path.is_relative_to(root):
-        raise Rejection(
-            f"{SPEC_ENV}={named} is outside the repository {repo} — "
-            "name the spec by its path in the repository, e.g. experiments/sweep.yaml"
-        )
     try:
-        return relative.as_posix(), path.read_bytes()
-    except OSError as exc:
-        raise Rejection(
-            f"{SPEC_ENV}={named} names no readable spec in {repo} ({exc.strerror}) — "
-            "commit the spec there, or fix the path"
-        ) from None
+        return read_spec(named, repo, subject=f"{SPEC_ENV}={named}")
+    except SpecRefError as exc:
+        raise Rejection(str(exc)) from None
 
 
 def _evaluate(
@@ -265,17 +237,9 @@ def _evaluate(
         PolicySet(settings.policy_dir), load_catalog(), now.date(), ledger=view, launch_key=key
     )
     try:
-        return evaluator.evaluate_spec(relative, content), view
-    except BackendError as exc:
-        raise Rejection(
-            f"{relative} cannot be cleared: the ledger is unreachable ({exc}) — launches "
-            "are refused until it answers (fail closed); retry when MLflow is back"
-        ) from None
-    except InputError as exc:  # a policy error: not the spec's fault, but nothing is cleared
-        raise Rejection(
-            f"{relative} cannot be cleared: a policy is invalid ({exc}) — "
-            f"fix it (budget-gate check {relative} --policy-dir {settings.policy_dir})"
-        ) from None
+        return judge_spec(evaluator, relative, content, str(settings.policy_dir)), view
+    except Unjudged as exc:
+        raise Rejection(str(exc)) from None
 
 
 def _check_match(
@@ -305,48 +269,11 @@ def _check_match(
             )
 
 
-def _matches(ask: GpuAsk, spec: Experiment) -> bool:
-    """Same accelerator, same GPUs in all (MIG slices: not compared), spot only for spot."""
-    want = spec.resources
-    same_name = ask.accelerator.lower() == want.accelerator.lower()
-    same_count = want.mig_profile is not None or ask.total == want.gpus_per_trial
-    return same_name and same_count and ask.spot == (want.capacity is Capacity.SPOT)
-
-
 def _check_cleared(result: SpecResult) -> None:
     """Pass only what ``budget-gate verify`` passes (exit 0)."""
-    if result.outcome is Outcome.PASS:
-        return
-    spec = result.file
-    if result.outcome is Outcome.INVALID:
-        first = result.errors[0] if result.errors else "unreadable"
-        more = f" (and {len(result.errors) - 1} more errors)" if len(result.errors) > 1 else ""
-        raise Rejection(f"{spec} is not a valid spec: {first}{more}; see budget-gate check {spec}")
-    if result.outcome is Outcome.APPROVAL_REQUIRED:
-        stale = result.approval.stale if result.approval else ()
-        why = "; ".join((*_messages(result, Severity.APPROVAL), *stale))
-        raise Rejection(
-            f"{spec} needs a fresh approval before launch: {why} — "
-            f"budget-gate approve {spec} --by NAME --reason TEXT"
-        )
-    if result.outcome is Outcome.VIOLATION:
-        why = "; ".join(_messages(result, Severity.ERROR) or _messages(result, Severity.WARN))
-        raise Rejection(
-            f"{spec} breaks the policy: {why} — change the spec (budget-gate check {spec})"
-        )
-    raise Rejection(
-        f"{spec} cannot be cleared ({result.outcome.value}) — budget-gate verify {spec}"
-    )
-
-
-def _messages(result: SpecResult, severity: Severity) -> tuple[str, ...]:
-    return tuple(
-        f"{f.rule_id} {f.message}" for f in result.findings if f.active and f.severity is severity
-    )
-
-
-def _num(value: float) -> str:
-    return str(int(value)) if value == int(value) else str(value)
+    refused = refusal(result)
+    if refused is not None:
+        raise Rejection(refused.reason)
 
 
 MAX_BODY_BYTES = 4 * 1024 * 1024

@@ -12,6 +12,7 @@ signatures :mod:`gate.ledger.signing`; the MLflow store lives in
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 from collections import Counter
@@ -120,6 +121,16 @@ class LedgerQuery:
     cost_center: str | None = None
     since: dt.datetime | None = None
 
+    def matches(self, record: LedgerRecord) -> bool:
+        """Whether ``record`` is one this query reads."""
+        return (
+            self.fingerprint in (None, record.fingerprint)
+            and self.spec in (None, record.spec)
+            and self.team in (None, record.team)
+            and self.cost_center in (None, record.cost_center)
+            and (self.since is None or record.recorded_at >= self.since)
+        )
+
 
 class LedgerStore(Protocol):
     """Append-only storage of ledger records, read under one :class:`Trust`.
@@ -205,6 +216,19 @@ class LedgerView:
         if query not in self._cache:
             self._cache[query] = self.store().query(query)
         return self._cache[query]
+
+    def remember(self, record: LedgerRecord) -> None:
+        """Count a record this command just wrote in the queries it already read.
+
+        A command that decides many launches in one pass (the Kueue controller) sees its own
+        launches without reading the ledger again; one written after the moment the view
+        judges counts at that moment.
+        """
+        if record.recorded_at > self.now:
+            record = dataclasses.replace(record, recorded_at=self.now)
+        for query, records in self._cache.items():
+            if query.matches(record):
+                records.append(record)
 
     def ignored(self) -> Counter[str]:
         """How many records the reads so far left out, by reason (empty when none was read)."""

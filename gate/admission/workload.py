@@ -1,0 +1,304 @@
+"""A Kueue Workload as the AdmissionCheck reads it: its pods, GPUs, placement and spec (pure).
+
+Reads the object as the API server returns it (``kueue.x-k8s.io/v1beta2``, a plain dict):
+
+- the spec it names: the :data:`~gate.admission.labels.SPEC_ANNOTATION` annotation of its
+  pod sets' templates (Kueue copies the job's pod template into each pod set), else the
+  caller follows the controller ``ownerReference`` to the job itself;
+- per pod set, the pods admitted (``status.admission.podSetAssignments[].count``, else the
+  pod set's ``count``) and each pod's GPUs, counted as Kubernetes counts a pod's request
+  (containers and sidecars summed, init containers at their largest);
+- where those GPUs run: the accelerator and spot-ness named by the pod template's
+  ``nodeSelector`` or by the ResourceFlavor Kueue assigned to the GPU resource (its
+  ``nodeLabels``, and last its name).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gate.admission.labels import SPEC_ANNOTATION
+
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe")
+"""Extended resources counted as whole GPUs."""
+MIG_PREFIX = "nvidia.com/mig-"
+"""``nvidia.com/mig-1g.10gb``: MIG slices of the profile after the prefix."""
+ACCELERATOR_LABELS = (
+    "budget-gate/accelerator",
+    "nvidia.com/gpu.product",
+    "cloud.google.com/gke-accelerator",
+    "karpenter.k8s.aws/instance-gpu-name",
+)
+"""Node labels that name the accelerator, most explicit first (``budget-gate/accelerator``
+holds the price catalog's own name)."""
+SPOT_LABELS: Mapping[str, str] = {
+    "budget-gate/capacity": "spot",
+    "cloud.google.com/gke-spot": "true",
+    "cloud.google.com/gke-preemptible": "true",
+    "karpenter.sh/capacity-type": "spot",
+    "eks.amazonaws.com/capacityType": "SPOT",
+    "kubernetes.azure.com/scalesetpriority": "spot",
+}
+"""Node labels, with their spot value, that put pods on spot (preemptible) capacity."""
+
+
+class MalformedWorkload(Exception):
+    """The object is not a Workload this check can read; the message says what is wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """What a pod set's nodes are, and which label or flavor said so."""
+
+    accelerator: str | None
+    accelerator_from: str
+    spot: bool
+    spot_from: str
+
+
+@dataclass(frozen=True, slots=True)
+class PodSet:
+    """One pod set: its pods, each pod's GPUs (by resource), its placement and labels."""
+
+    name: str
+    pods: int
+    gpus: Mapping[str, int]
+    node_selector: Mapping[str, str]
+    flavor: str | None
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+
+    @property
+    def gpu_resources(self) -> dict[str, int]:
+        """GPU and MIG resources per pod, only those asked for."""
+        return {r: n for r, n in self.gpus.items() if n}
+
+    @property
+    def spec_ref(self) -> str | None:
+        """The spec its template names, if any."""
+        value = self.annotations.get(SPEC_ANNOTATION, "").strip()
+        return value or None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckStatus:
+    """One entry of ``status.admissionChecks``: its state, message and when it last moved."""
+
+    state: str
+    message: str = ""
+    since: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The controller ``ownerReference``: the job Kueue made the Workload for."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """The parts of a Workload the check decides on."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    pod_sets: tuple[PodSet, ...]
+    owner: Owner | None
+    checks: Mapping[str, CheckStatus] = field(default_factory=dict)
+    """Each admission check's entry, by check name."""
+    quota_reserved: bool = False
+    active: bool = True
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+    def spec_refs(self) -> set[str]:
+        """The specs the pod sets' templates name (one, normally)."""
+        return {ref for ps in self.pod_sets if (ref := ps.spec_ref) is not None}
+
+    def pending(self, ours: Iterable[str]) -> list[str]:
+        """Our checks this Workload waits on, once Kueue reserved quota for it."""
+        if not self.quota_reserved or not self.active:
+            return []
+        return sorted(
+            name for name in ours if name in self.checks and self.checks[name].state == "Pending"
+        )
+
+
+def read_workload(obj: Mapping[str, Any]) -> Workload:
+    """The Workload ``obj`` (as the API returns it).
+
+    Raises:
+        MalformedWorkload: a field this check needs is missing or of the wrong type.
+    """
+    try:
+        meta = obj["metadata"]
+        status = obj.get("status") or {}
+        assignments = {
+            a["name"]: a for a in (status.get("admission") or {}).get("podSetAssignments", [])
+        }
+        pod_sets = tuple(_pod_set(ps, assignments.get(ps["name"])) for ps in obj["spec"]["podSets"])
+        conditions = {c["type"]: c["status"] for c in status.get("conditions", [])}
+        return Workload(
+            namespace=meta["namespace"],
+            name=meta["name"],
+            uid=meta.get("uid", ""),
+            resource_version=meta.get("resourceVersion", ""),
+            pod_sets=pod_sets,
+            owner=_owner(meta.get("ownerReferences", [])),
+            checks=_checks(status),
+            quota_reserved=conditions.get("QuotaReserved") == "True",
+            active=obj["spec"].get("active", True) is not False,
+        )
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise MalformedWorkload(f"{type(exc).__name__}: {exc}") from None
+
+
+def bare_workload(obj: Mapping[str, Any]) -> Workload | None:
+    """What a Workload that cannot be read still says: who it is and its checks, or ``None``."""
+    try:
+        meta = obj["metadata"]
+        return Workload(
+            meta["namespace"],
+            meta["name"],
+            meta.get("uid", ""),
+            meta.get("resourceVersion", ""),
+            (),
+            None,
+            _checks(obj.get("status") or {}),
+            quota_reserved=True,
+        )
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return None
+
+
+def _checks(status: Mapping[str, Any]) -> dict[str, CheckStatus]:
+    return {
+        c["name"]: CheckStatus(c["state"], c.get("message", ""), c.get("lastTransitionTime", ""))
+        for c in status.get("admissionChecks", [])
+    }
+
+
+def _pod_set(pod_set: Mapping[str, Any], assignment: Mapping[str, Any] | None) -> PodSet:
+    template = pod_set["template"]
+    meta = template.get("metadata") or {}
+    pod = template["spec"]
+    count = (assignment or {}).get("count", pod_set.get("count", 1))
+    flavors = (assignment or {}).get("flavors") or {}
+    gpus = _pod_request(pod)
+    gpu_flavor = next((flavors[r] for r in gpus if r in flavors), None)
+    return PodSet(
+        name=pod_set["name"],
+        pods=int(count),
+        gpus=gpus,
+        node_selector=dict(pod.get("nodeSelector") or {}),
+        flavor=gpu_flavor,
+        labels=dict(meta.get("labels") or {}),
+        annotations=dict(meta.get("annotations") or {}),
+    )
+
+
+def _pod_request(pod: Mapping[str, Any]) -> dict[str, int]:
+    """GPUs one pod holds, per resource: containers and sidecars summed, init at their max."""
+    summed: dict[str, int] = {}
+    init_max: dict[str, int] = {}
+    sidecars = [c for c in pod.get("initContainers", []) if c.get("restartPolicy") == "Always"]
+    for container in [*pod.get("containers", []), *sidecars]:
+        for resource, amount in _container_gpus(container).items():
+            summed[resource] = summed.get(resource, 0) + amount
+    for container in pod.get("initContainers", []):
+        if container.get("restartPolicy") != "Always":
+            for resource, amount in _container_gpus(container).items():
+                init_max[resource] = max(init_max.get(resource, 0), amount)
+    names = set(summed) | set(init_max)
+    return {r: max(summed.get(r, 0), init_max.get(r, 0)) for r in sorted(names)}
+
+
+def _container_gpus(container: Mapping[str, Any]) -> dict[str, int]:
+    resources = container.get("resources") or {}
+    # NOTE: an extended resource's request defaults to its limit; both set must be equal.
+    asked = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+    return {r: _whole(r, v) for r, v in asked.items() if r in GPU_RESOURCES or is_mig(r)}
+
+
+def is_mig(resource: str) -> bool:
+    """Whether ``resource`` counts MIG slices (``nvidia.com/mig-1g.10gb``)."""
+    return resource.startswith(MIG_PREFIX)
+
+
+def _whole(resource: str, value: object) -> int:
+    text = str(value)
+    if not re.fullmatch(r"[0-9]+", text):
+        raise ValueError(f"{resource}: {text!r} is not a whole number of devices")
+    return int(text)
+
+
+def _owner(references: Iterable[Mapping[str, Any]]) -> Owner | None:
+    for ref in references:
+        if ref.get("controller"):
+            return Owner(ref["apiVersion"], ref["kind"], ref["name"], ref.get("uid", ""))
+    return None
+
+
+def placement(
+    pod_set: PodSet, flavor_labels: Mapping[str, str] | None, names: Iterable[str]
+) -> Placement:
+    """Where ``pod_set``'s GPUs run: its accelerator, and whether that is spot capacity.
+
+    The accelerator is one of ``names``, else the raw value, or ``None`` when nothing
+    names one.
+    ``flavor_labels`` are the ``nodeLabels`` of its GPU flavor (``None``: no such flavor).
+    """
+    flavor = pod_set.flavor
+    sources = [("nodeSelector", pod_set.node_selector), (f"flavor {flavor}", flavor_labels or {})]
+    accelerator, said = None, "nothing names it"
+    for where, labels in sources:
+        key = next((k for k in ACCELERATOR_LABELS if labels.get(k)), None)
+        if key is not None:
+            accelerator, said = labels[key], f"{where} {key}={labels[key]}"
+            break
+    resolved = resolve_accelerator(accelerator, names) if accelerator else None
+    if accelerator is None and flavor:  # a flavor's name counts only when it is a known one
+        said = f"the name of flavor {flavor}"
+        resolved = resolve_accelerator(flavor, names)
+    spot, spot_from = False, "no spot node label"
+    for where, labels in sources:
+        key = next((k for k, v in SPOT_LABELS.items() if labels.get(k) == v), None)
+        if key is not None:
+            spot, spot_from = True, f"{where} {key}={labels[key]}"
+            break
+    return Placement(resolved or accelerator, said, spot, spot_from)
+
+
+def resolve_accelerator(value: str, names: Iterable[str]) -> str | None:
+    """The catalog name a node label's ``value`` means, or ``None``.
+
+    Equal names (any case) match; else the name whose every word is in the value, the one
+    with most words winning (``NVIDIA-A100-SXM4-80GB`` is ``A100-80GB``, not ``A100``;
+    ``nvidia-tesla-a100`` is ``A100``). A tie is no answer.
+    """
+    known = list(names)
+    exact = [n for n in known if n.lower() == value.lower()]
+    if exact:
+        return exact[0]
+    words = _words(value)
+    fits = [n for n in known if _words(n) <= words]
+    if not fits:
+        return None
+    best = max(len(_words(n)) for n in fits)
+    winners = [n for n in fits if len(_words(n)) == best]
+    return winners[0] if len(winners) == 1 else None
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.split(r"[^a-z0-9]+", text.lower()) if w}

@@ -1,0 +1,8 @@
+"""The Kueue AdmissionCheck controller: Kubernetes I/O around :mod:`gate.admission`.
+
+:mod:`~gate.integrations.kubernetes.api` is the only module that imports the official
+``kubernetes`` client (the ``kueue`` extra); :mod:`~gate.integrations.kubernetes.controller`
+keeps the AdmissionCheck ``Active`` and decides the Workloads that wait on it, a pass at a
+time; :mod:`~gate.integrations.kubernetes.launches` is where an admission is recorded.
+Only ``budget-gate serve kueue-admission`` imports this package.
+"""

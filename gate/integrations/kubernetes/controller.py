@@ -1,0 +1,438 @@
+"""The AdmissionCheck controller: keep our checks Active, decide each Workload waiting on one.
+
+A *pass* decides a batch of Workloads at one moment with one evaluator and one ledger view,
+so a team's month is read from the ledger once per pass (and each version's approvals
+once), however many Workloads share them; a spec named by many Workloads is read once per
+pass and judged per Workload, so a launch recorded for one counts against the next.
+:meth:`Controller.run` watches Workloads and decides what changed in batches; every
+``resync`` seconds it lists everything again, which also makes new AdmissionChecks of ours
+``Active``. A Workload whose decision waits on the ledger stays
+``Pending`` and is tried again every ``ledger_retry`` seconds until the ledger answers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gate.admission.check_state import Decision, Judged, Options, State, decide
+from gate.admission.clearance import Unjudged, judge_spec
+from gate.admission.labels import SPEC_ANNOTATION
+from gate.admission.spec_file import SpecRefError, read_spec
+from gate.admission.workload import (
+    MalformedWorkload,
+    Owner,
+    Workload,
+    bare_workload,
+    read_workload,
+)
+from gate.errors import BackendError
+from gate.estimate.prices import load_catalog
+from gate.evaluation.evaluate import Evaluator
+from gate.integrations import open_ledger
+from gate.integrations.kubernetes.api import KubeError, KueueApi
+from gate.integrations.kubernetes.launches import launch_key, record_launch
+from gate.integrations.mlflow.tracking_uri import redact
+from gate.ledger.records import LedgerStore, LedgerView
+from gate.ledger.signing import Trust
+from gate.policy.loader import PolicySet
+
+log = logging.getLogger(__name__)
+
+CONTROLLER_NAME = "budget-gate/kueue-admission"
+"""The ``spec.controllerName`` of the AdmissionChecks this controller answers for."""
+SPEC_ON_THE_JOB = {"TrainJob": "trainer.kubeflow.org", "SparkApplication": "sparkoperator.k8s.io"}
+"""Job kinds whose pod sets Kueue does not copy from a pod template the user writes (a
+TrainJob's come from its runtime, a SparkApplication's from its driver and executor specs):
+their spec is named on the job itself, found by the Workload's ``ownerReference``."""
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Where the specs, policies and ledger are, and the controller's timing (seconds)."""
+
+    repo: Path
+    policy_dir: Path
+    tracking_uri: str
+    controller_name: str = CONTROLLER_NAME
+    options: Options = field(default_factory=Options)
+    resync: float = 30.0
+    batch_window: float = 0.2
+    ledger_retry: float = 10.0
+    writers: int = 8
+    """Status writes in flight at once."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a pass did with one Workload's check."""
+
+    workload: str
+    uid: str
+    check: str
+    state: str
+    message: str
+    applied: bool = False
+    conflict: bool = False
+    """The Workload changed since it was read (409): decide it again from a fresh read."""
+    waits_on_ledger: bool = False
+
+
+@dataclass
+class _Pass:
+    """What one pass shares: the moment, the evaluator, and what it has read."""
+
+    now: dt.datetime
+    view: LedgerView
+    evaluator: Evaluator
+    flavors: dict[str, dict[str, str]]
+    specs: dict[str, tuple[str, bytes]] = field(default_factory=dict)
+    owners: dict[tuple[str, str, str, str], Any] = field(default_factory=dict)
+
+
+class Controller:
+    """Decides the Workloads of ``api``'s cluster under ``settings``."""
+
+    def __init__(
+        self,
+        api: KueueApi,
+        settings: Settings,
+        clock: Callable[[], dt.datetime] = _now,
+        ledger: Callable[[Trust], LedgerStore] | None = None,
+    ) -> None:
+        """``ledger`` opens the ledger store (default: the one at ``settings.tracking_uri``)."""
+        self.api = api
+        self.settings = settings
+        self.clock = clock
+        self._opener = ledger
+        self.checks: frozenset[str] = frozenset()
+        self._catalog = load_catalog()
+        self._names = frozenset(self._catalog.accelerators)
+        self._store: LedgerStore | None = None
+        self._trust = ""
+        self._parked: dict[str, tuple[float, Mapping[str, Any]]] = {}
+
+    # -- AdmissionChecks ------------------------------------------------------------------
+
+    def activate(self) -> frozenset[str]:
+        """Find our AdmissionChecks and make sure each is ``Active``; their names."""
+        ours = [
+            check
+            for check in self.api.list_admission_checks()
+            if (check.get("spec") or {}).get("controllerName") == self.settings.controller_name
+        ]
+        for check in ours:
+            meta = check["metadata"]
+            generation = int(meta.get("generation", 0))
+            conditions = (check.get("status") or {}).get("conditions") or []
+            now = next((c for c in conditions if c.get("type") == "Active"), None)
+            if now and now.get("status") == "True" and now.get("observedGeneration") == generation:
+                continue
+            self.api.apply_active(
+                check,
+                {
+                    "type": "Active",
+                    "status": "True",
+                    "reason": "Active",
+                    "message": "budget-gate decides the workloads from the ledger at "
+                    f"{redact(self.settings.tracking_uri)}",
+                    "observedGeneration": generation,
+                    "lastTransitionTime": _stamp(self.clock()),
+                },
+            )
+            log.info("admission check %s is active", meta["name"])
+        self.checks = frozenset(check["metadata"]["name"] for check in ours)
+        return self.checks
+
+    # -- one pass -------------------------------------------------------------------------
+
+    def sync(self) -> list[Outcome]:
+        """Activate our checks, list every Workload and decide those waiting on us."""
+        self.activate()
+        items, _ = self.api.list_workloads()
+        return self.decide(items)
+
+    def decide(self, objects: Iterable[Mapping[str, Any]]) -> list[Outcome]:
+        """Decide, in one pass, every Workload among ``objects`` that waits on our checks."""
+        waiting: list[tuple[Workload, str | None]] = []
+        for obj in objects:
+            try:
+                workload, broken = read_workload(obj), None
+            except MalformedWorkload as exc:
+                bare = bare_workload(obj)
+                if bare is None:
+                    log.warning("skipped an object that is not a Workload: %s", exc)
+                    continue
+                workload, broken = bare, str(exc)
+            if workload.pending(self.checks):
+                waiting.append((workload, broken))
+        if not waiting:
+            return []
+        shared = self._new_pass()
+        plan: list[tuple[Workload, str, Decision]] = []
+        for workload, broken in waiting:
+            if broken is not None:
+                decision = Decision(
+                    State.REJECTED,
+                    f"budget-gate: workload {workload.key} cannot be read ({broken}) — "
+                    "fix its pod templates' GPU requests",
+                )
+            else:
+                decision = self._decide_one(workload, shared)
+            plan.extend((workload, check, decision) for check in workload.pending(self.checks))
+        # NOTE: decided in order with shared caches; written concurrently, since each write
+        # is a round trip to the API server and the writes do not depend on each other.
+        with ThreadPoolExecutor(self.settings.writers) as pool:
+            return list(pool.map(lambda step: self._apply(*step), plan))
+
+    def _new_pass(self) -> _Pass:
+        now = self.clock()
+        uri = self.settings.tracking_uri
+        view = LedgerView(self._ledger, now, approvals=True, where=redact(uri))
+        policies = PolicySet(self.settings.policy_dir)
+        evaluator = Evaluator(policies, self._catalog, now.date(), ledger=view)
+        return _Pass(now, view, evaluator, self.api.flavor_labels())
+
+    def _ledger(self, trust: Trust) -> LedgerStore:
+        if self._store is None or self._trust != trust.digest:
+            opener = self._opener or (lambda t: open_ledger(self.settings.tracking_uri, t))
+            self._store, self._trust = opener(trust), trust.digest
+        return self._store
+
+    def _decide_one(self, workload: Workload, shared: _Pass) -> Decision:
+        judged = self._judge(workload, shared)
+        decision = decide(
+            workload, judged, shared.flavors, self._names, self.settings.options, shared.now
+        )
+        if decision.state is State.READY and decision.cleared is not None:
+            try:
+                record_launch(shared.view, decision.cleared, workload, shared.evaluator)
+            except BackendError as exc:
+                decision = Decision(
+                    State.PENDING,
+                    f"budget-gate: the ledger could not record the launch ({exc}) — "
+                    "admitted once it answers (fail closed)",
+                )
+        return decision
+
+    def _judge(self, workload: Workload, shared: _Pass) -> Judged:
+        try:
+            named = self._spec_named(workload, shared)
+        except SpecRefError as exc:
+            return exc
+        if named is None:
+            return None
+        return self._judge_spec(named, workload, shared)
+
+    def _judge_spec(self, named: str, workload: Workload, shared: _Pass) -> Judged:
+        """The spec judged as this Workload's launch (its own launch does not use it up).
+
+        Each Workload is judged on its own, so one admitted a moment ago in the same pass
+        counts against the next; the ledger reads stay one per query and month.
+        """
+        settings = self.settings
+        try:
+            if named not in shared.specs:
+                shared.specs[named] = read_spec(
+                    named, settings.repo, subject=f"annotation {SPEC_ANNOTATION}={named}"
+                )
+            relative, content = shared.specs[named]
+            evaluator = shared.evaluator.with_launch_key(launch_key(workload))
+            return judge_spec(evaluator, relative, content, str(settings.policy_dir))
+        except (SpecRefError, Unjudged) as exc:
+            return exc
+
+    def _spec_named(self, workload: Workload, shared: _Pass) -> str | None:
+        """The spec the pod templates name, else the one a job of :data:`SPEC_ON_THE_JOB` names."""
+        refs = workload.spec_refs()
+        if len(refs) > 1:
+            raise SpecRefError(
+                f"the pod sets of workload {workload.key} name different specs "
+                f"({', '.join(sorted(refs))}) — name one spec for the whole job"
+            )
+        if refs:
+            return refs.pop()
+        owner = workload.owner
+        if owner is None or SPEC_ON_THE_JOB.get(owner.kind) != owner.api_version.split("/")[0]:
+            return None
+        obj = self._owner(workload.namespace, owner, shared)
+        meta = (obj or {}).get("metadata") or {}
+        named = str((meta.get("annotations") or {}).get(SPEC_ANNOTATION, "")).strip()
+        return named or None
+
+    def _owner(self, namespace: str, owner: Owner, shared: _Pass) -> Any:
+        key = (namespace, owner.api_version, owner.kind, owner.name)
+        if key not in shared.owners:
+            try:
+                shared.owners[key] = self.api.get_owner(namespace, *key[1:])
+            except KubeError as exc:
+                if exc.status != 403:
+                    raise
+                raise SpecRefError(
+                    f"the pod templates name no spec, and its {owner.kind} {owner.name} "
+                    f"cannot be read ({exc}) — add the annotation {SPEC_ANNOTATION} to the "
+                    f"pod template, or let budget-gate get {owner.kind} objects (RBAC)"
+                ) from None
+        return shared.owners[key]
+
+    def _apply(self, workload: Workload, check: str, decision: Decision) -> Outcome:
+        ledger = decision.state is State.PENDING
+        outcome = Outcome(
+            workload.key, workload.uid, check, decision.state.value, decision.message,
+            waits_on_ledger=ledger,
+        )  # fmt: skip
+        current = workload.checks.get(check)
+        if current and (current.state, current.message) == (decision.state.value, decision.message):
+            return outcome
+        kept = current.since if current and current.state == decision.state.value else ""
+        entry: dict[str, Any] = {
+            "name": check,
+            "state": decision.state.value,
+            "lastTransitionTime": kept or _stamp(self.clock()),
+            "message": decision.message,
+        }
+        if decision.requeue_after is not None:
+            entry["requeueAfterSeconds"] = decision.requeue_after
+        if decision.pod_set_updates:
+            entry["podSetUpdates"] = [dict(update) for update in decision.pod_set_updates]
+        try:
+            self.api.apply_check(workload, entry)
+        except KubeError as exc:
+            if exc.status in (404, 409):
+                return dataclasses.replace(outcome, conflict=exc.status == 409)
+            raise
+        log.info("%s %s: %s", decision.state.value, workload.key, decision.message)
+        return dataclasses.replace(outcome, applied=True)
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Decide Workloads as they change until ``stop`` is set."""
+        inbox = _Inbox()
+        self.activate()
+        items, version = self.api.list_workloads()
+        inbox.put(items)
+        watcher = threading.Thread(
+            target=self._watch, args=(version, inbox, stop), name="workload-watch", daemon=True
+        )
+        watcher.start()
+        next_sync = time.monotonic() + self.settings.resync
+        while not stop.is_set():
+            due = min([next_sync, *(at for at, _ in self._parked.values())])
+            inbox.wait(max(0.0, due - time.monotonic()))
+            if stop.wait(self.settings.batch_window):
+                break
+            batch = inbox.take()
+            try:
+                if time.monotonic() >= next_sync:
+                    next_sync = time.monotonic() + self.settings.resync
+                    self.activate()
+                    batch.update(_by_uid(self.api.list_workloads()[0]))
+                self._round(batch)
+            except (KubeError, BackendError) as exc:
+                log.error("pass failed, tried again in %s s: %s", self.settings.ledger_retry, exc)
+                inbox.put(batch.values())
+                stop.wait(self.settings.ledger_retry)
+
+    def _round(self, batch: dict[str, Mapping[str, Any]]) -> None:
+        """Decide ``batch`` and what is parked and due; park what waits on the ledger."""
+        now = time.monotonic()
+        for uid, (at, obj) in list(self._parked.items()):
+            if uid in batch and at > now:
+                self._parked[uid] = (at, batch.pop(uid))  # changed while parked: keep newest
+            elif at <= now:
+                batch.setdefault(uid, obj)
+                del self._parked[uid]
+        for outcome in self.decide(batch.values()):
+            if outcome.waits_on_ledger:
+                self._parked[outcome.uid] = (now + self.settings.ledger_retry, batch[outcome.uid])
+            elif outcome.conflict:
+                namespace, name = outcome.workload.split("/", 1)
+                fresh = self.api.get_workload(namespace, name)
+                if fresh is not None:
+                    self._parked[outcome.uid] = (now, fresh)
+
+    def _watch(self, version: str, inbox: _Inbox, stop: threading.Event) -> None:
+        """Feed ``inbox`` with every Workload change; on a broken watch, list again."""
+        backoff = 1.0
+        while not stop.is_set():
+            version, failure = self._watch_once(version, inbox, stop)
+            if failure is None:
+                backoff = 1.0
+                continue
+            if failure.status != 410:  # 410: the version is too old, list at once
+                log.warning("watch of workloads failed, again in %s s: %s", backoff, failure)
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+            version = self._relist(inbox) or version
+
+    def _watch_once(
+        self, version: str, inbox: _Inbox, stop: threading.Event
+    ) -> tuple[str, KubeError | None]:
+        try:
+            for kind, obj in self.api.watch_workloads(version, int(self.settings.resync)):
+                version = str(obj.get("metadata", {}).get("resourceVersion", version))
+                if kind in ("ADDED", "MODIFIED"):
+                    inbox.put([obj])
+                if stop.is_set():
+                    break
+        except KubeError as exc:
+            return version, exc
+        return version, None
+
+    def _relist(self, inbox: _Inbox) -> str | None:
+        try:
+            items, version = self.api.list_workloads()
+        except KubeError as exc:
+            log.warning("list of workloads failed: %s", exc)
+            return None
+        inbox.put(items)
+        return version
+
+
+class _Inbox:
+    """Workloads changed since the last pass, newest object per uid."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: dict[str, Mapping[str, Any]] = {}
+        self._ready = threading.Event()
+
+    def put(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        with self._lock:
+            self._items.update(_by_uid(objects))
+            self._ready.set()
+
+    def wait(self, timeout: float) -> None:
+        self._ready.wait(timeout)
+
+    def take(self) -> dict[str, Mapping[str, Any]]:
+        with self._lock:
+            items, self._items = self._items, {}
+            self._ready.clear()
+            return items
+
+
+def _by_uid(objects: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    out: dict[str, Mapping[str, Any]] = {}
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        out[str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")] = obj
+    return out
+
+
+def _stamp(moment: dt.datetime) -> str:
+    """RFC 3339 to the second, as Kubernetes stores times."""
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

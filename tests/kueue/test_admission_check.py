@@ -1,0 +1,468 @@
+"""Each admission check state, through the controller, against the local API server.
+
+The Workloads are Kueue's own shapes (:mod:`tests.kueue.objects`), the server validates
+every body against Kueue's CRDs and enforces the shipped ClusterRole, and the ledger is the
+real MLflow server with approvals recorded by the real ``budget-gate approve``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+
+import pytest
+
+from gate.ledger import tracking
+from gate.ledger.records import RecordKind
+from tests.kueue import objects
+from tests.kueue.conftest import (
+    LedgerSwitch,
+    approve,
+    controller,
+    spec_path,
+    submit,
+    utc_now,
+    write_spec,
+)
+from tests.ledger_kit import fingerprint_of
+from tests.mlflow_server import free_port
+
+
+def only(outcomes):
+    assert len(outcomes) == 1, outcomes
+    return outcomes[0]
+
+
+def expected_label(value: str) -> str:
+    """The label rule, computed again here: invalid characters to '-', long ones cut + hash."""
+    out = "".join(c if c.isalnum() or c in "._-" else "-" for c in value).strip("-_.")
+    if len(out) > 63:
+        out = out[:54].strip("-_.") + "-" + hashlib.sha256(value.encode()).hexdigest()[:8]
+    return out
+
+
+def test_a_cleared_batch_job_is_ready_and_its_pods_carry_the_run_tags(repo, kube):
+    spec = write_spec(repo, trials=2)  # no approval needed
+    workload = submit(kube, objects.batch_job("train", spec=spec, gpus=8))
+    outcome = only(controller(repo, kube).sync())
+    assert outcome.state == "Ready" and outcome.applied
+    check = kube.check(workload)
+    fp = fingerprint_of(spec)
+    assert check["state"] == "Ready"
+    assert check["message"] == (
+        f"budget-gate: cleared under {spec} ({fp[:19]}; no approval needed)"
+    )
+    [update] = check["podSetUpdates"]
+    assert update["name"] == "main"
+    assert update["labels"] == {
+        "budget-gate/team": repo.name,
+        "budget-gate/spec": f"experiments-{repo.name}.yaml",
+        "budget-gate/fingerprint": expected_label(fp),
+    }
+    assert len(update["labels"]["budget-gate/fingerprint"]) == 63
+    tags = json.loads(update["annotations"]["budget-gate/run-tags"])
+    assert tags[tracking.FINGERPRINT] == fp and tags[tracking.SPEC] == spec
+    assert tags[tracking.TEAM] == repo.name and tags[tracking.GPUS] == "8"
+    assert tracking.APPROVAL_ID not in tags
+    [write] = kube.writes("/workloads/")
+    assert write.headers["content-type"] == "application/apply-patch+yaml"
+    assert write.query == {"fieldManager": ["budget-gate"], "force": ["true"]}
+    assert write.body["metadata"]["resourceVersion"] == workload["metadata"]["resourceVersion"]
+    assert write.body["metadata"]["uid"] == workload["metadata"]["uid"]
+    assert set(write.body) == {"apiVersion", "kind", "metadata", "status"}
+    # the other check's entry and Kueue's own status are untouched
+    stored = kube.workload(workload)
+    assert stored["status"]["conditions"] == workload["status"]["conditions"]
+    assert stored["status"]["admission"] == workload["status"]["admission"]
+
+
+def test_an_approved_pytorchjob_is_ready_and_every_pod_set_is_labelled(repo, kube):
+    spec = write_spec(repo, trials=8)  # over 4 trials: needs an approval
+    approve(repo, spec)
+    workload = submit(kube, objects.pytorch_job("ddp", spec=spec, workers=1, gpus=4))
+    assert only(controller(repo, kube).sync()).state == "Ready"
+    check = kube.check(workload)
+    record = repo.records(spec)[0]
+    assert check["message"].endswith(f"; approval {record.record_id} by alice)")
+    assert [u["name"] for u in check["podSetUpdates"]] == ["master", "worker"]
+    for update in check["podSetUpdates"]:
+        assert update["labels"]["budget-gate/approval"] == record.record_id
+
+
+def test_each_admission_is_a_launch_that_uses_its_approval(repo, kube):
+    spec = write_spec(repo, trials=8)  # needs an approval; one launch per approval
+    approve(repo, spec)
+    for name in ("first", "second"):
+        submit(kube, objects.batch_job(name, spec=spec))
+    outcomes = controller(repo, kube).sync()  # one pass: the first launch counts at once
+    assert sorted(o.state for o in outcomes) == ["Ready", "Retry"]
+    [ready] = [o for o in outcomes if o.state == "Ready"]
+    [refused] = [o for o in outcomes if o.state == "Retry"]
+    [launch] = [r for r in repo.records(spec) if r.kind is RecordKind.LAUNCH]
+    assert launch.launch_key == f"kueue-{ready.uid}" and launch.worst_cost > 0
+    assert "covers 1 launch (approval.launches) and was used by the launch" in refused.message
+    again = controller(repo, kube).sync()  # the refused one, decided again: still refused
+    assert [o.state for o in again if o.uid == refused.uid] == ["Retry"]
+    assert len([r for r in repo.records(spec) if r.kind is RecordKind.LAUNCH]) == 1
+
+
+def test_a_jobset_counts_the_gpus_of_every_replicated_job(repo, kube):
+    spec = write_spec(repo, trials=2)
+    shape = (("driver", 1, 1, 0), ("workers", 2, 1, 4))  # 2 pods × 4 GPUs = 8
+    workload = submit(kube, objects.jobset("sweep", spec=spec, replicated=shape))
+    assert only(controller(repo, kube).sync()).state == "Ready"
+    check = kube.check(workload)
+    assert [u["name"] for u in check["podSetUpdates"]] == ["driver", "workers"]
+
+
+def test_no_approval_releases_the_quota_and_comes_back_once_approved(repo, kube):
+    spec = write_spec(repo, trials=8)
+    workload = submit(kube, objects.batch_job("big", spec=spec))
+    gate = controller(repo, kube)
+    assert only(gate.sync()).state == "Retry"
+    check = kube.check(workload)
+    assert check["state"] == "Retry" and check["requeueAfterSeconds"] == 300
+    assert check["message"].startswith(
+        f"budget-gate: {spec} needs a fresh approval before "
+        "launch: BG110 8 trials is over the approval trigger"
+    )
+    assert check["message"].endswith(
+        f"— budget-gate approve {spec} --by NAME --reason TEXT; its quota is released and it "
+        "is tried again in 300 s"
+    )
+    kube.kueue_requeue(workload)  # Kueue, 300 s later: quota reserved again, check Pending
+    assert only(gate.sync()).state == "Retry"  # still no approval
+    kube.kueue_requeue(workload)
+    approve(repo, spec)
+    assert only(gate.sync()).state == "Ready"
+    check = kube.check(workload)
+    assert check["state"] == "Ready" and check["retryCount"] == 2
+    assert check["podSetUpdates"][0]["labels"]["budget-gate/approval"]
+
+
+def test_over_the_months_budget_waits_for_the_month_to_reset(repo, kube):
+    repo.policy(limits=", monthly_budget: 50")  # the spec: 10.32 USD worst case
+    spec = write_spec(repo, trials=2)
+    repo.reconcile(repo.spec(1, file="experiments/other.yaml"), "45")  # 5 left
+    moment = (utc_now() + dt.timedelta(seconds=1)).replace(microsecond=250000)  # after the record
+    workload = submit(kube, objects.batch_job("over", spec=spec))
+    assert only(controller(repo, kube, clock=lambda: moment).sync()).state == "Retry"
+    check = kube.check(workload)
+    month = dt.datetime(moment.year + moment.month // 12, moment.month % 12 + 1, 1,
+                        tzinfo=dt.timezone.utc)  # fmt: skip
+    assert check["requeueAfterSeconds"] == int((month - moment.replace(microsecond=0))
+                                               .total_seconds())  # fmt: skip
+    assert check["lastTransitionTime"] == moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert f"{spec} is over this month's budget: BG120 " in check["message"]
+    assert f"when the month resets ({month:%Y-%m-%d} 00:00 UTC, in " in check["message"]
+
+
+def test_a_spec_no_month_could_hold_is_rejected(repo, kube):
+    repo.policy(limits=", monthly_budget: 10")  # the spec's worst case is more than 10
+    spec = write_spec(repo, trials=2)
+    workload = submit(kube, objects.batch_job("never", spec=spec))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    message = kube.check(workload)["message"]
+    assert message.startswith(f"budget-gate: {spec} breaks the policy: BG120 ")
+    assert message.endswith(f"— change the spec (budget-gate check {spec})")
+
+
+# The fix each mismatch names, with its workload; the A100 flavor is the default.
+MISMATCHES = [
+    (
+        "gpus",
+        lambda spec: objects.batch_job("x", spec=spec, parallelism=2),
+        {},
+        "asks for 16 × A100 (main: 2 pods × 8 nvidia.com/gpu), but {spec} is cleared for "
+        "8 × A100 (resources.gpus_per_trial) — make pods × GPUs per pod 8 in all, or change "
+        "the spec and clear it again (budget-gate check {spec})",
+    ),
+    (
+        "flavor",
+        lambda spec: objects.batch_job("x", spec=spec),
+        {"flavor": "h100"},
+        "runs pod set main on H100 (flavor h100 nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3), "
+        "but {spec} is cleared for 8 × A100 (resources.accelerator) — queue it where A100 "
+        "nodes are, or change the spec and clear it again (budget-gate check {spec})",
+    ),
+    (
+        "node selector",
+        lambda spec: objects.batch_job(
+            "x", spec=spec, node_selector={"cloud.google.com/gke-accelerator": "nvidia-l4"}
+        ),
+        {},
+        "runs pod set main on L4 (nodeSelector cloud.google.com/gke-accelerator=nvidia-l4), "
+        "but {spec} is cleared for 8 × A100 (resources.accelerator)",
+    ),
+    (
+        "unknown",
+        lambda spec: objects.batch_job("x", spec=spec),
+        {"flavor": "gpu-pool"},
+        "runs pod set main on an unknown accelerator (the name of flavor gpu-pool) — label "
+        "its ResourceFlavor's nodeLabels with budget-gate/accelerator: A100, or select the "
+        "GPU nodes in the pod template's nodeSelector",
+    ),
+    (
+        "spot",
+        lambda spec: objects.batch_job("x", spec=spec),
+        {"flavor": "a100-spot"},
+        "runs pod set main on spot (flavor a100-spot cloud.google.com/gke-spot=true), but "
+        "{spec} is cleared for 8 × A100 on-demand (resources.capacity) — keep it off spot "
+        "nodes, or change the spec and clear it again (budget-gate check {spec})",
+    ),
+    (
+        "no gpu",
+        lambda spec: objects.batch_job("x", spec=spec, gpus=0),
+        {},
+        "asks for no GPU, but {spec} is cleared for 8 × A100 (resources.gpus_per_trial) — "
+        "request nvidia.com/gpu in its pods",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "job", "placed", "message"), MISMATCHES, ids=[m[0] for m in MISMATCHES]
+)
+def test_resources_unlike_the_spec_are_rejected_with_what_to_change(
+    repo, kube, case, job, placed, message
+):
+    spec = write_spec(repo, trials=8)
+    approve(repo, spec)
+    workload = submit(kube, job(spec), **placed)
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    text = kube.check(workload)["message"]
+    key = f"{workload['metadata']['namespace']}/{workload['metadata']['name']}"
+    assert text.startswith(f"budget-gate: workload {key} " + message.format(spec=spec)), text
+    assert "\n" not in text
+
+
+def test_on_demand_pods_for_a_spot_spec_and_mig_slices_are_compared(repo, kube):
+    spec = write_spec(repo, trials=2, resources=", capacity: spot, checkpoint_every_minutes: 10")
+    workload = submit(kube, objects.batch_job("od", spec=spec))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    assert (
+        "runs pod set main on on-demand (no spot node label), but"
+        in kube.check(workload)["message"]
+    )
+    spot = submit(kube, objects.batch_job("sp", spec=spec), flavor="a100-spot")
+    assert only(controller(repo, kube).sync()).state == "Ready"
+    assert kube.check(spot)["state"] == "Ready"
+
+
+def test_a_mig_spec_needs_its_slices_not_whole_gpus(repo, kube):
+    spec = write_spec(repo, trials=2, resources=", mig_profile: 1g.10gb")
+    job, pod_sets = objects.batch_job("whole", spec=spec)
+    workload = submit(kube, (job, pod_sets), flavor="mig")
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    assert kube.check(workload)["message"].endswith(
+        "as MIG slices 1g.10gb (resources.mig_profile) — request nvidia.com/mig-1g.10gb only, "
+        f"or change the spec and clear it again (budget-gate check {spec})"
+    )
+    job, pod_sets = objects.batch_job("sliced", spec=spec)
+    limits = pod_sets[0]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    limits.clear()
+    limits["nvidia.com/mig-1g.10gb"] = "8"
+    sliced = kube.add(objects.workload_for(job, pod_sets, flavor="mig"))
+    assert only(controller(repo, kube).sync()).state == "Ready"
+    assert kube.check(sliced)["state"] == "Ready"
+
+
+def test_a_gpu_workload_that_names_no_spec(repo, kube):
+    workload = submit(kube, objects.batch_job("anon"))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    key = f"ml/{workload['metadata']['name']}"
+    assert kube.check(workload)["message"] == (
+        f"budget-gate: workload {key} asks for main: 1 pod × 8 nvidia.com/gpu but names no "
+        "spec — add the annotation budget-gate/spec: experiments/NAME.yaml (its path in the "
+        "repository) to the job's pod template and clear it (budget-gate check "
+        "experiments/NAME.yaml)"
+    )
+    allowed = submit(kube, objects.batch_job("anon2"))
+    assert only(controller(repo, kube, missing_spec_allowed=True).sync()).state == "Ready"
+    assert kube.check(allowed)["message"].endswith(": admitted, because --missing-spec allow")
+    assert "podSetUpdates" not in kube.check(allowed)
+    cpu = submit(kube, objects.batch_job("cpu", gpus=0))
+    assert only(controller(repo, kube).sync()).state == "Ready"
+    assert kube.check(cpu)["message"].endswith("asks for no GPU and names no spec")
+
+
+def test_the_spec_named_on_the_job_is_found_through_its_owner_reference(repo, kube):
+    spec = write_spec(repo, trials=2)
+    _, pod_sets = objects.batch_job("trainer-made")  # the pod templates name no spec
+    owner = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "tj", "namespace": "ml", "uid": "uid-tj",
+                     "labels": {objects.QUEUE_LABEL: "gpu"},
+                     "annotations": {"budget-gate/spec": spec}},
+    }  # fmt: skip
+    workload = submit(kube, (owner, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Ready"
+    assert kube.check(workload)["podSetUpdates"][0]["labels"]["budget-gate/team"] == repo.name
+    [read] = [r for r in kube.requests if "/trainjobs/" in r.path]
+    assert read.path == "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/tj"
+
+
+def test_an_owner_the_role_may_not_read_is_a_rejection_naming_the_fix(repo, kube):
+    write_spec(repo, trials=2)
+    _, pod_sets = objects.batch_job("runtime-made")
+    owner = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+             "metadata": {"name": "tj2", "namespace": "ml", "uid": "uid-tj2",
+                          "labels": {objects.QUEUE_LABEL: "gpu"}}}  # fmt: skip
+    workload = submit(kube, (owner, pod_sets))
+    kube.rules = [r for r in kube.rules if "trainjobs" not in r["resources"]]
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    message = kube.check(workload)["message"]
+    assert "its TrainJob tj2 cannot be read (get namespaced custom object ml/trainjobs/tj2: " in (
+        message
+    )
+    assert '403 trainjobs is forbidden: User "system:serviceaccount:budget-gate:budget-gate" ' in (
+        message
+    )
+    assert message.endswith("or let budget-gate get TrainJob objects (RBAC)")
+
+
+def test_a_job_whose_template_reaches_the_workload_is_not_read(repo, kube):
+    spec = write_spec(repo, trials=2)
+    job, pod_sets = objects.batch_job("annotated-job")
+    job["metadata"]["annotations"] = {"budget-gate/spec": spec}  # on the Job, not its template
+    workload = submit(kube, (job, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    assert "names no spec — add the annotation budget-gate/spec" in kube.check(workload)["message"]
+    assert not [r for r in kube.requests if "/jobs/" in r.path]  # the Job is never read
+
+
+@pytest.mark.parametrize(
+    ("named", "expected"),
+    [
+        ("../../etc/passwd", "is outside the repository"),
+        ("experiments/none.yaml", "names no readable spec in"),
+    ],
+)
+def test_a_spec_that_cannot_be_read_is_rejected(repo, kube, named, expected):
+    workload = submit(kube, objects.batch_job("bad", spec=named))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    message = kube.check(workload)["message"]
+    assert message.startswith(f"budget-gate: annotation budget-gate/spec={named} ")
+    assert expected in message
+
+
+def test_an_invalid_spec_and_a_policy_violation_are_rejected(repo, kube):
+    path = spec_path(repo)
+    (repo.root / path).write_text("apiVersion: budget-gate/v1\nkind: Experiment\n")
+    invalid = submit(kube, objects.batch_job("invalid", spec=path))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    assert kube.check(invalid)["message"].startswith(
+        f"budget-gate: {path} is not a valid spec: {path}:1:1: missing"
+    )
+    repo.policy(cap="1")
+    spec = write_spec(repo, trials=2)
+    costly = submit(kube, objects.batch_job("costly", spec=spec))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    assert kube.check(costly)["message"].startswith(f"budget-gate: {spec} breaks the policy: BG")
+
+
+def test_a_policy_that_cannot_be_read_is_retried(repo, kube):
+    spec = write_spec(repo, trials=2)
+    (repo.root / "policies" / "default.yaml").write_text("kind: Policy\nlimits: [\n")
+    workload = submit(kube, objects.batch_job("p", spec=spec))
+    assert only(controller(repo, kube).sync()).state == "Retry"
+    check = kube.check(workload)
+    assert check["requeueAfterSeconds"] == 300
+    assert f"{spec} cannot be cleared: a policy is invalid (" in check["message"]
+
+
+def test_pod_sets_naming_two_specs_and_labels_that_clash_are_rejected(repo, kube):
+    spec = write_spec(repo, trials=2)
+    job, pod_sets = objects.pytorch_job("mixed", spec=spec, workers=1, gpus=4)
+    pod_sets[1]["template"]["metadata"]["annotations"]["budget-gate/spec"] = "experiments/b.yaml"
+    mixed = submit(kube, (job, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    assert "name different specs (experiments/b.yaml, " in kube.check(mixed)["message"]
+    labelled = objects.batch_job("clash", spec=spec, labels={"budget-gate/team": "someone-else"})
+    clash = submit(kube, labelled)
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    assert kube.check(clash)["message"] == (
+        f"budget-gate: pod set main of workload ml/{clash['metadata']['name']} already sets "
+        f"budget-gate/team='someone-else', and budget-gate sets it to '{repo.name}' — remove "
+        "it from the pod template (the run tags are set on admission)"
+    )
+
+
+def test_a_workload_whose_gpus_cannot_be_read_is_rejected(repo, kube):
+    job, pod_sets = objects.batch_job("half", spec=write_spec(repo))
+    pod_sets[0]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = (
+        "500m"
+    )
+    workload = submit(kube, (job, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    assert (
+        "cannot be read (ValueError: nvidia.com/gpu: '500m' is not a whole number"
+        in (kube.check(workload)["message"])
+    )
+
+
+def test_an_unreachable_ledger_is_never_ready_and_the_check_recovers(repo, kube):
+    spec = write_spec(repo, trials=8)
+    approve(repo, spec)
+    switch = LedgerSwitch(repo.uri)
+    try:
+        switch.down = True
+        workload = submit(kube, objects.batch_job("outage", spec=spec))
+        gate = controller(repo, kube, uri=switch.uri)
+        outcome = only(gate.sync())
+        assert outcome.state == "Pending" and outcome.waits_on_ledger
+        check = kube.check(workload)
+        assert check["state"] == "Pending"
+        assert check["message"].startswith(f"budget-gate: {spec} cannot be cleared: the ledger "
+                                           "is unreachable (")  # fmt: skip
+        assert "(fail closed)" in check["message"]
+        assert check["message"].endswith("; decided as soon as it answers")
+        assert only(gate.sync()).state == "Pending"  # still down: still not Ready
+        switch.down = False
+        assert only(gate.sync()).state == "Ready"
+        assert kube.check(workload)["state"] == "Ready"
+    finally:
+        switch.close()
+
+
+def test_a_dead_ledger_port_is_pending_too(repo, kube):
+    spec = write_spec(repo, trials=8)
+    workload = submit(kube, objects.batch_job("dead", spec=spec))
+    gate = controller(repo, kube, uri=f"http://127.0.0.1:{free_port()}")
+    assert only(gate.sync()).state == "Pending"
+    assert "the ledger is unreachable" in kube.check(workload)["message"]
+    assert (
+        ": connection refused — is the tracking server running?)" in kube.check(workload)["message"]
+    )
+    assert only(gate.sync()).state == "Pending"
+    assert len(kube.writes("/workloads/")) == 1  # the same words again: nothing written
+
+
+def test_a_workload_changed_since_it_was_read_is_decided_again(repo, kube):
+    spec = write_spec(repo, trials=2)
+    workload = submit(kube, objects.batch_job("moved", spec=spec))
+    gate = controller(repo, kube)
+    gate.activate()
+    stale = kube.workload(workload)
+    kube.touch("workloads", workload["metadata"]["name"], "ml")  # another writer
+    outcome = only(gate.decide([stale]))
+    assert outcome.conflict and not outcome.applied
+    assert kube.check(workload)["state"] == "Pending"
+    [refused] = kube.writes("/workloads/")
+    assert refused.status == 409
+    assert only(gate.sync()).state == "Ready"
+
+
+def test_workloads_not_waiting_on_our_check_are_left_alone(repo, kube):
+    spec = write_spec(repo, trials=2)
+    theirs = submit(kube, objects.batch_job("theirs", spec=spec), checks=("provisioning",))
+    waiting = submit(kube, objects.batch_job("waiting", spec=spec), reserved=False)
+    both = submit(kube, objects.batch_job("both", spec=spec), checks=("budget-gate",
+                                                                      "provisioning"))  # fmt: skip
+    gate = controller(repo, kube)
+    assert [o.workload.split("/")[1] for o in gate.sync()] == [both["metadata"]["name"]]
+    assert kube.workload(theirs) == theirs and kube.workload(waiting) == waiting
+    entries = {c["name"]: c["state"] for c in kube.workload(both)["status"]["admissionChecks"]}
+    assert entries == {"budget-gate": "Ready", "provisioning": "Pending"}  # list-map merge
+    assert gate.sync() == []  # decided: nothing is pending any more
