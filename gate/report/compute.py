@@ -304,30 +304,36 @@ def _spot(lines: list[RunLine]) -> SpotRow:
 
 
 def _approvals(given: ReportInputs, kept: list[ExperimentMonth]) -> tuple[ApprovalRow, ...]:
-    cost: dict[str, Decimal] = defaultdict(Decimal)
-    runs: dict[str, int] = defaultdict(int)
+    """Each approval of the period, and what its version's runs cost from then on."""
+    by_fingerprint: dict[str, list[RunLine]] = defaultdict(list)
     for group in kept:
-        cost[group.fingerprint] += group.result.cost
-        runs[group.fingerprint] += len(group.result.runs)
+        by_fingerprint[group.fingerprint].extend(group.lines)
     needs = given.needs_approval or {}
-    rows = [
-        ApprovalRow(
-            team=team_of(record),
-            experiment=record.experiment,
-            spec=record.spec,
-            fingerprint=record.fingerprint,
-            by=record.by or "",
-            source=record.source.value,
-            recorded_at=record.recorded_at,
-            approved=record.worst_cost or Decimal(0),
-            expected=record.expected_cost,
-            actual=cost.get(record.fingerprint, Decimal(0)),
-            runs=runs.get(record.fingerprint, 0),
-            over_triggers=needs.get(record.fingerprint),
+    rows = []
+    for record in given.commitments.approvals:
+        if not _wanted(given, team_of(record)):
+            continue
+        paid = [
+            line.result
+            for line in by_fingerprint.get(record.fingerprint, [])
+            if line.result.start is not None and line.result.start >= record.recorded_at
+        ]
+        rows.append(
+            ApprovalRow(
+                team=team_of(record),
+                experiment=record.experiment,
+                spec=record.spec,
+                fingerprint=record.fingerprint,
+                by=record.by or "",
+                source=record.source.value,
+                recorded_at=record.recorded_at,
+                approved=record.worst_cost or Decimal(0),
+                expected=record.expected_cost,
+                actual=sum((r.cost for r in paid), Decimal(0)),
+                runs=len(paid),
+                over_triggers=needs.get(record.fingerprint),
+            )
         )
-        for record in given.commitments.approvals
-        if _wanted(given, team_of(record))
-    ]
     return tuple(sorted(rows, key=lambda r: (r.team, r.recorded_at, r.spec)))
 
 
