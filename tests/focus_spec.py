@@ -48,10 +48,10 @@ def columns() -> dict[str, Column]:
         name = re.search(r"^## Column ID\s+(\S+)", text, re.MULTILINE)
         if name is None:
             continue
-        table = dict(
-            (key.strip().lower(), value.strip())
+        table = {
+            key.strip().lower(): value.strip()
             for key, value in re.findall(r"^\|\s*([A-Za-z ]+?)\s*\|\s*(.+?)\s*\|\s*$", text, re.M)
-        )
+        }
         allowed, parents = _allowed(text)
         found[name.group(1)] = Column(
             name=name.group(1),

@@ -19,6 +19,7 @@ import pytest
 from gate.cli import main
 from tests import report_kit
 from tests.focus_spec import validate_focus
+from tests.headless import chromium, requested
 from tests.mlflow_server import MlflowServer
 
 CENT = Decimal("0.01")
@@ -93,7 +94,7 @@ def test_the_estimates_are_scored_as_the_backtest_scores(month, capsys):
         assert accuracy["bias"] == pytest.approx(error)
         assert accuracy["bounded"] == (1.0 if want["actual"] <= worst else 0.0)
     # tabular's approval was revoked: its spec's own estimate stands in
-    code, out, err = main_estimate(month, capsys)
+    _code, out, _err = main_estimate(month, capsys)
     est = json.loads(out)["results"][0]["estimate"]
     expected = Decimal(est["expected"]["cost"])
     actual = report_kit.EXPECTED["tabular"]["actual"]
@@ -104,8 +105,16 @@ def test_the_estimates_are_scored_as_the_backtest_scores(month, capsys):
 def main_estimate(month, capsys):
     capsys.readouterr()
     code = main(
-        ["check", "--policy-dir", month.policy_dir, "--tracking-uri", month.uri, month.specs["C"]]
-        + ["--format", "json"]
+        [
+            "check",
+            "--policy-dir",
+            month.policy_dir,
+            "--tracking-uri",
+            month.uri,
+            month.specs["C"],
+            "--format",
+            "json",
+        ]
     )
     out, err = capsys.readouterr()
     assert code in (0, 1, 2), err
@@ -234,3 +243,42 @@ def test_the_focus_validator_catches_what_breaks_the_specification():
     assert "ChargePeriodStart: '2025-03-01 00:00' is not YYYY-MM-DDTHH:mm:ssZ" in errors
     assert "Tags: is not a key-value object" in errors
     assert "column Surprise is neither FOCUS nor x_-prefixed" in errors
+
+
+CHARTS_DRAWN = """
+return [...document.querySelectorAll('figure.chart')].map(figure => {
+  const svg = figure.querySelector('svg');
+  const box = svg.getBoundingClientRect();
+  const drawn = [...svg.querySelectorAll('path')].filter(p => {
+    const b = p.getBBox(); return b.width > 0 || b.height > 0; }).length;
+  return [figure.id, Math.round(box.width), Math.round(box.height), drawn];
+});
+"""
+
+
+def test_the_html_page_renders_and_draws_offline(month, capsys, tmp_path):
+    page = tmp_path / "report.html"
+    code, _, err = cli(month, capsys, "--month", report_kit.MONTH, "--format", f"html={page}")
+    assert code == 0, err
+    control = tmp_path / "control.html"
+    control.write_text('<img src="http://127.0.0.1:9/probe.png">', encoding="utf-8")
+    with chromium() as browser:
+        browser.get(control.as_uri())  # the log does catch a fetch: the control page's
+        assert "http://127.0.0.1:9/probe.png" in requested(browser)
+        browser.get(page.as_uri())
+        urls = requested(browser)
+        assert urls == [page.as_uri()], urls  # the page itself, nothing else
+        assert browser.title == f"budget-gate report {report_kit.MONTH}"
+        heading = browser.find_element("css selector", "h1").text
+        assert "290.00 USD actual" in heading
+        charts = browser.execute_script(CHARTS_DRAWN)
+        assert [c[0] for c in charts] == ["chart-budget", "chart-cost-per-qualified", "chart-waste"]
+        for name, width, height, drawn in charts:
+            assert width > 300 and height > 150, name
+            assert drawn >= 8, name  # axes, ticks, bars or lines with a size on screen
+        cells = browser.execute_script(
+            "return [...document.querySelectorAll('td')].map(td => td.textContent)"
+        )
+        assert month.teams["vision"] in cells and "180.00" in cells
+        shot = browser.get_screenshot_as_png()
+    assert shot.startswith(b"\x89PNG") and len(shot) > 20_000
