@@ -169,6 +169,12 @@ def add_reference(commands: argparse._SubParsersAction[Any]) -> None:
         epilog=EPILOG,
     )
     init.add_argument("--dir", default=".", metavar="DIR", help="the repository root (default: .)")
+    init.add_argument(
+        "--report-workflow",
+        action="store_true",
+        help="write only .github/workflows/budget-gate-report.yml: the month's report posted "
+        "as an issue on the first of each month",
+    )
 
 
 def add_policy(commands: argparse._SubParsersAction[Any]) -> None:

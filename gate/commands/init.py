@@ -34,8 +34,16 @@ def packaged(name: str) -> str:
     return resources.files("gate").joinpath("data").joinpath(name).read_text(encoding="utf-8")
 
 
-def planned_files() -> dict[str, str]:
-    """Every file ``init`` writes, by path relative to the repository, with its contents."""
+REPORT_WORKFLOW = ".github/workflows/budget-gate-report.yml"
+
+
+def planned_files(report_workflow: bool = False) -> dict[str, str]:
+    """Every file ``init`` writes, by path relative to the repository, with its contents.
+
+    ``report_workflow``: only the scheduled workflow that posts the monthly report.
+    """
+    if report_workflow:
+        return {REPORT_WORKFLOW: packaged("report-workflow.yml")}
     files = {
         "policies/default.yaml": packaged("default-policy.yaml"),
         "experiments/sample.yaml": packaged("sample-spec.yaml"),
@@ -49,7 +57,7 @@ def planned_files() -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     """Write the starting files under ``args.dir``, or none of them if any exists."""
     root = Path(args.dir)
-    files = planned_files()
+    files = planned_files(getattr(args, "report_workflow", False))
     existing = sorted(path for path in files if (root / path).exists())
     if existing:
         raise InputError(
@@ -61,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
     for path, text in files.items():
         _create(root / path, text)
         print(f"wrote {root / path}", file=sys.stderr)
+    if REPORT_WORKFLOW in files:
+        print("next: set the MLFLOW_TRACKING_URI secret of the repository", file=sys.stderr)
+        return 0
     print(
         f"next: edit {root / 'policies/default.yaml'}, then run "
         f"budget-gate check {root / 'experiments'}",
