@@ -149,7 +149,9 @@ def _write_specs(root: Path, args: argparse.Namespace) -> list[tuple[str, str, P
     return specs
 
 
-def _seed(server: MlflowServer, specs: list[tuple[str, str, Path]], args: argparse.Namespace) -> list[str]:
+def _seed(
+    server: MlflowServer, specs: list[tuple[str, str, Path]], args: argparse.Namespace
+) -> list[str]:
     """One MLflow experiment per spec, and ``args.runs`` copied runs in each; their ids."""
     client = MlflowClient(server.uri)
     first = client.create_experiment(specs[0][1])
@@ -170,7 +172,8 @@ def _seed(server: MlflowServer, specs: list[tuple[str, str, Path]], args: argpar
 
 def _experiments(con: sqlite3.Connection, first: str, names: list[str]) -> list[str]:
     columns = [row[1] for row in con.execute("PRAGMA table_info(experiments)")]
-    row = dict(zip(columns, con.execute("SELECT * FROM experiments WHERE experiment_id = ?", (first,)).fetchone(), strict=True))
+    found = con.execute("SELECT * FROM experiments WHERE experiment_id = ?", (first,)).fetchone()
+    row = dict(zip(columns, found, strict=True))
     start = int(first) + 1
     rows = []
     for offset, name in enumerate(names):
@@ -193,9 +196,12 @@ def _copy_runs(
     tables = {t: [row[1] for row in con.execute(f"PRAGMA table_info({t})")] for t in
               ("runs", "tags", "params", "metrics", "latest_metrics")}  # fmt: skip
     rows = {
-        t: [dict(zip(cols, r, strict=True)) for r in con.execute(f"SELECT * FROM {t} WHERE run_uuid IN (?, ?)", templates)]
+        t: [
+            dict(zip(cols, r, strict=True))
+            for r in con.execute(f"SELECT * FROM {t} WHERE run_uuid IN (?, ?)", templates)
+        ]
         for t, cols in tables.items()
-    }  # fmt: skip
+    }
     con.execute("DELETE FROM runs WHERE run_uuid IN (?, ?)", templates)
     for table in ("tags", "params", "metrics", "latest_metrics"):
         con.execute(f"DELETE FROM {table} WHERE run_uuid IN (?, ?)", templates)
@@ -287,7 +293,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--runs", type=int, default=10, help="runs per experiment (10)")
     parser.add_argument("--workers", type=int, default=4, help="MLflow server workers (4)")
     parser.add_argument(
-        "--naive-sample", type=int, default=300, help="runs whose history the plain loop reads (300)"
+        "--naive-sample", type=int, default=300, help="runs the plain loop reads histories of (300)"
     )
     return parser
 
