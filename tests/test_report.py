@@ -282,3 +282,20 @@ def test_the_html_page_renders_and_draws_offline(month, capsys, tmp_path):
         assert month.teams["vision"] in cells and "180.00" in cells
         shot = browser.get_screenshot_as_png()
     assert shot.startswith(b"\x89PNG") and len(shot) > 20_000
+
+
+def test_an_empty_month_reports_nothing_spent(month, capsys):
+    code, out, err = cli(month, capsys, "--month", "2019-02", "--trend", "0")
+    assert code == 0, err
+    assert "0 runs, 0.00 USD actual" in out
+    assert "no team spent anything" in out
+
+
+def test_an_unreachable_tracking_server_is_exit_4(month, capsys):
+    capsys.readouterr()
+    code = main(
+        ["report", "--policy-dir", month.policy_dir, "--tracking-uri", "http://127.0.0.1:9"]
+    )
+    _, err = capsys.readouterr()
+    assert code == 4, err
+    assert err.startswith("budget-gate: ") and "Traceback" not in err

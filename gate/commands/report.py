@@ -96,6 +96,8 @@ def _window(uri: str, period: Period) -> Iterator[RunFacts]:
         return
     window = period.window
     started = (_ms(window[0].start), _ms(window[-1].end))
+    # NOTE: MLflow pages by offset, re-running the whole filtered search for each page;
+    # pages of 5,000 runs (not reconcile's 1,000) halve the search time of a big month.
     query = RunQuery(
         ids[0],
         None,
@@ -103,6 +105,7 @@ def _window(uri: str, period: Period) -> Iterator[RunFacts]:
         history_tag=tracking.MONITOR,
         more_experiments=tuple(ids[1:]),
         started=started,
+        page_size=5_000,
     )
     bar = progress_for(sys.stderr)
     try:

@@ -24,6 +24,7 @@ _PROLOGUE = re.compile(r"^.*?(?=<svg)", re.DOTALL)
 _STYLE: dict[Any, Any] = {
     "svg.fonttype": "none",
     "svg.hashsalt": "budget-gate",
+    "text.parse_math": False,  # a label is text: "$" in a name must not start mathtext
     "font.size": 9,
     "axes.spines.top": False,
     "axes.spines.right": False,

@@ -115,3 +115,37 @@ def test_a_run_without_a_plan_is_counted_not_priced():
         ("t",),
     )
     assert runs.experiments == []
+
+
+HOSTILE = "$\\frac{$ <img src=x onerror=alert(1)> @org/team [x](http://evil) | *"
+
+
+def test_markdown_and_html_escape_what_specs_and_records_say():
+    from gate.reporters.report_html import render as html
+    from gate.reporters.report_markdown import render as markdown
+
+    plan = make_plan(price="10")
+    priced = Priced(plan, "t", HOSTILE, "s.yaml", HOSTILE)  # the model label leads a legend
+    period = Period(Month(2026, 11), Month(2026, 11), trend=0)
+    runs = MonthRuns(lambda f: priced, period)
+    runs.add(facts("r1", hours=1.0))
+    approval = dataclasses.replace(
+        _record(RecordKind.APPROVAL, 2, "10", record_id="a1"), by=HOSTILE, experiment=HOSTILE
+    )
+    report = build_report(
+        ReportInputs(
+            period=period,
+            now=dt.datetime(2026, 12, 1, tzinfo=UTC),
+            currency="USD",
+            where="test",
+            experiments=runs.experiments,
+            commitments=commitments([approval], period, "USD"),
+            budgets={},
+        )
+    )
+    md = markdown(report)
+    assert "<img" not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
+    assert "@org" not in md and "\\[x\\]" in md and "\\|" in md
+    page = html(report)
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "<script" not in page
