@@ -96,6 +96,7 @@ class MonthRuns:
 
     def __init__(self, plan_for: PlanFor, period: Period) -> None:
         self.period = period
+        self._window = frozenset(period.window)
         self._plan_for = plan_for
         self._plans: dict[tuple[str, str], Priced | str] = {}
         self._groups: dict[tuple[Month, str, str], ExperimentMonth] = {}
@@ -110,7 +111,7 @@ class MonthRuns:
             self.outside += 1
             return
         month = Month.of(_moment(facts.start_ms))
-        if month not in self.period.window:
+        if month not in self._window:
             self.outside += 1
             return
         fingerprint = facts.tags.get(tracking.FINGERPRINT, "")

@@ -2,8 +2,9 @@
 
 A reporter module is imported only when its format is asked for, so ``check`` starts fast
 whatever formats exist. Owns the output formats and their helpers (escaping, the chart,
-rule docstrings as Markdown). Imports :mod:`gate.evaluation` and the pure core; never the
-rule registry, the verdict or :mod:`gate.integrations`.
+rule docstrings as Markdown), and the monthly report's (``REPORT_FORMATS``). Imports
+:mod:`gate.evaluation`, :mod:`gate.report` and the pure core; never the rule registry,
+the verdict or :mod:`gate.integrations`.
 """
 
 from __future__ import annotations

@@ -149,3 +149,18 @@ def test_markdown_and_html_escape_what_specs_and_records_say():
     page = html(report)
     assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert "<script" not in page
+
+
+def test_report_formats_import_no_mlflow_and_matplotlib_only_to_draw():
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from gate.reporters import REPORT_FORMATS, load_report_renderer\n"
+        "for name in REPORT_FORMATS: load_report_renderer(name)\n"
+        "import gate.commands.report\n"
+        "print(sorted(m for m in ('mlflow', 'matplotlib', 'requests') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
