@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from gate.errors import MissingExtra
 from gate.report.model import MonthReport
 
 if TYPE_CHECKING:
@@ -48,8 +49,13 @@ def charts(report: MonthReport) -> dict[str, str]:
 
 @contextmanager
 def _style() -> Iterator[None]:
-    import matplotlib
-
+    try:
+        import matplotlib
+    except ModuleNotFoundError:
+        raise MissingExtra(
+            "the HTML report's charts need matplotlib, which is not installed",
+            hint="pip install 'budget-gate[report]'",
+        ) from None
     with matplotlib.rc_context(_STYLE):
         yield
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import sys
 import types
 from decimal import Decimal
 
@@ -152,9 +153,6 @@ def test_markdown_and_html_escape_what_specs_and_records_say():
 
 
 def test_report_formats_import_no_mlflow_and_matplotlib_only_to_draw():
-    import subprocess
-    import sys
-
     probe = (
         "import sys\n"
         "from gate.reporters import REPORT_FORMATS, load_report_renderer\n"
@@ -164,3 +162,28 @@ def test_report_formats_import_no_mlflow_and_matplotlib_only_to_draw():
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_html_without_matplotlib_names_the_extra(monkeypatch):
+    from gate.errors import MissingExtra
+    from gate.reporters.report_html import render as html
+
+    plan = make_plan(price="10")
+    period = Period(Month(2026, 11), Month(2026, 11), trend=0)
+    runs = MonthRuns(lambda f: Priced(plan, "t", "m", "s.yaml", "e"), period)
+    runs.add(facts("r1", hours=1.0))
+    report = build_report(
+        ReportInputs(
+            period=period,
+            now=dt.datetime(2026, 12, 1, tzinfo=UTC),
+            currency="USD",
+            where="test",
+            experiments=runs.experiments,
+            commitments=commitments([], period, "USD"),
+            budgets={},
+        )
+    )
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as in an install without it
+    with pytest.raises(MissingExtra, match="matplotlib") as caught:
+        html(report)
+    assert caught.value.exit_code == 3
