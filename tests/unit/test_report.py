@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import subprocess
 import sys
 import types
 from decimal import Decimal
