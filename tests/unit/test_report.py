@@ -188,3 +188,37 @@ def test_html_without_matplotlib_names_the_extra(monkeypatch):
     with pytest.raises(MissingExtra, match="matplotlib") as caught:
         html(report)
     assert caught.value.exit_code == 3
+
+
+def test_markdown_stays_within_an_issue_body():
+    from gate.reporters.markup import utf16_length
+    from gate.reporters.report_markdown import LIMIT
+    from gate.reporters.report_markdown import render as markdown
+
+    plan = make_plan(price="10")
+    period = Period(Month(2026, 11), Month(2026, 11), trend=0)
+    approvals = [
+        dataclasses.replace(
+            _record(RecordKind.APPROVAL, 2, "10", record_id=f"a{i}", fingerprint=f"sha256:{i}"),
+            by=f"approver-{i}",
+            experiment="x" * 80,
+        )
+        for i in range(2000)
+    ]
+    runs = MonthRuns(lambda f: Priced(plan, "t", "m", "s.yaml", "e"), period)
+    runs.add(facts("r1", hours=1.0))
+    report = build_report(
+        ReportInputs(
+            period=period,
+            now=dt.datetime(2026, 12, 1, tzinfo=UTC),
+            currency="USD",
+            where="test",
+            experiments=runs.experiments,
+            commitments=commitments(approvals, period, "USD"),
+            budgets={},
+        )
+    )
+    text = markdown(report)
+    assert utf16_length(text) <= LIMIT
+    assert "more in the JSON and HTML" in text and "approver-0" in text
+    assert len(report.approvals) == 2000
