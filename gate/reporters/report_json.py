@@ -20,7 +20,6 @@ SCHEMA_VERSION = "1"
 
 def render(report: MonthReport) -> str:
     """The report as indented JSON with a trailing newline."""
-    spot = report.spot
     document = {
         "schema_version": SCHEMA_VERSION,
         "kind": "monthly-report",
@@ -42,106 +41,135 @@ def render(report: MonthReport) -> str:
             "qualified": report.qualified,
         },
         "teams": [_team(t) for t in report.teams],
-        "models": [
-            {
-                "team": m.team,
-                "model": m.model,
-                "gpu_hours": str(m.gpu_hours),
-                "actual": str(m.actual),
-                "qualified": m.qualified,
-                "cost_per_qualified": _dec(m.cost_per_qualified),
-                "trend": [
-                    {
-                        "month": str(f.month),
-                        "cost": str(f.cost),
-                        "gpu_hours": str(f.gpu_hours),
-                        "qualified": f.qualified,
-                        "cost_per_qualified": _dec(f.cost_per_qualified),
-                    }
-                    for f in m.trend
-                ],
-            }
-            for m in report.models
-        ],
-        "waste": [
-            {
-                "kind": w.kind.value,
-                "title": w.title,
-                "cost": str(w.cost),
-                "gpu_hours": str(w.gpu_hours),
-                "runs": w.runs,
-                "upper_bound": w.upper_bound,
-            }
-            for w in report.waste
-        ],
+        "models": _models(report),
+        "waste": _waste_rows(report),
         "guard": {
             "runs": report.guard.runs,
             "cost": str(report.guard.cost),
             "saved": str(report.guard.saved),
         },
-        "costliest_experiments": [
-            {
-                "experiment": e.experiment,
-                "team": e.team,
-                "model": e.model,
-                "spec": e.spec,
-                "fingerprint": e.fingerprint,
-                "runs": e.runs,
-                "cost": str(e.cost),
-                "qualified": e.qualified,
-                "cost_per_qualified": _dec(e.cost_per_qualified),
-                "waste": _waste(e.waste),
-                "guard_saved": str(e.guard_saved),
-            }
-            for e in report.costliest
-        ],
-        "spot": {
-            "runs": spot.runs,
-            "preempted": spot.preempted,
-            "gpu_hours": str(spot.gpu_hours),
-            "on_demand_cost": str(spot.comparison.on_demand_cost),
-            "spot_cost": str(spot.comparison.spot_cost),
-            "recompute_cost": str(spot.comparison.recompute_cost),
-            "extra_ops_cost": str(spot.comparison.extra_ops_cost),
-            "net_saving": str(spot.comparison.net_saving),
-            "without_on_demand_price": spot.unpriced,
-        },
-        "approvals": [
-            {
-                "recorded_at": a.recorded_at.isoformat(),
-                "team": a.team,
-                "experiment": a.experiment,
-                "spec": a.spec,
-                "fingerprint": a.fingerprint,
-                "by": a.by,
-                "source": a.source,
-                "over_triggers": a.over_triggers,
-                "approved": str(a.approved),
-                "expected": _dec(a.expected),
-                "actual": str(a.actual),
-                "runs": a.runs,
-            }
-            for a in report.approvals
-        ],
-        "rankings": [
-            {
-                "by": ranking.by,
-                "teams": [{"team": team, "value": _dec(value)} for team, value in ranking.teams],
-            }
-            for ranking in report.rankings
-        ],
-        "unpriced": [
-            {
-                "reason": u.reason,
-                "runs": u.runs,
-                "gpu_hours": str(u.gpu_hours),
-                "teams": list(u.teams),
-            }
-            for u in report.unpriced
-        ],
+        "costliest_experiments": _costliest(report),
+        "spot": _spot(report),
+        "approvals": _approvals(report),
+        "rankings": _rankings(report),
+        "unpriced": _unpriced(report),
         "notes": list(report.notes),
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _models(report: MonthReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "team": m.team,
+            "model": m.model,
+            "gpu_hours": str(m.gpu_hours),
+            "actual": str(m.actual),
+            "qualified": m.qualified,
+            "cost_per_qualified": _dec(m.cost_per_qualified),
+            "trend": [
+                {
+                    "month": str(f.month),
+                    "cost": str(f.cost),
+                    "gpu_hours": str(f.gpu_hours),
+                    "qualified": f.qualified,
+                    "cost_per_qualified": _dec(f.cost_per_qualified),
+                }
+                for f in m.trend
+            ],
+        }
+        for m in report.models
+    ]
+
+
+def _waste_rows(report: MonthReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "kind": w.kind.value,
+            "title": w.title,
+            "cost": str(w.cost),
+            "gpu_hours": str(w.gpu_hours),
+            "runs": w.runs,
+            "upper_bound": w.upper_bound,
+        }
+        for w in report.waste
+    ]
+
+
+def _costliest(report: MonthReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "experiment": e.experiment,
+            "team": e.team,
+            "model": e.model,
+            "spec": e.spec,
+            "fingerprint": e.fingerprint,
+            "runs": e.runs,
+            "cost": str(e.cost),
+            "qualified": e.qualified,
+            "cost_per_qualified": _dec(e.cost_per_qualified),
+            "waste": _waste(e.waste),
+            "guard_saved": str(e.guard_saved),
+        }
+        for e in report.costliest
+    ]
+
+
+def _spot(report: MonthReport) -> dict[str, Any]:
+    spot = report.spot
+    return {
+        "runs": spot.runs,
+        "preempted": spot.preempted,
+        "gpu_hours": str(spot.gpu_hours),
+        "on_demand_cost": str(spot.comparison.on_demand_cost),
+        "spot_cost": str(spot.comparison.spot_cost),
+        "recompute_cost": str(spot.comparison.recompute_cost),
+        "extra_ops_cost": str(spot.comparison.extra_ops_cost),
+        "net_saving": str(spot.comparison.net_saving),
+        "without_on_demand_price": spot.unpriced,
+    }
+
+
+def _approvals(report: MonthReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "recorded_at": a.recorded_at.isoformat(),
+            "team": a.team,
+            "experiment": a.experiment,
+            "spec": a.spec,
+            "fingerprint": a.fingerprint,
+            "by": a.by,
+            "source": a.source,
+            "over_triggers": a.over_triggers,
+            "approved": str(a.approved),
+            "expected": _dec(a.expected),
+            "actual": str(a.actual),
+            "runs": a.runs,
+        }
+        for a in report.approvals
+    ]
+
+
+def _rankings(report: MonthReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "by": ranking.by,
+            "teams": [{"team": team, "value": _dec(value)} for team, value in ranking.teams],
+        }
+        for ranking in report.rankings
+    ]
+
+
+def _unpriced(report: MonthReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "reason": u.reason,
+            "runs": u.runs,
+            "gpu_hours": str(u.gpu_hours),
+            "teams": list(u.teams),
+        }
+        for u in report.unpriced
+    ]
 
 
 def _team(team: TeamRow) -> dict[str, Any]:
