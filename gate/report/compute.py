@@ -6,11 +6,7 @@ stops. On top of them:
 
 - *cost per qualified model* of a team or a model label is all its spend (failed and
   unqualified runs included) ÷ its qualified models, as for one experiment;
-- *forecast*: a month already over counts its actual; the month the clock is in counts
-  its actual ÷ the share of the month gone (the current pace);
-- *variance*: each experiment's actual against the estimate its approval recorded
-  (the spec's own estimate where none was approved), scored as the backtest scores
-  (:func:`gate.calibrate.backtest.accuracy`: MAPE, bias, coverage, worst case held);
+- each team's forecast and the variance of its estimates (:mod:`gate.report.teams`);
 - *spot net saving* (DOMAIN.md §2): the finished spot runs' GPU-hours at the on-demand
   price, less what they cost on spot, less the cost of spot runs that were preempted
   (killed, not by the guard) — the recompute; extra operations are not measured;
@@ -27,10 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from gate.calibrate.backtest import accuracy
 from gate.estimate.scenarios import SpotComparison
 from gate.reconcile.actuals import RunStatus
-from gate.reconcile.reconciler import Reconciliation
 from gate.reconcile.waste import WasteKind
 from gate.report.commitments import Commitments, team_of
 from gate.report.model import (
@@ -48,6 +42,7 @@ from gate.report.model import (
 )
 from gate.report.period import Month, Period
 from gate.report.runs import ExperimentMonth, RunLine, Unpriced
+from gate.report.teams import team_rows, waste_split
 from gate.spec.experiment import Capacity
 from gate.words import counted
 
@@ -81,7 +76,14 @@ def build_report(given: ReportInputs) -> MonthReport:
     window = [e for e in given.experiments if _wanted(given, e.priced.team)]
     kept = [e for e in window if e.priced.currency == given.currency]
     current = [e for e in kept if e.month in period.months]
-    teams = _team_rows(given, current)
+    teams = team_rows(
+        current,
+        given.commitments,
+        given.budgets,
+        period,
+        given.now,
+        lambda team: _wanted(given, team),
+    )
     lines = sorted(
         (line for e in current for line in e.lines),
         key=lambda line: (line.result.start or given.now, line.result.run_id),
@@ -113,88 +115,6 @@ def _wanted(given: ReportInputs, team: str) -> bool:
 
 def _unpriced_wanted(given: ReportInputs, unpriced: Unpriced) -> bool:
     return given.team_filter is None or given.team_filter in unpriced.teams
-
-
-def _split(result: Reconciliation) -> WasteSplit:
-    cost = {w.kind: w.cost for w in result.waste}
-    return WasteSplit(
-        cost.get(WasteKind.FAILED, Decimal(0)),
-        cost.get(WasteKind.PLATEAU, Decimal(0)),
-        cost.get(WasteKind.IDLE, Decimal(0)),
-    )
-
-
-def _team_rows(given: ReportInputs, current: list[ExperimentMonth]) -> tuple[TeamRow, ...]:
-    by_team: dict[str, list[ExperimentMonth]] = defaultdict(list)
-    for group in current:
-        by_team[group.priced.team].append(group)
-    found = given.commitments
-    names = {*by_team, *found.approved, *found.launched}
-    rows = []
-    for team in sorted(t for t in names if _wanted(given, t)):
-        groups = by_team.get(team, [])
-        cases = _cases(groups, found)
-        budget = given.budgets.get(team)
-        rows.append(
-            TeamRow(
-                team=team,
-                budget=None if budget is None else budget * len(given.period.months),
-                approved=found.approved.get(team, Decimal(0)),
-                launched=found.launched.get(team, Decimal(0)) if found.launches_recorded else None,
-                actual=sum((g.result.cost for g in groups), Decimal(0)),
-                forecast=_forecast(groups, given.period, given.now),
-                gpu_hours=sum((g.result.gpu_hours for g in groups), Decimal(0)),
-                runs=sum(len(g.result.runs) for g in groups),
-                experiments=len({(g.priced.spec, g.fingerprint) for g in groups}),
-                qualified=sum(g.result.qualified for g in groups),
-                waste=sum((_split(g.result) for g in groups), WasteSplit()),
-                guard_saved=sum((g.result.guard_saved for g in groups), Decimal(0)),
-                accuracy=accuracy(cases),
-                cases=len(cases),
-            )
-        )
-    return tuple(rows)
-
-
-def _forecast(groups: list[ExperimentMonth], period: Period, now: dt.datetime) -> Decimal:
-    """Months over count their actual; the month ``now`` is in, its actual at the pace so far."""
-    total = Decimal(0)
-    for group in groups:
-        month = group.month
-        if now >= month.end:
-            total += group.result.cost
-        elif now > month.start:
-            gone = Decimal((now - month.start) // dt.timedelta(seconds=1))
-            length = Decimal((month.end - month.start) // dt.timedelta(seconds=1))
-            total += group.result.cost * length / gone
-    return total
-
-
-Case = tuple[Decimal, tuple[Decimal, Decimal]]
-
-
-def _cases(groups: list[ExperimentMonth], found: Commitments) -> list[Case]:
-    """Per spec version with every run ended: (actual, (expected, worst)) as approved."""
-    actual: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
-    estimate: dict[tuple[str, str], tuple[Decimal, Decimal]] = {}
-    running: set[tuple[str, str]] = set()
-    for group in groups:
-        key = (group.priced.spec, group.fingerprint)
-        result = group.result
-        actual[key] += result.cost
-        if result.running:
-            running.add(key)
-        approval = found.newest_approval.get(group.fingerprint)
-        if approval is not None and approval.worst_cost is not None:
-            expected = approval.expected_cost
-            estimate[key] = (
-                approval.worst_cost if expected is None else expected,
-                approval.worst_cost,
-            )
-        else:
-            est = group.priced.plan.estimate
-            estimate.setdefault(key, (est.expected.cost, est.worst.cost))
-    return [(cost, estimate[key]) for key, cost in sorted(actual.items()) if key not in running]
 
 
 def _model_rows(kept: list[ExperimentMonth], period: Period) -> tuple[ModelRow, ...]:
@@ -271,7 +191,7 @@ def _experiments(current: list[ExperimentMonth]) -> list[ExperimentRow]:
                 runs=sum(len(g.result.runs) for g in groups),
                 cost=sum((g.result.cost for g in groups), Decimal(0)),
                 qualified=sum(g.result.qualified for g in groups),
-                waste=sum((_split(g.result) for g in groups), WasteSplit()),
+                waste=sum((waste_split(g.result) for g in groups), WasteSplit()),
                 guard_saved=sum((g.result.guard_saved for g in groups), Decimal(0)),
             )
         )
