@@ -299,3 +299,15 @@ def test_an_unreachable_tracking_server_is_exit_4(month, capsys):
     _, err = capsys.readouterr()
     assert code == 4, err
     assert err.startswith("budget-gate: ") and "Traceback" not in err
+
+
+def test_without_the_mlflow_extra_it_is_exit_3_naming_it(month, tmp_path):
+    from tests.test_without_mlflow import _CLI, FIX, _run
+
+    proc = _run(
+        _CLI, "report", "--policy-dir", month.policy_dir,
+        "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    assert FIX in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
