@@ -12,7 +12,10 @@ and the clouds' own exports speak. Each priced run of the period is one ``Usage`
   report's clock), ``BillingPeriodStart``/``End`` the month it started in;
 - ``ResourceId`` is the MLflow run id, ``Tags`` hold team, model, spec, fingerprint and
   experiment, ``BillingAccountId`` the team and ``SubAccountId`` the experiment;
-- ``PricingCategory`` is ``Dynamic`` for spot, ``Standard`` otherwise.
+- ``PricingCategory`` is ``Dynamic`` for spot, ``Standard`` otherwise;
+- ``ProviderName`` and ``PublisherName`` are the cloud the policy prices at (its
+  ``prices.cloud``, or the spec's ``resources.cloud``), else ``budget-gate``, which is
+  always the ``InvoiceIssuerName``: nobody invoiced these amounts.
 
 Columns prefixed ``x_`` are budget-gate's own (FOCUS allows custom columns so prefixed).
 Amounts are exact decimals, so ``EffectiveCost`` sums to the report's actual total.
@@ -104,7 +107,7 @@ def _row(line: RunLine, report: MonthReport) -> list[str]:
         "experiment": priced.experiment,
         "trial": run.trial,
     }
-    provider = priced.provider or "budget-gate price catalog"
+    provider = priced.provider or "budget-gate"  # the cloud whose prices it was charged at
     values = {
         "BilledCost": cost,
         "EffectiveCost": cost,
@@ -131,7 +134,7 @@ def _row(line: RunLine, report: MonthReport) -> list[str]:
         "PricingCategory": "Dynamic" if line.capacity == Capacity.SPOT.value else "Standard",
         "ListUnitPrice": price,
         "ContractedUnitPrice": price,
-        "InvoiceIssuerName": provider,
+        "InvoiceIssuerName": "budget-gate",
         "ProviderName": provider,
         "PublisherName": provider,
         "ServiceCategory": "AI and Machine Learning",
