@@ -311,3 +311,26 @@ def test_without_the_mlflow_extra_it_is_exit_3_naming_it(month, tmp_path):
     assert proc.returncode == 3, proc.stderr
     assert FIX in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_sqlite_store_reports_the_same_month(month, capsys, mlflow_server):
+    over_http = report_json(month, capsys)
+    capsys.readouterr()
+    code = main(
+        [
+            "report",
+            "--policy-dir",
+            month.policy_dir,
+            "--tracking-uri",
+            mlflow_server.sqlite_uri,
+            "--month",
+            report_kit.MONTH,
+            "--format",
+            "json",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    direct = json.loads(out)
+    assert direct["totals"] == over_http["totals"]
+    assert direct["teams"] == over_http["teams"]
