@@ -229,6 +229,12 @@ def test_bad_month_is_exit_3(month, capsys):
         assert "--month" in err and "Traceback" not in err
 
 
+def test_an_output_folder_that_does_not_exist_is_refused_before_reading(month, capsys, tmp_path):
+    code, _, err = cli(month, capsys, "--format", f"html={tmp_path / 'no' / 'r.html'}")
+    assert code == 3
+    assert "the folder does not exist" in err
+
+
 def test_the_focus_validator_catches_what_breaks_the_specification():
     good = "BilledCost,ChargeCategory,ChargePeriodStart,Tags\n1.5,Usage,2025-03-01T00:00:00Z,{}\n"
     errors = validate_focus(good)

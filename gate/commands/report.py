@@ -19,12 +19,14 @@ import os
 import sys
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 
 from gate import __version__
 from gate.commands.common import make_evaluator, quiet_mlflow, utc_now
 from gate.commands.output import FormatTarget, plan_targets, write_atomically
 from gate.commands.progress import progress_for
 from gate.commands.reconcile import requote
+from gate.errors import InputError
 from gate.evaluation.evaluate import Evaluator
 from gate.integrations import needs_mlflow, open_ledger
 from gate.integrations.spec_versions import SpecVersions
@@ -51,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     """Read the window's runs and the ledger, compute the report, write every format."""
     now = utc_now()
     targets = plan_targets(args.format or [FormatTarget("text")])
+    _check_folders(targets)  # before the read, which can take a minute
     period = (
         parse_period(args.month, args.trend) if args.month else last_full_month(now, args.trend)
     )
@@ -188,6 +191,15 @@ def _default_month(args: argparse.Namespace, period: Period) -> tuple[str, ...]:
     if args.month:
         return ()
     return (f"no --month: the last full month, {period} (UTC)",)
+
+
+def _check_folders(targets: list[FormatTarget]) -> None:
+    for target in targets:
+        if target.path is not None and not Path(target.path).absolute().parent.is_dir():
+            raise InputError(
+                f"--format {target.name}={target.path}: the folder does not exist",
+                hint="create it first, or write the file elsewhere",
+            )
 
 
 def _emit(report: MonthReport, targets: list[FormatTarget]) -> None:
