@@ -157,8 +157,8 @@ def score(found: Sequence[Scored]) -> Scores:
     calibrated = [(c.actual, c.calibrated) for c in both if c.calibrated is not None]
     declared = [(c.actual, c.declared) for c in both if c.declared is not None]
     return Scores(
-        calibrated=_accuracy(calibrated),
-        declared=_accuracy(declared),
+        calibrated=accuracy(calibrated),
+        declared=accuracy(declared),
         uncalibrated=sum(c.calibrated is None for c in found),
     )
 
@@ -190,7 +190,11 @@ Number = float | Decimal
 Pair = tuple[Number, tuple[Number, Number]]
 
 
-def _accuracy(pairs: Sequence[Pair]) -> Accuracy | None:
+def accuracy(pairs: Sequence[Pair]) -> Accuracy | None:
+    """MAPE, bias, coverage and how often the worst case held, over (actual, estimates) pairs.
+
+    Each pair is an actual and its (expected, worst) estimate; actuals of zero are left out.
+    """
     usable = [(Decimal(actual), est) for actual, est in pairs if actual > 0]
     if not usable:
         return None

@@ -1,4 +1,4 @@
-"""The commands after the runs: reconcile and calibrate."""
+"""The commands after the runs: reconcile, calibrate and report."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import argparse
 from typing import Any
 
 from gate.cli.base import EPILOG, Parser, non_negative, pr_number
+from gate.commands.output import FormatTarget
+from gate.reporters import REPORT_FORMATS
 
 
 def add_reconcile(commands: argparse._SubParsersAction[Any], parents: list[Parser]) -> None:
@@ -97,3 +99,58 @@ def add_calibrate(commands: argparse._SubParsersAction[Any], parents: list[Parse
         default="text",
         help="output format; json holds the calibration and the backtest figures (default: text)",
     )
+
+
+def report_target(value: str) -> FormatTarget:
+    """``NAME`` or ``NAME=FILE`` of the monthly report's formats."""
+    name, sep, path = value.partition("=")
+    if name not in REPORT_FORMATS:
+        choices = ", ".join(REPORT_FORMATS)
+        raise argparse.ArgumentTypeError(f"unknown format {name!r} (choose from {choices})")
+    if sep and not path:
+        raise argparse.ArgumentTypeError(f"--format {value}: the file name after '=' is empty")
+    return FormatTarget(name, path or None)
+
+
+def add_report(commands: argparse._SubParsersAction[Any], parents: list[Parser]) -> None:
+    """``report``: the month's team report for FinOps."""
+    report = commands.add_parser(
+        "report",
+        parents=parents,
+        help="the monthly team report: spend against budget, cost per qualified model, "
+        "waste, spot, approvals; text, Markdown, JSON, HTML or FOCUS",
+        description="Read every run tagged by budget-gate that started in the month (UTC) "
+        "and the approvals ledger, price each run as reconcile does, and report per team "
+        "the budget, approved, launched and actual spend, the forecast, the estimates' "
+        "accuracy, cost per qualified model by model label with its trend, waste by kind, "
+        "the costliest experiments, spot against on-demand and the approvals, with the "
+        "teams ranked. A run counts in the month it started; an approval in the month it "
+        "was recorded.",
+    )
+    report.add_argument(
+        "--month",
+        metavar="YYYY-MM[..YYYY-MM]",
+        help="the month, or an inclusive range of months (default: the last full month, UTC)",
+    )
+    report.add_argument("--team", metavar="TEAM", help="report one team only")
+    report.add_argument(
+        "--trend",
+        type=_months,
+        default=2,
+        metavar="N",
+        help="months before the period in the cost-per-qualified-model trend (default: 2)",
+    )
+    report.add_argument(
+        "--format",
+        action="append",
+        type=report_target,
+        metavar="FORMAT[=FILE]",
+        help="text, markdown, json, html or focus (FOCUS 1.2 CSV rows), to stdout or to "
+        "FILE; repeatable (default: text)",
+    )
+
+
+def _months(text: str) -> int:
+    if not text.isdigit() or int(text) > 24:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of months from 0 to 24")
+    return int(text)

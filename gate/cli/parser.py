@@ -22,6 +22,7 @@ examples:
   budget-gate verify experiments/sweep.yaml
   budget-gate ci        # in a GitHub Actions workflow: see action.yml and the README
   budget-gate reconcile experiments/sweep.yaml --format markdown
+  budget-gate report --month 2026-11 --format html=report.html --format focus=focus.csv
   budget-gate policy check && budget-gate policy test
 """
 
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     approvals.add_serve(commands, [ledger])
     afterwards.add_reconcile(commands, [places, ledger])
     afterwards.add_calibrate(commands, [policies, ledger])  # it writes the calibration
+    afterwards.add_report(commands, [policies, ledger])
     pricing.add_policy(commands)
     for command in commands.choices.values():
         command.epilog = command.epilog or EPILOG  # every command shares the exit codes

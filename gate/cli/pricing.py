@@ -188,6 +188,12 @@ def add_reference(commands: argparse._SubParsersAction[Any]) -> None:
         help="write only the Kueue AdmissionCheck's manifests, deploy/budget-gate-kueue.yaml "
         "(Deployment, ServiceAccount, RBAC, AdmissionCheck, ClusterQueue; docs/kueue.md)",
     )
+    init.add_argument(
+        "--report-workflow",
+        action="store_true",
+        help="write only .github/workflows/budget-gate-report.yml: the month's report posted "
+        "as an issue on the first of each month",
+    )
 
 
 def add_policy(commands: argparse._SubParsersAction[Any]) -> None:

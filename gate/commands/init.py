@@ -36,15 +36,19 @@ def packaged(name: str) -> str:
 
 
 KUEUE_MANIFESTS = "deploy/budget-gate-kueue.yaml"
+REPORT_WORKFLOW = ".github/workflows/budget-gate-report.yml"
 
 
-def planned_files(kueue: bool = False) -> dict[str, str]:
+def planned_files(kueue: bool = False, report_workflow: bool = False) -> dict[str, str]:
     """Every file ``init`` writes, by path relative to the repository, with its contents.
 
-    With ``kueue``, only the Kueue AdmissionCheck's manifests (docs/kueue.md).
+    With ``kueue``, only the Kueue AdmissionCheck's manifests (docs/kueue.md); with
+    ``report_workflow``, only the scheduled workflow that posts the monthly report.
     """
     if kueue:
         return {KUEUE_MANIFESTS: packaged("kueue.yaml")}
+    if report_workflow:
+        return {REPORT_WORKFLOW: packaged("report-workflow.yml")}
     files = {
         "policies/default.yaml": packaged("default-policy.yaml"),
         "experiments/sample.yaml": packaged("sample-spec.yaml"),
@@ -59,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     """Write the starting files under ``args.dir``, or none of them if any exists."""
     root = Path(args.dir)
     kueue = bool(getattr(args, "kueue", False))
-    files = planned_files(kueue)
+    files = planned_files(kueue, bool(getattr(args, "report_workflow", False)))
     existing = sorted(path for path in files if (root / path).exists())
     if existing:
         raise InputError(
@@ -77,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
             f"(its header says how), then kubectl apply --server-side -f {root / KUEUE_MANIFESTS}",
             file=sys.stderr,
         )
+    if REPORT_WORKFLOW in files:
+        print("next: set the MLFLOW_TRACKING_URI secret of the repository", file=sys.stderr)
         return 0
     print(
         f"next: edit {root / 'policies/default.yaml'}, then run "

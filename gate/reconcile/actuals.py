@@ -126,6 +126,8 @@ class RunResult:
     fingerprint: str = ""
     notes: tuple[str, ...] = ()
     guard_stop: GuardStop | None = None
+    price: Decimal = Decimal(0)
+    """The price per GPU-hour the run was charged at."""
 
     @property
     def epochs_after_plateau(self) -> int:
@@ -189,6 +191,7 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
         guard_stop=guard_stop(
             facts.tags, epochs, plan.spec.workload.max_epochs, run_cost(gpus * train, price)
         ),
+        price=price,
     )
 
 

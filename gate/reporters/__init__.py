@@ -2,17 +2,20 @@
 
 A reporter module is imported only when its format is asked for, so ``check`` starts fast
 whatever formats exist. Owns the output formats and their helpers (escaping, the chart,
-rule docstrings as Markdown). Imports :mod:`gate.evaluation` and the pure core; never the
-rule registry, the verdict or :mod:`gate.integrations`.
+rule docstrings as Markdown), and the monthly report's (``REPORT_FORMATS``). Imports
+:mod:`gate.evaluation`, :mod:`gate.report` and the pure core; never the rule registry,
+the verdict or :mod:`gate.integrations`.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 if TYPE_CHECKING:  # NOTE: the CLI parser imports this module; it must stay stdlib-only
     from gate.evaluation.report import Report
+    from gate.report.model import MonthReport
 
 
 class Reporter(Protocol):
@@ -41,3 +44,19 @@ def load_reporter(name: str) -> Reporter:
     module_name, _, class_name = REPORTERS[name].partition(":")
     reporter: type[Reporter] = getattr(importlib.import_module(module_name), class_name)
     return reporter()
+
+
+REPORT_FORMATS: dict[str, str] = {
+    "text": "gate.reporters.report_text",
+    "markdown": "gate.reporters.report_markdown",
+    "json": "gate.reporters.report_json",
+    "html": "gate.reporters.report_html",
+    "focus": "gate.reporters.focus",
+}
+"""``budget-gate report``'s formats: modules with ``render(report: MonthReport) -> str``."""
+
+
+def load_report_renderer(name: str) -> Callable[[MonthReport], str]:
+    """The ``render`` function of the monthly report's format ``name``."""
+    render: Callable[[MonthReport], str] = importlib.import_module(REPORT_FORMATS[name]).render
+    return render

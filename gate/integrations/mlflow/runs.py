@@ -62,12 +62,17 @@ class RunQuery:
     ``fingerprint`` ``None`` reads every run tagged with any spec version. ``history_tag``
     names a tag that holds each run's own history key (calibrate reads each run's monitored
     metric, which differs between specs), used where ``history_key`` is ``None``.
+    ``more_experiments`` are searched with ``experiment_id`` in one search, and ``started``
+    keeps the runs that started in ``[from, before)`` (epoch ms): the monthly report reads
+    every experiment's runs of its months at once.
     """
 
     experiment_id: str
     fingerprint: str | None
     history_key: str | None
     history_tag: str | None = None
+    more_experiments: tuple[str, ...] = ()
+    started: tuple[int, int] | None = None
     page_size: int = 1_000
     batch_size: int = 100
     workers: int = 4
@@ -169,7 +174,7 @@ class MlflowRuns:
 
     def _pages(self, query: RunQuery) -> Iterator[list[_Raw]]:
         """Pages of runs; the next page is searched while the caller works on this one."""
-        search = filter_string(query.fingerprint)
+        search = filter_string(query.fingerprint, query.started)
         page_of = self._search_rest if self._creds is not None else self._search_client
         with ThreadPoolExecutor(1, thread_name_prefix="budget-gate-search") as pager:
             ahead = pager.submit(page_of, query, search, None)
@@ -185,7 +190,7 @@ class MlflowRuns:
         self, query: RunQuery, search: str, token: str | None
     ) -> tuple[list[_Raw], str | None]:
         body: dict[str, Any] = {
-            "experiment_ids": [query.experiment_id],
+            "experiment_ids": [query.experiment_id, *query.more_experiments],
             "filter": search,
             "run_view_type": "ACTIVE_ONLY",
             "max_results": query.page_size,
@@ -201,7 +206,7 @@ class MlflowRuns:
         self, query: RunQuery, search: str, token: str | None
     ) -> tuple[list[_Raw], str | None]:
         page = self._client.search_runs(
-            [query.experiment_id],
+            [query.experiment_id, *query.more_experiments],
             search,
             run_view_type=ViewType.ACTIVE_ONLY,
             max_results=query.page_size,
@@ -271,14 +276,23 @@ def _history_key(raw: _Raw, query: RunQuery) -> str | None:
     return raw.tags.get(query.history_tag)
 
 
-def filter_string(fingerprint: str | None) -> str:
-    """Training runs of one spec version (or of any): tagged runs, ledger records excluded."""
+def filter_string(fingerprint: str | None, started: tuple[int, int] | None = None) -> str:
+    """Training runs of one spec version (or of any): tagged runs, ledger records excluded.
+
+    ``started`` keeps the runs that started from its first epoch-ms time, before its second.
+    """
     clause = (
         f"tags.{tracking.FINGERPRINT} = '{_safe(fingerprint)}'"
         if fingerprint is not None
         else f"tags.{tracking.FINGERPRINT} IS NOT NULL"
     )
-    return f"{clause} AND tags.{KIND} IS NULL"
+    window = (
+        ""
+        if started is None
+        else f" AND attributes.start_time >= {int(started[0])}"
+        f" AND attributes.start_time < {int(started[1])}"
+    )
+    return f"{clause} AND tags.{KIND} IS NULL{window}"
 
 
 def _safe(value: str) -> str:

@@ -1,0 +1,226 @@
+"""``budget-gate report``: the month's team report, from the ledger and the tagged runs.
+
+Reads, once each, what ``reconcile`` reads: every run tagged by budget-gate in every
+active MLflow experiment that started in the report's window (its months and the trend
+months before them; one paged search over REST, with the monitored metric's history in
+bulk, :mod:`gate.integrations.mlflow.runs`), and the whole ledger
+(:func:`gate.integrations.open_ledger`). Each run's spec version is found by its path and
+fingerprint (on disk or in git history, as ``calibrate --backtest`` finds it) and
+evaluated once, for its price, estimate and quality gate; the figures are computed by
+:mod:`gate.report`. Exit 0, 3 bad input, 4 MLflow failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+
+from gate import __version__
+from gate.commands.common import make_evaluator, quiet_mlflow, utc_now
+from gate.commands.output import FormatTarget, plan_targets, write_atomically
+from gate.commands.progress import progress_for
+from gate.commands.reconcile import requote
+from gate.commands.records import warn_unsigned
+from gate.errors import InputError
+from gate.evaluation.evaluate import Evaluator
+from gate.integrations import needs_mlflow, open_ledger
+from gate.integrations.git.spec_versions import SpecVersions
+from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
+from gate.ledger import tracking
+from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord
+from gate.money import to_decimal
+from gate.policy.findings import Outcome
+from gate.policy.loader import PolicySet
+from gate.reconcile.actuals import Plan, RunFacts
+from gate.reconcile.quality import monitor_for
+from gate.report.commitments import NO_TEAM, commitments
+from gate.report.compute import ReportInputs, build_report
+from gate.report.model import MonthReport
+from gate.report.period import Period, last_full_month, parse_period
+from gate.report.runs import MonthRuns, Priced
+from gate.reporters import load_report_renderer
+
+NO_SPEC = "no spec at their fingerprint (on disk or in git history)"
+INVALID = "their spec no longer evaluates"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read the window's runs and the ledger, compute the report, write every format."""
+    now = utc_now()
+    targets = plan_targets(args.format or [FormatTarget("text")])
+    _check_folders(targets)  # before the read, which can take a minute
+    period = (
+        parse_period(args.month, args.trend) if args.month else last_full_month(now, args.trend)
+    )
+    evaluator = make_evaluator(args, calibrated=False)
+    plans = SpecPlans(evaluator, now)
+    uri = resolve_tracking_uri(args.tracking_uri, os.environ)
+    quiet_mlflow()
+    month_runs = MonthRuns(plans, period)
+    for facts in _window(uri, period):
+        month_runs.add(facts)
+    trust = evaluator.policies.trust()
+    warn_unsigned(trust)
+    ledger = open_ledger(uri, trust)
+    records = ledger.query(LedgerQuery())
+    if ledger.ignored:
+        ignored = Counter(ledger.ignored.values())
+        why = "; ".join(f"{n} {reason}" for reason, n in sorted(ignored.items()))
+        print(
+            f"budget-gate: {sum(ignored.values())} ledger record(s) ignored ({why})",
+            file=sys.stderr,
+        )
+    currency = evaluator.policies.for_team(args.team).policy.currency
+    found = commitments(records, period, currency)
+    teams = {g.priced.team for g in month_runs.experiments} | set(found.approved)
+    report = build_report(
+        ReportInputs(
+            period=period,
+            now=now,
+            currency=currency,
+            where=redact(uri),
+            experiments=month_runs.experiments,
+            commitments=found,
+            budgets={team: _budget(evaluator.policies, team, currency) for team in teams},
+            unpriced=month_runs.unpriced,
+            team_filter=args.team,
+            needs_approval={r.fingerprint: plans.needs_approval(r) for r in found.approvals},
+            notes=_default_month(args, period),
+            version=__version__,
+        )
+    )
+    _emit(report, targets)
+    return 0
+
+
+def _window(uri: str, period: Period) -> Iterator[RunFacts]:
+    """Every tagged run of every active experiment that started in the window."""
+    with needs_mlflow("report"):
+        from gate.integrations.mlflow.runs import MlflowRuns, RunQuery
+
+        runs = MlflowRuns(uri)
+    ids = [eid for eid, name in runs.experiments() if name != LEDGER_EXPERIMENT]
+    if not ids:
+        return
+    window = period.window
+    started = (_ms(window[0].start), _ms(window[-1].end))
+    # NOTE: MLflow pages by offset, re-running the whole filtered search for each page;
+    # pages of 5,000 runs (not reconcile's 1,000) halve the search time of a big month.
+    query = RunQuery(
+        ids[0],
+        None,
+        None,
+        history_tag=tracking.MONITOR,
+        more_experiments=tuple(ids[1:]),
+        started=started,
+        page_size=5_000,
+    )
+    bar = progress_for(sys.stderr)
+    try:
+        yield from runs.facts(query, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _ms(moment: dt.datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+class SpecPlans:
+    """The plan of each run's spec version, found by path and fingerprint, evaluated once."""
+
+    def __init__(self, evaluator: Evaluator, now: dt.datetime) -> None:
+        # No fix search, no calibration: the spec priced from its own figures, as declared.
+        self.evaluator = dataclasses.replace(evaluator, fix_seconds=0, calibration=None)
+        self.now = now
+        self.versions = SpecVersions()
+        self._found: dict[tuple[str, str], Priced | str] = {}
+
+    def __call__(self, facts: RunFacts) -> Priced | str:
+        """The plan of the run's spec version, or why there is none."""
+        tags = facts.tags
+        return self.find(tags.get(tracking.SPEC, ""), tags.get(tracking.FINGERPRINT, ""))
+
+    def find(self, path: str, fingerprint: str) -> Priced | str:
+        """The plan of the spec at ``path`` with ``fingerprint``, or why there is none."""
+        key = (path, fingerprint)
+        if key not in self._found:
+            self._found[key] = self._evaluate(path, fingerprint)
+        return self._found[key]
+
+    def needs_approval(self, approval: LedgerRecord) -> bool | None:
+        """Whether the approved spec version is over the policy's triggers (``None``: unknown)."""
+        priced = self.find(approval.spec, approval.fingerprint)
+        return None if isinstance(priced, str) else priced.needs_approval
+
+    def _evaluate(self, path: str, fingerprint: str) -> Priced | str:
+        version = self.versions.find(path, fingerprint)
+        if version is None:
+            return NO_SPEC
+        evaluation = self.evaluator.evaluate_spec(version.path, version.content)
+        spec, policy, result = evaluation.spec, evaluation.policy, evaluation.result
+        if result.outcome is Outcome.INVALID or not spec or not policy or not result.estimate:
+            return INVALID
+        plan = Plan(
+            spec=spec,
+            fingerprint=fingerprint,
+            quote=result.estimate.quote,
+            estimate=result.estimate,
+            monitor=monitor_for(spec, returns=policy.returns),
+            now=self.now,
+            tolerance=to_decimal(policy.limits.reconcile_tolerance),
+            requote=requote(spec, policy),
+        )
+        return Priced(
+            plan=plan,
+            team=spec.metadata.team or NO_TEAM,
+            model=spec.metadata.labels.get(tracking.MODEL_LABEL, ""),
+            spec=path,
+            experiment=spec.metadata.name,
+            needs_approval=result.outcome is Outcome.APPROVAL_REQUIRED,
+            provider=spec.resources.cloud or policy.prices.cloud or "",
+        )
+
+
+def _budget(policies: PolicySet, team: str, currency: str) -> Decimal | None:
+    """The team's monthly budget, where its policy sets one per team in the report's currency."""
+    policy = policies.for_team(None if team == NO_TEAM else team).policy
+    limits = policy.limits
+    if limits.monthly_budget is None or limits.budget_scope != "team":
+        return None
+    return limits.monthly_budget if policy.currency == currency else None
+
+
+def _default_month(args: argparse.Namespace, period: Period) -> tuple[str, ...]:
+    if args.month:
+        return ()
+    return (f"no --month: the last full month, {period} (UTC)",)
+
+
+def _check_folders(targets: list[FormatTarget]) -> None:
+    for target in targets:
+        if target.path is not None and not Path(target.path).absolute().parent.is_dir():
+            raise InputError(
+                f"--format {target.name}={target.path}: the folder does not exist",
+                hint="create it first, or write the file elsewhere",
+            )
+
+
+def _emit(report: MonthReport, targets: list[FormatTarget]) -> None:
+    """Render every format first, then write the files, then stdout."""
+    rendered = [(t, load_report_renderer(t.name)(report)) for t in targets]
+    for target, text in rendered:
+        if target.path is not None:
+            write_atomically(target.path, text)
+            print(f"wrote {target.path}", file=sys.stderr)
+    for target, text in rendered:
+        if target.path is None:
+            sys.stdout.write(text)

@@ -1,0 +1,314 @@
+"""The month's team report from priced runs and the ledger's commitments (pure).
+
+Every figure is a sum of reconcile's own (:class:`gate.reconcile.reconciler.Reconciliation`
+per spec version and month): cost, GPU-hours, qualified models, waste by kind, guard
+stops. On top of them:
+
+- *cost per qualified model* of a team or a model label is all its spend (failed and
+  unqualified runs included) ÷ its qualified models, as for one experiment;
+- each team's forecast and the variance of its estimates (:mod:`gate.report.teams`);
+- *spot net saving* (DOMAIN.md §2): the finished spot runs' GPU-hours at the on-demand
+  price, less what they cost on spot, less the cost of spot runs that were preempted
+  (killed, not by the guard) — the recompute; extra operations are not measured;
+- rankings: teams by cost per qualified model and by waste share (failed and post-plateau
+  waste ÷ actual; idle time is an upper bound that overlaps the plateau, so it is shown,
+  not ranked).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from gate.estimate.scenarios import SpotComparison
+from gate.reconcile.actuals import RunStatus
+from gate.reconcile.waste import WasteKind
+from gate.report.commitments import Commitments, team_of
+from gate.report.model import (
+    ApprovalRow,
+    ExperimentRow,
+    GuardSummary,
+    ModelRow,
+    MonthFigure,
+    MonthReport,
+    Ranking,
+    SpotRow,
+    TeamRow,
+    WasteRow,
+    WasteSplit,
+)
+from gate.report.period import Month, Period
+from gate.report.runs import ExperimentMonth, RunLine, Unpriced
+from gate.report.teams import team_rows, waste_split
+from gate.spec.experiment import Capacity
+from gate.words import counted
+
+COSTLIEST = 10
+NO_MODEL = "(no model label)"
+
+
+@dataclass(frozen=True, slots=True)
+class ReportInputs:
+    """What the report is computed from; the command reads them, once."""
+
+    period: Period
+    now: dt.datetime
+    currency: str
+    where: str
+    experiments: Sequence[ExperimentMonth]
+    commitments: Commitments
+    budgets: Mapping[str, Decimal | None]
+    """Each team's monthly budget (``None``: the policy sets none, or not per team)."""
+    unpriced: Sequence[Unpriced] = ()
+    team_filter: str | None = None
+    needs_approval: Mapping[str, bool | None] | None = None
+    """Per approved fingerprint, whether the policy's triggers ask for an approval."""
+    notes: Sequence[str] = ()
+    version: str = ""
+
+
+def build_report(given: ReportInputs) -> MonthReport:
+    """The report of ``given.period``."""
+    period = given.period
+    window = [e for e in given.experiments if _wanted(given, e.priced.team)]
+    kept = [e for e in window if e.priced.currency == given.currency]
+    current = [e for e in kept if e.month in period.months]
+    teams = team_rows(
+        current,
+        given.commitments,
+        given.budgets,
+        period,
+        given.now,
+        lambda team: _wanted(given, team),
+    )
+    lines = sorted(
+        (line for e in current for line in e.lines),
+        key=lambda line: (line.result.start or given.now, line.result.run_id),
+    )
+    return MonthReport(
+        period=period,
+        generated_at=given.now,
+        currency=given.currency,
+        where=given.where,
+        teams=teams,
+        models=_model_rows(kept, period),
+        waste=_waste_rows(current),
+        guard=_guard(current),
+        costliest=tuple(_experiments(current)[:COSTLIEST]),
+        spot=_spot(lines),
+        approvals=_approvals(given, kept),
+        rankings=_rankings(teams),
+        lines=tuple(lines),
+        unpriced=tuple(u for u in given.unpriced if _unpriced_wanted(given, u)),
+        notes=tuple(_notes(given, window, current)),
+        version=given.version,
+        team_filter=given.team_filter,
+    )
+
+
+def _wanted(given: ReportInputs, team: str) -> bool:
+    return given.team_filter is None or team == given.team_filter
+
+
+def _unpriced_wanted(given: ReportInputs, unpriced: Unpriced) -> bool:
+    return given.team_filter is None or given.team_filter in unpriced.teams
+
+
+def _model_rows(kept: list[ExperimentMonth], period: Period) -> tuple[ModelRow, ...]:
+    groups: dict[tuple[str, str], list[ExperimentMonth]] = defaultdict(list)
+    for group in kept:
+        groups[(group.priced.team, group.priced.model or NO_MODEL)].append(group)
+    rows = []
+    for (team, model), members in sorted(groups.items()):
+        now = [g for g in members if g.month in period.months]
+        rows.append(
+            ModelRow(
+                team=team,
+                model=model,
+                gpu_hours=sum((g.result.gpu_hours for g in now), Decimal(0)),
+                actual=sum((g.result.cost for g in now), Decimal(0)),
+                qualified=sum(g.result.qualified for g in now),
+                trend=tuple(_month_figure(month, members) for month in period.window),
+            )
+        )
+    return tuple(row for row in rows if row.actual or any(f.cost for f in row.trend))
+
+
+def _month_figure(month: Month, members: list[ExperimentMonth]) -> MonthFigure:
+    those = [g.result for g in members if g.month == month]
+    return MonthFigure(
+        month,
+        sum((r.cost for r in those), Decimal(0)),
+        sum((r.gpu_hours for r in those), Decimal(0)),
+        sum(r.qualified for r in those),
+    )
+
+
+def _waste_rows(current: list[ExperimentMonth]) -> tuple[WasteRow, ...]:
+    rows = []
+    for kind in WasteKind:
+        found = [w for g in current for w in g.result.waste if w.kind is kind]
+        title = found[0].title if found else kind.value
+        rows.append(
+            WasteRow(
+                kind,
+                title,
+                sum((w.cost for w in found), Decimal(0)),
+                sum((w.gpu_hours for w in found), Decimal(0)),
+                sum(w.runs for w in found),
+                upper_bound=kind is WasteKind.IDLE,
+            )
+        )
+    return tuple(rows)
+
+
+def _guard(current: list[ExperimentMonth]) -> GuardSummary:
+    stopped = [r for g in current for r in g.result.guard_stops]
+    return GuardSummary(
+        len(stopped),
+        sum((r.cost for r in stopped), Decimal(0)),
+        sum((g.result.guard_saved for g in current), Decimal(0)),
+    )
+
+
+def _experiments(current: list[ExperimentMonth]) -> list[ExperimentRow]:
+    merged: dict[tuple[str, str], list[ExperimentMonth]] = defaultdict(list)
+    for group in current:
+        merged[(group.priced.spec, group.fingerprint)].append(group)
+    rows = []
+    for (spec, fingerprint), groups in merged.items():
+        priced = groups[0].priced
+        rows.append(
+            ExperimentRow(
+                experiment=priced.experiment,
+                team=priced.team,
+                model=priced.model or NO_MODEL,
+                spec=spec,
+                fingerprint=fingerprint,
+                runs=sum(len(g.result.runs) for g in groups),
+                cost=sum((g.result.cost for g in groups), Decimal(0)),
+                qualified=sum(g.result.qualified for g in groups),
+                waste=sum((waste_split(g.result) for g in groups), WasteSplit()),
+                guard_saved=sum((g.result.guard_saved for g in groups), Decimal(0)),
+            )
+        )
+    return sorted(rows, key=lambda r: (-r.cost, r.experiment, r.spec, r.fingerprint))
+
+
+def _spot(lines: list[RunLine]) -> SpotRow:
+    on_demand = spot = recompute = hours = Decimal(0)
+    runs = preempted = unpriced = 0
+    for line in lines:
+        if line.capacity != Capacity.SPOT.value:
+            continue
+        result = line.result
+        requote = line.priced.plan.requote
+        price = requote(line.accelerator, Capacity.ON_DEMAND) if requote is not None else None
+        if price is None:
+            unpriced += 1
+            continue
+        runs += 1
+        hours += result.gpu_hours
+        if result.status is RunStatus.KILLED and result.guard_stop is None:
+            preempted += 1
+            recompute += result.cost
+        else:
+            spot += result.cost
+            on_demand += result.gpu_hours * price.per_gpu_hour
+    return SpotRow(
+        runs, preempted, hours, SpotComparison(on_demand, spot, recompute, Decimal(0)), unpriced
+    )
+
+
+def _approvals(given: ReportInputs, kept: list[ExperimentMonth]) -> tuple[ApprovalRow, ...]:
+    """Each approval of the period, and what its version's runs cost from then on."""
+    by_fingerprint: dict[str, list[RunLine]] = defaultdict(list)
+    for group in kept:
+        by_fingerprint[group.fingerprint].extend(group.lines)
+    needs = given.needs_approval or {}
+    rows = []
+    for record in given.commitments.approvals:
+        if not _wanted(given, team_of(record)):
+            continue
+        paid = [
+            line.result
+            for line in by_fingerprint.get(record.fingerprint, [])
+            if line.result.start is not None and line.result.start >= record.recorded_at
+        ]
+        rows.append(
+            ApprovalRow(
+                team=team_of(record),
+                experiment=record.experiment,
+                spec=record.spec,
+                fingerprint=record.fingerprint,
+                by=record.by or "",
+                source=record.source.value,
+                recorded_at=record.recorded_at,
+                approved=record.worst_cost or Decimal(0),
+                expected=record.expected_cost,
+                actual=sum((r.cost for r in paid), Decimal(0)),
+                runs=len(paid),
+                over_triggers=needs.get(record.fingerprint),
+            )
+        )
+    return tuple(sorted(rows, key=lambda r: (r.team, r.recorded_at, r.spec)))
+
+
+def _rankings(teams: tuple[TeamRow, ...]) -> tuple[Ranking, ...]:
+    def ranked(by: str, figure: dict[str, Decimal | None]) -> Ranking:
+        order = sorted(figure, key=lambda t: (figure[t] is None, figure[t] or 0, t))
+        return Ranking(by, tuple((team, figure[team]) for team in order))
+
+    spenders = [t for t in teams if t.actual]
+    return (
+        ranked("cost per qualified model", {t.team: t.cost_per_qualified for t in spenders}),
+        ranked("waste share", {t.team: t.waste_share for t in spenders}),
+    )
+
+
+def _notes(
+    given: ReportInputs,
+    window: list[ExperimentMonth],
+    current: list[ExperimentMonth],
+) -> list[str]:
+    notes = list(given.notes)
+    notes.extend(
+        f"{counted(unpriced.runs, 'run')} not priced: {unpriced.reason} "
+        f"(teams {', '.join(unpriced.teams)})"
+        for unpriced in given.unpriced
+        if _unpriced_wanted(given, unpriced)
+    )
+    other = {g.priced.currency for g in window} - {given.currency}
+    if other:
+        left = sum(len(g.result.runs) for g in window if g.priced.currency != given.currency)
+        notes.append(
+            f"{counted(left, 'run')} priced in {', '.join(sorted(other))}, not "
+            f"{given.currency}: left out of every figure"
+        )
+    found = given.commitments
+    if found.other_currency:
+        notes.append(
+            f"{counted(found.other_currency, 'ledger record')} of the period in another "
+            f"currency than {given.currency}: not added up"
+        )
+    if not found.launches_recorded:
+        notes.append(
+            "the ledger holds no launch records (budget-gate records them from the signed "
+            "ledger on): launched is not shown"
+        )
+    for kind, count in sorted(found.unknown_kinds.items()):
+        notes.append(
+            f"{counted(count, 'ledger record')} of a kind the report does not know: {kind}"
+        )
+    running = sum(g.result.running for g in current)
+    if running:
+        notes.append(
+            f"{counted(running, 'run')} still running: charged up to {given.now:%Y-%m-%d %H:%M} "
+            "UTC, so the figures are provisional"
+        )
+    if any(given.now < month.end for month in given.period.months):
+        notes.append("the period is not over: forecast is each month's actual at the pace so far")
+    return notes

@@ -1,0 +1,174 @@
+"""The window's runs, priced and judged per spec version and month, as reconcile does (pure).
+
+Each run is priced by the plan of its spec version (:func:`gate.reconcile.actuals.price_run`
+through a :class:`gate.reconcile.reconciler.Reconciler`), so cost, qualified models,
+waste and guard stops are reconcile's own figures. A run counts, whole, in the month it
+*started* (UTC): a run is not split at a month's end, so an experiment's cost per
+qualified model stays whole, and a run still running is charged up to the report's clock.
+Runs are grouped by (month, spec path, fingerprint); the plan is looked up once per spec
+version, by the command, and a version without one (no spec found at its fingerprint, a
+spec that no longer evaluates) is counted with the reason, never priced in silence.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from gate.ledger import tracking
+from gate.reconcile.actuals import MS_PER_HOUR, Plan, RunFacts, RunResult
+from gate.reconcile.reconciler import Reconciler, Reconciliation
+from gate.report.commitments import NO_TEAM
+from gate.report.period import Month, Period
+
+
+@dataclass(frozen=True, slots=True)
+class Priced:
+    """A spec version's plan, and whose it is: team, model label, spec, experiment.
+
+    ``needs_approval`` says whether the policy's triggers ask for an approval of it
+    (``None`` where that is not known); ``provider`` is whose prices it was charged at.
+    """
+
+    plan: Plan
+    team: str
+    model: str
+    spec: str
+    experiment: str
+    needs_approval: bool | None = None
+    provider: str = ""
+
+    @property
+    def currency(self) -> str:
+        """The currency of the plan's price."""
+        return self.plan.quote.currency
+
+
+PlanFor = Callable[[RunFacts], "Priced | str"]
+"""The plan of a run's spec version, or why there is none."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunLine:
+    """One priced run, with what the FOCUS rows and the spot comparison need of its tags."""
+
+    result: RunResult
+    month: Month
+    priced: Priced
+    accelerator: str
+    capacity: str
+
+
+@dataclass
+class ExperimentMonth:
+    """One spec version's runs that started in one month, and their reconciliation."""
+
+    month: Month
+    priced: Priced
+    fingerprint: str
+    reconciler: Reconciler
+    lines: list[RunLine] = field(default_factory=list)
+    _result: Reconciliation | None = None
+
+    @property
+    def result(self) -> Reconciliation:
+        """Reconcile's totals over the runs (computed once, after the last run)."""
+        if self._result is None:
+            self._result = self.reconciler.result()
+        return self._result
+
+
+@dataclass(frozen=True, slots=True)
+class Unpriced:
+    """Runs left unpriced for one reason, with their GPU-hours as held."""
+
+    reason: str
+    runs: int
+    gpu_hours: Decimal
+    teams: tuple[str, ...]
+
+
+class MonthRuns:
+    """Adds the window's runs one at a time (streaming), grouped by month and spec version."""
+
+    def __init__(self, plan_for: PlanFor, period: Period) -> None:
+        self.period = period
+        self._window = frozenset(period.window)
+        self._plan_for = plan_for
+        self._plans: dict[tuple[str, str], Priced | str] = {}
+        self._groups: dict[tuple[Month, str, str], ExperimentMonth] = {}
+        self._unpriced: Counter[str] = Counter()
+        self._unpriced_hours: dict[str, Decimal] = {}
+        self._unpriced_teams: dict[str, set[str]] = {}
+        self.outside = 0
+
+    def add(self, facts: RunFacts) -> None:
+        """Price one run under its spec version's plan, or count why it cannot be."""
+        if facts.start_ms is None:
+            self.outside += 1
+            return
+        month = Month.of(_moment(facts.start_ms))
+        if month not in self._window:
+            self.outside += 1
+            return
+        fingerprint = facts.tags.get(tracking.FINGERPRINT, "")
+        version = (facts.tags.get(tracking.SPEC, ""), fingerprint)
+        priced = self._plans.get(version)
+        if priced is None:
+            priced = self._plans[version] = self._plan_for(facts)
+        if isinstance(priced, str):
+            self._count_unpriced(priced, facts)
+            return
+        key = (month, *version)
+        group = self._groups.get(key)
+        if group is None:
+            group = ExperimentMonth(month, priced, fingerprint, Reconciler(priced.plan))
+            self._groups[key] = group
+        result = group.reconciler.add(facts)
+        group.lines.append(
+            RunLine(
+                result,
+                month,
+                priced,
+                facts.tags.get(tracking.ACCELERATOR, priced.plan.quote.accelerator),
+                facts.tags.get(tracking.CAPACITY, priced.plan.quote.capacity.value),
+            )
+        )
+
+    def _count_unpriced(self, reason: str, facts: RunFacts) -> None:
+        self._unpriced[reason] += 1
+        gpus = facts.tags.get(tracking.GPUS, "")
+        held = (
+            Decimal(facts.end_ms - facts.start_ms) / MS_PER_HOUR
+            if facts.end_ms is not None and facts.start_ms is not None
+            else Decimal(0)
+        )
+        hours = held * (int(gpus) if gpus.isdigit() else 0)
+        self._unpriced_hours[reason] = self._unpriced_hours.get(reason, Decimal(0)) + hours
+        team = facts.tags.get(tracking.TEAM) or NO_TEAM
+        self._unpriced_teams.setdefault(reason, set()).add(team)
+
+    @property
+    def experiments(self) -> list[ExperimentMonth]:
+        """Every (month, spec version) group, in month then spec order."""
+        return [self._groups[key] for key in sorted(self._groups)]
+
+    @property
+    def unpriced(self) -> list[Unpriced]:
+        """The runs left unpriced, by reason."""
+        return [
+            Unpriced(
+                reason,
+                runs,
+                self._unpriced_hours[reason],
+                tuple(sorted(self._unpriced_teams[reason])),
+            )
+            for reason, runs in sorted(self._unpriced.items())
+        ]
+
+
+def _moment(ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)

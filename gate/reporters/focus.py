@@ -1,0 +1,166 @@
+"""The period's runs as FOCUS 1.2 rows (CSV): one usage charge per run, for FinOps tools.
+
+The FinOps Open Cost and Usage Specification (FOCUS) is what Vantage, Datadog, Cloudability
+and the clouds' own exports speak. Each priced run of the period is one ``Usage`` row:
+
+- the costs (``BilledCost``, ``EffectiveCost``, ``ListCost``, ``ContractedCost``) are the
+  run's cost as reconcile priced it: GPU-hours × the policy's price per GPU-hour, with no
+  discount, so they are equal (``x_CostSource`` says they are derived, not billed);
+- ``ConsumedQuantity`` and ``PricingQuantity`` are its GPU-hours (``GPU-Hours``), and
+  ``ListUnitPrice`` and ``ContractedUnitPrice`` the price: their product is the cost;
+- ``ChargePeriodStart``/``End`` are the run's start and end (a run still running: the
+  report's clock), ``BillingPeriodStart``/``End`` the month it started in;
+- ``ResourceId`` is the MLflow run id, ``Tags`` hold team, model, spec, fingerprint and
+  experiment, ``BillingAccountId`` the team and ``SubAccountId`` the experiment;
+- ``PricingCategory`` is ``Dynamic`` for spot, ``Standard`` otherwise;
+- ``ProviderName`` and ``PublisherName`` are the cloud the policy prices at (its
+  ``prices.cloud``, or the spec's ``resources.cloud``), else ``budget-gate``, which is
+  always the ``InvoiceIssuerName``: nobody invoiced these amounts.
+
+Columns prefixed ``x_`` are budget-gate's own (FOCUS allows custom columns so prefixed).
+Amounts are exact decimals, so ``EffectiveCost`` sums to the report's actual total.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+from decimal import Decimal
+
+from gate.report.model import MonthReport
+from gate.report.runs import RunLine
+from gate.spec.experiment import Capacity
+
+VERSION = "1.2"
+COLUMNS = (
+    "BilledCost",
+    "EffectiveCost",
+    "ListCost",
+    "ContractedCost",
+    "BillingCurrency",
+    "BillingAccountId",
+    "BillingAccountName",
+    "SubAccountId",
+    "SubAccountName",
+    "BillingPeriodStart",
+    "BillingPeriodEnd",
+    "ChargePeriodStart",
+    "ChargePeriodEnd",
+    "ChargeCategory",
+    "ChargeClass",
+    "ChargeDescription",
+    "ChargeFrequency",
+    "ConsumedQuantity",
+    "ConsumedUnit",
+    "PricingQuantity",
+    "PricingUnit",
+    "PricingCategory",
+    "ListUnitPrice",
+    "ContractedUnitPrice",
+    "InvoiceIssuerName",
+    "ProviderName",
+    "PublisherName",
+    "ServiceCategory",
+    "ServiceSubcategory",
+    "ServiceName",
+    "ResourceId",
+    "ResourceName",
+    "ResourceType",
+    "SkuId",
+    "Tags",
+    "x_CostSource",
+    "x_PriceBasis",
+    "x_Accelerator",
+    "x_Capacity",
+    "x_RunStatus",
+    "x_Qualified",
+    "x_FocusVersion",
+)
+UNIT = "GPU-Hours"
+COST_SOURCE = "derived: GPU-hours held × price per GPU-hour (budget-gate), not a billed amount"
+
+
+def render(report: MonthReport) -> str:
+    """A CSV header and one row per priced run of the period."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for line in report.lines:
+        writer.writerow(_row(line, report))
+    return out.getvalue()
+
+
+def _row(line: RunLine, report: MonthReport) -> list[str]:
+    run, priced = line.result, line.priced
+    cost = _number(run.cost)
+    price = _number(run.price)
+    quantity = _number(run.gpu_hours)
+    start = run.start or report.generated_at
+    end = run.end or max(report.generated_at, start)
+    tags = {
+        "team": priced.team,
+        "model": priced.model,
+        "spec": priced.spec,
+        "fingerprint": priced.plan.fingerprint,
+        "experiment": priced.experiment,
+        "trial": run.trial,
+    }
+    provider = priced.provider or "budget-gate"  # the cloud whose prices it was charged at
+    values = {
+        "BilledCost": cost,
+        "EffectiveCost": cost,
+        "ListCost": cost,
+        "ContractedCost": cost,
+        "BillingCurrency": priced.currency,
+        "BillingAccountId": priced.team,
+        "BillingAccountName": priced.team,
+        "SubAccountId": priced.experiment,
+        "SubAccountName": priced.experiment,
+        "BillingPeriodStart": _time(line.month.start),
+        "BillingPeriodEnd": _time(line.month.end),
+        "ChargePeriodStart": _time(start),
+        "ChargePeriodEnd": _time(end),
+        "ChargeCategory": "Usage",
+        "ChargeClass": "",
+        "ChargeDescription": f"GPU time of MLflow run {run.run_id} ({line.accelerator} "
+        f"{line.capacity})",
+        "ChargeFrequency": "Usage-Based",
+        "ConsumedQuantity": quantity,
+        "ConsumedUnit": UNIT,
+        "PricingQuantity": quantity,
+        "PricingUnit": UNIT,
+        "PricingCategory": "Dynamic" if line.capacity == Capacity.SPOT.value else "Standard",
+        "ListUnitPrice": price,
+        "ContractedUnitPrice": price,
+        "InvoiceIssuerName": "budget-gate",
+        "ProviderName": provider,
+        "PublisherName": provider,
+        "ServiceCategory": "AI and Machine Learning",
+        "ServiceSubcategory": "Machine Learning",
+        "ServiceName": "ML training runs (MLflow)",
+        "ResourceId": run.run_id,
+        "ResourceName": run.name or run.run_id,
+        "ResourceType": "MLflow run",
+        "SkuId": f"{line.accelerator}/{line.capacity}",
+        "Tags": json.dumps(tags, sort_keys=True, ensure_ascii=False),
+        "x_CostSource": COST_SOURCE,
+        "x_PriceBasis": priced.plan.quote.basis,
+        "x_Accelerator": line.accelerator,
+        "x_Capacity": line.capacity,
+        "x_RunStatus": run.status.value,
+        "x_Qualified": "true" if run.qualified else "false",
+        "x_FocusVersion": VERSION,
+    }
+    return [values[column] for column in COLUMNS]
+
+
+def _number(amount: Decimal) -> str:
+    """A plain decimal, never in exponent notation (FOCUS' numeric format allows no sign +)."""
+    return f"{amount:f}"
+
+
+def _time(moment: dt.datetime) -> str:
+    """``YYYY-MM-DDTHH:mm:ssZ`` in UTC, as FOCUS' date/time format requires."""
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

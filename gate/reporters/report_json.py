@@ -1,0 +1,209 @@
+"""The monthly report as JSON: a ``schema_version``, stable order, exact decimal strings.
+
+Amounts are the exact decimals the report computed (round them where you show them);
+lists keep the report's order (teams and models by name, experiments by cost, rankings by
+rank). Runs are not listed: ``--format focus=FILE`` writes one row per run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from decimal import Decimal
+from typing import Any
+
+from gate.calibrate.backtest import Accuracy
+from gate.report.model import MonthReport, TeamRow, WasteSplit
+
+SCHEMA_VERSION = "1"
+
+
+def render(report: MonthReport) -> str:
+    """The report as indented JSON with a trailing newline."""
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "monthly-report",
+        "tool": {"name": "budget-gate", "version": report.version},
+        "period": {
+            "months": [str(m) for m in report.period.months],
+            "trend_months": [str(m) for m in report.period.window],
+            "start": report.period.start.isoformat(),
+            "end": report.period.end.isoformat(),
+        },
+        "generated_at": report.generated_at.isoformat(),
+        "team": report.team_filter,
+        "currency": report.currency,
+        "tracking_uri": report.where,
+        "totals": {
+            "actual": str(report.actual),
+            "gpu_hours": str(report.gpu_hours),
+            "runs": len(report.lines),
+            "qualified": report.qualified,
+        },
+        "teams": [_team(t) for t in report.teams],
+        "models": _models(report),
+        "waste": _waste_rows(report),
+        "guard": {
+            "runs": report.guard.runs,
+            "cost": str(report.guard.cost),
+            "saved": str(report.guard.saved),
+        },
+        "costliest_experiments": _costliest(report),
+        "spot": _spot(report),
+        "approvals": _approvals(report),
+        "rankings": _rankings(report),
+        "unpriced": _unpriced(report),
+        "notes": list(report.notes),
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _models(report: MonthReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "team": m.team,
+            "model": m.model,
+            "gpu_hours": str(m.gpu_hours),
+            "actual": str(m.actual),
+            "qualified": m.qualified,
+            "cost_per_qualified": _dec(m.cost_per_qualified),
+            "trend": [
+                {
+                    "month": str(f.month),
+                    "cost": str(f.cost),
+                    "gpu_hours": str(f.gpu_hours),
+                    "qualified": f.qualified,
+                    "cost_per_qualified": _dec(f.cost_per_qualified),
+                }
+                for f in m.trend
+            ],
+        }
+        for m in report.models
+    ]
+
+
+def _waste_rows(report: MonthReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "kind": w.kind.value,
+            "title": w.title,
+            "cost": str(w.cost),
+            "gpu_hours": str(w.gpu_hours),
+            "runs": w.runs,
+            "upper_bound": w.upper_bound,
+        }
+        for w in report.waste
+    ]
+
+
+def _costliest(report: MonthReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "experiment": e.experiment,
+            "team": e.team,
+            "model": e.model,
+            "spec": e.spec,
+            "fingerprint": e.fingerprint,
+            "runs": e.runs,
+            "cost": str(e.cost),
+            "qualified": e.qualified,
+            "cost_per_qualified": _dec(e.cost_per_qualified),
+            "waste": _waste(e.waste),
+            "guard_saved": str(e.guard_saved),
+        }
+        for e in report.costliest
+    ]
+
+
+def _spot(report: MonthReport) -> dict[str, Any]:
+    spot = report.spot
+    return {
+        "runs": spot.runs,
+        "preempted": spot.preempted,
+        "gpu_hours": str(spot.gpu_hours),
+        "on_demand_cost": str(spot.comparison.on_demand_cost),
+        "spot_cost": str(spot.comparison.spot_cost),
+        "recompute_cost": str(spot.comparison.recompute_cost),
+        "extra_ops_cost": str(spot.comparison.extra_ops_cost),
+        "net_saving": str(spot.comparison.net_saving),
+        "without_on_demand_price": spot.unpriced,
+    }
+
+
+def _approvals(report: MonthReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "recorded_at": a.recorded_at.isoformat(),
+            "team": a.team,
+            "experiment": a.experiment,
+            "spec": a.spec,
+            "fingerprint": a.fingerprint,
+            "by": a.by,
+            "source": a.source,
+            "over_triggers": a.over_triggers,
+            "approved": str(a.approved),
+            "expected": _dec(a.expected),
+            "actual": str(a.actual),
+            "runs": a.runs,
+        }
+        for a in report.approvals
+    ]
+
+
+def _rankings(report: MonthReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "by": ranking.by,
+            "teams": [{"team": team, "value": _dec(value)} for team, value in ranking.teams],
+        }
+        for ranking in report.rankings
+    ]
+
+
+def _unpriced(report: MonthReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "reason": u.reason,
+            "runs": u.runs,
+            "gpu_hours": str(u.gpu_hours),
+            "teams": list(u.teams),
+        }
+        for u in report.unpriced
+    ]
+
+
+def _team(team: TeamRow) -> dict[str, Any]:
+    return {
+        "team": team.team,
+        "budget": _dec(team.budget),
+        "approved": str(team.approved),
+        "launched": _dec(team.launched),
+        "actual": str(team.actual),
+        "forecast": str(team.forecast),
+        "gpu_hours": str(team.gpu_hours),
+        "runs": team.runs,
+        "experiments": team.experiments,
+        "qualified": team.qualified,
+        "cost_per_qualified": _dec(team.cost_per_qualified),
+        "waste": _waste(team.waste),
+        "waste_share": _dec(team.waste_share),
+        "guard_saved": str(team.guard_saved),
+        "estimates": {"cases": team.cases, "accuracy": _accuracy(team.accuracy)},
+    }
+
+
+def _waste(waste: WasteSplit) -> dict[str, str]:
+    return {
+        "failed": str(waste.failed),
+        "plateau": str(waste.plateau),
+        "idle_upper_bound": str(waste.idle),
+        "total": str(waste.total),
+    }
+
+
+def _accuracy(found: Accuracy | None) -> dict[str, Any] | None:
+    return None if found is None else dataclasses.asdict(found)
+
+
+def _dec(value: Decimal | None) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,53 @@
+"""The scheduled workflow that posts the monthly report: written by init, shown in the docs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from gate.cli import main
+from gate.commands.init import REPORT_WORKFLOW, planned_files
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_init_report_workflow_writes_only_it_and_it_validates(tmp_path, capsys):
+    assert main(["init", "--dir", str(tmp_path), "--report-workflow"]) == 0
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert written == [REPORT_WORKFLOW]
+    path = tmp_path / REPORT_WORKFLOW
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "check_jsonschema",
+            "--builtin-schema",
+            "vendor.github-workflows",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    workflow = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert workflow[True]["schedule"] == [{"cron": "0 6 1 * *"}]  # YAML 1.1 reads on: as True
+    steps = workflow["jobs"]["report"]["steps"]
+    runs = "\n".join(step.get("run", "") for step in steps)
+    assert "budget-gate report --format markdown=report.md" in runs
+    assert "gh issue create" in runs and "--body-file report.md" in runs
+    assert workflow["jobs"]["report"]["permissions"] == {"contents": "read", "issues": "write"}
+    assert main(["init", "--dir", str(tmp_path), "--report-workflow"]) == 3  # never overwrites
+
+
+def test_plain_init_does_not_write_it():
+    assert REPORT_WORKFLOW not in planned_files()
+
+
+def test_the_docs_workflow_is_the_one_init_writes():
+    page = (ROOT / "docs" / "report.md").read_text(encoding="utf-8")
+    snippet = page.split("<!-- report-workflow:start -->\n```yaml\n", 1)[1].split("```\n", 1)[0]
+    assert snippet == planned_files(report_workflow=True)[REPORT_WORKFLOW]
