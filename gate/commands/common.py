@@ -177,12 +177,15 @@ def evaluate_against(
 def as_of(args: argparse.Namespace) -> tuple[dt.date, dt.datetime]:
     """The day (waivers) and moment (approvals, budget month) to judge at: --as-of or now.
 
-    A bare date means midnight UTC; a time without a zone is UTC. Commands that write to
-    the ledger have no --as-of: records always carry the real time.
+    A bare date means midnight UTC; a time without a zone is UTC. Without --as-of the day
+    is today's date in UTC, never the machine's local date, so a waiver expires at the same
+    moment for every command on every machine. Commands that write to the ledger have no
+    --as-of: records always carry the real time.
     """
     value: str | None = getattr(args, "as_of", None)
     if value is None:
-        return dt.date.today(), utc_now()
+        now = utc_now()
+        return now.date(), now
     try:
         moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
         if moment.tzinfo is None:
