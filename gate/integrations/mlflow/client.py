@@ -25,6 +25,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from gate.errors import BackendError
+from gate.integrations.mlflow.patience import bounded_client
 from gate.integrations.mlflow.search import (
     RunRow,
     deleted_experiment,
@@ -59,7 +60,7 @@ class MlflowLedger:
         self.tracking_uri = tracking_uri
         self.where = redact(tracking_uri)
         with self._failing("opening the tracking store"):
-            self._client = MlflowClient(tracking_uri)
+            self._client = bounded_client(MlflowClient(tracking_uri), tracking_uri)
         self._experiment_id: str | None = None
 
     def append(self, record: LedgerRecord) -> str:
