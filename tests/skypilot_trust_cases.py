@@ -31,23 +31,26 @@ from sky import admin_policy, exceptions
 
 from gate.integrations.skypilot import BudgetGatePolicy, apply_policy
 from gate.integrations.skypilot_endpoint import answer_http
+from tests import skypilot_cases
 from tests.ledger_down import LIMIT_S, MLFLOW_DEFAULTS, OUTAGES, ledger_down
 from tests.ledger_kit import fingerprint_of
 from tests.mlflow_server import CLIENT_ENV, MlflowServer
-from tests.skypilot_cases import (  # noqa: F401 - fixtures: the namespace guard, repo
+from tests.skypilot_cases import (
     SECRET,
     PolicyServer,
-    _inside_a_network_namespace,
     approve,
     encoded,
     rejection,
-    repo,
     request,
     settings,
     spec_of,
     task,
     write_spec,
 )
+
+# The fixtures of tests/skypilot_cases.py: the namespace guard (autouse) and the repository.
+_inside_a_network_namespace = skypilot_cases._inside_a_network_namespace
+repo = skypilot_cases.repo
 
 MIG_SPEC = """\
 apiVersion: budget-gate/v1
@@ -108,7 +111,9 @@ def test_an_unauthenticated_caller_is_refused_before_the_ledger_is_read(repo, tm
             assert answer.text.startswith("budget-gate: unauthenticated request refused: ")
             assert "\n" not in answer.text
         bearer = {"Authorization": "Bearer nope"}
-        assert requests.post(server.bare_url, data=body, headers=bearer, timeout=30).status_code == 401
+        assert (
+            requests.post(server.bare_url, data=body, headers=bearer, timeout=30).status_code == 401
+        )
         assert recorder.seen == []  # nothing reached the ledger
         client = admin_policy.RestfulAdminPolicy(server.bare_url)
         with pytest.raises(exceptions.RestfulPolicyError, match="401"):
@@ -119,7 +124,9 @@ def test_an_unauthenticated_caller_is_refused_before_the_ledger_is_read(repo, tm
         assert answer.status_code == 400 and "the ledger is unreachable" in answer.text
         assert recorder.seen
         bearer = {"Authorization": f"Bearer {SECRET}"}
-        assert requests.post(server.bare_url, data=body, headers=bearer, timeout=30).status_code == 400
+        assert (
+            requests.post(server.bare_url, data=body, headers=bearer, timeout=30).status_code == 400
+        )
     finally:
         log = server.stop()
         recorder.close()
@@ -204,8 +211,11 @@ def test_a_malformed_task_leaves_tracebacks_on(repo, monkeypatch):
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        ({"spec": "experiments/a\x00b.yaml"}, "BUDGET_GATE_SPEC='experiments/a\\x00b.yaml' is "
-         "not a file name (a control character, or over 1024 characters)"),
+        (
+            {"spec": "experiments/a\x00b.yaml"},
+            "BUDGET_GATE_SPEC='experiments/a\\x00b.yaml' is "
+            "not a file name (a control character, or over 1024 characters)",
+        ),
         ({"spec": "x" * 5000}, "is not a file name (a control character, or over 1024"),
         ({"accelerators": "A100:inf"}, "task 'train' asks for A100:inf — not a number of GPUs"),
         ({"accelerators": "A100:nan"}, "task 'train' asks for A100:nan — not a number of GPUs"),
@@ -246,6 +256,33 @@ def test_a_mig_spec_is_priced_as_whole_gpus_at_launch(repo, tmp_path):
     mig.write_text(MIG_SPEC.format(team=repo.name, mig=""))  # the same spec, whole GPUs
     cleared = apply_policy(request(task(tmp_path, path, "A100-80GB:8")), s)
     assert cleared.task.envs["BUDGET_GATE_GPUS"] == "8"
+
+
+# --- a team is proven ------------------------------------------------------------------------
+
+
+def test_a_spec_cannot_launch_under_a_team_that_does_not_own_it(repo, tmp_path):
+    (Path(repo.policy_dir) / f"{repo.name}.yaml").write_text(
+        "apiVersion: budget-gate/v1\nkind: Policy\nowns: {specs: [experiments/own/**]}\n"
+    )
+    spec = write_spec(repo, 2)  # experiments/<team>.yaml: not in the team's paths
+    message = rejection(request(task(tmp_path, spec)), settings(repo))
+    assert message.startswith(
+        f"budget-gate: {spec} breaks the policy: BG204 {spec} is not one of team {repo.name}'s "
+        "specs (owns.specs: experiments/own/**); no team owns it"
+    )
+
+
+def test_a_spec_without_its_team_cannot_launch_outside_the_budget(repo, tmp_path):
+    repo.policy(limits=", monthly_budget: 50")
+    spec = write_spec(repo, 2)
+    path = repo.root / spec
+    path.write_text(path.read_text().replace(f"team: {repo.name}, ", ""))
+    message = rejection(request(task(tmp_path, spec)), settings(repo))
+    assert message.startswith(
+        f"budget-gate: {spec} breaks the policy: BG206 metadata.team is missing, and the "
+        "monthly budget is per team: the spec would spend no budget"
+    )
 
 
 # --- the ledger down ------------------------------------------------------------------------

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 import time
+from decimal import Decimal
 
 import cmarkgfm
 import pytest

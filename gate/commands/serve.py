@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     secret = None
     if not args.insecure_no_auth:
         secret = skypilot_endpoint.read_secret(args.secret_file, os.environ)
-    tls = _tls_files(args.ssl_certfile, args.ssl_keyfile)
+    certfile, keyfile = _tls_files(args.ssl_certfile, args.ssl_keyfile)
     listener = _bind(args.host, args.port)
     host, port = listener.getsockname()[:2]
     _log_decisions()
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         else "WITHOUT authentication (--insecure-no-auth): anyone who reaches it can ask"
     )
     print(
-        f"budget-gate: SkyPilot admin policy on {'https' if tls else 'http'}://{host}:{port}/ "
+        f"budget-gate: SkyPilot admin policy on {'https' if certfile else 'http'}://{host}:{port}/ "
         f"— specs in {repo}, "
         f"policies in {settings.policy_dir}, ledger {redact(settings.tracking_uri)}; "
         f"GPU tasks without a spec: {settings.missing_spec.value}; {callers}",
@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
         log_level="warning",
         lifespan="off",
         timeout_graceful_shutdown=5,
-        **tls,
+        ssl_certfile=certfile,
+        ssl_keyfile=keyfile,
     )
     uvicorn.Server(config).run(sockets=[listener])
     return 0
@@ -118,10 +119,10 @@ def _app(settings: PolicySettings, secret: str | None) -> Starlette:
     return Starlette(routes=routes)
 
 
-def _tls_files(certfile: str | None, keyfile: str | None) -> dict[str, str]:
-    """uvicorn's TLS options, once both files are given and readable; none for plain HTTP."""
+def _tls_files(certfile: str | None, keyfile: str | None) -> tuple[str | None, str | None]:
+    """The certificate and key, once both are given and load; neither for plain HTTP."""
     if certfile is None and keyfile is None:
-        return {}
+        return None, None
     if certfile is None or keyfile is None:
         raise InputError(
             "--ssl-certfile and --ssl-keyfile go together", hint="give both PEM files, or neither"
@@ -135,7 +136,7 @@ def _tls_files(certfile: str | None, keyfile: str | None) -> dict[str, str]:
             f"--ssl-certfile {certfile} / --ssl-keyfile {keyfile}: {exc}",
             hint="give a PEM certificate (chain) and its private key",
         ) from None
-    return {"ssl_certfile": certfile, "ssl_keyfile": keyfile}
+    return certfile, keyfile
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -38,7 +38,7 @@ from gate.policy.findings import Finding, Outcome
 from gate.policy.loader import LoadedPolicy, PolicySet
 from gate.policy.model import Policy, Severity
 from gate.policy.rules import REGISTRY
-from gate.policy.rules.base import RuleContext
+from gate.policy.rules.base import RuleContext, Spender
 from gate.policy.verdict import RawFinding, apply_approval, apply_policy, decide
 from gate.spec.experiment import Capacity, Experiment
 from gate.spec.fingerprint import fingerprint
@@ -77,6 +77,8 @@ class Evaluator:
     """How long one spec may spend re-estimating to prove fixes (0 turns fixes off)."""
     calibration: Calibration | None = None
     """Measured epoch times, plateaus and failure rates (``budget-gate calibrate``)."""
+    spender: Spender | None = None
+    """Who would spend: the pull request's author and their GitHub teams (only in the flow)."""
     _spends: dict[LedgerQuery, Spend] = field(default_factory=dict, repr=False, compare=False)
 
     def evaluate(self, spec_file: str, content: bytes | None = None) -> SpecResult:
@@ -120,8 +122,11 @@ class Evaluator:
         fp = fingerprint(spec)
         budget = self._budget(spec, policy, spec_file, fp)
         teams = tuple(self.policies.teams())
-        ctx = RuleContext(spec, est, policy, spec_file, self.today, budget, teams)
-        repo_path = self._repo_path(spec_file, policy)
+        owners = self.policies.owners()
+        repo_path = self._repo_path(spec_file, policy, bool(owners))
+        ctx = RuleContext(
+            spec, est, policy, spec_file, self.today, budget, teams, owners, repo_path, self.spender
+        )
         findings = _findings(doc, ctx, loaded, repo_path)
         findings = self._fixes(
             findings,
@@ -150,8 +155,19 @@ class Evaluator:
             budget=budget,
             approval=approval,
             alternatives=cheaper,
+            notes=self._notes(spec, policy),
         )
         return Evaluation(result, spec, policy)
+
+    def _notes(self, spec: Experiment, policy: Policy) -> tuple[str, ...]:
+        """What the verdict took as given: a team that no policy proves (``owns.specs``)."""
+        team = spec.metadata.team
+        if team is None or (policy.owns is not None and policy.owns.specs):
+            return ()
+        return (
+            f"team {team} is taken as the spec declares it: no policy states which specs it "
+            f"owns (owns.specs in {team}.yaml), so any spec may claim it",
+        )
 
     def _fixes(
         self,
@@ -198,9 +214,9 @@ class Evaluator:
             self.calibration, spec, policy.calibration, policy.reliability.failure_rate
         )
 
-    def _repo_path(self, spec_file: str, policy: Policy) -> str:
-        """The path waiver globs match; the root is looked up only when there are waivers."""
-        if policy.waivers and self.repo_path is not None:
+    def _repo_path(self, spec_file: str, policy: Policy, owned: bool) -> str:
+        """The path waiver and ownership globs match; the root is looked up only for them."""
+        if (policy.waivers or owned) and self.repo_path is not None:
             return self.repo_path(spec_file)
         return PurePath(os.path.normpath(spec_file)).as_posix()
 

@@ -41,6 +41,8 @@ class SpecResult:
     approval: ApprovalCheck | None = None
     alternatives: tuple[Alternative, ...] = ()
     """Cheaper plans, priced (only when the evaluator was asked for them)."""
+    notes: tuple[str, ...] = ()
+    """What the verdict took as given without proof (e.g. a team no policy owns), said aloud."""
 
 
 DOCS_URL = "https://github.com/budget-gate/budget-gate/blob/main/docs/rules.md"

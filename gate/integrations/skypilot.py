@@ -19,7 +19,6 @@ import json
 import logging
 import math
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -32,12 +31,12 @@ from gate.errors import BackendError, InputError
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.report import SpecResult
-from gate.money import format_money
 from gate.integrations import open_ledger
 from gate.integrations.mlflow.patience import Patience
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
 from gate.ledger.records import LedgerView
+from gate.money import format_money
 from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet
 from gate.policy.model import Severity
@@ -106,9 +105,7 @@ class PolicySettings:
 def _plain(name: str, value: str) -> str:
     """``value`` unless it holds a control character (a NUL cannot name a path or URL)."""
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise InputError(
-            f"{name} holds a control character ({value[:40]!r})", hint=f"fix {name}"
-        )
+        raise InputError(f"{name} holds a control character ({value[:40]!r})", hint=f"fix {name}")
     return value
 
 

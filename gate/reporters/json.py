@@ -67,6 +67,7 @@ def _result(result: SpecResult) -> dict[str, Any]:
         "budget": _budget(result.budget) if result.budget else None,
         "approval": _approval(result.approval) if result.approval else None,
         "alternatives": [_alternative(a) for a in result.alternatives],
+        "notes": list(result.notes),
     }
 
 

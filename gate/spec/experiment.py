@@ -129,8 +129,10 @@ class Resources(Model):
 
     @property
     def gpu_share(self) -> Decimal:
-        """Fraction of a whole GPU each unit is: a MIG ``Ng.*`` slice is N of its compute
-        slices (N/7 on an A100 or H100, N/4 on an A30; :mod:`gate.spec.mig`)."""
+        """Fraction of a whole GPU each unit is: a MIG ``Ng.*`` slice is N compute slices.
+
+        N/7 on an A100 or H100, N/4 on an A30 (:mod:`gate.spec.mig`).
+        """
         if self.mig_profile is None:
             return Decimal(1)
         return slice_share(self.accelerator, self.mig_profile)

@@ -121,7 +121,7 @@ T = TypeVar("T")
 
 
 class BoundedCalls(Generic[T]):
-    """``target`` (an ``MlflowClient``) whose every method call runs under :func:`bounded_mlflow`."""
+    """``target`` (an ``MlflowClient``) with every method call under :func:`bounded_mlflow`."""
 
     def __init__(self, target: T, patience: Patience) -> None:
         self._target = target
