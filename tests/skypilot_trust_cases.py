@@ -56,7 +56,7 @@ MIG_SPEC = """\
 apiVersion: budget-gate/v1
 kind: Experiment
 metadata: {{name: mig, team: {team}, owner: carol, labels: {{cost-center: cc-1}}}}
-resources: {{accelerator: A100-80GB, gpus_per_trial: 8, precision: bf16{mig}}}
+resources: {{accelerator: A100-80GB, gpus_per_trial: 7, precision: bf16{mig}}}
 workload: {{max_epochs: 2, epoch_minutes: 6}}
 search: {{strategy: random, max_trials: 2}}
 quality_gate: [{{metric: val_f1, op: ">=", value: 0.8}}]
@@ -243,19 +243,20 @@ def test_a_mig_spec_is_priced_as_whole_gpus_at_launch(repo, tmp_path):
     spread = rejection(request(task(tmp_path, path, "A100-80GB:8", nodes=4)), s)
     assert spread.startswith(
         "budget-gate: task 'train' asks for 32 × A100-80GB (8 per node × 4 nodes) on-demand, "
-        f"but {path} is cleared for 8 × A100-80GB 1g.10gb MIG slices on-demand"
+        f"but {path} is cleared for 7 × A100-80GB 1g.10gb MIG slices on-demand"
     )
-    whole = rejection(request(task(tmp_path, path, "A100-80GB:8")), s)
-    assert whole.startswith(
-        # 2 trials × 8 GPUs × 0.2 h = 3.2 GPU-h at 5.86315 USD (the catalog's dearest cloud):
-        # 18.76 USD as whole GPUs, 2.68 USD as 1/7 slices
-        "budget-gate: task 'train' asks for 8 × A100-80GB whole GPUs, 18.76 USD worst case as "
-        f"whole GPUs, but {path} is priced as 8 × 1g.10gb MIG slices (2.68 USD worst case) "
-        "and SkyPilot cannot ask for a MIG slice — remove mig_profile"
+    whole = rejection(request(task(tmp_path, path, "A100-80GB:7")), s)
+    assert whole == (
+        # 2 trials × 7 GPUs × 0.2 h = 2.8 GPU-h at 5.86315 USD (the catalog's dearest cloud):
+        # 16.42 USD as whole GPUs, 2.35 USD as seven 1/7 slices
+        "budget-gate: task 'train' asks for 7 × A100-80GB whole GPUs, 16.42 USD worst case as "
+        f"whole GPUs, but {path} is priced as 7 × 1g.10gb MIG slices (2.35 USD worst case) "
+        f"and SkyPilot cannot ask for a MIG slice — remove mig_profile from {path} and clear "
+        f"it again for whole GPUs (budget-gate check {path})"
     )
     mig.write_text(MIG_SPEC.format(team=repo.name, mig=""))  # the same spec, whole GPUs
-    cleared = apply_policy(request(task(tmp_path, path, "A100-80GB:8")), s)
-    assert cleared.task.envs["BUDGET_GATE_GPUS"] == "8"
+    cleared = apply_policy(request(task(tmp_path, path, "A100-80GB:7")), s)
+    assert cleared.task.envs["BUDGET_GATE_GPUS"] == "7"
 
 
 # --- a team is proven ------------------------------------------------------------------------

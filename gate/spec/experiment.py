@@ -120,9 +120,9 @@ class Resources(Model):
     @field_validator("mig_profile")
     @classmethod
     def _real_mig_slice(cls, profile: str | None, info: ValidationInfo) -> str | None:
-        accelerator = info.data.get("accelerator")
-        if profile is not None and isinstance(accelerator, str):
-            problem = mig_problem(accelerator, profile)
+        accelerator, slices = info.data.get("accelerator"), info.data.get("gpus_per_trial")
+        if profile is not None and isinstance(accelerator, str) and isinstance(slices, int):
+            problem = mig_problem(accelerator, profile, slices)
             if problem is not None:
                 raise ValueError(problem)
         return profile
