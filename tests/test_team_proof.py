@@ -185,5 +185,6 @@ def test_ownership_is_not_inherited(tmp_path, capsys):
     other = root / "experiments" / "elsewhere" / "b.yaml"
     other.write_text(SPEC.format(team="team: nlp-research, "))
     code, out = _check(root, capsys, str(other))
-    assert code == 0 and "BG204" not in out  # nlp's owns.specs did not pass to nlp-research
+    assert "error BG104 worst-case cost 200.00 USD exceeds" in out  # nlp's limits are inherited
+    assert code == 1 and "BG204" not in out  # nlp's owns.specs are not
     assert "note: team nlp-research is taken as the spec declares it" in out
