@@ -7,9 +7,11 @@ its config, a class path or a URL). :class:`BudgetGatePolicy` looks at launch-li
 judged by the same evaluator, with the same ledger view, as ``budget-gate verify`` (valid,
 no error findings, a fresh approval when one is needed, room in the monthly budget); the
 task's accelerator, GPU count (per node × nodes) and spot setting must match the spec's
-``resources``. A cleared task is mutated to carry the spec's run tags as env vars. Every
-rejection is one line: what, why, and the command that fixes it. Imports SkyPilot; nothing
-else in ``gate`` imports this module except ``budget-gate serve skypilot-policy``.
+``resources`` (a MIG spec is priced as whole GPUs, which SkyPilot asks for, and refused). A
+cleared task is mutated to carry the spec's run tags as env vars. Every rejection is one
+line: what, why, and the command that fixes it. Imports SkyPilot; nothing else in ``gate``
+imports this module except the HTTP side (:mod:`gate.integrations.skypilot_endpoint`) and
+``budget-gate serve skypilot-policy``.
 """
 
 from __future__ import annotations
