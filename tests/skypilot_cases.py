@@ -310,21 +310,39 @@ def timed(call, n: int = 30) -> Timing:
     return Timing(statistics.median(times), times[int(n * 0.95)], times[-1])
 
 
-class PolicyServer:
-    """``budget-gate serve skypilot-policy`` as a process of its own."""
+SECRET = "test-secret-0123456789abcdef"
+"""The endpoint's shared secret in these tests (BUDGET_GATE_POLICY_SECRET)."""
 
-    def __init__(self, root: Path, tracking_uri: str) -> None:
+
+class PolicyServer:
+    """``budget-gate serve skypilot-policy`` as a process of its own.
+
+    ``url`` carries the shared secret as SkyPilot's config would (``user:secret@``);
+    ``bare_url`` is the same address without it.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        tracking_uri: str,
+        *,
+        env: dict[str, str] | None = None,
+        options: tuple[str, ...] = (),
+    ) -> None:
         command = [
             sys.executable, "-m", "gate", "serve", "skypilot-policy", "--port", "0",
-            "--repo", str(root), "--tracking-uri", tracking_uri,
+            "--repo", str(root), "--tracking-uri", tracking_uri, *options,
         ]  # fmt: skip
-        self.process = subprocess.Popen(
-            command, stderr=subprocess.PIPE, text=True, env={**os.environ, **CLIENT_ENV}
-        )
+        if env is None:
+            env = {**os.environ, **CLIENT_ENV, "BUDGET_GATE_POLICY_SECRET": SECRET}
+        self.process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
         assert self.process.stderr is not None
         first = self.process.stderr.readline()
-        assert " SkyPilot admin policy on http://127.0.0.1:" in first, first
-        self.url = first.split(" on ", 1)[1].split("/ ", 1)[0] + "/"
+        assert " SkyPilot admin policy on http" in first, first
+        self.first_line = first
+        self.bare_url = first.split(" on ", 1)[1].split("/ ", 1)[0] + "/"
+        scheme, _, address = self.bare_url.partition("://")
+        self.url = f"{scheme}://budget-gate:{SECRET}@{address}"
 
     def stop(self) -> str:
         self.process.terminate()
@@ -411,7 +429,7 @@ def test_malformed_requests_get_400_with_a_reason(bare_server, body, reason):
     assert answer.status_code == 400
     assert answer.text.startswith(f"budget-gate: {reason}"), answer.text
     assert "\n" not in answer.text.strip()
-    assert requests.get(bare_server.url + "health", timeout=30).text == "ok"  # still serving
+    assert requests.get(bare_server.bare_url + "health", timeout=30).text == "ok"  # serving
 
 
 def test_the_http_endpoint_fails_closed_when_mlflow_is_down(repo, tmp_path):
@@ -427,16 +445,42 @@ def test_the_http_endpoint_fails_closed_when_mlflow_is_down(repo, tmp_path):
     assert "launches are refused until it answers (fail closed)" in str(raised.value)
 
 
-def test_serve_says_what_is_wrong_with_its_options(repo):
+def _serve(*options: str, secret: str | None = SECRET) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "BUDGET_GATE_POLICY_SECRET"}
+    if secret is not None:
+        env["BUDGET_GATE_POLICY_SECRET"] = secret
+    return subprocess.run(
+        [sys.executable, "-m", "gate", "serve", "skypilot-policy", *options],
+        capture_output=True, text=True, timeout=60, check=False, cwd=ROOT, env=env,
+    )  # fmt: skip
+
+
+def test_serve_says_what_is_wrong_with_its_options(repo, tmp_path):
     taken = PolicyServer(repo.root, repo.uri)
-    port = taken.url.rsplit(":", 1)[1].rstrip("/")
+    port = taken.bare_url.rsplit(":", 1)[1].rstrip("/")
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "gate", "serve", "skypilot-policy", "--port", port],
-            capture_output=True, text=True, timeout=60, check=False, cwd=ROOT,
-        )  # fmt: skip
+        proc = _serve("--port", port)
     finally:
         taken.stop()
     assert proc.returncode == 3
     assert proc.stderr.startswith(f"budget-gate: cannot listen on 127.0.0.1:{port}: ")
     assert "choose another --port" in proc.stderr and "Traceback" not in proc.stderr
+    short = tmp_path / "short"
+    short.write_text("abc\n")
+    cases = [
+        (_serve("--port", "0", secret=None), "budget-gate: the endpoint needs a shared secret "
+         "and BUDGET_GATE_POLICY_SECRET holds none — set BUDGET_GATE_POLICY_SECRET or "),
+        (_serve("--port", "0", "--secret-file", str(short)),
+         f"budget-gate: the secret in --secret-file {short} has 3 characters, fewer than 16"),
+        (_serve("--port", "0", "--secret-file", str(tmp_path / "none")),
+         f"budget-gate: --secret-file {tmp_path / 'none'}: cannot be read (No such file"),
+        (_serve("--port", "0", "--ssl-certfile", str(short)),
+         "budget-gate: --ssl-certfile and --ssl-keyfile go together"),
+        (_serve("--port", "0", "--ssl-certfile", str(short), "--ssl-keyfile", str(short)),
+         f"budget-gate: --ssl-certfile {short} / --ssl-keyfile {short}: "),
+    ]  # fmt: skip
+    for proc, start in cases:
+        assert proc.returncode == 3, proc.stderr
+        assert proc.stderr.startswith(start), proc.stderr
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "abc" not in "".join(p.stderr for p, _ in cases)  # a secret is never printed

@@ -95,7 +95,8 @@ def test_revoked_approvals_release_the_money(team):
 
 
 def test_cost_center_scope(team):
-    team.policy(limits=BUDGET + ", budget_scope: cost-center, budget_warn_at: 0.5")
+    centers = f"labels: {{allowed: {{cost-center: [{team.cost_center}]}}}}\n"
+    team.policy(limits=BUDGET + ", budget_scope: cost-center, budget_warn_at: 0.5", extra=centers)
     team.reconcile(team.spec(1), "600", team=unique("other-team"))
     code, out, _ = team.cli("check", team.spec(1))
     assert code == 0
@@ -112,9 +113,10 @@ def test_other_currencies_are_not_added(team):
     assert "1 record(s) in other currencies not counted" in out
 
 
-def test_without_a_team_no_budget_applies(team):
+def test_without_a_team_no_budget_applies_and_the_spec_fails(team):
     spec = Path(team.spec(1))
     spec.write_text(spec.read_text().replace(f"team: {team.name}, ", ""))
     team.reconcile(str(spec), "2000")
     code, out, _ = team.cli("check", str(spec))
-    assert code == 0 and "budget:" not in out
+    assert "budget:" not in out  # no team: no budget to read
+    assert code == 1 and "error BG206 metadata.team is missing" in out  # so it cannot pass

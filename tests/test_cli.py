@@ -85,6 +85,7 @@ def test_json_is_stable_and_ordered(capsys):
         "budget",
         "approval",
         "alternatives",
+        "notes",
     ]
     assert result["fingerprint"].startswith("sha256:")
     assert result["estimate"]["worst"]["trials"] == 64

@@ -15,6 +15,10 @@ cost half a second of start-up) and asserts:
 
 The number of examples is bounded for CI (``FUZZ_EXAMPLES``); raise it locally with
 ``python -m pytest tests/test_fuzz.py --hypothesis-seed=N`` and a larger constant.
+
+The SkyPilot endpoint's request bodies are fuzzed by ``tests/skypilot_fuzz.py``, run from
+here in a loopback-only network namespace (SkyPilot probes the network): ``A100:inf``, a
+NUL byte in ``BUDGET_GATE_SPEC`` and the like get a one-line 400, never a 500.
 """
 
 from __future__ import annotations
@@ -24,7 +28,10 @@ import copy
 import dataclasses
 import io
 import json
+import os
 import re
+import shlex
+import sys
 import tempfile
 import time
 from decimal import Decimal
@@ -40,6 +47,8 @@ from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluator
 from gate.policy.loader import PolicySet
 from tests.conftest import ROOT, TODAY
+from tests.netns import run_on_loopback
+from tests.test_skypilot_policy import SKYPILOT_WARNINGS
 
 FUZZ_EXAMPLES = 250
 SECOND = 1.0
@@ -301,3 +310,14 @@ def test_mutated_specs_and_policies_never_crash_hang_or_price_below_zero(case):
             result = evaluator.evaluate(str(spec))
             for where, amount in _decimals(result.estimate):
                 assert amount.is_finite() and amount >= 0, (where, amount)
+
+
+def test_skypilot_endpoint_bodies_never_answer_500(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "SKYPILOT_DISABLE_USAGE_COLLECTION": "1"}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    command += ["--basetemp", str(tmp_path / "cases"), *SKYPILOT_WARNINGS, "tests/skypilot_fuzz.py"]
+    proc = run_on_loopback(shlex.join(command), env, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
+    assert "1 passed" in proc.stdout

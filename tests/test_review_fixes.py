@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from decimal import Decimal
 
 import cmarkgfm
 import pytest
@@ -141,13 +142,15 @@ def test_the_diff_sees_mig_slices():
     from gate.commands.common import make_evaluator
 
     evaluator = make_evaluator(argparse.Namespace(policy_dir=POLICIES, as_of="2026-11-29"))
-    one = SPEC.replace("gpus_per_trial: 1,", "gpus_per_trial: 1, mig_profile: 1g.10gb,")
-    seven = SPEC.replace("gpus_per_trial: 1,", "gpus_per_trial: 1, mig_profile: 7g.80gb,")
+    a100 = SPEC.replace("accelerator: L4,", "accelerator: A100-80GB,")  # L4s have no MIG
+    one = a100.replace("gpus_per_trial: 1,", "gpus_per_trial: 1, mig_profile: 1g.10gb,")
+    seven = a100.replace("gpus_per_trial: 1,", "gpus_per_trial: 1, mig_profile: 7g.80gb,")
     base = evaluator.evaluate("s.yaml", one.encode())
     head = evaluator.evaluate("s.yaml", seven.encode())
     diff = compare("s.yaml", base, head)
     assert head.estimate and base.estimate
-    assert head.estimate.worst.cost == base.estimate.worst.cost * 7
+    seventh = base.estimate.worst.cost  # a seventh of the A100's price, rounded to 1e-9
+    assert abs(head.estimate.worst.cost - seventh * 7) < Decimal("0.00000001")
     assert diff.change.value != "unchanged"
     assert any("GPUs per trial" in line for line in explain(diff))
 

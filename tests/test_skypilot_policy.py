@@ -1,9 +1,10 @@
-"""The SkyPilot admin policy (``tests/skypilot_cases.py``), run where no packet can leave.
+"""The SkyPilot admin policy (``tests/skypilot_*cases.py``), run where no packet can leave.
 
 SkyPilot probes the network and writes ``~/.sky``: the cases run in a pytest of their own
 inside ``unshare --net`` (a network namespace with only loopback, brought up; needs root,
 as CI has), with ``HOME`` in a temporary directory. Their output, the measured round trip
-of the HTTP endpoint included, is printed here.
+of the HTTP endpoint and the time each path takes to refuse with the ledger down included,
+is printed here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 from tests.conftest import ROOT
 from tests.netns import run_on_loopback
 
-CASES = "tests/skypilot_cases.py"
+CASES = ("tests/skypilot_cases.py", "tests/skypilot_trust_cases.py")
 # SkyPilot 0.14 warns at import (SQLAlchemy 2.0 moves, passlib's crypt); not ours to fix.
 SKYPILOT_WARNINGS = (
     "-W",
@@ -32,15 +33,17 @@ def test_skypilot_policy_cases_pass_in_a_network_namespace(tmp_path, capsys):
     env = {**os.environ, "HOME": str(home), "SKYPILOT_DISABLE_USAGE_COLLECTION": "1"}
     env.pop("MLFLOW_TRACKING_URI", None)
     command = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider"]
-    command += ["--basetemp", str(tmp_path / "cases"), *SKYPILOT_WARNINGS, CASES]
+    command += ["--basetemp", str(tmp_path / "cases"), *SKYPILOT_WARNINGS, *CASES]
     proc = run_on_loopback(shlex.join(command), env, timeout=600)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-8000:]
     assert " passed" in proc.stdout
     timing = [line for line in proc.stdout.splitlines() if "SKYPILOT-POLICY round trip" in line]
     assert len(timing) == 1
-    with capsys.disabled():  # the measured round trip, shown in every run of the suite
-        print(f"\n{timing[0]}")
+    down = [line for line in proc.stdout.splitlines() if line.startswith("LEDGER-DOWN ")]
+    assert len(down) == 6  # the class and the endpoint, each against three outages
+    with capsys.disabled():  # the measured times, shown in every run of the suite
+        print("", timing[0], *down, sep="\n")
     assert (home / ".sky").is_dir()  # SkyPilot's state went to the throwaway HOME
 
 

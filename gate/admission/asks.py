@@ -1,8 +1,9 @@
 """What a launch asks for, against what its spec was priced with (pure).
 
 A launch is matched on the accelerator's name, the GPUs in all (per node or pod × nodes or
-pods) and whether it runs on spot; MIG slices are not counted here (the caller that knows
-the slices compares them).
+pods) and whether it runs on spot. A MIG spec's slices are counted as its GPUs; the caller
+that knows how slices are asked for (Kueue's ``nvidia.com/mig-*`` resources) compares
+them, and SkyPilot, which can ask only for whole GPUs, refuses a MIG spec after this.
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ class GpuAsk:
 
 
 def matches(ask: GpuAsk, spec: Experiment) -> bool:
-    """Same accelerator, same GPUs in all (MIG slices: not compared), spot only for spot."""
+    """Same accelerator, same GPUs in all (a MIG spec's slices as GPUs), spot only for spot."""
     want = spec.resources
     same_name = ask.accelerator.lower() == want.accelerator.lower()
-    same_count = want.mig_profile is not None or ask.total == want.gpus_per_trial
+    same_count = ask.total == want.gpus_per_trial
     return same_name and same_count and ask.spot == (want.capacity is Capacity.SPOT)
 
 

@@ -72,9 +72,9 @@ def judge_spec(evaluator: Evaluator, relative: str, content: bytes, policy_dir: 
             "are refused until it answers (fail closed); retry when MLflow is back",
             ledger=True,
         ) from None
-    except InputError as exc:  # a policy error: not the spec's fault, but nothing is cleared
+    except InputError as exc:  # a policy or setting: not the spec's fault, nothing is cleared
         raise Unjudged(
-            f"{relative} cannot be cleared: a policy is invalid ({exc}) — "
+            f"{relative} cannot be cleared: a policy or a setting is invalid ({exc}) — "
             f"fix it (budget-gate check {relative} --policy-dir {policy_dir})",
             ledger=False,
         ) from None

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
+MAX_NAME = 1024
+"""A spec name longer than this is not a path anyone commits."""
+
 
 class SpecRefError(Exception):
     """The named spec cannot be used; the message is one line: what, why and the fix."""
@@ -22,14 +25,19 @@ def read_spec(named: str, repo: Path, *, subject: str) -> tuple[str, bytes]:
     Raises:
         SpecRefError: outside the repository, unreadable, or not a path at all.
     """
-    if "\0" in named:
+    if any(ord(c) < 32 or ord(c) == 127 for c in named) or len(named) > MAX_NAME:
+        label = subject.removesuffix(named)  # "BUDGET_GATE_SPEC=", "annotation …="
         raise SpecRefError(
-            f"{subject!r} holds a NUL byte — name the spec by its path in the repository, "
-            "e.g. experiments/sweep.yaml"
+            f"{label}{named[:80]!r} is not a file name (a control character, or over "
+            f"{MAX_NAME} characters) — name the spec by its path in the repository, e.g. "
+            "experiments/sweep.yaml"
         )
     relative = PurePosixPath(named.replace("\\", "/"))
     root = repo.resolve()
-    path = (root / relative).resolve()
+    try:
+        path = (root / relative).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop, a name the OS refuses
+        raise SpecRefError(f"{subject} cannot be resolved in {repo} ({exc})") from None
     if relative.is_absolute() or not path.is_relative_to(root):
         raise SpecRefError(
             f"{subject} is outside the repository {repo} — "

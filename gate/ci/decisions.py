@@ -7,7 +7,6 @@ outputs. The step's exit code under ``fail-on`` is :func:`gate.policy.verdict.ex
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from enum import Enum
@@ -19,6 +18,7 @@ from gate.evaluation.report import Report
 from gate.ledger.approvers import Approvers
 from gate.money import fixed, format_money
 from gate.policy.findings import Outcome
+from gate.spec.globs import is_spec_file, matches
 
 STATUS_CONTEXT = "budget-gate"
 """The commit status's context: what branch protection requires."""
@@ -34,52 +34,38 @@ class CommentMode(str, Enum):
     OFF = "off"
 
 
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A repository-path glob as a regex: ``*`` and ``?`` stay in one directory, ``**`` spans."""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
-            end = pattern.index("]", i + 2)
-            body = pattern[i + 1 : end]
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
 def select_specs(
     files: Iterable[ChangedFile], globs: Sequence[str]
 ) -> tuple[list[ChangedFile], list[ChangedFile]]:
     """The changed files that are specs: those at the head, and those the change removed.
 
-    A renamed file counts when either its new or its old path matches.
+    A spec is a spec file (:func:`gate.spec.globs.is_spec_file`: ``.yaml``, ``.yml`` or
+    ``.json`` in any case) that the globs select (:mod:`gate.spec.globs`, gitignore's
+    rules); a renamed file counts when either its new or its old path does.
     """
-    patterns = [glob_regex(g.strip().removeprefix("./")) for g in globs if g.strip()]
 
-    def matches(path: str | None) -> bool:
-        return path is not None and any(p.match(path) for p in patterns)
+    def selected(path: str | None) -> bool:
+        return path is not None and is_spec_file(path) and matches(globs, path)
 
     present, removed = [], []
     for file in files:
-        if file.removed and matches(file.path):
+        if file.removed and selected(file.path):
             removed.append(file)
-        elif not file.removed and (matches(file.path) or matches(file.previous_path)):
+        elif not file.removed and (selected(file.path) or selected(file.previous_path)):
             present.append(file)
     return present, removed
+
+
+def outside_candidates(
+    files: Iterable[ChangedFile], present: Sequence[ChangedFile], limit: int
+) -> list[str]:
+    """Changed spec files the globs did not select: each may be a spec nobody judges.
+
+    At most ``limit``, in order; the flow reads each one to see if it declares an Experiment.
+    """
+    taken = {file.path for file in present}
+    others = [f.path for f in files if not f.removed and f.path not in taken]
+    return [path for path in others if is_spec_file(path)][:limit]
 
 
 def commit_status(report: Report) -> tuple[str, str]:

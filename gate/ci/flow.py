@@ -38,6 +38,7 @@ from gate.ci.decisions import select_specs
 from gate.ci.event import Event
 from gate.ci.model import ChangedFile, CommentInfo, CommitInfo, PullInfo, ReviewInfo
 from gate.ci.policy_change import PolicyChange, assess, policy_files
+from gate.ci.scope import spender, unjudged_specs
 from gate.errors import InputError
 from gate.estimate.prices import load_catalog
 from gate.evaluation.diff import SpecDiff, compare
@@ -120,6 +121,8 @@ class Prepared:
     bindings: dict[str, str] = field(default_factory=dict)
     """Which commit each ``/budget-gate approve`` approved (``comment-<id>`` → head SHA):
     bound when first processed, kept in the ledger and the sticky comment."""
+    outside: list[str] = field(default_factory=list)
+    """Changed files that declare ``kind: Experiment`` but that the spec globs leave out."""
 
 
 def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
@@ -130,14 +133,16 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
     changed = gh.changed_files(pull.number)
     present, removed = select_specs(changed, settings.globs)
     base_files = _base_policies(gh, pull, settings.policy_dir)
+    policies = PolicySet(settings.policy_dir, base_files)
     evaluator = Evaluator(
-        policies=PolicySet(settings.policy_dir, base_files),
+        policies=policies,
         catalog=load_catalog(),
         today=settings.now.date(),
         fail_on_warn=settings.fail_on is FailOn.WARN,
         ledger=settings.ledger,
         alternatives_for=frozenset({Outcome.VIOLATION, Outcome.APPROVAL_REQUIRED}),
         calibration=_base_calibration(gh, pull, settings.policy_dir),
+        spender=spender(gh, pull.author, policies) if present else None,
     )
     evaluations: list[Evaluation] = []
     diffs: list[SpecDiff] = []
@@ -149,6 +154,7 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
         if base is not None or head_eval is not None:
             diffs.append(compare(file.path, base, head_eval.result if head_eval else None))
     prepared = Prepared(pull, head, evaluator, [e.result for e in evaluations], diffs)
+    prepared.outside = unjudged_specs(gh, changed, present, head)
     touched = policy_files(changed, settings.policy_dir)
     if touched:
         prepared.policy_change = assess(

@@ -12,13 +12,10 @@ GitHub's CODEOWNERS' business, not this module's.
 from __future__ import annotations
 
 import datetime as dt
-import posixpath
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from gate.ci.decisions import glob_regex
 from gate.ci.model import ChangedFile
 from gate.errors import InputError, InputErrors, Problem
 from gate.estimate.prices import Catalog
@@ -28,11 +25,11 @@ from gate.money import format_money
 from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet
 from gate.reporters.markup import escape, utf16_length
+from gate.spec.globs import is_spec_file, literal_root, matches
 
 MAX_SPECS = 300
 """Specs priced for the impact; past this the comment says how many were left out."""
 MAX_ROWS = 100
-_MAGIC = re.compile(r"[*?\[]")
 
 
 class Reader(Protocol):
@@ -126,25 +123,19 @@ def _judge(evaluator: Evaluator, path: str, content: bytes) -> SpecResult:
 
 
 def _repository_specs(gh: Reader, globs: Sequence[str], ref: str) -> tuple[list[str], list[str]]:
-    """Every file at ``ref`` that the spec globs match, walking each glob's directory."""
-    patterns = [glob_regex(g.strip().removeprefix("./")) for g in globs if g.strip()]
-    roots = sorted({_root(g.strip().removeprefix("./")) for g in globs if g.strip()})
+    """Every spec file at ``ref`` that the spec globs select, walking each glob's directory."""
+    wanted = [g.strip() for g in globs if g.strip()]
+    roots = sorted({literal_root(g) for g in wanted if not g.startswith("!")})
     found: set[str] = set()
     notes: list[str] = []
     for root in roots:
         listed = gh.list_files(root or ".", ref, MAX_SPECS + 1) or []
-        found |= {p for p in listed if any(rx.match(p) for rx in patterns)}
+        found |= {p for p in listed if is_spec_file(p) and matches(wanted, p)}
     paths = sorted(found)
     if len(paths) > MAX_SPECS:
         notes.append(f"only the first {MAX_SPECS} specs were priced; more match the globs")
         paths = paths[:MAX_SPECS]
     return paths, notes
-
-
-def _root(glob: str) -> str:
-    """The directory part of a glob before its first wildcard (``experiments`` ...)."""
-    magic = _MAGIC.search(glob)
-    return posixpath.dirname(glob if magic is None else glob[: magic.start()])
 
 
 def _differs(before: SpecResult, after: SpecResult) -> bool:

@@ -107,7 +107,7 @@ def _comment(
         existing = sticky(prepared.comments, comment_marker(report.context))
     if existing is None:
         # A pull request that changes neither specs nor policies gets no comment.
-        if report.results or report.diffs or prepared.policy_change is not None:
+        if report.results or report.diffs or prepared.policy_change or prepared.outside:
             writes.attempt("comment on the pull request", lambda: gh.create_comment(number, body))
         return
     if not may_write_comment(written_for(existing.body), prepared.head_sha, prepared.pull.head_sha):
@@ -122,20 +122,41 @@ def _comment(
 
 
 def comment_body(prepared: Prepared, report: Report) -> str:
-    """The sticky comment: the report, then the policy change's section when there is one."""
+    """The sticky comment: the report, then the sections on policy changes and unjudged specs."""
     body = MarkdownReporter().render(report)
     if prepared.bindings:
         # NOTE: after the markers, so the comment is still found and its head still read
         first, _, rest = body.partition("\n\n")
         body = f"{first}\n{binding_lines(prepared.bindings)}\n{rest}"
-    if prepared.policy_change is None:
+    if prepared.policy_change is None and not prepared.outside:
         return body
     room = COMMENT_LIMIT - utf16_length(body)
-    section = render_policy_change(prepared.policy_change, room)
+    section = outside_section(prepared.outside)
+    if prepared.policy_change is not None:
+        section = (
+            render_policy_change(prepared.policy_change, room - utf16_length(section)) + section
+        )
     footer = body.rfind("\n---\n")  # the prices and rules line closes the comment
     if footer < 0:
         return body + section
     return body[:footer] + section + body[footer:]
+
+
+OUTSIDE_SHOWN = 20
+
+
+def outside_section(paths: list[str]) -> str:
+    """Changed files that declare ``kind: Experiment`` outside the ``specs`` globs: unjudged."""
+    if not paths:
+        return ""
+    shown = "".join(f"\n- `{escape(path)}`" for path in paths[:OUTSIDE_SHOWN])
+    more = f"\n- … and {len(paths) - OUTSIDE_SHOWN} more" if len(paths) > OUTSIDE_SHOWN else ""
+    return (
+        "\n\n### ⚠️ Specs this run did not judge\n\nThese changed files declare "
+        "`kind: Experiment` but are outside the action's `specs` globs, so nothing here "
+        f"priced or gated them:{shown}{more}\n\nAdd them to `specs:` (or move them under "
+        "it) to have them judged.\n"
+    )
 
 
 def sticky(comments: list[CommentInfo], marker: str) -> CommentInfo | None:

@@ -96,7 +96,7 @@ def add_ci(commands: argparse._SubParsersAction[Any]) -> None:
         "--specs",
         metavar="GLOBS",
         help="space-separated globs of spec paths in the repository "
-        "(default: experiments/**/*.yaml experiments/**/*.yml)",
+        "(default: experiments/**; gitignore rules, see docs/globs.md)",
     )
     ci.add_argument(
         "--policy-dir", metavar="DIR", help="read at the base commit (default: policies)"
@@ -138,7 +138,8 @@ def add_serve(commands: argparse._SubParsersAction[Any], parents: list[Parser]) 
         "in BUDGET_GATE_SPEC are allowed only when the spec passes budget-gate verify and the "
         "task asks for the spec's accelerator, GPU count and capacity; the task gets the run "
         "tags as env vars. A rejection is an HTTP 400 with one line of reason; an unreachable "
-        "ledger rejects (fail closed). Needs the skypilot extra.",
+        "ledger rejects (fail closed); a caller without the shared secret gets 401. Needs "
+        "the skypilot extra.",
         epilog=EPILOG,
     )
     policy.add_argument(
@@ -161,6 +162,21 @@ def add_serve(commands: argparse._SubParsersAction[Any], parents: list[Parser]) 
         default="policies",
         metavar="DIR",
         help="policies directory, relative to --repo (default: policies)",
+    )
+    policy.add_argument(
+        "--secret-file",
+        metavar="FILE",
+        help="file whose first line is the shared secret callers must send (HTTP basic "
+        "auth); default: $BUDGET_GATE_POLICY_SECRET",
+    )
+    policy.add_argument(
+        "--ssl-certfile", metavar="PEM", help="serve HTTPS with this certificate (chain)"
+    )
+    policy.add_argument("--ssl-keyfile", metavar="PEM", help="the certificate's private key")
+    policy.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="serve without a secret: anyone who reaches the port can ask (tests only)",
     )
     policy.add_argument(
         "--missing-spec",

@@ -38,7 +38,8 @@ from gate.reporters import load_reporter
 from gate.reporters.github import command, message_command
 from gate.reporters.markdown import COMMENT_LIMIT
 
-DEFAULT_SPECS = "experiments/**/*.yaml experiments/**/*.yml"
+DEFAULT_SPECS = "experiments/**"
+"""Every spec file (.yaml, .yml, .json, any case) under experiments/: what check judges."""
 DEFAULT_API_URL = "https://api.github.com"
 
 
@@ -75,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         )
         _write_local(report, env, args.report_json)
         _log_policy_change(prepared, env)
+        _log_outside(prepared)
         notes = publish(
             gh, prepared, report, mode=mode, run_url=_run_url(env), command=event.command
         )
@@ -111,6 +113,16 @@ def _log_policy_change(prepared: Prepared, env: Mapping[str, str]) -> None:
             raise InputError(
                 f"GITHUB_STEP_SUMMARY {summary}: cannot write ({exc.strerror})"
             ) from None
+
+
+def _log_outside(prepared: Prepared) -> None:
+    """A warning annotation on each changed spec-like file the ``specs`` globs leave out."""
+    for path in prepared.outside:
+        message = (
+            f"{path} declares kind: Experiment but is outside the specs globs, so it was "
+            "not judged — add it to the action's specs: input"
+        )
+        print(command("warning", message, None, path, "budget-gate: spec not judged"))
 
 
 def _env(env: Mapping[str, str], name: str) -> str:

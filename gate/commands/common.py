@@ -26,27 +26,49 @@ from gate.ledger.signing import Trust
 from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet, builtin_policies
 from gate.policy.rules import all_rule_ids, rule_info
+from gate.spec import globs
 from gate.spec.loader import load_bytes, load_file
 
-SPEC_SUFFIXES = (".yaml", ".yml")
+SPEC_SUFFIXES = globs.SPEC_SUFFIXES
 
 
 def expand_specs(patterns: list[str]) -> list[str]:
-    """Expand directories and quoted globs into spec paths, keeping the order given."""
+    """Expand directories and quoted globs into spec paths, keeping the order given.
+
+    A directory gives every spec file under it (``.yaml``, ``.yml``, ``.json``, any case); a
+    quoted glob is matched by the rules of :mod:`gate.spec.globs` (gitignore's, as in the
+    Action and the waivers) against paths relative to the current directory.
+    """
     found: list[str] = []
     for pattern in patterns:
         if os.path.isdir(pattern):
             found.extend(
-                str(p) for p in sorted(Path(pattern).rglob("*")) if p.suffix in SPEC_SUFFIXES
+                str(p) for p in sorted(Path(pattern).rglob("*")) if globs.is_spec_file(p.name)
             )
         elif glob.has_magic(pattern):
-            matches = sorted(glob.glob(pattern, recursive=True))
+            matches = _glob(pattern)
             if not matches:
                 raise InputError(f"{pattern}: no file matches", hint="check the glob")
             found.extend(matches)
         else:
             found.append(pattern)
     return list(dict.fromkeys(found))
+
+
+def _glob(pattern: str) -> list[str]:
+    """The files under the glob's literal directory that it selects (hidden ones skipped)."""
+    absolute = os.path.isabs(pattern)
+    base = os.sep if absolute else os.curdir
+    top = os.path.join(base, globs.literal_root(pattern))
+    found = []
+    for directory, subdirs, files in os.walk(top):
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+        for name in files:
+            path = os.path.join(directory, name)
+            shown = path if absolute else os.path.relpath(path)
+            if not name.startswith(".") and globs.matches([pattern], shown):
+                found.append(shown)
+    return sorted(found)
 
 
 POLICY_DIR = "policies"
@@ -178,12 +200,15 @@ def evaluate_against(
 def as_of(args: argparse.Namespace) -> tuple[dt.date, dt.datetime]:
     """The day (waivers) and moment (approvals, budget month) to judge at: --as-of or now.
 
-    A bare date means midnight UTC; a time without a zone is UTC. Commands that write to
-    the ledger have no --as-of: records always carry the real time.
+    A bare date means midnight UTC; a time without a zone is UTC. Without --as-of the day
+    is today's date in UTC, never the machine's local date, so a waiver expires at the same
+    moment for every command on every machine. Commands that write to the ledger have no
+    --as-of: records always carry the real time.
     """
     value: str | None = getattr(args, "as_of", None)
     if value is None:
-        return dt.date.today(), utc_now()
+        now = utc_now()
+        return now.date(), now
     try:
         moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
         if moment.tzinfo is None:

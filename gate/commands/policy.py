@@ -199,6 +199,10 @@ def _why_unfired(rule_id: str, loaded: list[LoadedPolicy]) -> str:
         return " (no policy has waivers)"
     if rule_id == "BG903" and all(p.left_default is None for p in loaded):
         return " (no policy says extends: none)"
+    if rule_id == "BG205":
+        return " (needs a pull request's author, which only the GitHub flow has)"
+    if rule_id == "BG206" and all(p.policy.limits.monthly_budget is None for p in loaded):
+        return " (no policy sets a monthly budget)"
     return ""
 
 

@@ -3,8 +3,12 @@
 (``serve kueue-admission`` is :mod:`gate.commands.serve_kueue`.)
 
 Starlette on uvicorn (both come with SkyPilot): ``POST /`` takes what SkyPilot's
-``RestfulAdminPolicy`` sends and answers the mutated request, or 400 with the reason;
-``GET /health`` answers ``ok``. The decision itself is :mod:`gate.integrations.skypilot`'s.
+``RestfulAdminPolicy`` sends and answers the mutated request, or 400 with the reason, or
+401 when the caller does not send the shared secret; ``GET /health`` answers ``ok``. The
+decision is :mod:`gate.integrations.skypilot`'s, the HTTP side
+:mod:`gate.integrations.skypilot_endpoint`'s. ``--ssl-certfile``/``--ssl-keyfile`` serve
+HTTPS with uvicorn's TLS; a TLS-terminating proxy in front works as well
+(``docs/skypilot-policy.md``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gate.errors import InputError
+from gate.integrations.mlflow.patience import Patience
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 
 if TYPE_CHECKING:
@@ -35,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from gate.integrations import skypilot
+        from gate.integrations import skypilot, skypilot_endpoint
     except ImportError as exc:
         raise InputError(
             f"the SkyPilot admin policy needs SkyPilot ({exc})",
@@ -50,44 +55,94 @@ def run(args: argparse.Namespace) -> int:
         tracking_uri=resolve_tracking_uri(args.tracking_uri, os.environ),
         missing_spec=skypilot.MissingSpec(args.missing_spec),
     )
+    Patience.from_env(os.environ)  # a malformed BUDGET_GATE_LEDGER_TIMEOUT: exit 3 now
+    secret = None
+    if not args.insecure_no_auth:
+        secret = skypilot_endpoint.read_secret(args.secret_file, os.environ)
+    certfile, keyfile = _tls_files(args.ssl_certfile, args.ssl_keyfile)
     listener = _bind(args.host, args.port)
     host, port = listener.getsockname()[:2]
     _log_decisions()
+    callers = (
+        "callers must send the shared secret (HTTP basic auth)"
+        if secret is not None
+        else "WITHOUT authentication (--insecure-no-auth): anyone who reaches it can ask"
+    )
     print(
-        f"budget-gate: SkyPilot admin policy on http://{host}:{port}/ — specs in {repo}, "
+        f"budget-gate: SkyPilot admin policy on {'https' if certfile else 'http'}://{host}:{port}/ "
+        f"— specs in {repo}, "
         f"policies in {settings.policy_dir}, ledger {redact(settings.tracking_uri)}; "
-        f"GPU tasks without a spec: {settings.missing_spec.value}",
+        f"GPU tasks without a spec: {settings.missing_spec.value}; {callers}",
         file=sys.stderr,
         flush=True,
     )
-    config = uvicorn.Config(_app(settings), log_level="warning", lifespan="off")
+    config = uvicorn.Config(  # NOTE: a client that hangs must not hold up a stop forever
+        _app(settings, secret),
+        log_level="warning",
+        lifespan="off",
+        timeout_graceful_shutdown=5,
+        ssl_certfile=certfile,
+        ssl_keyfile=keyfile,
+    )
     uvicorn.Server(config).run(sockets=[listener])
     return 0
 
 
-def _app(settings: PolicySettings) -> Starlette:
+def _app(settings: PolicySettings, secret: str | None) -> Starlette:
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
     from starlette.responses import PlainTextResponse, Response
     from starlette.routing import Route
 
-    from gate.integrations.skypilot import MAX_BODY_BYTES, answer_http
+    from gate.integrations.skypilot_endpoint import MAX_BODY_BYTES, answer_http, refusal
 
     async def policy(request: Request) -> Response:
+        authorization = request.headers.get("authorization")
+        caller = f"{request.client.host}:{request.client.port}" if request.client else "?"
         body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY_BYTES:
-                break  # answer_http refuses it; reading on would only fill memory
-        answer = await run_in_threadpool(answer_http, body, settings)
-        return Response(answer.body, status_code=answer.status, media_type=answer.media_type)
+        if secret is None or refusal(authorization, secret) is None:  # else: left unread
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_BODY_BYTES:
+                    break  # answer_http refuses it; reading on would only fill memory
+        answer = await run_in_threadpool(
+            lambda: answer_http(
+                body, settings, authorization=authorization, secret=secret, caller=caller
+            )
+        )
+        return Response(
+            answer.body,
+            status_code=answer.status,
+            media_type=answer.media_type,
+            headers=answer.headers,
+        )
 
     async def health(request: Request) -> Response:
         return PlainTextResponse("ok")
 
     routes = [Route("/", policy, methods=["POST"]), Route("/health", health, methods=["GET"])]
     return Starlette(routes=routes)
+
+
+def _tls_files(certfile: str | None, keyfile: str | None) -> tuple[str | None, str | None]:
+    """The certificate and key, once both are given and load; neither for plain HTTP."""
+    if certfile is None and keyfile is None:
+        return None, None
+    if certfile is None or keyfile is None:
+        raise InputError(
+            "--ssl-certfile and --ssl-keyfile go together", hint="give both PEM files, or neither"
+        )
+    import ssl
+
+    try:  # NOTE: load them now, so a wrong file is exit 3 here, not a crash in uvicorn
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(certfile, keyfile)
+    except (OSError, ssl.SSLError) as exc:
+        raise InputError(
+            f"--ssl-certfile {certfile} / --ssl-keyfile {keyfile}: {exc}",
+            hint="give a PEM certificate (chain) and its private key",
+        ) from None
+    return certfile, keyfile
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -108,9 +163,14 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def _log_decisions() -> None:
-    """One line per decision on stderr."""
+    """One line per decision on stderr.
+
+    NOTE: not propagated: SkyPilot gives the root logger a handler of its own, which
+    printed every decision a second time.
+    """
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("budget-gate: %(message)s"))
     logger = logging.getLogger("gate.integrations.skypilot")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+    logger.propagate = False

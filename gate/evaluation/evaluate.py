@@ -34,7 +34,7 @@ from gate.policy.findings import Finding, Outcome
 from gate.policy.loader import LoadedPolicy, PolicySet
 from gate.policy.model import Policy, Severity
 from gate.policy.rules import REGISTRY
-from gate.policy.rules.base import RuleContext
+from gate.policy.rules.base import RuleContext, Spender
 from gate.policy.verdict import RawFinding, apply_approval, apply_policy, decide
 from gate.spec.experiment import Capacity, Experiment
 from gate.spec.fingerprint import fingerprint
@@ -81,6 +81,8 @@ class Evaluator:
     """Measured epoch times, plateaus and failure rates (``budget-gate calibrate``)."""
     launch_key: str | None = None
     """The launch this evaluation is part of: its own launch does not use its approval up."""
+    spender: Spender | None = None
+    """Who would spend: the pull request's author and their GitHub teams (only in the flow)."""
     _spends: dict[LedgerQuery, Spend] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -147,8 +149,11 @@ class Evaluator:
         path = self.ledger_path(spec_file)
         budget = self._budget(spec, policy, path, fp)
         teams = tuple(self.policies.teams())
-        ctx = RuleContext(spec, est, policy, spec_file, self.today, budget, teams)
-        repo_path = self._repo_path(spec_file, policy)
+        owners = self.policies.owners()
+        repo_path = self._repo_path(spec_file, policy, bool(owners))
+        ctx = RuleContext(
+            spec, est, policy, spec_file, self.today, budget, teams, owners, repo_path, self.spender
+        )
         words = imported.words if imported is not None else None
         findings = _findings(doc, ctx, loaded, repo_path, words)
         findings = self._fixes(
@@ -181,6 +186,7 @@ class Evaluator:
             approval=approval,
             alternatives=cheaper,
             imported=imported.summary if imported is not None else None,
+            notes=self._notes(spec, policy),
         )
         return Evaluation(result, spec, policy, path)
 
@@ -216,6 +222,16 @@ class Evaluator:
             catalog=self.catalog,
             calibration=self.calibration,
             launch=launch,
+        )
+
+    def _notes(self, spec: Experiment, policy: Policy) -> tuple[str, ...]:
+        """What the verdict took as given: a team that no policy proves (``owns.specs``)."""
+        team = spec.metadata.team
+        if team is None or (policy.owns is not None and policy.owns.specs):
+            return ()
+        return (
+            f"team {team} is taken as the spec declares it: no policy states which specs it "
+            f"owns (owns.specs in {team}.yaml), so any spec may claim it",
         )
 
     def _fixes(
@@ -263,9 +279,9 @@ class Evaluator:
             self.calibration, spec, policy.calibration, policy.reliability.failure_rate
         )
 
-    def _repo_path(self, spec_file: str, policy: Policy) -> str:
-        """The path waiver globs match; the root is looked up only when there are waivers."""
-        if policy.waivers and self.repo_path is not None:
+    def _repo_path(self, spec_file: str, policy: Policy, owned: bool) -> str:
+        """The path waiver and ownership globs match; the root is looked up only for them."""
+        if (policy.waivers or owned) and self.repo_path is not None:
             return self.repo_path(spec_file)
         return PurePath(os.path.normpath(spec_file)).as_posix()
 

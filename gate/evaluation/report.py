@@ -44,6 +44,8 @@ class SpecResult:
     """Cheaper plans, priced (only when the evaluator was asked for them)."""
     imported: ImportSummary | None = None
     """For a W&B, Katib, SkyPilot or Hydra file: its format and where each field came from."""
+    notes: tuple[str, ...] = ()
+    """What the verdict took as given without proof (e.g. a team no policy owns), said aloud."""
 
 
 DOCS_URL = "https://github.com/budget-gate/budget-gate/blob/main/docs/rules.md"

@@ -7,9 +7,11 @@ its config, a class path or a URL). :class:`BudgetGatePolicy` looks at launch-li
 judged by the same evaluator, with the same ledger view, as ``budget-gate verify`` (valid,
 no error findings, a fresh approval when one is needed, room in the monthly budget); the
 task's accelerator, GPU count (per node × nodes) and spot setting must match the spec's
-``resources``. A cleared task is mutated to carry the spec's run tags as env vars. Every
-rejection is one line: what, why, and the command that fixes it. Imports SkyPilot; nothing
-else in ``gate`` imports this module except ``budget-gate serve skypilot-policy``.
+``resources`` (a MIG spec is priced as whole GPUs, which SkyPilot asks for, and refused). A
+cleared task is mutated to carry the spec's run tags as env vars. Every rejection is one
+line: what, why, and the command that fixes it. Imports SkyPilot; nothing else in ``gate``
+imports this module except the HTTP side (:mod:`gate.integrations.skypilot_endpoint`) and
+``budget-gate serve skypilot-policy``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import math
 import os
 import uuid
 from collections.abc import Mapping
@@ -37,11 +40,14 @@ from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.launching import LAUNCH_KEY_ENV, record_launch
 from gate.evaluation.report import SpecResult
 from gate.integrations import open_ledger
+from gate.integrations.mlflow.patience import Patience
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
 from gate.ledger.records import LedgerView
+from gate.money import format_money
 from gate.policy.loader import PolicySet
 from gate.spec.experiment import Capacity, Experiment
+from gate.spec.loader import load_bytes
 
 log = logging.getLogger(__name__)
 
@@ -76,17 +82,37 @@ class PolicySettings:
         ``BUDGET_GATE_REPO`` (default: the working directory), ``BUDGET_GATE_POLICY_DIR``
         (default ``policies``, relative to the repository),
         ``MLFLOW_TRACKING_URI`` and ``BUDGET_GATE_MISSING_SPEC`` (``reject`` or ``allow``).
+        Also checks ``BUDGET_GATE_LEDGER_TIMEOUT``, read by the ledger at each request.
+
+        Raises:
+            gate.errors.InputError: a value is malformed (one line: which, and the fix).
         """
-        repo = Path(environ.get("BUDGET_GATE_REPO") or os.getcwd())
-        policy_dir = repo / environ.get("BUDGET_GATE_POLICY_DIR", "policies")
+        repo = Path(_plain("BUDGET_GATE_REPO", environ.get("BUDGET_GATE_REPO") or os.getcwd()))
+        if not repo.is_dir():
+            raise InputError(
+                f"BUDGET_GATE_REPO is {str(repo)!r}, not a directory",
+                hint="set it to the checkout that holds the specs and policies",
+            )
+        policy_dir = repo / _plain(
+            "BUDGET_GATE_POLICY_DIR", environ.get("BUDGET_GATE_POLICY_DIR", "policies")
+        )
         missing = environ.get("BUDGET_GATE_MISSING_SPEC", MissingSpec.REJECT.value)
         try:
             missing_spec = MissingSpec(missing)
         except ValueError:
             raise InputError(
-                f"BUDGET_GATE_MISSING_SPEC is {missing!r}", hint="set it to reject or allow"
+                f"BUDGET_GATE_MISSING_SPEC is {missing[:40]!r}", hint="set it to reject or allow"
             ) from None
-        return cls(repo, policy_dir, resolve_tracking_uri(None, environ), missing_spec)
+        Patience.from_env(environ)
+        uri = _plain("MLFLOW_TRACKING_URI", resolve_tracking_uri(None, environ))
+        return cls(repo, policy_dir, uri, missing_spec)
+
+
+def _plain(name: str, value: str) -> str:
+    """``value`` unless it holds a control character (a NUL cannot name a path or URL)."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InputError(f"{name} holds a control character ({value[:40]!r})", hint=f"fix {name}")
+    return value
 
 
 class Rejection(Exception):
@@ -101,8 +127,18 @@ class BudgetGatePolicy(sky.AdminPolicy):
 
     @classmethod
     def validate_and_mutate(cls, user_request: sky.UserRequest) -> sky.MutatedUserRequest:
-        """Refuse a launch that budget-gate does not clear; tag the task of one it does."""
-        return apply_policy(user_request, PolicySettings.from_env(os.environ))
+        """Refuse a launch that budget-gate does not clear; tag the task of one it does.
+
+        Settings that cannot be read refuse every launch (fail closed), saying which.
+        """
+        try:
+            settings = PolicySettings.from_env(os.environ)
+        except InputError as exc:
+            raise sky_exceptions.UserRequestRejectedByPolicy(
+                f"budget-gate: the API server's settings are invalid, so no launch is "
+                f"cleared: {exc}"
+            ) from None
+        return apply_policy(user_request, settings)
 
 
 def apply_policy(
@@ -149,6 +185,9 @@ def judge(
     evaluation, view = _evaluate(relative, content, settings, now, key)
     if evaluation.spec is not None:
         _check_match(task, asks, evaluation.spec, relative, exec_request=request == "exec")
+        if evaluation.spec.resources.mig_profile is not None and asks:
+            whole = _whole_gpu_cost(relative, content, settings, now)
+            raise _mig_rejection(task, asks[0], evaluation, relative, whole)
     _check_cleared(evaluation.result)
     assert evaluation.spec is not None and evaluation.result.fingerprint is not None
     _launch(view, evaluation, key)
@@ -197,13 +236,24 @@ def tracking_env(tag: str) -> str:
 
 
 def gpu_asks(task: sky.Task) -> list[GpuAsk]:
-    """Every resource candidate of ``task`` that asks for an accelerator."""
+    """Every resource candidate of ``task`` that asks for an accelerator.
+
+    SkyPilot reads ``A100:inf`` and ``A100:nan`` as counts; they are no number of GPUs.
+    """
     nodes = int(task.num_nodes or 1)
-    return [
+    asks = [
         GpuAsk(name, float(count), nodes, bool(resources.use_spot))
         for resources in task.resources
         for name, count in (resources.accelerators or {}).items()
     ]
+    for ask in asks:
+        if not math.isfinite(ask.per_node) or ask.per_node <= 0:
+            raise Rejection(
+                f"task {task.name or '(unnamed)'!r} asks for {ask.accelerator}:{ask.per_node} — "
+                "not a number of GPUs; ask for a whole count, e.g. "
+                f"{ask.accelerator}:8"
+            )
+    return asks
 
 
 def _no_spec(task: sky.Task, asks: list[GpuAsk], settings: PolicySettings) -> dict[str, str]:
@@ -251,7 +301,8 @@ def _check_match(
     """
     want = spec.resources
     spot = want.capacity is Capacity.SPOT
-    cleared = f"{relative} is cleared for {want.gpus_per_trial} × {want.accelerator}"
+    slices = f" {want.mig_profile} MIG slices" if want.mig_profile else ""
+    cleared = f"{relative} is cleared for {want.gpus_per_trial} × {want.accelerator}{slices}"
     name = task.name or "(unnamed)"
     if not asks and not exec_request:
         raise Rejection(
@@ -269,51 +320,47 @@ def _check_match(
             )
 
 
+def _mig_rejection(
+    task: sky.Task, ask: GpuAsk, evaluation: Evaluation, relative: str, whole: str | None
+) -> Rejection:
+    """A MIG spec's task asks for whole GPUs: SkyPilot has no name for a MIG slice.
+
+    NOTE: SkyPilot 0.14 names accelerators by GPU model only; on Kubernetes a node whose
+    GPUs are split into MIG slices reports the whole GPU's name. A task asking for
+    ``A100-80GB:8`` holds 8 whole GPUs whatever the spec says, so it is priced that way,
+    and the spec must say so before it launches.
+    """
+    spec, result = evaluation.spec, evaluation.result
+    assert spec is not None and result.estimate is not None
+    want = spec.resources
+    priced = f"{format_money(result.estimate.worst.cost, result.currency)} worst case"
+    as_whole = f", {whole} worst case as whole GPUs" if whole else ""
+    return Rejection(
+        f"task {task.name or '(unnamed)'!r} asks for {ask} whole GPUs{as_whole}, but "
+        f"{relative} is priced as {want.gpus_per_trial} × {want.mig_profile} MIG slices "
+        f"({priced}) and SkyPilot cannot ask for a MIG slice — remove mig_profile from "
+        f"{relative} and clear it again for whole GPUs (budget-gate check {relative})"
+    )
+
+
+def _whole_gpu_cost(
+    relative: str, content: bytes, settings: PolicySettings, now: dt.datetime
+) -> str | None:
+    """The spec's worst case with ``mig_profile`` removed, under its policy and prices."""
+    import yaml
+
+    data = load_bytes(content, relative).data
+    data["resources"] = {k: v for k, v in data["resources"].items() if k != "mig_profile"}
+    whole = yaml.safe_dump(data, sort_keys=False).encode()
+    evaluator = Evaluator(PolicySet(settings.policy_dir), load_catalog(), now.date())
+    result = evaluator.evaluate(relative, whole)
+    if result.estimate is None:
+        return None
+    return format_money(result.estimate.worst.cost, result.currency)
+
+
 def _check_cleared(result: SpecResult) -> None:
     """Pass only what ``budget-gate verify`` passes (exit 0)."""
     refused = refusal(result)
     if refused is not None:
         raise Rejection(refused.reason)
-
-
-MAX_BODY_BYTES = 4 * 1024 * 1024
-"""A request body past this is refused: a task YAML is kilobytes."""
-
-
-@dataclass(frozen=True, slots=True)
-class HttpAnswer:
-    """What the HTTP endpoint answers: status, body and its media type."""
-
-    status: int
-    body: str
-    media_type: str = "text/plain"
-
-
-def answer_http(body: bytes, settings: PolicySettings) -> HttpAnswer:
-    """The RESTful admin policy's answer to one POST body, as SkyPilot's client expects it.
-
-    SkyPilot's ``RestfulAdminPolicy`` posts ``UserRequest.encode()`` as a JSON string and
-    reads a JSON string holding ``MutatedUserRequest.encode()``; HTTP 400 rejects, with the
-    body as the reason. A body that is not such a request is a 400 with what is wrong.
-    """
-    if len(body) > MAX_BODY_BYTES:
-        return HttpAnswer(400, f"budget-gate: malformed request: body over {MAX_BODY_BYTES} bytes")
-    try:
-        user_request = _decode(body)
-    except Exception as exc:  # SkyPilot's decoder raises anything on bad input
-        reason = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else "unreadable"
-        return HttpAnswer(400, f"budget-gate: malformed request: {type(exc).__name__}: {reason}")
-    try:
-        mutated = apply_policy(user_request, settings)
-    except sky_exceptions.UserRequestRejectedByPolicy as exc:
-        return HttpAnswer(400, str(exc))
-    return HttpAnswer(200, json.dumps(mutated.encode()), "application/json")
-
-
-def _decode(body: bytes) -> sky.UserRequest:
-    encoded = json.loads(body)
-    if not isinstance(encoded, str):
-        raise ValueError(
-            f"expected a JSON string holding sky.UserRequest.encode(), got {type(encoded).__name__}"
-        )
-    return sky.UserRequest.decode(encoded)

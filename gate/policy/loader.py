@@ -17,7 +17,8 @@ from typing import Any
 
 from gate.errors import InputError, InputErrors, Location
 from gate.ledger.signing import SIGNERS_FILE, Signers, Trust
-from gate.policy.model import NO_BASE, Policy
+from gate.ledger.tracking import COST_CENTER_LABEL
+from gate.policy.model import NO_BASE, Ownership, Policy
 from gate.policy.rules import all_rule_ids
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap, load_bytes, load_file
 from gate.spec.validation import validate
@@ -69,6 +70,7 @@ class PolicySet:
         self._files = dict(files) if files is not None else None
         self._by_name: dict[str, LoadedPolicy] = {}
         self._names: list[str] | None = None
+        self._owners: dict[str, Ownership] | None = None
         self._trust: Trust | None = None
 
     def trust(self) -> Trust:
@@ -127,6 +129,17 @@ class PolicySet:
     def teams(self) -> list[str]:
         """The teams that have a policy file of their own."""
         return [n for n in self.names() if n != DEFAULT and _NAME.fullmatch(n)]
+
+    def owners(self) -> dict[str, Ownership]:
+        """Each team whose own policy says what it owns (``owns:``), by team name.
+
+        Loads every team policy: who owns a spec's path is a question about all of them.
+        """
+        if self._owners is None:
+            self._owners = {
+                team: owns for team in self.teams() if (owns := self.load(team).policy.owns)
+            }
+        return self._owners
 
     def load_all(self) -> list[LoadedPolicy]:
         """Load every policy of the directory; all their errors together, or every policy.
@@ -196,9 +209,11 @@ class PolicySet:
             data = deep_merge(data, doc.data)
             source_map = source_map.merged(doc.source_map)
         data.pop("extends", None)  # resolved into the chain; "none" is not a policy name
+        _own_ownership(data, docs)
         merged = LoadedDoc(docs[0].file, data, source_map)
         policy = validate(Policy, merged)
         _check_rule_ids(policy, source_map)
+        _check_budget_keys(policy, source_map)
         chain = tuple(Path(d.file).stem for d in docs)
         return LoadedPolicy(policy, source_map, chain, left, self.builtin)
 
@@ -285,6 +300,39 @@ def _check_rule_ids(policy: Policy, source_map: SourceMap) -> None:
     )
     if errors:
         raise InputErrors(errors)
+
+
+def _own_ownership(data: dict[str, Any], docs: list[LoadedDoc]) -> None:
+    """Keep only the policy's own ``owns:``: a team does not inherit what another owns.
+
+    Raises:
+        gate.errors.InputError: ``default.yaml`` says ``owns:`` (the default is no team's).
+    """
+    first = docs[0]
+    if Path(first.file).stem == DEFAULT and "owns" in first.data:
+        raise InputError(
+            "the default policy cannot own specs: it is no team's",
+            location=first.source_map.locate(("owns",), key=True),
+            hint="put owns: in policies/<team>.yaml, for the team that owns the specs",
+        )
+    if "owns" in first.data:
+        data["owns"] = first.data["owns"]
+    else:
+        data.pop("owns", None)
+
+
+def _check_budget_keys(policy: Policy, source_map: SourceMap) -> None:
+    """A budget per cost center needs the closed list of cost centers that have one."""
+    limits = policy.limits
+    if limits.monthly_budget is None or limits.budget_scope != "cost-center":
+        return
+    if not policy.labels.allowed.get(COST_CENTER_LABEL):
+        raise InputError(
+            "limits.budget_scope: cost-center needs the list of cost centers that have a "
+            "budget, or any made-up cost-center label would get a fresh one",
+            location=source_map.locate(("limits", "budget_scope")),
+            hint="list them: labels: {allowed: {cost-center: [cc-1042, ...]}}",
+        )
 
 
 def _extends_location(doc: LoadedDoc) -> Location | None:

@@ -56,6 +56,9 @@ class Limits(Model):
 
     ``monthly_budget`` is per team or per cost-center label (``budget_scope``); spend so far
     comes from the ledger, and a warning fires once ``budget_warn_at`` of it would be used.
+    With a budget, every spec must name its key from a closed list (BG206): a team that has
+    a policy file or is listed in ``teams``, or a cost center of
+    ``labels.allowed.cost-center``, which a cost-center budget therefore requires.
     ``reconcile_tolerance`` is how far (a fraction) the actual cost of the runs may exceed
     the approved amount before ``budget-gate reconcile`` fails.
     """
@@ -179,6 +182,38 @@ class GuardSettings(Model):
     """The guard stops the search after this many failed trials in all."""
 
 
+_OWNED_GLOB = r"^(?![#\s])[^\x00-\x1f\x7f-\x9f]+$"
+OwnedGlob = Annotated[
+    str,
+    Field(min_length=1, max_length=200, json_schema_extra={"pattern": _OWNED_GLOB}),
+    _matching(
+        _OWNED_GLOB,
+        "is not a usable glob — it cannot start with '#' or a space, nor hold control "
+        "characters; write a path glob such as experiments/nlp/**",
+    ),
+]
+"""A gitignore-style glob of spec paths (``!glob`` takes back what an earlier one matched)."""
+
+
+class Ownership(Model):
+    """What a team's policy owns: which specs may claim the team, and who may spend for it.
+
+    Stated in ``policies/<team>.yaml`` only, for that team (a policy's ``owns:`` is not
+    inherited through ``extends``, and the default policy owns nothing). ``specs`` are
+    gitignore-style globs of spec paths relative to the repository root: a spec outside
+    them cannot say ``team: <team>`` (BG204), and one inside them must. On pull requests,
+    the author must be a member of one of ``github_teams`` (``org/slug``, or ``slug`` in the
+    repository's organization) to change a spec of the team (BG205).
+    """
+
+    specs: list[OwnedGlob] = Field(default_factory=list)
+    """Globs of the team's spec paths, e.g. experiments/nlp/**; a spec elsewhere cannot claim
+    the team."""
+    github_teams: list[Name] = Field(default_factory=list)
+    """On pull requests: GitHub teams (org/slug, or slug) whose members may spend the team's
+    budget; the author must be in one."""
+
+
 class Waiver(Model):
     """Suppress one rule for matching specs until a date, with a reason on record.
 
@@ -202,7 +237,7 @@ class Policy(Model):
 
     ``teams`` lists every team the organization knows: with it, a spec whose
     ``metadata.team`` is neither listed nor has a policy file is an error (BG203), not a
-    warning.
+    warning. ``owns`` (a team policy's own) proves a spec's team by its path and author.
     """
 
     api_version: Literal["budget-gate/v1"] = Field(alias="apiVersion")
@@ -213,6 +248,9 @@ class Policy(Model):
     """The policy this one extends (default: default; none leaves it out, which is reported)."""
     teams: list[PolicyName] | None = None
     """The teams the organisation has; a spec naming another team is then an error."""
+    owns: Ownership | None = None
+    """What this team owns: its specs' paths and the GitHub teams that may spend its budget (a
+    team policy only; not inherited)."""
     currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")] = "USD"
     """The ISO 4217 currency every price and limit is in."""
     prices: Prices = Field(default_factory=Prices)

@@ -81,6 +81,7 @@ def _result(result: SpecResult) -> dict[str, Any]:
         "budget": _budget(result.budget) if result.budget else None,
         "approval": _approval(result.approval) if result.approval else None,
         "alternatives": [_alternative(a) for a in result.alternatives],
+        "notes": list(result.notes),
     }
     if result.imported is not None:  # only for W&B, Katib, SkyPilot and Hydra files
         document["imported"] = _imported(result.imported)

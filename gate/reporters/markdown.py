@@ -224,6 +224,7 @@ def _spec_section(result: SpecResult, report: Report) -> str:
     parts.extend(_findings_blocks(result.findings, report))
     if result.approval is not None:
         parts.append(_approval_block(result.approval))
+    parts.extend(f"> ℹ️ {escape(note)}" for note in result.notes)
     if result.estimate is not None:
         parts.append(_assumptions(result.estimate))
     if result.alternatives and result.outcome in (Outcome.VIOLATION, Outcome.APPROVAL_REQUIRED):

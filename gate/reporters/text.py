@@ -67,6 +67,7 @@ def _spec_block(result: SpecResult, report: Report) -> str:
         lines.append(_budget_line(result.budget))
     if result.approval is not None:
         lines.extend(_approval_lines(result.approval))
+    lines.extend(f"  note: {note}" for note in result.notes)
     lines.append(f"  → {result.outcome.value}")
     return "\n".join(lines)
 

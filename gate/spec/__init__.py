@@ -2,7 +2,8 @@
 
 Owns: ``loader`` (YAML bytes → data and a source map; every YAML safety check),
 ``experiment`` (the ``kind: Experiment`` models), ``validation`` (pydantic errors at
-``file:line:col``) and ``fingerprint`` (the hash an approval binds to).
+``file:line:col``), ``fingerprint`` (the hash an approval binds to), ``globs`` (the one
+path-glob dialect, gitignore's) and ``mig`` (which MIG slices each GPU has).
 
 Pure. Imports only :mod:`gate.errors` and :mod:`gate.money`.
 """

@@ -19,10 +19,13 @@ from pydantic import (
     StrictBool,
     StrictFloat,
     StrictInt,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 
 from gate.money import Money
+from gate.spec.mig import mig_problem, slice_share
 
 MAX_COUNT = 10**12
 """The most of anything countable (trials, epochs, GPUs, samples): past it, a typo."""
@@ -114,12 +117,25 @@ class Resources(Model):
     checkpoint_every_minutes: PositiveFloat | None = None
     """How often a trial checkpoints; on spot, the work lost to each preemption."""
 
+    @field_validator("mig_profile")
+    @classmethod
+    def _real_mig_slice(cls, profile: str | None, info: ValidationInfo) -> str | None:
+        accelerator, slices = info.data.get("accelerator"), info.data.get("gpus_per_trial")
+        if profile is not None and isinstance(accelerator, str) and isinstance(slices, int):
+            problem = mig_problem(accelerator, profile, slices)
+            if problem is not None:
+                raise ValueError(problem)
+        return profile
+
     @property
     def gpu_share(self) -> Decimal:
-        """Fraction of a whole GPU each unit is: a MIG ``Ng.*`` slice is N/7 of the GPU."""
+        """Fraction of a whole GPU each unit is: a MIG ``Ng.*`` slice is N compute slices.
+
+        N/7 on an A100 or H100, N/4 on an A30 (:mod:`gate.spec.mig`).
+        """
         if self.mig_profile is None:
             return Decimal(1)
-        return Decimal(int(self.mig_profile[0])) / 7
+        return slice_share(self.accelerator, self.mig_profile)
 
 
 class Range(Model):

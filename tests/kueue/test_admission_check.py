@@ -250,7 +250,9 @@ def test_on_demand_pods_for_a_spot_spec_and_mig_slices_are_compared(repo, kube):
 
 def test_a_mig_spec_needs_its_slices_not_whole_gpus(repo, kube):
     spec = write_spec(repo, trials=2, resources=", mig_profile: 1g.10gb")
-    job, pod_sets = objects.batch_job("whole", spec=spec)
+    path = repo.root / spec  # 4 slices of one A100: a trial's slices must fit on one GPU
+    path.write_text(path.read_text().replace("gpus_per_trial: 8", "gpus_per_trial: 4"))
+    job, pod_sets = objects.batch_job("whole", spec=spec, gpus=4)
     workload = submit(kube, (job, pod_sets), flavor="mig")
     assert only(controller(repo, kube).sync()).state == "Rejected"
     assert kube.check(workload)["message"].endswith(
@@ -260,7 +262,7 @@ def test_a_mig_spec_needs_its_slices_not_whole_gpus(repo, kube):
     job, pod_sets = objects.batch_job("sliced", spec=spec)
     limits = pod_sets[0]["template"]["spec"]["containers"][0]["resources"]["limits"]
     limits.clear()
-    limits["nvidia.com/mig-1g.10gb"] = "8"
+    limits["nvidia.com/mig-1g.10gb"] = "4"
     sliced = kube.add(objects.workload_for(job, pod_sets, flavor="mig"))
     assert only(controller(repo, kube).sync()).state == "Ready"
     assert kube.check(sliced)["state"] == "Ready"
@@ -367,7 +369,7 @@ def test_a_policy_that_cannot_be_read_is_retried(repo, kube):
     assert only(controller(repo, kube).sync()).state == "Retry"
     check = kube.check(workload)
     assert check["requeueAfterSeconds"] == 300
-    assert f"{spec} cannot be cleared: a policy is invalid (" in check["message"]
+    assert f"{spec} cannot be cleared: a policy or a setting is invalid (" in check["message"]
 
 
 def test_pod_sets_naming_two_specs_and_labels_that_clash_are_rejected(repo, kube):

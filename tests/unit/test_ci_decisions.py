@@ -8,7 +8,6 @@ import pytest
 
 from gate.ci.decisions import (
     commit_status,
-    glob_regex,
     label_change,
     may_write_comment,
     outputs,
@@ -20,6 +19,7 @@ from gate.evaluation.report import Report
 from gate.ledger.approvers import Approvers
 from gate.policy.findings import Outcome
 from gate.policy.verdict import FailOn, exit_code
+from gate.spec.globs import matches
 from tests.reporters.sample import sample_report
 
 
@@ -39,10 +39,21 @@ from tests.reporters.sample import sample_report
         ("exp/**", "exp/x/y.yaml", True),
         ("exp/a+b.yaml", "exp/a+b.yaml", True),
         ("exp/a+b.yaml", "exp/aab.yaml", False),
+        # one dialect with the waivers (gitignore's): a bare name matches at any depth
+        ("*.yaml", "experiments/a.yaml", True),
+        ("experiments/", "experiments/a/b.yaml", True),
+        ("/experiments/**", "team/experiments/a.yaml", False),
+        ("./experiments/*.yaml", "experiments/a.yaml", True),
     ],
 )
 def test_globs(pattern: str, path: str, hit: bool) -> None:
-    assert bool(glob_regex(pattern).match(path)) is hit
+    assert matches([pattern], path) is hit
+
+
+def test_a_negation_takes_back_what_a_glob_matched() -> None:
+    globs = ["experiments/**", "!experiments/drafts/**"]
+    assert matches(globs, "experiments/a.yaml")
+    assert not matches(globs, "experiments/drafts/a.yaml")
 
 
 def test_select_specs_keeps_renames_and_removals() -> None:

@@ -38,7 +38,7 @@ def read_base(ref: str, paths: Sequence[str]) -> dict[str, bytes | None]:
 
 
 def list_base(ref: str, directory: str, suffixes: tuple[str, ...]) -> list[str]:
-    """Files under ``directory`` at ``ref`` with one of ``suffixes``, spelled under it."""
+    """Files under ``directory`` at ``ref`` ending in one of ``suffixes`` (any case)."""
     top = toplevel(Path(directory))
     prefix = _in_repo(directory, top)
     commit = _verify(ref, top)
@@ -47,7 +47,7 @@ def list_base(ref: str, directory: str, suffixes: tuple[str, ...]) -> list[str]:
     return [
         str(Path(directory) / os.path.relpath(name, prefix))
         for name in listed
-        if name.endswith(suffixes)
+        if name.lower().endswith(suffixes)
     ]
 
 

@@ -27,6 +27,7 @@ from mlflow.tracking import MlflowClient
 
 from gate.errors import BackendError
 from gate.integrations.mlflow.http import check_clock
+from gate.integrations.mlflow.patience import bounded_client
 from gate.integrations.mlflow.search import (
     RunRow,
     deleted_experiment,
@@ -59,7 +60,7 @@ class MlflowLedger:
         self.trust = trust
         self.ignored: dict[str, str] = {}
         with self._failing("opening the tracking store"):
-            self._client = MlflowClient(tracking_uri)
+            self._client = bounded_client(MlflowClient(tracking_uri), tracking_uri)
         self._experiment_id: str | None = None
 
     def append(self, record: LedgerRecord, signer: Signer | None = None) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import http.client
 import json
 import os
 import ssl
@@ -21,8 +22,10 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
-from gate.errors import BackendError
+from gate.errors import BackendError, InputError
 from gate.integrations.mlflow.clock import date_header, skew_error
+from gate.integrations.mlflow.patience import ENV as PATIENCE_ENV
+from gate.integrations.mlflow.patience import RETRIES, Patience
 from gate.integrations.mlflow.search import reason
 from gate.integrations.mlflow.tracking_uri import redact
 
@@ -40,10 +43,21 @@ class RestError(Exception):
 
 
 class Rest:
-    """JSON requests to one tracking server's REST API, with MLflow's client settings."""
+    """JSON requests to one tracking server's REST API, with MLflow's auth and TLS settings.
+
+    Raises:
+        gate.errors.InputError: ``BUDGET_GATE_LEDGER_TIMEOUT`` or a TLS file is unusable.
+    """
 
     def __init__(self, tracking_uri: str, environ: Mapping[str, str]) -> None:
-        parts = urllib.parse.urlsplit(tracking_uri)
+        try:
+            parts = urllib.parse.urlsplit(tracking_uri)
+            parts.port  # noqa: B018 - raises on a port that is not a number
+        except ValueError as exc:
+            raise InputError(
+                f"the tracking URI {redact(tracking_uri)!r} is not a URL ({exc})",
+                hint="fix --tracking-uri or MLFLOW_TRACKING_URI, e.g. http://mlflow:5000",
+            ) from None
         host = parts.netloc.rsplit("@", 1)[-1]
         self.base = urllib.parse.urlunsplit(parts._replace(netloc=host)).rstrip("/")
         self.headers = {"Content-Type": "application/json", "User-Agent": "budget-gate"}
@@ -54,11 +68,71 @@ class Rest:
         elif user:
             basic = base64.b64encode(f"{user}:{secret}".encode()).decode("ascii")
             self.headers["Authorization"] = f"Basic {basic}"
-        self.timeout = float(environ.get("MLFLOW_HTTP_REQUEST_TIMEOUT", "120"))
-        self.retries = int(environ.get("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "7"))
-        self.backoff = float(environ.get("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "2"))
-        self.context = _tls(environ) if parts.scheme == "https" else None
+        self.patience = Patience.from_env(environ)
         self.clock_checked = False
+        try:
+            self.context = _tls(environ) if parts.scheme == "https" else None
+        except OSError as exc:  # ssl.SSLError is one too
+            raise InputError(
+                f"the TLS settings for {redact(tracking_uri)} cannot be used: {exc}",
+                hint="check MLFLOW_TRACKING_SERVER_CERT_PATH and MLFLOW_TRACKING_CLIENT_CERT_PATH",
+            ) from None
+
+    def call(
+        self,
+        method: str,
+        endpoint: str,
+        *,
+        body: dict[str, Any] | None = None,
+        query: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """One request's JSON answer, retried on outages and 5xx within the patience.
+
+        Each attempt may wait for what is left of the budget; a failure that came fast is
+        retried (at most :data:`RETRIES` times) while a pause still fits in it.
+        """
+        url = self.base + API + endpoint
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        data = json.dumps(body).encode() if body is not None else None
+        deadline = time.monotonic() + self.patience.seconds
+        for retry in range(RETRIES + 1):
+            request = urllib.request.Request(url, data, self.headers, method=method)
+            left = deadline - time.monotonic()
+            try:
+                with urllib.request.urlopen(request, timeout=left, context=self.context) as answer:
+                    self._check_clock(answer.headers.get("Date"))
+                    parsed: dict[str, Any] = json.loads(answer.read())
+                    return parsed
+            except urllib.error.HTTPError as exc:
+                failure: Exception = _error(exc)
+                if exc.code not in _RETRY_STATUSES:
+                    raise failure from None
+            except TimeoutError:
+                failure = self._timed_out()
+            except (urllib.error.URLError, ConnectionError) as exc:
+                timed_out = isinstance(getattr(exc, "reason", None), TimeoutError)
+                failure = self._timed_out() if timed_out else exc
+            except http.client.HTTPException as exc:  # a reply that is not HTTP, cut short
+                failure = ConnectionError(f"the server's answer is not HTTP ({exc!r})")
+            pause = self.patience.pause(retry)
+            if retry == RETRIES or time.monotonic() + pause >= deadline:
+                raise failure from None
+            time.sleep(pause)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def server_time(self) -> dt.datetime | None:
+        """The server's clock, from the ``Date`` header of ``GET /health`` (no retries)."""
+        request = urllib.request.Request(self.base + "/health", None, self.headers)
+        try:
+            with urllib.request.urlopen(
+                request, timeout=self.patience.seconds, context=self.context
+            ) as answer:
+                return date_header(answer.headers.get("Date"))
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+            raise BackendError(
+                f"MLflow at {redact(self.base)} failed while reading its clock: {reason(exc)}"
+            ) from exc
 
     def _check_clock(self, header: str | None) -> None:
         """On the first answer: refuse when this machine's clock is off the server's."""
@@ -71,50 +145,8 @@ class Rest:
             if error is not None:
                 raise error
 
-    def server_time(self) -> dt.datetime | None:
-        """The server's clock, from the ``Date`` header of ``GET /health`` (no retries)."""
-        request = urllib.request.Request(self.base + "/health", None, self.headers)
-        try:
-            with urllib.request.urlopen(
-                request, timeout=self.timeout, context=self.context
-            ) as answer:
-                return date_header(answer.headers.get("Date"))
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-            raise BackendError(
-                f"MLflow at {redact(self.base)} failed while reading its clock: {reason(exc)}"
-            ) from exc
-
-    def call(
-        self,
-        method: str,
-        endpoint: str,
-        *,
-        body: dict[str, Any] | None = None,
-        query: dict[str, str] | None = None,
-    ) -> dict[str, Any]:
-        """One request's JSON answer, retried as MLflow's client would on outages and 5xx."""
-        url = self.base + API + endpoint
-        if query:
-            url += "?" + urllib.parse.urlencode(query)
-        data = json.dumps(body).encode() if body is not None else None
-        for attempt in range(self.retries + 1):
-            request = urllib.request.Request(url, data, self.headers, method=method)
-            try:
-                with urllib.request.urlopen(
-                    request, timeout=self.timeout, context=self.context
-                ) as answer:
-                    self._check_clock(answer.headers.get("Date"))
-                    parsed: dict[str, Any] = json.loads(answer.read())
-                    return parsed
-            except urllib.error.HTTPError as exc:
-                error = _error(exc)
-                if exc.code not in _RETRY_STATUSES or attempt == self.retries:
-                    raise error from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError):
-                if attempt == self.retries:
-                    raise
-            time.sleep(min(self.backoff * 2**attempt, 60.0))
-        raise AssertionError("unreachable")  # pragma: no cover
+    def _timed_out(self) -> TimeoutError:
+        return TimeoutError(f"no answer within {self.patience.seconds:g} s (set by {PATIENCE_ENV})")
 
 
 def _tls(environ: Mapping[str, str]) -> ssl.SSLContext:

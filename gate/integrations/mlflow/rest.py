@@ -5,9 +5,10 @@ more than the reads. :class:`RestLedger` sends MLflow's own REST requests with t
 library (``GET experiments/get-by-name``, ``POST runs/search``), honouring the settings
 MLflow's client reads: ``MLFLOW_TRACKING_TOKEN``, ``MLFLOW_TRACKING_USERNAME`` and
 ``MLFLOW_TRACKING_PASSWORD`` (or ``user:password@`` in the URI), ``MLFLOW_TRACKING_INSECURE_TLS``,
-``MLFLOW_TRACKING_SERVER_CERT_PATH``, ``MLFLOW_TRACKING_CLIENT_CERT_PATH``,
-``MLFLOW_HTTP_REQUEST_TIMEOUT``, ``MLFLOW_HTTP_REQUEST_MAX_RETRIES`` and
-``MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR``. Writing a record goes through
+``MLFLOW_TRACKING_SERVER_CERT_PATH`` and ``MLFLOW_TRACKING_CLIENT_CERT_PATH``. How long a
+request may take, retries included, is the ledger's one setting
+(``BUDGET_GATE_LEDGER_TIMEOUT``, :mod:`gate.integrations.mlflow.patience`), not MLflow's
+retry settings, whose defaults wait minutes. Writing a record goes through
 :class:`gate.integrations.mlflow.client.MlflowLedger`, which imports MLflow then.
 """
 

@@ -20,8 +20,12 @@ LEDGER_FILE = "mlflow.db"
 
 
 def redact(uri: str) -> str:
-    """The URI without any user name or password, for messages."""
-    parts = urlsplit(uri)
+    """The URI without any user name or password, for messages (also for one that is no URL)."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:  # e.g. an unclosed [IPv6 bracket: mask up to the last @ by hand
+        scheme, sep, rest = uri.partition("://")
+        return f"{scheme}{sep}***@{rest.rsplit('@', 1)[1]}" if "@" in rest else uri
     if "@" not in parts.netloc:
         return uri
     host = parts.netloc.rsplit("@", 1)[1]

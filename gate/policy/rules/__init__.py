@@ -12,6 +12,7 @@ from types import ModuleType
 
 from gate.policy.findings import RuleInfo
 from gate.policy.rules import (
+    budget_key,
     cap_stops_every_trial,
     concurrent_gpus,
     continuous_in_grid,
@@ -33,6 +34,8 @@ from gate.policy.rules import (
     restricted_accelerator,
     spot_dearer_than_on_demand,
     spot_without_checkpoints,
+    team_member,
+    team_ownership,
     trial_cost,
     trial_exceeds_node,
     trial_hours,
@@ -55,6 +58,9 @@ _SPEC_RULES: tuple[Rule, ...] = (
     missing_labels,
     label_values,
     unknown_team,
+    team_ownership,
+    team_member,
+    budget_key,
     no_stop_condition,
     continuous_in_grid,
     no_quality_gate,

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Protocol
 
 from gate.estimate.scenarios import Estimate, Scenario
 from gate.ledger.budget import BudgetStatus
 from gate.money import format_amount, format_money, to_decimal
-from gate.policy.model import Policy, Severity
+from gate.policy.model import Ownership, Policy, Severity
 from gate.spec.experiment import Experiment
 from gate.spec.loader import DataPath
 
@@ -22,7 +22,11 @@ class RuleContext:
 
     ``budget`` is this month's spend of the spec's team or cost center, computed from the
     ledger by the command; it is ``None`` when the policy sets no monthly budget.
-    ``team_policies`` names the teams that have a policy file of their own.
+    ``team_policies`` names the teams that have a policy file of their own; ``owners`` what
+    each team's policy owns (``owns:``), and ``repo_path`` the spec's path relative to the
+    repository root, as ownership and waiver globs match it. ``spender`` is who would spend
+    (the pull request's author, with the GitHub teams they were found in), ``None`` outside
+    a pull request.
     """
 
     spec: Experiment
@@ -32,11 +36,28 @@ class RuleContext:
     today: dt.date
     budget: BudgetStatus | None = None
     team_policies: tuple[str, ...] = ()
+    owners: Mapping[str, Ownership] = field(default_factory=dict)
+    repo_path: str = ""
+    spender: Spender | None = None
 
     @property
     def enforced(self) -> Scenario:
         """The scenario limits apply to (the policy's ``limits.scenario``, worst by default)."""
         return self.estimate.scenario(self.policy.limits.scenario)
+
+
+@dataclass(frozen=True, slots=True)
+class Spender:
+    """Who would spend a team's budget on a pull request, as GitHub answered (pure data).
+
+    ``member_of`` holds the policy entries (``org/slug`` or ``slug``, as written) GitHub
+    confirmed the login is an active member of; ``unknown`` the ones it would not say
+    (the token cannot read the organization's teams).
+    """
+
+    login: str
+    member_of: frozenset[str] = frozenset()
+    unknown: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

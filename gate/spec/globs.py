@@ -1,0 +1,87 @@
+"""One glob dialect for spec paths: gitignore's, as ``pathspec`` implements it (pure).
+
+Every place that matches a spec path against a pattern uses this module: the Action's
+``specs`` input, a waiver's ``specs``, a team policy's ``owns.specs`` and a quoted glob
+given to ``budget-gate check``. The rules (those of ``.gitignore``):
+
+- paths are relative to the repository root (to the current directory for the CLI), with
+  ``/`` between directories, and matched case-sensitively, as git does on Linux;
+- ``*`` matches within one directory, ``?`` one character, ``[abc]`` one of a set;
+  ``**`` spans directories (``experiments/**/*.yaml``; ``experiments/**`` is everything
+  below ``experiments/``);
+- a pattern without a ``/`` (other than a trailing one) matches a name at any depth:
+  ``*.yaml`` matches ``experiments/a.yaml``; a pattern with a ``/`` is anchored at the root;
+- a pattern ending in ``/`` matches a directory and everything under it;
+- in a list, ``!pattern`` takes back what an earlier pattern matched (not in a waiver).
+
+A spec file is one whose name ends in ``.yaml``, ``.yml`` or ``.json`` in any case
+(:func:`is_spec_file`): what ``check DIR`` reads, and what the Action judges under its
+patterns.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
+
+SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+"""The file name endings of a spec, compared in any case (``c.YAML`` is one)."""
+_MAGIC = re.compile(r"[*?\[]")
+_SPEC_LIKE = re.compile(rb"""(?:^|[{,])\s*["']?kind["']?\s*:\s*["']?Experiment\b""", re.M)
+
+
+def is_spec_file(path: str) -> bool:
+    """Whether ``path`` has a spec's name ending (``.yaml``, ``.yml``, ``.json``, any case)."""
+    return path.lower().endswith(SPEC_SUFFIXES)
+
+
+def looks_like_spec(content: bytes) -> bool:
+    """Whether a YAML or JSON file declares ``kind: Experiment`` (without parsing it)."""
+    return _SPEC_LIKE.search(content[:1_000_000]) is not None
+
+
+def normalized(path: str) -> str:
+    """A path as patterns see it: ``/`` separators, no leading ``./``."""
+    return posixpath.normpath(path.replace("\\", "/")).removeprefix("./")
+
+
+def matches(patterns: Iterable[str], path: str) -> bool:
+    """Whether the patterns (gitignore rules, in order) select ``path``."""
+    cleaned = tuple(_pattern(p) for p in patterns if p.strip())
+    return _compiled(cleaned).match_file(normalized(path))
+
+
+def _pattern(pattern: str) -> str:
+    """A pattern without blanks around it or a leading ``./`` (the same as none)."""
+    body = pattern.strip()
+    negated = body.startswith("!")
+    body = body.removeprefix("!").removeprefix("./")
+    return f"!{body}" if negated else body
+
+
+def literal_root(pattern: str) -> str:
+    """The directory a pattern is confined to: its part before the first wildcard.
+
+    ``experiments/**/*.yaml`` → ``experiments``; ``*.yaml`` (any depth) → ``""``, the root.
+    """
+    body = pattern.strip().removeprefix("!")
+    anchored = body.startswith("/") or "/" in body.rstrip("/")
+    body = body.removeprefix("/")
+    if not anchored:
+        return ""  # a bare name matches at any depth
+    magic = _MAGIC.search(body)
+    return posixpath.dirname(body if magic is None else body[: magic.start()]).strip("/")
+
+
+@lru_cache(maxsize=256)
+def _compiled(patterns: tuple[str, ...]) -> GitIgnoreSpec:
+    # NOTE: imported here: pathspec costs ~30 ms to import, and most checks match no glob.
+    from pathspec import GitIgnoreSpec
+
+    return GitIgnoreSpec.from_lines(patterns)

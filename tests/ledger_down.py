@@ -1,0 +1,54 @@
+"""Three ways the ledger goes down, for the tests that every enforcement path refuses in time.
+
+- ``stopped``: a real MLflow tracking server (``tests/mlflow_server.py``) started, then
+  stopped with SIGTERM: its port refuses connections.
+- ``refused``: a loopback port nothing listens on.
+- ``blackhole``: a socket that listens and never answers: the kernel completes the TCP
+  handshake (the backlog), the request is sent, and no byte ever comes back — what a hung
+  server or a dropped route looks like, and the case that only a timeout ends.
+
+None of them sets ``MLFLOW_HTTP_REQUEST_*`` to small values: :data:`MLFLOW_DEFAULTS` puts
+MLflow's own defaults (7 retries, 120 s) in place, which the ledger must not wait out.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from tests.mlflow_server import MlflowServer, free_port
+
+LIMIT_S = 10.0
+"""Every enforcement path refuses within this many seconds of the ledger going down."""
+MLFLOW_DEFAULTS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "7",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "120",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "2",
+}
+"""MLflow's defaults, stated: a ledger that honoured them would wait about three minutes."""
+OUTAGES = ("stopped", "refused", "blackhole")
+
+
+@contextmanager
+def blackhole() -> Iterator[str]:
+    """A tracking URI whose server accepts connections and never answers."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(128)  # never accept(): connections wait in the backlog, unanswered
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+@contextmanager
+def ledger_down(kind: str, stopped: MlflowServer | None = None) -> Iterator[str]:
+    """The tracking URI of a ledger that is down in the given way."""
+    if kind == "stopped":
+        assert stopped is not None and stopped.process is not None
+        stopped.stop()
+        assert stopped.process.poll() is not None  # really gone
+        yield stopped.uri
+    elif kind == "refused":
+        yield f"http://127.0.0.1:{free_port()}"
+    else:
+        with blackhole() as uri:
+            yield uri
