@@ -27,7 +27,9 @@ pytest_plugins = [
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
+# Third-party data the tests read (webhook payloads, schemas, prices), each folder with a
+# SOURCES.md; nothing outside the repository is read, so a fresh clone tests itself.
+FIXTURES = ROOT / "tests" / "fixtures"
 TODAY = dt.date(2026, 11, 29)
 
 BASE_SPEC: dict[str, Any] = {

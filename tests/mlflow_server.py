@@ -2,8 +2,10 @@
 
 Registered from ``tests/conftest.py`` with ``pytest_plugins``. Fixtures:
 
-- ``mlflow_server``: one server per test session (starting one costs 5–22 s), sqlite backend
-  in a temporary directory; tests keep apart by using their own team and spec names.
+- ``mlflow_server``: one server per test session (starting one costs 5–22 s; under
+  pytest-xdist, one per worker), sqlite backend in a temporary directory, in memory where
+  the machine has room (:func:`store_dir`); tests keep apart by using their own team and
+  spec names.
 - ``doomed_mlflow``: a short-lived server of its own behind :class:`KillingProxy`, which
   kills the server (SIGKILL to its process group) when a chosen request arrives and drops
   the connection, so a command sees the outage exactly between two of its requests.
@@ -14,12 +16,15 @@ milliseconds, and MLflow never prints run links to stdout.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -30,13 +35,37 @@ from pathlib import Path
 
 import pytest
 
+# Two xdist workers start theirs at once, on a machine others load too: 60 s was not enough.
 START_TIMEOUT_S = 180.0
+# A tmpfs to keep the servers' sqlite stores in, when it has this much room (Docker's default
+# /dev/shm has 64 MB): SQLite syncs every commit to disk, and on a busy shared disk a server's
+# start (its schema migrations) took over a minute. Same MLflow, same SQLite, minus the waits.
+MEMORY = Path("/dev/shm")
+MEMORY_NEEDED = 2 * 2**30
 CLIENT_ENV = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
     "MLFLOW_LOGGING_LEVEL": "WARNING",
 }
+
+
+@contextlib.contextmanager
+def store_dir(fallback: Path) -> Iterator[Path]:
+    """A fresh folder in memory (:data:`MEMORY`) for a server's store, else ``fallback``."""
+    try:
+        room = os.statvfs(MEMORY)
+        in_memory = room.f_bavail * room.f_frsize >= MEMORY_NEEDED and os.access(MEMORY, os.W_OK)
+    except OSError:
+        in_memory = False
+    if not in_memory:
+        yield fallback
+        return
+    path = Path(tempfile.mkdtemp(prefix="budget-gate-mlflow-", dir=MEMORY))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def free_port() -> int:
@@ -225,19 +254,21 @@ def _mlflow_client_env() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
-    """One real MLflow tracking server for the whole session."""
-    server = MlflowServer(tmp_path_factory.mktemp("mlflow")).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    """One real MLflow tracking server for the whole session (per xdist worker)."""
+    with store_dir(tmp_path_factory.mktemp("mlflow")) as root:
+        server = MlflowServer(root).start()
+        try:
+            yield server
+        finally:
+            server.stop()
 
 
 @pytest.fixture
 def doomed_mlflow(tmp_path: Path) -> Iterator[MlflowServer]:
     """A server of the test's own, to be killed by a :class:`KillingProxy`."""
-    server = MlflowServer(tmp_path / "doomed").start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    with store_dir(tmp_path / "doomed") as root:
+        server = MlflowServer(root).start()
+        try:
+            yield server
+        finally:
+            server.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -147,7 +148,8 @@ def test_a_ref_cannot_smuggle_a_git_option(repo, capsys):
 def test_outside_a_repository_is_exit_3(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "s.yaml").write_text(spec("s", 1))
-    policies = str(ROOT / "policies")
+    # The policies outside any repository too (this checkout may have no branch main: a clone)
+    policies = str(shutil.copytree(ROOT / "policies", tmp_path / "policies"))
     assert main(["check", "--policy-dir", policies, "--base-ref", "main", "s.yaml"]) == 3
     assert "not in a git work tree" in capsys.readouterr().err
 

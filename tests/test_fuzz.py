@@ -9,7 +9,8 @@ check --format json`` and ``budget-gate estimate`` in this process (a child per 
 cost half a second of start-up) and asserts:
 
 - the exit code is 0–3 (never 70, an internal error) and no traceback is printed;
-- each command takes under a second;
+- each command takes under a second of this thread's CPU (the wall clock of a shared or
+  parallel run measures the neighbours too);
 - every amount and duration priced is finite and non-negative, in the JSON report and in
   the estimate itself (the spot comparison included).
 
@@ -223,10 +224,10 @@ def documents(draw: st.DrawFn) -> tuple[str, str]:
 
 def _run(*argv: str) -> tuple[int, str, str, float]:
     out, err = io.StringIO(), io.StringIO()
-    start = time.perf_counter()
+    start = time.thread_time()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))
-    return code, out.getvalue(), err.getvalue(), time.perf_counter() - start
+    return code, out.getvalue(), err.getvalue(), time.thread_time() - start
 
 
 _MONEY_KEYS = {
@@ -294,7 +295,7 @@ def test_mutated_specs_and_policies_never_crash_hang_or_price_below_zero(case):
         code, out, err, took = _run("check", str(spec), *where, "--format", "json")
         assert code in (0, 1, 2, 3), err
         assert "Traceback" not in err and "internal error" not in err, err
-        assert took < SECOND, f"check took {took:.2f} s"
+        assert took < SECOND, f"check took {took:.2f} s of CPU"
         if code != 3:
             for key, text in _json_amounts(json.loads(out)):
                 amount = Decimal(text)
@@ -303,7 +304,7 @@ def test_mutated_specs_and_policies_never_crash_hang_or_price_below_zero(case):
         code, out, err, took = _run("estimate", str(spec), *where)
         assert code in (0, 3), err
         assert "Traceback" not in err and "internal error" not in err, err
-        assert took < SECOND, f"estimate took {took:.2f} s"
+        assert took < SECOND, f"estimate took {took:.2f} s of CPU"
         assert not _NEGATIVE_AMOUNT.search(out), out
         if code == 0:
             evaluator = Evaluator(PolicySet(str(policies)), load_catalog(), TODAY)

@@ -208,10 +208,10 @@ def test_check_with_a_budget_reads_the_server_without_mlflow(team, ledger):
     assert budget["other_currency_records"] == expected.other_currency > 0
 
 
-def test_the_rest_ledger_reads_records_as_mlflow_does(team, ledger):
+def test_the_rest_ledger_reads_records_as_mlflow_does(team, ledger, tmp_path):
     rest = RestLedger(team.uri, UNSIGNED)
     assert isinstance(open_ledger(team.uri, UNSIGNED), RestLedger)
-    assert not isinstance(open_ledger("sqlite:///x.db", UNSIGNED), RestLedger)
+    assert not isinstance(open_ledger(f"sqlite:///{tmp_path / 'x.db'}", UNSIGNED), RestLedger)
     scope = BudgetScope("team", team.name)
     for query in (scope.query(JUNE), dataclasses.replace(scope.query(JUNE), spec=SPECS[2])):
         assert rest.query(query) == MlflowLedger(team.uri, UNSIGNED).query(query)

@@ -32,7 +32,9 @@ def test_skypilot_policy_cases_pass_in_a_network_namespace(tmp_path, capsys):
     home.mkdir()
     env = {**os.environ, "HOME": str(home), "SKYPILOT_DISABLE_USAGE_COLLECTION": "1"}
     env.pop("MLFLOW_TRACKING_URI", None)
-    command = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider"]
+    # -n 0: the cases run in this one process (addopts asks for a worker per core), so -s
+    # shows their output and they share one SkyPilot state under HOME
+    command = [sys.executable, "-m", "pytest", "-q", "-s", "-n", "0", "-p", "no:cacheprovider"]
     command += ["--basetemp", str(tmp_path / "cases"), *SKYPILOT_WARNINGS, *CASES]
     proc = run_on_loopback(shlex.join(command), env, timeout=600)
     output = proc.stdout + proc.stderr

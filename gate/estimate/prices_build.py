@@ -1,9 +1,9 @@
 """Build the packaged price catalog (``gate/data/prices.json``) from the public price data.
 
-Run ``python -m gate.estimate.prices_build [DATA_DIR [OUT]]``. The input is the SkyPilot v8
-extract in ``shared/data/gpu_prices.csv`` (see its README for source and caveats). The
-catalog keeps, per accelerator and cloud, the median per-GPU-hour price over regions and
-instance types, on-demand and spot.
+Run ``python -m gate.estimate.prices_build [DATA_DIR [OUT]]`` from the repository root. The
+input is the SkyPilot v8 extract in ``tests/fixtures/prices/gpu_prices.csv`` (its SOURCES.md
+gives the source and caveats). The catalog keeps, per accelerator and cloud, the median
+per-GPU-hour price over regions and instance types, on-demand and spot.
 
 NOTE: GCP rows the data README flags as priced from a discounted SKU (about half the list
 price, in the regions listed below) are dropped before the median, so a gate never
@@ -120,9 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "data_dir",
         nargs="?",
-        default="../shared/data",
+        default="tests/fixtures/prices",
         metavar="DATA_DIR",
-        help="folder holding gpu_prices.csv (default: ../shared/data)",
+        help="folder holding gpu_prices.csv (default: tests/fixtures/prices)",
     )
     parser.add_argument(
         "out", nargs="?", default=str(PACKAGED), metavar="OUT", help=f"default: {PACKAGED}"

@@ -6,7 +6,9 @@ it fixes is gone and no rule fires at ``error`` or ``approval`` that did not bef
 
 The search is bounded twice: a handful of re-estimates per knob (:mod:`gate.policy.fixes`)
 and :data:`FIX_SECONDS` of re-estimating per spec, so a spec whose single estimate is slow
-(a million-trial ASHA over 10,000 epochs) keeps the fixes found in time and no more.
+(a million-trial ASHA over 10,000 epochs) keeps the fixes found in time and no more. The
+time is the evaluating thread's CPU time, not the wall clock: on a loaded machine (a CI
+runner, a parallel test suite, a server's other requests) the same spec gets the same fixes.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from gate.spec.experiment import Experiment
 
 Pricer = Callable[[Experiment], Estimate]
 FIX_SECONDS = 0.4
-"""Re-estimating time one spec may spend on fixes before the search stops."""
+"""Re-estimating time (CPU seconds) one spec may spend on fixes before the search stops."""
 
 
 class _OutOfTime(Exception):
@@ -50,19 +52,19 @@ def attach_fixes(
 ) -> list[Finding]:
     """``findings`` with the proven fixes of each active limit finding attached.
 
-    ``estimate_seconds`` is how long the spec's own estimate took: a re-estimate that would
-    not end within the spec's ``seconds`` (:data:`FIX_SECONDS`) is not started.
+    ``estimate_seconds`` is how long (CPU) the spec's own estimate took: a re-estimate that
+    would not end within the spec's ``seconds`` (:data:`FIX_SECONDS`) is not started.
     """
     targets = [f for f in findings if f.active and f.rule_id in LIMIT_RULES]
     if not targets:
         return findings
     cache: dict[str, RuleContext | None] = {}
-    deadline = time.monotonic() + seconds
+    deadline = time.thread_time() + seconds
 
     def probe(edits: tuple[Edit, ...]) -> RuleContext | None:
         key = repr(edits)
         if key not in cache:
-            if time.monotonic() + estimate_seconds > deadline:
+            if time.thread_time() + estimate_seconds > deadline:
                 raise _OutOfTime
             cache[key] = _edited(ctx, edits, price)
         return cache[key]

@@ -3,7 +3,7 @@
 Why: the Action is a process that reads a webhook payload and the workflow's environment and
 talks HTTP to GitHub. ``PullRequestStory`` sets up a pull request in the fake (policies at the
 base commit, a spec changed at the head, commits with chosen dates), builds each event from the
-real payloads in shared/fixtures/github/events (overriding only what the case needs), runs
+real payloads in tests/fixtures/github/events (overriding only what the case needs), runs
 ``python -m gate ci`` as a subprocess in a workspace whose own ``policies/`` are hostile, and
 hands back what the step printed and wrote. Every run checks that the token never leaked.
 """

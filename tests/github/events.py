@@ -2,7 +2,7 @@
 
 Why: ``budget-gate ci`` reads GITHUB_EVENT_PATH (the triggering event's webhook payload) and the
 other GITHUB_* variables Actions sets. Tests start from the real payloads in
-shared/fixtures/github/events (never edited copies) and override the few fields a case needs, so
+tests/fixtures/github/events (never edited copies) and override the few fields a case needs, so
 the CLI always meets GitHub's full payload shape. ``seed`` puts what a payload talks about into
 the fake GitHub, so the API and the event agree.
 """
@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import FIXTURES
 from tests.github.render import swap_strings
 from tests.github.state import GitHubState, PullRequest, Repo, fake_sha
 
-EVENTS_DIR = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "github" / "events"
+EVENTS_DIR = FIXTURES / "github" / "events"
 DELETE: Any = object()  # override value that removes the key, e.g. installation=DELETE
 
 

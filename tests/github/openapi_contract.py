@@ -11,8 +11,8 @@ template (its ``path_pattern`` protocol) and the decoded parameters instead.
 Three deliberate deviations, where the description contradicts what GitHub does:
 
 1. ``issues/add-labels`` and ``issues/set-labels`` also accept a bare JSON array of label names
-   (documented in fixtures/github/openapi/README.md): GitHub's text allows it, PyGithub sends it,
-   but the schema's ``oneOf`` leaves it out.
+   (documented in tests/fixtures/github/openapi/SOURCES.md): GitHub's text allows it, PyGithub
+   sends it, but the schema's ``oneOf`` leaves it out.
 2. A ``nullable`` enum also accepts null. GitHub writes ``{"nullable": true, "enum": [...]}``
    without null in the enum (check-run ``conclusion``, issue ``state_reason``, ...); OpenAPI 3.0.3
    reads that as "null is not allowed", yet GitHub returns null there (an in-progress check run).
@@ -29,21 +29,15 @@ import urllib.parse
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from openapi_core import OpenAPI
 from openapi_core.datatypes import RequestParameters
 from werkzeug.datastructures import Headers, ImmutableMultiDict
 
-SPEC_PATH = (
-    Path(__file__).resolve().parents[3]
-    / "shared"
-    / "fixtures"
-    / "github"
-    / "openapi"
-    / "github-rest-budget-gate.json"
-)
+from tests.conftest import FIXTURES
+
+SPEC_PATH = FIXTURES / "github" / "openapi" / "github-rest-budget-gate.json"
 # The host the description's single server names; requests are validated as if sent there.
 SPEC_HOST = "https://api.github.com"
 METHODS = ("get", "post", "put", "patch", "delete")

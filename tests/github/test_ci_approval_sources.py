@@ -12,7 +12,7 @@ import datetime as dt
 import subprocess
 import sys
 
-from tests.github.ci_kit import POLICY, SPEC, T0, PullRequestStory, grid_spec
+from tests.github.ci_kit import POLICY, T0, PullRequestStory, grid_spec
 from tests.ledger_kit import unique
 
 HOUR = dt.timedelta(hours=1)
@@ -23,15 +23,18 @@ def test_github_only_sources_ignore_a_local_ledger_approval(
 ) -> None:
     story.extra_env = {"MLFLOW_TRACKING_URI": mlflow_server.uri}
     spec_text = grid_spec(4).replace("team: nlp", f"team: {unique('ci')}")
-    story.change(SPEC, spec_text, at=T0 + HOUR)
+    # A path of its own: the ledger is shared, and approvals of another version at the same
+    # path would add "the spec changed since its last approval" to the reasons below.
+    spec = f"experiments/{unique('llm-grid')}.yaml"
+    story.change(spec, spec_text, at=T0 + HOUR)
 
     # Someone approves the same version locally, at a terminal, against the same policy.
     local = tmp_path / "local"
     (local / "policies").mkdir(parents=True)
     (local / "policies" / "default.yaml").write_text(POLICY, encoding="utf-8")
     (local / "experiments").mkdir()
-    (local / SPEC).write_text(spec_text, encoding="utf-8")  # the same path in the repository
-    approve = [sys.executable, "-m", "gate", "approve", SPEC, "--by", "alice"]
+    (local / spec).write_text(spec_text, encoding="utf-8")  # the same path in the repository
+    approve = [sys.executable, "-m", "gate", "approve", spec, "--by", "alice"]
     where = ["--reason", "at my desk", "--tracking-uri", mlflow_server.uri]
     proc = subprocess.run(
         [*approve, *where], cwd=local, capture_output=True, text=True, check=False

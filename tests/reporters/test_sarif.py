@@ -13,11 +13,11 @@ from gate.evaluation.report import Report, SpecResult
 from gate.policy.findings import Finding, Outcome
 from gate.policy.model import Severity
 from gate.reporters.sarif import SarifReporter, artifact_uri, level
-from tests.conftest import SHARED
+from tests.conftest import FIXTURES
 from tests.reporters.sample import sample_report
 
 GOLDENS = Path(__file__).parent / "goldens"
-SCHEMA = json.loads((SHARED / "fixtures" / "sarif" / "sarif-schema-2.1.0.json").read_text())
+SCHEMA = json.loads((FIXTURES / "sarif" / "sarif-schema-2.1.0.json").read_text())
 
 
 def render(report: Report) -> dict:

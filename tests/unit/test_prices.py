@@ -11,14 +11,14 @@ from gate.errors import InputError
 from gate.estimate.prices import load_catalog, quote
 from gate.estimate.prices_build import PACKAGED, build, is_flagged, main
 from gate.spec.experiment import Capacity
-from tests.conftest import ROOT, SHARED, make_policy
+from tests.conftest import FIXTURES, ROOT, make_policy
 
 D = Decimal
 
 
 def test_packaged_catalog_is_exactly_what_the_builder_makes_from_shared_data():
     packaged = json.loads((ROOT / "gate" / "data" / "prices.json").read_text())
-    assert packaged == json.loads(json.dumps(build(SHARED / "data" / "gpu_prices.csv")))
+    assert packaged == json.loads(json.dumps(build(FIXTURES / "prices" / "gpu_prices.csv")))
 
 
 def test_flagged_gcp_rows_are_dropped_and_others_kept():
@@ -31,7 +31,8 @@ def test_flagged_gcp_rows_are_dropped_and_others_kept():
 
 
 def test_aws_h100_median_matches_the_published_summary():
-    # shared/data/gpu_prices_summary.csv: aws,H100 on-demand median 8.428, spot median 3.32141.
+    # tests/fixtures/prices/gpu_prices_summary.csv: aws,H100 on-demand median 8.428, spot
+    # median 3.32141.
     prices = load_catalog().prices["H100"]["aws"]
     assert prices == {"on-demand": D("8.42800"), "spot": D("3.32141")}
 
@@ -90,7 +91,7 @@ def test_other_currency_needs_an_exchange_rate():
 def test_prices_build_reproduces_the_packaged_catalog(tmp_path):
     assert PACKAGED.is_file() and PACKAGED.parent.name == "data"
     out = tmp_path / "prices.json"
-    assert main([str(SHARED / "data"), str(out)]) == 0
+    assert main([str(FIXTURES / "prices"), str(out)]) == 0
     assert out.read_text() == PACKAGED.read_text()
 
 
