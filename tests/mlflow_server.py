@@ -154,8 +154,8 @@ class KillingProxy:
     """Forwards HTTP to a server and kills it when a request path contains ``kill_on``.
 
     Every request is logged in ``seen``; ``max_line`` refuses long request lines with 400;
-    the first request whose path contains ``fail_once_on`` gets a 503 (a server that
-    stumbles once), later ones go through.
+    the first ``fail_times`` requests whose path contains ``fail_once_on`` get a 503 (a server
+    that stumbles), later ones go through.
 
     The request that triggers the kill, and every later one, gets its connection dropped
     without an answer: what a client sees when the server dies under it.
@@ -167,11 +167,13 @@ class KillingProxy:
         kill_on: str,
         max_line: int | None = None,
         fail_once_on: str | None = None,
+        fail_times: int = 1,
     ) -> None:
         self.server = server
         self.kill_on = kill_on
         self.max_line = max_line  # answer 400, as gunicorn does, to longer request lines
         self.fail_once_on = fail_once_on
+        self.fail_times = fail_times
         self.seen: list[str] = []
         self.killed = threading.Event()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -205,7 +207,9 @@ class KillingProxy:
                     self._refuse_long_line()
                     return
                 if proxy.fail_once_on and proxy.fail_once_on in self.path:
-                    proxy.fail_once_on = None
+                    proxy.fail_times -= 1
+                    if proxy.fail_times <= 0:
+                        proxy.fail_once_on = None
                     self._answer(503, b"Service Unavailable")
                     return
                 length = int(self.headers.get("Content-Length") or 0)

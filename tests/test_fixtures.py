@@ -34,8 +34,19 @@ def test_every_fixture_is_the_bytes_its_sources_note_names(folder: Path):
 
 def test_the_fixtures_the_suite_reads_are_vendored():
     assert {p.relative_to(FIXTURES).as_posix() for p in FOLDERS} == {
+        "configs",
+        "configs/hydra",
+        "configs/katib",
+        "configs/rules",
+        "configs/skypilot",
+        "configs/wandb",
+        "focus",
+        "focus/1.2",
+        "focus/1.2/attributes",
+        "focus/1.2/columns",
         "github/events",
         "github/openapi",
+        "kueue",
         "prices",
         "sarif",
     }

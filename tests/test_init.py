@@ -101,11 +101,19 @@ def test_wheel_init_check_and_pre_commit_in_an_empty_git_repository(installed, t
 
     init = _run(["budget-gate", "init"], repo, installed)
     assert init.returncode == 0, init.stderr
+    signing = ["policies/allowed_signers", ".budget-gate/ci-signing-key", ".budget-gate/.gitignore"]
     assert sorted(
         p.relative_to(repo).as_posix()
         for p in repo.rglob("*")
         if p.is_file() and ".git/" not in p.as_posix()
-    ) == sorted(planned_files())
+    ) == sorted([*planned_files(), *signing])
+    signers = (repo / "policies/allowed_signers").read_text()
+    assert "\nbudget-gate-ci ssh-ed25519 AAAA" in signers  # a new CI key, listed …
+    key = repo / ".budget-gate/ci-signing-key"
+    assert key.stat().st_mode & 0o077 == 0 and "PRIVATE KEY" in key.read_text()  # … its half
+    ignored = _run(["git", "check-ignore", str(key)], repo, installed)
+    assert ignored.returncode == 0  # never committed by accident
+    assert "gh secret set BUDGET_GATE_SIGNING_KEY" in init.stderr
 
     check = _run(["budget-gate", "check", "experiments/"], repo, installed)
     assert check.returncode == 0, check.stdout + check.stderr

@@ -220,12 +220,10 @@ def test_the_rest_ledger_reads_records_as_mlflow_does(team, ledger, tmp_path):
 def test_rest_requests_carry_mlflows_credentials_and_never_in_the_url():
     from gate.integrations.mlflow.http import Rest
 
-    rest = Rest(
-        "https://ann:p%40ss@mlflow.example:8443/base/", {"MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
-    )
+    rest = Rest("https://ann:p%40ss@mlflow.example:8443/base/", {"BUDGET_GATE_LEDGER_TIMEOUT": "5"})
     assert rest.base == "https://mlflow.example:8443/base"
     assert rest.headers["Authorization"] == "Basic YW5uOnBAc3M="  # ann:p@ss
-    assert rest.timeout == 5.0
+    assert rest.patience.seconds == 5.0
     token = Rest("http://h", {"MLFLOW_TRACKING_TOKEN": "t0k", "MLFLOW_TRACKING_USERNAME": "u"})
     assert token.headers["Authorization"] == "Bearer t0k"
     assert "Authorization" not in Rest("http://h", {}).headers

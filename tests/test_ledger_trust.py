@@ -212,3 +212,81 @@ def test_a_record_is_stamped_with_its_write_time_not_its_event(signed: Team, key
     [stored] = store.query(LedgerQuery(fingerprint=record.fingerprint))
     assert stored.event_at == review_at
     assert dt.datetime.now(dt.timezone.utc) - stored.recorded_at < dt.timedelta(minutes=1)
+
+
+def test_a_deleted_launch_still_commits_the_month(signed: Team, keys, monkeypatch):
+    """MLflow's delete_run only marks a run deleted: the ledger reads deleted runs too."""
+    signed.policy(limits=", monthly_budget: 1000")
+    spec = signed.spec(8)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    _as(monkeypatch, keys, "launcher")
+    assert signed.cli("verify", spec)[0] == 0
+    [launch] = [
+        r for r in signed.records(spec, trust=Trust_of(signed)) if r.kind is RecordKind.LAUNCH
+    ]
+    MlflowClient(signed.uri).delete_run(launch.run_id)
+    code, out, _ = signed.cli("verify", spec, "--dry-run")
+    assert code == 2 and "was used by the launch on" in out  # still used up
+    budget = json.loads(signed.cli("check", signed.spec(2), "--format", "json")[1])
+    assert budget["results"][0]["budget"]["committed"] == "80.00"
+
+
+def test_a_copy_of_a_signed_record_is_the_same_record(signed: Team, keys, monkeypatch):
+    signed.policy(limits=", monthly_budget: 1000")
+    spec = signed.spec(8)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    [approval] = signed.records(spec, trust=Trust_of(signed))
+    client = MlflowClient(signed.uri)
+    tags = client.get_run(approval.run_id).data.tags
+    experiment = client.get_run(approval.run_id).info.experiment_id
+    for _ in range(3):  # replayed copies, dated as the original
+        run = client.create_run(
+            experiment, start_time=client.get_run(approval.run_id).info.start_time, tags=tags
+        )
+        client.set_terminated(run.info.run_id, "FINISHED")
+    budget = json.loads(signed.cli("check", signed.spec(2), "--format", "json")[1])
+    assert budget["results"][0]["budget"]["committed"] == "80.00"  # once, not four times
+    code, _, _ = signed.cli("revoke", spec, "--by", "alice", "--reason", "no")
+    assert code == 0
+    assert signed.cli("verify", spec, "--dry-run")[0] == 2  # the revocation covers the copies
+
+
+def test_a_signed_record_whose_run_is_backdated_does_not_count(signed: Team):
+    spec = signed.spec(8)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    [approval] = signed.records(spec, trust=Trust_of(signed))
+    client = MlflowClient(signed.uri)
+    original = client.get_run(approval.run_id)
+    client.delete_run(approval.run_id)
+    client.restore_run(approval.run_id)
+    earlier = original.info.start_time - 3_600_000  # the same signed record, an hour earlier
+    run = client.create_run(
+        original.info.experiment_id, start_time=earlier, tags=original.data.tags
+    )
+    client.set_terminated(run.info.run_id, "FINISHED")
+    store = open_ledger(signed.uri, Trust_of(signed))
+    store.query(LedgerQuery(fingerprint=approval.fingerprint))
+    assert store.ignored == {
+        run.info.run_id: "its run is dated away from the time it was signed at"
+    }
+
+
+def test_a_forged_snapshot_is_read_past(signed: Team, keys, monkeypatch):
+    """A budget snapshot that zeroes the month, written by a training job: not under the
+    signers, so readers fold the records themselves."""
+    from gate.integrations.mlflow.client import MlflowLedger
+    from gate.ledger.snapshot import Snapshot, encode
+    from gate.ledger.spend import Spend
+
+    signed.policy(limits=", monthly_budget: 1000")
+    spec = signed.spec(8)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    writer = MlflowLedger(signed.uri, UNSIGNED)
+    experiment = writer.experiment_id(create=False)
+    month = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m")
+    cutoff = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
+    for trust in (UNSIGNED, Trust_of(signed)):  # unsigned, and claiming the signers' digest
+        tags = encode(Snapshot(cutoff, Spend()), f"team:{signed.name}", month, trust, None)
+        writer.write_run(experiment, cutoff, tags, "forged snapshot")
+    budget = json.loads(signed.cli("check", signed.spec(2), "--format", "json")[1])
+    assert budget["results"][0]["budget"]["committed"] == "80.00"

@@ -36,7 +36,9 @@ def _runs(uri: str, fingerprint: str) -> list:
 
 def test_a_record_whose_completion_fails_is_marked_failed_at_once(team: Team, doomed_mlflow):
     spec = team.spec(10)
-    with KillingProxy(doomed_mlflow, kill_on="never", fail_once_on="/runs/update") as proxy:
+    # the completion fails on its try and its one retry (BUDGET_GATE_LEDGER_TIMEOUT's)
+    failing = {"kill_on": "never", "fail_once_on": "/runs/update", "fail_times": 2}
+    with KillingProxy(doomed_mlflow, **failing) as proxy:
         proc = _approve(team, spec, proxy.uri)
     assert proc.returncode == 4
     assert "(readers ignore the unfinished run; it is marked FAILED)" in proc.stderr
@@ -46,6 +48,15 @@ def test_a_record_whose_completion_fails_is_marked_failed_at_once(team: Team, do
     verify = cli("verify", spec, *where)
     assert verify.returncode == 2  # a FAILED record is no approval
     assert "no approval is recorded for this version" in verify.stdout
+
+
+def test_a_server_that_stumbles_once_is_retried(team: Team, doomed_mlflow):
+    spec = team.spec(10)
+    with KillingProxy(doomed_mlflow, kill_on="never", fail_once_on="/runs/update") as proxy:
+        proc = _approve(team, spec, proxy.uri)
+    assert proc.returncode == 0, proc.stderr
+    [run] = _runs(doomed_mlflow.uri, fingerprint_of(spec))
+    assert run.info.status == "FINISHED"
 
 
 def test_the_next_write_marks_abandoned_records_failed(team: Team, doomed_mlflow: MlflowServer):

@@ -213,11 +213,16 @@ def _record(ledger: LedgerView | None, prepared: Prepared, now: dt.datetime) -> 
     if ledger is None or not prepared.accepted:
         return
     span = parse_expiry(DEFAULT_EXPIRY)
-    signer = signer_for(CI_PRINCIPAL) if prepared.accepted else None
+    signer = signer_for(CI_PRINCIPAL)
     for evaluation, candidate in prepared.accepted:
         record = approval_record(evaluation, candidate, prepared.pull.number)
         known = ledger.records(LedgerQuery(fingerprint=record.fingerprint))
         if any(r.event_id == record.event_id and r.spec == record.spec for r in known):
             continue
-        run_id = ledger.store().append(replace(record, expires_at=now + span), signer)
+        try:
+            run_id = ledger.store().append(replace(record, expires_at=now + span), signer)
+        except InputError as exc:  # signers required, and no key (a fork's run): said aloud
+            note = f"the approval was not recorded in the ledger: {exc}"
+            print(message_command("warning", note, "budget-gate"))
+            continue
         print(f"budget-gate: recorded {record.summary()} of {record.spec} as {run_id}")

@@ -309,3 +309,23 @@ def test_default_ledger_is_at_the_repository_root_else_in_the_directory(tmp_path
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     assert default_tracking_uri(outside) == f"sqlite:///{outside.as_posix()}/mlflow.db"
+
+
+def test_a_launch_key_joins_its_launch_for_a_day_only():
+    from gate.ledger.approvals import JOIN_WITHIN, joins
+
+    launch = approval(kind=RecordKind.LAUNCH, launch_key="k", recorded_at=NOW)
+    assert joins(launch, "k", NOW + JOIN_WITHIN)
+    assert not joins(launch, "k", NOW + JOIN_WITHIN + dt.timedelta(seconds=1))
+    assert not joins(launch, "other", NOW) and not joins(launch, None, NOW)
+
+
+def test_a_clock_off_the_servers_is_refused_and_a_close_one_is_not():
+    from gate.integrations.mlflow.clock import date_header, skew_error
+
+    server = date_header("Tue, 01 Dec 2026 12:00:00 GMT")
+    assert server == dt.datetime(2026, 12, 1, 12, tzinfo=UTC)
+    assert skew_error(server, server + dt.timedelta(seconds=90), "http://m") is None
+    error = skew_error(server, server - dt.timedelta(minutes=5), "http://m")
+    assert error is not None and "300 s behind the tracking server at http://m" in str(error)
+    assert date_header("not a date") is None and date_header(None) is None
