@@ -290,3 +290,13 @@ def test_a_forged_snapshot_is_read_past(signed: Team, keys, monkeypatch):
         writer.write_run(experiment, cutoff, tags, "forged snapshot")
     budget = json.loads(signed.cli("check", signed.spec(2), "--format", "json")[1])
     assert budget["results"][0]["budget"]["committed"] == "80.00"
+
+
+def test_writing_commands_say_what_they_ignored(signed: Team, keys, monkeypatch):
+    spec = signed.spec(8)
+    _forge(signed, spec)
+    code, _, err = signed.cli("approve", spec, "--by", "alice", "--reason", "ok")
+    assert code == 0
+    assert "budget-gate: 1 ledger record at " in err and "ignored (1 unsigned)" in err
+    code, _, err = signed.cli("revoke", spec, "--by", "alice", "--reason", "no")
+    assert code == 0 and "ignored (1 unsigned)" in err
