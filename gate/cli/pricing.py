@@ -89,7 +89,7 @@ def add_estimate(commands: argparse._SubParsersAction[Any], evaluation: Parser) 
     estimate.add_argument(
         "--summary",
         action="store_true",
-        help="one Markdown table row per spec (worst and expected), as in the README",
+        help="one Markdown table row per spec (worst and expected), as in docs/pricing.md",
     )
     estimate.add_argument(
         "--alternatives",
