@@ -140,9 +140,10 @@ def describe_plan(
         ]
     parts = []
     for stage in stages:
-        marks = "/".join(str(r.reached) for r in stage.rungs)
-        counts = "/".join(_count(r.trials) for r in stage.rungs)
-        parts.append(f"rungs at {marks} epochs with {counts} trials")
+        rungs = [f"{_count(r.trials)} to epoch {r.reached}" for r in stage.rungs]
+        rungs[0] = rungs[0].replace(" to ", " trials to ", 1)
+        average = any(r.trials != r.trials.to_integral_value() for r in stage.rungs)
+        parts.append(f"rungs: {', '.join(rungs)}" + (" (on average)" if average else ""))
     if not synchronous:
         parts[-1] += "; expected: " + _asha_rule(persistence or RankPersistence())
     return [f"{head}: " + "; ".join(parts), *notes]
@@ -205,6 +206,12 @@ def expected_stop(
         plateau = math.ceil(fraction * max_epochs)
         source = f"the policy's plateau_fraction {fraction:g} × {max_epochs}"
     stop = min(max_epochs, plateau + early.patience)
+    if stop >= max_epochs:
+        return stop, (
+            f"{early.monitor} plateaus at epoch {plateau} ({source}); early stopping with "
+            f"patience {early.patience} would end trials after epoch {plateau + early.patience}, "
+            f"so every trial runs {every_epoch(max_epochs)}"
+        )
     return stop, (
         f"{early.monitor} plateaus at epoch {plateau} ({source}); early stopping with "
         f"patience {early.patience} ends trials at epoch {stop} instead of {max_epochs}"

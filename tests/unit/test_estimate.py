@@ -57,7 +57,7 @@ def test_max_trial_hours_caps_each_trial_and_says_so():
         "no trial finishes its epochs, so no finished model"
     ) in worst.assumptions
     assert (
-        "nothing stops early: trials would run all 100 epochs, but a cap ends them"
+        "no early stopping: a per-trial cap ends trials before all 100 epochs"
         in worst.assumptions
     )
 
