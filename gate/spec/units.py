@@ -58,6 +58,23 @@ def unit_fix(field: str, value: object) -> tuple[str, str] | None:
     return None
 
 
+def percent_fix(field: str, value: object) -> tuple[str, str] | None:
+    """``eval_overhead: 10`` (meant 10 %) over a fraction's bound of 1: the fraction to write.
+
+    ``None`` when ``field`` is no fraction or ``value`` could not be a percentage (above 100).
+    """
+    if field not in _FRACTIONS or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not 1 < value <= 100:
+        return None
+    number = Decimal(str(value))
+    return (
+        f"{_plain(number)} is over 1: {field} is a fraction, not a percentage (0.1 = 10 %), "
+        f"so {_plain(number)} would mean {_plain(number * 100)} %",
+        f"write {field}: {_plain(number / 100)} for {_plain(number)} %",
+    )
+
+
 def _plain(number: Decimal) -> str:
     """``0.5``, ``90``, ``0.0083333`` — never ``5E-1`` or a 28-digit tail."""
     rounded = round(number, 7).normalize()

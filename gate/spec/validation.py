@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from gate.errors import InputError, InputErrors
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap
-from gate.spec.units import unit_fix
+from gate.spec.units import percent_fix, unit_fix
 
 M = TypeVar("M", bound=BaseModel)
 MAX_REPORTED = 20
@@ -144,6 +144,8 @@ def _to_input_error(root: type[BaseModel], err: Any, source_map: SourceMap) -> I
         )
     field = str(loc[-1]) if loc else ""
     fixed = unit_fix(field, err.get("input")) if kind in _SHAPE_ERRORS | {"union"} else None
+    if kind in ("less_than_equal", "less_than"):
+        fixed = percent_fix(field, err.get("input"))
     if fixed is not None:
         return InputError(f"{dotted}: {fixed[0]}", location=source_map.locate(loc), hint=fixed[1])
     if kind in ("union", "model_type", "model_attributes_type", "dict_type"):
@@ -151,6 +153,13 @@ def _to_input_error(root: type[BaseModel], err: Any, source_map: SourceMap) -> I
     if kind == "string_pattern_mismatch":
         problem, hint = describe_pattern(field, err)
         return InputError(f"{dotted}: {problem}", location=source_map.locate(loc), hint=hint)
+    if kind in ("decimal_type", "is_instance_of"):  # pydantic's words name Python's types
+        words = _WORDS.get(kind, "a value of the expected kind")
+        return InputError(
+            f"{dotted}: {_described(err.get('input'))} is not {words}",
+            location=source_map.locate(loc),
+            hint=_hint(kind, err),
+        )
     message = str(err["msg"]).removeprefix("Value error, ")
     message = message[:1].lower() + message[1:]
     # NOTE: our model validators phrase errors as "what is wrong — how to fix it".

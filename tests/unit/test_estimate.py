@@ -147,7 +147,7 @@ _drivers = st.fixed_dictionaries(
         "epochs": st.integers(1, 500),
         "epoch_minutes": st.floats(0.1, 600, allow_nan=False),
         "setup": st.floats(0, 120, allow_nan=False),
-        "overhead": st.floats(0, 2, allow_nan=False),
+        "overhead": st.floats(0, 0.5, allow_nan=False),  # doubled, still ≤ 1
         "patience": st.integers(1, 50),
         "price": st.decimals("0.01", "100", places=2),
     }
