@@ -250,3 +250,36 @@ def test_usage_errors_of_the_ledger_commands_are_exit_3(argv, message, capsys):
 
     assert main(argv) == 3
     assert message in capsys.readouterr().err
+
+
+def test_approve_on_a_spec_that_needs_none_says_so_to_anyone(team):
+    # issue 22: an unlisted user approving a spec that needs no approval read "may not approve"
+    small = team.spec(2)
+    code, out, err = team.cli("approve", small, "--by", "priya", "--reason", "just in case")
+    assert (code, err) == (0, "")
+    assert out == f"{small} needs no approval under the current policy; nothing recorded\n"
+    assert team.records(small) == []
+
+
+def test_approve_expires_at_the_end_of_a_date(team):
+    # issue 22: `approve --expires 2026-12-31` was refused (durations only)
+    spec = team.spec(8)
+    day = (dt.datetime.now(UTC) + dt.timedelta(days=20)).date()
+    code, out, err = team.cli(
+        "approve", spec, "--by", "alice", "--reason", "ok", "--expires", day.isoformat()
+    )
+    assert (code, err) == (0, ""), out
+    [approval] = team.records(spec)
+    end_of_day = dt.datetime.combine(day, dt.time.max, tzinfo=UTC)
+    assert abs(approval.expires_at - end_of_day) < dt.timedelta(seconds=1)
+
+
+@pytest.mark.parametrize(
+    ("when", "message"),
+    [("2020-01-01", "--expires '2020-01-01' has passed"), ("2999-12-31", "is over a year")],
+)
+def test_a_past_or_far_date_is_refused_before_any_io(team, when, message):
+    dead = f"http://127.0.0.1:{free_port()}"
+    args = ["--by", "alice", "--reason", "ok", "--expires", when]
+    code, _, err = team.cli("approve", team.spec(8), *args, uri=dead)
+    assert code == 3 and message in err
