@@ -96,5 +96,7 @@ def test_no_message_shows_validator_internals(spec_at, spec_value, policy_at, po
     spec = _put(SPEC, spec_at, spec_value)
     if extra:  # an unknown key beside it, as a typo would be
         spec = _put(spec, (*spec_at[:-1], spec_at[-1] + "s"), spec_value)
-    messages = _messages(Experiment, spec) + _messages(Policy, _put(POLICY, policy_at, policy_value))
+    messages = _messages(Experiment, spec) + _messages(
+        Policy, _put(POLICY, policy_at, policy_value)
+    )
     assert internals_in("\n".join(messages), "case.yaml") == []

@@ -75,8 +75,8 @@ def render_summary(results: list[SpecResult]) -> str:
             f"| `{result.file}` | {w.trials:,} / {e.trials:,} "
             f"| {format_nonzero(w.gpu_hours, 1)} / {format_nonzero(e.gpu_hours, 1)} "
             f"| {format_nonzero(w.cost)} / {format_nonzero(e.cost)} {result.currency} "
-            f"| {format_amount(w.wall_clock_hours, 1)} h "
-            f"/ {format_amount(e.wall_clock_hours, 1)} h |"
+            f"| {format_nonzero(w.wall_clock_hours, 1)} h "
+            f"/ {format_nonzero(e.wall_clock_hours, 1)} h |"
         )
     return "\n".join(lines) + "\n"
 

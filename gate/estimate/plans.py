@@ -190,7 +190,7 @@ def expected_stop(
     max_epochs = spec.workload.max_epochs
     early = spec.stopping.early_stopping
     if early is None:
-        return max_epochs, f"no early stopping: every trial runs {every_epoch(max_epochs)}"
+        return max_epochs, f"every trial runs {every_epoch(max_epochs)} (nothing stops early)"
     curve = early.learning_curve or policy.estimation.learning_curve
     measured_epoch = measured.plateau_epoch(max_epochs) if measured is not None else None
     if measured is not None and measured.plateau is not None and measured_epoch is not None:
