@@ -374,3 +374,10 @@ def test_no_advice_on_failed_runs_when_none_failed():
     assert none.advice == "none: no run failed or was killed"
     assert none.cost == 0 and "0 of 12 run(s) failed" in none.detail
     assert failed_waste([run(True), run(False)], 0, 0).advice == FAILED_ADVICE
+
+
+def test_the_user_docs_cite_no_file_outside_the_repository():
+    # issue 22: the README cited a DOMAIN.md section that is not in the repository
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    citing = [page.name for page in pages if "DOMAIN.md" in page.read_text(encoding="utf-8")]
+    assert citing == []
