@@ -293,3 +293,14 @@ def test_a_past_or_far_date_is_refused_before_any_io(team, when, message):
     args = ["--by", "alice", "--reason", "ok", "--expires", when]
     code, _, err = team.cli("approve", team.spec(8), *args, uri=dead)
     assert code == 3 and message in err
+
+
+def test_an_approved_finding_proposes_no_fix(team):
+    # issue 22: `fix:` lines were still printed under a finding the approval covered
+    spec = team.spec(8)
+    code, out, _ = team.cli("verify", spec)
+    assert code == 2 and "  fix: " in out  # before: the fixes that would avoid approval
+    assert team.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    code, out, _ = team.cli("verify", spec)
+    assert code == 0 and "approved by alice" in out
+    assert "  fix: " not in out

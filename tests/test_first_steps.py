@@ -381,3 +381,27 @@ def test_the_user_docs_cite_no_file_outside_the_repository():
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     citing = [page.name for page in pages if "DOMAIN.md" in page.read_text(encoding="utf-8")]
     assert citing == []
+
+
+def test_a_backtest_of_one_experiment_says_why_nothing_is_scored_yet():
+    # issue 22: `--backtest` with one experiment printed two tables of dashes
+    from collections import Counter
+
+    from gate.calibrate.backtest import Case, CostCase
+    from gate.commands.backtest import Backtest, render
+
+    only = CostCase("e", "sha256:0", "s.yaml", "nlp", Decimal(10), None, (Decimal(9), Decimal(12)))
+    epoch = Case("e", "nlp", 5.0, None, (4.0, 6.0))
+    text = render(Backtest(1, (only,), (epoch,), Counter(), 5))
+    assert "---" not in text and "MAPE" not in text
+    why = "nothing to score yet: each experiment is scored against the calibration"
+    assert text.count(why) == 2
+    assert "(1 experiment, none with earlier runs of its key)" in text
+
+
+def test_the_pull_request_comment_heads_costlier_plans_other_plans(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    argv = ["check", "--format", "markdown", "--policy-dir", "policies"]
+    code, out, _ = _cli(capsys, *argv, "examples/asha-bert-spot.yaml")
+    assert code == 2  # the comment prices other plans for a spec that needs approval
+    assert "<summary>Other plans</summary>" in out and "Cheaper plans" not in out
