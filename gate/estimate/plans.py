@@ -140,9 +140,10 @@ def describe_plan(
         ]
     parts = []
     for stage in stages:
-        marks = "/".join(str(r.reached) for r in stage.rungs)
-        counts = "/".join(_count(r.trials) for r in stage.rungs)
-        parts.append(f"rungs at {marks} epochs with {counts} trials")
+        rungs = [f"{_count(r.trials)} to epoch {r.reached}" for r in stage.rungs]
+        rungs[0] = rungs[0].replace(" to ", " trials to ", 1)
+        average = any(r.trials != r.trials.to_integral_value() for r in stage.rungs)
+        parts.append(f"rungs: {', '.join(rungs)}" + (" (on average)" if average else ""))
     if not synchronous:
         parts[-1] += "; expected: " + _asha_rule(persistence or RankPersistence())
     return [f"{head}: " + "; ".join(parts), *notes]
@@ -189,7 +190,7 @@ def expected_stop(
     max_epochs = spec.workload.max_epochs
     early = spec.stopping.early_stopping
     if early is None:
-        return max_epochs, f"no early stopping: every trial runs {every_epoch(max_epochs)}"
+        return max_epochs, f"every trial runs {every_epoch(max_epochs)} (nothing stops early)"
     curve = early.learning_curve or policy.estimation.learning_curve
     measured_epoch = measured.plateau_epoch(max_epochs) if measured is not None else None
     if measured is not None and measured.plateau is not None and measured_epoch is not None:
@@ -205,6 +206,12 @@ def expected_stop(
         plateau = math.ceil(fraction * max_epochs)
         source = f"the policy's plateau_fraction {fraction:g} × {max_epochs}"
     stop = min(max_epochs, plateau + early.patience)
+    if stop >= max_epochs:
+        return stop, (
+            f"{early.monitor} plateaus at epoch {plateau} ({source}); early stopping with "
+            f"patience {early.patience} would end trials after epoch {plateau + early.patience}, "
+            f"so every trial runs {every_epoch(max_epochs)}"
+        )
     return stop, (
         f"{early.monitor} plateaus at epoch {plateau} ({source}); early stopping with "
         f"patience {early.patience} ends trials at epoch {stop} instead of {max_epochs}"

@@ -56,7 +56,8 @@ class Scenario:
     held, spot recompute included), which is what per-trial limits are about; ``drivers``
     describe the average one. ``epochs_trained`` is how far the trial that trains furthest
     gets (a fraction where a per-trial cap cuts it; ``epochs_per_trial`` counts its whole
-    epochs), and ``unfinished`` says a cap stops even that trial before its last epoch.
+    epochs), and ``unfinished`` says a cap stops even that trial before its last epoch;
+    ``cut`` then says which cap, where, and what the trial would have held without it.
     """
 
     name: ScenarioName
@@ -78,6 +79,7 @@ class Scenario:
     unfinished: bool = False
     first_result_hours: Decimal = Decimal(0)
     """Hours until the first trial finishes (queue wait, barriers and the trial's own run)."""
+    cut: Cut | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +175,7 @@ class _Usage:
     cap_notes: tuple[str, ...]
     unfinished: bool = False
     first_result: Decimal = Decimal(0)
+    cut: Cut | None = None
 
 
 def _scenario(
@@ -206,7 +209,9 @@ def _scenario(
         _stop_line(spec, top_epoch, stop_note, usage.unfinished),
         *usage.cap_notes,
         *limit_notes,
-        *reliability_notes(policy, retry_runs, name),
+        *reliability_notes(
+            policy, retry_runs, name, measured is not None and measured.failure_rate is not None
+        ),
         *default_notes(policy),
     ]
     if usage.recompute_hours:
@@ -236,6 +241,7 @@ def _scenario(
         recompute_gpu_hours=units * usage.recompute_hours,
         other_cost=other,
         first_result_hours=usage.first_result,
+        cut=usage.cut,
     )
 
 
@@ -263,14 +269,17 @@ def _usage(
     trial_hours = recompute = longest = wall = Decimal(0)
     waves = 0
     paths = []
+    uncut: list[Decimal] = []  # what each stage's furthest trial would hold without a cap
     first: Decimal | None = None
     for stage in stages:
         path = TrialPath()
+        uncut.append(Decimal(0))
         stage_work = Decimal(0)
         last = (0, Decimal(0))
         for rung in stage.rungs:
             start = setup * rung.launches
             run = _round(start + rung.epochs * per_epoch)
+            uncut[-1] += held(run)
             run, billed = advance(path, rung, run, start, per_epoch, cap, held)
             trial_hours += rung.trials * billed
             recompute += rung.trials * (billed - run)
@@ -292,12 +301,15 @@ def _usage(
             first = wall - (last[0] - 1) * last[1]
         longest = max(longest, path.held)
         paths.append(path)
-    furthest = max(paths, key=lambda p: p.trained)
+    index = max(range(len(paths)), key=lambda i: paths[i].trained)
+    furthest = paths[index]
     notes: tuple[str, ...] = ()
+    cut = None
     if cap is not None and furthest.cut:
         target = max(stage.rungs[-1].reached for stage in stages)
         every = all(p.cut for p in paths)
-        notes = (cut_note(cap, Cut(furthest.held, furthest.trained, target), every),)
+        cut = Cut(furthest.held, furthest.trained, target, cap.field, uncut[index])
+        notes = (cut_note(cap, cut, every),)
     return _Usage(
         trial_hours,
         recompute,
@@ -308,14 +320,13 @@ def _usage(
         notes,
         furthest.cut,
         first or Decimal(0),
+        cut,
     )
 
 
 def _stop_line(spec: Experiment, top_epoch: int, stop_note: str | None, unfinished: bool) -> str:
     if unfinished and spec.stopping.early_stopping is None:
-        return (
-            f"nothing stops early: trials would run {every_epoch(top_epoch)}, but a cap ends them"
-        )
+        return f"no early stopping: a per-trial cap ends trials before {every_epoch(top_epoch)}"
     return stop_note or f"every trial runs {every_epoch(top_epoch)} (nothing stops early)"
 
 
