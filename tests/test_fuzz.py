@@ -186,11 +186,15 @@ FOUND = [
     _example(SPOT, {}, {"prices": {"cloud": "aws", "overrides": {"L40S": {"spot": 1e-30}}}}),
     (_cycle(_example(SPOT, {})[0], "resources"), _example(SPOT, {})[1]),
     (_example(SPOT, {})[0], _cycle(_example(SPOT, {})[1], "limits")),
+    _example("hyperband-vit.yaml", {("search", "scheduler"): {"min_epochs": 1,
+             "reduction_factor": 1.1, "synchronous": False}}),
 ]  # fmt: skip
-"""Issue 11's fuzzer crashes, always replayed: a trial cap of 1e300 and of forty nines, a
-checkpoint every 5e-324 minutes on spot, ASHA over 10^6 trials at η = 1.1 and 10,000 epochs,
-a spot price of 1e-30, a merge cycle in a spec and in a policy. (A 300-character
-``extends:`` belongs with the policy-loading tests.)"""
+"""The fuzzer's finds, always replayed. Issue 11's crashes: a trial cap of 1e300 and of
+forty nines, a checkpoint every 5e-324 minutes on spot, ASHA over 10^6 trials at η = 1.1 and
+10,000 epochs, a spot price of 1e-30, a merge cycle in a spec and in a policy. (A
+300-character ``extends:`` belongs with the policy-loading tests.) Issue 22's: asynchronous
+Hyperband at η = 1.1 over 81 epochs, 47 brackets that each simulated ASHA's whole bound
+(10 s of CPU for one ``check``)."""
 
 
 @st.composite
@@ -282,6 +286,7 @@ _NEGATIVE_AMOUNT = re.compile(r"(?<![\w.:/-])-\d")
 @example(FOUND[4])
 @example(FOUND[5])
 @example(FOUND[6])
+@example(FOUND[7])
 def test_mutated_specs_and_policies_never_crash_hang_or_price_below_zero(case):
     spec_text, policy_text = case
     with tempfile.TemporaryDirectory() as tmp:
