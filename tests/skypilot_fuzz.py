@@ -7,15 +7,22 @@ mutated with the values that broke the endpoint before (``A100:inf``, ``A100:nan
 byte in ``BUDGET_GATE_SPEC``, a 5,000-character name) — or raw bytes, sent through
 :func:`gate.integrations.skypilot_endpoint.answer_http` with SkyPilot's own decoder. It
 asserts: the status is 200 or 400 (a 500 is our bug), a 400 is one line starting
-``budget-gate:``, the answer comes within a second, and ``sys.tracebacklimit`` is not left
-at 0. The spec named is cheap and needs no approval, so no case waits for a ledger.
+``budget-gate:``, the answer comes within a second, ``sys.tracebacklimit`` is not left at
+0, and the decision is logged once, as ``serve`` logs it: a rejection by the policy in one
+line, nothing of ours reaching the root logger, where SkyPilot keeps a handler that printed
+every decision a second time. The spec named is cheap and needs no approval, so no case
+waits for a ledger.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import logging
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +30,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from gate.commands.serve import log_decisions
 from gate.integrations.skypilot import PolicySettings
 from gate.integrations.skypilot_endpoint import answer_http
 from tests.mlflow_server import free_port
@@ -90,6 +98,29 @@ def endpoint(tmp_path_factory: pytest.TempPathFactory) -> PolicySettings:
     return PolicySettings(Path(repo), repo / "policies", f"http://127.0.0.1:{free_port()}")
 
 
+class Decisions(logging.Handler):
+    """The decision log as ``serve`` writes it, and the records of ours the root logger got."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines = io.StringIO()
+        self.at_root: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.startswith("gate."):
+            self.at_root.append(record)
+
+
+@pytest.fixture(scope="module")
+def decisions() -> Iterator[Decisions]:
+    seen = Decisions()
+    with contextlib.redirect_stderr(seen.lines):  # the handler serve adds writes here
+        log_decisions()
+    logging.getLogger().addHandler(seen)  # beside SkyPilot's own handler
+    yield seen
+    logging.getLogger().removeHandler(seen)
+
+
 def _case(**task: Any) -> bytes:
     base: dict[str, Any] = {"name": "train", "run": "x", "resources": {"accelerators": "L4:1"},
                             "envs": {"BUDGET_GATE_SPEC": "experiments/ok.yaml"}}  # fmt: skip
@@ -109,7 +140,8 @@ def _case(**task: Any) -> bytes:
 @example(_case(envs={"BUDGET_GATE_SPEC": "experiments/a\x00b.yaml"}))
 @example(_case(resources={"accelerators": "A100:0"}))  # SkyPilot's check: tracebacklimit 0
 @example(_case())  # a request that passes
-def test_request_bodies_never_answer_500(endpoint, body):
+def test_request_bodies_never_answer_500(endpoint, decisions, body):
+    logged = len(decisions.lines.getvalue())
     began = time.perf_counter()
     answer = answer_http(body, endpoint)
     took = time.perf_counter() - began
@@ -118,3 +150,8 @@ def test_request_bodies_never_answer_500(endpoint, body):
         assert answer.body.startswith("budget-gate: ") and "\n" not in answer.body, answer.body
     assert getattr(sys, "tracebacklimit", None) != 0
     assert took < 1.0, f"{took:.2f} s"
+    lines = decisions.lines.getvalue()[logged:].splitlines()
+    assert len(lines) <= 1, lines
+    if answer.status == 400 and not answer.body.startswith("budget-gate: malformed request"):
+        assert len(lines) == 1 and lines[0].startswith("budget-gate: rejected "), lines
+    assert not decisions.at_root, decisions.at_root[0].getMessage()  # printed a second time
