@@ -17,8 +17,9 @@ cost half a second of start-up) and asserts:
 
 Calibration files (``tests/calibration_fuzz.py``) are written beside the default policy for
 an example spec with a ``model`` label and judged the same way; a file whose figures
-``calibrate`` could have measured is written as ``calibrate --write`` writes it, and must
-load back to the same figures and never be the input ``check`` refuses.
+``calibrate`` could have measured is written as ``calibrate --write`` wrote it
+(``json.dumps``: ``5e-05``) and as it writes it now, and must load back to the same
+figures either way and never be the input ``check`` refuses.
 
 The numbers of examples are bounded for CI (``FUZZ_EXAMPLES``, ``CALIBRATION_EXAMPLES``:
 the file takes under a minute on one core); raise them locally with ``python -m pytest
@@ -368,13 +369,15 @@ def test_mutated_calibrations_never_crash_and_round_trip(case):
         path = policies / CALIBRATION_FILE
         if written is None:
             path.write_text(json.dumps(document, indent=2), encoding="utf-8")
-        else:  # as calibrate --write writes it
-            path.write_text(dump(written), encoding="utf-8")
-            try:
-                loaded = load_calibration(str(policies), None)
-            except (InputError, InputErrors) as exc:
-                pytest.fail(f"a file calibrate --write wrote does not load: {exc}")
-            assert loaded == written  # every figure reads back as it was written
+        else:  # as calibrate --write wrote it (json.dumps: 5e-05), then as it writes it now
+            data = written.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for text in (json.dumps(data, indent=2), dump(written)):
+                path.write_text(text, encoding="utf-8")
+                try:
+                    loaded = load_calibration(str(policies), None)
+                except (InputError, InputErrors) as exc:
+                    pytest.fail(f"a file calibrate --write wrote does not load: {exc}")
+                assert loaded == written  # every figure reads back as it was written
         policy_text = yaml.safe_dump(DEFAULT_POLICY, sort_keys=False)
         _, err = _judge(tmp, spec_text, policy_text, written)
         if written is not None:  # calibrate's own file is never the input at fault
