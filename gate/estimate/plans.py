@@ -21,6 +21,7 @@ from gate.estimate.schedule import (
     no_pruning,
     optuna_brackets,
     rung_marks,
+    simulation_shares,
     split,
 )
 from gate.estimate.settings import PricingPolicy, ScenarioName
@@ -57,9 +58,11 @@ def plan(
         pairs = [(n, marks) for n, (_, marks) in zip(counts, brackets, strict=True) if n]
     else:
         pairs = [(configurations, rung_marks(scheduler.min_epochs, top, eta))]
+    brackets = [(n, _stop_at(marks, top_epoch)) for n, marks in pairs]
+    shares = simulation_shares(brackets)  # the brackets share ASHA's one bound on simulation
     stages = [
-        _bracket(spec, scenario, scheduler, n, _stop_at(marks, top_epoch), eta, persistence)
-        for n, marks in pairs
+        _bracket(spec, scenario, scheduler, n, marks, eta, persistence, steps)
+        for (n, marks), steps in zip(brackets, shares, strict=True)
     ]
     return tuple(_times(stage, seeds) for stage in stages)
 
@@ -86,6 +89,7 @@ def _bracket(
     marks: list[int],
     eta: Decimal,
     persistence: RankPersistence | None,
+    steps: int,
 ) -> Stage:
     n = Decimal(configurations)
     if is_synchronous(spec, scheduler):
@@ -93,7 +97,14 @@ def _bracket(
     if scenario == "worst":
         return no_pruning(n, marks, resume=scheduler.resume)
     return halving(
-        n, marks, eta, resume=scheduler.resume, exact=False, barrier=False, persistence=persistence
+        n,
+        marks,
+        eta,
+        resume=scheduler.resume,
+        exact=False,
+        barrier=False,
+        persistence=persistence,
+        steps=steps,
     )
 
 

@@ -35,6 +35,9 @@ from decimal import ROUND_CEILING, Decimal
 from fractions import Fraction
 
 _ONE = Decimal(1)
+SIMULATION_STEPS = 400_000
+"""Arrivals × runs × rungs one search's ASHA simulation takes at most: about a tenth of a
+second. Asynchronous Hyperband shares it out among its brackets (:func:`simulation_shares`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,13 +88,15 @@ def halving(
     exact: bool,
     barrier: bool,
     persistence: RankPersistence | None = None,
+    steps: int = SIMULATION_STEPS,
 ) -> Stage:
     """One successive-halving bracket over ``marks``.
 
     ``exact`` floors the survivors as synchronous halving does; otherwise the expected
     number promoted by ASHA's rule, with ranks kept as ``persistence`` says, is kept as a
-    real number (:func:`asha_reach`). With ``resume`` a promoted trial continues from its
-    checkpoint; without it, it retrains from scratch to the mark.
+    real number (:func:`asha_reach`, simulating at most ``steps``). With ``resume`` a
+    promoted trial continues from its checkpoint; without it, it retrains from scratch to
+    the mark.
     """
     if exact:
         reach = [
@@ -99,7 +104,7 @@ def halving(
             for i in range(len(marks))
         ]
     else:
-        reach = asha_reach(configurations, len(marks), eta, persistence or RankPersistence())
+        reach = asha_reach(configurations, len(marks), eta, persistence or RankPersistence(), steps)
     rungs = []
     previous = 0
     for i, (mark, survivors) in enumerate(zip(marks, reach, strict=True)):
@@ -137,7 +142,11 @@ _EXACT_ARRIVALS = 1_000
 
 
 def asha_reach(
-    configurations: Decimal, rungs: int, eta: Decimal, persistence: RankPersistence
+    configurations: Decimal,
+    rungs: int,
+    eta: Decimal,
+    persistence: RankPersistence,
+    steps: int = SIMULATION_STEPS,
 ) -> list[Decimal]:
     """Expected trials reaching each of ``rungs`` rungs under ASHA's rule (the first: all).
 
@@ -148,7 +157,8 @@ def asha_reach(
     goes on when its score is among the best max(1, ⌊j/η⌋) of the j so far. With ρ = 0
     and no gain the counts are exact (:func:`expected_promotions`); otherwise they are the
     mean of seeded simulations of the first 2,000 arrivals (deterministic), later arrivals
-    going on at ASHA's steady rate of 1/η per rung.
+    going on at ASHA's steady rate of 1/η per rung. The simulation takes at most ``steps``
+    (arrivals × runs × rungs; at least one arrival in four runs).
     """
     rho, gain = persistence.correlation, persistence.sampler_gain
     if (rho <= 0 and gain <= 0) or rungs < 2:
@@ -158,9 +168,9 @@ def asha_reach(
         return reach
     # NOTE: with many rungs (η near 1) nearly every arrival climbs all of them: fewer
     # simulated arrivals keep the work bounded; later ones go on at the steady rate.
-    deep = max(_MIN_SIMULATED, _SIMULATED_STEPS // (_MIN_RUNS * (rungs - 1)))
+    deep = max(1, steps // (_MIN_RUNS * (rungs - 1)))
     simulated = min(math.floor(configurations), _SIMULATED_ARRIVALS, deep)
-    counts = _simulate(simulated, rungs, float(eta), rho, gain)
+    counts = _simulate(simulated, rungs, float(eta), rho, gain, steps)
     tail = configurations - simulated
     return [Decimal(str(c)) + tail / eta**k for k, c in enumerate(counts)]
 
@@ -178,15 +188,27 @@ STARTUP_TRIALS = 10
 
 _SIMULATED_ARRIVALS = 2_000
 _SIMULATED_WORK = 20_000  # arrivals × runs: a few hundredths of a second
-_SIMULATED_STEPS = 400_000  # arrivals × runs × rungs at most: about a tenth of a second
-_MIN_SIMULATED = 100
 _MIN_RUNS = 4
 
 
+def simulation_shares(brackets: list[tuple[int, list[int]]]) -> list[int]:
+    """Each bracket's part of :data:`SIMULATION_STEPS`, in proportion to its trials × rungs.
+
+    NOTE: each of η = 1.1's dozens of brackets simulated up to the whole bound, so one
+    ``check`` took seconds. Shared this way, every bracket simulates the same fraction of
+    its arrivals; the expected epochs of Optuna's grid (η ≥ 2) move by under 1 %.
+    """
+    work = [n * max(0, len(marks) - 1) for n, marks in brackets]
+    total = sum(work)
+    return [SIMULATION_STEPS * w // total if total else SIMULATION_STEPS for w in work]
+
+
 @functools.lru_cache(maxsize=1024)
-def _simulate(arrivals: int, rungs: int, eta: float, rho: float, gain: float) -> tuple[float, ...]:
+def _simulate(
+    arrivals: int, rungs: int, eta: float, rho: float, gain: float, steps: int
+) -> tuple[float, ...]:
     runs = max(16, _SIMULATED_WORK // max(1, arrivals))
-    runs = max(_MIN_RUNS, min(runs, _SIMULATED_STEPS // max(1, arrivals * (rungs - 1))))
+    runs = max(_MIN_RUNS, min(runs, steps // max(1, arrivals * (rungs - 1))))
     rng = random.Random(20_181_201)  # fixed: the same spec always gets the same estimate
     gauss, insort_at = rng.gauss, bisect.bisect_left
     keep, fresh = math.sqrt(rho), math.sqrt(1 - rho)
