@@ -45,9 +45,11 @@ def fixed(amount: Decimal, places: int) -> Decimal:
 
 
 def format_amount(amount: Decimal, places: int = 2) -> str:
-    """Round half-up for display, with thousands separators (1,234.50)."""
+    """Round half-up for display, with thousands separators (1,234.50); zero is never -0."""
     rounded = fixed(amount, places)
-    return f"{rounded:,}" if rounded is not amount else f"{amount:.3E}"
+    if rounded is amount:
+        return f"{amount:.3E}"
+    return f"{rounded.copy_abs() if rounded.is_zero() else rounded:,}"
 
 
 def format_money(amount: Decimal, currency: str) -> str:

@@ -120,3 +120,13 @@ def golden(request: pytest.FixtureRequest):
         assert actual == expected, f"{path.name} differs: review, then pytest --update-goldens"
 
     return check
+
+
+@pytest.fixture(autouse=True)
+def _no_launch_key_left_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts without a launch key: ``gate.require_approval`` sets one in
+    ``os.environ`` for the processes its launch starts, and in a shared test process it would
+    make every later launch join that one."""
+    from gate.evaluation.launching import LAUNCH_KEY_ENV
+
+    monkeypatch.delenv(LAUNCH_KEY_ENV, raising=False)

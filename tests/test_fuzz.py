@@ -244,6 +244,19 @@ def documents(draw: st.DrawFn) -> tuple[str, str]:
 
 
 def _run(*argv: str) -> tuple[int, str, str, float]:
+    """Run a command in this process; its exit, stdout, stderr and this thread's CPU time.
+
+    A run over :data:`SECOND` is run once more and the faster counts: the first command of
+    a worker to reach a module pays its import and its models' build once (seconds under
+    load), which a case that is slow in itself pays every time.
+    """
+    code, out, err, took = _once(*argv)
+    if took >= SECOND:
+        took = min(took, _once(*argv)[3])
+    return code, out, err, took
+
+
+def _once(*argv: str) -> tuple[int, str, str, float]:
     out, err = io.StringIO(), io.StringIO()
     start = time.thread_time()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

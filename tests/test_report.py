@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -20,14 +21,26 @@ from gate.cli import main
 from tests import report_kit
 from tests.focus_spec import validate_focus
 from tests.headless import chromium, requested
-from tests.mlflow_server import MlflowServer
+from tests.mlflow_server import MlflowServer, store_dir
 
 CENT = Decimal("0.01")
 
 
 @pytest.fixture(scope="module")
-def month(tmp_path_factory: pytest.TempPathFactory, mlflow_server: MlflowServer):
-    return report_kit.seed(tmp_path_factory.mktemp("report"), mlflow_server.uri)
+def report_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
+    """A server of this module's own: the report reads the whole ledger, and the other test
+    files on the same worker write launches and approvals of their own into theirs."""
+    with store_dir(tmp_path_factory.mktemp("report-mlflow")) as root:
+        server = MlflowServer(root).start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+@pytest.fixture(scope="module")
+def month(tmp_path_factory: pytest.TempPathFactory, report_server: MlflowServer):
+    return report_kit.seed(tmp_path_factory.mktemp("report"), report_server.uri)
 
 
 def cli(month: report_kit.Month, capsys: pytest.CaptureFixture[str], *args: str):
@@ -319,7 +332,7 @@ def test_without_the_mlflow_extra_it_is_exit_3_naming_it(month, tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_a_sqlite_store_reports_the_same_month(month, capsys, mlflow_server):
+def test_a_sqlite_store_reports_the_same_month(month, capsys, report_server):
     over_http = report_json(month, capsys)
     capsys.readouterr()
     code = main(
@@ -328,7 +341,7 @@ def test_a_sqlite_store_reports_the_same_month(month, capsys, mlflow_server):
             "--policy-dir",
             month.policy_dir,
             "--tracking-uri",
-            mlflow_server.sqlite_uri,
+            report_server.sqlite_uri,
             "--month",
             report_kit.MONTH,
             "--format",
