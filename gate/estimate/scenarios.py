@@ -78,6 +78,8 @@ class Scenario:
     unfinished: bool = False
     first_result_hours: Decimal = Decimal(0)
     """Hours until the first trial finishes (queue wait, barriers and the trial's own run)."""
+    simulated_steps: int = 0
+    """The work of the simulations behind the plan's counts (ASHA's expected promotions)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +126,11 @@ class Estimate:
     def scenario(self, name: ScenarioName) -> Scenario:
         """The scenario a policy enforces (``worst`` unless it says otherwise)."""
         return self.worst if name == "worst" else self.expected
+
+    @property
+    def simulated_steps(self) -> int:
+        """What pricing this spec simulates: a measure of its work that no clock gives."""
+        return self.worst.simulated_steps + self.expected.simulated_steps
 
 
 def estimate(
@@ -236,6 +243,7 @@ def _scenario(
         recompute_gpu_hours=units * usage.recompute_hours,
         other_cost=other,
         first_result_hours=usage.first_result,
+        simulated_steps=sum(stage.simulated for stage in stages),
     )
 
 

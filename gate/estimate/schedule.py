@@ -53,6 +53,8 @@ class Stage:
 
     rungs: tuple[Rung, ...]
     barrier: bool
+    simulated: int = 0
+    """Steps (arrivals × runs × rungs) of the simulation behind the counts; 0 when exact."""
 
 
 def flat(trials: int, epochs: int) -> tuple[Stage, ...]:
@@ -93,13 +95,16 @@ def halving(
     real number (:func:`asha_reach`). With ``resume`` a promoted trial continues from its
     checkpoint; without it, it retrains from scratch to the mark.
     """
+    steps = 0
     if exact:
         reach = [
             max(_ONE, Decimal(math.floor(configurations / eta**i))) if i else configurations
             for i in range(len(marks))
         ]
     else:
-        reach = asha_reach(configurations, len(marks), eta, persistence or RankPersistence())
+        persistence = persistence or RankPersistence()
+        reach = asha_reach(configurations, len(marks), eta, persistence)
+        steps = simulated_steps(configurations, len(marks), persistence)
     rungs = []
     previous = 0
     for i, (mark, survivors) in enumerate(zip(marks, reach, strict=True)):
@@ -107,7 +112,7 @@ def halving(
         relaunch = i == 0 or barrier or not resume
         rungs.append(Rung(survivors, epochs, mark, relaunch))
         previous = mark
-    return Stage(tuple(rungs), barrier)
+    return Stage(tuple(rungs), barrier, steps)
 
 
 def expected_promotions(arrivals: Decimal, eta: Decimal) -> Decimal:
@@ -151,18 +156,38 @@ def asha_reach(
     going on at ASHA's steady rate of 1/η per rung.
     """
     rho, gain = persistence.correlation, persistence.sampler_gain
-    if (rho <= 0 and gain <= 0) or rungs < 2:
+    if not _simulated(rungs, persistence):
         reach = [configurations]
         for _ in range(rungs - 1):
             reach.append(expected_promotions(reach[-1], eta))
         return reach
+    simulated, runs = _sizes(configurations, rungs)
+    counts = _simulate(simulated, rungs, float(eta), rho, gain, runs)
+    tail = configurations - simulated
+    return [Decimal(str(c)) + tail / eta**k for k, c in enumerate(counts)]
+
+
+def simulated_steps(configurations: Decimal, rungs: int, persistence: RankPersistence) -> int:
+    """The work of :func:`asha_reach`'s simulation: arrivals × runs × promotions (0: exact)."""
+    if not _simulated(rungs, persistence):
+        return 0
+    arrivals, runs = _sizes(configurations, rungs)
+    return arrivals * runs * (rungs - 1)
+
+
+def _simulated(rungs: int, persistence: RankPersistence) -> bool:
+    return (persistence.correlation > 0 or persistence.sampler_gain > 0) and rungs >= 2
+
+
+def _sizes(configurations: Decimal, rungs: int) -> tuple[int, int]:
+    """Arrivals simulated and runs averaged, within the work bounds below."""
     # NOTE: with many rungs (η near 1) nearly every arrival climbs all of them: fewer
     # simulated arrivals keep the work bounded; later ones go on at the steady rate.
     deep = max(_MIN_SIMULATED, _SIMULATED_STEPS // (_MIN_RUNS * (rungs - 1)))
-    simulated = min(math.floor(configurations), _SIMULATED_ARRIVALS, deep)
-    counts = _simulate(simulated, rungs, float(eta), rho, gain)
-    tail = configurations - simulated
-    return [Decimal(str(c)) + tail / eta**k for k, c in enumerate(counts)]
+    arrivals = min(math.floor(configurations), _SIMULATED_ARRIVALS, deep)
+    runs = max(16, _SIMULATED_WORK // max(1, arrivals))
+    runs = max(_MIN_RUNS, min(runs, _SIMULATED_STEPS // max(1, arrivals * (rungs - 1))))
+    return arrivals, runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,9 +209,9 @@ _MIN_RUNS = 4
 
 
 @functools.lru_cache(maxsize=1024)
-def _simulate(arrivals: int, rungs: int, eta: float, rho: float, gain: float) -> tuple[float, ...]:
-    runs = max(16, _SIMULATED_WORK // max(1, arrivals))
-    runs = max(_MIN_RUNS, min(runs, _SIMULATED_STEPS // max(1, arrivals * (rungs - 1))))
+def _simulate(
+    arrivals: int, rungs: int, eta: float, rho: float, gain: float, runs: int
+) -> tuple[float, ...]:
     rng = random.Random(20_181_201)  # fixed: the same spec always gets the same estimate
     gauss, insort_at = rng.gauss, bisect.bisect_left
     keep, fresh = math.sqrt(rho), math.sqrt(1 - rho)
