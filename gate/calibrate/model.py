@@ -18,9 +18,6 @@ from gate.spec.experiment import Model
 from gate.spec.loader import LoadedDoc
 from gate.spec.validation import validate
 
-FILE_NAME = "calibration.json"
-"""Where ``check`` and ``estimate`` look for a calibration, in the policy directory."""
-
 Fraction = Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)]
 Positive = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]
 Count = Annotated[StrictInt, Field(ge=0)]

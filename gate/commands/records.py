@@ -20,9 +20,10 @@ from gate.errors import InputError
 from gate.evaluation.evaluate import Evaluation
 from gate.evaluation.report import SpecResult
 from gate.ledger.approvals import Requirement
-from gate.ledger.records import LEDGER_EXPERIMENT, LedgerRecord, LedgerView, RecordKind, short, when
+from gate.ledger.records import LEDGER_EXPERIMENT, LedgerRecord, RecordKind, short, when
 from gate.ledger.signing import Signer, Trust
 from gate.ledger.tracking import COST_CENTER_LABEL
+from gate.ledger.view import LedgerView
 from gate.money import format_money
 from gate.policy.findings import Outcome
 from gate.policy.model import Policy

@@ -1,7 +1,9 @@
 """One spec through the pipeline: load → validate → price → estimate → rules → verdict.
 
-The ledger, when given, is read through a :class:`gate.ledger.records.LedgerView` (the monthly
-budget and approvals); the evaluator never writes to it.
+The ledger, when given, is read through a :class:`gate.ledger.view.LedgerView` (the monthly
+budget and approvals); the evaluator never writes to it. What only some specs need (the
+calibration's lookup, the ledger's sums and approvals, an engine file's words) is imported
+when a spec needs it: a plain ``check`` of a spec without a budget imports none of it.
 """
 
 from __future__ import annotations
@@ -14,21 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from gate.calibrate.lookup import measured_for
-from gate.calibrate.model import Calibration
 from gate.errors import InputError, InputErrors
 from gate.estimate.flops import with_prior
 from gate.estimate.measured import Measured
 from gate.estimate.prices import Catalog, Quote, quote
 from gate.estimate.scenarios import Estimate, estimate
 from gate.estimate.trials import count_trials
-from gate.evaluation.importing import in_file_words, with_where_to_add
 from gate.evaluation.report import SpecResult
 from gate.formats import Format, sniff
-from gate.ledger.approvals import ApprovalCheck, Requirement, check_approvals, explain_changed
-from gate.ledger.budget import BudgetStatus, budget_scope, month_spend, month_start, spend_status
-from gate.ledger.records import LedgerQuery, LedgerRecord, LedgerView
-from gate.ledger.spend import Spend, SpendReader
 from gate.policy.findings import Finding, Outcome
 from gate.policy.loader import LoadedPolicy, PolicySet
 from gate.policy.model import Policy, Severity
@@ -37,12 +32,18 @@ from gate.policy.rules.base import RuleContext, Spender
 from gate.policy.verdict import RawFinding, apply_approval, apply_policy, decide
 from gate.spec.experiment import Capacity, Experiment
 from gate.spec.fingerprint import fingerprint
-from gate.spec.loader import LoadedDoc, load_bytes, load_file
+from gate.spec.loader import DataPath, LoadedDoc, load_bytes, load_file
 from gate.spec.validation import validate
 
 if TYPE_CHECKING:
+    from gate.calibrate.model import Calibration
     from gate.evaluation.alternatives import Alternative
     from gate.formats.model import FactMap, Imported, Words
+    from gate.ledger.approvals import ApprovalCheck
+    from gate.ledger.budget import BudgetStatus
+    from gate.ledger.records import LedgerQuery, LedgerRecord
+    from gate.ledger.spend import Spend
+    from gate.ledger.view import LedgerView
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +95,7 @@ class Evaluator:
         # NOTE: the ledger is judged by the signers of the policies in force (the base's on
         # a pull request), so the view takes its trust from the policy set it serves.
         if self.ledger is not None and self.ledger.trust is None:
-            self.ledger.trust = self.policies.trust()
+            self.ledger.judge = self.policies.trust  # read when the ledger is, not before
 
     def evaluate(self, spec_file: str, content: bytes | None = None) -> SpecResult:
         """Evaluate one spec; bad spec input becomes an INVALID result, not an exception.
@@ -174,6 +175,8 @@ class Evaluator:
             self._alternatives(spec, est, policy, doc) if outcome in self.alternatives_for else ()
         )
         if words is not None:
+            from gate.evaluation.importing import in_file_words
+
             findings, cheaper = in_file_words(findings, cheaper, words)
         result = SpecResult(
             file=spec_file,
@@ -276,6 +279,8 @@ class Evaluator:
         """The calibration's figures for ``spec``, unless there is none or the policy opts out."""
         if self.calibration is None or not policy.calibration.use:
             return None
+        from gate.calibrate.lookup import measured_for
+
         return measured_for(
             self.calibration, spec, policy.calibration, policy.reliability.failure_rate
         )
@@ -306,8 +311,13 @@ class Evaluator:
             return None
 
     def _budget(self, spec: Experiment, policy: Policy, path: str, fp: str) -> BudgetStatus | None:
+        if self.ledger is None or policy.limits.monthly_budget is None:
+            return None  # NOTE: no budget, no ledger: such a check never imports it
+        from gate.ledger.budget import budget_scope, month_spend, month_start, spend_status
+        from gate.ledger.spend import SpendReader
+
         scope = budget_scope(spec, policy)
-        if scope is None or self.ledger is None:
+        if scope is None:
             return None
         now = self.ledger.now
         query = scope.query(month_start(now))
@@ -337,6 +347,14 @@ class Evaluator:
             return None
         if decide(findings, fail_on_warn=self.fail_on_warn) is not Outcome.APPROVAL_REQUIRED:
             return None
+        from gate.ledger.approvals import (
+            ApprovalCheck,
+            Requirement,
+            check_approvals,
+            explain_changed,
+        )
+        from gate.ledger.records import LedgerQuery
+
         policy = ctx.policy
         need = Requirement(
             fp,
@@ -360,11 +378,12 @@ class Evaluator:
 def _findings(
     doc: LoadedDoc, ctx: RuleContext, loaded: LoadedPolicy, repo_path: str, words: Words | None
 ) -> list[Finding]:
+    say = _where_to_add(words)
     raw = [
         RawFinding(
             rule.ID,
             v.severity or rule.DEFAULT_SEVERITY,
-            with_where_to_add(rule.ID, v.message, v.path, words),
+            say(rule.ID, v.message, v.path),
             doc.source_map.locate(v.path),
         )
         for rule in REGISTRY.values()
@@ -373,6 +392,15 @@ def _findings(
     findings = apply_policy(raw, loaded, repo_path, ctx.today)
     findings.sort(key=_finding_order)
     return findings
+
+
+def _where_to_add(words: Words | None) -> Callable[[str, str, DataPath], str]:
+    """A finding's message as the rule says it; in an engine's file, with where to add a field."""
+    if words is None:
+        return lambda _rule, message, _path: message
+    from gate.evaluation.importing import with_where_to_add
+
+    return lambda rule, message, path: with_where_to_add(rule, message, path, words)
 
 
 MAX_TRIALS = 10**18

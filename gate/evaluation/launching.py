@@ -17,9 +17,10 @@ import re
 from gate.errors import InputError
 from gate.evaluation.evaluate import Evaluation
 from gate.ledger.approvals import joins
-from gate.ledger.records import LedgerQuery, LedgerRecord, LedgerView, RecordKind
+from gate.ledger.records import LedgerQuery, LedgerRecord, RecordKind
 from gate.ledger.signing import Signer
 from gate.ledger.tracking import COST_CENTER_LABEL
+from gate.ledger.view import LedgerView
 
 LAUNCH_KEY_ENV = "BUDGET_GATE_LAUNCH_KEY"
 """The environment variable that carries a launch's key to the processes it starts."""

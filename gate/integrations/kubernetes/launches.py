@@ -16,7 +16,7 @@ from gate.admission.workload import Workload
 from gate.errors import BackendError, InputError
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.launching import record_launch as record
-from gate.ledger.records import LedgerView
+from gate.ledger.view import LedgerView
 
 log = logging.getLogger(__name__)
 PRINCIPAL = "kueue-admission"
