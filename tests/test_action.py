@@ -1,4 +1,4 @@
-"""The Action's files: action.yml, the workflows and the README's workflow stay valid and safe.
+"""The Action's files: action.yml, the workflows and the documented workflow stay valid and safe.
 
 Validated with check-jsonschema's vendored GitHub schemas (offline), plus the rules the schema
 cannot express: inputs reach scripts only through ``env:``, third-party actions are pinned by
@@ -22,10 +22,18 @@ from tests.reporters.sample import sample_report
 
 ACTION = ROOT / "action.yml"
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-SNIPPET = re.search(
-    r"<!-- workflow:start -->\n```yaml\n(.*?)```\n<!-- workflow:end -->", README, re.S
-)
+# The workflow is shown in the README and on the Action's page; the page documents the
+# inputs and outputs.
+PAGES = ("README.md", "docs/github-action.md")
+ACTION_PAGE = (ROOT / "docs" / "github-action.md").read_text(encoding="utf-8")
+SNIPPETS = [
+    re.search(
+        r"<!-- workflow:start -->\n```yaml\n(.*?)```\n<!-- workflow:end -->",
+        (ROOT / page).read_text(encoding="utf-8"),
+        re.S,
+    )
+    for page in PAGES
+]
 
 
 def check_jsonschema(schema: str, *files: Path) -> subprocess.CompletedProcess[str]:
@@ -47,11 +55,14 @@ def test_action_validates_against_githubs_schema() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_workflows_and_the_readme_workflow_validate(tmp_path: Path) -> None:
-    assert SNIPPET is not None and WORKFLOWS
-    readme = tmp_path / "readme-workflow.yml"
-    readme.write_text(SNIPPET.group(1), encoding="utf-8")
-    proc = check_jsonschema("vendor.github-workflows", *WORKFLOWS, readme)
+def test_workflows_and_the_documented_workflows_validate(tmp_path: Path) -> None:
+    assert all(SNIPPETS) and WORKFLOWS
+    shown = []
+    for index, snippet in enumerate(SNIPPETS):
+        assert snippet is not None
+        shown.append(tmp_path / f"documented-workflow-{index}.yml")
+        shown[-1].write_text(snippet.group(1), encoding="utf-8")
+    proc = check_jsonschema("vendor.github-workflows", *WORKFLOWS, *shown)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -83,12 +94,12 @@ def test_every_declared_output_is_written_by_budget_gate_ci() -> None:
     assert set(declared) == set(outputs(sample_report(), "r.json"))
     for name, output in declared.items():
         assert output["value"] == f"${{{{ steps.gate.outputs.{name} }}}}"
-        assert f"| `{name}` |" in README
+        assert f"| `{name}` |" in ACTION_PAGE
 
 
-def test_readme_documents_every_input() -> None:
+def test_the_action_page_documents_every_input() -> None:
     for name in load(ACTION)["inputs"]:
-        assert f"| `{name}` |" in README
+        assert f"| `{name}` |" in ACTION_PAGE
 
 
 @pytest.mark.parametrize("path", [ACTION, *WORKFLOWS], ids=lambda p: p.name)
@@ -103,8 +114,11 @@ def test_actions_are_pinned_by_commit(path: Path) -> None:
 
 @pytest.mark.parametrize(
     "workflow",
-    [WORKFLOWS[0].read_text(encoding="utf-8"), SNIPPET.group(1) if SNIPPET else ""],
-    ids=["dogfood", "readme"],
+    [
+        WORKFLOWS[0].read_text(encoding="utf-8"),
+        *(snippet.group(1) if snippet else "" for snippet in SNIPPETS),
+    ],
+    ids=["dogfood", "readme", "action-page"],
 )
 def test_workflow_triggers_permissions_and_concurrency(workflow: str) -> None:
     doc = yaml.load(workflow, Loader=yaml.BaseLoader)

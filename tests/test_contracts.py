@@ -139,18 +139,18 @@ def test_every_severity_is_rendered_by_every_reporter():
             assert f"{severity.value} finding" in out
 
 
-def test_readme_estimate_table_is_generated_from_the_examples(capsys, monkeypatch):
+def test_the_pricing_page_estimate_table_is_generated_from_the_examples(capsys, monkeypatch):
     from gate.cli import main
 
     monkeypatch.chdir(ROOT)
     assert main(["estimate", "--summary", "--policy-dir", str(ROOT / "policies"), "examples/"]) == 0
     table = capsys.readouterr().out
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = readme.index("<!-- estimate-summary:start -->\n") + len(
+    page = (ROOT / "docs" / "pricing.md").read_text(encoding="utf-8")
+    start = page.index("<!-- estimate-summary:start -->\n") + len(
         "<!-- estimate-summary:start -->\n"
     )
-    end = readme.index("<!-- estimate-summary:end -->")
-    assert readme[start:end] == table, "regenerate: budget-gate estimate --summary examples/"
+    end = page.index("<!-- estimate-summary:end -->")
+    assert page[start:end] == table, "regenerate: budget-gate estimate --summary examples/"
 
 
 def test_committed_rules_page_matches_the_docstrings():

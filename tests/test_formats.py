@@ -310,3 +310,52 @@ def test_check_of_a_wandb_sweep_imports_its_mapper_and_no_engine() -> None:
     _, names = loaded_after_check(str(RULES / "wandb-grid-3x4.yaml"))
     assert "gate.formats.wandb" in names and set(names) >= TRANSLATION
     assert not (MAPPERS - {"gate.formats.wandb"} | ENGINES) & set(names)
+
+
+SUBMITIT_CONFIG = """\
+defaults:
+  - override hydra/launcher: submitit_slurm
+  - _self_
+lr: 0.1
+hydra:
+  mode: MULTIRUN
+  sweeper:
+    params:
+      lr: 0.1,0.01,0.001
+      wd: 0.0,0.1
+  launcher:
+    gpus_per_node: 4
+    nodes: 2
+{timeout}    array_parallelism: 3
+x-budget-gate:
+  accelerator: A100-80GB
+  epoch_minutes: 6
+  max_epochs: 10
+  quality_gate: [{{metric: val_f1, op: ">=", value: 0.8}}]
+"""
+
+
+@pytest.mark.parametrize("timeout", ["    timeout_min: 120\n", ""])
+def test_hydra_submitit_launcher_resources_are_what_submitit_runs(tmp_path, timeout) -> None:
+    """The Submitit launcher's own config (hydra-submitit-launcher) resolves to the GPUs,
+    the time limit and the concurrency the mapping prices."""
+    from hydra import compose, initialize_config_dir
+    from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
+
+    from gate.formats.hydra import SUBMITIT_TIMEOUT_MIN
+
+    (tmp_path / "config.yaml").write_text(SUBMITIT_CONFIG.format(timeout=timeout))
+    with initialize_config_dir(str(tmp_path), version_base=None):
+        cfg = compose("config", return_hydra_config=True)
+    launcher = cfg.hydra.launcher
+    assert launcher._target_.endswith("SlurmLauncher")  # Hydra loaded the plugin's config
+    assert BaseQueueConf.timeout_min == SUBMITIT_TIMEOUT_MIN  # the default we assume is its
+    evaluation = evaluate(tmp_path / "config.yaml")
+    spec = evaluation.spec
+    assert spec is not None, evaluation.result.errors
+    assert spec.resources.gpus_per_trial == launcher.gpus_per_node * launcher.nodes == 8
+    assert spec.stopping.max_trial_hours == launcher.timeout_min / 60
+    assert spec.search.max_concurrent_trials == launcher.array_parallelism == 3
+    assert evaluation.result.estimate.worst.trials == 6  # the basic sweeper: 3 × 2
+    source = source_of(evaluation.result, "stopping.max_trial_hours")
+    assert (source.origin is Origin.ENGINE) == (timeout == "")

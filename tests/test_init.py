@@ -157,9 +157,10 @@ def test_init_output_loads_and_validates(tmp_path, capsys):
     assert "uses: budget-gate/budget-gate@" in workflow
 
 
-def test_the_readme_workflow_is_the_one_init_writes():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    snippet = readme.split("<!-- workflow:start -->\n```yaml\n", 1)[1].split("```\n", 1)[0]
+@pytest.mark.parametrize("page", ["README.md", "docs/github-action.md"])
+def test_the_documented_workflow_is_the_one_init_writes(page):
+    text = (ROOT / page).read_text(encoding="utf-8")
+    snippet = text.split("<!-- workflow:start -->\n```yaml\n", 1)[1].split("```\n", 1)[0]
     assert snippet == planned_files()[".github/workflows/budget-gate.yml"]
 
 

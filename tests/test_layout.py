@@ -1,4 +1,4 @@
-"""The package map in the README matches the tree, and every package says what it owns."""
+"""The package map in the design notes matches the tree, and every package says what it owns."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ _PURE = ("spec", "estimate", "policy", "ledger", "reconcile", "calibrate")
 
 
 def _package_map() -> dict[str, str]:
-    """README's ``gate/`` tree: each entry's name and its (joined) description."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = readme.split("```text\ngate/\n", 1)[1].split("```", 1)[0]
+    """docs/design.md's ``gate/`` tree: each entry's name and its (joined) description."""
+    notes = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    block = notes.split("```text\ngate/\n", 1)[1].split("```", 1)[0]
     entries: dict[str, str] = {}
     last = ""
     for line in block.splitlines():
@@ -42,7 +42,7 @@ def _modules(package: str) -> set[str]:
     return names | {p.name + "/" for p in folder.iterdir() if (p / "__init__.py").is_file()}
 
 
-def test_the_readme_map_lists_exactly_the_top_of_gate():
+def test_the_design_notes_map_lists_exactly_the_top_of_gate():
     assert set(_package_map()) == _tree()
 
 

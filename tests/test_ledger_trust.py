@@ -290,3 +290,42 @@ def test_a_forged_snapshot_is_read_past(signed: Team, keys, monkeypatch):
         writer.write_run(experiment, cutoff, tags, "forged snapshot")
     budget = json.loads(signed.cli("check", signed.spec(2), "--format", "json")[1])
     assert budget["results"][0]["budget"]["committed"] == "80.00"
+
+
+def test_writing_commands_say_what_they_ignored(signed: Team, keys, monkeypatch):
+    spec = signed.spec(8)
+    _forge(signed, spec)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    code, out, err = signed.cli("revoke", spec, "--by", "alice", "--reason", "no")
+    assert code == 0, err  # it read the approvals to revoke: the forged one is said, not used
+    assert "budget-gate: 1 ledger record at " in err and "ignored (1 unsigned)" in err
+    assert out.count("  cancels approval by alice") == 1
+
+
+def test_the_guard_clears_only_signed_approvals_and_its_workers_share_one_launch(
+    signed: Team, keys, monkeypatch
+):
+    import gate
+
+    spec = signed.spec(8)
+    _forge(signed, spec)
+    _as(monkeypatch, keys, "launcher")
+    monkeypatch.delenv("BUDGET_GATE_LAUNCH_KEY", raising=False)
+    where = {"policy_dir": signed.policy_dir, "tracking_uri": signed.uri}
+    with pytest.raises(gate.ApprovalRequired):
+        gate.open_guard(spec, **where)  # the forged approval clears nothing
+    _as(monkeypatch, keys, "alice")
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    _as(monkeypatch, keys, "launcher")
+    monkeypatch.delenv("BUDGET_GATE_LAUNCH_KEY", raising=False)
+    guard = gate.open_guard(spec, **where)  # the search's driver: a launch, its key exported
+    key = os.environ["BUDGET_GATE_LAUNCH_KEY"]
+    for _ in range(3):  # the workers it starts inherit the key: they join, not launch
+        assert gate.open_guard(spec, **where).limits.ceiling == guard.limits.ceiling
+    launches = [
+        r for r in signed.records(spec, trust=Trust_of(signed)) if r.kind is RecordKind.LAUNCH
+    ]
+    assert [r.launch_key for r in launches] == [key]
+    monkeypatch.delenv("BUDGET_GATE_LAUNCH_KEY")
+    with pytest.raises(gate.ApprovalRequired):  # a second search: the approval is used
+        gate.open_guard(spec, **where)

@@ -10,6 +10,7 @@ is printed here.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -17,7 +18,11 @@ import sys
 from tests.conftest import ROOT
 from tests.netns import run_on_loopback
 
-CASES = ("tests/skypilot_cases.py", "tests/skypilot_trust_cases.py")
+CASES = (
+    "tests/skypilot_cases.py",
+    "tests/skypilot_trust_cases.py",
+    "tests/skypilot_config_cases.py",
+)
 # SkyPilot 0.14 warns at import (SQLAlchemy 2.0 moves, passlib's crypt); not ours to fix.
 SKYPILOT_WARNINGS = (
     "-W",
@@ -40,6 +45,9 @@ def test_skypilot_policy_cases_pass_in_a_network_namespace(tmp_path, capsys):
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-8000:]
     assert " passed" in proc.stdout
+    ran = int(re.search(r"(\d+) passed", proc.stdout).group(1))  # type: ignore[union-attr]
+    defined = sum((ROOT / case).read_text().count("\ndef test_") for case in CASES)
+    assert ran >= defined  # every case of every file ran (parametrized ones count more)
     timing = [line for line in proc.stdout.splitlines() if "SKYPILOT-POLICY round trip" in line]
     assert len(timing) == 1
     down = [line for line in proc.stdout.splitlines() if line.startswith("LEDGER-DOWN ")]

@@ -15,6 +15,7 @@ from enum import Enum
 from gate.errors import BackendError, InputError
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.report import SpecResult
+from gate.formats.model import FactMap
 from gate.policy.findings import Outcome
 from gate.policy.model import Severity
 
@@ -58,14 +59,22 @@ class Unjudged(Exception):
         self.ledger = ledger
 
 
-def judge_spec(evaluator: Evaluator, relative: str, content: bytes, policy_dir: str) -> Evaluation:
+def judge_spec(
+    evaluator: Evaluator,
+    relative: str,
+    content: bytes,
+    policy_dir: str,
+    launch: FactMap | None = None,
+) -> Evaluation:
     """The spec at ``relative`` (its bytes ``content``) judged by ``evaluator``.
+
+    ``launch``: facts of the task that launches an engine's file (its hardware).
 
     Raises:
         Unjudged: the ledger is unreachable, or a policy is invalid.
     """
     try:
-        return evaluator.evaluate_spec(relative, content)
+        return evaluator.evaluate_spec(relative, content, launch)
     except BackendError as exc:
         raise Unjudged(
             f"{relative} cannot be cleared: the ledger is unreachable ({exc}) — launches "

@@ -134,7 +134,7 @@ def may_write_comment(written_for: str | None, ours: str, current_head: str) -> 
 
 
 def outputs(report: Report, report_json: str) -> dict[str, str]:
-    """The step's outputs (see README): verdict, costs, needs-approval, report-json."""
+    """The step's outputs (docs/github-action.md): verdict, costs, needs-approval, report-json."""
     return {
         "verdict": report.outcome.value,
         "worst-cost": totals(report, "worst", code=False),

@@ -89,7 +89,7 @@ def add_estimate(commands: argparse._SubParsersAction[Any], evaluation: Parser) 
     estimate.add_argument(
         "--summary",
         action="store_true",
-        help="one Markdown table row per spec (worst and expected), as in the README",
+        help="one Markdown table row per spec (worst and expected), as in docs/pricing.md",
     )
     estimate.add_argument(
         "--alternatives",
@@ -157,11 +157,18 @@ def add_reference(commands: argparse._SubParsersAction[Any]) -> None:
         help="print the JSON Schemas of specs and policies, or write them",
         description="Print the JSON Schemas (draft 2020-12) of experiment specs and policies, "
         "generated from the models the CLI validates with, or write them to --dir so "
-        "editors validate as you type.",
+        "editors validate as you type. --docs renders the field reference (Markdown) "
+        "from them instead.",
     )
     schema.add_argument("--write", action="store_true", help="write the files instead")
     schema.add_argument(
-        "--dir", default="schemas", help="where --write puts them (default: schemas)"
+        "--docs",
+        action="store_true",
+        help="the field reference of specs, policies and x-budget-gate facts, in Markdown",
+    )
+    schema.add_argument(
+        "--dir",
+        help="where --write puts them (default: schemas, or docs/reference with --docs)",
     )
 
     prices = commands.add_parser(

@@ -11,6 +11,7 @@ from gate.commands.records import (
     refuse_violation,
     required_text,
     requirement,
+    say_ledger,
     signer_for,
 )
 from gate.errors import InputError
@@ -53,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     )
     run_id = draft.view.store().append(record, signer_for(by))
     print("approved " + "\n".join(describe(record, run_id, draft.view.where)))
+    say_ledger(draft.view)
     if evaluation.result.outcome is Outcome.PASS:
         print("  note: this version needs no approval under the current policy")
     return 0

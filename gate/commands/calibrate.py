@@ -54,8 +54,8 @@ def run(args: argparse.Namespace) -> int:
     if not observations:
         raise InputError(
             "no finished runs tagged by budget-gate to learn from",
-            hint="tag training runs with gate.tracking.run_tags(spec) (see README, "
-            "'Calibration'), or pass the right --tracking-uri / --experiment",
+            hint="tag training runs with gate.tracking.run_tags(spec) (docs/reconcile.md: what a "
+            "launcher logs), or pass the right --tracking-uri / --experiment",
         )
     plateau_by = _plateau_by(policy.returns, policy.currency, prices.missing)
     calibration = learn(observations, now.date(), where, plateau_by)

@@ -78,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             f"{', '.join(str(root / path) for path in existing)} already "
             f"{'exists' if len(existing) == 1 else 'exist'}; init never overwrites",
-            hint="move them away, or add what you need by hand (see the README's "
-            "'Use it in your repository')",
+            hint="move them away, or add what you need by hand (docs/getting-started.md "
+            "lists what init writes)",
         )
     for path, text in files.items():
         _create(root / path, text)

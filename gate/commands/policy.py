@@ -130,7 +130,7 @@ def _fixture_files(where: Path) -> list[Path]:
         raise InputError(
             f"no policy fixtures: {where} is not a directory",
             hint="add fixture specs there, each with an expect: {verdict: ..., rules: [...]} "
-            "block (see the README), or pass --fixtures DIR",
+            "block (docs/policies.md), or pass --fixtures DIR",
         )
     files = sorted(p for p in where.rglob("*") if p.suffix in FIXTURE_SUFFIXES and p.is_file())
     if not files:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from gate import __version__
 from gate.commands.common import make_evaluator, print_errors, quiet_mlflow, utc_now
 from gate.commands.progress import progress_for
-from gate.commands.records import new_record, signer_for, warn_unsigned
+from gate.commands.records import new_record, say_ignored, signer_for, warn_unsigned
 from gate.errors import InputError
 from gate.estimate.prices import Quote, quoter
 from gate.evaluation.evaluate import Evaluation
@@ -80,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
     warn_unsigned(trust)
     ledger = open_ledger(uri, trust)
     plan = _plan(args, evaluation, ledger, now)
+    say_ignored(ledger)
     fingerprint = None if args.all_versions else plan.fingerprint
     query = RunQuery(experiment_id, fingerprint, plan.monitor.metric)
     result = _reconcile(plan, runs.facts, query)

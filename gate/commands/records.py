@@ -7,6 +7,7 @@ import datetime as dt
 import getpass
 import os
 import sys
+from collections import Counter
 from dataclasses import dataclass
 
 from gate.commands.common import (
@@ -20,7 +21,14 @@ from gate.errors import InputError
 from gate.evaluation.evaluate import Evaluation
 from gate.evaluation.report import SpecResult
 from gate.ledger.approvals import Requirement
-from gate.ledger.records import LEDGER_EXPERIMENT, LedgerRecord, RecordKind, short, when
+from gate.ledger.records import (
+    LEDGER_EXPERIMENT,
+    LedgerRecord,
+    LedgerStore,
+    RecordKind,
+    short,
+    when,
+)
 from gate.ledger.signing import Signer, Trust
 from gate.ledger.tracking import COST_CENTER_LABEL
 from gate.ledger.view import LedgerView
@@ -87,6 +95,25 @@ def signer_for(principal: str | None) -> Signer | None:
     from gate.integrations.signing import signer_from
 
     return signer_from(os.environ, principal=principal)
+
+
+def say_ledger(view: LedgerView) -> None:
+    """What a writing command read of the ledger, on stderr: unsigned, or records it ignored."""
+    from gate.commands.common import ledger_note
+
+    note = ledger_note(view)
+    for line in note.lines() if note is not None else ():
+        print(f"budget-gate: {line}", file=sys.stderr)
+
+
+def say_ignored(store: LedgerStore) -> None:
+    """How many records a read left out, and why, on stderr (nothing when none)."""
+    ignored = Counter(store.ignored.values())
+    if ignored:
+        why = "; ".join(f"{n} {reason}" for reason, n in sorted(ignored.items()))
+        total = sum(ignored.values())
+        noun = "record" if total == 1 else "records"
+        print(f"budget-gate: {total} ledger {noun} ignored ({why})", file=sys.stderr)
 
 
 def warn_unsigned(trust: Trust) -> None:

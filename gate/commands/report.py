@@ -17,7 +17,6 @@ import dataclasses
 import datetime as dt
 import os
 import sys
-from collections import Counter
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -27,7 +26,7 @@ from gate.commands.common import make_evaluator, quiet_mlflow, utc_now
 from gate.commands.output import FormatTarget, plan_targets, write_atomically
 from gate.commands.progress import progress_for
 from gate.commands.reconcile import requote
-from gate.commands.records import warn_unsigned
+from gate.commands.records import say_ignored, warn_unsigned
 from gate.errors import InputError
 from gate.evaluation.evaluate import Evaluator
 from gate.integrations import needs_mlflow, open_ledger
@@ -70,13 +69,7 @@ def run(args: argparse.Namespace) -> int:
     warn_unsigned(trust)
     ledger = open_ledger(uri, trust)
     records = ledger.query(LedgerQuery())
-    if ledger.ignored:
-        ignored = Counter(ledger.ignored.values())
-        why = "; ".join(f"{n} {reason}" for reason, n in sorted(ignored.items()))
-        print(
-            f"budget-gate: {sum(ignored.values())} ledger record(s) ignored ({why})",
-            file=sys.stderr,
-        )
+    say_ignored(ledger)
     currency = evaluator.policies.for_team(args.team).policy.currency
     found = commitments(records, period, currency)
     teams = {g.priced.team for g in month_runs.experiments} | set(found.approved)

@@ -11,6 +11,7 @@ from gate.commands.records import (
     new_record,
     os_user,
     refuse_violation,
+    say_ledger,
     signer_for,
 )
 from gate.evaluation.evaluate import Evaluation
@@ -39,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     )
     run_id = view.store().append(record, signer_for(by))
     print("requested approval for " + "\n".join(describe(record, run_id, view.where)))
+    say_ledger(view)
     for finding in result.findings:
         if finding.active:
             print(f"  {finding.severity.value} {finding.rule_id} {finding.message}")

@@ -10,6 +10,7 @@ from gate.commands.records import (
     new_record,
     required_text,
     requirement,
+    say_ledger,
     signer_for,
 )
 from gate.errors import InputError
@@ -41,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     )
     run_id = view.store().append(record, signer_for(by))
     print("revoked " + "\n".join(describe(record, run_id, view.where)))
+    say_ledger(view)
     for approval in live:
         print(f"  cancels {approval.summary()} ({approval.record_id})")
     return 0

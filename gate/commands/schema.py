@@ -1,4 +1,7 @@
-"""``budget-gate schema``: the JSON Schemas of specs, policies and x-budget-gate facts."""
+"""``budget-gate schema``: the JSON Schemas of specs, policies and x-budget-gate facts.
+
+With ``--docs``, the field reference generated from them (:mod:`gate.commands.schema_docs`).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from gate.commands.output import write_atomically
+from gate.commands.schema_docs import render_all
 from gate.errors import InputError
 from gate.policy.model import Policy
 from gate.spec.experiment import Experiment
@@ -86,19 +90,36 @@ def _reachable(model: type[BaseModel]) -> list[type[BaseModel]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print every schema as one JSON object, or write one file each with --write."""
+    """Print every schema as one JSON object, or the field reference with --docs.
+
+    With --write, each goes to a file of its own under --dir instead.
+    """
+    if args.docs:
+        schemas = {name: json.loads(render_schema(model)) for name, model in SCHEMAS.items()}
+        pages = render_all(schemas)
+        if not args.write:
+            sys.stdout.write("\n".join(pages.values()))
+            return 0
+        _write(Path(args.dir or "docs/reference"), pages)
+        return 0
     if args.write:
-        out = Path(args.dir)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(
-                f"cannot create {out}: {exc.strerror}", hint="choose another --dir"
-            ) from None
-        for name, model in SCHEMAS.items():
-            write_atomically(str(out / name), render_schema(model))
-            print(f"wrote {out / name}", file=sys.stderr)
+        _write(
+            Path(args.dir or "schemas"),
+            {name: render_schema(model) for name, model in SCHEMAS.items()},
+        )
         return 0
     combined = {name: json.loads(render_schema(model)) for name, model in SCHEMAS.items()}
     sys.stdout.write(json.dumps(combined, indent=2, ensure_ascii=False) + "\n")
     return 0
+
+
+def _write(out: Path, files: dict[str, str]) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(
+            f"cannot create {out}: {exc.strerror}", hint="choose another --dir"
+        ) from None
+    for name, text in files.items():
+        write_atomically(str(out / name), text)
+        print(f"wrote {out / name}", file=sys.stderr)

@@ -34,19 +34,23 @@ from gate.admission.asks import GpuAsk
 from gate.admission.asks import matches as _matches
 from gate.admission.clearance import Unjudged, judge_spec, refusal
 from gate.admission.spec_file import SpecRefError, read_spec
-from gate.errors import BackendError, InputError
+from gate.errors import BackendError, InputError, InputErrors
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.launching import LAUNCH_KEY_ENV, record_launch
 from gate.evaluation.report import SpecResult
+from gate.formats import Format, sniff
+from gate.formats.model import FactMap, Origin, Source, Traced
 from gate.integrations import open_ledger
 from gate.integrations.mlflow.patience import Patience
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
 from gate.ledger.view import LedgerView
 from gate.money import format_money
+from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet
 from gate.spec.experiment import Capacity, Experiment
+from gate.spec.facts import ENV_PREFIX
 from gate.spec.loader import load_bytes
 
 log = logging.getLogger(__name__)
@@ -178,11 +182,18 @@ def judge(
         return {}
     asks = gpu_asks(task)
     named = (task.envs or {}).get(SPEC_ENV, "").strip()
-    if not named:
-        return _no_spec(task, asks, settings)
-    relative, content = _read_spec(named, settings.repo)
     key = uuid.uuid4().hex  # NOTE: never the task's own: a task must not join another launch
-    evaluation, view = _evaluate(relative, content, settings, now, key)
+    if not named and not _carries_facts(task):
+        return _no_spec(task, asks, settings)
+    if named:
+        relative, content = _read_spec(named, settings.repo)
+        sweep = _format_of(content, relative) is not Format.BUDGET_GATE
+        launch = _launch_facts(task, asks) if sweep else {}
+    else:  # the task says what it runs: judged as a SkyPilot file of its own
+        relative, content, launch = _task_name(task), _task_yaml(task), {}
+    evaluation, view = _evaluate(relative, content, settings, now, key, launch)
+    if not named:
+        _check_self_cleared(evaluation.result, relative)
     if evaluation.spec is not None:
         _check_match(task, asks, evaluation.spec, relative, exec_request=request == "exec")
         if evaluation.spec.resources.mig_profile is not None and asks:
@@ -277,17 +288,78 @@ def _read_spec(named: str, repo: Path) -> tuple[str, bytes]:
         raise Rejection(str(exc)) from None
 
 
+def _format_of(content: bytes, relative: str) -> Format:
+    """The named file's format (a spec when it does not read: the evaluation says why)."""
+    try:
+        return sniff(load_bytes(content, relative).data)
+    except (InputError, InputErrors):
+        return Format.BUDGET_GATE
+
+
+def _carries_facts(task: sky.Task) -> bool:
+    """Whether the task says what it runs itself (``X_BUDGET_GATE_*`` envs)."""
+    return any(name.startswith(ENV_PREFIX) for name in task.envs or {})
+
+
+def _task_name(task: sky.Task) -> str:
+    """How a task judged by itself is named in messages and in the ledger."""
+    return f"skypilot-task:{task.name or 'unnamed'}"
+
+
+def _task_yaml(task: sky.Task) -> bytes:
+    """The task as SkyPilot reads it back (``Task.to_yaml_config``), as a YAML document."""
+    import yaml
+
+    config = task.to_yaml_config()
+    kept = {k: config[k] for k in ("name", "resources", "num_nodes", "run", "envs") if k in config}
+    return yaml.safe_dump(kept, sort_keys=False).encode()
+
+
+def _launch_facts(task: sky.Task, asks: list[GpuAsk]) -> FactMap:
+    """What the task runs a sweep on (its dearest ask): the sweep file's missing hardware."""
+    if not asks:
+        return {}
+    ask = max(asks, key=lambda a: a.total)
+    source = Source(Origin.EXTENSION, f"the SkyPilot task {task.name or '(unnamed)'} launching it")
+    facts = {
+        "accelerator": Traced(ask.accelerator, source),
+        "capacity": Traced("spot" if ask.spot else "on-demand", source),
+    }
+    if ask.total == int(ask.total):
+        facts["gpus_per_trial"] = Traced(int(ask.total), source)
+    return facts
+
+
+def _check_self_cleared(result: SpecResult, name: str) -> None:
+    """A task judged by itself has no path an approval could be bound to: say how to get one."""
+    if result.outcome is Outcome.APPROVAL_REQUIRED:
+        raise Rejection(
+            f"{name} needs an approval, and an approval is bound to a spec's path in the "
+            f"repository — commit the task YAML, name it in envs: {{{SPEC_ENV}: "
+            "tasks/NAME.yaml}, and approve it (budget-gate approve tasks/NAME.yaml --by NAME "
+            "--reason TEXT)"
+        )
+
+
 def _evaluate(
-    relative: str, content: bytes, settings: PolicySettings, now: dt.datetime, key: str
+    relative: str,
+    content: bytes,
+    settings: PolicySettings,
+    now: dt.datetime,
+    key: str,
+    launch: FactMap | None = None,
 ) -> tuple[Evaluation, LedgerView]:
-    """The spec judged as ``budget-gate verify`` judges it (approvals count)."""
+    """The spec judged as ``budget-gate verify`` judges it (approvals count).
+
+    ``launch``: the task's hardware, for an engine's sweep file that does not name it.
+    """
     uri = settings.tracking_uri
     view = LedgerView(lambda trust: open_ledger(uri, trust), now, approvals=True, where=redact(uri))
     evaluator = Evaluator(
         PolicySet(settings.policy_dir), load_catalog(), now.date(), ledger=view, launch_key=key
     )
     try:
-        return judge_spec(evaluator, relative, content, str(settings.policy_dir)), view
+        return judge_spec(evaluator, relative, content, str(settings.policy_dir), launch), view
     except Unjudged as exc:
         raise Rejection(str(exc)) from None
 
