@@ -105,3 +105,16 @@ def test_asynchronous_worst_case_promotes_everyone():
 def test_split_shares_exactly(total, weights, expected):
     assert split(total, weights) == expected
     assert sum(split(total, weights)) == total
+
+
+@pytest.mark.parametrize("seed", [20_181_201, 7])
+def test_the_simulations_draw_the_very_normals_random_gauss_draws(seed):
+    # the ASHA simulation's faster draws must leave every estimate as it was
+    import random
+
+    from gate.estimate.schedule import _normals
+
+    reference, draws = random.Random(seed), _normals(random.Random(seed))
+    assert [next(draws) for _ in range(10_001)] == [
+        reference.gauss(0.0, 1.0) for _ in range(10_001)
+    ]
