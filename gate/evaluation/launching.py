@@ -38,9 +38,14 @@ def checked_key(key: str, where: str = LAUNCH_KEY_ENV) -> str:
 
 
 def launch_record(
-    evaluation: Evaluation, *, launch_key: str, by: str | None, approval: LedgerRecord | None
+    evaluation: Evaluation,
+    *,
+    now: dt.datetime,
+    launch_key: str,
+    by: str | None,
+    approval: LedgerRecord | None,
 ) -> LedgerRecord:
-    """The launch of an evaluated, cleared spec: its worst case, its approval, its key."""
+    """The launch of an evaluated, cleared spec at ``now``: its worst case, approval and key."""
     result, spec = evaluation.result, evaluation.spec
     assert spec is not None and result.fingerprint is not None and result.estimate is not None
     return LedgerRecord(
@@ -48,7 +53,7 @@ def launch_record(
         spec=evaluation.path or result.file,
         fingerprint=result.fingerprint,
         experiment=spec.metadata.name,
-        recorded_at=dt.datetime.now(dt.timezone.utc),  # the store stamps the write time
+        recorded_at=now,  # the store stamps the write time
         currency=result.currency,
         worst_cost=result.estimate.worst.cost,
         expected_cost=result.estimate.expected.cost,
@@ -78,6 +83,8 @@ def record_launch(
         if record.kind is RecordKind.LAUNCH and joins(record, launch_key, view.now):
             return record
     approval = result.approval.approval if result.approval else None
-    record = launch_record(evaluation, launch_key=launch_key, by=by, approval=approval)
+    record = launch_record(
+        evaluation, now=view.now, launch_key=launch_key, by=by, approval=approval
+    )
     run_id = view.store().append(record, signer)
     return dataclasses.replace(record, run_id=run_id)
