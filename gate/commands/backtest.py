@@ -33,7 +33,7 @@ from gate.calibrate.backtest import (
     score,
 )
 from gate.commands.reconcile import requote
-from gate.estimate.scenarios import Estimate
+from gate.estimate.model import Estimate
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.integrations.git.spec_versions import SpecVersion, SpecVersions
 from gate.ledger import tracking

@@ -22,6 +22,7 @@ from gate.estimate.assumptions import (
 from gate.estimate.caps import Cut, TrialPath, advance, cut_note, trial_cap
 from gate.estimate.flops import with_prior
 from gate.estimate.measured import Measured, measured_policy, minutes_for
+from gate.estimate.model import Drivers, Estimate, Saving, Scenario, SpotComparison
 from gate.estimate.plans import describe_plan, expected_stop, plan
 from gate.estimate.prices import Quote
 from gate.estimate.reliability import expected_retry_runs, preemption_factor
@@ -29,108 +30,8 @@ from gate.estimate.schedule import RankPersistence, Stage, ceil_int, flat
 from gate.estimate.settings import PricingPolicy, ScenarioName
 from gate.estimate.trials import count_trials
 from gate.money import to_decimal
-from gate.spec.experiment import Capacity, Experiment, Range, Strategy
+from gate.spec.experiment import Capacity, Experiment, Range
 from gate.words import every_epoch
-
-
-@dataclass(frozen=True, slots=True)
-class Drivers:
-    """The factors whose product is the GPU cost, kept for explaining diffs.
-
-    ``hours_per_trial`` is the average billed hours of a trial (pruning, retries and
-    preemptions included); ``gpu_share`` is below 1 only for MIG slices.
-    """
-
-    trials: int
-    gpus_per_trial: int
-    hours_per_trial: Decimal
-    price_per_gpu_hour: Decimal
-    gpu_share: Decimal = Decimal(1)
-
-
-@dataclass(frozen=True, slots=True)
-class Scenario:
-    """One priced outcome of the experiment under stated assumptions.
-
-    ``hours_per_trial`` and ``cost_per_trial`` describe the longest single trial (hours
-    held, spot recompute included), which is what per-trial limits are about; ``drivers``
-    describe the average one. ``epochs_trained`` is how far the trial that trains furthest
-    gets (a fraction where a per-trial cap cuts it; ``epochs_per_trial`` counts its whole
-    epochs), and ``unfinished`` says a cap stops even that trial before its last epoch.
-    """
-
-    name: ScenarioName
-    trials: int
-    epochs_per_trial: int
-    hours_per_trial: Decimal
-    gpu_hours: Decimal
-    cost: Decimal
-    cost_per_trial: Decimal
-    concurrency: int
-    waves: int
-    wall_clock_hours: Decimal
-    drivers: Drivers
-    assumptions: tuple[str, ...]
-    retry_gpu_hours: Decimal = Decimal(0)
-    recompute_gpu_hours: Decimal = Decimal(0)
-    other_cost: Decimal = Decimal(0)
-    epochs_trained: Decimal = Decimal(0)
-    unfinished: bool = False
-    first_result_hours: Decimal = Decimal(0)
-    """Hours until the first trial finishes (queue wait, barriers and the trial's own run)."""
-    simulated_steps: int = 0
-    """The work of the simulations behind the plan's counts (ASHA's expected promotions)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Saving:
-    """GPU-hours and money a stop condition or pruning saves in one scenario."""
-
-    what: str
-    scenario: ScenarioName
-    gpu_hours: Decimal
-    cost: Decimal
-
-
-@dataclass(frozen=True, slots=True)
-class SpotComparison:
-    """Spot net saving = on-demand − spot − recompute − extra ops (expected case).
-
-    Both sides price the same training work: the plan's epochs, per-trial caps left out.
-    """
-
-    on_demand_cost: Decimal
-    spot_cost: Decimal
-    recompute_cost: Decimal
-    extra_ops_cost: Decimal
-
-    @property
-    def net_saving(self) -> Decimal:
-        """Negative when spot is expected to cost more than on-demand."""
-        return self.on_demand_cost - self.spot_cost - self.recompute_cost - self.extra_ops_cost
-
-
-@dataclass(frozen=True, slots=True)
-class Estimate:
-    """Both scenarios, the price and search strategy behind them, and what stop conditions save."""
-
-    worst: Scenario
-    expected: Scenario
-    quote: Quote
-    strategy: Strategy
-    savings: tuple[Saving, ...] = ()
-    spot: SpotComparison | None = None
-    epoch_minutes_range: tuple[Decimal, Decimal] | None = None
-    measured: Measured | None = None
-
-    def scenario(self, name: ScenarioName) -> Scenario:
-        """The scenario a policy enforces (``worst`` unless it says otherwise)."""
-        return self.worst if name == "worst" else self.expected
-
-    @property
-    def simulated_steps(self) -> int:
-        """What pricing this spec simulates: a measure of its work that no clock gives."""
-        return self.worst.simulated_steps + self.expected.simulated_steps
 
 
 def estimate(
@@ -139,12 +40,17 @@ def estimate(
     quote: Quote,
     on_demand: Quote | None = None,
     measured: Measured | None = None,
+    *,
+    savings: bool = True,
 ) -> Estimate:
     """Price ``spec`` under ``policy`` at ``quote``, as a worst and an expected case.
 
     ``on_demand`` is the on-demand price of the same accelerator, used to say whether spot
     capacity really saves money. ``measured`` holds calibrated figures that overrule the
     spec's epoch time and plateau and the policy's failure rate, each said in the notes.
+    Without ``savings`` what stop conditions and pruning save is not priced (each is a
+    scenario more, a simulation more for ASHA): a candidate fix is judged by the rules and
+    the enforced scenario, which never read them.
     """
     measured = with_prior(spec, measured, policy.estimation.mfu)
     policy = measured_policy(policy, measured)
@@ -162,7 +68,7 @@ def estimate(
         expected=expected,
         quote=quote,
         strategy=spec.search.strategy,
-        savings=_savings(spec, policy, quote, trials, stop, worst, expected, m),
+        savings=_savings(spec, policy, quote, trials, stop, worst, expected, m) if savings else (),
         spot=spot,
         epoch_minutes_range=_range(spec),
         measured=measured,

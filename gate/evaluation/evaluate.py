@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 from gate.errors import InputError, InputErrors
 from gate.estimate.flops import with_prior
 from gate.estimate.measured import Measured
+from gate.estimate.model import Estimate
 from gate.estimate.prices import Catalog, Quote, quote
-from gate.estimate.scenarios import Estimate, estimate
+from gate.estimate.scenarios import estimate
 from gate.estimate.trials import count_trials
 from gate.evaluation.report import SpecResult
 from gate.formats import Format, sniff
@@ -272,8 +273,12 @@ class Evaluator:
     def _estimate_edit(
         self, spec: Experiment, policy: Policy, price: Quote, on_demand: Quote | None
     ) -> Estimate:
-        """An edited spec's estimate, priced from the same calibration as the original."""
-        return estimate(spec, policy, price, on_demand, self._measured(spec, policy))
+        """An edited spec's estimate, priced from the same calibration as the original.
+
+        What its stop conditions save is left out: no rule reads it (nor a fix's summary).
+        """
+        measured = self._measured(spec, policy)
+        return estimate(spec, policy, price, on_demand, measured, savings=False)
 
     def _measured(self, spec: Experiment, policy: Policy) -> Measured | None:
         """The calibration's figures for ``spec``, unless there is none or the policy opts out."""

@@ -19,7 +19,7 @@ import dataclasses
 import datetime as dt
 from collections.abc import Callable
 
-from gate.estimate.scenarios import Estimate
+from gate.estimate.model import Estimate
 from gate.policy.counterfactual import apply_edits
 from gate.policy.findings import Edit, Finding, Fix
 from gate.policy.fixes import LIMIT_RULES, candidates

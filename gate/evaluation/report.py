@@ -13,7 +13,7 @@ from gate.errors import Problem
 from gate.policy.findings import Finding, Outcome, RuleInfo
 
 if TYPE_CHECKING:  # loaded only where a result has them (a budget, an approval, a diff)
-    from gate.estimate.scenarios import Estimate
+    from gate.estimate.model import Estimate
     from gate.evaluation.alternatives import Alternative
     from gate.evaluation.diff import SpecDiff
     from gate.formats.model import ImportSummary

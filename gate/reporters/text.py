@@ -16,7 +16,7 @@ from gate.policy.findings import Finding, Outcome
 from gate.words import aligned
 
 if TYPE_CHECKING:  # an import summary: only a W&B, Katib, SkyPilot or Hydra file has one
-    from gate.estimate.scenarios import Estimate, Scenario
+    from gate.estimate.model import Estimate, Scenario
     from gate.evaluation.diff import SpecDiff
     from gate.formats.model import ImportSummary
     from gate.ledger.approvals import ApprovalCheck

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Protocol
 
-from gate.estimate.scenarios import Estimate, Scenario
+from gate.estimate.model import Estimate, Scenario
 from gate.money import format_amount, format_money, to_decimal
 from gate.policy.model import Ownership, Policy, Severity
 from gate.spec.experiment import Experiment
