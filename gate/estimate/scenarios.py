@@ -19,7 +19,7 @@ from gate.estimate.assumptions import (
     reliability_notes,
     shared_notes,
 )
-from gate.estimate.caps import Cut, TrialPath, advance, cut_note, trial_cap
+from gate.estimate.caps import Cut, TrialCap, TrialPath, advance, cut_note, trial_cap
 from gate.estimate.flops import with_prior
 from gate.estimate.measured import Measured, measured_policy, minutes_for
 from gate.estimate.model import Drivers, Estimate, Saving, Scenario, SpotComparison
@@ -56,10 +56,10 @@ def estimate(
     policy = measured_policy(policy, measured)
     trials = count_trials(spec.search, spec.workload.max_epochs)
     stop, stop_note = expected_stop(spec, policy, measured)
-    m = measured
-    worst = _scenario(spec, policy, quote, "worst", trials, spec.workload.max_epochs, measured=m)
-    expected = _scenario(spec, policy, quote, "expected", trials, stop, stop_note, measured=m)
-    spot = _spot(spec, policy, quote, on_demand, trials, stop, m)
+    inputs = _Pricing(spec, policy, quote, measured, trials)
+    worst = _scenario(inputs, "worst", spec.workload.max_epochs)
+    expected = _scenario(inputs, "expected", stop, stop_note)
+    spot = _spot(inputs, on_demand, stop)
     if spot is not None and (worst.unfinished or expected.unfinished):
         note = "spot is compared with on-demand for the same training work: per-trial caps left out"
         expected = replace(expected, assumptions=(*expected.assumptions, note))
@@ -68,11 +68,28 @@ def estimate(
         expected=expected,
         quote=quote,
         strategy=spec.search.strategy,
-        savings=_savings(spec, policy, quote, trials, stop, worst, expected, m) if savings else (),
+        savings=_savings(inputs, stop, worst, expected) if savings else (),
         spot=spot,
         epoch_minutes_range=_range(spec),
         measured=measured,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Pricing:
+    """What every scenario of one estimate is priced from."""
+
+    spec: Experiment
+    policy: PricingPolicy
+    quote: Quote
+    measured: Measured | None
+    trials: int
+
+    @property
+    def persistence(self) -> RankPersistence:
+        """How ASHA's trials keep their ranks, as the policy says."""
+        settings = self.policy.estimation
+        return RankPersistence(settings.rank_correlation, settings.sampler_gain)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,32 +106,28 @@ class _Usage:
 
 
 def _scenario(
-    spec: Experiment,
-    policy: PricingPolicy,
-    quote: Quote,
+    inputs: _Pricing,
     name: ScenarioName,
-    trials: int,
     top_epoch: int,
     stop_note: str | None = None,
     *,
     prune: bool = True,
     preempt: bool = True,
     capped: bool = True,
-    measured: Measured | None = None,
 ) -> Scenario:
-    persistence = RankPersistence(
-        policy.estimation.rank_correlation, policy.estimation.sampler_gain
-    )
+    """One scenario: trials run to ``top_epoch``, pruned, preempted and capped as asked."""
+    spec, policy, quote, trials = inputs.spec, inputs.policy, inputs.quote, inputs.trials
+    persistence = inputs.persistence
     stages = plan(spec, name, trials, top_epoch, persistence) if prune else flat(trials, top_epoch)
     concurrency, limit_notes = _concurrency(spec, policy, trials)
-    usage = _usage(spec, policy, quote, name, stages, concurrency, preempt, capped, measured)
+    usage = _usage(inputs, name, stages, concurrency, preempt=preempt, capped=capped)
     units = spec.resources.gpus_per_trial * spec.resources.gpu_share
     retry_runs = _retry(policy)
     trial_hours = usage.trial_hours * (1 + retry_runs)
     exact_gpu_hours = units * trial_hours
     other = policy.spot.extra_ops_per_trial * trials if _is_spot(spec) else Decimal(0)
     notes = [
-        *shared_notes(spec, trials, name, measured),
+        *shared_notes(spec, trials, name, inputs.measured),
         *(describe_plan(spec, name, stages, persistence) if prune else []),
         _stop_line(spec, top_epoch, stop_note, usage.unfinished),
         *usage.cap_notes,
@@ -154,19 +167,19 @@ def _scenario(
 
 
 def _usage(
-    spec: Experiment,
-    policy: PricingPolicy,
-    quote: Quote,
+    inputs: _Pricing,
     name: ScenarioName,
     stages: tuple[Stage, ...],
     concurrency: int,
+    *,
     preempt: bool,
     capped: bool,
-    measured: Measured | None,
 ) -> _Usage:
+    """Hours held, recomputed and waited over the plan's stages, rung by rung."""
+    spec, policy, quote = inputs.spec, inputs.policy, inputs.quote
     work = spec.workload
     setup = to_decimal(work.setup_minutes) / 60
-    per_epoch = minutes_for(spec, name, measured) * (1 + to_decimal(work.eval_overhead)) / 60
+    per_epoch = minutes_for(spec, name, inputs.measured) * (1 + to_decimal(work.eval_overhead)) / 60
     units = spec.resources.gpus_per_trial * spec.resources.gpu_share
     cap = trial_cap(spec, units * quote.per_gpu_hour) if capped else None
 
@@ -207,11 +220,7 @@ def _usage(
         longest = max(longest, path.held)
         paths.append(path)
     furthest = max(paths, key=lambda p: p.trained)
-    notes: tuple[str, ...] = ()
-    if cap is not None and furthest.cut:
-        target = max(stage.rungs[-1].reached for stage in stages)
-        every = all(p.cut for p in paths)
-        notes = (cut_note(cap, Cut(furthest.held, furthest.trained, target), every),)
+    notes = _cap_notes(cap, paths, furthest, stages)
     return _Usage(
         trial_hours,
         recompute,
@@ -223,6 +232,17 @@ def _usage(
         furthest.cut,
         first or Decimal(0),
     )
+
+
+def _cap_notes(
+    cap: TrialCap | None, paths: list[TrialPath], furthest: TrialPath, stages: tuple[Stage, ...]
+) -> tuple[str, ...]:
+    """What a per-trial cap cuts, when it cuts the trial that trains furthest."""
+    if cap is None or not furthest.cut:
+        return ()
+    target = max(stage.rungs[-1].reached for stage in stages)
+    every = all(p.cut for p in paths)
+    return (cut_note(cap, Cut(furthest.held, furthest.trained, target), every),)
 
 
 def _stop_line(spec: Experiment, top_epoch: int, stop_note: str | None, unfinished: bool) -> str:
@@ -256,25 +276,17 @@ def _concurrency(spec: Experiment, policy: PricingPolicy, trials: int) -> tuple[
 
 
 def _savings(
-    spec: Experiment,
-    policy: PricingPolicy,
-    quote: Quote,
-    trials: int,
-    stop: int,
-    worst: Scenario,
-    expected: Scenario,
-    measured: Measured | None,
+    inputs: _Pricing, stop: int, worst: Scenario, expected: Scenario
 ) -> tuple[Saving, ...]:
     found = []
+    spec = inputs.spec
     max_epochs = spec.workload.max_epochs
     if stop < max_epochs:
-        baseline = _scenario(spec, policy, quote, "expected", trials, max_epochs, measured=measured)
+        baseline = _scenario(inputs, "expected", max_epochs)
         found.append(_saving("early stopping", expected, baseline))
     if spec.search.strategy.value in ("successive_halving", "hyperband", "asha"):
         for mine, top in ((worst, max_epochs), (expected, stop)):
-            baseline = _scenario(
-                spec, policy, quote, mine.name, trials, top, prune=False, measured=measured
-            )
+            baseline = _scenario(inputs, mine.name, top, prune=False)
             found.append(_saving(f"{spec.search.strategy.value} pruning", mine, baseline))
     return tuple(s for s in found if s.gpu_hours > 0)
 
@@ -283,32 +295,15 @@ def _saving(what: str, mine: Scenario, baseline: Scenario) -> Saving:
     return Saving(what, mine.name, baseline.gpu_hours - mine.gpu_hours, baseline.cost - mine.cost)
 
 
-def _spot(
-    spec: Experiment,
-    policy: PricingPolicy,
-    quote: Quote,
-    on_demand: Quote | None,
-    trials: int,
-    stop: int,
-    measured: Measured | None,
-) -> SpotComparison | None:
-    if not _is_spot(spec) or on_demand is None:
+def _spot(inputs: _Pricing, on_demand: Quote | None, stop: int) -> SpotComparison | None:
+    if not _is_spot(inputs.spec) or on_demand is None:
         return None
     # The same training work on both sides: per-trial caps would stop spot and on-demand
     # trials at different epochs (a cost cap buys more hours at the spot price).
-    plain = _scenario(
-        spec,
-        policy,
-        on_demand,
-        "expected",
-        trials,
-        stop,
-        preempt=False,
-        capped=False,
-        measured=measured,
-    )
-    spot = _scenario(spec, policy, quote, "expected", trials, stop, capped=False, measured=measured)
-    recompute = spot.recompute_gpu_hours * (1 + _retry(policy)) * quote.per_gpu_hour
+    at_on_demand = replace(inputs, quote=on_demand)
+    plain = _scenario(at_on_demand, "expected", stop, preempt=False, capped=False)
+    spot = _scenario(inputs, "expected", stop, capped=False)
+    recompute = spot.recompute_gpu_hours * (1 + _retry(inputs.policy)) * inputs.quote.per_gpu_hour
     # NOTE: at a price near zero, the rounding of three products can leave -3e-26: a cost
     # is never below zero.
     spot_gpu = max(spot.cost - spot.other_cost - recompute, Decimal(0))
