@@ -358,7 +358,7 @@ class Evaluator:
             check_approvals,
             explain_changed,
         )
-        from gate.ledger.records import LedgerQuery
+        from gate.ledger.records import MAX_EXPIRY, LedgerQuery
 
         policy = ctx.policy
         need = Requirement(
@@ -375,7 +375,9 @@ class Evaluator:
         found = check_approvals(ledger.records(LedgerQuery(fingerprint=fp)), need, ledger.now)
         if found.approval is not None:
             return found
-        others = ledger.records(LedgerQuery(spec=path))
+        # NOTE: the other versions' approvals only say "the spec changed": one older than the
+        # longest expiry can hold no more, so the path's records before it are not read.
+        others = ledger.records(LedgerQuery(spec=path, since=ledger.now - MAX_EXPIRY))
         changed = explain_changed(others, fp)
         return ApprovalCheck(None, (*found.stale, changed)) if changed else found
 
