@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import getpass
+import logging
 import os
 import time
 import uuid
@@ -29,14 +30,16 @@ from gate.guard.core import Guard
 from gate.guard.ledger import LedgerCeiling
 from gate.guard.limits import limits_for
 from gate.integrations import open_ledger
+from gate.integrations.git.policy_dir import POLICY_DIR, open_policies
 from gate.integrations.git.repo import RepoPaths
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
 from gate.ledger.records import LedgerRecord
 from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
-from gate.policy.loader import PolicySet
 from gate.policy.model import Severity
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +69,7 @@ class Verification:
 def require_approval(
     spec: str | Path,
     *,
-    policy_dir: str | Path = "policies",
+    policy_dir: str | Path | None = None,
     tracking_uri: str | None = None,
     now: dt.datetime | None = None,
     launch_key: str | None = None,
@@ -74,7 +77,10 @@ def require_approval(
     """Clear ``spec`` for launch, as ``budget-gate verify`` does, or raise why not.
 
     Returns a :class:`Verification` with the approval used (``None`` when none was needed)
-    and ``run_tags(trial_id)`` for the experiment's MLflow runs. The ledger is at
+    and ``run_tags(trial_id)`` for the experiment's MLflow runs. The policies are
+    ``policy_dir``, else ``policies/`` at the root of the git work tree of the current
+    directory, as ``budget-gate verify`` finds them (else the built-in default policy, which
+    is logged and named in ``result.policy``). The ledger is at
     ``tracking_uri``, else ``MLFLOW_TRACKING_URI``, else ``mlflow.db`` at the root of the
     git work tree of the current directory (outside one, in the directory); it is
     read only when the spec needs an approval or its policy a monthly budget. ``now``
@@ -95,7 +101,7 @@ def require_approval(
 def open_guard(
     spec: str | Path,
     *,
-    policy_dir: str | Path = "policies",
+    policy_dir: str | Path | None = None,
     tracking_uri: str | None = None,
     now: dt.datetime | None = None,
     launch_key: str | None = None,
@@ -125,7 +131,7 @@ def open_guard(
 
 def _clear(
     spec: str | Path,
-    policy_dir: str | Path,
+    policy_dir: str | Path | None,
     tracking_uri: str | None,
     now: dt.datetime | None,
     launch_key: str | None,
@@ -136,12 +142,15 @@ def _clear(
     view = LedgerView(
         lambda trust: open_ledger(uri, trust), moment, approvals=True, where=redact(uri)
     )
+    policies = open_policies(policy_dir)
+    if policies.builtin:
+        _log.warning("no policies/ directory at the repository root: the built-in default applies")
     evaluator = Evaluator(
-        PolicySet(policy_dir),
+        policies,
         load_catalog(),
         moment.date(),
         ledger=view,
-        repo_path=RepoPaths(policy_dir),
+        repo_path=RepoPaths(policies.policy_dir if not policies.builtin else POLICY_DIR),
         launch_key=key,
     )
     evaluation = evaluator.evaluate_spec(str(spec))

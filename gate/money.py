@@ -63,3 +63,14 @@ def format_small(amount: Decimal, places: int = 2) -> str:
     if amount == 0 or abs(amount) >= 1 or not amount.is_finite():
         return format_amount(amount, places)
     return format_amount(amount, max(places, 2 - amount.adjusted()))
+
+
+def format_nonzero(amount: Decimal, places: int = 2) -> str:
+    """Like :func:`format_amount`, but a figure that would round to zero shows 3 digits.
+
+    A tiny spec costs 0.00276 USD, not "0.00 USD"; figures that round to something keep
+    the usual places, so tables stay aligned.
+    """
+    if amount == 0 or not amount.is_finite() or abs(amount) >= Decimal(10) ** -places / 2:
+        return format_amount(amount, places)
+    return format_small(amount, places)

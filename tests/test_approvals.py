@@ -19,6 +19,15 @@ from tests.mlflow_server import free_port
 UTC = dt.timezone.utc
 
 
+def _unsigned(err: str) -> str:
+    """``err`` without the one warning a ledger without signers gives on every write."""
+    return "".join(
+        line
+        for line in err.splitlines(keepends=True)
+        if not line.startswith("budget-gate: warning: ledger records are not signed (no ")
+    )
+
+
 def test_request_approve_verify(team):
     spec = team.spec(8)  # 8 trials > 4: approval; 8 × 10 = 80 USD
     code, out, _ = team.cli("verify", spec)
@@ -45,7 +54,7 @@ def test_request_approve_verify(team):
     code, out, err = team.cli(
         "approve", spec, "--by", "alice", "--reason", "worth it", "--expires", "14d"
     )
-    assert (code, err) == (0, "")
+    assert (code, _unsigned(err)) == (0, "")  # the test team's records are unsigned
     assert out.startswith(f"approved {Path(spec).name} — ")
     assert "approval by alice until " in out and "(local): worth it" in out
     assert "in MLflow experiment budget-gate-ledger at http://127.0.0.1:" in out
@@ -226,7 +235,7 @@ def test_the_embedded_sqlite_ledger_is_the_default(tmp_path, capsys, monkeypatch
         env=env,
         check=False,
     )
-    assert (proc.returncode, proc.stderr) == (0, "")  # no MLflow log lines either
+    assert (proc.returncode, _unsigned(proc.stderr)) == (0, "")  # no MLflow log lines either
     # Outside a git work tree the default ledger is in the current directory, named in full.
     assert f"at sqlite:///{tmp_path.as_posix()}/mlflow.db\n" in proc.stdout
     assert (tmp_path / "mlflow.db").is_file()
@@ -285,3 +294,48 @@ def test_the_path_lookup_reads_back_only_as_far_as_an_approval_can_hold(team):
         assert code == 2
         said = "the spec changed since its last approval by bob" in out
         assert said is (age < MAX_EXPIRY), (age, out)
+
+
+def test_approve_on_a_spec_that_needs_none_says_so_to_anyone(team):
+    # issue 22: an unlisted user approving a spec that needs no approval read "may not approve"
+    small = team.spec(2)
+    code, out, err = team.cli("approve", small, "--by", "priya", "--reason", "just in case")
+    assert code == 0 and "cannot approve" not in err
+    assert out == f"{small} needs no approval under the current policy; nothing recorded\n"
+    assert team.records(small) == []
+
+
+def test_approve_expires_at_the_end_of_a_date(team):
+    # issue 22: `approve --expires 2026-12-31` was refused (durations only)
+    spec = team.spec(8)
+    day = (dt.datetime.now(UTC) + dt.timedelta(days=20)).date()
+    code, out, err = team.cli(
+        "approve", spec, "--by", "alice", "--reason", "ok", "--expires", day.isoformat()
+    )
+    assert code == 0, out + err
+    assert f"approval by alice until {day.isoformat()} 23:59 UTC" in out
+    [approval] = team.records(spec)
+    end_of_day = dt.datetime.combine(day, dt.time.max, tzinfo=UTC)
+    assert abs(approval.expires_at - end_of_day) < dt.timedelta(seconds=1)
+
+
+@pytest.mark.parametrize(
+    ("when", "message"),
+    [("2020-01-01", "--expires '2020-01-01' has passed"), ("2999-12-31", "is over a year")],
+)
+def test_a_past_or_far_date_is_refused_before_any_io(team, when, message):
+    dead = f"http://127.0.0.1:{free_port()}"
+    args = ["--by", "alice", "--reason", "ok", "--expires", when]
+    code, _, err = team.cli("approve", team.spec(8), *args, uri=dead)
+    assert code == 3 and message in err
+
+
+def test_an_approved_finding_proposes_no_fix(team):
+    # issue 22: `fix:` lines were still printed under a finding the approval covered
+    spec = team.spec(8)
+    code, out, _ = team.cli("verify", spec)
+    assert code == 2 and "  fix: " in out  # before: the fixes that would avoid approval
+    assert team.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    code, out, _ = team.cli("verify", spec)
+    assert code == 0 and "approved by alice" in out
+    assert "  fix: " not in out

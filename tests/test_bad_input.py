@@ -31,6 +31,7 @@ import pytest
 
 from gate.cli import main
 from tests.conftest import ROOT
+from tests.plain_words import internals_in
 
 CORPUS = ROOT / "tests" / "cases" / "invalid"
 POLICIES = ROOT / "policies"
@@ -165,6 +166,7 @@ def _assert_reported(case: Case, path: Path, code: int, out: str, err: str) -> N
     assert "Traceback" not in err
     assert "internal error" not in err, err
     assert code == EXIT_INVALID, f"exit {code}, stderr:\n{err}"
+    assert internals_in(out + err, path) == []  # no validator internals, ever (issue 22)
     located = re.compile(
         rf"^{re.escape(str(path))}:(?P<line>\d+):(?P<col>\d+): (?P<message>.+?) — (?P<hint>\S.*)$"
     )

@@ -57,7 +57,7 @@ def test_invalid_input_beats_everything(write_yaml, capsys):
     assert check(VIOLATION, bad, APPROVAL) == 3
     out, err = capsys.readouterr()  # input errors go where findings go: stdout
     assert f"{bad}:1:1: missing required key 'resources' in the top level — add resources:" in out
-    assert f"{bad}:3:11: metadata: input should be a valid dictionary" in out
+    assert f"{bad}:3:11: metadata: a list is not a mapping — write metadata: {{name: ...," in out
     assert "→ invalid" in out and err == ""
 
 

@@ -106,7 +106,7 @@ def test_wheel_init_check_and_pre_commit_in_an_empty_git_repository(installed, t
         p.relative_to(repo).as_posix()
         for p in repo.rglob("*")
         if p.is_file() and ".git/" not in p.as_posix()
-    ) == sorted([*planned_files(), *signing])
+    ) == sorted([*planned_files(), *signing, ".gitignore"])
     signers = (repo / "policies/allowed_signers").read_text()
     assert "\nbudget-gate-ci ssh-ed25519 AAAA" in signers  # a new CI key, listed …
     key = repo / ".budget-gate/ci-signing-key"
@@ -118,14 +118,29 @@ def test_wheel_init_check_and_pre_commit_in_an_empty_git_repository(installed, t
     check = _run(["budget-gate", "check", "experiments/"], repo, installed)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "experiments/sample.yaml" in check.stdout and "→ pass" in check.stdout
+    # the policy fixtures init wrote pass at once, from the root and from a subdirectory
+    fixtures = _run(["budget-gate", "policy", "test"], repo, installed)
+    assert fixtures.returncode == 0, fixtures.stdout + fixtures.stderr
+    assert _run(["budget-gate", "policy", "test"], repo / "experiments", installed).returncode == 0
+    # the local ledger is never committed by accident
+    assert _run(["git", "check-ignore", "mlflow.db"], repo, installed).returncode == 0
+    assert "wrote mlflow.db to" in init.stderr
 
     assert _run(["git", "add", "-A"], repo, installed).returncode == 0
     hook = _run([sys.executable, "-m", "pre_commit", "run", "--all-files"], repo, installed)
     assert hook.returncode == 0, hook.stdout + hook.stderr
     assert "budget-gate" in hook.stdout and "Passed" in hook.stdout
 
-    # a spec that only waits for approval passes the hook; one that breaks policy fails it
+    # init lists teams (none yet): a spec of a team the policies do not know fails the hook
     shutil.copy(APPROVAL, repo / "experiments" / "needs-approval.yaml")
+    assert _run(["git", "add", "-A"], repo, installed).returncode == 0
+    unknown = _run([sys.executable, "-m", "pre_commit", "run", "--all-files"], repo, installed)
+    assert unknown.returncode == 1 and "BG203 team 'nlp'" in unknown.stdout, unknown.stdout
+    policy = repo / "policies" / "default.yaml"
+    text = policy.read_text()
+    assert "\nteams: []\n" in text
+    policy.write_text(text.replace("\nteams: []\n", "\nteams: [nlp, vision]\n"))
+    # a spec that only waits for approval passes the hook; one that breaks policy fails it
     assert _run(["git", "add", "-A"], repo, installed).returncode == 0
     waiting = _run([sys.executable, "-m", "pre_commit", "run", "--all-files"], repo, installed)
     assert waiting.returncode == 0, waiting.stdout
@@ -215,7 +230,9 @@ def test_the_built_in_default_is_what_init_writes():
     loaded = builtin_policies().for_team(None)
     assert loaded.builtin and loaded.name == "built-in default"
     assert loaded.policy.limits.max_experiment_cost is not None
-    assert (
-        planned_files()["policies/default.yaml"].encode()
-        == (ROOT / "gate" / "data" / "default-policy.yaml").read_bytes()
-    )
+    # init's copy differs in one line: it lists teams (none yet), so an unknown team is an error
+    packaged = (ROOT / "gate" / "data" / "default-policy.yaml").read_text()
+    written = planned_files()["policies/default.yaml"]
+    assert written == packaged.replace("\n# teams: []\n", "\nteams: []\n")
+    assert written != packaged and builtin_policies().for_team(None).policy.teams is None
+    assert yaml.safe_load(written)["teams"] == []

@@ -68,7 +68,8 @@ def repo(tmp_path: Path, files: dict[str, str], *, git: bool = False) -> Path:
 # --- item 1: an unknown team is never silent --------------------------------------------------
 
 
-def test_unknown_team_is_a_warning_with_did_you_mean(tmp_path: Path) -> None:
+def test_a_typo_of_a_known_team_is_an_error_another_team_a_warning(tmp_path: Path) -> None:
+    # issue 22: `team: nlpp` with --fail-on error (the pre-commit hook) passed
     cheap = DEFAULT.replace("max_experiment_cost: 1", "max_experiment_cost: 100")
     root = repo(
         tmp_path,
@@ -76,15 +77,19 @@ def test_unknown_team_is_a_warning_with_did_you_mean(tmp_path: Path) -> None:
             "policies/default.yaml": cheap,
             "policies/atlas.yaml": ATLAS,
             "experiments/x.yaml": SPEC.replace("TEAM", "atlsa"),
+            "experiments/y.yaml": SPEC.replace("TEAM", "zebra"),
         },
     )
-    proc = gate("check", "experiments/x.yaml", cwd=root)
-    assert proc.returncode == 0, proc.stdout + proc.stderr  # a warning: the verdict holds
+    proc = gate("check", "--fail-on", "error", "experiments/x.yaml", cwd=root)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # one swap from atlas: an error
     assert (
-        "experiments/x.yaml:5:9: warn BG203 team 'atlsa' has no policy file (atlsa.yaml): "
+        "experiments/x.yaml:5:9: error BG203 team 'atlsa' has no policy file (atlsa.yaml): "
         "the default policy applies — did you mean 'atlas'?"
     ) in proc.stdout
     assert "(policy: default)" in proc.stdout
+    far = gate("check", "--fail-on", "error", "experiments/y.yaml", cwd=root)
+    assert far.returncode == 0, far.stdout + far.stderr  # close to no known team: a warning
+    assert "warn BG203 team 'zebra' has no policy file (zebra.yaml)" in far.stdout
 
 
 def test_unknown_team_is_an_error_once_the_policy_lists_its_teams(tmp_path: Path) -> None:

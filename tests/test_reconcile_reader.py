@@ -53,6 +53,29 @@ def test_pages_batches_and_progress(mlflow_server, experiment):
     assert all(done <= found for done, found, _ in calls)
 
 
+def test_many_experiments_are_searched_in_groups_at_once_and_merged_in_start_order(
+    mlflow_server,
+):
+    client = MlflowClient(mlflow_server.uri)
+    experiments = [client.create_experiment(unique("group")) for _ in range(5)]
+    # Start times interleave across the experiments: run i is in experiment i % 5.
+    ids = [
+        log(client, experiments[i % 5], start=i, history={"val_loss": [float(i)]})
+        for i in range(15)
+    ]
+    with KillingProxy(mlflow_server, kill_on="no-such-path") as proxy:
+        query = RunQuery(
+            experiments[0], FP, "val_loss", more_experiments=tuple(experiments[1:]),
+            page_size=2, batch_size=4, workers=3,
+        )  # fmt: skip
+        found = list(MlflowRuns(proxy.uri).facts(query))
+    assert [f.run_id for f in found] == ids  # one stream in start order, nothing twice
+    assert [f.history for f in found] == [(float(i),) for i in range(15)]
+    searches = [s for s in proxy.seen if "/runs/search" in s]
+    # Three groups (experiments 0+3, 1+4, 2): 6, 6 and 3 runs in pages of 2.
+    assert len(searches) == 3 + 3 + 2
+
+
 def test_cut_answers_are_split_and_a_long_history_read_page_by_page(mlflow_server, experiment):
     client, experiment_id = experiment
     long = log(client, experiment_id, start=0, history={"val_loss": [float(v) for v in range(150)]})

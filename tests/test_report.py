@@ -340,3 +340,19 @@ def test_a_sqlite_store_reports_the_same_month(month, capsys, mlflow_server):
     direct = json.loads(out)
     assert direct["totals"] == over_http["totals"]
     assert direct["teams"] == over_http["teams"]
+
+
+def test_over_http_the_report_needs_no_mlflow_install(month, capsys):
+    """A tracking server is read with the standard library: the month reads the same bytes."""
+    from tests.test_without_mlflow import _CLI, _run
+
+    over_http = report_json(month, capsys)
+    proc = _run(
+        _CLI, "report", "--policy-dir", month.policy_dir, "--tracking-uri", month.uri,
+        "--month", report_kit.MONTH, "--format", "json", cwd=month.root,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    without = json.loads(proc.stdout)
+    assert without["totals"] == over_http["totals"]
+    assert without["teams"] == over_http["teams"]
+    assert without["approvals"] == over_http["approvals"]

@@ -11,9 +11,19 @@ import datetime as dt
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
-from gate.calibrate.model import Calibration, Entry, Key, Stat
+from gate.calibrate.model import (
+    Calibration,
+    Entry,
+    FractionStat,
+    Key,
+    ShareStat,
+    Stat,
+    TimeStat,
+)
 from gate.calibrate.observe import Observation
+from gate.spec.experiment import LARGEST, SMALLEST
 
 
 def coarser(key: Key) -> tuple[Key, ...]:
@@ -56,15 +66,29 @@ def learn(
     )
 
 
-def stat(values: Sequence[float]) -> Stat | None:
-    """Median and the 10th and 90th percentiles (inclusive method); ``None`` for no values."""
+S = TypeVar("S", bound=Stat)
+_BOUNDS: dict[type[Stat], tuple[float, float]] = {
+    TimeStat: (SMALLEST, LARGEST),
+    FractionStat: (0.0, 1.0),
+    ShareStat: (SMALLEST, 1.0),
+}
+
+
+def stat(values: Sequence[float], kind: type[S]) -> S | None:
+    """Median and the 10th and 90th percentiles (inclusive method); ``None`` for no values.
+
+    Values outside what ``kind`` holds (an epoch of zero seconds, an MFU of 0, past 10^12)
+    are no measurement and are left out.
+    """
+    low, high = _BOUNDS.get(kind, (0.0, LARGEST))
+    values = [v for v in values if low <= v <= high]
     if not values:
         return None
     if len(values) == 1:
         only = _digits(values[0])
-        return Stat(runs=1, p10=only, median=only, p90=only)
+        return kind(runs=1, p10=only, median=only, p90=only)
     deciles = statistics.quantiles(values, n=10, method="inclusive")
-    return Stat(
+    return kind(
         runs=len(values),
         p10=_digits(deciles[0]),
         median=_digits(statistics.median(values)),
@@ -88,10 +112,14 @@ def _entry(key: Key, runs: list[Observation]) -> Entry:
         first=min(r.start for r in runs).date(),
         last=max(r.start for r in runs).date(),
         experiments=sorted({r.experiment for r in runs}),
-        epoch_minutes=stat([r.epoch_minutes for r in runs if r.epoch_minutes is not None]),
-        setup_minutes=stat([r.setup_minutes for r in runs if r.setup_minutes is not None]),
-        plateau_fraction=stat([r.plateau_fraction for r in runs if r.plateau_fraction is not None]),
-        mfu=stat([r.mfu for r in runs if r.mfu is not None]),
+        epoch_minutes=stat(
+            [r.epoch_minutes for r in runs if r.epoch_minutes is not None], TimeStat
+        ),
+        setup_minutes=stat([r.setup_minutes for r in runs if r.setup_minutes is not None], Stat),
+        plateau_fraction=stat(
+            [r.plateau_fraction for r in runs if r.plateau_fraction is not None], FractionStat
+        ),
+        mfu=stat([r.mfu for r in runs if r.mfu is not None], ShareStat),
         failure_rate=round(len(failed) / len(runs), 6),
         failure_point=round(statistics.median(points), 6) if points else None,
         retries=sum(r.retry for r in runs),

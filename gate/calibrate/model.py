@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from typing import Annotated, Literal
 
 from pydantic import Field, StrictFloat, StrictInt
 
-from gate.spec.experiment import Model
+from gate.spec.experiment import LARGEST, SMALLEST, Model
 from gate.spec.loader import LoadedDoc
 from gate.spec.validation import validate
 
 Fraction = Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)]
-Positive = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]
+Positive = Annotated[StrictFloat, Field(ge=0, le=LARGEST, allow_inf_nan=False)]
+"""A figure at least 0 and at most the spec's largest (setup minutes may be 0)."""
+Measurable = Annotated[StrictFloat, Field(ge=SMALLEST, le=LARGEST, allow_inf_nan=False)]
+"""A time the estimate divides by, bounded as the spec's epoch_minutes is."""
+Share = Annotated[StrictFloat, Field(ge=SMALLEST, le=1, allow_inf_nan=False)]
+"""An MFU: above 0 (epoch times divide by it) and at most 1."""
 Count = Annotated[StrictInt, Field(ge=0)]
 
 
@@ -41,12 +47,40 @@ class Key(Model):
 
 
 class Stat(Model):
-    """A measured quantity: how many runs, its 10th percentile, median and 90th percentile."""
+    """A measured quantity: how many runs, its 10th percentile, median and 90th percentile.
+
+    Bounded as the spec's figures are (at most 10^12, never infinite): a hand-edited or
+    corrupt file is refused at its line, never priced into an overflow.
+    """
 
     runs: Annotated[StrictInt, Field(ge=1)]
     p10: Positive
     median: Positive
     p90: Positive
+
+
+class TimeStat(Stat):
+    """An epoch time in minutes: at least the spec's smallest time, since prices divide by it."""
+
+    p10: Measurable
+    median: Measurable
+    p90: Measurable
+
+
+class FractionStat(Stat):
+    """A fraction of max_epochs (where the metric plateaus): 0 to 1."""
+
+    p10: Fraction
+    median: Fraction
+    p90: Fraction
+
+
+class ShareStat(Stat):
+    """A model FLOPs utilization: above 0 and at most 1."""
+
+    p10: Share
+    median: Share
+    p90: Share
 
 
 class Entry(Model):
@@ -59,10 +93,10 @@ class Entry(Model):
     first: dt.date
     last: dt.date
     experiments: list[str] = Field(default_factory=list)
-    epoch_minutes: Stat | None = None
+    epoch_minutes: TimeStat | None = None
     setup_minutes: Stat | None = None
-    plateau_fraction: Stat | None = None
-    mfu: Stat | None = None
+    plateau_fraction: FractionStat | None = None
+    mfu: ShareStat | None = None
     """Model FLOPs utilization, from runs that logged their FLOPs (or whose spec gave them)."""
     failure_rate: Fraction | None = None
     failure_point: Fraction | None = None
@@ -85,12 +119,65 @@ class Calibration(Model):
     entries: list[Entry] = Field(default_factory=list)
 
 
+_STATS = ("epoch_minutes", "setup_minutes", "plateau_fraction", "mfu")
+_FRACTIONS = ("failure_rate", "failure_point")
+_EXPONENT = re.compile(r"-?[0-9]+(?:\.[0-9]+)?[eE][-+]?[0-9]+")
+"""A JSON number with an exponent and no fraction (``5e-05``): YAML 1.1 reads it as text."""
+
+
 def parse(doc: LoadedDoc) -> Calibration:
-    """Validate a loaded calibration document (errors carry file:line:col)."""
+    """Validate a loaded calibration document (errors carry file:line:col).
+
+    A figure written ``5e-05`` (as ``json.dumps`` wrote them before :func:`dump` added the
+    ``.0``) loads as text in YAML 1.1; in the measured figures it is read as the number.
+    """
+    for entry in doc.data.get("entries") or ():
+        if not isinstance(entry, dict):
+            continue
+        for name in _STATS:
+            stat = entry.get(name)
+            if isinstance(stat, dict):
+                for part in ("p10", "median", "p90"):
+                    stat[part] = _number(stat.get(part))
+        for name in _FRACTIONS:
+            if name in entry:
+                entry[name] = _number(entry[name])
     return validate(Calibration, doc)
 
 
+def _number(value: object) -> object:
+    return float(value) if isinstance(value, str) and _EXPONENT.fullmatch(value) else value
+
+
+_FLOAT_MARK = "\x00float\x00"
+
+
 def dump(calibration: Calibration) -> str:
-    """The file's text: stable key order, one entry per key, a trailing newline."""
+    """The file's text: stable key order, one entry per key, a trailing newline.
+
+    Every float is written so YAML reads it back as a number: ``5.0e-05``, not ``5e-05``
+    (the file is read with the YAML loader, whose 1.1 rules need the dot).
+    """
     data = calibration.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(_marked(data), indent=2, ensure_ascii=False) + "\n"
+    return re.sub(r'"\\u0000float\\u0000([^"]*)"', r"\1", text)
+
+
+def _marked(value: object) -> object:
+    """Floats as marked strings, replaced by their YAML-safe spelling after ``json.dumps``.
+
+    A NUL in a string (never in an MLflow name) becomes U+FFFD, so no text can pose as a mark.
+    """
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, float):
+        text = repr(value)
+        if "e" in text and "." not in text.partition("e")[0]:
+            mantissa, _, exponent = text.partition("e")
+            text = f"{mantissa}.0e{exponent}"
+        return f"{_FLOAT_MARK}{text}"
+    if isinstance(value, dict):
+        return {key: _marked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_marked(item) for item in value]
+    return value

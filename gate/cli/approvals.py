@@ -64,8 +64,9 @@ def add_ledger_commands(
     who_and_why(approve, "the approver, as listed in approval.approvers.users")
     approve.add_argument(
         "--expires",
-        metavar="SPAN",
-        help="how long the approval holds: 12h, 14d, 2w (default: 30d)",
+        metavar="WHEN",
+        help="how long the approval holds: 12h, 14d, 2w, or until a date's end (UTC), "
+        "2026-12-31; at most a year (default: 30d)",
     )
     approve.add_argument("--pr", type=pr_number, metavar="N", help="the pull request number")
 

@@ -7,10 +7,22 @@ import sys
 from typing import Any, NoReturn
 
 EXIT_USAGE = 3
-EPILOG = (
-    "exit codes: 0 pass, 1 policy violation, 2 approval required, 3 invalid input, "
-    "4 backend failure"
-)
+_MEANINGS = {
+    0: "0 pass",
+    1: "1 policy violation",
+    2: "2 approval required",
+    3: "3 invalid input",
+    4: "4 backend failure",
+}
+
+
+def exit_codes(*codes: int) -> str:
+    """The epilog of a command's --help: only the exit codes that command can return."""
+    return "exit codes: " + ", ".join(_MEANINGS[code] for code in codes)
+
+
+EPILOG = exit_codes(0, 1, 2, 3, 4)
+"""The exit codes of budget-gate as a whole (the top-level --help)."""
 
 
 class Parser(argparse.ArgumentParser):

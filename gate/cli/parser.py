@@ -6,7 +6,7 @@ import argparse
 
 from gate import __version__
 from gate.cli import afterwards, approvals, pricing
-from gate.cli.base import EPILOG, Parser
+from gate.cli.base import EPILOG, Parser, exit_codes
 
 _DESCRIPTION = """\
 Price ML experiments before launch and gate them on your team's policy.
@@ -53,14 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="measured epoch times, plateaus, failure rates and MFU to price with (from "
         "budget-gate calibrate; default: DIR/calibration.json when it exists)",
     )
-    ledger = Parser(add_help=False)
-    ledger.add_argument(
-        "--tracking-uri",
-        metavar="URI",
-        help="MLflow tracking store of the approvals ledger (default: $MLFLOW_TRACKING_URI, "
-        "else mlflow.db at the git repository's root, or in the current directory outside "
-        "git); an http(s) server is read over REST, without MLflow",
-    )
+    ledger = _tracking("MLflow tracking store of the approvals ledger", rest=True)
     evaluation = Parser(add_help=False, parents=[places])
     evaluation.add_argument(
         "--as-of",
@@ -77,10 +70,62 @@ def build_parser() -> argparse.ArgumentParser:
     approvals.add_ledger_commands(commands, [evaluation, ledger], [places, ledger])
     approvals.add_ci(commands)
     approvals.add_serve(commands, [ledger])
-    afterwards.add_reconcile(commands, [places, ledger])
-    afterwards.add_calibrate(commands, [policies, ledger])  # it writes the calibration
-    afterwards.add_report(commands, [policies, ledger])
+    runs = _tracking(
+        "MLflow tracking store of the training runs, where the ledger records their actual cost"
+    )
+    afterwards.add_reconcile(commands, [places, runs])
+    learning = _tracking("MLflow tracking store of the training runs to learn from")
+    afterwards.add_calibrate(commands, [policies, learning])  # it writes the calibration
+    month = _tracking("MLflow tracking store of the training runs and the approvals ledger")
+    afterwards.add_report(commands, [policies, month])
     pricing.add_policy(commands)
-    for command in commands.choices.values():
-        command.epilog = command.epilog or EPILOG  # every command shares the exit codes
+    for name, command in commands.choices.items():
+        command.epilog = exit_codes(*EXITS[name])
+        for action in command._actions:  # policy check|test, serve skypilot-policy|...
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, parser_of in action.choices.items():
+                    parser_of.epilog = exit_codes(*EXITS[f"{name} {sub}"])
     return parser
+
+
+def _tracking(what: str, *, rest: bool = False) -> Parser:
+    """``--tracking-uri``, saying what the command reads there (``rest``: the ledger only)."""
+    group = Parser(add_help=False)
+    group.add_argument(
+        "--tracking-uri",
+        metavar="URI",
+        help=f"{what} (default: $MLFLOW_TRACKING_URI, else mlflow.db at the git "
+        "repository's root, or in the current directory outside git)"
+        + ("; an http(s) server is read over REST, without MLflow" if rest else ""),
+    )
+    return group
+
+
+# NOTE: 1 and 2 come from a verdict; 4 from a backend a command reads (the ledger in MLflow,
+# GitHub, the Kubernetes API). Kept by hand: tests/test_first_steps.py checks that every
+# command has an entry and that its --help shows it.
+EXITS: dict[str, tuple[int, ...]] = {
+    "check": (0, 1, 2, 3, 4),  # 4: the ledger, for a monthly budget
+    "estimate": (0, 3),
+    "diff": (0, 3),
+    "import": (0, 3),
+    "rules": (0, 3),
+    "schema": (0, 3),
+    "prices": (0, 3),
+    "init": (0, 3),
+    "policy": (0, 1, 3),
+    "policy check": (0, 3),
+    "policy test": (0, 1, 3),
+    "verify": (0, 1, 2, 3, 4),
+    "request-approval": (0, 1, 3, 4),
+    "approve": (0, 1, 3, 4),
+    "revoke": (0, 3, 4),
+    "ci": (0, 1, 2, 3, 4),
+    "serve": (0, 3, 4),
+    "serve skypilot-policy": (0, 3),
+    "serve kueue-admission": (0, 3, 4),
+    "reconcile": (0, 1, 3, 4),
+    "calibrate": (0, 3, 4),
+    "report": (0, 3, 4),
+}
+"""The exit codes each command (and sub-command) can return, for its --help."""

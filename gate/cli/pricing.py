@@ -10,7 +10,7 @@ from gate.cli.base import EPILOG, Parser, text_or_json
 from gate.commands.output import parse_target
 from gate.reporters import REPORTERS
 
-POLICY_DIR_HELP = "the policy directory (default: policies)"
+POLICY_DIR_HELP = "the policy directory (default: policies/ at the git repository's root)"
 
 
 def add_check(commands: argparse._SubParsersAction[Any], parents: list[Parser]) -> None:
@@ -221,7 +221,7 @@ def add_policy(commands: argparse._SubParsersAction[Any]) -> None:
         "in severity: and waivers. Exits 0, or 3 with file:line:col for each error.",
         epilog=EPILOG,
     )
-    check.add_argument("dir", nargs="?", default="policies", metavar="DIR", help=POLICY_DIR_HELP)
+    check.add_argument("dir", nargs="?", metavar="DIR", help=POLICY_DIR_HELP)
     test = actions.add_parser(
         "test",
         help="run the policy fixtures: specs with their expected verdict and rule ids",
@@ -231,7 +231,7 @@ def add_policy(commands: argparse._SubParsersAction[Any]) -> None:
         "1 on any mismatch, 3 on invalid policies or fixtures.",
         epilog=EPILOG,
     )
-    test.add_argument("dir", nargs="?", default="policies", metavar="DIR", help=POLICY_DIR_HELP)
+    test.add_argument("dir", nargs="?", metavar="DIR", help=POLICY_DIR_HELP)
     test.add_argument(
         "--fixtures", metavar="FIXTURES", help="where the fixtures are (default: DIR/tests)"
     )

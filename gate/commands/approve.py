@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from gate.commands.common import utc_now
 from gate.commands.records import (
     begin,
     describe,
@@ -16,13 +17,19 @@ from gate.commands.records import (
 )
 from gate.errors import InputError
 from gate.ledger.approvals import authorize, refuse_source
-from gate.ledger.records import DEFAULT_EXPIRY, RecordKind, Source, parse_expiry
+from gate.ledger.records import DEFAULT_EXPIRY, RecordKind, Source, expiry_after
 from gate.policy.findings import Outcome
 
 
 def run(args: argparse.Namespace) -> int:
-    """Refuse approvers the policy does not list (exit 3); else append the approval."""
-    span = parse_expiry(args.expires or DEFAULT_EXPIRY)
+    """Refuse approvers the policy does not list (exit 3); else append the approval.
+
+    A spec that needs no approval is cleared already: a listed approver may still record
+    one (it covers the spec should the policy tighten), anyone else is told it needs none
+    and nothing is recorded (exit 0).
+    """
+    expires = args.expires or DEFAULT_EXPIRY
+    expiry_after(expires, utc_now())  # a bad --expires is refused before the ledger opens
     reason = required_text(args.reason, "--reason")
     by = required_text(args.by, "--by")
     draft = begin(args, approvals=False)
@@ -38,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
             hint="approve the pull request on GitHub (a review, or /budget-gate approve)",
         )
     refusal = authorize(by, Source.LOCAL, need)
+    if refusal is not None and evaluation.result.outcome is Outcome.PASS:
+        print(f"{args.spec} needs no approval under the current policy; nothing recorded")
+        return 0
     if refusal is not None:
         raise InputError(
             f"cannot approve {args.spec}: {refusal}",
@@ -50,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         by=by,
         reason=reason,
         pr_number=args.pr,
-        expires_at=draft.now + span,
+        expires_at=expiry_after(expires, draft.now),
     )
     run_id = draft.view.store().append(record, signer_for(by))
     print("approved " + "\n".join(describe(record, run_id, draft.view.where)))

@@ -194,12 +194,12 @@ def render(backtest: Backtest) -> str:
         "",
         f"cost: the spec priced as check would have then, against what its runs cost "
         f"(failed ones included); {cost.uncalibrated} not calibrated yet",
-        *_table(cost, by_team(backtest.cost)),
+        *_table(cost, by_team(backtest.cost), len(backtest.cost)),
         "",
         "epoch time: the median over the experiment's runs against the calibration's "
         f"({backtest.epoch_uncalibrated} had fewer than {backtest.min_runs} earlier runs "
         "of their key)",
-        *_table(score(backtest.epoch), by_team(backtest.epoch)),
+        *_table(score(backtest.epoch), by_team(backtest.epoch), len(backtest.epoch)),
         "",
         "(estimate − actual) ÷ actual; coverage: actual within expected–worst; ≤ worst: "
         "actual at most the worst case; declared: the spec's own figures",
@@ -207,7 +207,16 @@ def render(backtest: Backtest) -> str:
     return "\n".join(lines)
 
 
-def _table(overall: Scores, teams: dict[str, Scores]) -> list[str]:
+def _table(overall: Scores, teams: dict[str, Scores], cases: int) -> list[str]:
+    """The scores by estimator, overall and per team; a sentence when nothing was scored."""
+    if overall.calibrated is None and overall.declared is None:
+        why = (
+            ": each experiment is scored against the calibration of the runs before it "
+            f"({counted(cases, 'experiment')}, none with earlier runs of its key)"
+            if cases
+            else ""
+        )
+        return [f"  nothing to score yet{why}"]
     rows = [
         f"{'':<20} {'estimator':<11} {'cases':>5} {'MAPE':>8} {'bias':>8} {'coverage':>9} "
         f"{'≤ worst':>8}"

@@ -22,7 +22,7 @@ from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import DOCS_URL, LedgerNote, RenderContext, Report, SpecResult
 from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
-from gate.policy.loader import CALIBRATION_FILE, PolicySet, builtin_policies
+from gate.policy.loader import CALIBRATION_FILE, PolicySet
 from gate.policy.rules import all_rule_ids, rule_info
 from gate.spec import globs
 from gate.spec.loader import load_bytes, load_file
@@ -76,7 +76,7 @@ def _glob(pattern: str) -> list[str]:
 
 
 POLICY_DIR = "policies"
-"""Where policies are looked for unless --policy-dir says otherwise."""
+"""Where policies are looked for (at the repository root) unless --policy-dir says otherwise."""
 
 
 def make_evaluator(
@@ -96,47 +96,64 @@ def make_evaluator(
     from gate.integrations.git.repo import RepoPaths
 
     base_ref = getattr(args, "base_ref", None)
-    policy_dir = args.policy_dir or POLICY_DIR
+    policies = load_policies(args)
+    policy_dir = str(policies.policy_dir)
     return Evaluator(
-        policies=load_policies(args),
+        policies=policies,
         catalog=load_catalog(),
         today=as_of(args)[0],
         fail_on_warn=fail_on_warn,
         ledger=ledger,
-        repo_path=RepoPaths(policy_dir),
+        repo_path=RepoPaths(policy_dir if not policies.builtin else POLICY_DIR),
         alternatives_for=alternatives_for,
-        calibration=_calibration(policy_dir, getattr(args, "calibration", None), base_ref)
+        calibration=_calibration(
+            policy_dir if not policies.builtin else None,
+            getattr(args, "calibration", None),
+            base_ref,
+        )
         if calibrated
         else None,
     )
 
 
 def load_policies(args: argparse.Namespace) -> PolicySet:
-    """The policies of --policy-dir (at --base-ref when given), else the built-in default.
+    """The policies of --policy-dir (at --base-ref when given), else found, else built in.
 
-    The built-in default is said on stderr: it applies only when no --policy-dir was
-    named and there is no ``policies/`` directory here.
+    Without --policy-dir they are ``policies/`` at the repository root, from whatever
+    directory the command runs (:mod:`gate.integrations.git.policy_dir`). The built-in
+    default is said on stderr, and the report names it: it applies only when no policy
+    directory was named or found.
     """
+    from gate.integrations.git.policy_dir import expected_policy_dir, open_policies
+
     base_ref = getattr(args, "base_ref", None)
-    policy_dir = args.policy_dir or POLICY_DIR
     if base_ref:
-        return base_policies(policy_dir, base_ref)
-    if args.policy_dir is None and not os.path.isdir(POLICY_DIR):
+        return base_policies(str(args.policy_dir or expected_policy_dir()), base_ref)
+    policies = open_policies(args.policy_dir)
+    if policies.builtin:
+        from gate.integrations.git.repo import repository_root
+
+        root = repository_root(Path.cwd())
+        where = f"at the repository root {root}" if root is not None else "here"
         print(
-            f"budget-gate: no {POLICY_DIR}/ directory here: using the built-in default policy "
-            "(budget-gate init writes it to policies/default.yaml for you to edit)",
+            f"budget-gate: no {POLICY_DIR}/ directory {where}: using the built-in default "
+            "policy (budget-gate init writes it to policies/default.yaml for you to edit)",
             file=sys.stderr,
         )
-        return builtin_policies()
-    return PolicySet(policy_dir)
+    return policies
 
 
-def _calibration(policy_dir: str, path: str | None, base_ref: str | None) -> Calibration | None:
+def _calibration(
+    policy_dir: str | None, path: str | None, base_ref: str | None
+) -> Calibration | None:
     """The calibration as :func:`load_calibration` finds it; with --base-ref, the one at the ref.
 
+    ``policy_dir`` None (the built-in policy): only a named --calibration is read.
     NOTE: like the policies, the calibration beside them is read from the base: a change must
     not price itself with measurements it edits.
     """
+    if policy_dir is None:
+        return load_calibration(None, path)
     if path is not None or base_ref is None:
         return load_calibration(policy_dir, path)
     from gate.calibrate.model import parse as parse_calibration
@@ -147,12 +164,14 @@ def _calibration(policy_dir: str, path: str | None, base_ref: str | None) -> Cal
     return parse_calibration(load_bytes(blob, f"{name}@{base_ref}")) if blob else None
 
 
-def load_calibration(policy_dir: str, path: str | None) -> Calibration | None:
+def load_calibration(policy_dir: str | None, path: str | None) -> Calibration | None:
     """The calibration at ``path`` (--calibration), else ``calibration.json`` by the policies.
 
     None when neither exists; a named file that is missing or invalid is bad input.
     """
     if path is None:
+        if policy_dir is None:
+            return None
         path = os.path.join(policy_dir, CALIBRATION_FILE)
         if not os.path.isfile(path):
             return None

@@ -9,7 +9,7 @@ import sys
 from gate.commands.common import expand_specs, make_evaluator, make_report, print_errors
 from gate.estimate.model import Estimate, Scenario
 from gate.evaluation.report import SpecResult
-from gate.money import format_amount
+from gate.money import format_amount, format_nonzero
 from gate.policy.findings import Outcome
 from gate.reporters.json import JsonReporter
 from gate.reporters.text import alternative_lines
@@ -73,10 +73,10 @@ def render_summary(results: list[SpecResult]) -> str:
         w, e = est.worst, est.expected
         lines.append(
             f"| `{result.file}` | {w.trials:,} / {e.trials:,} "
-            f"| {format_amount(w.gpu_hours, 1)} / {format_amount(e.gpu_hours, 1)} "
-            f"| {format_amount(w.cost)} / {format_amount(e.cost)} {result.currency} "
-            f"| {format_amount(w.wall_clock_hours, 1)} h "
-            f"/ {format_amount(e.wall_clock_hours, 1)} h |"
+            f"| {format_nonzero(w.gpu_hours, 1)} / {format_nonzero(e.gpu_hours, 1)} "
+            f"| {format_nonzero(w.cost)} / {format_nonzero(e.cost)} {result.currency} "
+            f"| {format_nonzero(w.wall_clock_hours, 1)} h "
+            f"/ {format_nonzero(e.wall_clock_hours, 1)} h |"
         )
     return "\n".join(lines) + "\n"
 
@@ -129,14 +129,14 @@ def _scenario_lines(s: Scenario, currency: str) -> list[str]:
     return [
         "",
         f"{s.name} case",
-        f"  cost        {format_amount(s.cost)} {currency}"
+        f"  cost        {format_nonzero(s.cost)} {currency}"
         f" = {counted(d.trials, 'trial')} × {gpus} × "
         f"{format_amount(d.hours_per_trial, 3)} h × {format_amount(d.price_per_gpu_hour, 5)}"
         + (f" + {format_amount(s.other_cost)} other" if s.other_cost else ""),
-        f"  GPU-hours   {format_amount(s.gpu_hours, 1)}{extra}",
-        f"  per trial   up to {format_amount(s.cost_per_trial)} {currency}, "
-        f"{counted(s.epochs_per_trial, 'epoch')}, {format_amount(s.hours_per_trial, 2)} h",
-        f"  wall-clock  {format_amount(s.wall_clock_hours, 1)} h "
+        f"  GPU-hours   {format_nonzero(s.gpu_hours, 1)}{extra}",
+        f"  per trial   up to {format_nonzero(s.cost_per_trial)} {currency}, "
+        f"{counted(s.epochs_per_trial, 'epoch')}, {format_nonzero(s.hours_per_trial, 2)} h",
+        f"  wall-clock  {format_nonzero(s.wall_clock_hours, 1)} h "
         f"({counted(s.waves, 'wave')} of {counted(s.concurrency, 'concurrent trial')})",
         f"  first result {format_amount(s.first_result_hours, 1)} h (the first trial finished)",
         "  assumptions:",

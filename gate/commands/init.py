@@ -1,7 +1,9 @@
 """``budget-gate init``: start a repository with a policy, the schemas, a spec and the checks.
 
-Writes ``policies/default.yaml`` (the built-in default policy), ``schemas/``, a sample spec in
-``experiments/``, the pull-request workflow and a pre-commit entry, and, where ``ssh-keygen``
+Writes ``policies/default.yaml`` (the built-in default policy) with two fixtures in
+``policies/tests/`` (so ``policy test`` passes at once), ``schemas/``, a sample spec in
+``experiments/``, the pull-request workflow and a pre-commit entry, adds ``/mlflow.db`` (the
+local ledger) to ``.gitignore``, and, where ``ssh-keygen``
 is installed, the ledger's signers: ``policies/allowed_signers`` listing a new CI key (its
 private half in ``.budget-gate/ci-signing-key``, git-ignored, for the repository secret) and
 the user's own SSH key when one is found. It never overwrites: when any of those files
@@ -56,14 +58,82 @@ def planned_files(kueue: bool = False, report_workflow: bool = False) -> dict[st
         return {KUEUE_MANIFESTS: packaged("kueue.yaml")}
     if report_workflow:
         return {REPORT_WORKFLOW: packaged("report-workflow.yml")}
+    sample = packaged("sample-spec.yaml")
     files = {
-        "policies/default.yaml": packaged("default-policy.yaml"),
-        "experiments/sample.yaml": packaged("sample-spec.yaml"),
+        "policies/default.yaml": default_policy(),
+        "experiments/sample.yaml": sample,
         ".github/workflows/budget-gate.yml": packaged("workflow.yml"),
         ".pre-commit-config.yaml": PRE_COMMIT,
+        **policy_fixtures(sample),
     }
     files.update({f"schemas/{name}": render_schema(model) for name, model in SCHEMAS.items()})
     return files
+
+
+TEAMS_LINE = "teams: []"
+
+
+def default_policy() -> str:
+    """The built-in default policy with ``teams: []`` in force.
+
+    Listed teams make a team without a policy file an error (BG203): in a repository that
+    ``init`` set up there is a file to list them in; the built-in default has none.
+    """
+    text = packaged("default-policy.yaml")
+    written = text.replace(f"# {TEAMS_LINE}\n", f"{TEAMS_LINE}\n", 1)
+    assert written != text, "the default policy's teams: line changed: update init"
+    return written
+
+
+def policy_fixtures(sample: str) -> dict[str, str]:
+    """Two fixtures for ``budget-gate policy test``: the sample passes; without a label it fails.
+
+    So ``policy test`` passes right after ``init``, and shows how a fixture states its verdict.
+    """
+    body = sample.split("apiVersion:", 1)[1]
+    unlabelled = body.replace("environment: research, ", "", 1)
+    assert unlabelled != body, "the sample spec's labels changed: update the fixture"
+    head = "# yaml-language-server: $schema=../../schemas/experiment.schema.json\n"
+    return {
+        "policies/tests/sample-passes.yaml": f"{head}# Policy fixture (budget-gate policy "
+        "test): the sample spec passes the default policy.\napiVersion:"
+        f"{body}expect: {{verdict: pass, rules: []}}\n",
+        "policies/tests/missing-label.yaml": f"{head}# Policy fixture: without its environment "
+        "label the sample breaks labels.required (BG201).\napiVersion:"
+        f"{unlabelled}expect: {{verdict: violation, rules: [BG201]}}\n",
+    }
+
+
+GITIGNORE = ".gitignore"
+IGNORED = "/mlflow.db"
+"""The ledger's default store (``sqlite:///`` at the repository root): records, not code."""
+_IGNORE_BLOCK = f"# budget-gate: the local ledger (MLflow's sqlite store)\n{IGNORED}\n"
+
+
+def _ignore_ledger(root: Path) -> str:
+    """Add ``/mlflow.db`` to the repository's .gitignore (created if missing); say what was done.
+
+    Appending a line to an existing .gitignore is the one edit init makes to a file it did
+    not create: a repository almost always has one.
+    """
+    path = root / GITIGNORE
+    try:
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {path}: {exc}", hint="fix or remove it") from None
+    if current is not None and any(
+        line.strip() in (IGNORED, IGNORED[1:]) for line in current.splitlines()
+    ):
+        return f"{path} already ignores {IGNORED[1:]}"
+    try:
+        with path.open("a", encoding="utf-8", newline="") as handle:
+            gap = "" if not current or current.endswith("\n") else "\n"
+            handle.write(gap + ("\n" if current else "") + _IGNORE_BLOCK)
+    except OSError as exc:
+        raise InputError(
+            f"cannot write {path}: {exc.strerror}", hint="choose another --dir"
+        ) from None
+    return f"{'added' if current is not None else 'wrote'} {IGNORED[1:]} to {path}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
     for path, text in files.items():
         _create(root / path, text)
         print(f"wrote {root / path}", file=sys.stderr)
+    if "policies/default.yaml" in files:
+        print(_ignore_ledger(root), file=sys.stderr)
     if kueue:
         print(
             f"next: replace REPLACE_ME in {root / KUEUE_MANIFESTS}, create the ledger secret "

@@ -64,10 +64,13 @@ class Outcome:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Dispatch ``policy check`` and ``policy test``."""
+    """Dispatch ``policy check`` and ``policy test`` (DIR: as given, else found from the root)."""
+    from gate.integrations.git.policy_dir import expected_policy_dir
+
+    directory = args.dir if args.dir is not None else str(expected_policy_dir())
     if args.policy_command == "check":
-        return run_check(args.dir)
-    return run_test(args.dir, args.fixtures, args.as_of)
+        return run_check(directory)
+    return run_test(directory, args.fixtures, args.as_of)
 
 
 def run_check(directory: str) -> int:

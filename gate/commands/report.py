@@ -158,7 +158,11 @@ class SpecPlans:
         version = self.versions.find(path, fingerprint)
         if version is None:
             return NO_SPEC
-        evaluation = self.evaluator.evaluate_spec(version.path, version.content)
+        evaluation = (
+            self.evaluator.evaluate_doc(version.path, version.doc)
+            if version.doc is not None
+            else self.evaluator.evaluate_spec(version.path, version.content)
+        )
         spec, policy, result = evaluation.spec, evaluation.policy, evaluation.result
         if result.outcome is Outcome.INVALID or not spec or not policy or not result.estimate:
             return INVALID

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     certfile, keyfile = _tls_files(args.ssl_certfile, args.ssl_keyfile)
     listener = _bind(args.host, args.port)
     host, port = listener.getsockname()[:2]
-    _log_decisions()
+    log_decisions()
     callers = (
         "callers must send the shared secret (HTTP basic auth)"
         if secret is not None
@@ -162,7 +162,7 @@ def _bind(host: str, port: int) -> socket.socket:
     return listener
 
 
-def _log_decisions() -> None:
+def log_decisions() -> None:
     """One line per decision on stderr.
 
     NOTE: not propagated: SkyPilot gives the root logger a handler of its own, which

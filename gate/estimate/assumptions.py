@@ -65,13 +65,20 @@ def _trial_origin(spec: Experiment) -> str:
     return f"{search.strategy.value} max_trials {search.max_trials} × {counted(seeds, 'seed')}"
 
 
-def reliability_notes(policy: PricingPolicy, retry_runs: Decimal, name: ScenarioName) -> list[str]:
-    """The retry charge, and in the worst case the ceiling if every retry were used."""
+def reliability_notes(
+    policy: PricingPolicy, retry_runs: Decimal, name: ScenarioName, measured: bool = False
+) -> list[str]:
+    """The retry charge, and in the worst case the ceiling if every retry were used.
+
+    ``measured``: the calibration's note already gives the failure rate, so this one does
+    not say it twice.
+    """
     r = policy.reliability
     if not r.failure_rate or not r.max_retries:
         return []
+    who = "failed attempts stop" if measured else f"{r.failure_rate:.0%} of attempts fail"
     note = (
-        f"{r.failure_rate:.0%} of attempts fail {r.failure_point:.0%} of the way through and are "
+        f"{who} {r.failure_point:.0%} of the way through and are "
         f"retried up to {r.max_retries}×: +{format_amount(retry_runs * 100, 1)}% GPU time"
     )
     if name == "worst":

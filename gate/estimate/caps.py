@@ -21,10 +21,14 @@ _NANOHOUR = Decimal("1e-9")
 
 @dataclass(frozen=True, slots=True)
 class TrialCap:
-    """The tighter of a spec's per-trial caps, in hours held, and its name for the notes."""
+    """The tighter of a spec's per-trial caps, in hours held, and its name for the notes.
+
+    ``field`` is the spec key under ``stopping:`` that sets it.
+    """
 
     hours: Decimal
     label: str
+    field: str = "max_trial_hours"
 
 
 def trial_cap(spec: Experiment, rate_per_hour: Decimal) -> TrialCap | None:
@@ -33,11 +37,12 @@ def trial_cap(spec: Experiment, rate_per_hour: Decimal) -> TrialCap | None:
     stop = spec.stopping
     if stop.max_trial_hours is not None:
         hours = to_decimal(stop.max_trial_hours)
-        caps.append(TrialCap(hours, f"max_trial_hours {format_amount(hours)} h"))
+        caps.append(TrialCap(hours, f"max_trial_hours {format_amount(hours)} h", "max_trial_hours"))
     if stop.max_trial_cost is not None and rate_per_hour > 0:
         # NOTE: rounded down, so a trial capped at the cost never costs a hair more than it.
         hours = floor_hours(stop.max_trial_cost / rate_per_hour)
-        caps.append(TrialCap(hours, f"max_trial_cost {format_amount(stop.max_trial_cost)}"))
+        label = f"max_trial_cost {format_amount(stop.max_trial_cost)}"
+        caps.append(TrialCap(hours, label, "max_trial_cost"))
     return min(caps, key=lambda cap: cap.hours) if caps else None
 
 
@@ -108,11 +113,17 @@ def advance(
 
 @dataclass(frozen=True, slots=True)
 class Cut:
-    """Where a cap stopped the trial that trains furthest: held hours and epochs trained."""
+    """Where a cap stopped the trial that trains furthest: held hours and epochs trained.
+
+    ``target`` is the epochs it was to train, ``field`` the cap that stopped it (the key
+    under ``stopping:``) and ``needed_hours`` what it would have held without the cap.
+    """
 
     hours: Decimal
     epochs: Decimal
     target: int
+    field: str = "max_trial_hours"
+    needed_hours: Decimal = Decimal(0)
 
 
 def cut_note(cap: TrialCap, cut: Cut, every_trial: bool) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from gate.estimate.caps import Cut
 from gate.estimate.measured import Measured
 from gate.estimate.prices import Quote
 from gate.estimate.settings import ScenarioName
@@ -39,7 +40,8 @@ class Scenario:
     held, spot recompute included), which is what per-trial limits are about; ``drivers``
     describe the average one. ``epochs_trained`` is how far the trial that trains furthest
     gets (a fraction where a per-trial cap cuts it; ``epochs_per_trial`` counts its whole
-    epochs), and ``unfinished`` says a cap stops even that trial before its last epoch.
+    epochs), and ``unfinished`` says a cap stops even that trial before its last epoch;
+    ``cut`` then says which cap, where, and what the trial would have held without it.
     """
 
     name: ScenarioName
@@ -61,6 +63,7 @@ class Scenario:
     unfinished: bool = False
     first_result_hours: Decimal = Decimal(0)
     """Hours until the first trial finishes (queue wait, barriers and the trial's own run)."""
+    cut: Cut | None = None
     simulated_steps: int = 0
     """The work of the simulations behind the plan's counts (ASHA's expected promotions)."""
 

@@ -21,6 +21,7 @@ from gate.estimate.schedule import (
     no_pruning,
     optuna_brackets,
     rung_marks,
+    simulation_shares,
     split,
 )
 from gate.estimate.settings import PricingPolicy, ScenarioName
@@ -57,9 +58,11 @@ def plan(
         pairs = [(n, marks) for n, (_, marks) in zip(counts, brackets, strict=True) if n]
     else:
         pairs = [(configurations, rung_marks(scheduler.min_epochs, top, eta))]
+    brackets = [(n, _stop_at(marks, top_epoch)) for n, marks in pairs]
+    shares = simulation_shares(brackets)  # the brackets share ASHA's one bound on simulation
     stages = [
-        _bracket(spec, scenario, scheduler, n, _stop_at(marks, top_epoch), eta, persistence)
-        for n, marks in pairs
+        _bracket(spec, scenario, scheduler, n, marks, eta, persistence, steps)
+        for (n, marks), steps in zip(brackets, shares, strict=True)
     ]
     return tuple(_times(stage, seeds) for stage in stages)
 
@@ -86,6 +89,7 @@ def _bracket(
     marks: list[int],
     eta: Decimal,
     persistence: RankPersistence | None,
+    steps: int,
 ) -> Stage:
     n = Decimal(configurations)
     if is_synchronous(spec, scheduler):
@@ -93,7 +97,14 @@ def _bracket(
     if scenario == "worst":
         return no_pruning(n, marks, resume=scheduler.resume)
     return halving(
-        n, marks, eta, resume=scheduler.resume, exact=False, barrier=False, persistence=persistence
+        n,
+        marks,
+        eta,
+        resume=scheduler.resume,
+        exact=False,
+        barrier=False,
+        persistence=persistence,
+        steps=steps,
     )
 
 
@@ -140,9 +151,10 @@ def describe_plan(
         ]
     parts = []
     for stage in stages:
-        marks = "/".join(str(r.reached) for r in stage.rungs)
-        counts = "/".join(_count(r.trials) for r in stage.rungs)
-        parts.append(f"rungs at {marks} epochs with {counts} trials")
+        rungs = [f"{_count(r.trials)} to epoch {r.reached}" for r in stage.rungs]
+        rungs[0] = rungs[0].replace(" to ", " trials to ", 1)
+        average = any(r.trials != r.trials.to_integral_value() for r in stage.rungs)
+        parts.append(f"rungs: {', '.join(rungs)}" + (" (on average)" if average else ""))
     if not synchronous:
         parts[-1] += "; expected: " + _asha_rule(persistence or RankPersistence())
     return [f"{head}: " + "; ".join(parts), *notes]
@@ -189,7 +201,7 @@ def expected_stop(
     max_epochs = spec.workload.max_epochs
     early = spec.stopping.early_stopping
     if early is None:
-        return max_epochs, f"no early stopping: every trial runs {every_epoch(max_epochs)}"
+        return max_epochs, f"every trial runs {every_epoch(max_epochs)} (nothing stops early)"
     curve = early.learning_curve or policy.estimation.learning_curve
     measured_epoch = measured.plateau_epoch(max_epochs) if measured is not None else None
     if measured is not None and measured.plateau is not None and measured_epoch is not None:
@@ -205,6 +217,12 @@ def expected_stop(
         plateau = math.ceil(fraction * max_epochs)
         source = f"the policy's plateau_fraction {fraction:g} × {max_epochs}"
     stop = min(max_epochs, plateau + early.patience)
+    if stop >= max_epochs:
+        return stop, (
+            f"{early.monitor} plateaus at epoch {plateau} ({source}); early stopping with "
+            f"patience {early.patience} would end trials after epoch {plateau + early.patience}, "
+            f"so every trial runs {every_epoch(max_epochs)}"
+        )
     return stop, (
         f"{early.monitor} plateaus at epoch {plateau} ({source}); early stopping with "
         f"patience {early.patience} ends trials at epoch {stop} instead of {max_epochs}"

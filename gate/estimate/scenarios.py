@@ -19,7 +19,7 @@ from gate.estimate.assumptions import (
     reliability_notes,
     shared_notes,
 )
-from gate.estimate.caps import Cut, TrialCap, TrialPath, advance, cut_note, trial_cap
+from gate.estimate.caps import Cut, TrialPath, advance, cut_note, trial_cap
 from gate.estimate.flops import with_prior
 from gate.estimate.measured import Measured, measured_policy, minutes_for
 from gate.estimate.model import Drivers, Estimate, Saving, Scenario, SpotComparison
@@ -103,6 +103,7 @@ class _Usage:
     cap_notes: tuple[str, ...]
     unfinished: bool = False
     first_result: Decimal = Decimal(0)
+    cut: Cut | None = None
 
 
 def _scenario(
@@ -118,6 +119,7 @@ def _scenario(
     """One scenario: trials run to ``top_epoch``, pruned, preempted and capped as asked."""
     spec, policy, quote, trials = inputs.spec, inputs.policy, inputs.quote, inputs.trials
     persistence = inputs.persistence
+    measured_failures = inputs.measured is not None and inputs.measured.failure_rate is not None
     stages = plan(spec, name, trials, top_epoch, persistence) if prune else flat(trials, top_epoch)
     concurrency, limit_notes = _concurrency(spec, policy, trials)
     usage = _usage(inputs, name, stages, concurrency, preempt=preempt, capped=capped)
@@ -132,7 +134,7 @@ def _scenario(
         _stop_line(spec, top_epoch, stop_note, usage.unfinished),
         *usage.cap_notes,
         *limit_notes,
-        *reliability_notes(policy, retry_runs, name),
+        *reliability_notes(policy, retry_runs, name, measured_failures),
         *default_notes(policy),
     ]
     if usage.recompute_hours:
@@ -162,6 +164,7 @@ def _scenario(
         recompute_gpu_hours=units * usage.recompute_hours,
         other_cost=other,
         first_result_hours=usage.first_result,
+        cut=usage.cut,
         simulated_steps=sum(stage.simulated for stage in stages),
     )
 
@@ -190,14 +193,17 @@ def _usage(
     trial_hours = recompute = longest = wall = Decimal(0)
     waves = 0
     paths = []
+    uncut: list[Decimal] = []  # what each stage's furthest trial would hold without a cap
     first: Decimal | None = None
     for stage in stages:
         path = TrialPath()
+        uncut.append(Decimal(0))
         stage_work = Decimal(0)
         last = (0, Decimal(0))
         for rung in stage.rungs:
             start = setup * rung.launches
             run = _round(start + rung.epochs * per_epoch)
+            uncut[-1] += held(run)
             run, billed = advance(path, rung, run, start, per_epoch, cap, held)
             trial_hours += rung.trials * billed
             recompute += rung.trials * (billed - run)
@@ -219,8 +225,15 @@ def _usage(
             first = wall - (last[0] - 1) * last[1]
         longest = max(longest, path.held)
         paths.append(path)
-    furthest = max(paths, key=lambda p: p.trained)
-    notes = _cap_notes(cap, paths, furthest, stages)
+    index = max(range(len(paths)), key=lambda i: paths[i].trained)
+    furthest = paths[index]
+    notes: tuple[str, ...] = ()
+    cut = None
+    if cap is not None and furthest.cut:
+        target = max(stage.rungs[-1].reached for stage in stages)
+        every = all(p.cut for p in paths)
+        cut = Cut(furthest.held, furthest.trained, target, cap.field, uncut[index])
+        notes = (cut_note(cap, cut, every),)
     return _Usage(
         trial_hours,
         recompute,
@@ -231,25 +244,13 @@ def _usage(
         notes,
         furthest.cut,
         first or Decimal(0),
+        cut,
     )
-
-
-def _cap_notes(
-    cap: TrialCap | None, paths: list[TrialPath], furthest: TrialPath, stages: tuple[Stage, ...]
-) -> tuple[str, ...]:
-    """What a per-trial cap cuts, when it cuts the trial that trains furthest."""
-    if cap is None or not furthest.cut:
-        return ()
-    target = max(stage.rungs[-1].reached for stage in stages)
-    every = all(p.cut for p in paths)
-    return (cut_note(cap, Cut(furthest.held, furthest.trained, target), every),)
 
 
 def _stop_line(spec: Experiment, top_epoch: int, stop_note: str | None, unfinished: bool) -> str:
     if unfinished and spec.stopping.early_stopping is None:
-        return (
-            f"nothing stops early: trials would run {every_epoch(top_epoch)}, but a cap ends them"
-        )
+        return f"no early stopping: a per-trial cap ends trials before {every_epoch(top_epoch)}"
     return stop_note or f"every trial runs {every_epoch(top_epoch)} (nothing stops early)"
 
 

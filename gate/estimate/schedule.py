@@ -36,6 +36,9 @@ from decimal import ROUND_CEILING, Decimal
 from fractions import Fraction
 
 _ONE = Decimal(1)
+SIMULATION_STEPS = 400_000
+"""Arrivals × runs × rungs one search's ASHA simulation takes at most: about a tenth of a
+second. Asynchronous Hyperband shares it out among its brackets (:func:`simulation_shares`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +58,7 @@ class Stage:
     rungs: tuple[Rung, ...]
     barrier: bool
     simulated: int = 0
-    """Steps (arrivals × runs × rungs) of the simulation behind the counts; 0 when exact."""
+    """The work of the ASHA simulation behind the counts (:func:`simulated_steps`; 0: exact)."""
 
 
 def flat(trials: int, epochs: int) -> tuple[Stage, ...]:
@@ -88,15 +91,17 @@ def halving(
     exact: bool,
     barrier: bool,
     persistence: RankPersistence | None = None,
+    steps: int = SIMULATION_STEPS,
 ) -> Stage:
     """One successive-halving bracket over ``marks``.
 
     ``exact`` floors the survivors as synchronous halving does; otherwise the expected
     number promoted by ASHA's rule, with ranks kept as ``persistence`` says, is kept as a
-    real number (:func:`asha_reach`). With ``resume`` a promoted trial continues from its
-    checkpoint; without it, it retrains from scratch to the mark.
+    real number (:func:`asha_reach`, simulating at most ``steps``). With ``resume`` a
+    promoted trial continues from its checkpoint; without it, it retrains from scratch to
+    the mark.
     """
-    steps = 0
+    work = 0
     if exact:
         reach = [
             max(_ONE, Decimal(math.floor(configurations / eta**i))) if i else configurations
@@ -104,8 +109,8 @@ def halving(
         ]
     else:
         persistence = persistence or RankPersistence()
-        reach = asha_reach(configurations, len(marks), eta, persistence)
-        steps = simulated_steps(configurations, len(marks), persistence)
+        reach = asha_reach(configurations, len(marks), eta, persistence, steps)
+        work = simulated_steps(configurations, len(marks), persistence, steps)
     rungs = []
     previous = 0
     for i, (mark, survivors) in enumerate(zip(marks, reach, strict=True)):
@@ -113,7 +118,7 @@ def halving(
         relaunch = i == 0 or barrier or not resume
         rungs.append(Rung(survivors, epochs, mark, relaunch))
         previous = mark
-    return Stage(tuple(rungs), barrier, steps)
+    return Stage(tuple(rungs), barrier, work)
 
 
 def expected_promotions(arrivals: Decimal, eta: Decimal) -> Decimal:
@@ -143,7 +148,11 @@ _EXACT_ARRIVALS = 1_000
 
 
 def asha_reach(
-    configurations: Decimal, rungs: int, eta: Decimal, persistence: RankPersistence
+    configurations: Decimal,
+    rungs: int,
+    eta: Decimal,
+    persistence: RankPersistence,
+    steps: int = SIMULATION_STEPS,
 ) -> list[Decimal]:
     """Expected trials reaching each of ``rungs`` rungs under ASHA's rule (the first: all).
 
@@ -154,41 +163,21 @@ def asha_reach(
     goes on when its score is among the best max(1, ⌊j/η⌋) of the j so far. With ρ = 0
     and no gain the counts are exact (:func:`expected_promotions`); otherwise they are the
     mean of seeded simulations of the first 2,000 arrivals (deterministic), later arrivals
-    going on at ASHA's steady rate of 1/η per rung.
+    going on at ASHA's steady rate of 1/η per rung. The simulation takes at most ``steps``
+    (arrivals × runs × rungs; at least one arrival in four runs).
     """
     rho, gain = persistence.correlation, persistence.sampler_gain
-    if not _simulated(rungs, persistence):
+    if (rho <= 0 and gain <= 0) or rungs < 2:
         reach = [configurations]
         for _ in range(rungs - 1):
             reach.append(expected_promotions(reach[-1], eta))
         return reach
-    simulated, runs = _sizes(configurations, rungs)
-    counts = _simulate(simulated, rungs, float(eta), rho, gain, runs)
-    tail = configurations - simulated
-    return [Decimal(str(c)) + tail / eta**k for k, c in enumerate(counts)]
-
-
-def simulated_steps(configurations: Decimal, rungs: int, persistence: RankPersistence) -> int:
-    """The work of :func:`asha_reach`'s simulation: arrivals × runs × promotions (0: exact)."""
-    if not _simulated(rungs, persistence):
-        return 0
-    arrivals, runs = _sizes(configurations, rungs)
-    return arrivals * runs * (rungs - 1)
-
-
-def _simulated(rungs: int, persistence: RankPersistence) -> bool:
-    return (persistence.correlation > 0 or persistence.sampler_gain > 0) and rungs >= 2
-
-
-def _sizes(configurations: Decimal, rungs: int) -> tuple[int, int]:
-    """Arrivals simulated and runs averaged, within the work bounds below."""
     # NOTE: with many rungs (η near 1) nearly every arrival climbs all of them: fewer
     # simulated arrivals keep the work bounded; later ones go on at the steady rate.
-    deep = max(_MIN_SIMULATED, _SIMULATED_STEPS // (_MIN_RUNS * (rungs - 1)))
-    arrivals = min(math.floor(configurations), _SIMULATED_ARRIVALS, deep)
-    runs = max(16, _SIMULATED_WORK // max(1, arrivals))
-    runs = max(_MIN_RUNS, min(runs, _SIMULATED_STEPS // max(1, arrivals * (rungs - 1))))
-    return arrivals, runs
+    simulated = _arrivals(configurations, rungs, steps)
+    counts = _simulate(simulated, rungs, float(eta), rho, gain, steps)
+    tail = configurations - simulated
+    return [Decimal(str(c)) + tail / eta**k for k, c in enumerate(counts)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,15 +193,48 @@ STARTUP_TRIALS = 10
 
 _SIMULATED_ARRIVALS = 2_000
 _SIMULATED_WORK = 20_000  # arrivals × runs: a few hundredths of a second
-_SIMULATED_STEPS = 400_000  # arrivals × runs × rungs at most: about a tenth of a second
-_MIN_SIMULATED = 100
 _MIN_RUNS = 4
+
+
+def simulated_steps(
+    configurations: Decimal, rungs: int, persistence: RankPersistence, steps: int
+) -> int:
+    """The work of :func:`asha_reach`'s simulation: arrivals × runs × promotions (0: exact)."""
+    if (persistence.correlation <= 0 and persistence.sampler_gain <= 0) or rungs < 2:
+        return 0
+    arrivals = _arrivals(configurations, rungs, steps)
+    return arrivals * _runs(arrivals, rungs, steps) * (rungs - 1)
+
+
+def _arrivals(configurations: Decimal, rungs: int, steps: int) -> int:
+    """Arrivals simulated: with many rungs (η near 1) fewer, to keep the work bounded."""
+    deep = max(1, steps // (_MIN_RUNS * (rungs - 1)))
+    return min(math.floor(configurations), _SIMULATED_ARRIVALS, deep)
+
+
+def _runs(arrivals: int, rungs: int, steps: int) -> int:
+    """Seeded runs averaged, within ``steps``."""
+    runs = max(16, _SIMULATED_WORK // max(1, arrivals))
+    return max(_MIN_RUNS, min(runs, steps // max(1, arrivals * (rungs - 1))))
+
+
+def simulation_shares(brackets: list[tuple[int, list[int]]]) -> list[int]:
+    """Each bracket's part of :data:`SIMULATION_STEPS`, in proportion to its trials × rungs.
+
+    NOTE: each of η = 1.1's dozens of brackets simulated up to the whole bound, so one
+    ``check`` took seconds. Shared this way, every bracket simulates the same fraction of
+    its arrivals; the expected epochs of Optuna's grid (η ≥ 2) move by under 1 %.
+    """
+    work = [n * max(0, len(marks) - 1) for n, marks in brackets]
+    total = sum(work)
+    return [SIMULATION_STEPS * w // total if total else SIMULATION_STEPS for w in work]
 
 
 @functools.lru_cache(maxsize=1024)
 def _simulate(
-    arrivals: int, rungs: int, eta: float, rho: float, gain: float, runs: int
+    arrivals: int, rungs: int, eta: float, rho: float, gain: float, steps: int
 ) -> tuple[float, ...]:
+    runs = _runs(arrivals, rungs, steps)
     rng = random.Random(20_181_201)  # fixed: the same spec always gets the same estimate
     draw, insort_at = _normals(rng).__next__, bisect.bisect_left
     keep, fresh = math.sqrt(rho), math.sqrt(1 - rho)

@@ -39,7 +39,7 @@ class PriceOverride(Model):
 
 
 class OwnedHardware(Model):
-    """Cost inputs of GPUs the team owns, priced per GPU-hour of useful work (DOMAIN.md §2)."""
+    """Cost inputs of GPUs the team owns, priced per GPU-hour of useful work."""
 
     purchase_price: Money
     """What one GPU cost to buy."""
@@ -133,7 +133,7 @@ class Calibration(Model):
 class Returns(Model):
     """The return a team accepts for more training; below it the epochs stop paying.
 
-    DOMAIN.md §2 cost ROI: stop when d(metric)/d(GPU-h) falls below ε. Over a window of
+    Cost ROI: stop when d(metric)/d(GPU-h) falls below ε. Over a window of
     ``patience_epochs`` (the spec's early-stopping patience when it has one) the monitored
     metric must gain more than ``min_relative_gain`` of its value, and, when set, more than
     ``min_gain_per_gpu_hour`` per GPU-hour and ``min_gain_per_cost`` per unit of the

@@ -65,6 +65,26 @@ def launch_record(
     )
 
 
+def prepare_launch(
+    view: LedgerView, evaluation: Evaluation, *, launch_key: str, by: str | None
+) -> tuple[LedgerRecord, bool]:
+    """The launch to record, and whether it is new (``False``: its key joins a recorded one).
+
+    Nothing is written: a caller that decides many launches in one pass (the Kueue
+    controller) counts each at once and writes them concurrently.
+    """
+    result = evaluation.result
+    assert result.fingerprint is not None
+    for record in view.records(LedgerQuery(fingerprint=result.fingerprint)):
+        if record.kind is RecordKind.LAUNCH and joins(record, launch_key, view.now):
+            return record, False
+    approval = result.approval.approval if result.approval else None
+    record = launch_record(
+        evaluation, now=view.now, launch_key=launch_key, by=by, approval=approval
+    )
+    return record, True
+
+
 def record_launch(
     view: LedgerView,
     evaluation: Evaluation,
@@ -77,14 +97,8 @@ def record_launch(
 
     Returns the launch record (the one found, or the new one, with its run id).
     """
-    result = evaluation.result
-    assert result.fingerprint is not None
-    for record in view.records(LedgerQuery(fingerprint=result.fingerprint)):
-        if record.kind is RecordKind.LAUNCH and joins(record, launch_key, view.now):
-            return record
-    approval = result.approval.approval if result.approval else None
-    record = launch_record(
-        evaluation, now=view.now, launch_key=launch_key, by=by, approval=approval
-    )
+    record, new = prepare_launch(view, evaluation, launch_key=launch_key, by=by)
+    if not new:
+        return record
     run_id = view.store().append(record, signer)
     return dataclasses.replace(record, run_id=run_id)

@@ -166,8 +166,29 @@ def parse_expiry(text: str) -> dt.timedelta:
     """``12h``, ``14d`` or ``2w`` as a duration, at most a year."""
     match = _DURATION.match(text.strip())
     if match is None:
-        raise InputError(f"--expires {text!r} is not a duration", hint="use e.g. 12h, 14d or 2w")
+        raise InputError(
+            f"--expires {text!r} is not a duration or a date",
+            hint="use e.g. 12h, 14d or 2w, or a date such as 2026-12-31 (the end of that day, UTC)",
+        )
     span = dt.timedelta(hours=int(match.group(1)) * _UNIT_HOURS[match.group(2)])
     if span > MAX_EXPIRY:
         raise InputError(f"--expires {text!r} is over a year", hint="approve again later instead")
     return span
+
+
+def expiry_after(text: str, now: dt.datetime) -> dt.datetime:
+    """When an approval given at ``now`` expires: a duration (``14d``) or a date's end (UTC).
+
+    ``2026-12-31`` holds until the last moment of that day in UTC; a date before ``now`` or
+    more than a year after it is refused, like a duration over a year.
+    """
+    try:
+        day = dt.date.fromisoformat(text.strip())
+    except ValueError:
+        return now + parse_expiry(text)
+    end = dt.datetime.combine(day, dt.time.max, tzinfo=dt.timezone.utc)
+    if end <= now:
+        raise InputError(f"--expires {text!r} has passed", hint="give a later date or a duration")
+    if end - now > MAX_EXPIRY:
+        raise InputError(f"--expires {text!r} is over a year", hint="approve again later instead")
+    return end

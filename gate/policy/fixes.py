@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from gate.policy.findings import Edit
-from gate.policy.rules import REGISTRY
+from gate.policy.rules import REGISTRY, cap_stops_every_trial
 from gate.policy.rules.base import RuleContext
 from gate.spec.experiment import Experiment, Strategy
 
@@ -29,7 +29,10 @@ MAX_FIXES = 2
 """Candidates per finding: the first knobs that work (nearest the plan as written)."""
 
 _COST_RULES = ("BG104", "BG111", "BG120")
-LIMIT_RULES = frozenset({"BG101", "BG102", "BG103", "BG105", "BG110", "BG402", *_COST_RULES})
+_CAP_RULE = "BG307"
+LIMIT_RULES = frozenset(
+    {"BG101", "BG102", "BG103", "BG105", "BG110", "BG402", _CAP_RULE, *_COST_RULES}
+)
 """Rules about a number over a limit or trigger, the findings fixes are proposed for."""
 
 
@@ -75,6 +78,10 @@ def _direct(rule_id: str, ctx: RuleContext) -> Iterator[tuple[Edit, ...]]:
     if rule_id == "BG105" and limits.max_concurrent_gpus is not None:
         fit = max(1, limits.max_concurrent_gpus // spec.resources.gpus_per_trial)
         yield (Edit(("search", "max_concurrent_trials"), fit),)
+    cut = ctx.estimate.expected.cut
+    needed = cap_stops_every_trial.needed_cap(ctx)
+    if rule_id == _CAP_RULE and cut is not None and needed is not None:
+        yield (Edit(("stopping", cut.field), _plain(needed)),)
     trigger = ctx.policy.approval.trials_over
     if rule_id == "BG110" and trigger is not None and spec.search.strategy is not Strategy.ASHA:
         per_seed = max(1, trigger // len(spec.search.seeds))
@@ -100,7 +107,7 @@ def _knobs(rule_id: str, ctx: RuleContext) -> Iterator[Knob]:
         )
     if rule_id in ("BG402", "BG110", *_COST_RULES) and trials is not None:
         yield trials
-    if rule_id in ("BG402", "BG102", "BG103", *_COST_RULES):
+    if rule_id in ("BG402", "BG102", "BG103", _CAP_RULE, *_COST_RULES):
         yield _epochs_knob(spec)
 
 
@@ -188,6 +195,9 @@ def _guess(knob: Knob, ctx: RuleContext, rule_id: str) -> int | None:
 def _overshoot(rule_id: str, ctx: RuleContext) -> Decimal | None:
     """How many times over its limit the rule's number is (``None`` when not a ratio)."""
     s, limits, approval = ctx.enforced, ctx.policy.limits, ctx.policy.approval
+    cut = ctx.estimate.expected.cut
+    if rule_id == _CAP_RULE:
+        return cut.needed_hours / cut.hours if cut is not None and cut.hours > 0 else None
     pairs: dict[str, tuple[Decimal, Any]] = {
         "BG102": (s.hours_per_trial, limits.max_trial_hours),
         "BG103": (s.cost_per_trial, limits.max_trial_cost),

@@ -8,6 +8,7 @@ other policy; only ``extends: none`` leaves it out, and the loaded policy says s
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -189,7 +190,8 @@ class PolicySet:
         if self._files is None and not self.policy_dir.is_dir():
             raise InputError(
                 f"policy directory {str(self.policy_dir)!r} not found",
-                hint="run from the repository root or pass --policy-dir DIR",
+                hint=_nearby_dir(self.policy_dir)
+                or "pass the directory that holds default.yaml as --policy-dir DIR",
             )
 
     def _load(self, name: str) -> LoadedPolicy:
@@ -243,6 +245,17 @@ class PolicySet:
                 hint="policies start with kind: Policy",
             )
         return doc
+
+
+def _nearby_dir(missing: Path) -> str | None:
+    """``did you mean 'policies'?`` for a mistyped directory beside it that holds policies."""
+    parent = missing.parent
+    try:
+        beside = [d.name for d in parent.iterdir() if (d / f"{DEFAULT}.yaml").is_file()]
+    except OSError:
+        return None
+    close = difflib.get_close_matches(missing.name, beside, n=1, cutoff=0.6)
+    return f"did you mean {(parent / close[0]).as_posix()!r}?" if close else None
 
 
 def builtin_policies() -> PolicySet:

@@ -88,9 +88,10 @@ def apply_approval(findings: Iterable[Finding], approval: LedgerRecord) -> list[
     """Mark the active approval-level findings as satisfied by a fresh approval.
 
     Only findings of severity ``approval`` are covered; an approval never lifts an error.
+    A covered finding needs no fix, so its proposed fixes are dropped.
     """
     return [
-        dataclasses.replace(f, approved_by=approval.by or "unknown")
+        dataclasses.replace(f, approved_by=approval.by or "unknown", fixes=())
         if f.active and f.severity is Severity.APPROVAL
         else f
         for f in findings

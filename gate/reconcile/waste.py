@@ -96,7 +96,7 @@ def failed_waste(runs: Sequence[RunWaste], retried_trials: int, retry_runs: int)
         sum((r.gpu_hours for r in failed), Decimal(0)),
         len(failed),
         f"{len(failed)} of {len(runs)} run(s) failed or were killed{retries}",
-        FAILED_ADVICE,
+        FAILED_ADVICE if failed or retried_trials else "none: no run failed or was killed",
     )
 
 

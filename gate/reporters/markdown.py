@@ -24,7 +24,7 @@ from gate.evaluation.diff import Change, SpecDiff
 from gate.evaluation.report import RenderContext, Report, SpecResult
 from gate.ledger.approvals import ApprovalCheck
 from gate.ledger.records import short, when
-from gate.money import format_amount
+from gate.money import format_amount, format_nonzero
 from gate.policy.findings import Finding, Outcome
 from gate.policy.model import Severity
 from gate.reporters.change import cost_change, explain, gpu_hours_change, signed, status
@@ -275,10 +275,10 @@ def _estimate_row(s: Scenario, currency: str) -> str:
     cells = [
         s.name,
         f"{s.trials:,}",
-        format_amount(s.gpu_hours, 1),
+        format_nonzero(s.gpu_hours, 1),
         _money(s.cost, currency),
-        f"{format_amount(s.wall_clock_hours, 1)} h",
-        f"{format_amount(s.first_result_hours, 1)} h",
+        f"{format_nonzero(s.wall_clock_hours, 1)} h",
+        f"{format_nonzero(s.first_result_hours, 1)} h",
         _money(s.cost_per_trial, currency),
     ]
     return "| " + " | ".join(cells) + " |"
@@ -369,7 +369,10 @@ def _assumptions(est: Estimate) -> str:
 
 
 def _alternatives(result: SpecResult) -> str:
-    """Cheaper plans, collapsed: priced, with what each gives up, the largest saving first."""
+    """Other plans, collapsed: priced, with what each gives up, the largest saving first.
+
+    Headed "Cheaper plans" only when every one of them saves money.
+    """
     rows = [
         "| plan | set | expected | worst | change (expected) | first result | gives up |",
         "|---|---|---:|---:|---:|---:|---|",
@@ -382,7 +385,8 @@ def _alternatives(result: SpecResult) -> str:
             f"| {signed(-alt.saving)} {escape(result.currency)} "
             f"| {format_amount(e.first_result_hours, 1)} h | {escape(alt.gives_up)} |"
         )
-    return "<details><summary>Cheaper plans</summary>\n\n" + "\n".join(rows) + "\n\n</details>"
+    heading = "Cheaper plans" if all(a.saving > 0 for a in result.alternatives) else "Other plans"
+    return f"<details><summary>{heading}</summary>\n\n" + "\n".join(rows) + "\n\n</details>"
 
 
 def _removed_section(report: Report) -> str:
@@ -410,4 +414,4 @@ def _footer(report: Report) -> str:
 
 
 def _money(amount: Decimal, currency: str) -> str:
-    return f"{format_amount(amount)} {escape(currency)}"
+    return f"{format_nonzero(amount)} {escape(currency)}"

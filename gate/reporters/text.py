@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, ClassVar
 
 from gate.evaluation.report import Report, SpecResult
-from gate.money import format_amount, format_money
+from gate.money import format_amount, format_money, format_nonzero
 from gate.policy.findings import Finding, Outcome
 from gate.words import aligned
 
@@ -87,7 +87,7 @@ def _estimate_lines(est: Estimate, currency: str) -> list[str]:
         f"  price: {format_amount(q.per_gpu_hour, 5)} {q.currency}/GPU-h for "
         f"{q.accelerator} {q.capacity.value} ({q.basis})"
     )
-    notes = [f"  assumes ({s.name}): {'; '.join(s.assumptions)}" for s in (est.worst, est.expected)]
+    notes = assumption_lines(est)
     saves = [
         f"  saves: {s.what} −{format_amount(s.gpu_hours, 1)} GPU-h "
         f"(−{format_amount(s.cost)} {currency}, {s.scenario})"
@@ -102,15 +102,31 @@ def _estimate_lines(est: Estimate, currency: str) -> list[str]:
     return [*table, price, *notes, *saves]
 
 
+def assumption_lines(est: Estimate) -> list[str]:
+    """The assumptions as bullets: those both cases share once, then each case's own."""
+    worst, expected = est.worst.assumptions, est.expected.assumptions
+    both = [note for note in worst if note in expected]
+    lines = []
+    for title, notes in (
+        ("assumes (both cases)", both),
+        ("assumes (worst)", [n for n in worst if n not in both]),
+        ("assumes (expected)", [n for n in expected if n not in both]),
+    ):
+        if notes:
+            lines.append(f"  {title}:")
+            lines.extend(f"    - {note}" for note in notes)
+    return lines
+
+
 def _row(s: Scenario, currency: str) -> tuple[str, ...]:
     return (
         s.name,
         f"{s.trials:,}",
-        format_amount(s.gpu_hours, 1),
-        f"{format_amount(s.cost)} {currency}",
-        f"{format_amount(s.cost_per_trial)} {currency}",
-        f"{format_amount(s.wall_clock_hours, 1)} h",
-        f"{format_amount(s.first_result_hours, 1)} h",
+        format_nonzero(s.gpu_hours, 1),
+        f"{format_nonzero(s.cost)} {currency}",
+        f"{format_nonzero(s.cost_per_trial)} {currency}",
+        f"{format_nonzero(s.wall_clock_hours, 1)} h",
+        f"{format_nonzero(s.first_result_hours, 1)} h",
     )
 
 
@@ -167,7 +183,8 @@ def alternative_lines(result: SpecResult) -> list[str]:
     """Cheaper plans, the largest saving first: name, expected and worst cost, what it costs."""
     if not result.alternatives:
         return []
-    lines = ["", "cheaper plans (expected / worst cost; saving against the expected case)"]
+    heading = "cheaper plans" if all(a.saving > 0 for a in result.alternatives) else "other plans"
+    lines = ["", f"{heading} (expected / worst cost; saving against the expected case)"]
     for alt in result.alternatives:
         e, w = alt.estimate.expected, alt.estimate.worst
         word = "saves" if alt.saving >= 0 else "costs"

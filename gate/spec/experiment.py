@@ -221,8 +221,8 @@ class Workload(Model):
     """The model's size, for a FLOPs prior of the epoch time when no epoch_minutes is given."""
     setup_minutes: NonNegativeFloat = 0.0
     """Minutes a trial holds its GPUs before training (image pull, data loading)."""
-    eval_overhead: Annotated[StrictFloat, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0
-    """Fraction added to each epoch for validation and checkpoints (0.1 = 10 %)."""
+    eval_overhead: Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
+    """Fraction added to each epoch for validation and checkpoints (0.1 = 10 %; at most 1)."""
 
     @model_validator(mode="after")
     def _one_epoch_time(self) -> Workload:

@@ -3,34 +3,121 @@
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, TypeVar, Union
 
 from pydantic import BaseModel, ValidationError
 
 from gate.errors import InputError, InputErrors
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap
+from gate.spec.units import percent_fix, unit_fix
 
 M = TypeVar("M", bound=BaseModel)
 MAX_REPORTED = 20
 
 
 def validate(model: type[M], doc: LoadedDoc) -> M:
-    """Validate a loaded document, turning every pydantic error into a located InputError."""
+    """Validate a loaded document, turning every pydantic error into a located InputError.
+
+    Messages name keys as the YAML does (``workload.epoch_minutes``), never pydantic's
+    union labels, classes or patterns; a value that fits no member of a union (a number or
+    a range) gets one error saying what it may be.
+    """
     try:
         return model.model_validate(doc.data)
     except ValidationError as exc:
+        found = exc.errors(include_url=False)
         errors = [
-            _to_input_error(model, err, doc.source_map)
-            for err in exc.errors(include_url=False)[:MAX_REPORTED]
-        ]
+            _to_input_error(model, err, doc.source_map) for err in _one_per_union(model, found)
+        ][:MAX_REPORTED]
         errors.sort(key=lambda e: (e.location.line, e.location.col) if e.location else (0, 0))
-        raise InputErrors(errors) from None
+        raise InputErrors(list({str(e): e for e in errors}.values())) from None
+
+
+_SHAPE_ERRORS = frozenset(
+    {
+        "float_type",
+        "float_parsing",
+        "int_type",
+        "int_parsing",
+        "int_from_float",
+        "bool_type",
+        "bool_parsing",
+        "string_type",
+        "list_type",
+        "dict_type",
+        "model_type",
+        "model_attributes_type",
+        "decimal_type",
+        "decimal_parsing",
+        "date_type",
+        "date_parsing",
+        "date_from_datetime_parsing",
+        "is_instance_of",
+    }
+)
+"""Errors that say only that a value has the wrong shape for one member of a union."""
+
+
+def _one_per_union(root: type[BaseModel], errors: list[Any]) -> list[Any]:
+    """Each union's errors cut to those of the member the value was meant for.
+
+    The value fits a member's shape (a mapping for a range) and breaks its rules: that
+    member's errors. It fits none: one ``union`` error listing what it may be.
+    """
+    kept: list[Any] = []
+    unions: dict[DataPath, dict[str, list[Any]]] = {}
+    for err in errors:
+        loc = tuple(err["loc"])
+        at = _union_point(root, loc)
+        if at is None:
+            kept.append(err)
+            continue
+        unions.setdefault(loc[:at], {}).setdefault(str(loc[at]), []).append(err)
+    for where, members in unions.items():
+        fitting = [
+            errs
+            for errs in members.values()
+            if not all(e["type"] in _SHAPE_ERRORS and len(e["loc"]) == len(where) + 1 for e in errs)
+        ]
+        if fitting:
+            kept.extend(fitting[0])
+            continue
+        first = next(iter(members.values()))[0]
+        kinds = [errs[0]["type"] for errs in members.values()]
+        kept.append({**first, "loc": where, "type": "union", "ctx": {"kinds": kinds}})
+    return kept
+
+
+def _union_point(root: type[BaseModel], loc: DataPath) -> int | None:
+    """The index in ``loc`` of the first union member's label, or None when it has none."""
+    current: Any = root
+    for index, part in enumerate(loc):
+        step = _step(current, part) if current is not None else None
+        if step is None and isinstance(part, str) and len(_args(current)) > 1:
+            return index
+        current = step
+    return None
+
+
+def _field_path(root: type[BaseModel], loc: DataPath) -> DataPath:
+    """``loc`` without union members' labels: the keys as written in the YAML."""
+    current: Any = root
+    path: list[str | int] = []
+    for part in loc:
+        step = _step(current, part) if current is not None else None
+        if step is None and isinstance(part, str) and len(_args(current)) > 1:
+            continue  # e.g. "constrained-float" or "function-after[...]": not a key
+        path.append(part)
+        current = step
+    return tuple(path)
 
 
 def _to_input_error(root: type[BaseModel], err: Any, source_map: SourceMap) -> InputError:
-    loc: DataPath = tuple(err["loc"])
+    loc = _field_path(root, tuple(err["loc"]))
     kind: str = err["type"]
     dotted = _dotted(loc) or "document"
     if kind == "missing":
@@ -41,11 +128,10 @@ def _to_input_error(root: type[BaseModel], err: Any, source_map: SourceMap) -> I
             hint=f"add {loc[-1]}: under {parent}",
         )
     if kind == "extra_forbidden":
-        allowed = _allowed_keys(root, loc[:-1])
         return InputError(
             f"unknown key {loc[-1]!r} in {_dotted(loc[:-1]) or 'the top level'}",
             location=source_map.locate(loc, key=True),
-            hint=_did_you_mean(str(loc[-1]), allowed),
+            hint=_did_you_mean(root, loc),
         )
     if kind in ("enum", "literal_error"):
         expected = str((err.get("ctx") or {}).get("expected", ""))
@@ -56,6 +142,24 @@ def _to_input_error(root: type[BaseModel], err: Any, source_map: SourceMap) -> I
             location=source_map.locate(loc),
             hint=f"did you mean {close[0]!r}?" if close else f"use {expected}",
         )
+    field = str(loc[-1]) if loc else ""
+    fixed = unit_fix(field, err.get("input")) if kind in _SHAPE_ERRORS | {"union"} else None
+    if kind in ("less_than_equal", "less_than"):
+        fixed = percent_fix(field, err.get("input"))
+    if fixed is not None:
+        return InputError(f"{dotted}: {fixed[0]}", location=source_map.locate(loc), hint=fixed[1])
+    if kind in ("union", "model_type", "model_attributes_type", "dict_type"):
+        return _wrong_shape(root, loc, err, source_map)
+    if kind == "string_pattern_mismatch":
+        problem, hint = describe_pattern(field, err)
+        return InputError(f"{dotted}: {problem}", location=source_map.locate(loc), hint=hint)
+    if kind in ("decimal_type", "is_instance_of"):  # pydantic's words name Python's types
+        words = _WORDS.get(kind, "a value of the expected kind")
+        return InputError(
+            f"{dotted}: {_described(err.get('input'))} is not {words}",
+            location=source_map.locate(loc),
+            hint=_hint(kind, err),
+        )
     message = str(err["msg"]).removeprefix("Value error, ")
     message = message[:1].lower() + message[1:]
     # NOTE: our model validators phrase errors as "what is wrong — how to fix it".
@@ -63,6 +167,80 @@ def _to_input_error(root: type[BaseModel], err: Any, source_map: SourceMap) -> I
     return InputError(
         f"{dotted}: {message}", location=source_map.locate(loc), hint=hint or _hint(kind, err)
     )
+
+
+_WORDS = {
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "string_type": "a string",
+    "list_type": "a list",
+    "decimal_type": "a number",
+    "decimal_parsing": "a number",
+}
+
+
+def _wrong_shape(
+    root: type[BaseModel], loc: DataPath, err: Any, source_map: SourceMap
+) -> InputError:
+    """A value that is not the mapping (or any member of the union) the key takes."""
+    keys = _allowed_keys(root, loc)
+    name = str(loc[-1]) if loc else "document"
+    kinds = (err.get("ctx") or {}).get("kinds", [err["type"]])
+    words = list(dict.fromkeys(_WORDS.get(k, "a mapping") for k in kinds))
+    fixes = [w for w in words if w != "a mapping"]
+    if "a mapping" in words:
+        shown = ", ".join(f"{key}: ..." for key in keys[:2]) + (", ..." if len(keys) > 2 else "")
+        fixes.append(f"{name}: {{{shown}}}" if keys else "a mapping (key: value)")
+    return InputError(
+        f"{_dotted(loc) or 'document'}: {_described(err.get('input'))} is not {' or '.join(words)}",
+        location=source_map.locate(loc),
+        hint="write " + ", or ".join(fixes),
+    )
+
+
+def _described(value: Any) -> str:
+    """A value as the YAML wrote it: ``true``, ``'30s'``, ``a list``, ``nothing``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    shown = repr(value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+_PATTERNS: dict[str, tuple[str, Callable[[str], str]]] = {
+    r"^[a-z0-9][a-z0-9_-]*$": (
+        "a name of lower case letters, digits, - and _",
+        lambda v: re.sub(r"[^a-z0-9_-]+", "-", v.strip().lower()).strip("-_"),
+    ),
+    r"^[A-Z]{3}$": ("a three-letter ISO 4217 code such as USD or EUR", lambda v: v.strip().upper()),
+    r"^BG\d{3}$": ("a rule id such as BG104", lambda v: v.strip().upper()),
+    r"^[1-7]g\.[0-9]+gb$": ("a MIG profile such as 1g.10gb", lambda v: v.strip().lower()),
+}
+
+
+def describe_pattern(field: str, err: Any) -> tuple[str, str]:
+    """What a string that misses its key's pattern should look like, and the fix, in words."""
+    value = err.get("input")
+    pattern = str((err.get("ctx") or {}).get("pattern", ""))
+    if pattern not in _PATTERNS:
+        if isinstance(value, str) and any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value):
+            return "contains a control character", "remove it (specs reach terminals and logs)"
+        return f"{_described(value)} is not in the expected form", "see budget-gate schema"
+    words, fix = _PATTERNS[pattern]
+    mended = fix(value) if isinstance(value, str) else ""
+    if mended and re.fullmatch(pattern, mended):
+        return f"{_described(value)} is not {words}", f"write {field}: {mended}"
+    return f"{_described(value)} is not {words}", f"write {field} as {words}"
 
 
 def _hint(kind: str, err: Any) -> str:
@@ -87,13 +265,42 @@ def _hint(kind: str, err: Any) -> str:
     return "fix this value"
 
 
-def _did_you_mean(name: str, allowed: list[str]) -> str:
+def _did_you_mean(root: type[BaseModel], loc: DataPath) -> str:
+    """The key meant: the same key in another section, else a close one here, else one there."""
+    name, here, allowed = str(loc[-1]), loc[:-1], _allowed_keys(root, loc[:-1])
+    elsewhere = [(path, key) for path, key in _every_key(root) if path != here]
+    exact = [path for path, key in elsewhere if key == name]
+    if exact:
+        return f"{name} belongs under {_dotted(exact[0]) or 'the top level'}: move it there"
     close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
     if close:
         return f"did you mean {close[0]!r}?"
+    near = difflib.get_close_matches(name, [key for _, key in elsewhere], n=1, cutoff=0.8)
+    if near:
+        path = next(p for p, key in elsewhere if key == near[0])
+        return f"did you mean {_dotted((*path, near[0]))!r}?"
     if allowed:
         return "allowed keys: " + ", ".join(sorted(allowed))
     return "remove it"
+
+
+def _every_key(root: type[BaseModel]) -> list[tuple[DataPath, str]]:
+    """Every key of the model's nested mappings, with the path of its mapping.
+
+    Mappings under lists and dicts (a quality-gate condition, a parameter) are left out:
+    a key meant for one of them is seldom misplaced at a fixed path.
+    """
+    found: list[tuple[DataPath, str]] = []
+    pending: list[tuple[DataPath, type[BaseModel]]] = [((), root)]
+    while pending:
+        path, model = pending.pop(0)
+        for name, info in model.model_fields.items():
+            key = info.alias or name
+            found.append((path, key))
+            inner = _unwrap_model(info.annotation)
+            if inner is not None and len(path) < 4:
+                pending.append(((*path, key), inner))
+    return found
 
 
 def _dotted(loc: DataPath) -> str:

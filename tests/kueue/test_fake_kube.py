@@ -86,7 +86,7 @@ def test_the_controller_reads_the_fixtures_pods_and_gpus():
 
 
 def test_the_crds_are_vendored_with_their_source_and_licence():
-    readme = (FIXTURES / "README.md").read_text(encoding="utf-8")
+    readme = (FIXTURES / "SOURCES.md").read_text(encoding="utf-8")
     assert "kubernetes-sigs/kueue" in readme and "v0.19.2" in readme
     assert "c3785e520aeeb0e0a93e8a3785a6e46c51502246" in readme
     licence = (FIXTURES / "LICENSE").read_text().split()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from gate.policy.model import Severity
 from gate.policy.rules import cap_stops_every_trial
-from tests.conftest import make_spec, run_rule
+from gate.policy.rules.base import RuleContext
+from tests.conftest import TODAY, make_estimate, make_policy, make_spec, run_rule
 
 
 def test_constants():
@@ -25,8 +28,8 @@ def test_an_hour_cap_below_the_trial_fails_and_says_where():
     spec = make_spec({"stopping": {"max_trial_hours": 0.75}})
     [violation] = run_rule(cap_stops_every_trial, spec)
     assert violation.message == (
-        "no trial finishes its epochs: max_trial_hours stops even the furthest one after "
-        "7.50 epochs (0.75 h held), so no finished model"
+        "no trial finishes its epochs: max_trial_hours 0.75 h stops even the furthest one after "
+        "7.50 of 10 epochs (0.75 h held; a whole trial needs 1.00 h), so no finished model"
     )
     assert violation.path == ("stopping", "max_trial_hours")
 
@@ -36,7 +39,10 @@ def test_a_cost_cap_points_at_max_trial_cost():
     spec = make_spec({"stopping": {"max_trial_cost": 2}})
     [violation] = run_rule(cap_stops_every_trial, spec)
     assert violation.path == ("stopping", "max_trial_cost")
-    assert "after 5.00 epochs (0.50 h held)" in violation.message
+    assert "max_trial_cost 2.00 USD stops" in violation.message
+    assert "after 5.00 of 10 epochs (0.50 h held, 2.00 USD; a whole trial costs 4.00 USD)" in (
+        violation.message
+    )
 
 
 def test_early_stopping_before_the_cap_passes():
@@ -67,4 +73,42 @@ def test_asha_whose_top_rung_is_cut_fails():
         }
     )
     [violation] = run_rule(cap_stops_every_trial, spec)
-    assert "after 20.00 epochs (20.00 h held)" in violation.message
+    # the top rung's trial trains 27 epochs of 1 h, resumed: 27 h uncut
+    assert "after 20.00 of 27 epochs (20.00 h held; a whole trial needs 27.00 h)" in (
+        violation.message
+    )
+
+
+def test_on_spot_the_hour_cap_that_binds_is_named_not_the_cost_cap():
+    # Issue 22: 8 × A100 on spot, 10 epochs of 3 h, max_trial_hours 24 and no cost cap.
+    # Preemptions stretch the held time, so the cut falls a hair under 24 h: the old rule
+    # then named max_trial_cost, which the spec does not set.
+    spec = make_spec(
+        {
+            "resources": {"gpus_per_trial": 8, "capacity": "spot", "checkpoint_every_minutes": 30},
+            "workload": {"max_epochs": 10, "epoch_minutes": 180},
+            "stopping": {"max_trial_hours": 24},
+        }
+    )
+    [violation] = run_rule(cap_stops_every_trial, spec)
+    assert violation.path == ("stopping", "max_trial_hours")
+    assert violation.message.startswith(
+        "no trial finishes its epochs: max_trial_hours 24 h stops even the furthest one"
+    )
+    assert "max_trial_cost" not in violation.message
+
+
+def test_the_cap_a_whole_trial_needs_is_rounded_up():
+    spec = make_spec({"stopping": {"max_trial_hours": 0.75}})  # 1 h needed
+    assert cap_stops_every_trial.needed_cap(_ctx(spec)) == Decimal("1.0")
+    spec = make_spec({"stopping": {"max_trial_cost": 2}})  # 4.00 at 4 a GPU-hour
+    assert cap_stops_every_trial.needed_cap(_ctx(spec)) == Decimal(4)
+    spec = make_spec({"workload": {"epoch_minutes": 6.1}, "stopping": {"max_trial_cost": 2}})
+    # 10 × 6.1 min = 1.01667 h × 4 = 4.0667: up to the next whole unit
+    assert cap_stops_every_trial.needed_cap(_ctx(spec)) == Decimal(5)
+    assert cap_stops_every_trial.needed_cap(_ctx(make_spec())) is None
+
+
+def _ctx(spec):
+    policy = make_policy()
+    return RuleContext(spec, make_estimate(spec, policy), policy, "exp/spec.yaml", TODAY)

@@ -6,7 +6,7 @@ import datetime as dt
 from decimal import Decimal
 
 from gate.calibrate.lookup import measured_for
-from gate.calibrate.model import Calibration, Entry, Key, Stat
+from gate.calibrate.model import Calibration, Entry, FractionStat, Key, TimeStat
 from gate.estimate.scenarios import estimate
 from gate.policy.model import Policy, Severity
 from gate.policy.rules import epoch_time_understated
@@ -27,8 +27,8 @@ CALIBRATION = Calibration(
             failed=0,
             first=dt.date(2026, 11, 20),
             last=dt.date(2026, 11, 30),
-            epoch_minutes=Stat(runs=23, p10=3.8, median=4.1, p90=4.6),
-            plateau_fraction=Stat(runs=23, p10=0.5, median=0.6, p90=0.7),
+            epoch_minutes=TimeStat(runs=23, p10=3.8, median=4.1, p90=4.6),
+            plateau_fraction=FractionStat(runs=23, p10=0.5, median=0.6, p90=0.7),
         )
     ],
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gate.policy.model import Policy, Severity
 from gate.policy.rules import unknown_team
 from gate.policy.rules.base import RuleContext, Violation
@@ -37,14 +39,45 @@ def test_no_team_is_not_checked():
     assert _run(None) == []
 
 
-def test_typo_is_a_warning_with_did_you_mean():
+def test_a_typo_of_a_known_team_is_an_error_with_did_you_mean():
+    # A swap of two letters is one edit from atlas: a typo, not another team.
     [violation] = _run("atlsa")
     assert violation.message == (
         "team 'atlsa' has no policy file (atlsa.yaml): the default policy applies"
         " — did you mean 'atlas'?"
     )
     assert violation.path == PATH
+    assert violation.severity is Severity.ERROR
+
+
+@pytest.mark.parametrize(
+    ("team", "files", "error"),
+    [
+        ("nlpp", ("nlp",), True),  # one insertion
+        ("nl", ("nlp",), True),  # one deletion
+        ("nlx", ("nlp",), True),  # one substitution
+        ("nxx", ("nlp",), False),  # two edits of a three-letter name: another team
+        ("visoin", ("vision",), True),  # one swap
+        ("vsiin", ("vision",), True),  # two edits of a six-letter name
+        ("vzzzon", ("vision",), False),  # three edits
+        ("speech", ("nlp", "vision"), False),
+    ],
+)
+def test_only_a_near_miss_of_a_known_team_is_an_error(team, files, error):
+    [violation] = _run(team, files=files)
+    assert (violation.severity is Severity.ERROR) is error, violation.message
+
+
+def test_a_far_off_team_is_a_warning():
+    [violation] = _run("speech")
     assert violation.severity is None  # the rule's default: warn
+    assert "did you mean" not in violation.message
+
+
+def test_with_listed_teams_and_nothing_close_the_fix_is_said():
+    [violation] = _run("speech", make_policy({"teams": []}))
+    assert violation.severity is Severity.ERROR
+    assert violation.message.endswith("add it to the policy's teams: or create speech.yaml")
 
 
 def test_with_listed_teams_an_unknown_team_is_an_error():

@@ -57,8 +57,7 @@ def test_max_trial_hours_caps_each_trial_and_says_so():
         "no trial finishes its epochs, so no finished model"
     ) in worst.assumptions
     assert (
-        "nothing stops early: trials would run all 100 epochs, but a cap ends them"
-        in worst.assumptions
+        "no early stopping: a per-trial cap ends trials before all 100 epochs" in worst.assumptions
     )
 
 
@@ -137,7 +136,7 @@ def test_every_scenario_lists_its_assumptions():
     est = make_estimate(make_spec())
     assert est.worst.assumptions[0] == "4 trials (random max_trials 4 × 1 seed)"
     assert "every trial runs all 10 epochs (nothing stops early)" in est.worst.assumptions
-    assert "no early stopping: every trial runs all 10 epochs" in est.expected.assumptions
+    assert "every trial runs all 10 epochs (nothing stops early)" in est.expected.assumptions
 
 
 _drivers = st.fixed_dictionaries(
@@ -147,7 +146,7 @@ _drivers = st.fixed_dictionaries(
         "epochs": st.integers(1, 500),
         "epoch_minutes": st.floats(0.1, 600, allow_nan=False),
         "setup": st.floats(0, 120, allow_nan=False),
-        "overhead": st.floats(0, 2, allow_nan=False),
+        "overhead": st.floats(0, 0.5, allow_nan=False),  # doubled, still ≤ 1
         "patience": st.integers(1, 50),
         "price": st.decimals("0.01", "100", places=2),
     }

@@ -44,7 +44,10 @@ def test_synchronous_halving_counts_every_rung_exactly():
     assert est.worst.epochs_per_trial == 27
     # The longest trial trains 27 epochs across four relaunches.
     assert est.worst.hours_per_trial == D(27)
-    assert any("rungs at 1/3/9/27 epochs with 27/9/3/1 trials" in a for a in est.worst.assumptions)
+    assert any(
+        "rungs: 27 trials to epoch 1, 9 to epoch 3, 3 to epoch 9, 1 to epoch 27" in a
+        for a in est.worst.assumptions
+    )
 
 
 def test_restart_accounting_retrains_at_each_rung():
@@ -398,9 +401,10 @@ def test_asynchronous_hyperband_lays_out_brackets_as_optuna():
     assert est.worst.trials == 16 + 6 + 3
     assert est.worst.gpu_hours == D(25 * 100)  # no saving in the asynchronous worst case
     [line] = [a for a in est.expected.assumptions if a.startswith("hyperband (asynchronous")]
-    assert "rungs at 3/12/48/100 epochs with 16/" in line
-    assert "; rungs at 12/48/100 epochs with 6/" in line
-    assert "; rungs at 48/100 epochs with 3/" in line
+    assert "rungs: 16 trials to epoch 3, " in line
+    assert "; rungs: 6 trials to epoch 12, " in line
+    assert "; rungs: 3 trials to epoch 48, " in line
+    assert "to epoch 100 (on average)" in line  # fractional trials are averages, said so
     assert any(a.startswith("brackets as Optuna's HyperbandPruner") for a in est.worst.assumptions)
     synchronous = make_estimate(
         _async_hyperband(min_epochs=3, synchronous=True), price="1"

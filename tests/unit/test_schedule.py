@@ -7,11 +7,14 @@ from decimal import Decimal
 import pytest
 
 from gate.estimate.schedule import (
+    SIMULATION_STEPS,
     expected_promotions,
     halving,
     hyperband_brackets,
     no_pruning,
+    optuna_brackets,
     rung_marks,
+    simulation_shares,
     split,
 )
 
@@ -118,3 +121,14 @@ def test_the_simulations_draw_the_very_normals_random_gauss_draws(seed):
     assert [next(draws) for _ in range(10_001)] == [
         reference.gauss(0.0, 1.0) for _ in range(10_001)
     ]
+
+
+def test_hyperband_brackets_share_one_simulation_bound():
+    # trials × (rungs − 1): 10 × 2, 5 × 1 and 2 × 0 of 25 → 4/5 and 1/5 of the bound
+    shares = simulation_shares([(10, [1, 3, 9]), (5, [3, 9]), (2, [9])])
+    assert shares == [SIMULATION_STEPS * 4 // 5, SIMULATION_STEPS // 5, 0]
+    assert simulation_shares([(30, [1, 3, 9, 27])]) == [SIMULATION_STEPS]  # ASHA keeps it whole
+    # η = 1.1 from 1 to 81 epochs lays out 47 brackets; together they simulate one bound
+    brackets = optuna_brackets(1, 81, D("1.1"), None)
+    assert len(brackets) == 47
+    assert SIMULATION_STEPS - len(brackets) < sum(simulation_shares(brackets)) <= SIMULATION_STEPS

@@ -87,7 +87,10 @@ def test_the_issue_case_raises_bg307():
     spec = _spec(max_trial_cost=300)
     [violation] = cap_stops_every_trial.check(_ctx(spec, estimate(spec, POLICY, SPOT, ON_DEMAND)))
     assert violation.path == ("stopping", "max_trial_cost")
-    assert "after 2.64 epochs (11.29 h held)" in violation.message
+    assert (
+        "max_trial_cost 300.00 USD stops even the furthest one after 2.64 of 3 epochs "
+        "(11.29 h held, 300.00 USD; a whole trial costs 340.35 USD)"
+    ) in violation.message
 
 
 def test_on_demand_under_the_same_cap_stops_sooner():

@@ -10,6 +10,7 @@ fingerprint matches. Each path is read once however many versions are asked for.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -18,7 +19,7 @@ from gate.errors import InputError, InputErrors
 from gate.integrations.git.repo import file_history, toplevel
 from gate.spec.experiment import Experiment
 from gate.spec.fingerprint import fingerprint
-from gate.spec.loader import load_bytes
+from gate.spec.loader import LoadedDoc, load_bytes
 from gate.spec.validation import validate
 
 HISTORY_LIMIT = 100
@@ -27,11 +28,16 @@ HISTORY_LIMIT = 100
 
 @dataclass(frozen=True, slots=True)
 class SpecVersion:
-    """A spec's bytes at one fingerprint, its path, and where they were found (``path@sha``)."""
+    """A spec's bytes at one fingerprint, its path, and where they were found (``path@sha``).
+
+    ``doc`` is the bytes as loaded to find the fingerprint, so a caller that evaluates the
+    version does not parse it again (the monthly report prices thousands).
+    """
 
     content: bytes
     path: str
     where: str
+    doc: LoadedDoc | None = None
 
 
 class SpecVersions:
@@ -105,7 +111,8 @@ class SpecVersions:
 def _add(versions: dict[str, SpecVersion], version: SpecVersion) -> None:
     """Index one version by its fingerprint (the newest wins); invalid ones are skipped."""
     try:
-        spec = validate(Experiment, load_bytes(version.content, version.where))
+        doc = load_bytes(version.content, version.where)
+        spec = validate(Experiment, doc)
     except (InputError, InputErrors):
         return
-    versions.setdefault(fingerprint(spec), version)
+    versions.setdefault(fingerprint(spec), dataclasses.replace(version, doc=doc))

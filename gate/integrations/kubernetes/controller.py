@@ -39,7 +39,7 @@ from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluator
 from gate.integrations import open_ledger
 from gate.integrations.kubernetes.api import KubeError, KueueApi
-from gate.integrations.kubernetes.launches import launch_key, record_launch
+from gate.integrations.kubernetes.launches import Launch, launch_key, prepare_launch, write_launch
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger.records import LedgerStore
 from gate.ledger.signing import Trust
@@ -182,7 +182,7 @@ class Controller:
         if not waiting:
             return []
         shared = self._new_pass()
-        plan: list[tuple[Workload, str, Decision]] = []
+        plan: list[tuple[Workload, Decision, Launch | None]] = []
         for workload, broken in waiting:
             if broken is not None:
                 decision = Decision(
@@ -190,13 +190,26 @@ class Controller:
                     f"budget-gate: workload {workload.key} cannot be read ({broken}) — "
                     "fix its pod templates' GPU requests",
                 )
+                plan.append((workload, decision, None))
             else:
-                decision = self._decide_one(workload, shared)
-            plan.extend((workload, check, decision) for check in workload.pending(self.checks))
-        # NOTE: decided in order with shared caches; written concurrently, since each write
-        # is a round trip to the API server and the writes do not depend on each other.
+                plan.append((workload, *self._decide_one(workload, shared)))
+        # NOTE: decided in order with shared caches (each launch counted at once); written
+        # concurrently, since each write is a round trip to the tracking server or the API
+        # server and the writes do not depend on each other.
         with ThreadPoolExecutor(self.settings.writers) as pool:
-            return list(pool.map(lambda step: self._apply(*step), plan))
+            done = pool.map(lambda step: self._admit(shared, *step), plan)
+            return [outcome for outcomes in done for outcome in outcomes]
+
+    def _admit(
+        self, shared: _Pass, workload: Workload, decision: Decision, launch: Launch | None
+    ) -> list[Outcome]:
+        """Record the Workload's launch, then write its checks (never Ready unrecorded)."""
+        if launch is not None:
+            try:
+                write_launch(shared.view, launch)
+            except BackendError as exc:
+                decision = _unrecorded(exc)
+        return [self._apply(workload, check, decision) for check in workload.pending(self.checks)]
 
     def _new_pass(self) -> _Pass:
         now = self.clock()
@@ -212,21 +225,18 @@ class Controller:
             self._store, self._trust = opener(trust), trust.digest
         return self._store
 
-    def _decide_one(self, workload: Workload, shared: _Pass) -> Decision:
+    def _decide_one(self, workload: Workload, shared: _Pass) -> tuple[Decision, Launch | None]:
         judged = self._judge(workload, shared)
         decision = decide(
             workload, judged, shared.flavors, self._names, self.settings.options, shared.now
         )
-        if decision.state is State.READY and decision.cleared is not None:
-            try:
-                record_launch(shared.view, decision.cleared, workload, shared.evaluator)
-            except BackendError as exc:
-                decision = Decision(
-                    State.PENDING,
-                    f"budget-gate: the ledger could not record the launch ({exc}) — "
-                    "admitted once it answers (fail closed)",
-                )
-        return decision
+        if decision.state is not State.READY or decision.cleared is None:
+            return decision, None
+        try:
+            launch = prepare_launch(shared.view, decision.cleared, workload, shared.evaluator)
+        except BackendError as exc:
+            return _unrecorded(exc), None
+        return decision, launch
 
     def _judge(self, workload: Workload, shared: _Pass) -> Judged:
         try:
@@ -437,3 +447,12 @@ def _by_uid(objects: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]
 def _stamp(moment: dt.datetime) -> str:
     """RFC 3339 to the second, as Kubernetes stores times."""
     return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _unrecorded(exc: BackendError) -> Decision:
+    """A Workload cleared but not admitted: the ledger could not record its launch."""
+    return Decision(
+        State.PENDING,
+        f"budget-gate: the ledger could not record the launch ({exc}) — "
+        "admitted once it answers (fail closed)",
+    )

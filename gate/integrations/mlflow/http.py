@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gate.errors import BackendError, InputError
@@ -30,6 +30,8 @@ from gate.integrations.mlflow.search import reason
 from gate.integrations.mlflow.tracking_uri import redact
 
 API = "/api/2.0/mlflow/"
+AJAX_API = "/ajax-api/2.0/mlflow/"
+"""Where MLflow serves what only its UI uses (the bulk metric histories)."""
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})  # as MLflow's client retries
 
 
@@ -49,7 +51,14 @@ class Rest:
         gate.errors.InputError: ``BUDGET_GATE_LEDGER_TIMEOUT`` or a TLS file is unusable.
     """
 
-    def __init__(self, tracking_uri: str, environ: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        tracking_uri: str,
+        environ: Mapping[str, str],
+        patience: Patience | None = None,
+        *,
+        check_clock: bool = True,
+    ) -> None:
         try:
             parts = urllib.parse.urlsplit(tracking_uri)
             parts.port  # noqa: B018 - raises on a port that is not a number
@@ -68,8 +77,8 @@ class Rest:
         elif user:
             basic = base64.b64encode(f"{user}:{secret}".encode()).decode("ascii")
             self.headers["Authorization"] = f"Basic {basic}"
-        self.patience = Patience.from_env(environ)
-        self.clock_checked = False
+        self.patience = patience or Patience.from_env(environ)
+        self.clock_checked = not check_clock
         try:
             self.context = _tls(environ) if parts.scheme == "https" else None
         except OSError as exc:  # ssl.SSLError is one too
@@ -84,14 +93,16 @@ class Rest:
         endpoint: str,
         *,
         body: dict[str, Any] | None = None,
-        query: dict[str, str] | None = None,
+        query: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+        api: str = API,
     ) -> dict[str, Any]:
         """One request's JSON answer, retried on outages and 5xx within the patience.
 
         Each attempt may wait for what is left of the budget; a failure that came fast is
-        retried (at most :data:`RETRIES` times) while a pause still fits in it.
+        retried (at most :data:`RETRIES` times) while a pause still fits in it. ``query``
+        may repeat a name (``run_id`` of the bulk histories, under :data:`AJAX_API`).
         """
-        url = self.base + API + endpoint
+        url = self.base + api + endpoint
         if query:
             url += "?" + urllib.parse.urlencode(query)
         data = json.dumps(body).encode() if body is not None else None
@@ -166,6 +177,18 @@ def _error(exc: urllib.error.HTTPError) -> RestError:
     except (ValueError, AttributeError):
         first = text.strip().splitlines()[0] if text.strip() else exc.reason
         return RestError(exc.code, "", f"HTTP {exc.code}: {first}")
+
+
+def experiment_by_name(rest: Rest, name: str) -> dict[str, Any] | None:
+    """The experiment ``name`` as the server describes it, deleted ones too; ``None``: none."""
+    try:
+        answer = rest.call("GET", "experiments/get-by-name", query={"experiment_name": name})
+    except RestError as exc:
+        if exc.code == "RESOURCE_DOES_NOT_EXIST":
+            return None
+        raise
+    experiment: dict[str, Any] = answer["experiment"]
+    return experiment
 
 
 def check_clock(tracking_uri: str, now: dt.datetime) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from gate.errors import InputError
-from gate.integrations.mlflow.http import Rest, RestError
+from gate.integrations.mlflow.http import Rest, RestError, experiment_by_name
 from gate.integrations.mlflow.search import (
     RunRow,
     deleted_experiment,
@@ -105,15 +105,9 @@ class RestLedger:
         return failing_on(self.where, doing, (OSError, RestError, ValueError))
 
     def _find_experiment(self) -> str | None:
-        try:
-            answer = self._rest.call(
-                "GET", "experiments/get-by-name", query={"experiment_name": LEDGER_EXPERIMENT}
-            )
-        except RestError as exc:
-            if exc.code == "RESOURCE_DOES_NOT_EXIST":
-                return None
-            raise
-        experiment = answer["experiment"]
+        experiment = experiment_by_name(self._rest, LEDGER_EXPERIMENT)
+        if experiment is None:
+            return None
         if experiment.get("lifecycle_stage", "active") != "active":
             raise deleted_experiment(self.where)
         return str(experiment["experiment_id"])

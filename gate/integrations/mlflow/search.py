@@ -168,7 +168,8 @@ def reason(exc: BaseException) -> str:
         return "connection refused — is the tracking server running?"
     if "timed out" in text.lower():
         return "the request timed out"
-    if any(s in text for s in ("RemoteDisconnected", "Connection aborted", "Connection reset")):
+    closed = ("RemoteDisconnected", "Remote end closed", "Connection aborted", "Connection reset")
+    if any(s in text for s in closed):
         return "the server closed the connection"
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return first if len(first) <= 300 else first[:297] + "..."

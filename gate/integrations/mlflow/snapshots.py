@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+from collections.abc import Callable
 
 from gate.errors import BackendError
 from gate.integrations.mlflow.search import (
@@ -91,18 +92,25 @@ def read_spend(source: RunSource, query: LedgerQuery, now: dt.datetime) -> Spend
 
 
 def roll_snapshots(
-    source: RunSource, experiment_id: str, record: LedgerRecord, signer: Signer | None
+    source: RunSource,
+    experiment_id: str,
+    record: LedgerRecord,
+    signer: Signer | None,
+    due: Callable[[str], bool] = lambda scope: True,
 ) -> None:
     """After ``record`` was appended: roll its scopes' snapshots when enough has settled.
 
     A failure here loses nothing (readers just read more) and is reported as a warning.
     Under signers, only a writer that signs rolls (a reader takes no unsigned snapshot).
+    ``due`` says whether a scope is to be looked at now (a busy writer rolls each scope at
+    most once a minute).
     """
     if source.trust.signed and signer is None:
         return
     now = dt.datetime.now(dt.timezone.utc)
     for scope in scopes_of(record):
-        _try_roll(source, experiment_id, scope, now, signer)
+        if due(scope):
+            _try_roll(source, experiment_id, scope, now, signer)
 
 
 def _try_roll(

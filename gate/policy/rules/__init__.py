@@ -24,6 +24,7 @@ from gate.policy.rules import (
     extends_none,
     fp32_on_tensor_cores,
     gpus_per_trial,
+    ignored_setting,
     label_values,
     large_search,
     missing_labels,
@@ -69,6 +70,7 @@ _SPEC_RULES: tuple[Rule, ...] = (
     spot_dearer_than_on_demand,
     cap_stops_every_trial,
     epoch_time_understated,
+    ignored_setting,
     trial_exceeds_node,
     deadline,
 )

@@ -1,6 +1,6 @@
 """Experiment would use most of the monthly budget of its team or cost center.
 
-A warning before the budget is gone (DOMAIN.md §5: warn and escalate first): it fires when
+A warning before the budget is gone (warn and escalate first): it fires when
 the spend so far this month plus this experiment's cost (enforced scenario) passes
 ``limits.budget_warn_at`` (80 % by default) of ``limits.monthly_budget``, but still fits in
 what is left. Past what is left, BG120 fires instead.

@@ -5,14 +5,16 @@ default policy, and with it none of the team's budget, limits or approvers. A ty
 (``atlsa`` for ``atlas``) would do that without a word, so it never passes silently: the
 finding names the policy that applied and the closest known team. Teams that use the
 default policy on purpose are listed under ``teams:`` in the policy (usually
-``default.yaml``); once a policy lists its teams, any other team is an error instead of a
+``default.yaml``, as ``budget-gate init`` writes it). The finding is an error when the
+policy lists its teams, or when the team is a typo of a known one (one or two letters
+off: ``nlpp`` for ``nlp``, an edit a pre-commit hook must not let through); otherwise a
 warning. A spec without ``metadata.team`` is not checked.
 
 Passes (``policies/atlas.yaml`` exists, or policy ``teams: [atlas, nlp]``)::
 
     metadata: {name: sweep, team: atlas}
 
-Fails (warning; an error when the policy lists ``teams``)::
+Fails (an error: a typo of ``atlas``; a warning for a team no known one is close to)::
 
     metadata: {name: sweep, team: atlsa}      # did you mean 'atlas'?
 """
@@ -38,13 +40,39 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     if team is None or team in ctx.team_policies or team in (listed or ()):
         return
     known = sorted({*ctx.team_policies, *(listed or ())})
-    close = difflib.get_close_matches(team, known, n=1, cutoff=0.6)
+    typo = [name for name in known if _edits(team, name) <= _allowed_edits(name)]
+    close = typo[:1] or difflib.get_close_matches(team, known, n=1, cutoff=0.6)
     hint = f" — did you mean {close[0]!r}?" if close else ""
+    if not close and listed is not None:
+        hint = f" — add it to the policy's teams: or create {team}.yaml"
     where = f"has no policy file ({team}.yaml)"
     if listed is not None:
         where += " and is not in the policy's teams"
     yield Violation(
         f"team {team!r} {where}: the default policy applies{hint}",
         ("metadata", "team"),
-        Severity.ERROR if listed is not None else None,
+        Severity.ERROR if listed is not None or typo else None,
     )
+
+
+def _allowed_edits(name: str) -> int:
+    """How many edits still read as a typo of ``name``: 1 up to 5 letters, then 2."""
+    return 1 if len(name) <= 5 else 2
+
+
+def _edits(a: str, b: str) -> int:
+    """Edits from ``a`` to ``b``: insertions, deletions, substitutions, adjacent swaps.
+
+    The optimal string alignment distance (Damerau-Levenshtein without re-editing), so
+    ``atlsa`` is one edit from ``atlas``.
+    """
+    rows = [list(range(len(b) + 1))]
+    for i, x in enumerate(a, 1):
+        row = [i]
+        for j, y in enumerate(b, 1):
+            best = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + (x != y))
+            if i > 1 and j > 1 and x == b[j - 2] and a[i - 2] == y:
+                best = min(best, rows[-2][j - 2] + 1)
+            row.append(best)
+        rows.append(row)
+    return rows[-1][-1]

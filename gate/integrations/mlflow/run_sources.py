@@ -1,0 +1,289 @@
+"""Where :class:`gate.integrations.mlflow.runs.MlflowRuns` reads runs from.
+
+A tracking server (``http://``, ``https://``) is read over its REST API with the standard
+library (:class:`gate.integrations.mlflow.http.Rest`: MLflow's auth and TLS settings, no
+MLflow import, which alone takes 2–4 s), its histories in bulk. Other stores (``sqlite:///``,
+a folder) need MLflow's own client, imported only then, one history at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gate.errors import InputError
+from gate.integrations.mlflow.http import AJAX_API, Rest, RestError, experiment_by_name
+from gate.integrations.mlflow.patience import Patience
+from gate.integrations.mlflow.search import failing_on
+from gate.integrations.mlflow.tracking_uri import redact
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
+
+MAX_POINTS = 25_000
+"""The bulk endpoint's cap on points per response (more are dropped without a word)."""
+MAX_IDS = 100
+"""The bulk endpoint's cap on run ids per request."""
+_TOO_LONG = (400, 414)
+READ_TIMEOUT_ENV = "MLFLOW_HTTP_REQUEST_TIMEOUT"
+"""MLflow's own setting bounds each read (a page of 5,000 runs can take seconds)."""
+READ_TIMEOUT_S = 120.0
+"""MLflow's default for it."""
+
+Points = list[tuple[int, int, float]]
+"""A metric history as (step, timestamp, value)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RawRun:
+    """A run as the search returned it; ``latest`` maps a metric to (value, step)."""
+
+    run_id: str
+    name: str
+    status: str
+    start_ms: int | None
+    end_ms: int | None
+    tags: dict[str, str]
+    params: dict[str, str]
+    latest: dict[str, tuple[float, int]]
+
+
+class RunSource(Protocol):
+    """What the reader asks of a tracking store."""
+
+    failures: tuple[type[BaseException], ...]
+    """The exceptions that mean the store failed (exit 4), not the reader."""
+
+    def experiment_id(self, name: str) -> str | None:
+        """The id of the active experiment ``name``, or ``None``."""
+        ...
+
+    def experiments(self) -> list[tuple[str, str]]:
+        """The id and name of every active experiment."""
+        ...
+
+    def search(
+        self, experiment_ids: Sequence[str], search: str, page_size: int, token: str | None
+    ) -> tuple[list[RawRun], str | None]:
+        """One page of the runs of ``experiment_ids`` that ``search`` keeps, and the next token."""
+        ...
+
+    def histories(self, run_ids: Sequence[str], key: str, cap: int) -> dict[str, Points]:
+        """The history of ``key`` of each run (``cap``: most points one answer may hold)."""
+        ...
+
+
+def open_source(tracking_uri: str) -> RunSource:
+    """The REST source for a tracking server, MLflow's client for any other store."""
+    if tracking_uri.startswith(("http://", "https://")):
+        return RestSource(tracking_uri, os.environ)
+    return ClientSource(tracking_uri)
+
+
+class RestSource:
+    """A tracking server's REST API: paged searches and bulk histories."""
+
+    failures: tuple[type[BaseException], ...] = (RestError, OSError, json.JSONDecodeError)
+
+    def __init__(self, tracking_uri: str, environ: Mapping[str, str]) -> None:
+        self._rest = Rest(tracking_uri, environ, read_patience(environ), check_clock=False)
+        self._max_ids = MAX_IDS  # lowered for servers with a short request-line limit
+
+    def experiment_id(self, name: str) -> str | None:
+        """See :meth:`RunSource.experiment_id`."""
+        found = experiment_by_name(self._rest, name)
+        if found is None or found.get("lifecycle_stage") != "active":
+            return None
+        return str(found["experiment_id"])
+
+    def experiments(self) -> list[tuple[str, str]]:
+        """See :meth:`RunSource.experiments`."""
+        found: list[tuple[str, str]] = []
+        body: dict[str, Any] = {"max_results": 1_000, "view_type": "ACTIVE_ONLY"}
+        while True:
+            answer = self._rest.call("POST", "experiments/search", body=body)
+            found.extend(
+                (str(e["experiment_id"]), e["name"]) for e in answer.get("experiments", [])
+            )
+            if not answer.get("next_page_token"):
+                return found
+            body["page_token"] = answer["next_page_token"]
+
+    def search(
+        self, experiment_ids: Sequence[str], search: str, page_size: int, token: str | None
+    ) -> tuple[list[RawRun], str | None]:
+        """See :meth:`RunSource.search`."""
+        body: dict[str, Any] = {
+            "experiment_ids": list(experiment_ids),
+            "filter": search,
+            "run_view_type": "ACTIVE_ONLY",
+            "max_results": page_size,
+            "order_by": ["attributes.start_time ASC"],
+        }
+        if token:
+            body["page_token"] = token
+        answer = self._rest.call("POST", "runs/search", body=body)
+        runs = [_from_json(run) for run in answer.get("runs", [])]
+        return runs, answer.get("next_page_token") or None
+
+    def histories(self, run_ids: Sequence[str], key: str, cap: int) -> dict[str, Points]:
+        """Histories in bulk; a refused request line or a cut answer is split and read again."""
+        if len(run_ids) > self._max_ids:
+            return self._halves(run_ids, key, cap)
+        query = [("run_id", run_id) for run_id in run_ids]
+        query += [("metric_key", key), ("max_results", str(cap))]
+        try:
+            answer = self._rest.call("GET", "metrics/get-history-bulk", query=query, api=AJAX_API)
+        except RestError as exc:
+            if exc.status not in _TOO_LONG or exc.code or len(run_ids) == 1:
+                raise
+            # NOTE: the HTTP server refused the request line (too many ids), not MLflow.
+            self._max_ids = min(self._max_ids, len(run_ids) // 2)
+            return self._halves(run_ids, key, cap)
+        metrics = answer.get("metrics", [])
+        if len(metrics) >= cap:
+            # NOTE: the server cut the answer; halve the batch, or read one run page by page.
+            if len(run_ids) == 1:
+                return {run_ids[0]: self._history_one(run_ids[0], key)}
+            return self._halves(run_ids, key, cap)
+        found: dict[str, Points] = {run_id: [] for run_id in run_ids}
+        for m in metrics:
+            found[m["run_id"]].append((int(m["step"]), int(m["timestamp"]), float(m["value"])))
+        return found
+
+    def _halves(self, run_ids: Sequence[str], key: str, cap: int) -> dict[str, Points]:
+        half = len(run_ids) // 2
+        return {
+            **self.histories(run_ids[:half], key, cap),
+            **self.histories(run_ids[half:], key, cap),
+        }
+
+    def _history_one(self, run_id: str, key: str) -> Points:
+        points: Points = []
+        query = {"run_id": run_id, "metric_key": key, "max_results": str(MAX_POINTS)}
+        while True:
+            answer = self._rest.call("GET", "metrics/get-history", query=query)
+            points += [
+                (int(m.get("step", 0)), int(m["timestamp"]), float(m["value"]))
+                for m in answer.get("metrics", [])
+            ]
+            if not answer.get("next_page_token"):
+                return points
+            query["page_token"] = answer["next_page_token"]
+
+
+class ClientSource:
+    """Any store MLflow's client opens (``sqlite:///``, a folder): MLflow is imported here."""
+
+    def __init__(self, tracking_uri: str) -> None:
+        from mlflow.exceptions import MlflowException
+        from mlflow.tracking import MlflowClient
+
+        self.failures: tuple[type[BaseException], ...] = (MlflowException, OSError)
+        with failing_on(redact(tracking_uri), "opening the tracking store", self.failures):
+            self._client = MlflowClient(tracking_uri)
+
+    def experiment_id(self, name: str) -> str | None:
+        """See :meth:`RunSource.experiment_id`."""
+        found = self._client.get_experiment_by_name(name)
+        if found is None or found.lifecycle_stage != "active":
+            return None
+        return str(found.experiment_id)
+
+    def experiments(self) -> list[tuple[str, str]]:
+        """See :meth:`RunSource.experiments`."""
+        from mlflow.entities import ViewType
+
+        found: list[tuple[str, str]] = []
+        token: str | None = None
+        while True:
+            page = self._client.search_experiments(
+                view_type=ViewType.ACTIVE_ONLY, max_results=1_000, page_token=token
+            )
+            found.extend((str(e.experiment_id), e.name) for e in page)
+            token = page.token or None
+            if not token:
+                return found
+
+    def search(
+        self, experiment_ids: Sequence[str], search: str, page_size: int, token: str | None
+    ) -> tuple[list[RawRun], str | None]:
+        """See :meth:`RunSource.search`."""
+        from mlflow.entities import ViewType
+
+        page = self._client.search_runs(
+            list(experiment_ids),
+            search,
+            run_view_type=ViewType.ACTIVE_ONLY,
+            max_results=page_size,
+            order_by=["attributes.start_time ASC"],
+            page_token=token,
+        )
+        return [_from_run(run) for run in page], page.token or None
+
+    def histories(self, run_ids: Sequence[str], key: str, cap: int) -> dict[str, Points]:
+        """See :meth:`RunSource.histories`."""
+        return {
+            run_id: [
+                (m.step, m.timestamp, m.value) for m in self._client.get_metric_history(run_id, key)
+            ]
+            for run_id in run_ids
+        }
+
+
+def read_patience(environ: Mapping[str, str]) -> Patience:
+    """How long one read may take, retries included: MLflow's ``MLFLOW_HTTP_REQUEST_TIMEOUT``.
+
+    Raises:
+        gate.errors.InputError: the setting is not a number of seconds (exit 3).
+    """
+    raw = environ.get(READ_TIMEOUT_ENV, "").strip()
+    try:
+        seconds = float(raw) if raw else READ_TIMEOUT_S
+    except ValueError:
+        seconds = -1.0
+    if not 0.1 <= seconds <= 3_600:  # NOTE: also refuses nan and inf
+        raise InputError(
+            f"{READ_TIMEOUT_ENV} is {raw[:40]!r}, not a number of seconds from 0.1 to 3600",
+            hint=f"set it to the seconds one MLflow request may take (default {READ_TIMEOUT_S:g})",
+        )
+    return Patience(seconds)
+
+
+def _from_json(run: dict[str, Any]) -> RawRun:
+    info, data = run["info"], run.get("data", {})
+    tags = {t["key"]: t["value"] for t in data.get("tags", [])}
+    return RawRun(
+        run_id=info["run_id"],
+        name=info.get("run_name") or tags.get("mlflow.runName", ""),
+        status=info["status"],
+        start_ms=_int(info.get("start_time")),
+        end_ms=_int(info.get("end_time")),
+        tags=tags,
+        params={p["key"]: p["value"] for p in data.get("params", [])},
+        latest={
+            m["key"]: (float(m["value"]), int(m.get("step", 0))) for m in data.get("metrics", [])
+        },
+    )
+
+
+def _from_run(run: Run) -> RawRun:
+    info, data = run.info, run.data
+    return RawRun(
+        run_id=info.run_id,
+        name=info.run_name or "",
+        status=info.status,
+        start_ms=info.start_time,
+        end_ms=info.end_time,
+        tags=dict(data.tags),
+        params=dict(data.params),
+        # NOTE: the step only sizes bulk requests, which the client path does not make.
+        latest={key: (value, 0) for key, value in data.metrics.items()},
+    )
+
+
+def _int(value: object) -> int | None:
+    return None if value is None or value == "" else int(str(value))
