@@ -1,20 +1,25 @@
 """How fast is ``budget-gate check``, next to the floor and to a schema-only validator?
 
 ``budget-gate check`` runs in pre-commit hooks and CI on every push, so its cold start is
-paid many times a day. Two targets keep it honest:
+paid many times a day. Its targets (issue 23):
 
-* one spec: no slower than ``check-jsonschema`` on the same file, although that tool only
-  validates the schema while ours also prices the spec and applies the team policy;
-* 1,000 specs in one process: under 3 s, with peak memory that stays flat.
+* one spec: at most 0.6× the time of ``check-jsonschema`` on the same file (the ratio of the
+  medians), although that tool only validates the schema while ours also prices the spec
+  and applies the team policy; for a spec that passes (``examples/cifar-sweep.yaml``) and
+  one that needs approval (``examples/asha-bert-spot.yaml``: an ASHA search, simulated,
+  and the fixes that would spare the approval);
+* 1,000 specs in one process: under 1 s, with peak memory that stays flat.
 
 ``python -c pass`` is printed as the floor no Python CLI can beat. Every figure is the median
 wall time of fresh processes, after warm-up runs, so the OS page cache is warm but no Python
-state is shared. Run from the repository root::
+state is shared; the commands take turns, so a burst of load on the machine falls on all of
+them alike. The machine's load average is printed beside the figures. Run from the
+repository root::
 
     python3 benchmarks/check_speed.py [--runs 15] [--specs 1000]
 
-The exit code is 0 whether or not a target is met; it is 1 only when a command exits with an
-unexpected code (a broken benchmark must not pass for a slow one), 2 when a tool is missing.
+Exit code 0 when every target is met, 1 when one is missed or a command exits with an
+unexpected code (a broken benchmark must not pass for a fast one), 2 when a tool is missing.
 """
 
 from __future__ import annotations
@@ -37,11 +42,15 @@ from pathlib import Path
 import yaml
 
 EXAMPLE = Path("examples/cifar-sweep.yaml")
+SPECS = {EXAMPLE: 0, Path("examples/asha-bert-spot.yaml"): 2}
+"""The single-spec cases and the exit code ``check`` gives each (pass, approval required)."""
 SCHEMA = Path("schemas/experiment.schema.json")
+BATCH_DIR = Path("experiments/vision")
 POLICY_DIR = Path("policies")
 WARMUP = 2
 BATCH_RUNS = 3
-BATCH_TARGET_S = 3.0
+BATCH_TARGET_S = 1.0
+SINGLE_TARGET = 0.6
 CHECK_EXIT_CODES = {0: "pass", 1: "violation", 2: "approval required"}
 
 
@@ -85,14 +94,16 @@ def find_script(name: str) -> tuple[list[str] | None, str]:
     return None, ""
 
 
-def run_once(argv: list[str], stdout: int = subprocess.DEVNULL) -> tuple[float, int, int]:
+def run_once(
+    argv: list[str], stdout: int = subprocess.DEVNULL, cwd: Path | None = None
+) -> tuple[float, int, int]:
     """Run one process; return its wall time, exit code and peak RSS (KiB).
 
     ``os.wait4`` reports the rusage of this child alone, so the peak RSS is exact rather
     than the running maximum that ``RUSAGE_CHILDREN`` keeps over every child so far.
     """
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, cwd=cwd)
     # stderr is small in every case here (diagnostics only), so reading it after the
     # wait cannot fill the pipe; stdout goes to DEVNULL or a file.
     _, status, usage = os.wait4(proc.pid, 0)
@@ -108,22 +119,26 @@ def run_once(argv: list[str], stdout: int = subprocess.DEVNULL) -> tuple[float, 
     return elapsed, proc.returncode, rss
 
 
-def bench(label: str, argv: list[str], runs: int, expected: set[int]) -> Timing:
-    """Time ``runs`` cold processes of ``argv`` after the warm-up runs."""
+def bench(commands: dict[str, tuple[list[str], int]], runs: int) -> dict[str, Timing]:
+    """Time ``runs`` cold processes of each command, taking turns, after the warm-up runs.
+
+    ``commands`` maps a label to its argv and the exit code it must give.
+    """
     for _ in range(WARMUP):
-        run_once(argv)
-    seconds, codes, peak = [], [], 0
+        for argv, _code in commands.values():
+            run_once(argv)
+    samples: dict[str, list[tuple[float, int, int]]] = {label: [] for label in commands}
     for _ in range(runs):
-        elapsed, code, rss = run_once(argv)
-        seconds.append(elapsed)
-        codes.append(code)
-        peak = max(peak, rss)
-    bad = sorted(set(codes) - expected)
-    if bad:
-        raise BenchmarkError(
-            f"{label}: exit code(s) {bad}, expected {sorted(expected)}: {' '.join(argv)}"
-        )
-    return Timing(label, seconds, codes, peak)
+        for label, (argv, _code) in commands.items():
+            samples[label].append(run_once(argv))
+    timings = {}
+    for label, (argv, expected) in commands.items():
+        seconds, codes, rss = (list(column) for column in zip(*samples[label], strict=True))
+        bad = sorted(set(codes) - {expected})
+        if bad:
+            raise BenchmarkError(f"{label}: exit code(s) {bad}, expected {expected}: {argv}")
+        timings[label] = Timing(label, seconds, codes, max(rss))
+    return timings
 
 
 def make_specs(directory: Path, count: int, seed: int = 1042) -> None:
@@ -154,16 +169,21 @@ def make_specs(directory: Path, count: int, seed: int = 1042) -> None:
         path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
 
 
-def bench_batch(gate: list[str], spec_dir: Path, count: int, runs: int) -> tuple[Timing, Counter]:
-    """Time one ``check`` process over the whole directory; also tally the outcomes."""
-    argv = [*gate, "check", str(spec_dir), "--policy-dir", str(POLICY_DIR), "--format", "json"]
+def bench_batch(gate: list[str], root: Path, count: int, runs: int) -> tuple[Timing, Counter]:
+    """Time one ``check`` process over the whole directory; also tally the outcomes.
+
+    It runs in ``root``, where the specs lie under ``experiments/vision/``: a path the vision
+    team owns, so the specs pass or fail on their figures, not on where they lie (BG204).
+    """
+    policies = str(POLICY_DIR.resolve())
+    argv = [*gate, "check", str(BATCH_DIR), "--policy-dir", policies, "--format", "json"]
     seconds, codes, peak = [], [], 0
     outcomes: Counter[str] = Counter()
     with tempfile.TemporaryFile() as out:
         for i in range(runs):
             out.seek(0)
             out.truncate()
-            elapsed, code, rss = run_once(argv, stdout=out.fileno())
+            elapsed, code, rss = run_once(argv, stdout=out.fileno(), cwd=root)
             if code not in CHECK_EXIT_CODES:
                 raise BenchmarkError(f"batch check exited {code}: {' '.join(argv)}")
             seconds.append(elapsed)
@@ -199,7 +219,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> int:
     """Run every measurement and print the table."""
     args = parse_args()
-    for needed in (EXAMPLE, SCHEMA, POLICY_DIR):
+    for needed in (*SPECS, SCHEMA, POLICY_DIR):
         if not needed.exists():
             print(f"{needed} not found: run from the repository root", file=sys.stderr)
             return 2
@@ -222,75 +242,89 @@ def main() -> int:
     print(f"{args.runs} timed runs per command after {WARMUP} warm-up runs; median wall time\n")
 
     try:
-        floor = bench("python -c pass", [sys.executable, "-c", "pass"], args.runs, {0})
-        single = bench(
-            "budget-gate check",
-            [*gate, "check", str(EXAMPLE), "--policy-dir", str(POLICY_DIR)],
-            args.runs,
-            {0},
-        )
-        schema_only = bench(
-            "check-jsonschema",
-            [*jsonschema, "--schemafile", str(SCHEMA), str(EXAMPLE)],
-            args.runs,
-            {0},
-        )
+        commands: dict[str, tuple[list[str], int]] = {
+            "python -c pass": ([sys.executable, "-c", "pass"], 0)
+        }
+        for spec, code in SPECS.items():
+            commands[f"check {spec.name}"] = (
+                [*gate, "check", str(spec), "--policy-dir", str(POLICY_DIR)],
+                code,
+            )
+            commands[f"check-jsonschema {spec.name}"] = (
+                [*jsonschema, "--schemafile", str(SCHEMA), str(spec)],
+                0,
+            )
+        timings = bench(commands, args.runs)
         with tempfile.TemporaryDirectory(prefix="gate-bench-") as tmp:
             start = time.perf_counter()
-            make_specs(Path(tmp), args.specs)
+            (Path(tmp) / BATCH_DIR).mkdir(parents=True)
+            make_specs(Path(tmp) / BATCH_DIR, args.specs)
             gen_s = time.perf_counter() - start
             batch, outcomes = bench_batch(gate, Path(tmp), args.specs, BATCH_RUNS)
     except BenchmarkError as exc:
         print(f"FAILED: {exc}", file=sys.stderr)
         return 1
+    load = os.getloadavg()
+    print(f"load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1 / 5 / 15 min)\n")
+    return report(timings, batch, outcomes, args.specs, gen_s)
 
-    for t in (floor, single, schema_only):
+
+def report(
+    timings: dict[str, Timing], batch: Timing, outcomes: Counter[str], specs: int, gen_s: float
+) -> int:
+    """Print the figures and the targets; 0 when every target is met, else 1."""
+    for t in timings.values():
         print(
-            f"{t.label:<20} {t.median * 1000:7.1f} ms  ({t.spread}; "
+            f"{t.label:<38} {t.median * 1000:7.1f} ms  ({t.spread}; "
             f"peak RSS {t.max_rss_kib / 1024:.1f} MiB; exit {sorted(set(t.exit_codes))})"
         )
     tally = ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items()))
     print(
-        f"{batch.label:<20} {batch.median * 1000:7.1f} ms  ({batch.spread}; median of "
-        f"{BATCH_RUNS}; {batch.median / args.specs * 1000:.2f} ms/spec; "
+        f"{batch.label:<38} {batch.median * 1000:7.1f} ms  ({batch.spread}; median of "
+        f"{BATCH_RUNS}; {batch.median / specs * 1000:.2f} ms/spec; "
         f"peak RSS {batch.max_rss_kib / 1024:.1f} MiB; exit {sorted(set(batch.exit_codes))})"
     )
-    print(f"{'':<20} outcomes: {tally}; {args.specs} specs generated in {gen_s:.1f} s")
+    print(f"{'':<38} outcomes: {tally}; {specs} specs generated in {gen_s:.1f} s")
+    single = timings[f"check {EXAMPLE.name}"]
     growth = (batch.max_rss_kib - single.max_rss_kib) / 1024
     print(
-        f"{'':<20} memory: {growth:+.1f} MiB peak RSS over the single check "
-        f"({growth / args.specs * 1024:.1f} KiB/spec)\n"
+        f"{'':<38} memory: {growth:+.1f} MiB peak RSS over the single check "
+        f"({growth / specs * 1024:.1f} KiB/spec)\n"
     )
-
-    ratio = single.median / schema_only.median
+    rows = [("target", "figure", "goal", "result")]
+    met = True
+    for spec in SPECS:
+        ours, theirs = timings[f"check {spec.name}"], timings[f"check-jsonschema {spec.name}"]
+        ratio = ours.median / theirs.median
+        met &= ratio <= SINGLE_TARGET
+        rows.append(
+            (
+                f"check {spec.name} vs check-jsonschema",
+                f"{ours.median * 1000:.0f} / {theirs.median * 1000:.0f} ms = {ratio:.2f}x",
+                f"<= {SINGLE_TARGET:.2f}x",
+                verdict(ratio <= SINGLE_TARGET),
+            )
+        )
     batch_ok = batch.median < BATCH_TARGET_S
-    rows = [
-        ("target", "figure", "goal", "result"),
+    met &= batch_ok or specs != 1000
+    rows.append(
         (
-            "single check vs check-jsonschema",
-            f"{single.median * 1000:.0f} / {schema_only.median * 1000:.0f} ms = {ratio:.2f}x",
-            "<= 1.00x",
-            verdict(ratio <= 1.0),
-        ),
-        (
-            f"{args.specs} specs, one process",
+            f"{specs} specs, one process",
             f"{batch.median:.2f} s",
             f"< {BATCH_TARGET_S:.1f} s",
-            verdict(batch_ok) + ("" if args.specs == 1000 else " (target is for 1000)"),
-        ),
-        (
-            "single check over the floor",
-            f"+{(single.median - floor.median) * 1000:.0f} ms",
-            "(info)",
-            "",
-        ),
-    ]
+            verdict(batch_ok) + ("" if specs == 1000 else " (target is for 1000)"),
+        )
+    )
+    floor = timings["python -c pass"]
+    rows.append(
+        ("single check over the floor", f"+{(single.median - floor.median) * 1000:.0f} ms", "", "")
+    )
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for n, row in enumerate(rows):
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
         if n == 0:
             print("  ".join("-" * w for w in widths))
-    return 0
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ from gate.integrations.git.policy_dir import POLICY_DIR, open_policies
 from gate.integrations.git.repo import RepoPaths
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
-from gate.ledger.records import LedgerRecord, LedgerView
+from gate.ledger.records import LedgerRecord
+from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
 from gate.policy.model import Severity
 
@@ -120,7 +121,7 @@ def open_guard(
     limits = limits_for(evaluation.spec, evaluation.policy, estimate, verification.approval)
     refresh = None
     if verification.approval is not None:
-        uri, trust = resolve_tracking_uri(tracking_uri, os.environ), view.trust
+        uri, trust = resolve_tracking_uri(tracking_uri, os.environ), view.trusted()
         assert trust is not None
         refresh = LedgerCeiling(
             uri, trust, verification.fingerprint, limits.currency, limits.ceiling

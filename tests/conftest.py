@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from gate.estimate.model import Estimate
 from gate.estimate.prices import Quote
-from gate.estimate.scenarios import Estimate, estimate
+from gate.estimate.scenarios import estimate
 from gate.policy.loader import deep_merge
 from gate.policy.model import Policy
 from gate.policy.rules.base import RuleContext, Violation

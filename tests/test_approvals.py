@@ -261,6 +261,41 @@ def test_usage_errors_of_the_ledger_commands_are_exit_3(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_the_path_lookup_reads_back_only_as_far_as_an_approval_can_hold(team):
+    # "the spec changed since its last approval" comes from the path's other versions: an
+    # approval older than the longest expiry (366 days) is not read for it
+    from gate.ledger.records import MAX_EXPIRY, LedgerRecord
+    from tests.ledger_kit import seed_record
+
+    team.policy()
+    now = dt.datetime.now(dt.timezone.utc)
+    for age, trials in ((MAX_EXPIRY + dt.timedelta(days=1), 9), (dt.timedelta(days=300), 10)):
+        spec = team.spec(trials)
+        then = now - age
+        seed_record(
+            team.uri,
+            LedgerRecord(
+                kind=RecordKind.APPROVAL,
+                spec=Path(spec).name,
+                fingerprint="sha256:" + "0" * 64,  # another version of the spec
+                experiment="old",
+                recorded_at=then,
+                currency="USD",
+                worst_cost=Decimal(100),
+                team=team.name,
+                cost_center=team.cost_center,
+                by="bob",
+                reason="then",
+                expires_at=then + dt.timedelta(days=30),
+                event_at=then,
+            ),
+        )
+        code, out, _ = team.cli("verify", spec)
+        assert code == 2
+        said = "the spec changed since its last approval by bob" in out
+        assert said is (age < MAX_EXPIRY), (age, out)
+
+
 def test_approve_on_a_spec_that_needs_none_says_so_to_anyone(team):
     # issue 22: an unlisted user approving a spec that needs no approval read "may not approve"
     small = team.spec(2)

@@ -93,6 +93,47 @@ def test_check_imports_no_heavy_dependency():
     assert proc.stdout.splitlines()[-1] == "True 0 []"
 
 
+# What a plain check (no budget, no --tracking-uri, no calibration) must never load: the
+# ledger's records, signatures, approvals and sums, MLflow, reconciliation, learning a
+# calibration, a base version's diff, the glob engine for plain owned paths.
+NOT_ON_THE_CHECK_PATH = (
+    "mlflow",
+    "sqlalchemy",
+    "pathspec",
+    "jsonschema",
+    "gate.reconcile",
+    "gate.calibrate",
+    "gate.ledger.records",
+    "gate.ledger.signing",
+    "gate.ledger.approvals",
+    "gate.ledger.budget",
+    "gate.ledger.spend",
+    "gate.ledger.snapshot",
+    "gate.evaluation.diff",
+    "gate.evaluation.importing",
+    "gate.integrations.mlflow.client",
+    "gate.ci",
+)
+
+
+@pytest.mark.parametrize(
+    ("spec", "code"), [("examples/cifar-sweep.yaml", 0), ("examples/asha-bert-spot.yaml", 2)]
+)
+def test_a_check_without_a_budget_loads_only_the_pure_core(spec, code):
+    probe = (
+        "import sys\n"
+        "from gate.cli import main\n"
+        f"code = main(['check', {spec!r}])\n"
+        f"loaded = [m for m in sys.modules if m.split('.')[0] in {NOT_ON_THE_CHECK_PATH!r}\n"
+        f"          or any(m == p or m.startswith(p + '.') for p in {NOT_ON_THE_CHECK_PATH!r})]\n"
+        "print(code, sorted(loaded))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.splitlines()[-1] == f"{code} []"
+
+
 def test_check_with_a_calibration_imports_no_mlflow(tmp_path):
     calibration = ROOT / "policies" / "tests" / "calibration.json"
     fixture = ROOT / "policies" / "tests" / "bg308-epoch-time-understated.yaml"

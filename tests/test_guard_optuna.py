@@ -122,3 +122,33 @@ def test_a_stopped_trial_tags_its_mlflow_run_and_every_epoch_logs_its_cost(lab):
         pytest.approx(1.6 * e) for e in range(1, 11)
     ]
     assert STOPPED_BY not in lab.client.get_run(runs[0]).data.tags
+
+
+def test_a_sync_reads_each_finished_trial_once_and_misses_none():
+    # one worker's guard syncs as other workers' trials run, finish or fail between its
+    # reports; what it counts must equal what a guard that reads the whole study counts
+    limits = make_limits(guard_spec_4_trials())
+    mine = OptunaGuard(Guard(limits, clock=time.monotonic))
+    study = optuna.create_study()
+    running = study.ask()
+    mine.admit(running)
+    others = [study.ask() for _ in range(3)]
+    for n, other in enumerate(others):
+        other.set_user_attr(GPU_SECONDS_ATTR, 100.0 * (n + 1))
+    mine.report(running, 1, {limits.monitor: 1.0}, held_seconds=10)  # sees them running
+    for n, other in enumerate(others):
+        other.set_user_attr(GPU_SECONDS_ATTR, 1000.0 * (n + 1))  # their final spend
+        if n:
+            study.tell(other, state=optuna.trial.TrialState.FAIL)
+        else:
+            study.tell(other, 1.0)
+    late = study.ask()  # started and failed between two reports: never seen running
+    late.set_user_attr(GPU_SECONDS_ATTR, 5000.0)
+    study.tell(late, state=optuna.trial.TrialState.FAIL)
+    for epoch in (2, 3):
+        mine.report(running, epoch, {limits.monitor: 1.0 / epoch}, held_seconds=10 * epoch)
+    fresh = OptunaGuard(Guard(limits, clock=time.monotonic))
+    fresh._sync(study)  # a first sync reads the whole study
+    assert mine.guard.spend == fresh.guard.spend
+    assert mine.guard.spend == limits.cost(1000 + 2000 + 3000 + 5000 + 30 * float(limits.gpus))
+    assert mine.guard._failed == fresh.guard._failed == 3  # 2 of the others and the late one

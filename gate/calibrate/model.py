@@ -19,9 +19,6 @@ from gate.spec.experiment import LARGEST, SMALLEST, Model
 from gate.spec.loader import LoadedDoc
 from gate.spec.validation import validate
 
-FILE_NAME = "calibration.json"
-"""Where ``check`` and ``estimate`` look for a calibration, in the policy directory."""
-
 Fraction = Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)]
 Positive = Annotated[StrictFloat, Field(ge=0, le=LARGEST, allow_inf_nan=False)]
 """A figure at least 0 and at most the spec's largest (setup minutes may be 0)."""

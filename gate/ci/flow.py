@@ -19,7 +19,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gate.calibrate.model import FILE_NAME as CALIBRATION_FILE
 from gate.calibrate.model import Calibration
 from gate.calibrate.model import parse as parse_calibration
 from gate.ci.approvals import (
@@ -46,10 +45,11 @@ from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.report import SpecResult
 from gate.ledger.approvals import NO_APPROVAL, ApprovalCheck
 from gate.ledger.approvers import Approvers
-from gate.ledger.records import LedgerQuery, LedgerRecord, LedgerView, RecordKind, Source
+from gate.ledger.records import LedgerQuery, LedgerRecord, RecordKind, Source
 from gate.ledger.tracking import COST_CENTER_LABEL, spec_path
+from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
-from gate.policy.loader import PolicySet
+from gate.policy.loader import CALIBRATION_FILE, PolicySet
 from gate.policy.verdict import FailOn, apply_approval, decide
 from gate.spec.loader import load_bytes
 
@@ -286,7 +286,7 @@ def _bindings(
     """
     bound: dict[str, str] = {}
     ledger = prepared.evaluator.ledger
-    trust = ledger.trust if ledger is not None else None
+    trust = ledger.trusted() if ledger is not None else None
     if trust is None or not trust.signed:
         bot = [c for c in prepared.comments or () if c.is_bot]
         bound.update(found for c in bot for found in _BOUND.findall(c.body))

@@ -33,7 +33,7 @@ from gate.calibrate.backtest import (
     score,
 )
 from gate.commands.reconcile import requote
-from gate.estimate.scenarios import Estimate
+from gate.estimate.model import Estimate
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.integrations.git.spec_versions import SpecVersion, SpecVersions
 from gate.ledger import tracking
@@ -74,7 +74,7 @@ class CostBacktest:
 
     def __post_init__(self) -> None:
         # No fix search (it re-estimates edits of the spec) and no calibration: the baseline.
-        self.evaluator = dataclasses.replace(self.evaluator, fix_seconds=0, calibration=None)
+        self.evaluator = dataclasses.replace(self.evaluator, fix_estimates=0, calibration=None)
 
     def add(self, facts: RunFacts, experiment: str) -> None:
         """Price one run of ``experiment`` under its spec version's plan (if found)."""

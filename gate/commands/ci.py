@@ -30,8 +30,9 @@ from gate.commands.output import append_step_summary, write_atomically
 from gate.commands.records import signer_for
 from gate.errors import InputError
 from gate.evaluation.report import DOCS_URL, RenderContext, Report
-from gate.ledger.records import DEFAULT_EXPIRY, LedgerQuery, LedgerView, parse_expiry
+from gate.ledger.records import DEFAULT_EXPIRY, LedgerQuery, parse_expiry
 from gate.ledger.signing import CI_PRINCIPAL
+from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
 from gate.policy.verdict import FailOn, exit_code
 from gate.reporters import load_reporter

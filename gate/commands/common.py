@@ -1,4 +1,8 @@
-"""Shared plumbing of the evaluating commands: spec discovery, the evaluator, the report."""
+"""Shared plumbing of the evaluating commands: spec discovery, the evaluator, the report.
+
+What only some runs need (the calibration, git, the ledger and MLflow, a base version's
+diff) is imported when a run needs it, so a plain ``check`` loads the pure core alone.
+"""
 
 from __future__ import annotations
 
@@ -9,25 +13,25 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate import __version__
-from gate.calibrate.model import FILE_NAME as CALIBRATION_FILE
-from gate.calibrate.model import Calibration
-from gate.calibrate.model import parse as parse_calibration
 from gate.errors import InputError
 from gate.estimate.prices import load_catalog
-from gate.evaluation.diff import SpecDiff, compare
 from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import DOCS_URL, LedgerNote, RenderContext, Report, SpecResult
-from gate.integrations import open_ledger
-from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
-from gate.ledger.records import LedgerStore, LedgerView
-from gate.ledger.signing import Trust
+from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
-from gate.policy.loader import PolicySet
+from gate.policy.loader import CALIBRATION_FILE, PolicySet
 from gate.policy.rules import all_rule_ids, rule_info
 from gate.spec import globs
 from gate.spec.loader import load_bytes, load_file
+
+if TYPE_CHECKING:
+    from gate.calibrate.model import Calibration
+    from gate.evaluation.diff import SpecDiff
+    from gate.ledger.records import LedgerStore
+    from gate.ledger.signing import Trust
 
 SPEC_SUFFIXES = globs.SPEC_SUFFIXES
 
@@ -152,6 +156,7 @@ def _calibration(
         return load_calibration(None, path)
     if path is not None or base_ref is None:
         return load_calibration(policy_dir, path)
+    from gate.calibrate.model import parse as parse_calibration
     from gate.integrations.git.repo import read_base
 
     name = os.path.join(policy_dir, CALIBRATION_FILE)
@@ -170,6 +175,8 @@ def load_calibration(policy_dir: str | None, path: str | None) -> Calibration | 
         path = os.path.join(policy_dir, CALIBRATION_FILE)
         if not os.path.isfile(path):
             return None
+    from gate.calibrate.model import parse as parse_calibration
+
     return parse_calibration(load_file(path))
 
 
@@ -199,6 +206,7 @@ def evaluate_against(
     A spec under a directory argument that exists only at ``ref``, or a named file that is
     gone from disk but exists at ``ref``, is a deleted spec: it has a diff but no result.
     """
+    from gate.evaluation.diff import compare
     from gate.integrations.git.repo import list_base, read_base
 
     paths = expand_specs(patterns)
@@ -253,6 +261,8 @@ def ledger_view(
 
     ``if_read``: approvals also count for a spec whose monthly budget read the ledger.
     """
+    from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
+
     uri = resolve_tracking_uri(getattr(args, "tracking_uri", None), os.environ)
     return LedgerView(
         lambda trust: _open_ledger(uri, trust),
@@ -264,6 +274,8 @@ def ledger_view(
 
 
 def _open_ledger(uri: str, trust: Trust) -> LedgerStore:
+    from gate.integrations import open_ledger
+
     quiet_mlflow()
     return open_ledger(uri, trust)
 
@@ -301,7 +313,7 @@ def make_report(
 
 def ledger_note(view: LedgerView | None) -> LedgerNote | None:
     """What a run read of the ledger, for the report; ``None`` when it never opened it."""
-    if view is None or not view.opened or view.trust is None:
+    if view is None or not view.opened or view.trust is None:  # opened: its trust is set
         return None
     ignored = tuple(sorted(view.ignored().items(), key=lambda item: (-item[1], item[0])))
     return LedgerNote(view.where, view.trust.signed, view.trust.warning(), ignored)

@@ -7,7 +7,7 @@ import json
 import sys
 
 from gate.commands.common import expand_specs, make_evaluator, make_report, print_errors
-from gate.estimate.scenarios import Estimate, Scenario
+from gate.estimate.model import Estimate, Scenario
 from gate.evaluation.report import SpecResult
 from gate.money import format_amount, format_nonzero
 from gate.policy.findings import Outcome

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +72,8 @@ def write_atomically(path: str, text: str) -> None:
     """Replace ``path`` with ``text`` in one rename; on failure the old file is untouched."""
     dest = Path(path)
     try:
+        import tempfile  # NOTE: only to write a file: stdout needs none of it
+
         fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
     except OSError as exc:
         raise _write_error(path, exc) from None

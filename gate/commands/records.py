@@ -25,13 +25,13 @@ from gate.ledger.records import (
     LEDGER_EXPERIMENT,
     LedgerRecord,
     LedgerStore,
-    LedgerView,
     RecordKind,
     short,
     when,
 )
 from gate.ledger.signing import Signer, Trust
 from gate.ledger.tracking import COST_CENTER_LABEL
+from gate.ledger.view import LedgerView
 from gate.money import format_money
 from gate.policy.findings import Outcome
 from gate.policy.model import Policy

@@ -132,7 +132,7 @@ class SpecPlans:
 
     def __init__(self, evaluator: Evaluator, now: dt.datetime) -> None:
         # No fix search, no calibration: the spec priced from its own figures, as declared.
-        self.evaluator = dataclasses.replace(evaluator, fix_seconds=0, calibration=None)
+        self.evaluator = dataclasses.replace(evaluator, fix_estimates=0, calibration=None)
         self.now = now
         self.versions = SpecVersions()
         self._found: dict[tuple[str, str], Priced | str] = {}

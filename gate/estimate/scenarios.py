@@ -22,6 +22,7 @@ from gate.estimate.assumptions import (
 from gate.estimate.caps import Cut, TrialPath, advance, cut_note, trial_cap
 from gate.estimate.flops import with_prior
 from gate.estimate.measured import Measured, measured_policy, minutes_for
+from gate.estimate.model import Drivers, Estimate, Saving, Scenario, SpotComparison
 from gate.estimate.plans import describe_plan, expected_stop, plan
 from gate.estimate.prices import Quote
 from gate.estimate.reliability import expected_retry_runs, preemption_factor
@@ -29,103 +30,8 @@ from gate.estimate.schedule import RankPersistence, Stage, ceil_int, flat
 from gate.estimate.settings import PricingPolicy, ScenarioName
 from gate.estimate.trials import count_trials
 from gate.money import to_decimal
-from gate.spec.experiment import Capacity, Experiment, Range, Strategy
+from gate.spec.experiment import Capacity, Experiment, Range
 from gate.words import every_epoch
-
-
-@dataclass(frozen=True, slots=True)
-class Drivers:
-    """The factors whose product is the GPU cost, kept for explaining diffs.
-
-    ``hours_per_trial`` is the average billed hours of a trial (pruning, retries and
-    preemptions included); ``gpu_share`` is below 1 only for MIG slices.
-    """
-
-    trials: int
-    gpus_per_trial: int
-    hours_per_trial: Decimal
-    price_per_gpu_hour: Decimal
-    gpu_share: Decimal = Decimal(1)
-
-
-@dataclass(frozen=True, slots=True)
-class Scenario:
-    """One priced outcome of the experiment under stated assumptions.
-
-    ``hours_per_trial`` and ``cost_per_trial`` describe the longest single trial (hours
-    held, spot recompute included), which is what per-trial limits are about; ``drivers``
-    describe the average one. ``epochs_trained`` is how far the trial that trains furthest
-    gets (a fraction where a per-trial cap cuts it; ``epochs_per_trial`` counts its whole
-    epochs), and ``unfinished`` says a cap stops even that trial before its last epoch;
-    ``cut`` then says which cap, where, and what the trial would have held without it.
-    """
-
-    name: ScenarioName
-    trials: int
-    epochs_per_trial: int
-    hours_per_trial: Decimal
-    gpu_hours: Decimal
-    cost: Decimal
-    cost_per_trial: Decimal
-    concurrency: int
-    waves: int
-    wall_clock_hours: Decimal
-    drivers: Drivers
-    assumptions: tuple[str, ...]
-    retry_gpu_hours: Decimal = Decimal(0)
-    recompute_gpu_hours: Decimal = Decimal(0)
-    other_cost: Decimal = Decimal(0)
-    epochs_trained: Decimal = Decimal(0)
-    unfinished: bool = False
-    first_result_hours: Decimal = Decimal(0)
-    """Hours until the first trial finishes (queue wait, barriers and the trial's own run)."""
-    cut: Cut | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Saving:
-    """GPU-hours and money a stop condition or pruning saves in one scenario."""
-
-    what: str
-    scenario: ScenarioName
-    gpu_hours: Decimal
-    cost: Decimal
-
-
-@dataclass(frozen=True, slots=True)
-class SpotComparison:
-    """Spot net saving = on-demand − spot − recompute − extra ops (expected case).
-
-    Both sides price the same training work: the plan's epochs, per-trial caps left out.
-    """
-
-    on_demand_cost: Decimal
-    spot_cost: Decimal
-    recompute_cost: Decimal
-    extra_ops_cost: Decimal
-
-    @property
-    def net_saving(self) -> Decimal:
-        """Negative when spot is expected to cost more than on-demand."""
-        return self.on_demand_cost - self.spot_cost - self.recompute_cost - self.extra_ops_cost
-
-
-@dataclass(frozen=True, slots=True)
-class Estimate:
-    """Both scenarios, the price and search strategy behind them, and what stop conditions save."""
-
-    worst: Scenario
-    expected: Scenario
-    quote: Quote
-    strategy: Strategy
-    savings: tuple[Saving, ...] = ()
-    spot: SpotComparison | None = None
-    epoch_minutes_range: tuple[Decimal, Decimal] | None = None
-    measured: Measured | None = None
-
-    def scenario(self, name: ScenarioName) -> Scenario:
-        """The scenario a policy enforces (``worst`` unless it says otherwise)."""
-        return self.worst if name == "worst" else self.expected
 
 
 def estimate(
@@ -134,21 +40,26 @@ def estimate(
     quote: Quote,
     on_demand: Quote | None = None,
     measured: Measured | None = None,
+    *,
+    savings: bool = True,
 ) -> Estimate:
     """Price ``spec`` under ``policy`` at ``quote``, as a worst and an expected case.
 
     ``on_demand`` is the on-demand price of the same accelerator, used to say whether spot
     capacity really saves money. ``measured`` holds calibrated figures that overrule the
     spec's epoch time and plateau and the policy's failure rate, each said in the notes.
+    Without ``savings`` what stop conditions and pruning save is not priced (each is a
+    scenario more, a simulation more for ASHA): a candidate fix is judged by the rules and
+    the enforced scenario, which never read them.
     """
     measured = with_prior(spec, measured, policy.estimation.mfu)
     policy = measured_policy(policy, measured)
     trials = count_trials(spec.search, spec.workload.max_epochs)
     stop, stop_note = expected_stop(spec, policy, measured)
-    m = measured
-    worst = _scenario(spec, policy, quote, "worst", trials, spec.workload.max_epochs, measured=m)
-    expected = _scenario(spec, policy, quote, "expected", trials, stop, stop_note, measured=m)
-    spot = _spot(spec, policy, quote, on_demand, trials, stop, m)
+    inputs = _Pricing(spec, policy, quote, measured, trials)
+    worst = _scenario(inputs, "worst", spec.workload.max_epochs)
+    expected = _scenario(inputs, "expected", stop, stop_note)
+    spot = _spot(inputs, on_demand, stop)
     if spot is not None and (worst.unfinished or expected.unfinished):
         note = "spot is compared with on-demand for the same training work: per-trial caps left out"
         expected = replace(expected, assumptions=(*expected.assumptions, note))
@@ -157,11 +68,28 @@ def estimate(
         expected=expected,
         quote=quote,
         strategy=spec.search.strategy,
-        savings=_savings(spec, policy, quote, trials, stop, worst, expected, m),
+        savings=_savings(inputs, stop, worst, expected) if savings else (),
         spot=spot,
         epoch_minutes_range=_range(spec),
         measured=measured,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Pricing:
+    """What every scenario of one estimate is priced from."""
+
+    spec: Experiment
+    policy: PricingPolicy
+    quote: Quote
+    measured: Measured | None
+    trials: int
+
+    @property
+    def persistence(self) -> RankPersistence:
+        """How ASHA's trials keep their ranks, as the policy says."""
+        settings = self.policy.estimation
+        return RankPersistence(settings.rank_correlation, settings.sampler_gain)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,39 +107,34 @@ class _Usage:
 
 
 def _scenario(
-    spec: Experiment,
-    policy: PricingPolicy,
-    quote: Quote,
+    inputs: _Pricing,
     name: ScenarioName,
-    trials: int,
     top_epoch: int,
     stop_note: str | None = None,
     *,
     prune: bool = True,
     preempt: bool = True,
     capped: bool = True,
-    measured: Measured | None = None,
 ) -> Scenario:
-    persistence = RankPersistence(
-        policy.estimation.rank_correlation, policy.estimation.sampler_gain
-    )
+    """One scenario: trials run to ``top_epoch``, pruned, preempted and capped as asked."""
+    spec, policy, quote, trials = inputs.spec, inputs.policy, inputs.quote, inputs.trials
+    persistence = inputs.persistence
+    measured_failures = inputs.measured is not None and inputs.measured.failure_rate is not None
     stages = plan(spec, name, trials, top_epoch, persistence) if prune else flat(trials, top_epoch)
     concurrency, limit_notes = _concurrency(spec, policy, trials)
-    usage = _usage(spec, policy, quote, name, stages, concurrency, preempt, capped, measured)
+    usage = _usage(inputs, name, stages, concurrency, preempt=preempt, capped=capped)
     units = spec.resources.gpus_per_trial * spec.resources.gpu_share
     retry_runs = _retry(policy)
     trial_hours = usage.trial_hours * (1 + retry_runs)
     exact_gpu_hours = units * trial_hours
     other = policy.spot.extra_ops_per_trial * trials if _is_spot(spec) else Decimal(0)
     notes = [
-        *shared_notes(spec, trials, name, measured),
+        *shared_notes(spec, trials, name, inputs.measured),
         *(describe_plan(spec, name, stages, persistence) if prune else []),
         _stop_line(spec, top_epoch, stop_note, usage.unfinished),
         *usage.cap_notes,
         *limit_notes,
-        *reliability_notes(
-            policy, retry_runs, name, measured is not None and measured.failure_rate is not None
-        ),
+        *reliability_notes(policy, retry_runs, name, measured_failures),
         *default_notes(policy),
     ]
     if usage.recompute_hours:
@@ -242,23 +165,24 @@ def _scenario(
         other_cost=other,
         first_result_hours=usage.first_result,
         cut=usage.cut,
+        simulated_steps=sum(stage.simulated for stage in stages),
     )
 
 
 def _usage(
-    spec: Experiment,
-    policy: PricingPolicy,
-    quote: Quote,
+    inputs: _Pricing,
     name: ScenarioName,
     stages: tuple[Stage, ...],
     concurrency: int,
+    *,
     preempt: bool,
     capped: bool,
-    measured: Measured | None,
 ) -> _Usage:
+    """Hours held, recomputed and waited over the plan's stages, rung by rung."""
+    spec, policy, quote = inputs.spec, inputs.policy, inputs.quote
     work = spec.workload
     setup = to_decimal(work.setup_minutes) / 60
-    per_epoch = minutes_for(spec, name, measured) * (1 + to_decimal(work.eval_overhead)) / 60
+    per_epoch = minutes_for(spec, name, inputs.measured) * (1 + to_decimal(work.eval_overhead)) / 60
     units = spec.resources.gpus_per_trial * spec.resources.gpu_share
     cap = trial_cap(spec, units * quote.per_gpu_hour) if capped else None
 
@@ -353,25 +277,17 @@ def _concurrency(spec: Experiment, policy: PricingPolicy, trials: int) -> tuple[
 
 
 def _savings(
-    spec: Experiment,
-    policy: PricingPolicy,
-    quote: Quote,
-    trials: int,
-    stop: int,
-    worst: Scenario,
-    expected: Scenario,
-    measured: Measured | None,
+    inputs: _Pricing, stop: int, worst: Scenario, expected: Scenario
 ) -> tuple[Saving, ...]:
     found = []
+    spec = inputs.spec
     max_epochs = spec.workload.max_epochs
     if stop < max_epochs:
-        baseline = _scenario(spec, policy, quote, "expected", trials, max_epochs, measured=measured)
+        baseline = _scenario(inputs, "expected", max_epochs)
         found.append(_saving("early stopping", expected, baseline))
     if spec.search.strategy.value in ("successive_halving", "hyperband", "asha"):
         for mine, top in ((worst, max_epochs), (expected, stop)):
-            baseline = _scenario(
-                spec, policy, quote, mine.name, trials, top, prune=False, measured=measured
-            )
+            baseline = _scenario(inputs, mine.name, top, prune=False)
             found.append(_saving(f"{spec.search.strategy.value} pruning", mine, baseline))
     return tuple(s for s in found if s.gpu_hours > 0)
 
@@ -380,32 +296,15 @@ def _saving(what: str, mine: Scenario, baseline: Scenario) -> Saving:
     return Saving(what, mine.name, baseline.gpu_hours - mine.gpu_hours, baseline.cost - mine.cost)
 
 
-def _spot(
-    spec: Experiment,
-    policy: PricingPolicy,
-    quote: Quote,
-    on_demand: Quote | None,
-    trials: int,
-    stop: int,
-    measured: Measured | None,
-) -> SpotComparison | None:
-    if not _is_spot(spec) or on_demand is None:
+def _spot(inputs: _Pricing, on_demand: Quote | None, stop: int) -> SpotComparison | None:
+    if not _is_spot(inputs.spec) or on_demand is None:
         return None
     # The same training work on both sides: per-trial caps would stop spot and on-demand
     # trials at different epochs (a cost cap buys more hours at the spot price).
-    plain = _scenario(
-        spec,
-        policy,
-        on_demand,
-        "expected",
-        trials,
-        stop,
-        preempt=False,
-        capped=False,
-        measured=measured,
-    )
-    spot = _scenario(spec, policy, quote, "expected", trials, stop, capped=False, measured=measured)
-    recompute = spot.recompute_gpu_hours * (1 + _retry(policy)) * quote.per_gpu_hour
+    at_on_demand = replace(inputs, quote=on_demand)
+    plain = _scenario(at_on_demand, "expected", stop, preempt=False, capped=False)
+    spot = _scenario(inputs, "expected", stop, capped=False)
+    recompute = spot.recompute_gpu_hours * (1 + _retry(inputs.policy)) * inputs.quote.per_gpu_hour
     # NOTE: at a price near zero, the rounding of three products can leave -3e-26: a cost
     # is never below zero.
     spot_gpu = max(spot.cost - spot.other_cost - recompute, Decimal(0))

@@ -30,6 +30,7 @@ import bisect
 import functools
 import math
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from fractions import Fraction
@@ -56,6 +57,8 @@ class Stage:
 
     rungs: tuple[Rung, ...]
     barrier: bool
+    simulated: int = 0
+    """The work of the ASHA simulation behind the counts (:func:`simulated_steps`; 0: exact)."""
 
 
 def flat(trials: int, epochs: int) -> tuple[Stage, ...]:
@@ -98,13 +101,16 @@ def halving(
     promoted trial continues from its checkpoint; without it, it retrains from scratch to
     the mark.
     """
+    work = 0
     if exact:
         reach = [
             max(_ONE, Decimal(math.floor(configurations / eta**i))) if i else configurations
             for i in range(len(marks))
         ]
     else:
-        reach = asha_reach(configurations, len(marks), eta, persistence or RankPersistence(), steps)
+        persistence = persistence or RankPersistence()
+        reach = asha_reach(configurations, len(marks), eta, persistence, steps)
+        work = simulated_steps(configurations, len(marks), persistence, steps)
     rungs = []
     previous = 0
     for i, (mark, survivors) in enumerate(zip(marks, reach, strict=True)):
@@ -112,7 +118,7 @@ def halving(
         relaunch = i == 0 or barrier or not resume
         rungs.append(Rung(survivors, epochs, mark, relaunch))
         previous = mark
-    return Stage(tuple(rungs), barrier)
+    return Stage(tuple(rungs), barrier, work)
 
 
 def expected_promotions(arrivals: Decimal, eta: Decimal) -> Decimal:
@@ -168,8 +174,7 @@ def asha_reach(
         return reach
     # NOTE: with many rungs (η near 1) nearly every arrival climbs all of them: fewer
     # simulated arrivals keep the work bounded; later ones go on at the steady rate.
-    deep = max(1, steps // (_MIN_RUNS * (rungs - 1)))
-    simulated = min(math.floor(configurations), _SIMULATED_ARRIVALS, deep)
+    simulated = _arrivals(configurations, rungs, steps)
     counts = _simulate(simulated, rungs, float(eta), rho, gain, steps)
     tail = configurations - simulated
     return [Decimal(str(c)) + tail / eta**k for k, c in enumerate(counts)]
@@ -191,6 +196,28 @@ _SIMULATED_WORK = 20_000  # arrivals × runs: a few hundredths of a second
 _MIN_RUNS = 4
 
 
+def simulated_steps(
+    configurations: Decimal, rungs: int, persistence: RankPersistence, steps: int
+) -> int:
+    """The work of :func:`asha_reach`'s simulation: arrivals × runs × promotions (0: exact)."""
+    if (persistence.correlation <= 0 and persistence.sampler_gain <= 0) or rungs < 2:
+        return 0
+    arrivals = _arrivals(configurations, rungs, steps)
+    return arrivals * _runs(arrivals, rungs, steps) * (rungs - 1)
+
+
+def _arrivals(configurations: Decimal, rungs: int, steps: int) -> int:
+    """Arrivals simulated: with many rungs (η near 1) fewer, to keep the work bounded."""
+    deep = max(1, steps // (_MIN_RUNS * (rungs - 1)))
+    return min(math.floor(configurations), _SIMULATED_ARRIVALS, deep)
+
+
+def _runs(arrivals: int, rungs: int, steps: int) -> int:
+    """Seeded runs averaged, within ``steps``."""
+    runs = max(16, _SIMULATED_WORK // max(1, arrivals))
+    return max(_MIN_RUNS, min(runs, steps // max(1, arrivals * (rungs - 1))))
+
+
 def simulation_shares(brackets: list[tuple[int, list[int]]]) -> list[int]:
     """Each bracket's part of :data:`SIMULATION_STEPS`, in proportion to its trials × rungs.
 
@@ -207,20 +234,20 @@ def simulation_shares(brackets: list[tuple[int, list[int]]]) -> list[int]:
 def _simulate(
     arrivals: int, rungs: int, eta: float, rho: float, gain: float, steps: int
 ) -> tuple[float, ...]:
-    runs = max(16, _SIMULATED_WORK // max(1, arrivals))
-    runs = max(_MIN_RUNS, min(runs, steps // max(1, arrivals * (rungs - 1))))
+    runs = _runs(arrivals, rungs, steps)
     rng = random.Random(20_181_201)  # fixed: the same spec always gets the same estimate
-    gauss, insort_at = rng.gauss, bisect.bisect_left
+    draw, insort_at = _normals(rng).__next__, bisect.bisect_left
     keep, fresh = math.sqrt(rho), math.sqrt(1 - rho)
     promoted = [max(1, math.floor(j / eta)) for j in range(arrivals * 2 + 2)]
+    better_by = [gain if i >= STARTUP_TRIALS else 0.0 for i in range(arrivals)]
     reached = [0] * rungs
     for _ in range(runs):
         seen: list[list[float]] = [[] for _ in range(rungs - 1)]
         for i in range(arrivals):
-            quality = keep * (gauss(0.0, 1.0) - (gain if i >= STARTUP_TRIALS else 0.0))
+            quality = keep * (draw() - better_by[i])
             depth = 0
             for scores in seen:
-                score = quality + fresh * gauss(0.0, 1.0)
+                score = quality + fresh * draw()
                 better = insort_at(scores, score)  # lower is better
                 scores.insert(better, score)
                 if better >= promoted[len(scores)]:
@@ -229,6 +256,24 @@ def _simulate(
             reached[depth] += 1
     # reached[d] counts trials that stopped at rung d; a rung is reached by all deeper ones
     return tuple(round(sum(reached[k:]) / runs, 6) for k in range(rungs))
+
+
+def _normals(rng: random.Random) -> Iterator[float]:
+    """Standard normal draws, the very ones ``rng.gauss(0.0, 1.0)`` returns, faster.
+
+    ``random.gauss`` makes its draws in Box–Muller pairs from two ``random()`` calls; a
+    generator does the same without a method call per draw, so a check with an ASHA
+    search spends a third less on its simulations and every figure stays as it was.
+    """
+    uniform, log, sqrt, cos, sin = rng.random, math.log, math.sqrt, math.cos, math.sin
+    while True:
+        angle = uniform() * _TWO_PI
+        radius = sqrt(-2.0 * log(1.0 - uniform()))
+        yield cos(angle) * radius
+        yield sin(angle) * radius
+
+
+_TWO_PI = 2.0 * math.pi
 
 
 def no_pruning(configurations: Decimal, marks: list[int], *, resume: bool) -> Stage:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 
-from gate.estimate.scenarios import Estimate
+from gate.estimate.model import Estimate
 from gate.policy.counterfactual import BF16_SPEEDUP, TENSOR_CORE_GPUS, apply_edits, bf16_edits
 from gate.policy.counterfactual import configurations as count
 from gate.policy.findings import Edit

@@ -14,7 +14,7 @@ from enum import Enum
 from typing import Protocol
 
 from gate.errors import Problem
-from gate.estimate.scenarios import Estimate, Scenario
+from gate.estimate.model import Estimate, Scenario
 from gate.estimate.settings import ScenarioName
 
 

@@ -1,7 +1,9 @@
 """One spec through the pipeline: load → validate → price → estimate → rules → verdict.
 
-The ledger, when given, is read through a :class:`gate.ledger.records.LedgerView` (the monthly
-budget and approvals); the evaluator never writes to it.
+The ledger, when given, is read through a :class:`gate.ledger.view.LedgerView` (the monthly
+budget and approvals); the evaluator never writes to it. What only some specs need (the
+calibration's lookup, the ledger's sums and approvals, an engine file's words) is imported
+when a spec needs it: a plain ``check`` of a spec without a budget imports none of it.
 """
 
 from __future__ import annotations
@@ -9,27 +11,20 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from gate.calibrate.lookup import measured_for
-from gate.calibrate.model import Calibration
 from gate.errors import InputError, InputErrors
 from gate.estimate.flops import with_prior
 from gate.estimate.measured import Measured
+from gate.estimate.model import Estimate
 from gate.estimate.prices import Catalog, Quote, quote
-from gate.estimate.scenarios import Estimate, estimate
+from gate.estimate.scenarios import estimate
 from gate.estimate.trials import count_trials
-from gate.evaluation.importing import in_file_words, with_where_to_add
 from gate.evaluation.report import SpecResult
 from gate.formats import Format, sniff
-from gate.ledger.approvals import ApprovalCheck, Requirement, check_approvals, explain_changed
-from gate.ledger.budget import BudgetStatus, budget_scope, month_spend, month_start, spend_status
-from gate.ledger.records import LedgerQuery, LedgerRecord, LedgerView
-from gate.ledger.spend import Spend, SpendReader
 from gate.policy.findings import Finding, Outcome
 from gate.policy.loader import LoadedPolicy, PolicySet
 from gate.policy.model import Policy, Severity
@@ -38,12 +33,18 @@ from gate.policy.rules.base import RuleContext, Spender
 from gate.policy.verdict import RawFinding, apply_approval, apply_policy, decide
 from gate.spec.experiment import Capacity, Experiment
 from gate.spec.fingerprint import fingerprint
-from gate.spec.loader import LoadedDoc, load_bytes, load_file
+from gate.spec.loader import DataPath, LoadedDoc, load_bytes, load_file
 from gate.spec.validation import validate
 
 if TYPE_CHECKING:
+    from gate.calibrate.model import Calibration
     from gate.evaluation.alternatives import Alternative
     from gate.formats.model import FactMap, Imported, Words
+    from gate.ledger.approvals import ApprovalCheck
+    from gate.ledger.budget import BudgetStatus
+    from gate.ledger.records import LedgerQuery, LedgerRecord
+    from gate.ledger.spend import Spend
+    from gate.ledger.view import LedgerView
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,12 @@ class Evaluation:
     spec: Experiment | None = None
     policy: Policy | None = None
     path: str = ""
+
+
+FIX_ESTIMATES = 64
+"""Edited specs one spec may price to prove its fixes: a count, not a time, so the same spec
+gets the same fixes on any machine under any load (imagenet-bruteforce's 8 limit findings
+take 51)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +82,8 @@ class Evaluator:
     alternatives_for: frozenset[Outcome] = frozenset()
     """The outcomes whose specs get priced alternatives (``estimate --alternatives``, the
     pull-request comment for specs that fail or need approval)."""
-    fix_seconds: float = 0.4
-    """CPU seconds one spec may spend re-estimating to prove fixes (0 turns fixes off)."""
+    fix_estimates: int = FIX_ESTIMATES
+    """Edited specs one spec may price to prove fixes (0 turns fixes off)."""
     calibration: Calibration | None = None
     """Measured epoch times, plateaus and failure rates (``budget-gate calibrate``)."""
     launch_key: str | None = None
@@ -89,7 +96,7 @@ class Evaluator:
         # NOTE: the ledger is judged by the signers of the policies in force (the base's on
         # a pull request), so the view takes its trust from the policy set it serves.
         if self.ledger is not None and self.ledger.trust is None:
-            self.ledger.trust = self.policies.trust()
+            self.ledger.judge = self.policies.trust  # read when the ledger is, not before
 
     def evaluate(self, spec_file: str, content: bytes | None = None) -> SpecResult:
         """Evaluate one spec; bad spec input becomes an INVALID result, not an exception.
@@ -142,9 +149,7 @@ class Evaluator:
                 exc.location = doc.source_map.locate(("workload", "model"))
             return Evaluation(_invalid(spec_file, exc))
         on_demand = self._on_demand(spec, policy, doc)
-        started = time.thread_time()  # CPU: the fixes' time bound must not depend on load
         est = estimate(spec, policy, price, on_demand, measured)
-        took = time.thread_time() - started
         fp = fingerprint(spec)
         path = self.ledger_path(spec_file)
         budget = self._budget(spec, policy, path, fp)
@@ -162,7 +167,6 @@ class Evaluator:
             loaded,
             repo_path,
             lambda s: self._estimate_edit(s, policy, price, on_demand),
-            took,
         )
         approval = self._approval(ctx, fp, path, findings, read=budget is not None)
         if approval is not None and approval.approval is not None:
@@ -172,6 +176,8 @@ class Evaluator:
             self._alternatives(spec, est, policy, doc) if outcome in self.alternatives_for else ()
         )
         if words is not None:
+            from gate.evaluation.importing import in_file_words
+
             findings, cheaper = in_file_words(findings, cheaper, words)
         result = SpecResult(
             file=spec_file,
@@ -241,14 +247,13 @@ class Evaluator:
         loaded: LoadedPolicy,
         repo_path: str,
         price: Callable[[Experiment], Estimate],
-        took: float,
     ) -> list[Finding]:
         """Proven fixes for limit findings (:mod:`gate.evaluation.fixing`, loaded on need)."""
         if not any(f.active and f.severity is not Severity.WARN for f in findings):
             return findings  # NOTE: nothing blocks, nothing to fix: a passing check loads less
         from gate.evaluation.fixing import attach_fixes
 
-        return attach_fixes(findings, ctx, loaded, repo_path, price, took, self.fix_seconds)
+        return attach_fixes(findings, ctx, loaded, repo_path, price, self.fix_estimates)
 
     def _alternatives(
         self, spec: Experiment, est: Estimate, policy: Policy, doc: LoadedDoc
@@ -268,13 +273,19 @@ class Evaluator:
     def _estimate_edit(
         self, spec: Experiment, policy: Policy, price: Quote, on_demand: Quote | None
     ) -> Estimate:
-        """An edited spec's estimate, priced from the same calibration as the original."""
-        return estimate(spec, policy, price, on_demand, self._measured(spec, policy))
+        """An edited spec's estimate, priced from the same calibration as the original.
+
+        What its stop conditions save is left out: no rule reads it (nor a fix's summary).
+        """
+        measured = self._measured(spec, policy)
+        return estimate(spec, policy, price, on_demand, measured, savings=False)
 
     def _measured(self, spec: Experiment, policy: Policy) -> Measured | None:
         """The calibration's figures for ``spec``, unless there is none or the policy opts out."""
         if self.calibration is None or not policy.calibration.use:
             return None
+        from gate.calibrate.lookup import measured_for
+
         return measured_for(
             self.calibration, spec, policy.calibration, policy.reliability.failure_rate
         )
@@ -305,8 +316,13 @@ class Evaluator:
             return None
 
     def _budget(self, spec: Experiment, policy: Policy, path: str, fp: str) -> BudgetStatus | None:
+        if self.ledger is None or policy.limits.monthly_budget is None:
+            return None  # NOTE: no budget, no ledger: such a check never imports it
+        from gate.ledger.budget import budget_scope, month_spend, month_start, spend_status
+        from gate.ledger.spend import SpendReader
+
         scope = budget_scope(spec, policy)
-        if scope is None or self.ledger is None:
+        if scope is None:
             return None
         now = self.ledger.now
         query = scope.query(month_start(now))
@@ -336,6 +352,14 @@ class Evaluator:
             return None
         if decide(findings, fail_on_warn=self.fail_on_warn) is not Outcome.APPROVAL_REQUIRED:
             return None
+        from gate.ledger.approvals import (
+            ApprovalCheck,
+            Requirement,
+            check_approvals,
+            explain_changed,
+        )
+        from gate.ledger.records import MAX_EXPIRY, LedgerQuery
+
         policy = ctx.policy
         need = Requirement(
             fp,
@@ -351,7 +375,9 @@ class Evaluator:
         found = check_approvals(ledger.records(LedgerQuery(fingerprint=fp)), need, ledger.now)
         if found.approval is not None:
             return found
-        others = ledger.records(LedgerQuery(spec=path))
+        # NOTE: the other versions' approvals only say "the spec changed": one older than the
+        # longest expiry can hold no more, so the path's records before it are not read.
+        others = ledger.records(LedgerQuery(spec=path, since=ledger.now - MAX_EXPIRY))
         changed = explain_changed(others, fp)
         return ApprovalCheck(None, (*found.stale, changed)) if changed else found
 
@@ -359,11 +385,12 @@ class Evaluator:
 def _findings(
     doc: LoadedDoc, ctx: RuleContext, loaded: LoadedPolicy, repo_path: str, words: Words | None
 ) -> list[Finding]:
+    say = _where_to_add(words)
     raw = [
         RawFinding(
             rule.ID,
             v.severity or rule.DEFAULT_SEVERITY,
-            with_where_to_add(rule.ID, v.message, v.path, words),
+            say(rule.ID, v.message, v.path),
             doc.source_map.locate(v.path),
         )
         for rule in REGISTRY.values()
@@ -372,6 +399,15 @@ def _findings(
     findings = apply_policy(raw, loaded, repo_path, ctx.today)
     findings.sort(key=_finding_order)
     return findings
+
+
+def _where_to_add(words: Words | None) -> Callable[[str, str, DataPath], str]:
+    """A finding's message as the rule says it; in an engine's file, with where to add a field."""
+    if words is None:
+        return lambda _rule, message, _path: message
+    from gate.evaluation.importing import with_where_to_add
+
+    return lambda rule, message, path: with_where_to_add(rule, message, path, words)
 
 
 MAX_TRIALS = 10**18

@@ -4,21 +4,22 @@ A candidate is applied to the spec, the edited spec is validated and priced agai
 rule runs on it under the same policy, waivers and budget. It is kept only when the finding
 it fixes is gone and no rule fires at ``error`` or ``approval`` that did not before.
 
-The search is bounded twice: a handful of re-estimates per knob (:mod:`gate.policy.fixes`)
-and :data:`FIX_SECONDS` of re-estimating per spec, so a spec whose single estimate is slow
-(a million-trial ASHA over 10,000 epochs) keeps the fixes found in time and no more. The
-time is the evaluating thread's CPU time, not the wall clock: on a loaded machine (a CI
-runner, a parallel test suite, a server's other requests) the same spec gets the same fixes.
+The search is bounded twice, both times by counts: a handful of re-estimates per knob
+(:mod:`gate.policy.fixes`) and a number of re-estimates per spec
+(:data:`gate.evaluation.evaluate.FIX_ESTIMATES`), fewer for a spec whose estimate simulates
+ASHA's promotions: :data:`SIMULATED_STEPS` steps in all, counted from the spec's own
+estimate (a million-trial ASHA over 10,000 epochs gets one or two). Counts, not a time: a
+clock (even the thread's CPU time) depends on the machine and its load, and the same spec
+must get the same fixes in a pull-request comment, a golden file and a developer's terminal.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import time
 from collections.abc import Callable
 
-from gate.estimate.scenarios import Estimate
+from gate.estimate.model import Estimate
 from gate.policy.counterfactual import apply_edits
 from gate.policy.findings import Edit, Finding, Fix
 from gate.policy.fixes import LIMIT_RULES, candidates
@@ -30,13 +31,15 @@ from gate.policy.verdict import RawFinding, apply_policy
 from gate.spec.experiment import Experiment
 
 Pricer = Callable[[Experiment], Estimate]
-FIX_SECONDS = 0.4
-"""Re-estimating time (CPU seconds) one spec may spend on fixes before the search stops."""
 
 
-class _OutOfTime(Exception):
-    """The spec's time for fixes is spent."""
+class _OutOfEstimates(Exception):
+    """The spec's re-estimates for fixes are spent."""
 
+
+SIMULATED_STEPS = 1_000_000
+"""Simulation steps (:func:`gate.estimate.schedule.simulated_steps`) one spec's fixes may
+cost, at its own estimate's steps per re-estimate: about a second on a slow machine."""
 
 _BLOCKING = (Severity.ERROR, Severity.APPROVAL)
 
@@ -47,25 +50,27 @@ def attach_fixes(
     loaded: LoadedPolicy,
     repo_path: str,
     price: Pricer,
-    estimate_seconds: float = 0.0,
-    seconds: float = FIX_SECONDS,
+    estimates: int,
 ) -> list[Finding]:
     """``findings`` with the proven fixes of each active limit finding attached.
 
-    ``estimate_seconds`` is how long (CPU) the spec's own estimate took: a re-estimate that
-    would not end within the spec's ``seconds`` (:data:`FIX_SECONDS`) is not started.
+    At most ``estimates`` edited specs are priced (0: no fixes), and no more than
+    :data:`SIMULATED_STEPS` allows at the spec's own estimate's steps; the findings searched
+    before the count ran out keep their fixes.
     """
     targets = [f for f in findings if f.active and f.rule_id in LIMIT_RULES]
-    if not targets:
+    steps = ctx.estimate.simulated_steps
+    if steps:
+        estimates = min(estimates, max(1, SIMULATED_STEPS // steps))
+    if not targets or estimates <= 0:
         return findings
     cache: dict[str, RuleContext | None] = {}
-    deadline = time.thread_time() + seconds
 
     def probe(edits: tuple[Edit, ...]) -> RuleContext | None:
         key = repr(edits)
         if key not in cache:
-            if time.thread_time() + estimate_seconds > deadline:
-                raise _OutOfTime
+            if len(cache) >= estimates:
+                raise _OutOfEstimates
             cache[key] = _edited(ctx, edits, price)
         return cache[key]
 
@@ -76,7 +81,7 @@ def attach_fixes(
             continue
         try:
             found = candidates(finding.rule_id, ctx, probe)
-        except _OutOfTime:
+        except _OutOfEstimates:
             break
         proven = []
         for edits in found:

@@ -17,9 +17,10 @@ import re
 from gate.errors import InputError
 from gate.evaluation.evaluate import Evaluation
 from gate.ledger.approvals import joins
-from gate.ledger.records import LedgerQuery, LedgerRecord, LedgerView, RecordKind
+from gate.ledger.records import LedgerQuery, LedgerRecord, RecordKind
 from gate.ledger.signing import Signer
 from gate.ledger.tracking import COST_CENTER_LABEL
+from gate.ledger.view import LedgerView
 
 LAUNCH_KEY_ENV = "BUDGET_GATE_LAUNCH_KEY"
 """The environment variable that carries a launch's key to the processes it starts."""
@@ -37,9 +38,14 @@ def checked_key(key: str, where: str = LAUNCH_KEY_ENV) -> str:
 
 
 def launch_record(
-    evaluation: Evaluation, *, launch_key: str, by: str | None, approval: LedgerRecord | None
+    evaluation: Evaluation,
+    *,
+    now: dt.datetime,
+    launch_key: str,
+    by: str | None,
+    approval: LedgerRecord | None,
 ) -> LedgerRecord:
-    """The launch of an evaluated, cleared spec: its worst case, its approval, its key."""
+    """The launch of an evaluated, cleared spec at ``now``: its worst case, approval and key."""
     result, spec = evaluation.result, evaluation.spec
     assert spec is not None and result.fingerprint is not None and result.estimate is not None
     return LedgerRecord(
@@ -47,7 +53,7 @@ def launch_record(
         spec=evaluation.path or result.file,
         fingerprint=result.fingerprint,
         experiment=spec.metadata.name,
-        recorded_at=dt.datetime.now(dt.timezone.utc),  # the store stamps the write time
+        recorded_at=now,  # the store stamps the write time
         currency=result.currency,
         worst_cost=result.estimate.worst.cost,
         expected_cost=result.estimate.expected.cost,
@@ -73,7 +79,10 @@ def prepare_launch(
         if record.kind is RecordKind.LAUNCH and joins(record, launch_key, view.now):
             return record, False
     approval = result.approval.approval if result.approval else None
-    return launch_record(evaluation, launch_key=launch_key, by=by, approval=approval), True
+    record = launch_record(
+        evaluation, now=view.now, launch_key=launch_key, by=by, approval=approval
+    )
+    return record, True
 
 
 def record_launch(

@@ -10,15 +10,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gate.errors import Problem
-from gate.estimate.scenarios import Estimate
-from gate.evaluation.diff import SpecDiff
-from gate.ledger.approvals import ApprovalCheck
-from gate.ledger.budget import BudgetStatus
 from gate.policy.findings import Finding, Outcome, RuleInfo
 
-if TYPE_CHECKING:  # loaded by the evaluator only when asked for (an imported file)
+if TYPE_CHECKING:  # loaded only where a result has them (a budget, an approval, a diff)
+    from gate.estimate.model import Estimate
     from gate.evaluation.alternatives import Alternative
+    from gate.evaluation.diff import SpecDiff
     from gate.formats.model import ImportSummary
+    from gate.ledger.approvals import ApprovalCheck
+    from gate.ledger.budget import BudgetStatus
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TypeVar
 
+from gate.estimate.model import Estimate
 from gate.estimate.returns import Mode, Threshold, threshold_for
-from gate.estimate.scenarios import Estimate
 from gate.ledger.records import LedgerRecord
 from gate.money import format_amount
 from gate.policy.model import Policy

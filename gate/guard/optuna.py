@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -55,6 +55,10 @@ class OptunaGuard:
     def __init__(self, guard: Guard, tracking_uri: str | None = None) -> None:
         self.guard = guard
         self.tracking_uri = tracking_uri
+        self._seen = 0
+        """Trials numbered below this were read at least once."""
+        self._open: set[int] = set()
+        """Trials read before that had not finished: read again at every sync."""
 
     def report(
         self,
@@ -126,15 +130,31 @@ class OptunaGuard:
         return GuardPruner(self, wrapped)
 
     def _sync(self, study: optuna.Study, skip: int | None = None) -> None:
-        """Count every trial's spend and every finished trial's outcome from the storage."""
+        """Count every trial's spend and every finished trial's outcome from the storage.
+
+        A finished trial is counted once (its spend is final, its end counted); later syncs
+        read only the trials still open and the new ones, found by number (a study numbers
+        its trials 0, 1, 2, … in the order it lists them), so a report costs the same
+        however many trials have ended.
+        """
         trials = study.get_trials(deepcopy=False)
-        for other in trials:
-            if other.number == skip:
-                continue
+        numbers = [*sorted(self._open), *range(self._seen, len(trials))]
+        by_number: Sequence[FrozenTrial] | dict[int, FrozenTrial] = trials
+        if any(trials[n].number != n for n in numbers):
+            by_number = {t.number: t for t in trials}  # NOTE: numbered otherwise: read all
+            numbers = sorted(by_number)
+        self._seen = len(trials)
+        ended = []
+        for number in numbers:
+            other = by_number[number]
+            if other.state in _FINISHED and other.datetime_complete is not None:
+                ended.append(other)
+                self._open.discard(number)
+            else:
+                self._open.add(number)
             held = other.user_attrs.get(GPU_SECONDS_ATTR)
-            if isinstance(held, (int, float)):
-                self.guard.record(str(other.number), float(held))
-        ended = [t for t in trials if t.state in _FINISHED and t.datetime_complete is not None]
+            if number != skip and isinstance(held, (int, float)):
+                self.guard.record(str(number), float(held))
         for other in sorted(ended, key=_completed):
             failed = other.state is optuna.trial.TrialState.FAIL
             self.guard.end(str(other.number), failed=failed)

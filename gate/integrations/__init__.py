@@ -16,10 +16,13 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from gate.errors import MissingExtra
-from gate.ledger.records import LedgerStore
-from gate.ledger.signing import Trust
+
+if TYPE_CHECKING:
+    from gate.ledger.records import LedgerStore
+    from gate.ledger.signing import Trust
 
 LEDGER_EXTRA = "install the ledger extra: pip install 'budget-gate[mlflow]'"
 _MLFLOW_MODULES = ("mlflow", "sqlalchemy", "alembic")  # the last two: sqlite:/// stores

@@ -45,7 +45,7 @@ from gate.integrations import open_ledger
 from gate.integrations.mlflow.patience import Patience
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
-from gate.ledger.records import LedgerView
+from gate.ledger.view import LedgerView
 from gate.money import format_money
 from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet

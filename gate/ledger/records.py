@@ -1,4 +1,4 @@
-"""The approvals ledger (pure): records, the store protocol, and the ledger a command sees.
+"""The approvals ledger (pure): its records and the store protocol.
 
 Every request, approval, revocation, launch and reconciliation is one append-only record;
 a revocation is a new record, never an edit. A record's ``recorded_at`` is when it was
@@ -6,25 +6,23 @@ written (the store sets it); the time of what it records (a review, a comment) i
 ``event_at``. Its ``record_id`` is the id in its signed payload, the same in every copy of
 it, so a copied run is the same record, not a second one. The tag encoding is
 :mod:`gate.ledger.encoding`, the judging of approvals :mod:`gate.ledger.approvals`, the
-signatures :mod:`gate.ledger.signing`; the MLflow store lives in
-:mod:`gate.integrations.mlflow.client`. Nothing here does I/O or reads the clock.
+signatures :mod:`gate.ledger.signing`, a command's view of the ledger
+:mod:`gate.ledger.view`; the MLflow store lives in :mod:`gate.integrations.mlflow.client`.
+Nothing here does I/O or reads the clock.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import re
-from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from enum import Enum
 from typing import Protocol
 
 from gate.errors import InputError
 from gate.ledger.approvers import Origin
-from gate.ledger.signing import Signer, Trust
+from gate.ledger.signing import Signer
 
 LEDGER_EXPERIMENT = "budget-gate-ledger"
 """The MLflow experiment that holds one run per ledger record."""
@@ -194,63 +192,3 @@ def expiry_after(text: str, now: dt.datetime) -> dt.datetime:
     if end - now > MAX_EXPIRY:
         raise InputError(f"--expires {text!r} is over a year", hint="approve again later instead")
     return end
-
-
-@dataclass
-class LedgerView:
-    """The ledger as one command sees it: opened on first use, each query read once.
-
-    ``approvals`` says whether recorded approvals count toward the verdict (``verify``,
-    or ``check --tracking-uri``); the monthly budget reads the ledger either way, and with
-    ``approvals_if_read`` (``check``) approvals count for every spec whose budget read it.
-    ``where`` names the store for messages (credentials removed). ``trust`` is how records
-    are judged (the signers file of the policies in force); the store cannot be opened
-    before it is set, so no read ever happens under a trust nobody chose.
-    """
-
-    opener: Callable[[Trust], LedgerStore]
-    now: dt.datetime
-    approvals: bool = False
-    where: str = ""
-    approvals_if_read: bool = False
-    trust: Trust | None = None
-    _store: LedgerStore | None = field(default=None, init=False, repr=False)
-    _cache: dict[LedgerQuery, list[LedgerRecord]] = field(
-        default_factory=dict, init=False, repr=False
-    )
-
-    def store(self) -> LedgerStore:
-        """The underlying store, opened now if it was not yet."""
-        if self._store is None:
-            if self.trust is None:
-                raise AssertionError("the ledger's trust must be set before it is read")
-            self._store = self.opener(self.trust)
-        return self._store
-
-    @property
-    def opened(self) -> bool:
-        """Whether the store was opened (something read or wrote the ledger)."""
-        return self._store is not None
-
-    def records(self, query: LedgerQuery) -> list[LedgerRecord]:
-        """Records matching ``query`` that count, read from the store once per command."""
-        if query not in self._cache:
-            self._cache[query] = self.store().query(query)
-        return self._cache[query]
-
-    def remember(self, record: LedgerRecord) -> None:
-        """Count a record this command just wrote in the queries it already read.
-
-        A command that decides many launches in one pass (the Kueue controller) sees its own
-        launches without reading the ledger again; one written after the moment the view
-        judges counts at that moment.
-        """
-        if record.recorded_at > self.now:
-            record = dataclasses.replace(record, recorded_at=self.now)
-        for query, records in self._cache.items():
-            if query.matches(record):
-                records.append(record)
-
-    def ignored(self) -> Counter[str]:
-        """How many records the reads so far left out, by reason (empty when none was read)."""
-        return Counter(self._store.ignored.values()) if self._store is not None else Counter()

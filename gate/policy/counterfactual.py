@@ -16,8 +16,9 @@ from pydantic import ValidationError
 
 from gate.errors import InputError
 from gate.estimate.measured import EpochTime, Measured
+from gate.estimate.model import Estimate
 from gate.estimate.prices import Quote
-from gate.estimate.scenarios import Estimate, estimate
+from gate.estimate.scenarios import estimate
 from gate.estimate.settings import PricingPolicy
 from gate.policy.findings import Edit
 from gate.spec.experiment import Experiment, Range

@@ -14,21 +14,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gate.errors import InputError, InputErrors, Location
-from gate.ledger.signing import SIGNERS_FILE, Signers, Trust
 from gate.ledger.tracking import COST_CENTER_LABEL
 from gate.policy.model import NO_BASE, Ownership, Policy
 from gate.policy.rules import all_rule_ids
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap, load_bytes, load_file
 from gate.spec.validation import validate
 
+if TYPE_CHECKING:
+    from gate.ledger.signing import Trust
+
 MAX_CHAIN = 8
 DEFAULT = "default"
 BUILTIN_DIR = "<built-in>"
 BUILTIN_NAME = "built-in default"
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+CALIBRATION_FILE = "calibration.json"
+"""The calibration beside the policies that ``check`` and ``estimate`` price with (written by
+``budget-gate calibrate --write``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +86,8 @@ class PolicySet:
         Without the file, records are read unsigned, and the commands say so.
         """
         if self._trust is None:
+            from gate.ledger.signing import SIGNERS_FILE, Signers, Trust
+
             name = (self.policy_dir / SIGNERS_FILE).as_posix()
             content = self._read_other(SIGNERS_FILE)
             signers = Signers.parse(content, name) if content is not None else None

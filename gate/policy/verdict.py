@@ -10,14 +10,17 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from gate.errors import Location
-from gate.ledger.records import LedgerRecord
 from gate.policy.findings import Finding, Outcome
 from gate.policy.loader import LoadedPolicy
 from gate.policy.model import Policy, Severity
 from gate.policy.rules import expired_waiver, extends_none, unused_waiver
 from gate.policy.rules.waivers import find_waiver
+
+if TYPE_CHECKING:
+    from gate.ledger.records import LedgerRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,8 @@ from decimal import Decimal, InvalidOperation
 from enum import Enum
 
 from gate.estimate.accounting import Phases, run_cost
+from gate.estimate.model import Estimate
 from gate.estimate.prices import Quote
-from gate.estimate.scenarios import Estimate
 from gate.ledger import tracking
 from gate.ledger.records import LedgerRecord
 from gate.reconcile.quality import ChartMetric, Monitor, chart_metric, evaluate_gate, plateau_epoch

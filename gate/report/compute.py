@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from gate.estimate.scenarios import SpotComparison
+from gate.estimate.model import SpotComparison
 from gate.reconcile.actuals import RunStatus
 from gate.reconcile.waste import WasteKind
 from gate.report.commitments import Commitments, team_of

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from gate.calibrate.backtest import Accuracy
-from gate.estimate.scenarios import SpotComparison
+from gate.estimate.model import SpotComparison
 from gate.reconcile.waste import WasteKind
 from gate.report.period import Month, Period
 from gate.report.runs import RunLine, Unpriced

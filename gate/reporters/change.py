@@ -10,7 +10,7 @@ from decimal import Decimal
 
 from typing_extensions import assert_never
 
-from gate.estimate.scenarios import Estimate, Scenario
+from gate.estimate.model import Estimate, Scenario
 from gate.estimate.settings import ScenarioName
 from gate.evaluation.diff import Change, Driver, DriverChange, ScenarioDiff, SpecDiff
 from gate.money import fixed, format_amount

@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gate.errors import Location, Problem
-from gate.estimate.scenarios import Estimate, Scenario
+from gate.estimate.model import Estimate, Scenario
 from gate.evaluation.diff import Driver, ScenarioDiff, SpecDiff
 from gate.evaluation.report import Report, SpecResult
 from gate.ledger.approvals import ApprovalCheck

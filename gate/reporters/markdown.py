@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from typing_extensions import assert_never
 
-from gate.estimate.scenarios import Estimate, Scenario
+from gate.estimate.model import Estimate, Scenario
 from gate.evaluation.diff import Change, SpecDiff
 from gate.evaluation.report import RenderContext, Report, SpecResult
 from gate.ledger.approvals import ApprovalCheck

@@ -10,19 +10,17 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, ClassVar
 
-from gate.estimate.scenarios import Estimate, Scenario
-from gate.evaluation.diff import SpecDiff
 from gate.evaluation.report import Report, SpecResult
-from gate.ledger.approvals import ApprovalCheck
-from gate.ledger.budget import BudgetStatus
-from gate.ledger.records import when
 from gate.money import format_amount, format_money, format_nonzero
 from gate.policy.findings import Finding, Outcome
-from gate.reporters.change import diff_lines
 from gate.words import aligned
 
-if TYPE_CHECKING:  # only a W&B, Katib, SkyPilot or Hydra file has one
+if TYPE_CHECKING:  # an import summary: only a W&B, Katib, SkyPilot or Hydra file has one
+    from gate.estimate.model import Estimate, Scenario
+    from gate.evaluation.diff import SpecDiff
     from gate.formats.model import ImportSummary
+    from gate.ledger.approvals import ApprovalCheck
+    from gate.ledger.budget import BudgetStatus
 
 _HEADER = ("", "trials", "GPU-h", "cost", "per trial", "wall-clock", "first result")
 
@@ -59,6 +57,8 @@ def _spec_block(result: SpecResult, report: Report) -> str:
         lines.extend(_estimate_lines(result.estimate, result.currency))
     diff = report.diff_for(result.file)
     if diff is not None and report.context.base_ref is not None:
+        from gate.reporters.change import diff_lines
+
         lines.extend(f"  {line}" for line in diff_lines(diff, report.context.base_ref))
     for finding in result.findings:
         lines.append(_finding_line(finding, result.file))
@@ -73,6 +73,8 @@ def _spec_block(result: SpecResult, report: Report) -> str:
 
 
 def _removed_block(diff: SpecDiff, report: Report) -> str:
+    from gate.reporters.change import diff_lines
+
     lines = diff_lines(diff, report.context.base_ref or "the base")
     return "\n".join([f"{diff.file}: {lines[0]}", *(f"  {line}" for line in lines[1:])])
 
@@ -159,6 +161,8 @@ def _approval_lines(check: ApprovalCheck) -> list[str]:
     found = check.approval
     if found is None:
         return [f"  not approved: {reason}" for reason in check.stale]
+    from gate.ledger.records import when
+
     amount = format_money(found.worst_cost or Decimal(0), found.currency)
     until = f" until {when(found.expires_at)}" if found.expires_at else ""
     return [

@@ -50,7 +50,7 @@ class Model(BaseModel):
 
     # NOTE: a docstring under a field is its description in the JSON Schema (editors show
     # it); ``budget-gate schema`` reads them from the source, so validation pays nothing.
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
 
 class Capacity(str, Enum):

@@ -54,7 +54,48 @@ def normalized(path: str) -> str:
 def matches(patterns: Iterable[str], path: str) -> bool:
     """Whether the patterns (gitignore rules, in order) select ``path``."""
     cleaned = tuple(_pattern(p) for p in patterns if p.strip())
-    return _compiled(cleaned).match_file(normalized(path))
+    target = normalized(path)
+    plain = _plain(cleaned)
+    relative = target.removeprefix("/")  # as pathspec reads a path
+    if plain is not None and not relative.startswith("/"):
+        return _plain_match(plain, relative)
+    return _compiled(cleaned).match_file(target)
+
+
+_NAME = r"[A-Za-z0-9_+=,@%-][A-Za-z0-9_.+=,@%-]*"  # no wildcard, escape, blank or leading dot
+_PLAIN = re.compile(rf"/?(?:{_NAME}/)*{_NAME}(?:/|/\*\*)?")
+
+
+def _plain(patterns: tuple[str, ...]) -> tuple[tuple[str, bool, bool], ...] | None:
+    """The patterns as (path, anchored, under only), when every one is a plain path.
+
+    A plain path (``examples/a.yaml``, ``experiments/vision/**``, ``shared/``) needs no
+    pattern engine: gitignore matches it as that path or anything under it. ``None`` when a
+    pattern has a wildcard elsewhere, a negation or an odd character: :mod:`pathspec`
+    judges those (it costs tens of milliseconds to import; most policies list plain paths).
+    """
+    plain = []
+    for pattern in patterns:
+        if _PLAIN.fullmatch(pattern) is None:
+            return None
+        under = pattern.endswith(("/", "/**"))
+        body = pattern.removesuffix("/**").strip("/")
+        anchored = pattern.startswith("/") or "/" in body or pattern.endswith("/**")
+        plain.append((body, anchored, under))
+    return tuple(plain)
+
+
+def _plain_match(plain: tuple[tuple[str, bool, bool], ...], path: str) -> bool:
+    """Whether a plain pattern names ``path`` or a directory above it (unanchored: any depth)."""
+    rooted = f"/{path}"
+    for body, anchored, under in plain:
+        if anchored:
+            hit = path.startswith(f"{body}/") or (not under and path == body)
+        else:
+            hit = f"/{body}/" in rooted or (not under and rooted.endswith(f"/{body}"))
+        if hit:
+            return True
+    return False
 
 
 def _pattern(pattern: str) -> str:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from gate.calibrate.model import FILE_NAME
+from gate.policy.loader import CALIBRATION_FILE
 from tests.conftest import ROOT
 from tests.github.ci_kit import BASE, POLICY, T0, PullRequestStory
 
-CALIBRATION = (ROOT / "policies" / "tests" / FILE_NAME).read_text(encoding="utf-8")
+CALIBRATION = (ROOT / "policies" / "tests" / CALIBRATION_FILE).read_text(encoding="utf-8")
 SPEC = "experiments/resnet.yaml"
 UNDERSTATED = """\
 apiVersion: budget-gate/v1
@@ -38,7 +38,7 @@ def _agreeing() -> str:
 
 
 def test_the_base_calibration_flags_an_understated_spec(story: PullRequestStory) -> None:
-    story.repo.put_file(f"policies/{FILE_NAME}", CALIBRATION, ref=BASE)
+    story.repo.put_file(f"policies/{CALIBRATION_FILE}", CALIBRATION, ref=BASE)
     story.change(SPEC, UNDERSTATED, at=T0 + dt.timedelta(hours=1))
     ran = story.run("pull_request.opened", story.pull_request_event())
     assert ran.code == 0, ran.stderr  # fail-on: error; the status carries the wait
@@ -50,10 +50,10 @@ def test_the_base_calibration_flags_an_understated_spec(story: PullRequestStory)
 def test_a_pull_request_cannot_edit_the_calibration_that_prices_it(
     story: PullRequestStory,
 ) -> None:
-    story.repo.put_file(f"policies/{FILE_NAME}", CALIBRATION, ref=BASE)
+    story.repo.put_file(f"policies/{CALIBRATION_FILE}", CALIBRATION, ref=BASE)
     story.change(SPEC, UNDERSTATED, at=T0 + dt.timedelta(hours=1))
     # the head holds the base's policy too (the fake's head starts from the event's files)
-    head = {"policies/default.yaml": POLICY, f"policies/{FILE_NAME}": _agreeing()}
+    head = {"policies/default.yaml": POLICY, f"policies/{CALIBRATION_FILE}": _agreeing()}
     story.push(head, at=T0 + dt.timedelta(hours=2))
     ran = story.run("pull_request.opened", story.pull_request_event())
     assert ran.code == 0, ran.stderr

@@ -110,6 +110,19 @@ def test_split_shares_exactly(total, weights, expected):
     assert sum(split(total, weights)) == total
 
 
+@pytest.mark.parametrize("seed", [20_181_201, 7])
+def test_the_simulations_draw_the_very_normals_random_gauss_draws(seed):
+    # the ASHA simulation's faster draws must leave every estimate as it was
+    import random
+
+    from gate.estimate.schedule import _normals
+
+    reference, draws = random.Random(seed), _normals(random.Random(seed))
+    assert [next(draws) for _ in range(10_001)] == [
+        reference.gauss(0.0, 1.0) for _ in range(10_001)
+    ]
+
+
 def test_hyperband_brackets_share_one_simulation_bound():
     # trials × (rungs − 1): 10 × 2, 5 × 1 and 2 × 0 of 25 → 4/5 and 1/5 of the bound
     shares = simulation_shares([(10, [1, 3, 9]), (5, [3, 9]), (2, [9])])

@@ -41,8 +41,9 @@ from gate.integrations import open_ledger
 from gate.integrations.kubernetes.api import KubeError, KueueApi
 from gate.integrations.kubernetes.launches import Launch, launch_key, prepare_launch, write_launch
 from gate.integrations.mlflow.tracking_uri import redact
-from gate.ledger.records import LedgerStore, LedgerView
+from gate.ledger.records import LedgerStore
 from gate.ledger.signing import Trust
+from gate.ledger.view import LedgerView
 from gate.policy.loader import PolicySet
 
 log = logging.getLogger(__name__)

@@ -20,8 +20,9 @@ from gate.admission.workload import Workload
 from gate.errors import BackendError, InputError
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.launching import prepare_launch as prepare
-from gate.ledger.records import LedgerRecord, LedgerView
+from gate.ledger.records import LedgerRecord
 from gate.ledger.signing import Signer
+from gate.ledger.view import LedgerView
 
 log = logging.getLogger(__name__)
 PRINCIPAL = "kueue-admission"

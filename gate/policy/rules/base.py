@@ -6,14 +6,16 @@ import datetime as dt
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from gate.estimate.scenarios import Estimate, Scenario
-from gate.ledger.budget import BudgetStatus
+from gate.estimate.model import Estimate, Scenario
 from gate.money import format_amount, format_money, to_decimal
 from gate.policy.model import Ownership, Policy, Severity
 from gate.spec.experiment import Experiment
 from gate.spec.loader import DataPath
+
+if TYPE_CHECKING:  # a budget's status comes from the ledger, read only for specs with one
+    from gate.ledger.budget import BudgetStatus
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,119 @@
+"""What an estimate says (pure): the priced scenarios, the savings, the spot comparison.
+
+The result types of :func:`gate.estimate.scenarios.estimate`, apart from the arithmetic
+that fills them, so that what reads an estimate (rules, reporters, the monthly report,
+the guard's limits) never imports how it is computed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from gate.estimate.caps import Cut
+from gate.estimate.measured import Measured
+from gate.estimate.prices import Quote
+from gate.estimate.settings import ScenarioName
+from gate.spec.experiment import Strategy
+
+
+@dataclass(frozen=True, slots=True)
+class Drivers:
+    """The factors whose product is the GPU cost, kept for explaining diffs.
+
+    ``hours_per_trial`` is the average billed hours of a trial (pruning, retries and
+    preemptions included); ``gpu_share`` is below 1 only for MIG slices.
+    """
+
+    trials: int
+    gpus_per_trial: int
+    hours_per_trial: Decimal
+    price_per_gpu_hour: Decimal
+    gpu_share: Decimal = Decimal(1)
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """One priced outcome of the experiment under stated assumptions.
+
+    ``hours_per_trial`` and ``cost_per_trial`` describe the longest single trial (hours
+    held, spot recompute included), which is what per-trial limits are about; ``drivers``
+    describe the average one. ``epochs_trained`` is how far the trial that trains furthest
+    gets (a fraction where a per-trial cap cuts it; ``epochs_per_trial`` counts its whole
+    epochs), and ``unfinished`` says a cap stops even that trial before its last epoch;
+    ``cut`` then says which cap, where, and what the trial would have held without it.
+    """
+
+    name: ScenarioName
+    trials: int
+    epochs_per_trial: int
+    hours_per_trial: Decimal
+    gpu_hours: Decimal
+    cost: Decimal
+    cost_per_trial: Decimal
+    concurrency: int
+    waves: int
+    wall_clock_hours: Decimal
+    drivers: Drivers
+    assumptions: tuple[str, ...]
+    retry_gpu_hours: Decimal = Decimal(0)
+    recompute_gpu_hours: Decimal = Decimal(0)
+    other_cost: Decimal = Decimal(0)
+    epochs_trained: Decimal = Decimal(0)
+    unfinished: bool = False
+    first_result_hours: Decimal = Decimal(0)
+    """Hours until the first trial finishes (queue wait, barriers and the trial's own run)."""
+    cut: Cut | None = None
+    simulated_steps: int = 0
+    """The work of the simulations behind the plan's counts (ASHA's expected promotions)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Saving:
+    """GPU-hours and money a stop condition or pruning saves in one scenario."""
+
+    what: str
+    scenario: ScenarioName
+    gpu_hours: Decimal
+    cost: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class SpotComparison:
+    """Spot net saving = on-demand − spot − recompute − extra ops (expected case).
+
+    Both sides price the same training work: the plan's epochs, per-trial caps left out.
+    """
+
+    on_demand_cost: Decimal
+    spot_cost: Decimal
+    recompute_cost: Decimal
+    extra_ops_cost: Decimal
+
+    @property
+    def net_saving(self) -> Decimal:
+        """Negative when spot is expected to cost more than on-demand."""
+        return self.on_demand_cost - self.spot_cost - self.recompute_cost - self.extra_ops_cost
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """Both scenarios, the price and search strategy behind them, and what stop conditions save."""
+
+    worst: Scenario
+    expected: Scenario
+    quote: Quote
+    strategy: Strategy
+    savings: tuple[Saving, ...] = ()
+    spot: SpotComparison | None = None
+    epoch_minutes_range: tuple[Decimal, Decimal] | None = None
+    measured: Measured | None = None
+
+    def scenario(self, name: ScenarioName) -> Scenario:
+        """The scenario a policy enforces (``worst`` unless it says otherwise)."""
+        return self.worst if name == "worst" else self.expected
+
+    @property
+    def simulated_steps(self) -> int:
+        """What pricing this spec simulates: a measure of its work that no clock gives."""
+        return self.worst.simulated_steps + self.expected.simulated_steps
