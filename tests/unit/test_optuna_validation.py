@@ -12,6 +12,11 @@ GPU-hours are epochs, so the two compare directly. The expected case is priced w
 policy's stated assumptions: rank correlation 0.99 between rungs (the default) and the
 sampler gain that matches the sampler (0 for random, 1 for TPE).
 
+The same grid is also priced under the default policy (sampler gain 0, while Optuna's
+default sampler is TPE), whose figures are weaker and are quoted beside the matched ones in
+docs/pricing.md; a test holds both, and the page to the figures computed here. The cache
+is refused when the installed Optuna is not the one that measured it.
+
 ``python -m tests.unit.test_optuna_validation`` prints the table and the summary.
 """
 
@@ -19,10 +24,12 @@ from __future__ import annotations
 
 import functools
 import math
+import random
 import statistics
 import sys
 import time
 from decimal import Decimal
+from pathlib import Path
 
 import optuna
 import pytest
@@ -44,6 +51,9 @@ WITHIN = 1.5  # the expected case within 1.5× of Optuna's 3-seed mean, either w
 SHARE = 0.90  # … in at least 90 % of the grid, for each pruner
 BIAS = 0.15  # and the geometric-mean ratio within ±15 % per pruner
 SAMPLER_GAIN = {"random": 0.0, "tpe": 1.0}  # the policy assumption that matches the sampler
+# Under the default policy (no sampler gain) the bounds are looser; what they are is quoted.
+DEFAULT_BOUNDS = {"successive_halving": (0.75, 0.15), "hyperband": (0.95, 0.10)}
+PRICING_PAGE = Path(__file__).resolve().parents[2] / "docs" / "pricing.md"
 
 
 @functools.cache
@@ -96,6 +106,15 @@ def summary(matched: bool = True) -> dict[str, tuple[float, float]]:
     return result
 
 
+def test_the_cache_was_measured_by_the_installed_optuna():
+    cached = load()["optuna"]
+    assert optuna.__version__ == cached, (
+        f"the cached studies were measured with Optuna {cached}, this is "
+        f"{optuna.__version__}: regenerate them (BUDGET_GATE_REGENERATE_OPTUNA=1) and "
+        "update docs/pricing.md's figures, or install the Optuna the cache names"
+    )
+
+
 def test_the_cache_covers_the_grid():
     epochs = measured()
     assert len(GRID) == 96 and len(CASES) == 768
@@ -103,12 +122,9 @@ def test_the_cache_covers_the_grid():
     assert all(len(runs) == len(SEEDS) and min(runs) > 0 for runs in epochs.values())
 
 
-LIVE = [
-    Case("successive_halving", Setting(27, 1, 27, 3), "random", "crossing"),
-    Case("successive_halving", Setting(27, 3, 81, 2), "tpe", "keeping"),
-    Case("hyperband", Setting(27, 1, 81, 3), "random", "keeping"),
-    Case("hyperband", Setting(27, 3, 100, 4), "tpe", "crossing"),
-]
+LIVE = random.Random(2304).sample(CASES, 16)
+"""16 of the 768 cells, a seeded sample over both pruners, samplers and objectives and most
+settings, rerun live (48 real studies) on every test run."""
 
 
 @pytest.mark.parametrize("case", LIVE, ids=[c.key for c in LIVE])
@@ -178,9 +194,27 @@ def test_geometric_mean_bias_is_within_15_percent(pruner):
     assert abs(mean - 1) <= BIAS, f"bias {mean - 1:+.1%}\n{report()}"
 
 
-def test_print_the_table(capsys):
-    with capsys.disabled():
-        print("\n" + report())
+@pytest.mark.parametrize("pruner", PRUNERS)
+def test_under_the_default_policy_the_expected_case_stays_within_its_looser_bounds(pruner):
+    within, mean = summary(matched=False)[pruner]
+    share, bias = DEFAULT_BOUNDS[pruner]
+    assert within >= share and abs(mean - 1) <= bias, f"{within:.1%}, bias {mean - 1:+.1%}"
+
+
+def test_the_pricing_page_quotes_the_figures_these_tests_compute():
+    page = " ".join(PRICING_PAGE.read_text(encoding="utf-8").split())
+    for matched in (True, False):
+        for pruner, (within, mean) in summary(matched).items():
+            quoted = f"{within:.1%} within 1.5× for {pruner} (bias {mean - 1:+.1%})"
+            assert quoted.replace("-", "−") in page, quoted
+
+
+def test_the_table_has_every_case_and_both_summaries():
+    text = report(rows=True)
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == 1 + len(CASES)  # the header and one row per case
+    assert all(row.count("|") == 10 for row in rows)
+    assert text.count("within 1.5×, geometric-mean bias") == 2 * len(PRUNERS)
 
 
 def table() -> str:
