@@ -54,14 +54,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from gate.calibrate.model import FILE_NAME as CALIBRATION_FILE
 from gate.calibrate.model import Calibration, dump
 from gate.cli import main
 from gate.commands.common import load_calibration
 from gate.errors import InputError, InputErrors
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluator
-from gate.policy.loader import PolicySet
+from gate.policy.loader import CALIBRATION_FILE, PolicySet
 from tests.calibration_fuzz import CALIBRATION_FOUND, calibrated
 from tests.conftest import ROOT, TODAY
 from tests.netns import run_on_loopback
