@@ -259,18 +259,21 @@ def _mlflow_client_env() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
     """One real MLflow tracking server for the whole session (per xdist worker)."""
-    with store_dir(tmp_path_factory.mktemp("mlflow")) as root:
-        server = MlflowServer(root).start()
-        try:
-            yield server
-        finally:
-            server.stop()
+    with running_server(tmp_path_factory.mktemp("mlflow")) as server:
+        yield server
 
 
 @pytest.fixture
 def doomed_mlflow(tmp_path: Path) -> Iterator[MlflowServer]:
     """A server of the test's own, to be killed by a :class:`KillingProxy`."""
-    with store_dir(tmp_path / "doomed") as root:
+    with running_server(tmp_path / "doomed") as server:
+        yield server
+
+
+@contextlib.contextmanager
+def running_server(folder: Path) -> Iterator[MlflowServer]:
+    """A real MLflow tracking server on a store in ``folder``, stopped on the way out."""
+    with store_dir(folder) as root:
         server = MlflowServer(root).start()
         try:
             yield server

@@ -21,7 +21,7 @@ from gate.cli import main
 from tests import report_kit
 from tests.focus_spec import validate_focus
 from tests.headless import chromium, requested
-from tests.mlflow_server import MlflowServer, store_dir
+from tests.mlflow_server import MlflowServer, running_server
 
 CENT = Decimal("0.01")
 
@@ -30,12 +30,8 @@ CENT = Decimal("0.01")
 def report_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
     """A server of this module's own: the report reads the whole ledger, and the other test
     files on the same worker write launches and approvals of their own into theirs."""
-    with store_dir(tmp_path_factory.mktemp("report-mlflow")) as root:
-        server = MlflowServer(root).start()
-        try:
-            yield server
-        finally:
-            server.stop()
+    with running_server(tmp_path_factory.mktemp("report-mlflow")) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

@@ -126,6 +126,8 @@ class Signers:
         try:
             key = check_signature(message, signature, NAMESPACE)
         except (InvalidSignature, ValueError, NotImplementedError):
+            # NOTE: sshsig raises NotImplementedError for a key type it cannot verify (the
+            # signature names it): such a record is ignored like any that does not verify.
             return "its signature does not verify"
         listed = [e for e in self.entries if self._keys[e.key_text] == key]
         if not listed:
@@ -147,6 +149,7 @@ def _entry(line: str, file: str, number: int) -> Entry:
         key_text = f"{parsed.key_type} {parsed.base64_key}"
         PublicKey.from_openssh_str(key_text)
     except (ValueError, NotImplementedError, IndexError) as exc:
+        # NOTE: NotImplementedError is sshsig's word for a key type it does not support.
         raise InputError(
             f"not a signer line ({exc})",
             location=where,

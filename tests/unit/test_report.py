@@ -81,24 +81,39 @@ def test_approvals_count_in_the_month_recorded_and_launches_when_there_are_any()
     assert found.unknown_kinds == {"snapshot-x": 1}
 
 
-def test_the_forecast_of_the_month_in_progress_is_its_pace():
-    plan = make_plan(price="10")  # facts() start at T0 = 2026-11-02 08:00 UTC
-    priced = Priced(plan, "t", "m", "s.yaml", "e")
-    period = Period(Month(2026, 11), Month(2026, 11), trend=0)
-    now = dt.datetime(2026, 11, 11, tzinfo=UTC)  # 10 of 30 days gone
-    runs = MonthRuns(lambda f: priced, period)
-    runs.add(facts("r1", hours=3.0))
-    report = build_report(
+NOVEMBER = Period(Month(2026, 11), Month(2026, 11), trend=0)
+DECEMBER_1 = dt.datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def _month_report(
+    priced: Priced,
+    records: list[LedgerRecord] | None = None,
+    *,
+    hours: float = 1.0,
+    now: dt.datetime = DECEMBER_1,
+    budgets: dict[str, Decimal] | None = None,
+):
+    """November's report of one run ``r1`` of ``hours`` under ``priced``, and ``records``."""
+    runs = MonthRuns(lambda f: priced, NOVEMBER)
+    runs.add(facts("r1", hours=hours))
+    return build_report(
         ReportInputs(
-            period=period,
+            period=NOVEMBER,
             now=now,
             currency="USD",
             where="test",
             experiments=runs.experiments,
-            commitments=commitments([], period, "USD"),
-            budgets={"t": Decimal(1000)},
+            commitments=commitments(records or [], NOVEMBER, "USD"),
+            budgets=budgets or {},
         )
     )
+
+
+def test_the_forecast_of_the_month_in_progress_is_its_pace():
+    plan = make_plan(price="10")  # facts() start at T0 = 2026-11-02 08:00 UTC
+    priced = Priced(plan, "t", "m", "s.yaml", "e")
+    now = dt.datetime(2026, 11, 11, tzinfo=UTC)  # 10 of 30 days gone
+    report = _month_report(priced, hours=3.0, now=now, budgets={"t": Decimal(1000)})
     (team,) = report.teams
     assert team.actual == Decimal(30)
     assert team.forecast == Decimal(30) * 30 / 10
@@ -128,23 +143,10 @@ def test_markdown_and_html_escape_what_specs_and_records_say():
 
     plan = make_plan(price="10")
     priced = Priced(plan, "t", HOSTILE, "s.yaml", HOSTILE)  # the model label leads a legend
-    period = Period(Month(2026, 11), Month(2026, 11), trend=0)
-    runs = MonthRuns(lambda f: priced, period)
-    runs.add(facts("r1", hours=1.0))
     approval = dataclasses.replace(
         _record(RecordKind.APPROVAL, 2, "10", record_id="a1"), by=HOSTILE, experiment=HOSTILE
     )
-    report = build_report(
-        ReportInputs(
-            period=period,
-            now=dt.datetime(2026, 12, 1, tzinfo=UTC),
-            currency="USD",
-            where="test",
-            experiments=runs.experiments,
-            commitments=commitments([approval], period, "USD"),
-            budgets={},
-        )
-    )
+    report = _month_report(priced, [approval])
     md = markdown(report)
     assert "<img" not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
     assert "@org" not in md and "\\[x\\]" in md and "\\|" in md
@@ -169,21 +171,7 @@ def test_html_without_matplotlib_names_the_extra(monkeypatch):
     from gate.errors import MissingExtra
     from gate.reporters.report_html import render as html
 
-    plan = make_plan(price="10")
-    period = Period(Month(2026, 11), Month(2026, 11), trend=0)
-    runs = MonthRuns(lambda f: Priced(plan, "t", "m", "s.yaml", "e"), period)
-    runs.add(facts("r1", hours=1.0))
-    report = build_report(
-        ReportInputs(
-            period=period,
-            now=dt.datetime(2026, 12, 1, tzinfo=UTC),
-            currency="USD",
-            where="test",
-            experiments=runs.experiments,
-            commitments=commitments([], period, "USD"),
-            budgets={},
-        )
-    )
+    report = _month_report(Priced(make_plan(price="10"), "t", "m", "s.yaml", "e"))
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as in an install without it
     with pytest.raises(MissingExtra, match="matplotlib") as caught:
         html(report)
@@ -195,8 +183,6 @@ def test_markdown_stays_within_an_issue_body():
     from gate.reporters.report_markdown import LIMIT
     from gate.reporters.report_markdown import render as markdown
 
-    plan = make_plan(price="10")
-    period = Period(Month(2026, 11), Month(2026, 11), trend=0)
     approvals = [
         dataclasses.replace(
             _record(RecordKind.APPROVAL, 2, "10", record_id=f"a{i}", fingerprint=f"sha256:{i}"),
@@ -205,19 +191,7 @@ def test_markdown_stays_within_an_issue_body():
         )
         for i in range(2000)
     ]
-    runs = MonthRuns(lambda f: Priced(plan, "t", "m", "s.yaml", "e"), period)
-    runs.add(facts("r1", hours=1.0))
-    report = build_report(
-        ReportInputs(
-            period=period,
-            now=dt.datetime(2026, 12, 1, tzinfo=UTC),
-            currency="USD",
-            where="test",
-            experiments=runs.experiments,
-            commitments=commitments(approvals, period, "USD"),
-            budgets={},
-        )
-    )
+    report = _month_report(Priced(make_plan(price="10"), "t", "m", "s.yaml", "e"), approvals)
     text = markdown(report)
     assert utf16_length(text) <= LIMIT
     assert "more in the JSON and HTML" in text and "approver-0" in text

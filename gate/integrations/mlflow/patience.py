@@ -42,25 +42,31 @@ class Patience:
     seconds: float = DEFAULT_SECONDS
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> Patience:
-        """``BUDGET_GATE_LEDGER_TIMEOUT`` from ``environ``, or the default.
+    def from_env(
+        cls,
+        environ: Mapping[str, str],
+        name: str = ENV,
+        default: float = DEFAULT_SECONDS,
+        most: float = MAX_SECONDS,
+    ) -> Patience:
+        """The seconds in ``environ[name]`` (``BUDGET_GATE_LEDGER_TIMEOUT``), or ``default``.
 
         Raises:
             gate.errors.InputError: the value is not a number of seconds in range (exit 3).
         """
-        raw = environ.get(ENV)
+        raw = environ.get(name)
         if raw is None or not raw.strip():
-            return cls()
+            return cls(default)
         try:
             seconds = float(raw)
         except ValueError:
             seconds = math.nan
-        if not 0.1 <= seconds <= MAX_SECONDS:  # NOTE: also refuses nan and inf
+        if not 0.1 <= seconds <= most:  # NOTE: also refuses nan and inf
             shown = raw if len(raw) <= 40 else raw[:37] + "..."
             raise InputError(
-                f"{ENV} is {shown!r}, not a number of seconds from 0.1 to {MAX_SECONDS:g}",
-                hint=f"set it to the seconds one ledger request may take, retries included "
-                f"(default {DEFAULT_SECONDS:g}), or unset it",
+                f"{name} is {shown!r}, not a number of seconds from 0.1 to {most:g}",
+                hint=f"set it to the seconds one request may take, retries included "
+                f"(default {default:g}), or unset it",
             )
         return cls(seconds)
 

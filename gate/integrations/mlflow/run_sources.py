@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from gate.errors import InputError
 from gate.integrations.mlflow.http import AJAX_API, Rest, RestError, experiment_by_name
 from gate.integrations.mlflow.patience import Patience
 from gate.integrations.mlflow.search import failing_on
@@ -240,17 +239,7 @@ def read_patience(environ: Mapping[str, str]) -> Patience:
     Raises:
         gate.errors.InputError: the setting is not a number of seconds (exit 3).
     """
-    raw = environ.get(READ_TIMEOUT_ENV, "").strip()
-    try:
-        seconds = float(raw) if raw else READ_TIMEOUT_S
-    except ValueError:
-        seconds = -1.0
-    if not 0.1 <= seconds <= 3_600:  # NOTE: also refuses nan and inf
-        raise InputError(
-            f"{READ_TIMEOUT_ENV} is {raw[:40]!r}, not a number of seconds from 0.1 to 3600",
-            hint=f"set it to the seconds one MLflow request may take (default {READ_TIMEOUT_S:g})",
-        )
-    return Patience(seconds)
+    return Patience.from_env(environ, READ_TIMEOUT_ENV, READ_TIMEOUT_S, most=3_600)
 
 
 def _from_json(run: dict[str, Any]) -> RawRun:
