@@ -33,6 +33,19 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 TODAY = dt.date(2026, 11, 29)
 
+WORKERS_PER_CORE = 2
+"""xdist workers per core under ``-n auto``: a third of the suite's time is spent waiting
+(tracking servers starting, a Ray cluster, outages timed to the second), which a second
+worker per core fills."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject's addopts): :data:`WORKERS_PER_CORE` workers per usable core."""
+    import os
+
+    return WORKERS_PER_CORE * len(os.sched_getaffinity(0))
+
+
 BASE_SPEC: dict[str, Any] = {
     "apiVersion": "budget-gate/v1",
     "kind": "Experiment",

@@ -300,7 +300,7 @@ class Timing:
         return f"median {ms[0]} ms, p95 {ms[1]} ms, max {ms[2]} ms"
 
 
-def timed(call, n: int = 30) -> Timing:
+def timed(call, n: int = 10) -> Timing:
     times = []
     for _ in range(n):
         began = time.perf_counter()
@@ -386,11 +386,11 @@ def test_the_http_endpoint_answers_skypilots_client(repo, tmp_path, server):
     in_process = timed(
         lambda: apply_policy(request(task(tmp_path, spec, "A100:8")), settings(repo))
     )
-    print(f"\nSKYPILOT-POLICY round trip, approved A100 task, 30 requests over loopback: "
+    print(f"\nSKYPILOT-POLICY round trip, approved A100 task, 10 requests over loopback: "
           f"{over_http}; the same decision in process: {in_process}")  # fmt: skip
     assert over_http.median < 2.0
     with ThreadPoolExecutor(8) as pool:  # concurrent requests, as an API server sends them
-        answers = list(pool.map(lambda _: client.validate_and_mutate(original), range(16)))
+        answers = list(pool.map(lambda _: client.validate_and_mutate(original), range(8)))
     assert {a.task.envs["BUDGET_GATE_FINGERPRINT"] for a in answers} == {fingerprint_of(spec)}
 
     config = config_utils.Config.from_dict({"admin_policy": server.url})

@@ -231,3 +231,27 @@ def test_a_per_cost_threshold_left_out_for_unpriced_runs_is_said(lab):
     assert said in out
     assert said in json.loads(target.read_text(encoding="utf-8"))["plateau_by"]
     assert "L4" not in out.split("min_gain_per_cost left out", 1)[1].splitlines()[0]
+
+
+def test_measurements_outside_a_calibrations_bounds_are_counted_not_dropped_silently(lab: Lab):
+    bert = write(lab, BERT)
+    for run, train in enumerate([0.0, 0.0, 5400.0]):  # two runs whose epochs took 0 s
+        log_run(
+            lab.client,
+            lab.experiment_id,
+            tags=tracking.run_tags(bert, trial_id=run, attempt=1),
+            start=run * 2.0,
+            hours=1.5,
+            metrics={tracking.TRAIN_SECONDS: train},
+            history={"val_loss": [1.0, 0.8, 0.7]},
+        )
+    target = Path(lab.team.policy_dir) / "calibration.json"
+    code, out, err = lab.team.cli(
+        "calibrate", "--experiment", lab.experiment, "--write", str(target)
+    )
+    assert code == 0, err
+    learned = entry(json.loads(target.read_text(encoding="utf-8")), model="bert")
+    assert learned["runs"] == 3 and learned["epoch_minutes"]["runs"] == 1
+    assert learned["epoch_minutes"]["median"] == 30.0  # 5,400 s over 3 epochs
+    assert learned["left_out"] == 2
+    assert "2 measurements outside what a calibration holds (an epoch of 0 s" in out

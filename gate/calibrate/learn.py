@@ -96,6 +96,12 @@ def stat(values: Sequence[float], kind: type[S]) -> S | None:
     )
 
 
+def outside(values: Sequence[float], kind: type[Stat]) -> int:
+    """How many of ``values`` :func:`stat` leaves out: outside what ``kind`` holds."""
+    low, high = _BOUNDS.get(kind, (0.0, LARGEST))
+    return sum(not low <= v <= high for v in values)
+
+
 def _digits(value: float) -> float:
     """Six significant digits: sub-second epochs keep their precision."""
     return float(f"{value:.6g}")
@@ -104,6 +110,16 @@ def _digits(value: float) -> float:
 def _entry(key: Key, runs: list[Observation]) -> Entry:
     failed = [r for r in runs if r.failed]
     points = [r.failure_point for r in failed if r.failure_point is not None]
+    epochs = [r.epoch_minutes for r in runs if r.epoch_minutes is not None]
+    setups = [r.setup_minutes for r in runs if r.setup_minutes is not None]
+    plateaus = [r.plateau_fraction for r in runs if r.plateau_fraction is not None]
+    mfus = [r.mfu for r in runs if r.mfu is not None]
+    left_out = (
+        outside(epochs, TimeStat)
+        + outside(setups, Stat)
+        + outside(plateaus, FractionStat)
+        + outside(mfus, ShareStat)
+    )
     return Entry(
         key=key,
         runs=len(runs),
@@ -112,19 +128,16 @@ def _entry(key: Key, runs: list[Observation]) -> Entry:
         first=min(r.start for r in runs).date(),
         last=max(r.start for r in runs).date(),
         experiments=sorted({r.experiment for r in runs}),
-        epoch_minutes=stat(
-            [r.epoch_minutes for r in runs if r.epoch_minutes is not None], TimeStat
-        ),
-        setup_minutes=stat([r.setup_minutes for r in runs if r.setup_minutes is not None], Stat),
-        plateau_fraction=stat(
-            [r.plateau_fraction for r in runs if r.plateau_fraction is not None], FractionStat
-        ),
-        mfu=stat([r.mfu for r in runs if r.mfu is not None], ShareStat),
+        epoch_minutes=stat(epochs, TimeStat),
+        setup_minutes=stat(setups, Stat),
+        plateau_fraction=stat(plateaus, FractionStat),
+        mfu=stat(mfus, ShareStat),
         failure_rate=round(len(failed) / len(runs), 6),
         failure_point=round(statistics.median(points), 6) if points else None,
         retries=sum(r.retry for r in runs),
         preemptions=sum(r.preempted for r in runs),
         mfu_over_peak=sum(r.mfu_over_peak for r in runs) or None,
+        left_out=left_out or None,
     )
 
 

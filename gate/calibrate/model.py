@@ -104,6 +104,8 @@ class Entry(Model):
     preemptions: Count = 0
     mfu_over_peak: Count | None = None
     """Runs whose FLOPs and time give an MFU above 1, left out of ``mfu`` (unset: none)."""
+    left_out: Count | None = None
+    """Measurements outside what a figure holds (an epoch of 0 s, past 10^12), left out."""
 
 
 class Calibration(Model):

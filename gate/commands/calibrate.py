@@ -184,11 +184,16 @@ def render(calibration: Calibration, min_runs: int) -> str:
         "",
         *aligned([header, *(_row(entry) for entry in calibration.entries)], left=(0, 2)),
     ]
-    over = sum(  # every run is in its model's coarsest entry once
-        entry.mfu_over_peak or 0
-        for entry in calibration.entries
-        if entry.key == Key(model=entry.key.model)
-    )
+    coarsest = [  # every run is in its model's coarsest entry once
+        entry for entry in calibration.entries if entry.key == Key(model=entry.key.model)
+    ]
+    over = sum(entry.mfu_over_peak or 0 for entry in coarsest)
+    left_out = sum(entry.left_out or 0 for entry in coarsest)
+    if left_out:
+        lines.append(
+            f"{counted(left_out, 'measurement')} outside what a calibration holds (an epoch of "
+            "0 s, a figure past 10^12) left out: check the runs' logged epochs and times"
+        )
     if over:
         lines.append(
             f"{counted(over, 'run')} logged more FLOPs than the GPUs' dense peak allows in "

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from gate.errors import InputError
 from gate.integrations.mlflow.patience import Patience
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
+from gate.integrations.shared_secret import read_secret, refusal
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -37,31 +38,36 @@ def run(args: argparse.Namespace) -> int:
         from gate.commands import serve_kueue
 
         return serve_kueue.run(args)
+    _require_the_extra()
+    repo = Path(args.repo)
+    if not repo.is_dir():
+        raise InputError(f"--repo {args.repo} is not a directory", hint="give the repository root")
+    tracking_uri = resolve_tracking_uri(args.tracking_uri, os.environ)
+    Patience.from_env(os.environ)  # a malformed BUDGET_GATE_LEDGER_TIMEOUT: exit 3 now
+    secret = None
+    if not args.insecure_no_auth:
+        secret = read_secret(args.secret_file, os.environ)
+    certfile, keyfile = _tls_files(args.ssl_certfile, args.ssl_keyfile)
+    listener = _bind(args.host, args.port)
+    host, port = listener.getsockname()[:2]
+    # NOTE: every option is checked before SkyPilot is imported (seconds): a wrong one is
+    # told at once.
     try:
         import uvicorn
 
-        from gate.integrations import skypilot, skypilot_endpoint
-    except ImportError as exc:
+        from gate.integrations import skypilot
+    except ImportError as exc:  # present but broken (find_spec saw the package)
+        listener.close()
         raise InputError(
             f"the SkyPilot admin policy needs SkyPilot ({exc})",
             hint="pip install 'budget-gate[skypilot]'",
         ) from None
-    repo = Path(args.repo)
-    if not repo.is_dir():
-        raise InputError(f"--repo {args.repo} is not a directory", hint="give the repository root")
     settings = skypilot.PolicySettings(
         repo=repo,
         policy_dir=repo / (args.policy_dir or "policies"),
-        tracking_uri=resolve_tracking_uri(args.tracking_uri, os.environ),
+        tracking_uri=tracking_uri,
         missing_spec=skypilot.MissingSpec(args.missing_spec),
     )
-    Patience.from_env(os.environ)  # a malformed BUDGET_GATE_LEDGER_TIMEOUT: exit 3 now
-    secret = None
-    if not args.insecure_no_auth:
-        secret = skypilot_endpoint.read_secret(args.secret_file, os.environ)
-    certfile, keyfile = _tls_files(args.ssl_certfile, args.ssl_keyfile)
-    listener = _bind(args.host, args.port)
-    host, port = listener.getsockname()[:2]
     log_decisions()
     callers = (
         "callers must send the shared secret (HTTP basic auth)"
@@ -95,7 +101,7 @@ def _app(settings: PolicySettings, secret: str | None) -> Starlette:
     from starlette.responses import PlainTextResponse, Response
     from starlette.routing import Route
 
-    from gate.integrations.skypilot_endpoint import MAX_BODY_BYTES, answer_http, refusal
+    from gate.integrations.skypilot_endpoint import MAX_BODY_BYTES, answer_http
 
     async def policy(request: Request) -> Response:
         authorization = request.headers.get("authorization")
@@ -123,6 +129,18 @@ def _app(settings: PolicySettings, secret: str | None) -> Starlette:
 
     routes = [Route("/", policy, methods=["POST"]), Route("/health", health, methods=["GET"])]
     return Starlette(routes=routes)
+
+
+def _require_the_extra() -> None:
+    """Exit 3 naming the extra when SkyPilot or the HTTP server is missing (nothing imported)."""
+    from importlib.util import find_spec
+
+    missing = [name for name in ("sky", "uvicorn", "starlette") if find_spec(name) is None]
+    if missing:
+        raise InputError(
+            f"the SkyPilot admin policy needs SkyPilot (No module named {missing[0]!r})",
+            hint="pip install 'budget-gate[skypilot]'",
+        )
 
 
 def _tls_files(certfile: str | None, keyfile: str | None) -> tuple[str | None, str | None]:

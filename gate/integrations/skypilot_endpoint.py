@@ -14,28 +14,19 @@ reason before anything is decoded, read or judged. The secret comes from a file 
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hmac
 import json
 import logging
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import sky
 from sky import exceptions as sky_exceptions
 
-from gate.errors import InputError
+from gate.integrations.shared_secret import refusal
 from gate.integrations.skypilot import PolicySettings, apply_policy
 
 log = logging.getLogger("gate.integrations.skypilot")  # one logger for every decision line
 
-SECRET_ENV = "BUDGET_GATE_POLICY_SECRET"
-"""The env var that holds the shared secret, when no secret file is given."""
-MIN_SECRET_CHARS = 16
-"""A shorter secret is refused at start-up: it could be guessed over the network."""
 MAX_BODY_BYTES = 4 * 1024 * 1024
 """A request body past this is refused: a task YAML is kilobytes."""
 REALM = 'Basic realm="budget-gate", charset="UTF-8"'
@@ -49,58 +40,6 @@ class HttpAnswer:
     body: str
     media_type: str = "text/plain"
     headers: dict[str, str] = field(default_factory=dict)
-
-
-def read_secret(path: str | None, environ: Mapping[str, str]) -> str:
-    """The shared secret: the file's first line when ``path`` is given, else the env var.
-
-    Raises:
-        gate.errors.InputError: no secret, an unreadable file, or one too short (exit 3).
-    """
-    if path is not None:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            reason = getattr(exc, "strerror", None) or type(exc).__name__
-            raise InputError(
-                f"--secret-file {path}: cannot be read ({reason})",
-                hint="give a readable file whose first line is the secret",
-            ) from None
-        secret, where = (text.splitlines() or [""])[0].strip(), f"--secret-file {path}"
-    else:
-        secret, where = environ.get(SECRET_ENV, "").strip(), SECRET_ENV
-    if not secret:
-        raise InputError(
-            f"the endpoint needs a shared secret and {where} holds none",
-            hint=f"set {SECRET_ENV} or --secret-file (e.g. from `openssl rand -hex 32`), and "
-            "give SkyPilot the same one; --insecure-no-auth serves without (never on a network)",
-        )
-    if len(secret) < MIN_SECRET_CHARS:
-        raise InputError(
-            f"the secret in {where} has {len(secret)} characters, fewer than {MIN_SECRET_CHARS}",
-            hint="use a long random one, e.g. `openssl rand -hex 32`",
-        )
-    return secret
-
-
-def refusal(authorization: str | None, secret: str) -> str | None:
-    """Why a request's ``Authorization`` header does not prove the secret (``None``: it does)."""
-    if not authorization:
-        return "no credentials (put them in the policy URL, http://budget-gate:SECRET@HOST:PORT)"
-    scheme, _, value = authorization.strip().partition(" ")
-    if scheme.lower() == "basic":
-        try:
-            given = base64.b64decode(value.strip(), validate=True).decode("utf-8").partition(":")[2]
-        except (binascii.Error, UnicodeDecodeError):
-            return "malformed basic credentials"
-    elif scheme.lower() == "bearer":
-        given = value.strip()
-    else:
-        return f"credentials of an unknown scheme {scheme[:20]!r} (use basic or bearer)"
-    # NOTE: compare_digest takes the same time wherever the strings differ.
-    if not hmac.compare_digest(given.encode("utf-8"), secret.encode("utf-8")):
-        return "wrong secret"
-    return None
 
 
 def answer_http(
