@@ -30,7 +30,8 @@ from gate.estimate.schedule import RankPersistence, Stage, ceil_int, flat
 from gate.estimate.settings import PricingPolicy, ScenarioName
 from gate.estimate.trials import count_trials
 from gate.money import to_decimal
-from gate.spec.experiment import Capacity, Experiment, Range
+from gate.spec.experiment import Experiment
+from gate.spec.trial import Capacity, Range
 from gate.words import every_epoch
 
 

@@ -31,9 +31,10 @@ from gate.policy.model import Policy, Severity
 from gate.policy.rules import REGISTRY
 from gate.policy.rules.base import RuleContext, Spender
 from gate.policy.verdict import RawFinding, apply_approval, apply_policy, decide
-from gate.spec.experiment import Capacity, Experiment
+from gate.spec.experiment import Experiment
 from gate.spec.fingerprint import fingerprint
 from gate.spec.loader import DataPath, LoadedDoc, load_bytes, load_file
+from gate.spec.trial import Capacity
 from gate.spec.validation import validate
 
 if TYPE_CHECKING:

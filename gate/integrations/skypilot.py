@@ -49,9 +49,10 @@ from gate.ledger.view import LedgerView
 from gate.money import format_money
 from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet
-from gate.spec.experiment import Capacity, Experiment
+from gate.spec.experiment import Experiment
 from gate.spec.facts import ENV_PREFIX
 from gate.spec.loader import load_bytes
+from gate.spec.trial import Capacity
 
 log = logging.getLogger(__name__)
 
