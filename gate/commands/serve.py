@@ -28,7 +28,7 @@ from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from gate.integrations.skypilot import PolicySettings
+    from gate.integrations.skypilot_settings import PolicySettings
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from gate.integrations import skypilot, skypilot_endpoint
+        from gate.integrations import skypilot_endpoint, skypilot_settings
     except ImportError as exc:
         raise InputError(
             f"the SkyPilot admin policy needs SkyPilot ({exc})",
@@ -49,11 +49,11 @@ def run(args: argparse.Namespace) -> int:
     repo = Path(args.repo)
     if not repo.is_dir():
         raise InputError(f"--repo {args.repo} is not a directory", hint="give the repository root")
-    settings = skypilot.PolicySettings(
+    settings = skypilot_settings.PolicySettings(
         repo=repo,
         policy_dir=repo / (args.policy_dir or "policies"),
         tracking_uri=resolve_tracking_uri(args.tracking_uri, os.environ),
-        missing_spec=skypilot.MissingSpec(args.missing_spec),
+        missing_spec=skypilot_settings.MissingSpec(args.missing_spec),
     )
     Patience.from_env(os.environ)  # a malformed BUDGET_GATE_LEDGER_TIMEOUT: exit 3 now
     secret = None

@@ -28,7 +28,8 @@ import sky
 from sky import exceptions as sky_exceptions
 
 from gate.errors import InputError
-from gate.integrations.skypilot import PolicySettings, apply_policy
+from gate.integrations.skypilot import apply_policy
+from gate.integrations.skypilot_settings import PolicySettings
 
 log = logging.getLogger("gate.integrations.skypilot")  # one logger for every decision line
 
