@@ -244,7 +244,7 @@ def _walk(
     per_epoch: Decimal,
     cap: TrialCap | None,
     held: Callable[[Decimal], Decimal],
-) -> tuple[TrialPath, Decimal, list[tuple[int, Decimal, Decimal]]]:
+) -> tuple[TrialPath, Decimal, list[tuple[Decimal, Decimal, Decimal]]]:
     """One trial of ``stage`` taken up its rungs under the cap.
 
     Returns its path, what it would hold without the cap, and per rung the trials, the
@@ -252,7 +252,7 @@ def _walk(
     """
     path = TrialPath()
     uncut = Decimal(0)
-    runs: list[tuple[int, Decimal, Decimal]] = []
+    runs: list[tuple[Decimal, Decimal, Decimal]] = []
     for rung in stage.rungs:
         start = setup * rung.launches
         run = _round(start + rung.epochs * per_epoch)
