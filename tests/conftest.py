@@ -17,7 +17,8 @@ from gate.estimate.scenarios import estimate
 from gate.policy.loader import deep_merge
 from gate.policy.model import Policy
 from gate.policy.rules.base import RuleContext, Violation
-from gate.spec.experiment import Capacity, Experiment
+from gate.spec.experiment import Experiment
+from gate.spec.trial import Capacity
 
 # Real MLflow tracking server fixtures (mlflow_server, doomed_mlflow), a ledger team, a lab.
 pytest_plugins = [

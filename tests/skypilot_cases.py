@@ -27,7 +27,8 @@ import sky
 from sky import admin_policy, exceptions, models, skypilot_config
 from sky.utils import admin_policy_utils, config_utils
 
-from gate.integrations.skypilot import MissingSpec, PolicySettings, apply_policy
+from gate.integrations.skypilot import apply_policy
+from gate.integrations.skypilot_settings import MissingSpec, PolicySettings
 from gate.ledger.records import RecordKind
 from tests.conftest import ROOT
 from tests.ledger_kit import Team, fingerprint_of

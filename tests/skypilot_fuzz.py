@@ -37,8 +37,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gate.commands.serve import log_decisions
-from gate.integrations.skypilot import PolicySettings
 from gate.integrations.skypilot_endpoint import answer_http
+from gate.integrations.skypilot_settings import PolicySettings
 from tests.mlflow_server import free_port
 
 FUZZ_EXAMPLES = 150

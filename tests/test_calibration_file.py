@@ -27,7 +27,7 @@ from gate.calibrate.model import (
     parse,
 )
 from gate.cli import main
-from gate.spec.experiment import LARGEST, SMALLEST
+from gate.spec.base import LARGEST, SMALLEST
 from gate.spec.loader import load_bytes
 from tests.plain_words import internals_in
 

@@ -21,8 +21,8 @@ from gate.formats import Format, sniff
 from gate.formats.model import Origin
 from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet, builtin_policies
-from gate.spec.experiment import Capacity
 from gate.spec.loader import load_file
+from gate.spec.trial import Capacity
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
 RULES = CONFIGS / "rules"

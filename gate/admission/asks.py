@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gate.spec.experiment import Capacity, Experiment
+from gate.spec.experiment import Experiment
+from gate.spec.trial import Capacity
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,8 @@ from gate.admission.workload import GPU_RESOURCES, MIG_PREFIX, Workload, is_mig,
 from gate.evaluation.evaluate import Evaluation
 from gate.ledger import tracking
 from gate.ledger.budget import month_start
-from gate.spec.experiment import Capacity, Experiment
+from gate.spec.experiment import Experiment
+from gate.spec.trial import Capacity
 
 MAX_MESSAGE = 32768
 """Kueue's limit on an admission check message."""

@@ -23,7 +23,7 @@ from gate.calibrate.model import (
     TimeStat,
 )
 from gate.calibrate.observe import Observation
-from gate.spec.experiment import LARGEST, SMALLEST
+from gate.spec.base import LARGEST, SMALLEST
 
 
 def coarser(key: Key) -> tuple[Key, ...]:

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictFloat, StrictInt
 
-from gate.spec.experiment import LARGEST, SMALLEST, Model
+from gate.spec.base import LARGEST, SMALLEST, Model
 from gate.spec.loader import LoadedDoc
 from gate.spec.validation import validate
 

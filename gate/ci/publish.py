@@ -25,7 +25,8 @@ from gate.ci.decisions import (
     reviewers_to_request,
 )
 from gate.ci.event import ApproveCommand
-from gate.ci.flow import GitHub, Prepared, binding_lines
+from gate.ci.flow import GitHub, Prepared
+from gate.ci.judging import binding_lines
 from gate.ci.model import CommentInfo
 from gate.ci.policy_change import render as render_policy_change
 from gate.ci.policy_change import status as policy_status

@@ -15,6 +15,13 @@ def add_ledger_commands(
     writing: list[Parser],
 ) -> None:
     """``verify``, ``request-approval``, ``approve`` and ``revoke``."""
+    _add_verify(commands, reading)
+    _add_request_approval(commands, writing)
+    _add_approve(commands, writing)
+    _add_revoke(commands, writing)
+
+
+def _add_verify(commands: argparse._SubParsersAction[Parser], reading: list[Parser]) -> None:
     verify = commands.add_parser(
         "verify",
         parents=reading,
@@ -41,6 +48,10 @@ def add_ledger_commands(
     )
     text_or_json(verify)
 
+
+def _add_request_approval(
+    commands: argparse._SubParsersAction[Parser], writing: list[Parser]
+) -> None:
     request = commands.add_parser(
         "request-approval",
         parents=writing,
@@ -53,6 +64,8 @@ def add_ledger_commands(
     request.add_argument("--reason", metavar="TEXT", help="why the experiment is worth it")
     request.add_argument("--pr", type=pr_number, metavar="N", help="the pull request number")
 
+
+def _add_approve(commands: argparse._SubParsersAction[Parser], writing: list[Parser]) -> None:
     approve = commands.add_parser(
         "approve",
         parents=writing,
@@ -70,6 +83,8 @@ def add_ledger_commands(
     )
     approve.add_argument("--pr", type=pr_number, metavar="N", help="the pull request number")
 
+
+def _add_revoke(commands: argparse._SubParsersAction[Parser], writing: list[Parser]) -> None:
     revoke = commands.add_parser(
         "revoke",
         parents=writing,
@@ -130,6 +145,11 @@ def add_serve(commands: argparse._SubParsersAction[Any], parents: list[Parser]) 
         "AdmissionCheck controller (see each one's --help).",
     )
     what = serve.add_subparsers(dest="service", metavar="SERVICE", required=True)
+    _add_skypilot_policy(what, parents)
+    add_kueue_admission(what, parents)
+
+
+def _add_skypilot_policy(what: argparse._SubParsersAction[Any], parents: list[Parser]) -> None:
     policy = what.add_parser(
         "skypilot-policy",
         parents=parents,
@@ -185,4 +205,3 @@ def add_serve(commands: argparse._SubParsersAction[Any], parents: list[Parser]) 
         default="reject",
         help="what to do with a GPU task that names no spec (default: reject)",
     )
-    add_kueue_admission(what, parents)

@@ -134,6 +134,13 @@ def add_diff(
 
 def add_reference(commands: argparse._SubParsersAction[Any]) -> None:
     """``rules``, ``schema``, ``prices`` and ``init``: what a team reads and starts from."""
+    _add_rules(commands)
+    _add_schema(commands)
+    _add_prices(commands)
+    _add_init(commands)
+
+
+def _add_rules(commands: argparse._SubParsersAction[Any]) -> None:
     rules = commands.add_parser(
         "rules",
         help="list the rules, or show one rule's documentation",
@@ -152,6 +159,8 @@ def add_reference(commands: argparse._SubParsersAction[Any]) -> None:
         "--out", default="docs/rules.md", help="where --write puts it (default: docs/rules.md)"
     )
 
+
+def _add_schema(commands: argparse._SubParsersAction[Any]) -> None:
     schema = commands.add_parser(
         "schema",
         help="print the JSON Schemas of specs and policies, or write them",
@@ -171,6 +180,8 @@ def add_reference(commands: argparse._SubParsersAction[Any]) -> None:
         help="where --write puts them (default: schemas, or docs/reference with --docs)",
     )
 
+
+def _add_prices(commands: argparse._SubParsersAction[Any]) -> None:
     prices = commands.add_parser(
         "prices",
         help="show the default price catalog",
@@ -179,6 +190,9 @@ def add_reference(commands: argparse._SubParsersAction[Any]) -> None:
         "override these prices with prices.overrides.",
     )
     prices.add_argument("accelerator", nargs="?", metavar="ACCELERATOR", help="e.g. H100")
+
+
+def _add_init(commands: argparse._SubParsersAction[Any]) -> None:
     init = commands.add_parser(
         "init",
         help="start a repository: a default policy, the schemas, a sample spec, the checks",

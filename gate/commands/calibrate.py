@@ -35,7 +35,7 @@ from gate.integrations.mlflow.tracking_uri import resolve_tracking_uri
 from gate.ledger import tracking
 from gate.policy.model import Policy
 from gate.reconcile.actuals import RunFacts
-from gate.spec.experiment import Capacity
+from gate.spec.trial import Capacity
 from gate.words import aligned, counted
 
 Sink = Callable[[RunFacts, str], None]

@@ -21,7 +21,8 @@ from typing import Any
 
 from gate.ci.decisions import CommentMode, outputs
 from gate.ci.event import parse_event
-from gate.ci.flow import Prepared, Settings, approval_record, prepare
+from gate.ci.flow import Prepared, Settings, prepare
+from gate.ci.judging import approval_record
 from gate.ci.policy_change import log_lines
 from gate.ci.policy_change import render as render_policy_change
 from gate.ci.publish import publish

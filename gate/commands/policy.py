@@ -25,7 +25,7 @@ from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import SpecResult
 from gate.policy.loader import LoadedPolicy, PolicySet
 from gate.policy.rules import all_rule_ids, rule_info
-from gate.spec.experiment import Model
+from gate.spec.base import Model
 from gate.spec.loader import LoadedDoc, load_file
 from gate.spec.validation import validate
 

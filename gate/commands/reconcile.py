@@ -38,7 +38,8 @@ from gate.policy.model import Policy
 from gate.reconcile.actuals import Plan, RunFacts
 from gate.reconcile.quality import monitor_for
 from gate.reconcile.reconciler import Reconciler, ReconcileReport, Reconciliation
-from gate.spec.experiment import Capacity, Experiment
+from gate.spec.experiment import Experiment
+from gate.spec.trial import Capacity
 
 if TYPE_CHECKING:
     from gate.integrations.github.client import GitHubClient

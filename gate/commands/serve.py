@@ -25,11 +25,10 @@ from gate.errors import InputError
 from gate.integrations.mlflow.patience import Patience
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.integrations.shared_secret import read_secret, refusal
+from gate.integrations.skypilot_settings import MissingSpec, PolicySettings
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
-
-    from gate.integrations.skypilot import PolicySettings
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,7 +41,12 @@ def run(args: argparse.Namespace) -> int:
     repo = Path(args.repo)
     if not repo.is_dir():
         raise InputError(f"--repo {args.repo} is not a directory", hint="give the repository root")
-    tracking_uri = resolve_tracking_uri(args.tracking_uri, os.environ)
+    settings = PolicySettings(
+        repo=repo,
+        policy_dir=repo / (args.policy_dir or "policies"),
+        tracking_uri=resolve_tracking_uri(args.tracking_uri, os.environ),
+        missing_spec=MissingSpec(args.missing_spec),
+    )
     Patience.from_env(os.environ)  # a malformed BUDGET_GATE_LEDGER_TIMEOUT: exit 3 now
     secret = None
     if not args.insecure_no_auth:
@@ -55,19 +59,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from gate.integrations import skypilot
+        from gate.integrations import skypilot_endpoint  # noqa: F401 (SkyPilot, now)
     except ImportError as exc:  # present but broken (find_spec saw the package)
         listener.close()
         raise InputError(
             f"the SkyPilot admin policy needs SkyPilot ({exc})",
             hint="pip install 'budget-gate[skypilot]'",
         ) from None
-    settings = skypilot.PolicySettings(
-        repo=repo,
-        policy_dir=repo / (args.policy_dir or "policies"),
-        tracking_uri=tracking_uri,
-        missing_spec=skypilot.MissingSpec(args.missing_spec),
-    )
     log_decisions()
     callers = (
         "callers must send the shared secret (HTTP basic auth)"

@@ -7,7 +7,8 @@ from decimal import Decimal
 from gate.estimate.measured import Measured, declared_minutes, epoch_note
 from gate.estimate.settings import PricingPolicy, ScenarioName
 from gate.money import format_amount
-from gate.spec.experiment import Experiment, Range
+from gate.spec.experiment import Experiment
+from gate.spec.trial import Range
 from gate.words import counted
 
 

@@ -14,7 +14,7 @@ from gate.estimate.caps import Cut
 from gate.estimate.measured import Measured
 from gate.estimate.prices import Quote
 from gate.estimate.settings import ScenarioName
-from gate.spec.experiment import Strategy
+from gate.spec.search import Strategy
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,8 @@ from gate.estimate.schedule import (
     split,
 )
 from gate.estimate.settings import PricingPolicy, ScenarioName
-from gate.spec.experiment import Experiment, LearningCurve, Scheduler, Strategy
+from gate.spec.experiment import Experiment
+from gate.spec.search import LearningCurve, Scheduler, Strategy
 from gate.words import every_epoch
 
 _HALVING = (Strategy.SUCCESSIVE_HALVING, Strategy.HYPERBAND, Strategy.ASHA)

@@ -17,7 +17,7 @@ from importlib import resources
 from gate.errors import InputError, Location
 from gate.estimate.settings import OwnedHardware, PricingPolicy
 from gate.money import to_decimal
-from gate.spec.experiment import Capacity
+from gate.spec.trial import Capacity
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ the middle of uncertain inputs and the expected pruning of asynchronous searches
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
@@ -19,7 +20,7 @@ from gate.estimate.assumptions import (
     reliability_notes,
     shared_notes,
 )
-from gate.estimate.caps import Cut, TrialPath, advance, cut_note, trial_cap
+from gate.estimate.caps import Cut, TrialCap, TrialPath, advance, cut_note, trial_cap
 from gate.estimate.flops import with_prior
 from gate.estimate.measured import Measured, measured_policy, minutes_for
 from gate.estimate.model import Drivers, Estimate, Saving, Scenario, SpotComparison
@@ -30,7 +31,8 @@ from gate.estimate.schedule import RankPersistence, Stage, ceil_int, flat
 from gate.estimate.settings import PricingPolicy, ScenarioName
 from gate.estimate.trials import count_trials
 from gate.money import to_decimal
-from gate.spec.experiment import Capacity, Experiment, Range
+from gate.spec.experiment import Experiment
+from gate.spec.trial import Capacity, Range
 from gate.words import every_epoch
 
 
@@ -196,20 +198,16 @@ def _usage(
     uncut: list[Decimal] = []  # what each stage's furthest trial would hold without a cap
     first: Decimal | None = None
     for stage in stages:
-        path = TrialPath()
-        uncut.append(Decimal(0))
+        path, stage_uncut, runs = _walk(stage, setup, per_epoch, cap, held)
+        uncut.append(stage_uncut)
         stage_work = Decimal(0)
         last = (0, Decimal(0))
-        for rung in stage.rungs:
-            start = setup * rung.launches
-            run = _round(start + rung.epochs * per_epoch)
-            uncut[-1] += held(run)
-            run, billed = advance(path, rung, run, start, per_epoch, cap, held)
-            trial_hours += rung.trials * billed
-            recompute += rung.trials * (billed - run)
-            stage_work += rung.trials * billed
+        for trials, run, billed in runs:
+            trial_hours += trials * billed
+            recompute += trials * (billed - run)
+            stage_work += trials * billed
             if stage.barrier or len(stage.rungs) == 1:
-                rung_waves = ceil_int(rung.trials / concurrency)
+                rung_waves = ceil_int(trials / concurrency)
                 waves += rung_waves
                 wall += rung_waves * (billed + queue)
                 last = (rung_waves, billed + queue)
@@ -225,15 +223,7 @@ def _usage(
             first = wall - (last[0] - 1) * last[1]
         longest = max(longest, path.held)
         paths.append(path)
-    index = max(range(len(paths)), key=lambda i: paths[i].trained)
-    furthest = paths[index]
-    notes: tuple[str, ...] = ()
-    cut = None
-    if cap is not None and furthest.cut:
-        target = max(stage.rungs[-1].reached for stage in stages)
-        every = all(p.cut for p in paths)
-        cut = Cut(furthest.held, furthest.trained, target, cap.field, uncut[index])
-        notes = (cut_note(cap, cut, every),)
+    furthest, cut, notes = _furthest(stages, paths, uncut, cap)
     return _Usage(
         trial_hours,
         recompute,
@@ -246,6 +236,44 @@ def _usage(
         first or Decimal(0),
         cut,
     )
+
+
+def _walk(
+    stage: Stage,
+    setup: Decimal,
+    per_epoch: Decimal,
+    cap: TrialCap | None,
+    held: Callable[[Decimal], Decimal],
+) -> tuple[TrialPath, Decimal, list[tuple[Decimal, Decimal, Decimal]]]:
+    """One trial of ``stage`` taken up its rungs under the cap.
+
+    Returns its path, what it would hold without the cap, and per rung the trials, the
+    useful hours and the held hours each spends there.
+    """
+    path = TrialPath()
+    uncut = Decimal(0)
+    runs: list[tuple[Decimal, Decimal, Decimal]] = []
+    for rung in stage.rungs:
+        start = setup * rung.launches
+        run = _round(start + rung.epochs * per_epoch)
+        uncut += held(run)
+        run, billed = advance(path, rung, run, start, per_epoch, cap, held)
+        runs.append((rung.trials, run, billed))
+    return path, uncut, runs
+
+
+def _furthest(
+    stages: tuple[Stage, ...], paths: list[TrialPath], uncut: list[Decimal], cap: TrialCap | None
+) -> tuple[TrialPath, Cut | None, tuple[str, ...]]:
+    """The trial that trains furthest, and where the cap cut it, with the note saying so."""
+    index = max(range(len(paths)), key=lambda i: paths[i].trained)
+    furthest = paths[index]
+    if cap is None or not furthest.cut:
+        return furthest, None, ()
+    target = max(stage.rungs[-1].reached for stage in stages)
+    every = all(p.cut for p in paths)
+    cut = Cut(furthest.held, furthest.trained, target, cap.field, uncut[index])
+    return furthest, cut, (cut_note(cap, cut, every),)
 
 
 def _stop_line(spec: Experiment, top_epoch: int, stop_note: str | None, unfinished: bool) -> str:

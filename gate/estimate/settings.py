@@ -13,7 +13,9 @@ from typing import Annotated, Literal, Protocol
 from pydantic import Field, StrictBool, StrictFloat
 
 from gate.money import Money
-from gate.spec.experiment import Capacity, LearningCurve, Model, Name
+from gate.spec.base import Model, Name
+from gate.spec.search import LearningCurve
+from gate.spec.trial import Capacity
 
 ScenarioName = Literal["worst", "expected"]
 """The two priced outcomes of an estimate; a policy chooses which one its limits use."""

@@ -6,7 +6,7 @@ import math
 from decimal import Decimal
 
 from gate.estimate.schedule import hyperband_brackets, optuna_brackets
-from gate.spec.experiment import Scheduler, Search, Strategy
+from gate.spec.search import Scheduler, Search, Strategy
 
 
 def count_trials(search: Search, max_epochs: int) -> int:

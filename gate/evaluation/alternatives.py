@@ -17,7 +17,9 @@ from gate.estimate.model import Estimate
 from gate.policy.counterfactual import BF16_SPEEDUP, TENSOR_CORE_GPUS, apply_edits, bf16_edits
 from gate.policy.counterfactual import configurations as count
 from gate.policy.findings import Edit
-from gate.spec.experiment import Capacity, Experiment, Precision, Strategy
+from gate.spec.experiment import Experiment
+from gate.spec.search import Strategy
+from gate.spec.trial import Capacity, Precision
 
 Pricer = Callable[[Experiment], Estimate | None]
 """Price an edited spec (its own quote: capacity may change); ``None`` without a price."""

@@ -4,6 +4,8 @@ The ledger, when given, is read through a :class:`gate.ledger.view.LedgerView` (
 budget and approvals); the evaluator never writes to it. What only some specs need (the
 calibration's lookup, the ledger's sums and approvals, an engine file's words) is imported
 when a spec needs it: a plain ``check`` of a spec without a budget imports none of it.
+The document is read as a spec by :mod:`gate.evaluation.reading`, and the ledger by
+:mod:`gate.evaluation.ledger_checks`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from gate.estimate.measured import Measured
 from gate.estimate.model import Estimate
 from gate.estimate.prices import Catalog, Quote, quote
 from gate.estimate.scenarios import estimate
-from gate.estimate.trials import count_trials
+from gate.evaluation.reading import check_size, invalid_result, parse_spec
 from gate.evaluation.report import SpecResult
 from gate.formats import Format, sniff
 from gate.policy.findings import Finding, Outcome
@@ -31,10 +33,10 @@ from gate.policy.model import Policy, Severity
 from gate.policy.rules import REGISTRY
 from gate.policy.rules.base import RuleContext, Spender
 from gate.policy.verdict import RawFinding, apply_approval, apply_policy, decide
-from gate.spec.experiment import Capacity, Experiment
+from gate.spec.experiment import Experiment
 from gate.spec.fingerprint import fingerprint
 from gate.spec.loader import DataPath, LoadedDoc, load_bytes, load_file
-from gate.spec.validation import validate
+from gate.spec.trial import Capacity
 
 if TYPE_CHECKING:
     from gate.calibrate.model import Calibration
@@ -119,7 +121,7 @@ class Evaluator:
         try:
             doc = load_file(spec_file) if content is None else load_bytes(content, spec_file)
         except (InputError, InputErrors) as exc:
-            return Evaluation(_invalid(spec_file, exc))
+            return Evaluation(invalid_result(spec_file, exc))
         return self.evaluate_doc(spec_file, doc, launch)
 
     def evaluate_doc(
@@ -135,21 +137,46 @@ class Evaluator:
             if fmt is not Format.BUDGET_GATE:
                 imported = self.import_doc(doc, fmt, launch or {})
                 doc = imported.doc
-            spec = _parse(doc)
+            spec = parse_spec(doc)
         except (InputError, InputErrors) as exc:
-            return Evaluation(_invalid(spec_file, exc, fmt))
+            return Evaluation(invalid_result(spec_file, exc, fmt))
         loaded = self.policies.for_team(spec.metadata.team)
         policy = loaded.policy
         try:
-            _check_size(spec, doc)
+            check_size(spec, doc)
             price = self._quote(spec, policy, spec.resources.capacity, doc)
             measured = with_prior(spec, self._measured(spec, policy), policy.estimation.mfu)
         except InputError as exc:
             if exc.location is None:
                 exc.location = doc.source_map.locate(("workload", "model"))
-            return Evaluation(_invalid(spec_file, exc))
+            return Evaluation(invalid_result(spec_file, exc))
         on_demand = self._on_demand(spec, policy, doc)
         est = estimate(spec, policy, price, on_demand, measured)
+        return self._judge(
+            spec_file,
+            doc,
+            spec,
+            loaded,
+            est,
+            lambda s: self._estimate_edit(s, policy, price, on_demand),
+            imported,
+        )
+
+    def _judge(
+        self,
+        spec_file: str,
+        doc: LoadedDoc,
+        spec: Experiment,
+        loaded: LoadedPolicy,
+        est: Estimate,
+        reprice: Callable[[Experiment], Estimate],
+        imported: Imported | None,
+    ) -> Evaluation:
+        """The priced spec through the rules, its fixes, the ledger and the verdict.
+
+        ``reprice`` prices an edited spec as this one was priced (a fix's proof).
+        """
+        policy = loaded.policy
         fp = fingerprint(spec)
         path = self.ledger_path(spec_file)
         budget = self._budget(spec, policy, path, fp)
@@ -161,13 +188,7 @@ class Evaluator:
         )
         words = imported.words if imported is not None else None
         findings = _findings(doc, ctx, loaded, repo_path, words)
-        findings = self._fixes(
-            findings,
-            ctx,
-            loaded,
-            repo_path,
-            lambda s: self._estimate_edit(s, policy, price, on_demand),
-        )
+        findings = self._fixes(findings, ctx, loaded, repo_path, reprice)
         approval = self._approval(ctx, fp, path, findings, read=budget is not None)
         if approval is not None and approval.approval is not None:
             findings = apply_approval(findings, approval.approval)
@@ -318,30 +339,9 @@ class Evaluator:
     def _budget(self, spec: Experiment, policy: Policy, path: str, fp: str) -> BudgetStatus | None:
         if self.ledger is None or policy.limits.monthly_budget is None:
             return None  # NOTE: no budget, no ledger: such a check never imports it
-        from gate.ledger.budget import budget_scope, month_spend, month_start, spend_status
-        from gate.ledger.spend import SpendReader
+        from gate.evaluation.ledger_checks import budget_status
 
-        scope = budget_scope(spec, policy)
-        if scope is None:
-            return None
-        now = self.ledger.now
-        query = scope.query(month_start(now))
-        spend = self._spends.get(query)
-        if spend is None:
-            store = self.ledger.store()
-            if isinstance(store, SpendReader):
-                spend = store.month_spend(query, now)
-            else:
-                spend = month_spend(store.query(query), now)
-            self._spends[query] = spend
-        return spend_status(
-            spend,
-            policy=policy,
-            scope=scope,
-            now=now,
-            spec=path,
-            fingerprint=fp,
-        )
+        return budget_status(self.ledger, self._spends, spec, policy, path, fp)
 
     def _approval(
         self, ctx: RuleContext, fp: str, path: str, findings: list[Finding], *, read: bool
@@ -352,34 +352,9 @@ class Evaluator:
             return None
         if decide(findings, fail_on_warn=self.fail_on_warn) is not Outcome.APPROVAL_REQUIRED:
             return None
-        from gate.ledger.approvals import (
-            ApprovalCheck,
-            Requirement,
-            check_approvals,
-            explain_changed,
-        )
-        from gate.ledger.records import MAX_EXPIRY, LedgerQuery
+        from gate.evaluation.ledger_checks import approval_check
 
-        policy = ctx.policy
-        need = Requirement(
-            fp,
-            ctx.estimate.worst.cost,
-            policy.currency,
-            policy.approval.approvers,
-            ctx.spec.metadata.owner,
-            tuple(policy.approval.sources),
-            spec=path,
-            launches=policy.approval.launches,
-            launch_key=self.launch_key,
-        )
-        found = check_approvals(ledger.records(LedgerQuery(fingerprint=fp)), need, ledger.now)
-        if found.approval is not None:
-            return found
-        # NOTE: the other versions' approvals only say "the spec changed": one older than the
-        # longest expiry can hold no more, so the path's records before it are not read.
-        others = ledger.records(LedgerQuery(spec=path, since=ledger.now - MAX_EXPIRY))
-        changed = explain_changed(others, fp)
-        return ApprovalCheck(None, (*found.stale, changed)) if changed else found
+        return approval_check(ledger, ctx, fp, path, self.launch_key)
 
 
 def _findings(
@@ -408,45 +383,6 @@ def _where_to_add(words: Words | None) -> Callable[[str, str, DataPath], str]:
     from gate.evaluation.importing import with_where_to_add
 
     return lambda rule, message, path: with_where_to_add(rule, message, path, words)
-
-
-MAX_TRIALS = 10**18
-"""Beyond a quintillion trials a search is a typo, not a plan (10¹⁵ is still priced)."""
-
-
-def _check_size(spec: Experiment, doc: LoadedDoc) -> None:
-    trials = count_trials(spec.search, spec.workload.max_epochs)
-    if trials > MAX_TRIALS:
-        raise InputError(
-            f"the search has about 10^{len(str(trials)) - 1} trials",
-            location=doc.source_map.locate(("search",), key=True),
-            hint="check the grid's value lists and seeds; no budget covers this many trials",
-        )
-
-
-def _parse(doc: LoadedDoc) -> Experiment:
-    kind = doc.data.get("kind")
-    if kind == "Policy":
-        raise InputError(
-            "this file is a policy, not an experiment spec",
-            location=doc.source_map.locate(("kind",)),
-            hint="check specs with budget-gate check; policies go in --policy-dir",
-        )
-    return validate(Experiment, doc)
-
-
-def _invalid(
-    spec_file: str, exc: InputError | InputErrors, fmt: Format = Format.BUDGET_GATE
-) -> SpecResult:
-    errors = exc.errors if isinstance(exc, InputErrors) else [exc]
-    imported = None
-    if fmt is not Format.BUDGET_GATE:
-        from gate.formats.model import ImportSummary
-
-        imported = ImportSummary(fmt, ())
-    return SpecResult(
-        spec_file, Outcome.INVALID, errors=tuple(e.problem for e in errors), imported=imported
-    )
 
 
 def _finding_order(finding: Finding) -> tuple[str, int, int, str]:

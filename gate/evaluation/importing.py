@@ -18,8 +18,8 @@ from gate.errors import InputError
 from gate.estimate.prices import Catalog, quote
 from gate.policy.findings import Edit, Finding
 from gate.policy.rules import missing_labels, no_quality_gate, spot_without_checkpoints
-from gate.spec.experiment import Capacity
 from gate.spec.loader import DataPath, LoadedDoc
+from gate.spec.trial import Capacity
 
 if TYPE_CHECKING:
     from gate.calibrate.model import Calibration

@@ -5,7 +5,10 @@ MLflow; calling it does for ``sqlite:///`` stores, while a tracking server is re
 (:mod:`gate.integrations.mlflow.rest`) and MLflow loads only to write. ``mlflow/`` holds all
 MLflow I/O (ledger, training runs, tracking URI), ``github/`` the pull-request flow's
 GitHub facade, ``git/`` the repository and spec history, ``skypilot`` the SkyPilot admin
-policy and ``skypilot_endpoint`` its HTTP side (the only modules that import SkyPilot), and
+policy and ``skypilot_endpoint`` its HTTP side (the only modules that import SkyPilot), with
+``skypilot_settings`` (where the specs, policies and ledger are) and ``skypilot_spec`` (the
+spec a task names, judged and its launch recorded) and ``shared_secret`` (what the
+endpoint's callers must prove), and
 ``kubernetes/`` the Kueue AdmissionCheck controller (the only package that imports the
 Kubernetes client). Imports :mod:`gate.ci`'s models and the pure core; nothing below imports
 this package.

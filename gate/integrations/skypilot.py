@@ -9,9 +9,11 @@ no error findings, a fresh approval when one is needed, room in the monthly budg
 task's accelerator, GPU count (per node × nodes) and spot setting must match the spec's
 ``resources`` (a MIG spec is priced as whole GPUs, which SkyPilot asks for, and refused). A
 cleared task is mutated to carry the spec's run tags as env vars. Every rejection is one
-line: what, why, and the command that fixes it. Imports SkyPilot; nothing else in ``gate``
-imports this module except the HTTP side (:mod:`gate.integrations.skypilot_endpoint`) and
-``budget-gate serve skypilot-policy``.
+line: what, why, and the command that fixes it. This module reads the task; the settings
+are :mod:`gate.integrations.skypilot_settings`'s, and reading, judging and recording the
+spec a task names is :mod:`gate.integrations.skypilot_spec`'s (neither imports SkyPilot).
+Imports SkyPilot; nothing else in ``gate`` imports this module except the HTTP side
+(:mod:`gate.integrations.skypilot_endpoint`) and ``budget-gate serve skypilot-policy``.
 """
 
 from __future__ import annotations
@@ -23,104 +25,40 @@ import math
 import os
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
-from enum import Enum
-from pathlib import Path
 
 import sky
 from sky import exceptions as sky_exceptions
 
 from gate.admission.asks import GpuAsk
 from gate.admission.asks import matches as _matches
-from gate.admission.clearance import Unjudged, judge_spec, refusal
-from gate.admission.spec_file import SpecRefError, read_spec
-from gate.errors import BackendError, InputError, InputErrors
-from gate.estimate.prices import load_catalog
-from gate.evaluation.evaluate import Evaluation, Evaluator
-from gate.evaluation.launching import LAUNCH_KEY_ENV, record_launch
-from gate.evaluation.report import SpecResult
-from gate.formats import Format, sniff
+from gate.errors import InputError
+from gate.evaluation.launching import LAUNCH_KEY_ENV
+from gate.formats import Format
 from gate.formats.model import FactMap, Origin, Source, Traced
-from gate.integrations import open_ledger
-from gate.integrations.mlflow.patience import Patience
-from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
+from gate.integrations.skypilot_settings import MissingSpec, PolicySettings
+from gate.integrations.skypilot_spec import (
+    SPEC_ENV,
+    Rejection,
+    check_cleared,
+    check_self_cleared,
+    evaluate_named,
+    format_of,
+    mig_rejection,
+    read_named_spec,
+    record_admission,
+    whole_gpu_cost,
+)
 from gate.ledger import tracking
-from gate.ledger.view import LedgerView
-from gate.money import format_money
-from gate.policy.findings import Outcome
-from gate.policy.loader import PolicySet
-from gate.spec.experiment import Capacity, Experiment
+from gate.spec.experiment import Experiment
 from gate.spec.facts import ENV_PREFIX
-from gate.spec.loader import load_bytes
+from gate.spec.trial import Capacity
 
 log = logging.getLogger(__name__)
 
-SPEC_ENV = "BUDGET_GATE_SPEC"
-"""The task env var that names its spec, relative to the repository."""
 RUN_TAGS_ENV = "BUDGET_GATE_RUN_TAGS"
 """Set on a cleared task: every run tag as one JSON object, for ``mlflow.start_run(tags=)``."""
 CHECKED_REQUESTS = frozenset({"launch", "exec", "jobs.launch"})
 """SkyPilot request names judged; others (controllers, optimize, validate) pass unchanged."""
-
-
-class MissingSpec(str, Enum):
-    """What happens to a GPU task that names no spec."""
-
-    REJECT = "reject"
-    ALLOW = "allow"
-
-
-@dataclass(frozen=True, slots=True)
-class PolicySettings:
-    """Where the specs, policies and ledger are, and what to do with a GPU task without spec."""
-
-    repo: Path
-    policy_dir: Path
-    tracking_uri: str
-    missing_spec: MissingSpec = MissingSpec.REJECT
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> PolicySettings:
-        """Settings from the API server's environment.
-
-        ``BUDGET_GATE_REPO`` (default: the working directory), ``BUDGET_GATE_POLICY_DIR``
-        (default ``policies``, relative to the repository),
-        ``MLFLOW_TRACKING_URI`` and ``BUDGET_GATE_MISSING_SPEC`` (``reject`` or ``allow``).
-        Also checks ``BUDGET_GATE_LEDGER_TIMEOUT``, read by the ledger at each request.
-
-        Raises:
-            gate.errors.InputError: a value is malformed (one line: which, and the fix).
-        """
-        repo = Path(_plain("BUDGET_GATE_REPO", environ.get("BUDGET_GATE_REPO") or os.getcwd()))
-        if not repo.is_dir():
-            raise InputError(
-                f"BUDGET_GATE_REPO is {str(repo)!r}, not a directory",
-                hint="set it to the checkout that holds the specs and policies",
-            )
-        policy_dir = repo / _plain(
-            "BUDGET_GATE_POLICY_DIR", environ.get("BUDGET_GATE_POLICY_DIR", "policies")
-        )
-        missing = environ.get("BUDGET_GATE_MISSING_SPEC", MissingSpec.REJECT.value)
-        try:
-            missing_spec = MissingSpec(missing)
-        except ValueError:
-            raise InputError(
-                f"BUDGET_GATE_MISSING_SPEC is {missing[:40]!r}", hint="set it to reject or allow"
-            ) from None
-        Patience.from_env(environ)
-        uri = _plain("MLFLOW_TRACKING_URI", resolve_tracking_uri(None, environ))
-        return cls(repo, policy_dir, uri, missing_spec)
-
-
-def _plain(name: str, value: str) -> str:
-    """``value`` unless it holds a control character (a NUL cannot name a path or URL)."""
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise InputError(f"{name} holds a control character ({value[:40]!r})", hint=f"fix {name}")
-    return value
-
-
-class Rejection(Exception):
-    """A request the policy refuses; the message is the one line SkyPilot shows the user."""
 
 
 class BudgetGatePolicy(sky.AdminPolicy):
@@ -186,22 +124,22 @@ def judge(
     if not named and not _carries_facts(task):
         return _no_spec(task, asks, settings)
     if named:
-        relative, content = _read_spec(named, settings.repo)
-        sweep = _format_of(content, relative) is not Format.BUDGET_GATE
+        relative, content = read_named_spec(named, settings.repo)
+        sweep = format_of(content, relative) is not Format.BUDGET_GATE
         launch = _launch_facts(task, asks) if sweep else {}
     else:  # the task says what it runs: judged as a SkyPilot file of its own
         relative, content, launch = _task_name(task), _task_yaml(task), {}
-    evaluation, view = _evaluate(relative, content, settings, now, key, launch)
+    evaluation, view = evaluate_named(relative, content, settings, now, key, launch)
     if not named:
-        _check_self_cleared(evaluation.result, relative)
+        check_self_cleared(evaluation.result, relative)
     if evaluation.spec is not None:
         _check_match(task, asks, evaluation.spec, relative, exec_request=request == "exec")
         if evaluation.spec.resources.mig_profile is not None and asks:
-            whole = _whole_gpu_cost(relative, content, settings, now)
-            raise _mig_rejection(task, asks[0], evaluation, relative, whole)
-    _check_cleared(evaluation.result)
+            whole = whole_gpu_cost(relative, content, settings, now)
+            raise mig_rejection(task.name or "(unnamed)", asks[0], evaluation, relative, whole)
+    check_cleared(evaluation.result)
     assert evaluation.spec is not None and evaluation.result.fingerprint is not None
-    _launch(view, evaluation, key)
+    record_admission(view, evaluation, key)
     approval = evaluation.result.approval.approval if evaluation.result.approval else None
     tags = tracking.spec_tags(
         evaluation.spec,
@@ -211,24 +149,6 @@ def judge(
     )
     tags[tracking.SUBMITTED_AT] = now.isoformat(timespec="seconds")
     return tag_envs(tags) | {LAUNCH_KEY_ENV: key}
-
-
-def _launch(view: LedgerView, evaluation: Evaluation, key: str) -> None:
-    """Record the admitted task's launch when the ledger is in play (fail closed if not)."""
-    result = evaluation.result
-    if result.approval is None and result.budget is None:
-        return
-    from gate.integrations.signing import SIGNER_ENV, signer_from
-
-    try:
-        signer = signer_from(os.environ, principal="skypilot-policy")
-        by = signer.principal if signer else os.environ.get(SIGNER_ENV, "skypilot-policy")
-        record_launch(view, evaluation, launch_key=key, by=by, signer=signer)
-    except (BackendError, InputError) as exc:
-        raise Rejection(
-            f"{result.file} is cleared, but its launch could not be recorded ({exc}) — "
-            "launches are refused until the ledger records them (fail closed)"
-        ) from None
 
 
 def tag_envs(tags: Mapping[str, str]) -> dict[str, str]:
@@ -280,22 +200,6 @@ def _no_spec(task: sky.Task, asks: list[GpuAsk], settings: PolicySettings) -> di
     )
 
 
-def _read_spec(named: str, repo: Path) -> tuple[str, bytes]:
-    """The spec's normalized path in the repository and its bytes, or why not."""
-    try:
-        return read_spec(named, repo, subject=f"{SPEC_ENV}={named}")
-    except SpecRefError as exc:
-        raise Rejection(str(exc)) from None
-
-
-def _format_of(content: bytes, relative: str) -> Format:
-    """The named file's format (a spec when it does not read: the evaluation says why)."""
-    try:
-        return sniff(load_bytes(content, relative).data)
-    except (InputError, InputErrors):
-        return Format.BUDGET_GATE
-
-
 def _carries_facts(task: sky.Task) -> bool:
     """Whether the task says what it runs itself (``X_BUDGET_GATE_*`` envs)."""
     return any(name.startswith(ENV_PREFIX) for name in task.envs or {})
@@ -330,40 +234,6 @@ def _launch_facts(task: sky.Task, asks: list[GpuAsk]) -> FactMap:
     return facts
 
 
-def _check_self_cleared(result: SpecResult, name: str) -> None:
-    """A task judged by itself has no path an approval could be bound to: say how to get one."""
-    if result.outcome is Outcome.APPROVAL_REQUIRED:
-        raise Rejection(
-            f"{name} needs an approval, and an approval is bound to a spec's path in the "
-            f"repository — commit the task YAML, name it in envs: {{{SPEC_ENV}: "
-            "tasks/NAME.yaml}, and approve it (budget-gate approve tasks/NAME.yaml --by NAME "
-            "--reason TEXT)"
-        )
-
-
-def _evaluate(
-    relative: str,
-    content: bytes,
-    settings: PolicySettings,
-    now: dt.datetime,
-    key: str,
-    launch: FactMap | None = None,
-) -> tuple[Evaluation, LedgerView]:
-    """The spec judged as ``budget-gate verify`` judges it (approvals count).
-
-    ``launch``: the task's hardware, for an engine's sweep file that does not name it.
-    """
-    uri = settings.tracking_uri
-    view = LedgerView(lambda trust: open_ledger(uri, trust), now, approvals=True, where=redact(uri))
-    evaluator = Evaluator(
-        PolicySet(settings.policy_dir), load_catalog(), now.date(), ledger=view, launch_key=key
-    )
-    try:
-        return judge_spec(evaluator, relative, content, str(settings.policy_dir), launch), view
-    except Unjudged as exc:
-        raise Rejection(str(exc)) from None
-
-
 def _check_match(
     task: sky.Task, asks: list[GpuAsk], spec: Experiment, relative: str, *, exec_request: bool
 ) -> None:
@@ -390,49 +260,3 @@ def _check_match(
                 f"in all with use_spot: {str(spot).lower()}, or change the spec and clear it "
                 f"again (budget-gate check {relative})"
             )
-
-
-def _mig_rejection(
-    task: sky.Task, ask: GpuAsk, evaluation: Evaluation, relative: str, whole: str | None
-) -> Rejection:
-    """A MIG spec's task asks for whole GPUs: SkyPilot has no name for a MIG slice.
-
-    NOTE: SkyPilot 0.14 names accelerators by GPU model only; on Kubernetes a node whose
-    GPUs are split into MIG slices reports the whole GPU's name. A task asking for
-    ``A100-80GB:8`` holds 8 whole GPUs whatever the spec says, so it is priced that way,
-    and the spec must say so before it launches.
-    """
-    spec, result = evaluation.spec, evaluation.result
-    assert spec is not None and result.estimate is not None
-    want = spec.resources
-    priced = f"{format_money(result.estimate.worst.cost, result.currency)} worst case"
-    as_whole = f", {whole} worst case as whole GPUs" if whole else ""
-    return Rejection(
-        f"task {task.name or '(unnamed)'!r} asks for {ask} whole GPUs{as_whole}, but "
-        f"{relative} is priced as {want.gpus_per_trial} × {want.mig_profile} MIG slices "
-        f"({priced}) and SkyPilot cannot ask for a MIG slice — remove mig_profile from "
-        f"{relative} and clear it again for whole GPUs (budget-gate check {relative})"
-    )
-
-
-def _whole_gpu_cost(
-    relative: str, content: bytes, settings: PolicySettings, now: dt.datetime
-) -> str | None:
-    """The spec's worst case with ``mig_profile`` removed, under its policy and prices."""
-    import yaml
-
-    data = load_bytes(content, relative).data
-    data["resources"] = {k: v for k, v in data["resources"].items() if k != "mig_profile"}
-    whole = yaml.safe_dump(data, sort_keys=False).encode()
-    evaluator = Evaluator(PolicySet(settings.policy_dir), load_catalog(), now.date())
-    result = evaluator.evaluate(relative, whole)
-    if result.estimate is None:
-        return None
-    return format_money(result.estimate.worst.cost, result.currency)
-
-
-def _check_cleared(result: SpecResult) -> None:
-    """Pass only what ``budget-gate verify`` passes (exit 0)."""
-    refused = refusal(result)
-    if refused is not None:
-        raise Rejection(refused.reason)

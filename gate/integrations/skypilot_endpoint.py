@@ -23,7 +23,8 @@ import sky
 from sky import exceptions as sky_exceptions
 
 from gate.integrations.shared_secret import refusal
-from gate.integrations.skypilot import PolicySettings, apply_policy
+from gate.integrations.skypilot import apply_policy
+from gate.integrations.skypilot_settings import PolicySettings
 
 log = logging.getLogger("gate.integrations.skypilot")  # one logger for every decision line
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, StrictBool
 
-from gate.spec.experiment import Model, Name
+from gate.spec.base import Model, Name
 
 
 class Origin(str, Enum):

@@ -21,7 +21,8 @@ from gate.estimate.prices import Quote
 from gate.estimate.scenarios import estimate
 from gate.estimate.settings import PricingPolicy
 from gate.policy.findings import Edit
-from gate.spec.experiment import Experiment, Range
+from gate.spec.experiment import Experiment
+from gate.spec.trial import Range
 
 TENSOR_CORE_GPUS = frozenset(  # V100 and newer
     [

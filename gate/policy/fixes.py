@@ -18,7 +18,8 @@ from typing import Any
 from gate.policy.findings import Edit
 from gate.policy.rules import REGISTRY, cap_stops_every_trial
 from gate.policy.rules.base import RuleContext
-from gate.spec.experiment import Experiment, Strategy
+from gate.spec.experiment import Experiment
+from gate.spec.search import Strategy
 
 Probe = Callable[[tuple[Edit, ...]], RuleContext | None]
 """Apply edits to the spec and re-estimate it; ``None`` when the edited spec is invalid."""

@@ -25,7 +25,7 @@ from gate.estimate.settings import (
 )
 from gate.ledger.approvers import ALL_ORIGINS, Approvers, Origin
 from gate.money import Money
-from gate.spec.experiment import Model, Name, PositiveFloat, PositiveInt
+from gate.spec.base import Model, Name, PositiveFloat, PositiveInt
 from gate.spec.facts import Facts
 
 

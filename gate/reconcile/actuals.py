@@ -30,7 +30,8 @@ from gate.ledger import tracking
 from gate.ledger.records import LedgerRecord
 from gate.reconcile.quality import ChartMetric, Monitor, chart_metric, evaluate_gate, plateau_epoch
 from gate.reconcile.stops import GuardStop, guard_stop
-from gate.spec.experiment import Capacity, Experiment
+from gate.spec.experiment import Experiment
+from gate.spec.trial import Capacity
 
 MS_PER_HOUR = Decimal(3_600_000)
 _PHASES = (

@@ -43,7 +43,7 @@ from gate.report.model import (
 from gate.report.period import Month, Period
 from gate.report.runs import ExperimentMonth, RunLine, Unpriced
 from gate.report.teams import team_rows, waste_split
-from gate.spec.experiment import Capacity
+from gate.spec.trial import Capacity
 from gate.words import counted
 
 COSTLIEST = 10

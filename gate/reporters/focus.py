@@ -31,7 +31,7 @@ from decimal import Decimal
 
 from gate.report.model import MonthReport
 from gate.report.runs import RunLine
-from gate.spec.experiment import Capacity
+from gate.spec.trial import Capacity
 
 VERSION = "1.2"
 COLUMNS = (

@@ -15,19 +15,10 @@ from typing import Annotated
 from pydantic import Field
 
 from gate.money import Money
-from gate.spec.experiment import (
-    Capacity,
-    Condition,
-    EarlyStopping,
-    Model,
-    Name,
-    NonNegativeFloat,
-    PositiveFloat,
-    PositiveInt,
-    Precision,
-    Range,
-    Text,
-)
+from gate.spec.base import Model, Name, NonNegativeFloat, PositiveFloat, PositiveInt, Text
+from gate.spec.experiment import Condition
+from gate.spec.search import EarlyStopping
+from gate.spec.trial import Capacity, Precision, Range
 
 EXTENSION_KEY = "x-budget-gate"
 """A Hydra config's top-level block; a W&B sweep writes it as a ``# x-budget-gate:`` comment."""

@@ -6,7 +6,7 @@ from gate.estimate.scenarios import estimate
 from gate.policy.model import Severity
 from gate.policy.rules import spot_dearer_than_on_demand
 from gate.policy.rules.base import RuleContext
-from gate.spec.experiment import Capacity
+from gate.spec.trial import Capacity
 from tests.conftest import TODAY, make_policy, make_quote, make_spec
 
 POLICY = make_policy({"spot": {"preemptions_per_hour": 0.1}})

@@ -15,7 +15,8 @@ from gate.estimate.prices import (
     quote,
 )
 from gate.estimate.schedule import expected_promotions
-from gate.spec.experiment import Capacity, Experiment
+from gate.spec.experiment import Experiment
+from gate.spec.trial import Capacity
 from tests.conftest import make_estimate, make_policy, make_quote, make_spec, spec_data
 
 D = Decimal

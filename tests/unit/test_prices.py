@@ -10,7 +10,7 @@ import pytest
 from gate.errors import InputError
 from gate.estimate.prices import load_catalog, quote
 from gate.estimate.prices_build import PACKAGED, build, is_flagged, main
-from gate.spec.experiment import Capacity
+from gate.spec.trial import Capacity
 from tests.conftest import FIXTURES, ROOT, make_policy
 
 D = Decimal

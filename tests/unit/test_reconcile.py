@@ -10,7 +10,7 @@ from gate import tracking
 from gate.reconcile.actuals import RunFacts, RunStatus, price_run
 from gate.reconcile.reconciler import CurvePoint, reconcile
 from gate.reconcile.waste import WasteKind
-from gate.spec.experiment import Capacity
+from gate.spec.trial import Capacity
 from tests.conftest import make_quote
 from tests.reconcile_kit import approval, at, facts, make_plan, ms
 

@@ -14,7 +14,7 @@ from gate.estimate.scenarios import estimate
 from gate.money import format_amount
 from gate.policy.rules import cap_stops_every_trial, spot_dearer_than_on_demand
 from gate.policy.rules.base import RuleContext
-from gate.spec.experiment import Capacity
+from gate.spec.trial import Capacity
 from tests.conftest import TODAY, make_policy, make_spec
 
 D = Decimal

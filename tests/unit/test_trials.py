@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gate.estimate.trials import continuous_in_grid, count_trials
-from gate.spec.experiment import Search
+from gate.spec.search import Search
 
 
 def _grid(sizes: list[int], seeds: int) -> Search:

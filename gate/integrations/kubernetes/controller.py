@@ -8,6 +8,8 @@ pass and judged per Workload, so a launch recorded for one counts against the ne
 ``resync`` seconds it lists everything again, which also makes new AdmissionChecks of ours
 ``Active``. A Workload whose decision waits on the ledger stays
 ``Pending`` and is tried again every ``ledger_retry`` seconds until the ledger answers.
+The spec a Workload names is found by :mod:`~gate.integrations.kubernetes.specs`, and the
+watch that feeds the batches is :mod:`~gate.integrations.kubernetes.watch`.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from gate.admission.labels import SPEC_ANNOTATION
 from gate.admission.spec_file import SpecRefError, read_spec
 from gate.admission.workload import (
     MalformedWorkload,
-    Owner,
     Workload,
     bare_workload,
     read_workload,
@@ -40,6 +41,8 @@ from gate.evaluation.evaluate import Evaluator
 from gate.integrations import open_ledger
 from gate.integrations.kubernetes.api import KubeError, KueueApi
 from gate.integrations.kubernetes.launches import Launch, launch_key, prepare_launch, write_launch
+from gate.integrations.kubernetes.specs import OwnerCache, spec_named
+from gate.integrations.kubernetes.watch import Inbox, by_uid, follow
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger.records import LedgerStore
 from gate.ledger.signing import Trust
@@ -50,10 +53,6 @@ log = logging.getLogger(__name__)
 
 CONTROLLER_NAME = "budget-gate/kueue-admission"
 """The ``spec.controllerName`` of the AdmissionChecks this controller answers for."""
-SPEC_ON_THE_JOB = {"TrainJob": "trainer.kubeflow.org", "SparkApplication": "sparkoperator.k8s.io"}
-"""Job kinds whose pod sets Kueue does not copy from a pod template the user writes (a
-TrainJob's come from its runtime, a SparkApplication's from its driver and executor specs):
-their spec is named on the job itself, found by the Workload's ``ownerReference``."""
 
 
 def _now() -> dt.datetime:
@@ -100,7 +99,7 @@ class _Pass:
     evaluator: Evaluator
     flavors: dict[str, dict[str, str]]
     specs: dict[str, tuple[str, bytes]] = field(default_factory=dict)
-    owners: dict[tuple[str, str, str, str], Any] = field(default_factory=dict)
+    owners: OwnerCache = field(default_factory=dict)
 
 
 class Controller:
@@ -240,7 +239,7 @@ class Controller:
 
     def _judge(self, workload: Workload, shared: _Pass) -> Judged:
         try:
-            named = self._spec_named(workload, shared)
+            named = spec_named(self.api, workload, shared.owners)
         except SpecRefError as exc:
             return exc
         if named is None:
@@ -264,39 +263,6 @@ class Controller:
             return judge_spec(evaluator, relative, content, str(settings.policy_dir))
         except (SpecRefError, Unjudged) as exc:
             return exc
-
-    def _spec_named(self, workload: Workload, shared: _Pass) -> str | None:
-        """The spec the pod templates name, else the one a job of :data:`SPEC_ON_THE_JOB` names."""
-        refs = workload.spec_refs()
-        if len(refs) > 1:
-            raise SpecRefError(
-                f"the pod sets of workload {workload.key} name different specs "
-                f"({', '.join(sorted(refs))}) — name one spec for the whole job"
-            )
-        if refs:
-            return refs.pop()
-        owner = workload.owner
-        if owner is None or SPEC_ON_THE_JOB.get(owner.kind) != owner.api_version.split("/")[0]:
-            return None
-        obj = self._owner(workload.namespace, owner, shared)
-        meta = (obj or {}).get("metadata") or {}
-        named = str((meta.get("annotations") or {}).get(SPEC_ANNOTATION, "")).strip()
-        return named or None
-
-    def _owner(self, namespace: str, owner: Owner, shared: _Pass) -> Any:
-        key = (namespace, owner.api_version, owner.kind, owner.name)
-        if key not in shared.owners:
-            try:
-                shared.owners[key] = self.api.get_owner(namespace, *key[1:])
-            except KubeError as exc:
-                if exc.status != 403:
-                    raise
-                raise SpecRefError(
-                    f"the pod templates name no spec, and its {owner.kind} {owner.name} "
-                    f"cannot be read ({exc}) — add the annotation {SPEC_ANNOTATION} to the "
-                    f"pod template, or let budget-gate get {owner.kind} objects (RBAC)"
-                ) from None
-        return shared.owners[key]
 
     def _apply(self, workload: Workload, check: str, decision: Decision) -> Outcome:
         ledger = decision.state is State.PENDING
@@ -331,12 +297,15 @@ class Controller:
 
     def run(self, stop: threading.Event) -> None:
         """Decide Workloads as they change until ``stop`` is set."""
-        inbox = _Inbox()
+        inbox = Inbox()
         self.activate()
         items, version = self.api.list_workloads()
         inbox.put(items)
         watcher = threading.Thread(
-            target=self._watch, args=(version, inbox, stop), name="workload-watch", daemon=True
+            target=follow,
+            args=(self.api, version, inbox, stop, int(self.settings.resync)),
+            name="workload-watch",
+            daemon=True,
         )
         watcher.start()
         next_sync = time.monotonic() + self.settings.resync
@@ -350,7 +319,7 @@ class Controller:
                 if time.monotonic() >= next_sync:
                     next_sync = time.monotonic() + self.settings.resync
                     self.activate()
-                    batch.update(_by_uid(self.api.list_workloads()[0]))
+                    batch.update(by_uid(self.api.list_workloads()[0]))
                 self._round(batch)
             except (KubeError, BackendError) as exc:
                 log.error("pass failed, tried again in %s s: %s", self.settings.ledger_retry, exc)
@@ -374,74 +343,6 @@ class Controller:
                 fresh = self.api.get_workload(namespace, name)
                 if fresh is not None:
                     self._parked[outcome.uid] = (now, fresh)
-
-    def _watch(self, version: str, inbox: _Inbox, stop: threading.Event) -> None:
-        """Feed ``inbox`` with every Workload change; on a broken watch, list again."""
-        backoff = 1.0
-        while not stop.is_set():
-            version, failure = self._watch_once(version, inbox, stop)
-            if failure is None:
-                backoff = 1.0
-                continue
-            if failure.status != 410:  # 410: the version is too old, list at once
-                log.warning("watch of workloads failed, again in %s s: %s", backoff, failure)
-                stop.wait(backoff)
-                backoff = min(backoff * 2, 30.0)
-            version = self._relist(inbox) or version
-
-    def _watch_once(
-        self, version: str, inbox: _Inbox, stop: threading.Event
-    ) -> tuple[str, KubeError | None]:
-        try:
-            for kind, obj in self.api.watch_workloads(version, int(self.settings.resync)):
-                version = str(obj.get("metadata", {}).get("resourceVersion", version))
-                if kind in ("ADDED", "MODIFIED"):
-                    inbox.put([obj])
-                if stop.is_set():
-                    break
-        except KubeError as exc:
-            return version, exc
-        return version, None
-
-    def _relist(self, inbox: _Inbox) -> str | None:
-        try:
-            items, version = self.api.list_workloads()
-        except KubeError as exc:
-            log.warning("list of workloads failed: %s", exc)
-            return None
-        inbox.put(items)
-        return version
-
-
-class _Inbox:
-    """Workloads changed since the last pass, newest object per uid."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._items: dict[str, Mapping[str, Any]] = {}
-        self._ready = threading.Event()
-
-    def put(self, objects: Iterable[Mapping[str, Any]]) -> None:
-        with self._lock:
-            self._items.update(_by_uid(objects))
-            self._ready.set()
-
-    def wait(self, timeout: float) -> None:
-        self._ready.wait(timeout)
-
-    def take(self) -> dict[str, Mapping[str, Any]]:
-        with self._lock:
-            items, self._items = self._items, {}
-            self._ready.clear()
-            return items
-
-
-def _by_uid(objects: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    out: dict[str, Mapping[str, Any]] = {}
-    for obj in objects:
-        meta = obj.get("metadata") or {}
-        out[str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")] = obj
-    return out
 
 
 def _stamp(moment: dt.datetime) -> str:

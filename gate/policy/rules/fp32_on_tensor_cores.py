@@ -30,7 +30,7 @@ from gate.policy.counterfactual import (
 )
 from gate.policy.model import Severity
 from gate.policy.rules.base import RuleContext, Violation, money
-from gate.spec.experiment import Precision
+from gate.spec.trial import Precision
 
 ID = "BG304"
 SLUG = "fp32-on-tensor-cores"

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 
 from gate.policy.model import Severity
 from gate.policy.rules.base import RuleContext, Violation, plural
-from gate.spec.experiment import Strategy
+from gate.spec.search import Strategy
 
 ID = "BG309"
 SLUG = "ignored-setting"

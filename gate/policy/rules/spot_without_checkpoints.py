@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 from gate.policy.model import Severity
 from gate.policy.rules.base import RuleContext, Violation
-from gate.spec.experiment import Capacity
+from gate.spec.trial import Capacity
 
 ID = "BG305"
 SLUG = "spot-without-checkpoints"
