@@ -97,7 +97,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         print("starting mlflow server ...", flush=True)
-        server = MlflowServer(work / "mlflow").start()
+        server = MlflowServer(work / "mlflow", via_cli=True).start()
         try:
             return _bench(server.uri, work, args)
         finally:

@@ -34,17 +34,39 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 TODAY = dt.date(2026, 11, 29)
 
-WORKERS_PER_CORE = 2
-"""xdist workers per core under ``-n auto``: a third of the suite's time is spent waiting
-(tracking servers starting, a Ray cluster, outages timed to the second), which a second
-worker per core fills."""
+LONGEST_FIRST = (
+    "test_skypilot_policy.py",
+    "test_guard_ray.py",
+    "test_ledger_down.py",
+    "test_fuzz.py",
+    "test_ledger_unfinished.py",
+    "kueue/test_admission_check.py",
+    "test_ledger_snapshots.py",
+    "github/test_ci_security.py",
+    "unit/test_optuna_validation.py",
+    "github/test_ci_behaviour.py",
+    "test_report.py",
+    "test_approval_sources.py",
+    "github/test_ci_binding.py",
+    "test_approvals.py",
+    "test_quiet_greens.py",
+)
+"""The suite's longest files (measured with ``--durations=0``), longest first.
+
+pytest-xdist hands whole files to workers in the order collected (``--dist loadfile`` and
+``--no-loadscope-reorder`` in pyproject's addopts): the longest ones go first, so no worker
+starts a two-minute file while the other is finishing."""
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto`` (pyproject's addopts): :data:`WORKERS_PER_CORE` workers per usable core."""
-    import os
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """:data:`LONGEST_FIRST` first, then the rest in collection order (a stable sort)."""
+    tests = ROOT / "tests"
 
-    return WORKERS_PER_CORE * len(os.sched_getaffinity(0))
+    def rank(item: pytest.Item) -> int:
+        name = item.path.relative_to(tests).as_posix() if item.path.is_relative_to(tests) else ""
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)
 
 
 BASE_SPEC: dict[str, Any] = {

@@ -30,7 +30,8 @@ CENT = Decimal("0.01")
 def report_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
     """A server of this module's own: the report reads the whole ledger, and the other test
     files on the same worker write launches and approvals of their own into theirs."""
-    with running_server(tmp_path_factory.mktemp("report-mlflow")) as server:
+    # through `mlflow server` itself, as users start it (the other tests skip the CLI)
+    with running_server(tmp_path_factory.mktemp("report-mlflow"), via_cli=True) as server:
         yield server
 
 
