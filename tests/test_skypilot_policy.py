@@ -70,3 +70,24 @@ def test_serve_without_skypilot_says_which_extra_to_install():
     assert proc.returncode == 3
     assert proc.stderr.startswith("budget-gate: the SkyPilot admin policy needs SkyPilot (")
     assert proc.stderr.endswith(" — pip install 'budget-gate[skypilot]'\n")
+
+
+def test_an_option_error_is_told_before_skypilot_is_imported(tmp_path):
+    short = tmp_path / "short"
+    short.write_text("abc\n")
+    probe = (
+        "import sys\n"
+        "from gate.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print('sky imported:', 'sky' in sys.modules)\n"
+        "sys.exit(code)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "BUDGET_GATE_POLICY_SECRET"}
+    for options in (["--port", "0"], ["--port", "0", "--secret-file", str(short)]):
+        proc = subprocess.run(
+            [sys.executable, "-c", probe, "serve", "skypilot-policy", *options],
+            cwd=ROOT, capture_output=True, text=True, check=False, env=env, timeout=60,
+        )  # fmt: skip
+        assert proc.returncode == 3, proc.stderr
+        assert proc.stdout == "sky imported: False\n"
+        assert proc.stderr.startswith("budget-gate: ") and proc.stderr.count("\n") == 1

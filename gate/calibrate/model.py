@@ -105,7 +105,8 @@ class Entry(Model):
     mfu_over_peak: Count | None = None
     """Runs whose FLOPs and time give an MFU above 1, left out of ``mfu`` (unset: none)."""
     left_out: Count | None = None
-    """Measurements outside what a figure holds (an epoch of 0 s, past 10^12), left out."""
+    """This entry's measurements outside what a figure holds (an epoch of 0 s, past 10^12),
+    left out; an MFU above 1 is counted in ``mfu_over_peak`` instead."""
 
 
 class Calibration(Model):

@@ -53,18 +53,35 @@ def run(args: argparse.Namespace) -> int:
         secret = read_secret(args.secret_file, os.environ)
     certfile, keyfile = _tls_files(args.ssl_certfile, args.ssl_keyfile)
     listener = _bind(args.host, args.port)
-    host, port = listener.getsockname()[:2]
-    # NOTE: every option is checked before SkyPilot is imported (seconds): a wrong one is
-    # told at once.
+    try:  # NOTE: every option is checked before SkyPilot is imported (seconds)
+        return _serve(listener, settings, secret, (certfile, keyfile))
+    finally:
+        listener.close()
+
+
+def _serve(
+    listener: socket.socket,
+    settings: PolicySettings,
+    secret: str | None,
+    tls: tuple[str | None, str | None],
+) -> int:
+    """Import SkyPilot and the HTTP server, then listen on ``listener`` until interrupted."""
     try:
         import uvicorn
 
-        from gate.integrations import skypilot_endpoint  # noqa: F401 (SkyPilot, now)
+        app = _app(settings, secret)  # imports SkyPilot (the endpoint) and Starlette
     except ImportError as exc:  # present but broken (find_spec saw the package)
-        listener.close()
         raise InputError(
             f"the SkyPilot admin policy needs SkyPilot ({exc})",
             hint="pip install 'budget-gate[skypilot]'",
+        ) from None
+    host, port = listener.getsockname()[:2]
+    try:  # NOTE: only now, so a caller is answered and never left waiting on the import
+        listener.listen(128)
+    except OSError as exc:  # another server bound the same port meanwhile, and listens
+        raise InputError(
+            f"cannot listen on {host}:{port}: {exc.strerror}",
+            hint="choose another --port (0 picks a free one) or --host",
         ) from None
     log_decisions()
     callers = (
@@ -72,16 +89,17 @@ def run(args: argparse.Namespace) -> int:
         if secret is not None
         else "WITHOUT authentication (--insecure-no-auth): anyone who reaches it can ask"
     )
+    certfile, keyfile = tls
     print(
         f"budget-gate: SkyPilot admin policy on {'https' if certfile else 'http'}://{host}:{port}/ "
-        f"— specs in {repo}, "
+        f"— specs in {settings.repo}, "
         f"policies in {settings.policy_dir}, ledger {redact(settings.tracking_uri)}; "
         f"GPU tasks without a spec: {settings.missing_spec.value}; {callers}",
         file=sys.stderr,
         flush=True,
     )
     config = uvicorn.Config(  # NOTE: a client that hangs must not hold up a stop forever
-        _app(settings, secret),
+        app,
         log_level="warning",
         lifespan="off",
         timeout_graceful_shutdown=5,
@@ -162,7 +180,10 @@ def _tls_files(certfile: str | None, keyfile: str | None) -> tuple[str | None, s
 
 
 def _bind(host: str, port: int) -> socket.socket:
-    """The listening socket, bound here so a taken port is a clear error, not a crash."""
+    """The socket, bound here so a taken port is a clear error, not a crash.
+
+    :func:`_serve` listens on it once the server is ready.
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -174,7 +195,6 @@ def _bind(host: str, port: int) -> socket.socket:
             f"cannot listen on {host}:{port}: {exc.strerror}",
             hint="choose another --port (0 picks a free one) or --host",
         ) from None
-    listener.listen(128)
     return listener
 
 

@@ -9,7 +9,8 @@ host's ``~/.netrc`` entry (``$NETRC``) when the URL has none, as HTTP basic auth
 password (or a ``Bearer`` token) is compared with the secret in constant time
 (:func:`hmac.compare_digest`); a request without it is refused with 401 and one line of
 reason before anything is decoded, read or judged. The secret comes from a file or from
-``BUDGET_GATE_POLICY_SECRET`` and is never printed.
+``BUDGET_GATE_POLICY_SECRET`` and is never printed; reading and comparing it is
+:mod:`gate.integrations.shared_secret`'s.
 """
 
 from __future__ import annotations
