@@ -80,8 +80,7 @@ def stat(values: Sequence[float], kind: type[S]) -> S | None:
     Values outside what ``kind`` holds (an epoch of zero seconds, an MFU of 0, past 10^12)
     are no measurement and are left out.
     """
-    low, high = _BOUNDS.get(kind, (0.0, LARGEST))
-    values = [v for v in values if low <= v <= high]
+    values = _held(values, kind)
     if not values:
         return None
     if len(values) == 1:
@@ -98,8 +97,12 @@ def stat(values: Sequence[float], kind: type[S]) -> S | None:
 
 def outside(values: Sequence[float], kind: type[Stat]) -> int:
     """How many of ``values`` :func:`stat` leaves out: outside what ``kind`` holds."""
+    return len(values) - len(_held(values, kind))
+
+
+def _held(values: Sequence[float], kind: type[Stat]) -> list[float]:
     low, high = _BOUNDS.get(kind, (0.0, LARGEST))
-    return sum(not low <= v <= high for v in values)
+    return [v for v in values if low <= v <= high]
 
 
 def _digits(value: float) -> float:

@@ -71,18 +71,12 @@ def _serve(
 
         app = _app(settings, secret)  # imports SkyPilot (the endpoint) and Starlette
     except ImportError as exc:  # present but broken (find_spec saw the package)
-        raise InputError(
-            f"the SkyPilot admin policy needs SkyPilot ({exc})",
-            hint="pip install 'budget-gate[skypilot]'",
-        ) from None
+        raise _needs_skypilot(str(exc)) from None
     host, port = listener.getsockname()[:2]
     try:  # NOTE: only now, so a caller is answered and never left waiting on the import
         listener.listen(128)
     except OSError as exc:  # another server bound the same port meanwhile, and listens
-        raise InputError(
-            f"cannot listen on {host}:{port}: {exc.strerror}",
-            hint="choose another --port (0 picks a free one) or --host",
-        ) from None
+        raise _cannot_listen(host, port, exc) from None
     log_decisions()
     callers = (
         "callers must send the shared secret (HTTP basic auth)"
@@ -153,10 +147,14 @@ def _require_the_extra() -> None:
 
     missing = [name for name in ("sky", "uvicorn", "starlette") if find_spec(name) is None]
     if missing:
-        raise InputError(
-            f"the SkyPilot admin policy needs SkyPilot (No module named {missing[0]!r})",
-            hint="pip install 'budget-gate[skypilot]'",
-        )
+        raise _needs_skypilot(f"No module named {missing[0]!r}")
+
+
+def _needs_skypilot(reason: str) -> InputError:
+    return InputError(
+        f"the SkyPilot admin policy needs SkyPilot ({reason})",
+        hint="pip install 'budget-gate[skypilot]'",
+    )
 
 
 def _tls_files(certfile: str | None, keyfile: str | None) -> tuple[str | None, str | None]:
@@ -191,11 +189,15 @@ def _bind(host: str, port: int) -> socket.socket:
         listener.bind((host, port))
     except OSError as exc:
         listener.close()
-        raise InputError(
-            f"cannot listen on {host}:{port}: {exc.strerror}",
-            hint="choose another --port (0 picks a free one) or --host",
-        ) from None
+        raise _cannot_listen(host, port, exc) from None
     return listener
+
+
+def _cannot_listen(host: str, port: int, exc: OSError) -> InputError:
+    return InputError(
+        f"cannot listen on {host}:{port}: {exc.strerror}",
+        hint="choose another --port (0 picks a free one) or --host",
+    )
 
 
 def log_decisions() -> None:
