@@ -175,7 +175,7 @@ def test_fixes_are_bounded_by_a_count_of_estimates_not_by_time() -> None:
 
 def test_a_spec_that_simulates_gets_fewer_estimates_for_its_fixes(tmp_path: Path) -> None:
     """ASHA at η = 1.1 over 10,000 epochs simulates ~400,000 steps per estimate: 2 re-estimates."""
-    from gate.evaluation.fixing import SIMULATED_STEPS, attach_fixes
+    from gate.evaluation.fixing import WORK_STEPS, attach_fixes
     from gate.policy.rules.base import RuleContext
 
     spec = yaml.safe_load((ROOT / "examples" / "asha-bert-spot.yaml").read_text())
@@ -190,7 +190,7 @@ def test_a_spec_that_simulates_gets_fewer_estimates_for_its_fixes(tmp_path: Path
     )
     result = evaluation.result
     assert result.estimate is not None and evaluation.spec is not None
-    steps = result.estimate.simulated_steps
+    steps = result.estimate.work_steps
     assert 300_000 < steps < 1_000_000
     loaded = policies.for_team(evaluation.spec.metadata.team)
     ctx = RuleContext(evaluation.spec, result.estimate, loaded.policy, str(file), TODAY)
@@ -202,4 +202,4 @@ def test_a_spec_that_simulates_gets_fewer_estimates_for_its_fixes(tmp_path: Path
 
     assert any(f.active for f in result.findings)
     attach_fixes(list(result.findings), ctx, loaded, str(file), price, 64)
-    assert len(priced) == max(1, SIMULATED_STEPS // steps)
+    assert len(priced) == max(1, WORK_STEPS // steps)

@@ -64,8 +64,10 @@ class Scenario:
     first_result_hours: Decimal = Decimal(0)
     """Hours until the first trial finishes (queue wait, barriers and the trial's own run)."""
     cut: Cut | None = None
-    simulated_steps: int = 0
-    """The work of the simulations behind the plan's counts (ASHA's expected promotions)."""
+    work_steps: int = 0
+    """What pricing the scenario takes, counted (no clock): the steps of the simulations
+    behind the plan's counts (ASHA's expected promotions) plus
+    :data:`gate.estimate.scenarios.RUNG_STEPS` per rung priced."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +116,6 @@ class Estimate:
         return self.worst if name == "worst" else self.expected
 
     @property
-    def simulated_steps(self) -> int:
-        """What pricing this spec simulates: a measure of its work that no clock gives."""
-        return self.worst.simulated_steps + self.expected.simulated_steps
+    def work_steps(self) -> int:
+        """What pricing this spec takes (its two scenarios): a measure no clock gives."""
+        return self.worst.work_steps + self.expected.work_steps

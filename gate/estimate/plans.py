@@ -14,6 +14,7 @@ from gate.estimate.returns import Threshold, curve_plateau, threshold_for
 from gate.estimate.schedule import (
     STARTUP_TRIALS,
     RankPersistence,
+    Rung,
     Stage,
     flat,
     halving,
@@ -110,7 +111,9 @@ def _bracket(
 
 
 def _times(stage: Stage, seeds: int) -> Stage:
-    rungs = tuple(replace(r, trials=r.trials * seeds) for r in stage.rungs)
+    if seeds == 1:
+        return stage
+    rungs = tuple(Rung(r.trials * seeds, r.epochs, r.reached, r.launches) for r in stage.rungs)
     return replace(stage, rungs=rungs)
 
 
