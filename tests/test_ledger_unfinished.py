@@ -12,7 +12,8 @@ import datetime as dt
 
 from mlflow.tracking import MlflowClient
 
-from gate.integrations.mlflow.client import ABANDONED_AFTER
+from gate.integrations.mlflow.append import ABANDONED_AFTER
+from gate.integrations.mlflow.patience import RETRIES
 from gate.ledger.encoding import KIND
 from gate.ledger.records import LEDGER_EXPERIMENT, RecordKind
 from tests.ledger_kit import Team, fingerprint_of
@@ -36,8 +37,8 @@ def _runs(uri: str, fingerprint: str) -> list:
 
 def test_a_record_whose_completion_fails_is_marked_failed_at_once(team: Team, doomed_mlflow):
     spec = team.spec(10)
-    # the completion fails on its try and its one retry (BUDGET_GATE_LEDGER_TIMEOUT's)
-    failing = {"kill_on": "never", "fail_once_on": "/runs/update", "fail_times": 2}
+    # the completion fails on its try and on each retry (RETRIES, BUDGET_GATE_LEDGER_TIMEOUT's)
+    failing = {"kill_on": "never", "fail_once_on": "/runs/update", "fail_times": RETRIES + 1}
     with KillingProxy(doomed_mlflow, **failing) as proxy:
         proc = _approve(team, spec, proxy.uri)
     assert proc.returncode == 4

@@ -1,15 +1,15 @@
 """I/O with other systems, one subpackage or module per system, each imported when needed.
 
 :func:`open_ledger` is the one door to the MLflow ledger: importing this package imports no
-MLflow; calling it does for ``sqlite:///`` stores, while a tracking server is read over REST
-(:mod:`gate.integrations.mlflow.rest`) and MLflow loads only to write. ``mlflow/`` holds all
-MLflow I/O (ledger, training runs, tracking URI), ``github/`` the pull-request flow's
-GitHub facade, ``git/`` the repository and spec history, ``skypilot`` the SkyPilot admin
-policy and ``skypilot_endpoint`` its HTTP side (the only modules that import SkyPilot), with
-``skypilot_settings`` (where the specs, policies and ledger are) and ``skypilot_spec`` (the
-spec a task names, judged and its launch recorded) and ``shared_secret`` (what the
-endpoint's callers must prove), and
-``kubernetes/`` the Kueue AdmissionCheck controller (the only package that imports the
+MLflow; calling it does for ``sqlite:///`` stores, while a tracking server is read and
+written over REST (:mod:`gate.integrations.mlflow.rest`) with no MLflow at all.
+``mlflow/`` holds all MLflow I/O (ledger, training runs, tracking URI), ``github/`` the
+pull-request flow's GitHub facade, ``git/`` the repository and spec history, ``skypilot``
+the SkyPilot admin policy and ``skypilot_endpoint`` its HTTP side (the only modules that
+import SkyPilot), with ``skypilot_settings`` (where the specs, policies and ledger are) and
+``skypilot_spec`` (the spec a task names, judged and its launch recorded) and
+``shared_secret`` (what the endpoint's callers must prove), and ``kubernetes/`` the Kueue
+AdmissionCheck controller (the only package that imports the
 Kubernetes client). Imports :mod:`gate.ci`'s models and the pure core; nothing below imports
 this package.
 """
@@ -34,8 +34,8 @@ _MLFLOW_MODULES = ("mlflow", "sqlalchemy", "alembic")  # the last two: sqlite://
 def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
     """The approvals ledger in the MLflow tracking store at ``tracking_uri``, read under ``trust``.
 
-    A tracking server (``http://``, ``https://``) is read over its REST API without
-    importing MLflow (:mod:`gate.integrations.mlflow.rest`; writes still go through MLflow),
+    A tracking server (``http://``, ``https://``) is read and written over its REST API
+    without importing MLflow (:mod:`gate.integrations.mlflow.rest`),
     unless ``MLFLOW_TRACKING_AUTH`` names an MLflow auth plugin, which only MLflow's client
     can apply. Any other store (``sqlite:///``, a path) is MLflow's client.
 

@@ -1,15 +1,17 @@
-"""The ledger on an MLflow tracking server, read over its REST API without importing MLflow.
+"""The ledger on an MLflow tracking server, over its REST API without importing MLflow.
 
-``check`` and ``verify`` only read the ledger; importing MLflow costs them ~2 s and ~200 MB,
-more than the reads. :class:`RestLedger` sends MLflow's own REST requests with the standard
-library (``GET experiments/get-by-name``, ``POST runs/search``), honouring the settings
+Importing MLflow costs a command ~2.5 s of CPU and ~200 MB, more than its ledger requests:
+:class:`RestLedger` sends MLflow's own REST requests with the standard library
+(``experiments/get-by-name`` and ``experiments/create``, ``runs/search``, ``runs/create`` and
+``runs/update``, the requests ``MlflowClient`` sends), honouring the settings
 MLflow's client reads: ``MLFLOW_TRACKING_TOKEN``, ``MLFLOW_TRACKING_USERNAME`` and
 ``MLFLOW_TRACKING_PASSWORD`` (or ``user:password@`` in the URI), ``MLFLOW_TRACKING_INSECURE_TLS``,
 ``MLFLOW_TRACKING_SERVER_CERT_PATH`` and ``MLFLOW_TRACKING_CLIENT_CERT_PATH``. How long a
 request may take, retries included, is the ledger's one setting
 (``BUDGET_GATE_LEDGER_TIMEOUT``, :mod:`gate.integrations.mlflow.patience`), not MLflow's
-retry settings, whose defaults wait minutes. Writing a record goes through
-:class:`gate.integrations.mlflow.client.MlflowLedger`, which imports MLflow then.
+retry settings, whose defaults wait minutes. A record is appended as
+:class:`gate.integrations.mlflow.client.MlflowLedger` appends it
+(:func:`gate.integrations.mlflow.append.append_record`).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gate.errors import InputError
+from gate.integrations.mlflow.append import Chores, append_record
 from gate.integrations.mlflow.http import Rest, RestError, experiment_by_name
 from gate.integrations.mlflow.search import (
     RunRow,
@@ -34,12 +37,12 @@ from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord
 from gate.ledger.signing import Signer, Trust
 from gate.ledger.spend import Spend
 
-if TYPE_CHECKING:
-    from gate.integrations.mlflow.client import MlflowLedger
-
 
 class RestLedger:
-    """A :class:`gate.ledger.records.LedgerStore` on a tracking server: reads over REST."""
+    """A :class:`gate.ledger.records.LedgerStore` on a tracking server, over REST."""
+
+    # LookupError: an answer without the fields MLflow's carry
+    failures: tuple[type[BaseException], ...] = (OSError, RestError, ValueError, LookupError)
 
     def __init__(
         self, tracking_uri: str, trust: Trust, environ: Mapping[str, str] | None = None
@@ -50,11 +53,11 @@ class RestLedger:
         self.ignored: dict[str, str] = {}
         self._rest = Rest(tracking_uri, os.environ if environ is None else environ)
         self._experiment_id: str | None = None
-        self._writer: MlflowLedger | None = None
+        self._chores = Chores()
 
     def append(self, record: LedgerRecord, signer: Signer | None = None) -> str:
-        """Record one complete run through MLflow's client (imported now)."""
-        return self._mlflow().append(record, signer)
+        """Record one complete run and return its id; on failure no reader will see it."""
+        return append_record(self, self._chores, record, signer)
 
     def query(self, query: LedgerQuery) -> list[LedgerRecord]:
         """Every FINISHED record matching ``query``, oldest first."""
@@ -65,11 +68,11 @@ class RestLedger:
         return read_spend(self, query, now)
 
     def experiment_id(self, *, create: bool) -> str | None:
-        """The ledger experiment's id; creating it is a write, done through MLflow."""
+        """The ledger experiment's id (created first when ``create``), else ``None``."""
         if self._experiment_id is None:
-            if create:
-                return self._mlflow().experiment_id(create=True)
             self._experiment_id = self._find_experiment()
+            if self._experiment_id is None and create:
+                self._experiment_id = self._create_experiment()
         return self._experiment_id
 
     def search_page(
@@ -96,13 +99,37 @@ class RestLedger:
         rows = [_row(run) for run in answer.get("runs", [])]
         return rows, answer.get("next_page_token") or None
 
+    def create_run(self, experiment_id: str, start_ms: int, tags: dict[str, str], name: str) -> str:
+        """A new RUNNING run carrying every tag (one ``runs/create``); its id."""
+        body = {
+            "experiment_id": experiment_id,
+            "user_id": tags.get("mlflow.user", "unknown"),  # as MlflowClient sends it
+            "start_time": start_ms,
+            "tags": [{"key": key, "value": value} for key, value in tags.items()],
+            "run_name": name,
+        }
+        answer = self._rest.call("POST", "runs/create", body=body)
+        return str(answer["run"]["info"]["run_id"])
+
+    def end_run(self, run_id: str, status: str) -> None:
+        """Mark the run ``status`` now (one ``runs/update``, as ``set_terminated`` sends)."""
+        body = {
+            "run_id": run_id,
+            "run_uuid": run_id,
+            "status": status,
+            "end_time": int(time.time() * 1000),
+        }
+        self._rest.call("POST", "runs/update", body=body)
+
     def write_run(self, experiment_id: str, start_ms: int, tags: dict[str, str], name: str) -> str:
-        """Create and complete a run through MLflow's client."""
-        return self._mlflow().write_run(experiment_id, start_ms, tags, name)
+        """Create a run with every tag in one request, then mark it FINISHED; its id."""
+        run_id = self.create_run(experiment_id, start_ms, tags, name)
+        self.end_run(run_id, "FINISHED")
+        return run_id
 
     def failing(self, doing: str) -> contextlib.AbstractContextManager[None]:
         """Turn a network or server failure into a one-line backend error (exit 4)."""
-        return failing_on(self.where, doing, (OSError, RestError, ValueError))
+        return failing_on(self.where, doing, self.failures)
 
     def _find_experiment(self) -> str | None:
         experiment = experiment_by_name(self._rest, LEDGER_EXPERIMENT)
@@ -112,17 +139,18 @@ class RestLedger:
             raise deleted_experiment(self.where)
         return str(experiment["experiment_id"])
 
-    def _mlflow(self) -> MlflowLedger:
-        if self._writer is None:
-            try:
-                from gate.integrations.mlflow.client import MlflowLedger
-            except ImportError as exc:
-                raise InputError(
-                    f"writing to the ledger at {self.where} needs MLflow ({exc.name} is missing)",
-                    hint="install the ledger extra: pip install 'budget-gate[mlflow]'",
-                ) from None
-            self._writer = MlflowLedger(self.tracking_uri, self.trust)
-        return self._writer
+    def _create_experiment(self) -> str:
+        try:
+            answer = self._rest.call("POST", "experiments/create", body={"name": LEDGER_EXPERIMENT})
+        except RestError as exc:
+            # NOTE: another writer may have created it a moment ago; else re-raise.
+            if exc.code != "RESOURCE_ALREADY_EXISTS":
+                raise
+            found = self._find_experiment()
+            if found is None:
+                raise
+            return found
+        return str(answer["experiment_id"])
 
 
 def _row(run: dict[str, Any]) -> RunRow:
