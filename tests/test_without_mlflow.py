@@ -103,3 +103,14 @@ def test_require_approval_raises_the_projects_error_with_the_same_words(bare, tm
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("MissingExtra 3 ")
     assert FIX in proc.stdout
+
+
+def test_a_tracking_server_is_read_and_written_without_mlflow(team, tmp_path):
+    """Over HTTP the ledger needs no MLflow at all: approve records, verify then passes."""
+    spec = team.spec(10)
+    where = ("--policy-dir", team.policy_dir, "--tracking-uri", team.uri)
+    approve = _run(_CLI, "approve", spec, *where, "--by", "alice", "--reason", "ok", cwd=tmp_path)
+    assert approve.returncode == 0, approve.stderr
+    verify = _run(_CLI, "verify", spec, *where, cwd=tmp_path)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert "approved by alice" in verify.stdout
