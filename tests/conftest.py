@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import os
 from decimal import Decimal
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from gate.estimate.model import Estimate
 from gate.estimate.prices import Quote
@@ -27,6 +29,13 @@ pytest_plugins = [
     "tests.reconcile_kit",
     "tests.signing_kit",
 ]
+
+# CI (CI=true) draws the same examples for the same code: whether a commit lands depends on
+# the commit, not on the draw. Elsewhere every run draws afresh, and what a run finds is
+# added to the tests' explicit examples (tests/test_fuzz.py's FOUND).
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI", "").lower() == "true":
+    settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parent.parent
 # Third-party data the tests read (webhook payloads, schemas, prices), each folder with a

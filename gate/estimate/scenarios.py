@@ -11,7 +11,7 @@ the middle of uncertain inputs and the expected pruning of asynchronous searches
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from gate.estimate.assumptions import (
@@ -91,12 +91,21 @@ class _Pricing:
     quote: Quote
     measured: Measured | None
     trials: int
+    plans: dict[tuple[ScenarioName, int], tuple[Stage, ...]] = field(default_factory=dict)
+    """The plans priced so far: spot's comparison and the savings price the same plan again."""
 
     @property
     def persistence(self) -> RankPersistence:
         """How ASHA's trials keep their ranks, as the policy says."""
         settings = self.policy.estimation
         return RankPersistence(settings.rank_correlation, settings.sampler_gain)
+
+    def plan(self, name: ScenarioName, top_epoch: int) -> tuple[Stage, ...]:
+        """The stages of scenario ``name`` with trials running to ``top_epoch``, planned once."""
+        key = (name, top_epoch)
+        if key not in self.plans:
+            self.plans[key] = plan(self.spec, name, self.trials, top_epoch, self.persistence)
+        return self.plans[key]
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +136,7 @@ def _scenario(
     spec, policy, quote, trials = inputs.spec, inputs.policy, inputs.quote, inputs.trials
     persistence = inputs.persistence
     measured_failures = inputs.measured is not None and inputs.measured.failure_rate is not None
-    stages = plan(spec, name, trials, top_epoch, persistence) if prune else flat(trials, top_epoch)
+    stages = inputs.plan(name, top_epoch) if prune else flat(trials, top_epoch)
     concurrency, limit_notes = _concurrency(spec, policy, trials)
     usage = _usage(inputs, name, stages, concurrency, preempt=preempt, capped=capped)
     units = spec.resources.gpus_per_trial * spec.resources.gpu_share

@@ -8,11 +8,12 @@ The search is bounded twice, both times by counts: a handful of re-estimates per
 (:mod:`gate.policy.fixes`) and a number of re-estimates per spec
 (:data:`gate.evaluation.evaluate.FIX_ESTIMATES`), fewer for a spec whose estimate is
 costly (ASHA's promotions simulated, or Hyperband at η near 1 with a hundred brackets of a
-hundred rungs): :data:`WORK_STEPS` in all, counted from the spec's own estimate's
-:attr:`gate.estimate.model.Estimate.work_steps` (a million-trial ASHA over 10,000 epochs
-gets one or two). Counts, not a time: a
-clock (even the thread's CPU time) depends on the machine and its load, and the same spec
-must get the same fixes in a pull-request comment, a golden file and a developer's terminal.
+hundred rungs): :data:`WORK_STEPS` for the spec's own estimate and its fixes' together,
+counted in :attr:`gate.estimate.model.Estimate.work_steps` (a million-trial ASHA over
+10,000 epochs gets one re-estimate, Hyperband at η = 1.1 over 10,000 epochs none).
+Counts, not a time: a clock (even the thread's CPU time) depends on the machine and its
+load, and the same spec must get the same fixes in a pull-request comment, a golden file
+and a developer's terminal.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ class _OutOfEstimates(Exception):
 
 
 WORK_STEPS = 1_000_000
-"""Work steps (:attr:`gate.estimate.model.Estimate.work_steps`) one spec's fixes may cost,
-at its own estimate's steps per re-estimate: about half a second here."""
+"""Work steps (:attr:`gate.estimate.model.Estimate.work_steps`) one spec's pricing may cost,
+its own estimate and its fixes' re-estimates together: about half a second here. A spec
+whose own estimate takes more than half of it gets no fixes searched."""
 
 _BLOCKING = (Severity.ERROR, Severity.APPROVAL)
 
@@ -57,13 +59,13 @@ def attach_fixes(
     """``findings`` with the proven fixes of each active limit finding attached.
 
     At most ``estimates`` edited specs are priced (0: no fixes), and no more than
-    :data:`WORK_STEPS` allows at the spec's own estimate's steps; the findings searched
+    :data:`WORK_STEPS` allows beside the spec's own estimate's steps; the findings searched
     before the count ran out keep their fixes.
     """
     targets = [f for f in findings if f.active and f.rule_id in LIMIT_RULES]
     steps = ctx.estimate.work_steps
     if steps:
-        estimates = min(estimates, max(1, WORK_STEPS // steps))
+        estimates = min(estimates, (WORK_STEPS - steps) // steps)
     if not targets or estimates <= 0:
         return findings
     cache: dict[str, RuleContext | None] = {}
