@@ -19,7 +19,6 @@ import uuid
 from typing import Protocol
 
 from gate.errors import BackendError
-from gate.integrations.mlflow.http import check_clock
 from gate.integrations.mlflow.search import RunSource, millis, reason, search_rows
 from gate.integrations.mlflow.snapshots import roll_snapshots
 from gate.ledger.encoding import KIND, seal, to_tags
@@ -51,6 +50,10 @@ class RunWriter(RunSource, Protocol):
         """Mark the run ``status`` (``FINISHED`` or ``FAILED``)."""
         ...
 
+    def check_clock(self, now: dt.datetime) -> None:
+        """Refuse when ``now`` is off the tracking server's clock (a no-op for a local store)."""
+        ...
+
 
 class Chores:
     """When a writer last did each housekeeping chore: the first time, then once a minute."""
@@ -79,8 +82,8 @@ def append_record(
     clock), given a new id and signed by ``signer`` (:func:`seal`).
     """
     now = dt.datetime.now(dt.timezone.utc)
-    if writer.tracking_uri.startswith(("http://", "https://")) and chores.due("clock"):
-        check_clock(writer.tracking_uri, now)
+    if chores.due("clock"):
+        writer.check_clock(now)
     sealed = seal(record, now=now, record_id=uuid.uuid4().hex, signer=signer, trust=writer.trust)
     with writer.failing("finding the ledger experiment"):
         experiment_id = writer.experiment_id(create=True)

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 
 from mlflow.entities import ViewType
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from gate.integrations.mlflow.append import Chores, append_record
+from gate.integrations.mlflow.http import Rest, check_clock
 from gate.integrations.mlflow.patience import bounded_client
 from gate.integrations.mlflow.search import (
     RunRow,
@@ -70,6 +72,11 @@ class MlflowLedger:
             self._client.update_run(run_id, status=status)
         else:
             self._client.set_terminated(run_id, status=status)
+
+    def check_clock(self, now: dt.datetime) -> None:
+        """Refuse when ``now`` is off a tracking server's clock; a local store has none."""
+        if self.tracking_uri.startswith(("http://", "https://")):
+            check_clock(Rest(self.tracking_uri, os.environ), now)
 
     def query(self, query: LedgerQuery) -> list[LedgerRecord]:
         """Every FINISHED record matching ``query``, oldest first."""

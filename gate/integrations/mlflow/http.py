@@ -13,7 +13,6 @@ import base64
 import datetime as dt
 import http.client
 import json
-import os
 import ssl
 import time
 import urllib.error
@@ -191,11 +190,10 @@ def experiment_by_name(rest: Rest, name: str) -> dict[str, Any] | None:
     return experiment
 
 
-def check_clock(tracking_uri: str, now: dt.datetime) -> None:
+def check_clock(rest: Rest, now: dt.datetime) -> None:
     """Refuse when this machine's clock is off the server's (one ``GET /health``)."""
-    rest = Rest(tracking_uri, os.environ)
     server = rest.server_time()
     if server is not None:
-        error = skew_error(server, now, redact(tracking_uri))
+        error = skew_error(server, now, redact(rest.base))
         if error is not None:
             raise error

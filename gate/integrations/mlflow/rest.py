@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gate.integrations.mlflow.append import Chores, append_record
-from gate.integrations.mlflow.http import Rest, RestError, experiment_by_name
+from gate.integrations.mlflow.http import Rest, RestError, check_clock, experiment_by_name
 from gate.integrations.mlflow.search import (
     RunRow,
     deleted_experiment,
@@ -120,6 +120,10 @@ class RestLedger:
             "end_time": int(time.time() * 1000),
         }
         self._rest.call("POST", "runs/update", body=body)
+
+    def check_clock(self, now: dt.datetime) -> None:
+        """Refuse when ``now`` is off the server's clock (its ``Date``, one ``GET /health``)."""
+        check_clock(self._rest, now)
 
     def write_run(self, experiment_id: str, start_ms: int, tags: dict[str, str], name: str) -> str:
         """Create a run with every tag in one request, then mark it FINISHED; its id."""
