@@ -13,7 +13,6 @@ exponentially with the interval: spot without checkpoints can cost more than on-
 
 from __future__ import annotations
 
-import functools
 import math
 from decimal import Decimal
 
@@ -25,17 +24,13 @@ def expected_retry_runs(failure_rate: float, max_retries: int, failure_point: fl
     return Decimal(str(failure_point)) * attempts
 
 
-@functools.lru_cache(maxsize=65_536)
 def preemption_factor(
     run_hours: Decimal,
     preemptions_per_hour: float,
     checkpoint_hours: Decimal | None,
     restart_hours: Decimal,
 ) -> Decimal:
-    """Expected wall time ÷ useful time for one run under preemptions (1 when none).
-
-    Cached: a plan of many brackets asks for the same few run lengths thousands of times.
-    """
+    """Expected wall time ÷ useful time for one run under preemptions (1 when none)."""
     if preemptions_per_hour <= 0 or run_hours <= 0:
         return Decimal(1)
     interval = float(min(checkpoint_hours, run_hours) if checkpoint_hours else run_hours)

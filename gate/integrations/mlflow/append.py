@@ -36,7 +36,10 @@ and then at most once a minute: each is a round trip, and none changes what read
 
 
 class RunWriter(RunSource, Protocol):
-    """A :class:`RunSource` that can also create a run and end it: what an append needs."""
+    """A :class:`RunSource` that can also create a run and end it: what an append needs.
+
+    The ledgers subclass it for :meth:`write_run`, the same two requests for both.
+    """
 
     tracking_uri: str
     failures: tuple[type[BaseException], ...]
@@ -53,6 +56,12 @@ class RunWriter(RunSource, Protocol):
     def check_clock(self, now: dt.datetime) -> None:
         """Refuse when ``now`` is off the tracking server's clock (a no-op for a local store)."""
         ...
+
+    def write_run(self, experiment_id: str, start_ms: int, tags: dict[str, str], name: str) -> str:
+        """Create a run with every tag in one request, then mark it FINISHED; its id."""
+        run_id = self.create_run(experiment_id, start_ms, tags, name)
+        self.end_run(run_id, "FINISHED")
+        return run_id
 
 
 class Chores:

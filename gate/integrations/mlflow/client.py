@@ -19,7 +19,7 @@ from mlflow.entities import ViewType
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from gate.integrations.mlflow.append import Chores, append_record
+from gate.integrations.mlflow.append import Chores, RunWriter, append_record
 from gate.integrations.mlflow.http import Rest, check_clock
 from gate.integrations.mlflow.patience import bounded_client
 from gate.integrations.mlflow.search import (
@@ -38,7 +38,7 @@ _PAGE = 50_000  # the most MLflow returns per page
 _FAILURES = (MlflowException, OSError)
 
 
-class MlflowLedger:
+class MlflowLedger(RunWriter):
     """A :class:`gate.ledger.records.LedgerStore` backed by an MLflow tracking store."""
 
     failures: tuple[type[BaseException], ...] = _FAILURES
@@ -137,12 +137,6 @@ class MlflowLedger:
             for run in page
         ]
         return rows, page.token or None
-
-    def write_run(self, experiment_id: str, start_ms: int, tags: dict[str, str], name: str) -> str:
-        """Create a run with every tag in one request, then mark it FINISHED; its id."""
-        run_id = self.create_run(experiment_id, start_ms, tags, name)
-        self.end_run(run_id, "FINISHED")
-        return run_id
 
     def failing(self, doing: str) -> contextlib.AbstractContextManager[None]:
         """Turn an MLflow or network failure into a one-line backend error (exit 4)."""

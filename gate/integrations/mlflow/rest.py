@@ -23,7 +23,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from gate.integrations.mlflow.append import Chores, append_record
+from gate.integrations.mlflow.append import Chores, RunWriter, append_record
 from gate.integrations.mlflow.http import Rest, RestError, check_clock, experiment_by_name
 from gate.integrations.mlflow.search import (
     RunRow,
@@ -38,7 +38,7 @@ from gate.ledger.signing import Signer, Trust
 from gate.ledger.spend import Spend
 
 
-class RestLedger:
+class RestLedger(RunWriter):
     """A :class:`gate.ledger.records.LedgerStore` on a tracking server, over REST."""
 
     # LookupError: an answer without the fields MLflow's carry
@@ -124,12 +124,6 @@ class RestLedger:
     def check_clock(self, now: dt.datetime) -> None:
         """Refuse when ``now`` is off the server's clock (its ``Date``, one ``GET /health``)."""
         check_clock(self._rest, now)
-
-    def write_run(self, experiment_id: str, start_ms: int, tags: dict[str, str], name: str) -> str:
-        """Create a run with every tag in one request, then mark it FINISHED; its id."""
-        run_id = self.create_run(experiment_id, start_ms, tags, name)
-        self.end_run(run_id, "FINISHED")
-        return run_id
 
     def failing(self, doing: str) -> contextlib.AbstractContextManager[None]:
         """Turn a network or server failure into a one-line backend error (exit 4)."""
