@@ -272,11 +272,16 @@ def _walk(
     useful hours and the held hours each spends there.
     """
     path = TrialPath()
-    uncut = Decimal(0)
+    uncut = exact = counted = Decimal(0)
     runs: list[tuple[Decimal, Decimal, Decimal]] = []
     for rung in stage.rungs:
         start = setup * rung.launches
-        run = _round(start + rung.epochs * per_epoch)
+        # NOTE: rounded as a running total, so a trial's rungs add up to its whole path
+        # rounded once: rounded one by one, two rungs of a resumed trial came to a nanohour
+        # more than the same epochs in one, and the worst case fell below the expected.
+        exact += start + rung.epochs * per_epoch
+        run = _round(exact) - counted
+        counted += run
         uncut += held(run)
         run, billed = advance(path, rung, run, start, per_epoch, cap, held)
         runs.append((rung.trials, run, billed))
