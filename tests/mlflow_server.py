@@ -2,13 +2,14 @@
 
 Registered from ``tests/conftest.py`` with ``pytest_plugins``. Fixtures:
 
-Each is MLflow's own tracking server app, run under uvicorn as ``mlflow server`` runs it
-(:meth:`MlflowServer._app_command`); ``via_cli`` starts it through the CLI itself.
+Each is MLflow's own tracking server app under uvicorn, with the environment ``mlflow
+server`` gives it (:meth:`MlflowServer._app_env`), forked ready from
+:mod:`tests.mlflow_zygote`; ``via_cli`` starts it through the CLI itself.
 
-- ``mlflow_server``: one server per test session (starting one costs 3–20 s; under
-  pytest-xdist, one per worker), sqlite backend in a temporary directory, in memory where
-  the machine has room (:func:`store_dir`); tests keep apart by using their own team and
-  spec names.
+- ``mlflow_server``: one server per test session (under pytest-xdist, one per worker; the
+  first server of a process costs 3–20 s, later ones under a second), sqlite backend in a
+  temporary directory, in memory where the machine has room (:func:`store_dir`); tests
+  keep apart by using their own team and spec names.
 - ``doomed_mlflow``: a short-lived server of its own behind :class:`KillingProxy`, which
   kills the server (SIGKILL to its process group) when a chosen request arrives and drops
   the connection, so a command sees the outage exactly between two of its requests.
@@ -19,8 +20,10 @@ milliseconds, and MLflow never prints run links to stdout.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import http.client
+import json
 import os
 import shutil
 import signal
@@ -36,6 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,13 +83,85 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class ForkedServer:
+    """A server forked by :mod:`tests.mlflow_zygote`: what the fixtures use of ``Popen``."""
+
+    def __init__(self, zygote: Zygote, pid: int) -> None:
+        self.zygote, self.pid = zygote, pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self.zygote.ask({"wait": self.pid, "timeout": 0.0})["status"]
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        if self.returncode is None:
+            self.returncode = self.zygote.ask({"wait": self.pid, "timeout": timeout})["status"]
+        if self.returncode is None:
+            raise subprocess.TimeoutExpired(f"mlflow server {self.pid}", timeout)
+        return self.returncode
+
+
+class Zygote:
+    """The test process's :mod:`tests.mlflow_zygote`, started with the first server."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        script = Path(__file__).with_name("mlflow_zygote.py")
+        quiet = "ignore:starlette.middleware.wsgi is deprecated"  # MLflow's, at import
+        self.process = subprocess.Popen(
+            [sys.executable, "-W", quiet, str(script)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, env=env, text=True, start_new_session=True,
+        )  # fmt: skip
+        self._lock = threading.Lock()  # a KillingProxy kills from its own thread
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        """End of input: the zygote kills what still runs, removes its template and exits."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+        self.process.stdout.close()
+
+    def fork(self, env: dict[str, str], port: int, root: Path) -> ForkedServer:
+        start = {
+            "env": env,
+            "port": port,
+            "log": f"{root}/server.log",
+            "store": f"{root}/mlflow.db",
+        }
+        answer = self.ask({"start": start})
+        return ForkedServer(self, answer["pid"])
+
+    def ask(self, request: dict[str, object]) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        with self._lock:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+            line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the mlflow zygote exited ({self.process.wait()})")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+
+_ZYGOTES: dict[int, Zygote] = {}
+
+
+def _zygote(env: dict[str, str]) -> Zygote:
+    """This process's zygote (a forked pytest process gets one of its own)."""
+    if os.getpid() not in _ZYGOTES:
+        _ZYGOTES[os.getpid()] = Zygote(env)
+    return _ZYGOTES[os.getpid()]
+
+
 @dataclass
 class MlflowServer:
     """One ``mlflow server`` process group with its sqlite store under ``root``."""
 
     root: Path
     port: int = field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
+    process: subprocess.Popen[bytes] | ForkedServer | None = None
     started_in_s: float = 0.0
     options: tuple[str, ...] = ()  # more ``mlflow server`` options (benchmarks/)
     via_cli: bool = False  # start it with ``mlflow server`` itself (always with options)
@@ -110,47 +186,44 @@ class MlflowServer:
                 "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1",
                 *self.options,
             ]  # fmt: skip
+            began = time.monotonic()
+            with (self.root / "server.log").open("wb") as log:
+                self.process = subprocess.Popen(
+                    command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                )
         else:
-            command = self._app_command(env)
-        began = time.monotonic()
-        with (self.root / "server.log").open("wb") as log:
-            self.process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-            )
+            began = time.monotonic()
+            env = self._app_env(env)
+            self.process = _zygote(env).fork(env, self.port, self.root)
         self._wait_healthy(began)
         self.started_in_s = time.monotonic() - began
         return self
 
-    def _app_command(self, env: dict[str, str]) -> list[str]:
-        """What ``mlflow server`` execs for these options: its app under uvicorn, its env.
+    def _app_env(self, env: dict[str, str]) -> dict[str, str]:
+        """The environment ``mlflow server`` gives its app under uvicorn, for this store.
 
         NOTE: ``mlflow server`` is a process of its own that imports MLflow, creates the
-        store (its migrations), sets these variables and waits on this command; skipping
-        it saves some 4 s of CPU per server (about 20 start in a run of the suite). The store
-        is created by :meth:`_wait_healthy`'s first API call instead, before any test runs.
-        The variables are those MLflow 3.17's CLI sets (read off a running server's
-        ``/proc/PID/environ``; the artifact destination is kept in ``root``); the report's
-        tests and every benchmark start the server through the CLI (``via_cli``), so a
-        change there shows.
+        store (its migrations), sets these variables and execs uvicorn, which imports the
+        app again. Here the app is forked ready from :mod:`tests.mlflow_zygote`, imported
+        once per test process: of a server's 4 s of CPU to its first answer, 3 s were the
+        import, on each of the twenty servers a run of the suite starts. The store is created by
+        :meth:`_wait_healthy`'s first API call, before any test runs. The variables are
+        those MLflow 3.17's CLI sets (read off a running server's ``/proc/PID/environ``;
+        the artifact destination is kept in ``root``); the report's tests and every
+        benchmark start the server through the CLI (``via_cli``), so a change there shows.
         """
-        env.update(
-            {
-                "MLFLOW_SERVER_X_FRAME_OPTIONS": "SAMEORIGIN",
-                "MLFLOW_ENABLE_WORKSPACES": "false",
-                "_MLFLOW_SERVER_FILE_STORE": self.sqlite_uri,
-                "_MLFLOW_SERVER_REGISTRY_STORE": self.sqlite_uri,
-                "_MLFLOW_SERVER_ARTIFACT_ROOT": str(self.root / "artifacts"),
-                "_MLFLOW_SERVER_SERVE_ARTIFACTS": "true",
-                "_MLFLOW_SERVER_ARTIFACT_DESTINATION": str(self.root / "mlartifacts"),
-                "_MLFLOW_SERVER_BOOT_ID": uuid.uuid4().hex,
-                "_MLFLOW_IN_JOB_EXECUTOR": "false",
-                "_MLFLOW_SGI_NAME": "uvicorn",
-            }
-        )
-        return [
-            sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(self.port),
-            "--workers", "1", "mlflow.server.fastapi_app:app",
-        ]  # fmt: skip
+        return env | {
+            "MLFLOW_SERVER_X_FRAME_OPTIONS": "SAMEORIGIN",
+            "MLFLOW_ENABLE_WORKSPACES": "false",
+            "_MLFLOW_SERVER_FILE_STORE": self.sqlite_uri,
+            "_MLFLOW_SERVER_REGISTRY_STORE": self.sqlite_uri,
+            "_MLFLOW_SERVER_ARTIFACT_ROOT": str(self.root / "artifacts"),
+            "_MLFLOW_SERVER_SERVE_ARTIFACTS": "true",
+            "_MLFLOW_SERVER_ARTIFACT_DESTINATION": str(self.root / "mlartifacts"),
+            "_MLFLOW_SERVER_BOOT_ID": uuid.uuid4().hex,
+            "_MLFLOW_IN_JOB_EXECUTOR": "false",
+            "_MLFLOW_SGI_NAME": "uvicorn",
+        }
 
     def _wait_healthy(self, began: float) -> None:
         assert self.process is not None
