@@ -22,11 +22,13 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import requests
+import sky
 from sky import admin_policy, exceptions
 
 from gate.integrations.skypilot import BudgetGatePolicy, apply_policy
@@ -309,39 +311,75 @@ def _report(path: str, outage: str, seconds: float) -> None:
     print(f"\nLEDGER-DOWN {path} ({outage}): refused in {seconds:.2f} s")
 
 
-@pytest.mark.parametrize("outage", OUTAGES)
+ANSWERED = ("stopped", "refused")  # a connection ends at once; the third, below
+assert (*ANSWERED, "blackhole") == OUTAGES
+
+
+@pytest.mark.parametrize("outage", ANSWERED)
 def test_the_policy_class_refuses_within_10_s(repo, tmp_path, stopped, mlflow_defaults,
                                                monkeypatch, outage):  # fmt: skip
     spec = write_spec(repo, 8)
     monkeypatch.setenv("BUDGET_GATE_REPO", str(repo.root))
     with ledger_down(outage, stopped) as uri:
         monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-        began = time.monotonic()
-        with pytest.raises(exceptions.UserRequestRejectedByPolicy) as raised:
-            BudgetGatePolicy.validate_and_mutate(request(task(tmp_path, spec)))
-        took = time.monotonic() - began
+        message, took = _class_refusal(request(task(tmp_path, spec)))
     _report("BudgetGatePolicy (in the API server)", outage, took)
     assert took < LIMIT_S
-    assert "the ledger is unreachable" in str(raised.value) and "(fail closed)" in str(raised.value)
+    assert "the ledger is unreachable" in message and "(fail closed)" in message
 
 
-@pytest.mark.parametrize("outage", OUTAGES)
+@pytest.mark.parametrize("outage", ANSWERED)
 def test_the_endpoint_refuses_within_10_s(repo, tmp_path, stopped, mlflow_defaults, outage):
     spec = write_spec(repo, 8)
     env = {**os.environ, "BUDGET_GATE_POLICY_SECRET": SECRET}  # MLflow's retry defaults
     with ledger_down(outage, stopped) as uri:
         server = PolicyServer(repo.root, uri, env=env)
         try:
-            client = admin_policy.RestfulAdminPolicy(server.url)
-            began = time.monotonic()
-            with pytest.raises(exceptions.UserRequestRejectedByPolicy) as raised:
-                client.validate_and_mutate(request(task(tmp_path, spec)))
-            took = time.monotonic() - began
+            message, took = _endpoint_refusal(server, request(task(tmp_path, spec)))
         finally:
             server.stop()
     _report("serve skypilot-policy, over HTTP", outage, took)
     assert took < LIMIT_S  # SkyPilot's client waits 30 s: it gets the rejection, not a timeout
-    assert "the ledger is unreachable" in str(raised.value)
+    assert "the ledger is unreachable" in message
+
+
+def test_the_class_and_the_endpoint_refuse_a_silent_ledger_within_10_s(
+    repo, tmp_path, mlflow_defaults, monkeypatch
+):
+    """Side by side: only the timeout (5 s by default) ends a call to a ledger that is silent."""
+    spec = write_spec(repo, 8)
+    env = {**os.environ, "BUDGET_GATE_POLICY_SECRET": SECRET}  # MLflow's retry defaults
+    monkeypatch.setenv("BUDGET_GATE_REPO", str(repo.root))
+    with ledger_down("blackhole") as uri:
+        server = PolicyServer(repo.root, uri, env=env)
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+        try:
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                endpoint = pool.submit(_endpoint_refusal, server, request(task(tmp_path, spec)))
+                in_class = pool.submit(_class_refusal, request(task(tmp_path, spec)))
+                (said, took), (answered, answered_in) = in_class.result(), endpoint.result()
+        finally:
+            server.stop()
+    _report("BudgetGatePolicy (in the API server)", "blackhole", took)
+    _report("serve skypilot-policy, over HTTP", "blackhole", answered_in)
+    assert took < LIMIT_S and answered_in < LIMIT_S
+    assert "the ledger is unreachable" in said and "(fail closed)" in said
+    assert "the ledger is unreachable" in answered
+
+
+def _class_refusal(launch: sky.UserRequest) -> tuple[str, float]:
+    began = time.monotonic()
+    with pytest.raises(exceptions.UserRequestRejectedByPolicy) as raised:
+        BudgetGatePolicy.validate_and_mutate(launch)
+    return str(raised.value), time.monotonic() - began
+
+
+def _endpoint_refusal(server: PolicyServer, launch: sky.UserRequest) -> tuple[str, float]:
+    client = admin_policy.RestfulAdminPolicy(server.url)
+    began = time.monotonic()
+    with pytest.raises(exceptions.UserRequestRejectedByPolicy) as raised:
+        client.validate_and_mutate(launch)
+    return str(raised.value), time.monotonic() - began
 
 
 def test_malformed_settings_refuse_every_launch_in_one_line(repo, tmp_path, monkeypatch):

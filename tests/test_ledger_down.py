@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -50,13 +52,58 @@ def team(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Team:
 @pytest.fixture
 def mlflow_defaults(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """MLflow's own retry defaults in this process and its children (none set to 0)."""
+    return _mlflow_defaults(monkeypatch)
+
+
+def _mlflow_defaults(patch: pytest.MonkeyPatch) -> dict[str, str]:
     for key in CLIENT_ENV:
         if key.startswith("MLFLOW_HTTP_REQUEST"):
-            monkeypatch.delenv(key, raising=False)
+            patch.delenv(key, raising=False)
     for key, value in MLFLOW_DEFAULTS.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("BUDGET_GATE_LEDGER_TIMEOUT", raising=False)
+        patch.setenv(key, value)
+    patch.delenv("BUDGET_GATE_LEDGER_TIMEOUT", raising=False)
     return {k: v for k, v in os.environ.items() if not k.startswith("BUDGET_GATE_")}
+
+
+@dataclass(frozen=True)
+class Silence:
+    """What every path did against one ledger that never answers (``uri``), all at once."""
+
+    uri: str
+    cli: dict[str, tuple[subprocess.CompletedProcess[str], float]]
+    api: dict[str, tuple[BaseException | None, float]]
+
+
+@pytest.fixture(scope="module")
+def silence(tmp_path_factory: pytest.TempPathFactory) -> Silence:
+    """The four paths against one blackhole at once, under MLflow's defaults.
+
+    NOTE: only the timeout ends a call to a silent server, so each path waits out the
+    default 5 s: in turn, the four took 20 s of the suite; side by side, 5. Each is still
+    timed on its own, the CLI's from its process start.
+    """
+    team = Team(tmp_path_factory.mktemp("silence"), "", None)  # type: ignore[arg-type]
+    team.policy(limits=BUDGET)
+    argv = ("--policy-dir", team.policy_dir, "--tracking-uri")
+    with pytest.MonkeyPatch.context() as patch, ledger_down("blackhole") as uri:
+        env = _mlflow_defaults(patch)
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            cli = {
+                command: pool.submit(_cli, env, command, *argv, uri, team.spec(trials))
+                for command, trials, _ in CLI_CASES
+            }
+            api = {entry: pool.submit(_call, entry, team, uri) for entry in ENTRIES}
+            ran = {k: f.result() for k, f in cli.items()}
+            return Silence(uri, ran, {k: f.result() for k, f in api.items()})
+
+
+def _call(entry: str, team: Team, uri: str) -> tuple[BaseException | None, float]:
+    began = time.monotonic()
+    try:
+        getattr(gate, entry)(team.spec(8), policy_dir=team.policy_dir, tracking_uri=uri)
+    except BackendError as exc:
+        return exc, time.monotonic() - began
+    return None, time.monotonic() - began
 
 
 def _report(capsys: pytest.CaptureFixture[str], path: str, outage: str, seconds: float) -> None:
@@ -78,22 +125,26 @@ def _cli(env: dict[str, str], *argv: str) -> tuple[subprocess.CompletedProcess[s
     return proc, time.monotonic() - began
 
 
-@pytest.mark.parametrize("outage", OUTAGES)
-@pytest.mark.parametrize(
-    ("command", "trials", "doing"),
-    [
-        ("verify", 8, "finding the ledger experiment"),  # needs an approval and the budget
-        ("check", 2, "finding the ledger experiment"),  # no approval needed: the budget read
-    ],
-)
+CLI_CASES = [
+    ("verify", 8, "finding the ledger experiment"),  # needs an approval and the budget
+    ("check", 2, "finding the ledger experiment"),  # no approval needed: the budget read
+]
+ENTRIES = ["require_approval", "open_guard"]
+
+
+@pytest.mark.parametrize("outage", OUTAGES)  # the blackhole: the paths at once (silence)
+@pytest.mark.parametrize(("command", "trials", "doing"), CLI_CASES)
 def test_the_cli_refuses_within_10_s(
-    team, stopped, mlflow_defaults, capsys, outage, command, trials, doing
+    team, stopped, request, capsys, outage, command, trials, doing
 ):
-    spec = team.spec(trials)
-    with ledger_down(outage, stopped) as uri:
-        proc, took = _cli(
-            mlflow_defaults, command, "--policy-dir", team.policy_dir, "--tracking-uri", uri, spec
-        )
+    if outage == "blackhole":
+        silent: Silence = request.getfixturevalue("silence")
+        uri, (proc, took) = silent.uri, silent.cli[command]
+    else:
+        env = request.getfixturevalue("mlflow_defaults")
+        with ledger_down(outage, stopped) as uri:
+            argv = ("--policy-dir", team.policy_dir, "--tracking-uri", uri, team.spec(trials))
+            proc, took = _cli(env, command, *argv)
     _report(capsys, f"budget-gate {command}", outage, took)
     assert proc.returncode == 4, proc.stderr
     assert took < LIMIT_S
@@ -105,19 +156,20 @@ def test_the_cli_refuses_within_10_s(
         assert proc.stderr.endswith("connection refused — is the tracking server running?\n")
 
 
-@pytest.mark.parametrize("outage", OUTAGES)
-@pytest.mark.parametrize("entry", ["require_approval", "open_guard"])
-def test_the_launch_api_refuses_within_10_s(team, stopped, mlflow_defaults, capsys, outage, entry):
-    spec = team.spec(8)
-    call = getattr(gate, entry)
-    with ledger_down(outage, stopped) as uri:
-        began = time.monotonic()
-        with pytest.raises(BackendError) as raised:
-            call(spec, policy_dir=team.policy_dir, tracking_uri=uri)
-        took = time.monotonic() - began
+@pytest.mark.parametrize("outage", OUTAGES)  # the blackhole: the paths at once (silence)
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_the_launch_api_refuses_within_10_s(team, stopped, request, capsys, outage, entry):
+    if outage == "blackhole":
+        silent: Silence = request.getfixturevalue("silence")
+        uri, (raised, took) = silent.uri, silent.api[entry]
+    else:
+        request.getfixturevalue("mlflow_defaults")
+        with ledger_down(outage, stopped) as uri:
+            raised, took = _call(entry, team, uri)
     _report(capsys, f"gate.{entry}", outage, took)
     assert took < LIMIT_S
-    assert str(raised.value).startswith(f"MLflow at {uri} failed while finding the ledger")
+    assert isinstance(raised, BackendError)
+    assert str(raised).startswith(f"MLflow at {uri} failed while finding the ledger")
 
 
 def test_the_one_setting_bounds_the_wait(team, mlflow_defaults, monkeypatch):
