@@ -43,6 +43,8 @@ from typing import Any
 
 import pytest
 
+from tests.loopback import serve_in_background
+
 # Two xdist workers start theirs at once, on a machine others load too: 60 s was not enough.
 START_TIMEOUT_S = 180.0
 # A tmpfs to keep the servers' sqlite stores in, when it has this much room (Docker's default
@@ -300,14 +302,13 @@ class KillingProxy:
         self.seen: list[str] = []
         self.killed = threading.Event()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
 
     @property
     def uri(self) -> str:
         return f"http://127.0.0.1:{self._http.server_address[1]}"
 
     def __enter__(self) -> KillingProxy:
-        self._thread.start()
+        serve_in_background(self._http)
         return self
 
     def __exit__(self, *exc: object) -> None:

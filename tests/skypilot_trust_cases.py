@@ -20,7 +20,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,6 +35,7 @@ from gate.integrations.skypilot_endpoint import answer_http
 from tests import skypilot_cases
 from tests.ledger_down import LIMIT_S, MLFLOW_DEFAULTS, OUTAGES, ledger_down
 from tests.ledger_kit import fingerprint_of
+from tests.loopback import serve_in_background
 from tests.mlflow_server import CLIENT_ENV, MlflowServer
 from tests.skypilot_cases import (
     SECRET,
@@ -85,7 +85,7 @@ class Recorder:
                 pass
 
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._http.serve_forever, daemon=True).start()
+        serve_in_background(self._http)
         self.uri = f"http://127.0.0.1:{self._http.server_address[1]}"
 
     def close(self) -> None:

@@ -11,7 +11,6 @@ import datetime as dt
 import email.utils
 import json
 import re
-import threading
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,6 +21,7 @@ from gate.errors import BackendError
 from gate.integrations.mlflow.rest import RestLedger
 from gate.ledger.records import LedgerRecord, RecordKind
 from tests.ledger_kit import UNSIGNED
+from tests.loopback import serve_in_background
 
 UTC = dt.timezone.utc
 
@@ -63,7 +63,7 @@ def serve() -> Iterator[Callable[[_Clock], str]]:
 
     def start(clock: _Clock) -> str:
         http = ThreadingHTTPServer(("127.0.0.1", 0), clock.handler())
-        threading.Thread(target=http.serve_forever, daemon=True).start()
+        serve_in_background(http)
         servers.append(http)
         return f"http://127.0.0.1:{http.server_address[1]}"
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import functools
 import json
 import math
 import socket
@@ -60,6 +59,7 @@ from tests.github.state import (
     parse_time,
     utc_now,
 )
+from tests.loopback import serve_in_background
 
 DEFAULT_TOKEN = "ghs_FakeGitHubToken0000000000000000budget"
 FORBIDDEN_FOR_INTEGRATION = "Resource not accessible by integration"
@@ -200,9 +200,7 @@ class FakeGitHub(GitHubState):
     def start(self) -> FakeGitHub:
         """Listen on a free loopback port, serving from a daemon thread."""
         self._server = _Server(self)
-        serve = functools.partial(self._server.serve_forever, poll_interval=0.02)
-        self._thread = threading.Thread(target=serve, daemon=True)
-        self._thread.start()
+        self._thread = serve_in_background(self._server)
         return self
 
     def stop(self) -> None:

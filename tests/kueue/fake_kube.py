@@ -45,6 +45,7 @@ import yaml
 
 from tests.kueue.crds import Crd, crd, label_errors
 from tests.kueue.discovery import document
+from tests.loopback import serve_in_background
 
 KUEUE = "kueue.x-k8s.io"
 VERSION = "v1beta2"
@@ -131,7 +132,7 @@ class FakeKube:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serve_in_background(self.server)
         return self
 
     def __exit__(self, *exc: object) -> None:
