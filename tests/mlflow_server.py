@@ -205,12 +205,12 @@ class MlflowServer:
         """The environment ``mlflow server`` gives its app under uvicorn, for this store.
 
         NOTE: ``mlflow server`` is a process of its own that imports MLflow, creates the
-        store (its migrations), sets these variables and execs uvicorn, which imports the
+        store (its migrations), sets these variables and runs uvicorn, which imports the
         app again. Here the app is forked ready from :mod:`tests.mlflow_zygote`, imported
-        once per test process: of a server's 4 s of CPU to its first answer, 3 s were the
-        import, on each of the twenty servers a run of the suite starts. The store is created by
-        :meth:`_wait_healthy`'s first API call, before any test runs. The variables are
-        those MLflow 3.17's CLI sets (read off a running server's ``/proc/PID/environ``;
+        once per test process, and the store starts as a copy of one MLflow created there:
+        of a server's 4 s of CPU to its first answer, 3 s were the import and 1 s the
+        migrations, on each of the twenty servers a run of the suite starts. The variables
+        are those MLflow 3.17's CLI sets (read off a running server's ``/proc/PID/environ``;
         the artifact destination is kept in ``root``); the report's tests and every
         benchmark start the server through the CLI (``via_cli``), so a change there shows.
         """
@@ -244,10 +244,10 @@ class MlflowServer:
         raise RuntimeError(f"mlflow server did not become healthy:\n{log}")
 
     def _open_store(self) -> None:
-        """One API call, so the store exists (tables, migrations) before a test's first one.
+        """One API call, so the app has opened its store before a test's first one.
 
-        ``/health`` answers before the app has touched its store; without the CLI, which
-        creates it first, the first test to call would pay for (and race to) the migrations.
+        ``/health`` answers before the app has touched its store; the first test to call
+        would otherwise pay for opening it (and, on a store of its own, its migrations).
         """
         query = f"{self.uri}/api/2.0/mlflow/experiments/get?experiment_id=0"
         with urllib.request.urlopen(query, timeout=START_TIMEOUT_S) as answer:
