@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from gate.cli import run
 
-from gate.cli import main
-
-sys.exit(main())
+run()

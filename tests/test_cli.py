@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 
@@ -459,3 +460,40 @@ def test_shell_completion_through_argcomplete(tmp_path):
     proc = _console(env=env)
     assert proc.returncode == 0, proc.stderr
     assert out.read_text().split() == ["error", "approval", "warn"]
+
+
+SPY_PLUGIN = """\
+import os
+import pathlib
+
+pathlib.Path(os.environ["SPY_MARK"]).write_text("loaded", encoding="utf-8")
+
+
+class _Spy:
+    def new_schema_validator(self, *args, **kwargs):
+        return None, None, None
+
+
+plugin = _Spy()
+"""
+
+
+@pytest.mark.parametrize(("setting", "loaded"), [(None, False), ("someone-else", True)])
+def test_the_program_loads_no_pydantic_plugin_unless_the_environment_asks(
+    tmp_path, setting, loaded
+):
+    """A pydantic plugin installed by entry point is not even looked for (a scan of every
+    distribution) unless ``PYDANTIC_DISABLE_PLUGINS`` is the user's own."""
+    (tmp_path / "spyplugin.py").write_text(SPY_PLUGIN, encoding="utf-8")
+    dist = tmp_path / "spy_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: spy-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[pydantic]\nspy = spyplugin:plugin\n")
+    mark = tmp_path / "mark"
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    env |= {"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "SPY_MARK": str(mark)}
+    if setting is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = setting
+    proc = _console("check", "examples/cifar-sweep.yaml", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert mark.exists() is loaded
