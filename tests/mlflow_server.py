@@ -93,15 +93,17 @@ class ForkedServer:
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
-        if self.returncode is None:
-            self.returncode = self.zygote.ask({"wait": self.pid, "timeout": 0.0})["status"]
-        return self.returncode
+        return self._status(0.0)
 
     def wait(self, timeout: float) -> int:
+        code = self._status(timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(f"mlflow server {self.pid}", timeout)
+        return code
+
+    def _status(self, timeout: float) -> int | None:
         if self.returncode is None:
             self.returncode = self.zygote.ask({"wait": self.pid, "timeout": timeout})["status"]
-        if self.returncode is None:
-            raise subprocess.TimeoutExpired(f"mlflow server {self.pid}", timeout)
         return self.returncode
 
 
@@ -147,14 +149,15 @@ class Zygote:
         return answer
 
 
-_ZYGOTES: dict[int, Zygote] = {}
+_ZYGOTE: Zygote | None = None
 
 
 def _zygote(env: dict[str, str]) -> Zygote:
-    """This process's zygote (a forked pytest process gets one of its own)."""
-    if os.getpid() not in _ZYGOTES:
-        _ZYGOTES[os.getpid()] = Zygote(env)
-    return _ZYGOTES[os.getpid()]
+    """This test process's zygote, started with ``env`` by its first server."""
+    global _ZYGOTE
+    if _ZYGOTE is None:
+        _ZYGOTE = Zygote(env)
+    return _ZYGOTE
 
 
 @dataclass

@@ -12,8 +12,8 @@ Requests come one JSON line each on stdin; each gets one JSON line on stdout:
 
 - ``{"start": {"env": {...}, "port": N, "log": PATH, "store": PATH}}`` → ``{"pid": P}``
   (a store that does not exist yet starts as a copy of one MLflow created: :func:`_template`)
-- ``{"poll": P}`` → ``{"status": null}`` while P runs, else its exit status
-- ``{"wait": P, "timeout": S}`` → the same after waiting up to S seconds
+- ``{"wait": P, "timeout": S}`` → ``{"status": null}`` while P still runs after up to S
+  seconds, else its exit status
 
 Children stay this process's until waited for (so a pid is never reused while a test holds
 it); at end of input every child still running gets SIGKILL.
@@ -97,8 +97,8 @@ def main() -> None:
             children.add(pid)
             answer: dict[str, int | None] = {"pid": pid}
         else:
-            pid = request.get("poll", request.get("wait"))
-            status = _status(pid, request.get("timeout", 0.0))
+            pid = request["wait"]
+            status = _status(pid, request["timeout"])
             if status is not None:
                 children.discard(pid)
             answer = {"status": status}

@@ -135,16 +135,15 @@ ENTRIES = ["require_approval", "open_guard"]
 @pytest.mark.parametrize("outage", OUTAGES)  # the blackhole: the paths at once (silence)
 @pytest.mark.parametrize(("command", "trials", "doing"), CLI_CASES)
 def test_the_cli_refuses_within_10_s(
-    team, stopped, request, capsys, outage, command, trials, doing
+    team, stopped, mlflow_defaults, request, capsys, outage, command, trials, doing
 ):
     if outage == "blackhole":
         silent: Silence = request.getfixturevalue("silence")
         uri, (proc, took) = silent.uri, silent.cli[command]
     else:
-        env = request.getfixturevalue("mlflow_defaults")
         with ledger_down(outage, stopped) as uri:
             argv = ("--policy-dir", team.policy_dir, "--tracking-uri", uri, team.spec(trials))
-            proc, took = _cli(env, command, *argv)
+            proc, took = _cli(mlflow_defaults, command, *argv)
     _report(capsys, f"budget-gate {command}", outage, took)
     assert proc.returncode == 4, proc.stderr
     assert took < LIMIT_S
@@ -158,12 +157,13 @@ def test_the_cli_refuses_within_10_s(
 
 @pytest.mark.parametrize("outage", OUTAGES)  # the blackhole: the paths at once (silence)
 @pytest.mark.parametrize("entry", ENTRIES)
-def test_the_launch_api_refuses_within_10_s(team, stopped, request, capsys, outage, entry):
+def test_the_launch_api_refuses_within_10_s(
+    team, stopped, mlflow_defaults, request, capsys, outage, entry
+):
     if outage == "blackhole":
         silent: Silence = request.getfixturevalue("silence")
         uri, (raised, took) = silent.uri, silent.api[entry]
     else:
-        request.getfixturevalue("mlflow_defaults")
         with ledger_down(outage, stopped) as uri:
             raised, took = _call(entry, team, uri)
     _report(capsys, f"gate.{entry}", outage, took)
