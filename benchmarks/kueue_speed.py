@@ -15,7 +15,8 @@ one approved with ``budget-gate approve``, one waiting for an approval — gives
 monthly budget and some reconciled spend, and submits ``--workloads`` batch-Job Workloads
 (8 × A100 each) spread over the specs. It then times one pass of the controller
 (``Controller.sync``: activate the AdmissionCheck, list every Workload, decide and apply
-each), counts the ledger reads through the ledger opener the controller takes, and checks
+each), counts the ledger reads and the launches recorded (by key: one record holds a spec
+version's launches of the pass) through the ledger opener the controller takes, and checks
 every Workload got its state. Run from the repository root::
 
     python benchmarks/kueue_speed.py [--workloads 1000] [--teams 5]
@@ -73,13 +74,15 @@ class CountingLedger:
         self.spend_reads: collections.Counter[str] = collections.Counter()
         self.queries: collections.Counter[str] = collections.Counter()
         self.appends = 0
+        self.records = 0
 
     @property
     def ignored(self) -> dict[str, str]:
         return self.store.ignored  # type: ignore[no-any-return]
 
     def append(self, record: LedgerRecord, signer: Signer | None = None) -> str:
-        self.appends += 1
+        self.appends += len(record.launch_keys) or 1
+        self.records += 1
         return str(self.store.append(record, signer))
 
     def query(self, query: LedgerQuery) -> list[LedgerRecord]:
@@ -167,7 +170,7 @@ def _measure(
         f"ledger: {sum(reads.values())} month-spend reads for {len(reads)} team-months "
         f"({dict(sorted(reads.items()))}); {sum(counting.queries.values())} record queries "
         f"({len(approvals)} approval lookups by fingerprint); {counting.appends} launches "
-        "recorded"
+        f"recorded in {counting.records} records (one per spec version, 40 launches at most)"
     )
     # Half the Workloads run specs that need no approval; of the approved spec's, the first
     # uses its approval (approval.launches: 1) and the rest wait for another.

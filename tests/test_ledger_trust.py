@@ -231,6 +231,47 @@ def test_a_deleted_launch_still_commits_the_month(signed: Team, keys, monkeypatc
     assert budget["results"][0]["budget"]["committed"] == "80.00"
 
 
+def test_a_batch_of_launches_is_signed_once_and_each_key_counts(signed: Team, keys, monkeypatch):
+    """The Kueue controller's form: one run for several launches of one version."""
+    from gate.ledger.launches import batched
+
+    signed.policy(limits=", monthly_budget: 1000")
+    spec = signed.spec(2)  # 20 USD worst case
+    _as(monkeypatch, keys, "launcher")
+    launch = LedgerRecord(
+        kind=RecordKind.LAUNCH,
+        spec=Path(spec).name,
+        fingerprint=fingerprint_of(spec),
+        experiment="batch",
+        recorded_at=dt.datetime.now(dt.timezone.utc),
+        currency="USD",
+        worst_cost=Decimal("20.00"),
+        team=signed.name,
+        by="launcher",
+    )
+    keyed = [dataclasses.replace(launch, launch_key=f"kueue-{i}") for i in range(3)]
+    [(batch, _)] = batched(keyed)
+    store = open_ledger(signed.uri, Trust_of(signed))
+    run_id = store.append(batch, signer_from(os.environ, principal="launcher"))
+    read = signed.records(spec, trust=Trust_of(signed))
+    assert [(r.launch_key, r.run_id) for r in read] == [(f"kueue-{i}", run_id) for i in range(3)]
+    committed = json.loads(signed.cli("check", signed.spec(2), "--format", "json")[1])
+    assert committed["results"][0]["budget"]["committed"] == "60.00"
+    # a key added to the signed payload breaks the signature: the whole run does not count
+    client = MlflowClient(signed.uri)
+    tags = client.get_run(run_id).data.tags
+    body = json.loads(tags["budget_gate.payload"])
+    body["launch_keys"].append("kueue-forged")
+    forged = tags | {"budget_gate.payload": json.dumps(body, sort_keys=True, separators=(",", ":"))}
+    run = client.create_run(client.get_run(run_id).info.experiment_id, tags=forged)
+    client.set_terminated(run.info.run_id, "FINISHED")
+    reader = open_ledger(signed.uri, Trust_of(signed))
+    assert len(reader.query(LedgerQuery(fingerprint=fingerprint_of(spec)))) == 3
+    assert reader.ignored == {run.info.run_id: "its signature does not verify"}
+    out = signed.cli("check", signed.spec(2), "--format", "json")[1]
+    assert json.loads(out)["results"][0]["budget"]["committed"] == "60.00"
+
+
 def test_a_copy_of_a_signed_record_is_the_same_record(signed: Team, keys, monkeypatch):
     signed.policy(limits=", monthly_budget: 1000")
     spec = signed.spec(8)

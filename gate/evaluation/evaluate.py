@@ -93,6 +93,10 @@ class Evaluator:
     spender: Spender | None = None
     """Who would spend: the pull request's author and their GitHub teams (only in the flow)."""
     _spends: dict[LedgerQuery, Spend] = field(default_factory=dict, repr=False, compare=False)
+    _docs: dict[tuple[str, bytes], LoadedDoc] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    """Specs given as bytes, parsed once (the Kueue controller judges one spec per Workload)."""
 
     def __post_init__(self) -> None:
         # NOTE: the ledger is judged by the signers of the policies in force (the base's on
@@ -119,10 +123,16 @@ class Evaluator:
         runs a W&B sweep gives its hardware).
         """
         try:
-            doc = load_file(spec_file) if content is None else load_bytes(content, spec_file)
+            doc = load_file(spec_file) if content is None else self._parsed(spec_file, content)
         except (InputError, InputErrors) as exc:
             return Evaluation(invalid_result(spec_file, exc))
         return self.evaluate_doc(spec_file, doc, launch)
+
+    def _parsed(self, spec_file: str, content: bytes) -> LoadedDoc:
+        key = (spec_file, content)
+        if key not in self._docs:
+            self._docs[key] = load_bytes(content, spec_file)
+        return self._docs[key]
 
     def evaluate_doc(
         self, spec_file: str, doc: LoadedDoc, launch: FactMap | None = None

@@ -93,6 +93,7 @@ def payload(record: LedgerRecord) -> str:
         "event_id": record.event_id,
         "approval": record.approval,
         "launch_key": record.launch_key,
+        "launch_keys": list(record.launch_keys) or None,
         "signer": record.signer,
     }
     clean = {key: value for key, value in body.items() if value is not None}
@@ -236,11 +237,28 @@ def _from_payload(tags: Mapping[str, str], run_id: str) -> LedgerRecord:
         event_id=_opt(body.get("event_id")),
         approval=_opt(body.get("approval")),
         launch_key=_opt(body.get("launch_key")),
+        launch_keys=_launch_keys(body),
         signer=_opt(body.get("signer")),
         signature=tags.get(SIGNATURE),
         payload=text,
         run_id=run_id,
     )
+
+
+def _launch_keys(body: dict[str, Any]) -> tuple[str, ...]:
+    """A batch's keys (:mod:`gate.ledger.launches`): only a launch without a key of its own."""
+    keys = body.get("launch_keys")
+    if keys is None:
+        return ()
+    if (
+        not isinstance(keys, list)
+        or not keys
+        or not all(isinstance(key, str) and key for key in keys)
+    ):
+        raise ValueError("launch_keys is not a list of keys")
+    if body.get("kind") != RecordKind.LAUNCH.value or body.get("launch_key") is not None:
+        raise ValueError("launch_keys on a record that is not a batch of launches")
+    return tuple(keys)
 
 
 def _from_v1(tags: Mapping[str, str], run_id: str) -> LedgerRecord:

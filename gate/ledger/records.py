@@ -64,8 +64,10 @@ class LedgerRecord:
     A revocation names the approvals it cancels in ``revokes`` (their record ids), so that
     an approval recorded in the same instant as a revocation is never caught by it; a
     launch names the approval it uses in ``approval``, and ``launch_key`` makes the workers
-    of one search one launch. ``head_sha`` and ``event_id`` bind a GitHub approval to the
-    commit it was given on and the review or comment that gave it. ``ran_by_user`` and
+    of one search one launch; a launch record with ``launch_keys`` records one launch per
+    key at once (:mod:`gate.ledger.launches`: readers see one launch record per key).
+    ``head_sha`` and ``event_id`` bind a GitHub approval to the commit it was given on and
+    the review or comment that gave it. ``ran_by_user`` and
     ``ran_by_email`` say who ran the command that wrote a local record.
 
     ``signer``, ``signature`` and ``payload`` are the signed form (see
@@ -98,6 +100,7 @@ class LedgerRecord:
     event_id: str | None = None
     approval: str | None = None
     launch_key: str | None = None
+    launch_keys: tuple[str, ...] = ()
     signer: str | None = None
     signature: str | None = None
     payload: str | None = None

@@ -105,6 +105,27 @@ def test_each_admission_is_a_launch_that_uses_its_approval(repo, kube):
     assert len([r for r in repo.records(spec) if r.kind is RecordKind.LAUNCH]) == 1
 
 
+def test_a_pass_records_one_versions_launches_in_one_record_that_counts_each(repo, kube):
+    repo.policy(limits=", monthly_budget: 50")  # the spec: 10.32 USD worst case, 4 fit
+    spec = write_spec(repo, trials=2)
+    first = [submit(kube, objects.batch_job(f"first-{i}", spec=spec)) for i in range(3)]
+    gate = controller(repo, kube)
+    assert [o.state for o in gate.sync()] == ["Ready"] * 3
+    launches = [r for r in repo.records(spec) if r.kind is RecordKind.LAUNCH]
+    keys = sorted(f"kueue-{w['metadata']['uid']}" for w in first)
+    assert sorted(r.launch_key for r in launches) == keys
+    assert len({r.run_id for r in launches}) == 1  # one MLflow run holds the three
+    assert len({r.record_id for r in launches}) == 3
+    # read back from the ledger by the next pass, the record commits three launches
+    for i in range(2):
+        submit(kube, objects.batch_job(f"second-{i}", spec=spec))
+    outcomes = gate.sync()
+    assert sorted(o.state for o in outcomes) == ["Ready", "Retry"]
+    [refused] = [o for o in outcomes if o.state == "Retry"]
+    assert "over this month's budget: BG120" in refused.message
+    assert len([r for r in repo.records(spec) if r.kind is RecordKind.LAUNCH]) == 4
+
+
 def test_a_jobset_counts_the_gpus_of_every_replicated_job(repo, kube):
     spec = write_spec(repo, trials=2)
     shape = (("driver", 1, 1, 0), ("workers", 2, 1, 4))  # 2 pods × 4 GPUs = 8

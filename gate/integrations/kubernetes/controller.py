@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,14 @@ from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluator
 from gate.integrations import open_ledger
 from gate.integrations.kubernetes.api import KubeError, KueueApi
-from gate.integrations.kubernetes.launches import Launch, launch_key, prepare_launch, write_launch
+from gate.integrations.kubernetes.launches import (
+    Batch,
+    Launch,
+    batches,
+    launch_key,
+    prepare_launch,
+    write_batch,
+)
 from gate.integrations.kubernetes.specs import OwnerCache, spec_named
 from gate.integrations.kubernetes.watch import Inbox, by_uid, follow
 from gate.integrations.mlflow.tracking_uri import redact
@@ -181,33 +188,45 @@ class Controller:
         if not waiting:
             return []
         shared = self._new_pass()
-        plan: list[tuple[Workload, Decision, Launch | None]] = []
-        for workload, broken in waiting:
-            if broken is not None:
-                decision = Decision(
-                    State.REJECTED,
-                    f"budget-gate: workload {workload.key} cannot be read ({broken}) — "
-                    "fix its pod templates' GPU requests",
-                )
-                plan.append((workload, decision, None))
-            else:
-                plan.append((workload, *self._decide_one(workload, shared)))
         # NOTE: decided in order with shared caches (each launch counted at once); written
         # concurrently, since each write is a round trip to the tracking server or the API
-        # server and the writes do not depend on each other.
+        # server and the writes do not depend on each other, but for one: a Workload's check
+        # turns Ready only once its launch is recorded. A check without a launch is written
+        # as soon as it is decided; the launches are recorded after the last decision (one
+        # record per spec version), each before its Workloads' checks are submitted, so a
+        # check waiting on a record never waits on a write that has not started.
         with ThreadPoolExecutor(self.settings.writers) as pool:
-            done = pool.map(lambda step: self._admit(shared, *step), plan)
-            return [outcome for outcomes in done for outcome in outcomes]
+            writes: list[Future[list[Outcome]] | None] = []
+            held: dict[str, tuple[int, Workload, Decision]] = {}
+            launches: list[Launch] = []
+            for workload, broken in waiting:
+                if broken is not None:
+                    decision, launch = _unreadable(workload, broken), None
+                else:
+                    decision, launch = self._decide_one(workload, shared)
+                if launch is None:
+                    writes.append(pool.submit(self._admit, None, workload, decision))
+                else:
+                    held[workload.uid] = (len(writes), workload, decision)
+                    launches.append(launch)
+                    writes.append(None)  # its place, taken once its launch is submitted
+            for batch in batches(launches):
+                recorded = pool.submit(_record, shared.view, batch)
+                for launch in batch.launches:
+                    place, workload, decision = held[launch.workload.uid]
+                    writes[place] = pool.submit(self._admit, recorded, workload, decision)
+            return [outcome for write in writes if write for outcome in write.result()]
 
     def _admit(
-        self, shared: _Pass, workload: Workload, decision: Decision, launch: Launch | None
+        self,
+        recorded: Future[BackendError | None] | None,
+        workload: Workload,
+        decision: Decision,
     ) -> list[Outcome]:
-        """Record the Workload's launch, then write its checks (never Ready unrecorded)."""
-        if launch is not None:
-            try:
-                write_launch(shared.view, launch)
-            except BackendError as exc:
-                decision = _unrecorded(exc)
+        """Write the Workload's checks, once its launch is ``recorded`` (never Ready before)."""
+        error = recorded.result() if recorded is not None else None
+        if error is not None:
+            decision = _unrecorded(error)
         return [self._apply(workload, check, decision) for check in workload.pending(self.checks)]
 
     def _new_pass(self) -> _Pass:
@@ -215,7 +234,8 @@ class Controller:
         uri = self.settings.tracking_uri
         view = LedgerView(self._ledger, now, approvals=True, where=redact(uri))
         policies = PolicySet(self.settings.policy_dir)
-        evaluator = Evaluator(policies, self._catalog, now.date(), ledger=view)
+        # NOTE: no fixes searched: a check's message words its own (clearance.findings)
+        evaluator = Evaluator(policies, self._catalog, now.date(), ledger=view, fix_estimates=0)
         return _Pass(now, view, evaluator, self.api.flavor_labels())
 
     def _ledger(self, trust: Trust) -> LedgerStore:
@@ -348,6 +368,24 @@ class Controller:
 def _stamp(moment: dt.datetime) -> str:
     """RFC 3339 to the second, as Kubernetes stores times."""
     return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _unreadable(workload: Workload, broken: str) -> Decision:
+    """A Workload whose pod sets cannot be read: rejected, naming what to fix."""
+    return Decision(
+        State.REJECTED,
+        f"budget-gate: workload {workload.key} cannot be read ({broken}) — "
+        "fix its pod templates' GPU requests",
+    )
+
+
+def _record(view: LedgerView, batch: Batch) -> BackendError | None:
+    """Record ``batch``'s launches; what stopped it, or ``None``."""
+    try:
+        write_batch(view, batch)
+    except BackendError as exc:
+        return exc
+    return None
 
 
 def _unrecorded(exc: BackendError) -> Decision:

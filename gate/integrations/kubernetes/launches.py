@@ -2,12 +2,14 @@
 
 :func:`prepare_launch` is called once per Workload the controller admits, in decision
 order: the launch counts at once in the pass's sums, so the next Workload of the same team
-or approval sees it. :func:`write_launch` then records it, *before* the Workload's check
-turns ``Ready``: if recording fails the Workload is not admitted (fail closed) and is
-decided again (the pass kept counting the launch: it erred toward refusing). Writes of one
-pass run concurrently, each a few round trips to the tracking server. The launch key is
-the Workload's uid, so deciding the same Workload again joins its launch instead of
-launching twice.
+or approval sees it. :func:`batches` then groups the pass's launches of one spec version
+into one record each (:func:`gate.ledger.launches.batched`: a record, two round trips to
+the tracking server, per group of up to 40 Workloads instead of per Workload), and
+:func:`write_batch` records a group *before* any of its Workloads' checks turn ``Ready``:
+if recording fails none of them is admitted (fail closed) and each is decided again (the
+pass kept counting the launches: it erred toward refusing). The launch key is the
+Workload's uid, so deciding the same Workload again joins its launch instead of launching
+twice.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from gate.admission.workload import Workload
 from gate.errors import BackendError, InputError
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.launching import prepare_launch as prepare
+from gate.ledger.launches import batched
 from gate.ledger.records import LedgerRecord
 from gate.ledger.signing import Signer
 from gate.ledger.view import LedgerView
@@ -70,18 +73,41 @@ def prepare_launch(
     return Launch(record, signer, workload, result.file)
 
 
-def write_launch(ledger: LedgerView, launch: Launch) -> None:
-    """Record ``launch``; :class:`gate.errors.BackendError` when the ledger cannot take it."""
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One record to write, and the launches it records."""
+
+    record: LedgerRecord
+    launches: tuple[Launch, ...]
+
+
+def batches(launches: list[Launch]) -> list[Batch]:
+    """The records that record ``launches``: one per spec version and signer, 40 at most."""
+    by_signer: dict[str | None, list[Launch]] = {}
+    for launch in launches:
+        signer = launch.signer.principal if launch.signer is not None else None
+        by_signer.setdefault(signer, []).append(launch)
+    found: list[Batch] = []
+    for group in by_signer.values():
+        for record, places in batched(launch.record for launch in group):
+            found.append(Batch(record, tuple(group[place] for place in places)))
+    return found
+
+
+def write_batch(ledger: LedgerView, batch: Batch) -> None:
+    """Record ``batch``; :class:`gate.errors.BackendError` when the ledger cannot take it."""
+    first = batch.launches[0]
     try:
-        run_id = ledger.store().append(launch.record, launch.signer)
+        run_id = ledger.store().append(batch.record, first.signer)
     except InputError as exc:  # a signing key that cannot sign
         raise BackendError(f"the launch cannot be signed ({exc})") from None
-    workload = launch.workload
-    log.info(
-        "admitted workload %s (uid %s) under %s (%s), launch %s",
-        workload.key,
-        workload.uid,
-        launch.file,
-        launch.record.fingerprint[:19],
-        run_id,
-    )
+    for launch in batch.launches:
+        workload = launch.workload
+        log.info(
+            "admitted workload %s (uid %s) under %s (%s), launch %s",
+            workload.key,
+            workload.uid,
+            launch.file,
+            launch.record.fingerprint[:19],
+            run_id,
+        )

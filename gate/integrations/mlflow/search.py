@@ -17,6 +17,7 @@ from typing import Protocol
 from gate.errors import BackendError
 from gate.ledger import tracking
 from gate.ledger.encoding import KIND, read_record
+from gate.ledger.launches import launches_in
 from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord
 from gate.ledger.signing import Trust
 
@@ -113,13 +114,16 @@ def read_records(source: RunSource, query: LedgerQuery, *, page: int = PAGE) -> 
 
 
 def admitted(source: RunSource, rows: Iterable[RunRow]) -> Iterator[LedgerRecord]:
-    """The records of ``rows`` that count under the source's trust; the rest are counted."""
+    """The records of ``rows`` that count under the source's trust; the rest are counted.
+
+    A batch of launches is read as one launch record per key (:func:`launches_in`).
+    """
     for row in rows:
         record = row.record(source.trust)
         if isinstance(record, str):
             source.ignored[row.run_id] = record
         else:
-            yield record
+            yield from launches_in(record)
 
 
 def filter_string(query: LedgerQuery, *, finished: bool = True) -> str:
