@@ -26,7 +26,7 @@ from tests.kueue.conftest import (
     write_spec,
 )
 from tests.ledger_kit import fingerprint_of
-from tests.mlflow_server import free_port
+from tests.mlflow_server import KillingProxy, free_port
 
 
 def only(outcomes):
@@ -445,6 +445,22 @@ def test_an_unreachable_ledger_is_never_ready_and_the_check_recovers(repo, kube)
         assert kube.check(workload)["state"] == "Ready"
     finally:
         switch.close()
+
+
+def test_a_launch_record_that_cannot_be_written_admits_none_of_its_workloads(
+    repo, kube, doomed_mlflow
+):
+    repo.policy(limits=", monthly_budget: 1000")  # every admission is a launch to record
+    spec = write_spec(repo, trials=2)
+    workloads = [submit(kube, objects.batch_job(f"lost-{i}", spec=spec)) for i in range(3)]
+    with KillingProxy(doomed_mlflow, kill_on="/runs/create") as proxy:
+        outcomes = controller(repo, kube, uri=proxy.uri).sync()
+    assert [o.state for o in outcomes] == ["Pending"] * 3  # their one record failed: none
+    for workload in workloads:
+        check = kube.check(workload)
+        assert check["state"] == "Pending"
+        assert check["message"].startswith("budget-gate: the ledger could not record the launch")
+    assert any("/runs/create" in line for line in proxy.seen)  # the write was tried
 
 
 def test_a_dead_ledger_port_is_pending_too(repo, kube):
