@@ -192,30 +192,30 @@ class Controller:
         # concurrently, since each write is a round trip to the tracking server or the API
         # server and the writes do not depend on each other, but for one: a Workload's check
         # turns Ready only once its launch is recorded. A check without a launch is written
-        # as soon as it is decided; the launches are recorded after the last decision (one
-        # record per spec version), each before its Workloads' checks are submitted, so a
-        # check waiting on a record never waits on a write that has not started.
+        # as soon as it is decided; the launch records (one per spec version) are submitted
+        # after the last decision and before every check that waits on one, so such a
+        # check never holds a writer while its record waits for one.
         with ThreadPoolExecutor(self.settings.writers) as pool:
-            writes: list[Future[list[Outcome]] | None] = []
-            held: dict[str, tuple[int, Workload, Decision]] = {}
+            writes: dict[int, Future[list[Outcome]]] = {}
+            held: list[tuple[int, Workload, Decision]] = []
             launches: list[Launch] = []
-            for workload, broken in waiting:
+            for place, (workload, broken) in enumerate(waiting):
                 if broken is not None:
                     decision, launch = _unreadable(workload, broken), None
                 else:
                     decision, launch = self._decide_one(workload, shared)
                 if launch is None:
-                    writes.append(pool.submit(self._admit, None, workload, decision))
+                    writes[place] = pool.submit(self._admit, None, workload, decision)
                 else:
-                    held[workload.uid] = (len(writes), workload, decision)
+                    held.append((place, workload, decision))
                     launches.append(launch)
-                    writes.append(None)  # its place, taken once its launch is submitted
+            recorded: dict[str, Future[BackendError | None]] = {}
             for batch in batches(launches):
-                recorded = pool.submit(_record, shared.view, batch)
-                for launch in batch.launches:
-                    place, workload, decision = held[launch.workload.uid]
-                    writes[place] = pool.submit(self._admit, recorded, workload, decision)
-            return [outcome for write in writes if write for outcome in write.result()]
+                future = pool.submit(_record, shared.view, batch)
+                recorded.update((launch.workload.uid, future) for launch in batch.launches)
+            for place, workload, decision in held:
+                writes[place] = pool.submit(self._admit, recorded[workload.uid], workload, decision)
+            return [outcome for place in sorted(writes) for outcome in writes[place].result()]
 
     def _admit(
         self,
