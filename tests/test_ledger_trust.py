@@ -48,18 +48,26 @@ def _as(monkeypatch: pytest.MonkeyPatch, keys: Keys, principal: str) -> None:
         monkeypatch.setenv(name, value)
 
 
-def _forge(team: Team, spec: str, **changes: object) -> str:
-    """An approval run written with MLflow's own client, as a training job could."""
-    record = LedgerRecord(
-        kind=RecordKind.APPROVAL,
+def _record(team: Team, spec: str, kind: RecordKind, worst: str, by: str) -> LedgerRecord:
+    """A record of the team's spec, written now."""
+    return LedgerRecord(
+        kind=kind,
         spec=Path(spec).name,
         fingerprint=fingerprint_of(spec),
-        experiment="forged",
+        experiment=kind.value,
         recorded_at=dt.datetime.now(dt.timezone.utc),
         currency="USD",
-        worst_cost=Decimal("1000000"),
+        worst_cost=Decimal(worst),
         team=team.name,
-        by="mallory",
+        by=by,
+    )
+
+
+def _forge(team: Team, spec: str, **changes: object) -> str:
+    """An approval run written with MLflow's own client, as a training job could."""
+    record = dataclasses.replace(
+        _record(team, spec, RecordKind.APPROVAL, "1000000", "mallory"),
+        experiment="forged",
         reason="trust me",
         source=Source.GITHUB_REVIEW,
         record_id="f" * 32,
@@ -238,17 +246,7 @@ def test_a_batch_of_launches_is_signed_once_and_each_key_counts(signed: Team, ke
     signed.policy(limits=", monthly_budget: 1000")
     spec = signed.spec(2)  # 20 USD worst case
     _as(monkeypatch, keys, "launcher")
-    launch = LedgerRecord(
-        kind=RecordKind.LAUNCH,
-        spec=Path(spec).name,
-        fingerprint=fingerprint_of(spec),
-        experiment="batch",
-        recorded_at=dt.datetime.now(dt.timezone.utc),
-        currency="USD",
-        worst_cost=Decimal("20.00"),
-        team=signed.name,
-        by="launcher",
-    )
+    launch = _record(signed, spec, RecordKind.LAUNCH, "20.00", "launcher")
     keyed = [dataclasses.replace(launch, launch_key=f"kueue-{i}") for i in range(3)]
     [(batch, _)] = batched(keyed)
     store = open_ledger(signed.uri, Trust_of(signed))
