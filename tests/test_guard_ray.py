@@ -3,8 +3,8 @@
 Ray probes the network at start (a DNS lookup for the node address, a cloud metadata
 probe), so the search runs in a network namespace with only loopback up (``unshare --net``
 and ``ip link set lo up``, as root, as CI runs) with the node address 127.0.0.1: no packet
-leaves the machine. The child turns warnings into errors as the suite does and lets
-through only the result files Tune leaves open (``tests/ray_guard_run.py``).
+leaves the machine. The child (``tests/ray_guard_run.py``) turns warnings into errors as the
+suite does.
 """
 
 from __future__ import annotations
