@@ -4,7 +4,7 @@ Registered from ``tests/conftest.py`` with ``pytest_plugins``. Fixtures:
 
 Each is MLflow's own tracking server app under uvicorn, with the environment ``mlflow
 server`` gives it (:meth:`MlflowServer._app_env`), forked ready from
-:mod:`tests.mlflow_zygote`; ``via_cli`` starts it through the CLI itself.
+:mod:`tests.zygote`; ``via_cli`` starts it through the CLI itself.
 
 - ``mlflow_server``: one server per test session (under pytest-xdist, one per worker; the
   first server of a process costs 3–20 s, later ones under a second), sqlite backend in a
@@ -86,11 +86,15 @@ def free_port() -> int:
 
 
 class ForkedServer:
-    """A server forked by :mod:`tests.mlflow_zygote`: what the fixtures use of ``Popen``."""
+    """A server forked by :mod:`tests.zygote`: what the fixtures use of ``Popen``."""
 
     def __init__(self, zygote: Zygote, pid: int) -> None:
         self.zygote, self.pid = zygote, pid
         self.returncode: int | None = None
+
+    def terminate(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGTERM)
 
     def poll(self) -> int | None:
         return self._status(0.0)
@@ -108,13 +112,13 @@ class ForkedServer:
 
 
 class Zygote:
-    """The test process's :mod:`tests.mlflow_zygote`, started with the first server."""
+    """The test process's :mod:`tests.zygote` of one kind, started with its first server."""
 
-    def __init__(self, env: dict[str, str]) -> None:
-        script = Path(__file__).with_name("mlflow_zygote.py")
-        quiet = "ignore:starlette.middleware.wsgi is deprecated"  # MLflow's, at import
+    def __init__(self, kind: str, env: dict[str, str], warnings: tuple[str, ...] = ()) -> None:
+        script = Path(__file__).with_name("zygote.py")
+        self.kind = kind
         self.process = subprocess.Popen(
-            [sys.executable, "-W", quiet, str(script)], stdin=subprocess.PIPE,
+            [sys.executable, *warnings, str(script), kind], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, env=env, text=True, start_new_session=True,
         )  # fmt: skip
         self._lock = threading.Lock()  # a KillingProxy kills from its own thread
@@ -127,15 +131,9 @@ class Zygote:
         self.process.wait(timeout=30)
         self.process.stdout.close()
 
-    def fork(self, env: dict[str, str], port: int, root: Path) -> ForkedServer:
-        start = {
-            "env": env,
-            "port": port,
-            "log": f"{root}/server.log",
-            "store": f"{root}/mlflow.db",
-        }
-        answer = self.ask({"start": start})
-        return ForkedServer(self, answer["pid"])
+    def fork(self, start: dict[str, object]) -> ForkedServer:
+        """A server of this kind (``start`` as :mod:`tests.zygote` reads it)."""
+        return ForkedServer(self, self.ask({"start": start})["pid"])
 
     def ask(self, request: dict[str, object]) -> dict[str, Any]:
         assert self.process.stdin is not None and self.process.stdout is not None
@@ -144,20 +142,19 @@ class Zygote:
             self.process.stdin.flush()
             line = self.process.stdout.readline()
         if not line:
-            raise RuntimeError(f"the mlflow zygote exited ({self.process.wait()})")
+            raise RuntimeError(f"the {self.kind} zygote exited ({self.process.wait()})")
         answer: dict[str, Any] = json.loads(line)
         return answer
 
 
-_ZYGOTE: Zygote | None = None
+_ZYGOTES: dict[str, Zygote] = {}
 
 
-def _zygote(env: dict[str, str]) -> Zygote:
-    """This test process's zygote, started with ``env`` by its first server."""
-    global _ZYGOTE
-    if _ZYGOTE is None:
-        _ZYGOTE = Zygote(env)
-    return _ZYGOTE
+def zygote(kind: str, env: dict[str, str], warnings: tuple[str, ...] = ()) -> Zygote:
+    """This test process's zygote of ``kind``, started with ``env`` by its first server."""
+    if kind not in _ZYGOTES:
+        _ZYGOTES[kind] = Zygote(kind, env, warnings)
+    return _ZYGOTES[kind]
 
 
 @dataclass
@@ -199,7 +196,11 @@ class MlflowServer:
         else:
             began = time.monotonic()
             env = self._app_env(env)
-            self.process = _zygote(env).fork(env, self.port, self.root)
+            quiet = ("-W", "ignore:starlette.middleware.wsgi is deprecated")  # MLflow's import
+            self.process = zygote("mlflow", env, quiet).fork(
+                {"env": env, "port": self.port, "log": f"{self.root}/server.log",
+                 "store": f"{self.root}/mlflow.db"}
+            )  # fmt: skip
         self._wait_healthy(began)
         self.started_in_s = time.monotonic() - began
         return self
@@ -209,7 +210,7 @@ class MlflowServer:
 
         NOTE: ``mlflow server`` is a process of its own that imports MLflow, creates the
         store (its migrations), sets these variables and runs uvicorn, which imports the
-        app again. Here the app is forked ready from :mod:`tests.mlflow_zygote`, imported
+        app again. Here the app is forked ready from :mod:`tests.zygote`, imported
         once per test process, and the store starts as a copy of one MLflow created there:
         of a server's 4 s of CPU to its first answer, 3 s were the import and 1 s the
         migrations, on each of the twenty servers a run of the suite starts. The variables
