@@ -85,6 +85,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
 class ForkedServer:
     """A server forked by :mod:`tests.zygote`: what the fixtures use of ``Popen``."""
 
@@ -115,11 +118,11 @@ class Zygote:
     """The test process's :mod:`tests.zygote` of one kind, started with its first server."""
 
     def __init__(self, kind: str, env: dict[str, str], warnings: tuple[str, ...] = ()) -> None:
-        script = Path(__file__).with_name("zygote.py")
         self.kind = kind
         self.process = subprocess.Popen(
-            [sys.executable, *warnings, str(script), kind], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, env=env, text=True, start_new_session=True,
+            [sys.executable, *warnings, "-m", "tests.zygote", kind], cwd=ROOT,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True,
+            start_new_session=True,
         )  # fmt: skip
         self._lock = threading.Lock()  # a KillingProxy kills from its own thread
         atexit.register(self.close)
@@ -198,8 +201,8 @@ class MlflowServer:
             env = self._app_env(env)
             quiet = ("-W", "ignore:starlette.middleware.wsgi is deprecated")  # MLflow's import
             self.process = zygote("mlflow", env, quiet).fork(
-                {"env": env, "port": self.port, "log": f"{self.root}/server.log",
-                 "store": f"{self.root}/mlflow.db"}
+                {"env": env, "port": self.port, "stdout": f"{self.root}/server.log",
+                 "stderr": f"{self.root}/server.log", "store": f"{self.root}/mlflow.db"}
             )  # fmt: skip
         self._wait_healthy(began)
         self.started_in_s = time.monotonic() - began

@@ -339,7 +339,8 @@ class PolicyServer:
         if env is None:
             env = {**os.environ, **CLIENT_ENV, "BUDGET_GATE_POLICY_SECRET": SECRET}
         self.log = Path(tempfile.mkdtemp(prefix="policy-server-")) / "server.log"
-        start = {"env": env, "log": str(self.log), "argv": argv, "cwd": os.getcwd()}
+        log = str(self.log)
+        start = {"env": env, "stdout": log, "stderr": log, "argv": argv, "cwd": os.getcwd()}
         self.process = zygote("skypilot-policy", env).fork(start)
         first = self._first_line()
         assert " SkyPilot admin policy on http" in first, first

@@ -1,25 +1,26 @@
-"""Forks servers from one process that has imported what they import already.
+"""Forks servers and CLI runs from one process that has imported what they import already.
 
-NOTE: a server started afresh spends seconds of CPU on imports before it answers: 3 s for
-MLflow's tracking app, 2.8 s for SkyPilot under ``budget-gate serve skypilot-policy``, and
-the suite starts some twenty of each (a test that kills its server, or serves another
-configuration, needs its own). ``python tests/zygote.py KIND`` imports them once, under the
-environment of its first server, and forks one child per server:
+NOTE: a process started afresh spends its first seconds of CPU on imports: 3 s for MLflow's
+tracking app, 2.8 s for SkyPilot under ``budget-gate serve skypilot-policy``, 0.4 s for
+``budget-gate ci``; the suite starts some twenty servers of each kind and about a hundred
+``ci`` steps. ``python -m tests.zygote KIND`` (from the repository's root) imports them once,
+under the environment of its first child, and forks one child per request:
 
 - ``mlflow``: MLflow's app under uvicorn, as ``python -m uvicorn mlflow.server.fastapi_app:app``
   runs it, with the server's own environment (store, artifact root, boot id), port, log and
   session; a store that does not exist yet starts as a copy of one MLflow created
   (:func:`_template`).
-- ``skypilot-policy``: the program itself, ``budget-gate`` with the server's arguments
-  (:func:`gate.cli.run`, as ``python -m gate`` runs it), in the server's environment, working
-  directory, log and session.
+- ``skypilot-policy`` and ``ci``: the program itself, ``budget-gate ARGV`` as ``python -m
+  gate`` runs it (:func:`_program`), in the child's environment, working directory, output
+  and session.
 
 No thread runs here when it forks (checked), so a child inherits no held lock.
 
 Requests come one JSON line each on stdin; each gets one JSON line on stdout:
 
-- ``{"start": {"env": {...}, "log": PATH, ...}}`` → ``{"pid": P}``; the rest of ``start`` is
-  the kind's: ``port`` and ``store`` for MLflow, ``argv`` and ``cwd`` for the policy
+- ``{"start": {"env": {...}, "stdout": PATH, "stderr": PATH, ...}}`` → ``{"pid": P}``; the
+  rest of ``start`` is the kind's: ``port`` and ``store`` for MLflow, ``argv`` and ``cwd``
+  for the program
 - ``{"wait": P, "timeout": S}`` → ``{"status": null}`` while P still runs after up to S
   seconds, else its exit status
 
@@ -30,6 +31,7 @@ it); at end of input every child still running gets SIGKILL.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import shutil
@@ -61,18 +63,24 @@ def _template() -> Path:
 
 
 def _become(start: dict[str, Any]) -> None:
-    """In the child: its own session, environment, output (the log) and no input."""
+    """In the child: its own session, environment and output, and no input."""
     os.setsid()
-    out = os.open(start["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    out = os.open(start["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    err = out
+    if start["stderr"] != start["stdout"]:
+        err = os.open(start["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     nothing = os.open(os.devnull, os.O_RDONLY)
     os.dup2(nothing, 0)
     os.dup2(out, 1)
-    os.dup2(out, 2)
+    os.dup2(err, 2)
     os.environ.clear()
     os.environ.update(start["env"])
 
 
-def _mlflow() -> tuple[Callable[[dict[str, Any]], None], Callable[[], None]]:
+Child = Callable[[dict[str, Any]], None]
+
+
+def _mlflow() -> tuple[Child, Callable[[], None]]:
     """MLflow's app, imported, and a migrated store to copy: the child serves, then exits."""
     import uvicorn  # first: MLflow's app checks for it to set up its server middleware
     from mlflow.server.fastapi_app import app
@@ -91,29 +99,40 @@ def _mlflow() -> tuple[Callable[[dict[str, Any]], None], Callable[[], None]]:
     return serve, lambda: shutil.rmtree(template.parent, ignore_errors=True)
 
 
-def _skypilot_policy() -> tuple[Callable[[dict[str, Any]], None], Callable[[], None]]:
-    """The program and SkyPilot, imported: the child runs ``budget-gate ARGV`` and exits."""
-    import gate.cli
-    import gate.integrations.skypilot_endpoint  # and SkyPilot: 2.8 s of imports, once
+def _program(*preload: str) -> Callable[[], tuple[Child, Callable[[], None]]]:
+    """The program with ``preload`` imported: the child is ``budget-gate ARGV``.
 
-    def serve(start: dict[str, Any]) -> None:
-        os.chdir(start["cwd"])
-        _become(start)
-        sys.argv = ["budget-gate", *start["argv"]]
-        code = 70
-        try:
+    It runs as ``python -m gate`` runs from ``cwd`` and ends as that process would: the
+    program's ``SystemExit`` leaves this module's loop and Python exits with its code,
+    running what the program registered with ``atexit``; a bug prints its traceback.
+    """
+
+    def kind() -> tuple[Child, Callable[[], None]]:
+        import gate.cli
+
+        for name in preload:
+            importlib.import_module(name)
+
+        def run(start: dict[str, Any]) -> None:
+            os.chdir(start["cwd"])
+            _become(start)
+            sys.path[0] = start["cwd"]
+            sys.argv = ["budget-gate", *start["argv"]]
             gate.cli.run()
-        except SystemExit as done:
-            code = done.code if isinstance(done.code, int) else 1
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
 
-    return serve, lambda: None
+        return run, lambda: None
+
+    return kind
 
 
-KINDS = {"mlflow": _mlflow, "skypilot-policy": _skypilot_policy}
+KINDS = {
+    "mlflow": _mlflow,
+    # SkyPilot: 2.8 s of imports
+    "skypilot-policy": _program("gate.integrations.skypilot_endpoint"),
+    # PyGithub and the CI path (run under -W error, as the tests run ``ci`` with
+    # PYTHONWARNINGS=error)
+    "ci": _program("gate.commands.ci", "github"),
+}
 
 
 def _status(pid: int, timeout: float) -> int | None:
@@ -140,6 +159,7 @@ def main(kind: str) -> None:
             pid = os.fork()
             if pid == 0:
                 serve(request["start"])
+                os._exit(70)  # not reached: a child never answers requests
             children.add(pid)
             answer: dict[str, int | None] = {"pid": pid}
         else:
@@ -157,5 +177,5 @@ def main(kind: str) -> None:
     clean_up()
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -m tests.zygote KIND, from the repository's root
     main(sys.argv[1])
