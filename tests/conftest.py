@@ -46,19 +46,19 @@ TODAY = dt.date(2026, 11, 29)
 LONGEST_FIRST = (
     "test_skypilot_policy.py",
     "test_guard_ray.py",
-    "test_ledger_down.py",
-    "test_fuzz.py",
-    "test_ledger_unfinished.py",
-    "kueue/test_admission_check.py",
     "test_ledger_snapshots.py",
-    "github/test_ci_security.py",
+    "test_ledger_down.py",
     "unit/test_optuna_validation.py",
-    "github/test_ci_behaviour.py",
+    "test_fuzz.py",
     "test_report.py",
-    "test_approval_sources.py",
-    "github/test_ci_binding.py",
-    "test_approvals.py",
+    "test_ledger_unfinished.py",
     "test_quiet_greens.py",
+    "kueue/test_admission_check.py",
+    "github/test_ci_security.py",
+    "test_reconcile_cli.py",
+    "kueue/test_controller_loop.py",
+    "github/test_ci_behaviour.py",
+    "test_init.py",
 )
 """The suite's longest files (measured with ``--durations=0``), longest first.
 
