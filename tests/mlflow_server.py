@@ -96,8 +96,9 @@ class ForkedServer:
         self.returncode: int | None = None
 
     def terminate(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGTERM)
+        if self.returncode is None:  # once reaped, the pid may be another process's
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGTERM)
 
     def poll(self) -> int | None:
         return self._status(0.0)
@@ -105,7 +106,7 @@ class ForkedServer:
     def wait(self, timeout: float) -> int:
         code = self._status(timeout)
         if code is None:
-            raise subprocess.TimeoutExpired(f"mlflow server {self.pid}", timeout)
+            raise subprocess.TimeoutExpired(f"{self.zygote.kind} child {self.pid}", timeout)
         return code
 
     def _status(self, timeout: float) -> int | None:
@@ -115,7 +116,7 @@ class ForkedServer:
 
 
 class Zygote:
-    """The test process's :mod:`tests.zygote` of one kind, started with its first server."""
+    """The test process's :mod:`tests.zygote` of one kind, started with its first child."""
 
     def __init__(self, kind: str, env: dict[str, str], warnings: tuple[str, ...] = ()) -> None:
         self.kind = kind
@@ -154,7 +155,7 @@ _ZYGOTES: dict[str, Zygote] = {}
 
 
 def zygote(kind: str, env: dict[str, str], warnings: tuple[str, ...] = ()) -> Zygote:
-    """This test process's zygote of ``kind``, started with ``env`` by its first server."""
+    """This test process's zygote of ``kind``, started with ``env`` by its first child."""
     if kind not in _ZYGOTES:
         _ZYGOTES[kind] = Zygote(kind, env, warnings)
     return _ZYGOTES[kind]

@@ -157,5 +157,5 @@ if __name__ == "__main__":
     # Tune's result loggers (JSON, CSV, TensorBoard files per trial) are not what the guard
     # reads or is judged by: off, they cost a quarter less CPU. Trials share worker processes
     # where they can (reuse_actors) for the same reason; the failing search's trials cannot.
-    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
     raise SystemExit(main(sys.argv[1]))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -339,6 +340,7 @@ class PolicyServer:
         if env is None:
             env = {**os.environ, **CLIENT_ENV, "BUDGET_GATE_POLICY_SECRET": SECRET}
         self.log = Path(tempfile.mkdtemp(prefix="policy-server-")) / "server.log"
+        self.said: str | None = None
         log = str(self.log)
         start = {"env": env, "stdout": log, "stderr": log, "argv": argv, "cwd": os.getcwd()}
         self.process = zygote("skypilot-policy", env).fork(start)
@@ -353,19 +355,23 @@ class PolicyServer:
         """The line the server writes once it listens (or all it wrote before it ended)."""
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
+            ended = self.process.poll() is not None
             said = self.log.read_text() if self.log.exists() else ""
             if "\n" in said:
                 return said.split("\n", 1)[0] + "\n"
-            if self.process.poll() is not None:
+            if ended:
                 return said
             time.sleep(0.01)
         return "nothing within 60 s"
 
     def stop(self) -> str:
-        """Ask it to end (SIGTERM, as ``Popen.terminate``); all it wrote."""
-        self.process.terminate()
-        self.process.wait(timeout=30)
-        return self.log.read_text()
+        """Ask it to end (SIGTERM, as ``Popen.terminate``); all it wrote (again if stopped)."""
+        if self.said is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+            self.said = self.log.read_text()
+            shutil.rmtree(self.log.parent, ignore_errors=True)
+        return self.said
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ under the environment of its first child, and forks one child per request:
   gate`` runs it (:func:`_program`), in the child's environment, working directory, output
   and session.
 
-No thread runs here when it forks (checked), so a child inherits no held lock.
+No Python thread runs here when it forks (checked), so a child inherits no held lock.
 
 Requests come one JSON line each on stdin; each gets one JSON line on stdout:
 
@@ -104,18 +104,21 @@ def _program(*preload: str) -> Callable[[], tuple[Child, Callable[[], None]]]:
 
     It runs as ``python -m gate`` runs from ``cwd`` and ends as that process would: the
     program's ``SystemExit`` leaves this module's loop and Python exits with its code,
-    running what the program registered with ``atexit``; a bug prints its traceback.
+    running what the program registered with ``atexit``. The preloaded modules see the
+    setting :func:`gate.cli.run` makes before it imports a command (no pydantic plugins).
+    Unlike fresh processes, every child shares this process's hash seed.
     """
 
     def kind() -> tuple[Child, Callable[[], None]]:
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # as gate.cli.run
         import gate.cli
 
         for name in preload:
             importlib.import_module(name)
 
         def run(start: dict[str, Any]) -> None:
-            os.chdir(start["cwd"])
             _become(start)
+            os.chdir(start["cwd"])
             sys.path[0] = start["cwd"]
             sys.argv = ["budget-gate", *start["argv"]]
             gate.cli.run()
@@ -172,7 +175,10 @@ def main(kind: str) -> None:
         answers.flush()
     for pid in children:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:  # forked a moment ago: not yet its own group
+                os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
     clean_up()
 

@@ -181,7 +181,7 @@ class PullRequestStory:
     # --- running the step -------------------------------------------------------------------
 
     def run(self, event: str, payload: dict[str, Any], *, seed: bool = True, **env: str) -> CiRun:
-        """Run ``python -m gate ci`` for one event; the token must never show up.
+        """Run ``budget-gate ci`` for one event (:meth:`_ci`); the token must never show up.
 
         ``seed=False`` replays an event without letting it move the fake's pull request (a
         delayed run for an older head).
@@ -210,6 +210,7 @@ class PullRequestStory:
         The step is forked from a process that imported the program, PyGithub and the CI
         path once, under ``-W error`` as ``PYTHONWARNINGS=error`` has it (:mod:`tests.zygote`:
         0.4 s of the 0.55 s of CPU a fresh process spends, on each of some hundred steps).
+        Every step of a test process shares that process's hash seed.
         """
         self.runs += 1
         out = self.workspace.parent / f"ci-{self.runs}.out"
