@@ -43,6 +43,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.loopback import serve_in_background
 
 # Two xdist workers start theirs at once, on a machine others load too: 60 s was not enough.
@@ -85,11 +86,8 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-class ForkedServer:
-    """A server forked by :mod:`tests.zygote`: what the fixtures use of ``Popen``."""
+class Forked:
+    """A server or CLI step forked by :mod:`tests.zygote`: what the tests use of ``Popen``."""
 
     def __init__(self, zygote: Zygote, pid: int) -> None:
         self.zygote, self.pid = zygote, pid
@@ -135,9 +133,9 @@ class Zygote:
         self.process.wait(timeout=30)
         self.process.stdout.close()
 
-    def fork(self, start: dict[str, object]) -> ForkedServer:
-        """A server of this kind (``start`` as :mod:`tests.zygote` reads it)."""
-        return ForkedServer(self, self.ask({"start": start})["pid"])
+    def fork(self, start: dict[str, object]) -> Forked:
+        """A child of this kind (``start`` as :mod:`tests.zygote` reads it)."""
+        return Forked(self, self.ask({"start": start})["pid"])
 
     def ask(self, request: dict[str, object]) -> dict[str, Any]:
         assert self.process.stdin is not None and self.process.stdout is not None
@@ -167,7 +165,7 @@ class MlflowServer:
 
     root: Path
     port: int = field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | ForkedServer | None = None
+    process: subprocess.Popen[bytes] | Forked | None = None
     started_in_s: float = 0.0
     options: tuple[str, ...] = ()  # more ``mlflow server`` options (benchmarks/)
     via_cli: bool = False  # start it with ``mlflow server`` itself (always with options)

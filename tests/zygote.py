@@ -31,6 +31,7 @@ it); at end of input every child still running gets SIGKILL.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import json
 import os
@@ -99,7 +100,7 @@ def _mlflow() -> tuple[Child, Callable[[], None]]:
     return serve, lambda: shutil.rmtree(template.parent, ignore_errors=True)
 
 
-def _program(*preload: str) -> Callable[[], tuple[Child, Callable[[], None]]]:
+def _program(preload: tuple[str, ...]) -> tuple[Child, Callable[[], None]]:
     """The program with ``preload`` imported: the child is ``budget-gate ARGV``.
 
     It runs as ``python -m gate`` runs from ``cwd`` and ends as that process would: the
@@ -109,32 +110,29 @@ def _program(*preload: str) -> Callable[[], tuple[Child, Callable[[], None]]]:
     Unlike fresh processes, every child shares this process's hash seed.
     """
 
-    def kind() -> tuple[Child, Callable[[], None]]:
-        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # as gate.cli.run
-        import gate.cli
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # as gate.cli.run
+    import gate.cli
 
-        for name in preload:
-            importlib.import_module(name)
+    for name in preload:
+        importlib.import_module(name)
 
-        def run(start: dict[str, Any]) -> None:
-            _become(start)
-            os.chdir(start["cwd"])
-            sys.path[0] = start["cwd"]
-            sys.argv = ["budget-gate", *start["argv"]]
-            gate.cli.run()
+    def run(start: dict[str, Any]) -> None:
+        _become(start)
+        os.chdir(start["cwd"])
+        sys.path[0] = start["cwd"]
+        sys.argv = ["budget-gate", *start["argv"]]
+        gate.cli.run()
 
-        return run, lambda: None
-
-    return kind
+    return run, lambda: None
 
 
 KINDS = {
     "mlflow": _mlflow,
     # SkyPilot: 2.8 s of imports
-    "skypilot-policy": _program("gate.integrations.skypilot_endpoint"),
+    "skypilot-policy": functools.partial(_program, ("gate.integrations.skypilot_endpoint",)),
     # PyGithub and the CI path (run under -W error, as the tests run ``ci`` with
     # PYTHONWARNINGS=error)
-    "ci": _program("gate.commands.ci", "github"),
+    "ci": functools.partial(_program, ("gate.commands.ci", "github")),
 }
 
 
@@ -175,10 +173,9 @@ def main(kind: str) -> None:
         answers.flush()
     for pid in children:
         with contextlib.suppress(ProcessLookupError):
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:  # forked a moment ago: not yet its own group
-                os.kill(pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)  # the child and what it started
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)  # forked a moment ago: not yet its own group
         os.waitpid(pid, 0)
     clean_up()
 
