@@ -42,6 +42,9 @@ _CONSTRUCT: dict[str, Callable[[SafeConstructor, ScalarNode], Any]] = {
 }
 _CONSTRUCTOR = SafeConstructor()
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_LIBYAML = getattr(yaml, "_yaml", None) if _LOADER is not yaml.SafeLoader else None
+_BOUNDED = _LIBYAML is not None and tuple(_LIBYAML.get_version()) >= (0, 2, 6)
+"""libyaml 0.2.6 refuses nesting past 1,000 levels itself (:func:`_compose`)."""
 _OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
@@ -109,8 +112,7 @@ def load_bytes(raw: bytes, file: str) -> LoadedDoc:
         )
     text = _decode(raw, file)
     try:
-        _check_depth(text, file)
-        root = yaml.compose(text, Loader=_LOADER)
+        root = _compose(text, file)
     except yaml.MarkedYAMLError as exc:
         raise _yaml_error(exc, text, file) from None
     except yaml.reader.ReaderError as exc:
@@ -152,8 +154,28 @@ def _yaml_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> InputError:
     return InputError(f"invalid YAML: {message}", location=where, hint=hint)
 
 
+def _compose(text: str, file: str) -> Node | None:
+    """The document's node tree, composed by libyaml where it bounds the nesting itself.
+
+    libyaml 0.2.6 and later refuse nesting past 1,000 levels while scanning, so their
+    composer's recursion stays shallow, and the walk refuses more than :data:`MAX_DEPTH`.
+    Past libyaml's bound, and with an older libyaml or PyYAML's pure-Python composer
+    (which recurses in Python), the events are read first to say where the nesting passes
+    :data:`MAX_DEPTH`.
+    """
+    if not _BOUNDED:
+        _check_depth(text, file)
+        return yaml.compose(text, Loader=_LOADER)
+    try:
+        return yaml.compose(text, Loader=_LOADER)
+    except yaml.scanner.ScannerError as exc:
+        if "maximum nesting depth" in (exc.problem or ""):
+            _check_depth(text, file)
+        raise
+
+
 def _check_depth(text: str, file: str) -> None:
-    """Refuse deep nesting before composing: libyaml's composer recurses and can crash."""
+    """Refuse deep nesting before composing: an unbounded composer recurses and can crash."""
     depth = 0
     for event in yaml.parse(text, Loader=_LOADER):
         if isinstance(event, _OPEN):
@@ -229,13 +251,14 @@ class _Walker:
                 location=_loc(self.file, node),
                 hint="this looks like an alias bomb; reuse anchors less deeply",
             )
-        if len(path) > MAX_DEPTH:
+        if len(path) >= MAX_DEPTH and not isinstance(node, ScalarNode):
             raise InputError(
                 f"nesting deeper than {MAX_DEPTH} levels",
                 location=_loc(self.file, node),
                 hint="flatten the structure",
             )
-        self.values.setdefault(path, _loc(self.file, node))
+        if path not in self.values:  # a mapping's child already has its place
+            self.values[path] = _loc(self.file, node)
         if isinstance(node, ScalarNode):
             return self._scalar(node, path)
         self._enter(node)
@@ -333,6 +356,8 @@ class _Walker:
         )
 
     def _scalar(self, node: ScalarNode, path: DataPath) -> Any:
+        if node.tag == _STR:
+            return node.value  # what SafeConstructor makes of a string, without its calls
         construct = _CONSTRUCT.get(node.tag)
         if construct is None:
             raise InputError(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gate.errors import InputError
+from gate.spec import loader
 from gate.spec.loader import MAX_NODES, load_bytes
 
 _scalars = (
@@ -107,3 +110,41 @@ def test_quoted_yes_is_a_string_and_true_is_a_boolean():
 def test_oversized_input_is_refused_before_parsing():
     with pytest.raises(InputError, match="larger than the 1024 KiB limit"):
         load_bytes(b"#" * (1024 * 1024 + 1), "big.yaml")
+
+
+def _nested(depth: int, style: str) -> bytes:
+    """A mapping ``a:`` over ``depth`` more levels: flow lists, block mappings, or block lists."""
+    if style == "flow":
+        return b"a: " + b"[" * depth + b"1" + b"]" * depth + b"\n"
+    item = b"-" if style == "block-lists" else b"k:"
+    lines = [b"a:", *(b" " * level + item for level in range(1, depth))]
+    return b"\n".join([*lines, b" " * depth + item + b" 1"]) + b"\n"
+
+
+@pytest.mark.parametrize(
+    ("style", "depth"),
+    [(s, d) for s in ("flow", "block", "block-lists") for d in (62, 63, 64, 65, 200, 999, 1_001)]
+    + [("flow", 5_000), ("flow", 100_000)],
+)
+def test_nesting_is_refused_where_the_events_say_whatever_composes_it(style, depth):
+    """libyaml composes directly (it bounds nesting at 1,000 itself) and the walk refuses past
+    64 levels, at the very place the event check points to, past libyaml's bound too."""
+    raw = _nested(depth, style)
+    try:
+        loader._check_depth(raw.decode(), "deep.yaml")
+        by_events = None
+    except InputError as exc:
+        by_events = (str(exc), exc.location)
+    except yaml.MarkedYAMLError as exc:  # libyaml's own bound, met while scanning ahead
+        by_events = (f"deep.yaml:{exc.problem_mark.line + 1}:{exc.problem_mark.column + 1}", None)
+    with pytest.raises(InputError) if depth >= 64 else contextlib.nullcontext() as refused:
+        load_bytes(raw, "deep.yaml")
+    if by_events is None:
+        assert refused is None
+        return
+    if by_events[1] is None:
+        assert str(refused.value).startswith(by_events[0])
+        assert "exceeded maximum nesting depth" in str(refused.value)
+        return
+    assert (str(refused.value), refused.value.location) == by_events
+    assert "nesting deeper than 64 levels" in by_events[0]
