@@ -42,9 +42,6 @@ _CONSTRUCT: dict[str, Callable[[SafeConstructor, ScalarNode], Any]] = {
 }
 _CONSTRUCTOR = SafeConstructor()
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_LIBYAML = getattr(yaml, "_yaml", None) if _LOADER is not yaml.SafeLoader else None
-_BOUNDED = _LIBYAML is not None and tuple(_LIBYAML.get_version()) >= (0, 2, 6)
-"""libyaml 0.2.6 refuses nesting past 1,000 levels itself (:func:`_compose`)."""
 _OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
@@ -112,7 +109,8 @@ def load_bytes(raw: bytes, file: str) -> LoadedDoc:
         )
     text = _decode(raw, file)
     try:
-        root = _compose(text, file)
+        _check_depth(text, file)
+        root = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         raise _yaml_error(exc, text, file) from None
     except yaml.reader.ReaderError as exc:
@@ -154,28 +152,8 @@ def _yaml_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> InputError:
     return InputError(f"invalid YAML: {message}", location=where, hint=hint)
 
 
-def _compose(text: str, file: str) -> Node | None:
-    """The document's node tree, composed by libyaml where it bounds the nesting itself.
-
-    libyaml 0.2.6 and later refuse nesting past 1,000 levels while scanning, so their
-    composer's recursion stays shallow, and the walk refuses more than :data:`MAX_DEPTH`.
-    Past libyaml's bound, and with an older libyaml or PyYAML's pure-Python composer
-    (which recurses in Python), the events are read first to say where the nesting passes
-    :data:`MAX_DEPTH`.
-    """
-    if not _BOUNDED:
-        _check_depth(text, file)
-        return yaml.compose(text, Loader=_LOADER)
-    try:
-        return yaml.compose(text, Loader=_LOADER)
-    except yaml.scanner.ScannerError as exc:
-        if "maximum nesting depth" in (exc.problem or ""):
-            _check_depth(text, file)
-        raise
-
-
 def _check_depth(text: str, file: str) -> None:
-    """Refuse deep nesting before composing: an unbounded composer recurses and can crash."""
+    """Refuse deep nesting before composing: libyaml's composer recurses and can crash."""
     depth = 0
     for event in yaml.parse(text, Loader=_LOADER):
         if isinstance(event, _OPEN):
@@ -242,22 +220,17 @@ class _Walker:
         self.values: dict[DataPath, Location] = {}
         self.keys: dict[DataPath, Location] = {}
         self.open: set[int] = set()  # collections being walked: an alias back to one is a cycle
+        self.merging = 0  # merge sources being walked, one inside another
 
     def walk(self, node: Node, path: DataPath) -> Any:
-        self.budget -= 1
-        if self.budget < 0:
-            raise InputError(
-                f"document expands to more than {MAX_NODES:,} values",
-                location=_loc(self.file, node),
-                hint="this looks like an alias bomb; reuse anchors less deeply",
-            )
-        if len(path) >= MAX_DEPTH and not isinstance(node, ScalarNode):
+        self._spend(node)
+        if len(path) > MAX_DEPTH:
             raise InputError(
                 f"nesting deeper than {MAX_DEPTH} levels",
                 location=_loc(self.file, node),
                 hint="flatten the structure",
             )
-        if path not in self.values:  # a mapping's child already has its place
+        if path not in self.values:  # a mapping's child has its place already
             self.values[path] = _loc(self.file, node)
         if isinstance(node, ScalarNode):
             return self._scalar(node, path)
@@ -271,6 +244,16 @@ class _Walker:
             return [self.walk(item, (*path, i)) for i, item in enumerate(node.value)]
         finally:
             self.open.discard(id(node))
+
+    def _spend(self, node: Node) -> None:
+        """Charge one value to the budget: a value walked, a merge source, a key it skips."""
+        self.budget -= 1
+        if self.budget < 0:
+            raise InputError(
+                f"document expands to more than {MAX_NODES:,} values",
+                location=_loc(self.file, node),
+                hint="this looks like an alias bomb; reuse anchors less deeply",
+            )
 
     def _enter(self, node: Node, at: Node | None = None) -> None:
         """Mark ``node`` as being walked; an alias or merge (at ``at``) back into it is a cycle."""
@@ -296,7 +279,10 @@ class _Walker:
         """Explicit keys first, then merge keys (<<) for the names still missing.
 
         ``skip`` names are left out (already set by the mapping that merges this one), so
-        their positions stay those of the explicit keys.
+        their positions stay those of the explicit keys. Merge sources and the keys they
+        skip are charged to the budget, and a merge inside a merge counts as a level of
+        nesting: anchors merged into one another, ten times over at each of seven levels
+        (470 bytes), or a thousand deep, cost no more than the values they make.
         """
         result: dict[str, Any] = {}
         first_seen: dict[str, Location] = {}
@@ -316,6 +302,7 @@ class _Walker:
                 )
             first_seen[name] = key_loc
             if name in skip:
+                self._spend(value_node)
                 continue
             child = (*path, name)
             self.keys[child] = key_loc
@@ -332,10 +319,19 @@ class _Walker:
                     )
                 # NOTE: a merged mapping is walked here, not through walk(): guard it too,
                 # or ``r: &r {<<: *r}`` recurses until Python gives up.
+                self._spend(source)
+                if len(path) + self.merging >= MAX_DEPTH:
+                    raise InputError(
+                        f"nesting deeper than {MAX_DEPTH} levels, merges (<<) counted",
+                        location=_loc(self.file, key_node),
+                        hint="merge a flatter anchor, or copy the keys it brings",
+                    )
                 self._enter(source, at=key_node)
+                self.merging += 1
                 try:
                     result.update(self._mapping(source, path, skip | frozenset(result)))
                 finally:
+                    self.merging -= 1
                     self.open.discard(id(source))
         return result
 

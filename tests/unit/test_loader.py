@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 
 import pytest
 import yaml
@@ -126,9 +127,9 @@ def _nested(depth: int, style: str) -> bytes:
     [(s, d) for s in ("flow", "block", "block-lists") for d in (62, 63, 64, 65, 200, 999, 1_001)]
     + [("flow", 5_000), ("flow", 100_000)],
 )
-def test_nesting_is_refused_where_the_events_say_whatever_composes_it(style, depth):
-    """libyaml composes directly (it bounds nesting at 1,000 itself) and the walk refuses past
-    64 levels, at the very place the event check points to, past libyaml's bound too."""
+def test_nesting_past_64_levels_is_refused_where_the_events_say(style, depth):
+    """Past 64 levels the spec is refused where the event check points, in every style and
+    past libyaml's own bound of 1,000 levels (then with libyaml's message) alike."""
     raw = _nested(depth, style)
     try:
         loader._check_depth(raw.decode(), "deep.yaml")
@@ -148,3 +149,43 @@ def test_nesting_is_refused_where_the_events_say_whatever_composes_it(style, dep
         return
     assert (str(refused.value), refused.value.location) == by_events
     assert "nesting deeper than 64 levels" in by_events[0]
+
+
+def _merge_chain(levels: int) -> bytes:
+    """Anchors merged into one another: ``m1`` merges ``m0``, ``m2`` merges ``m1``, ..."""
+    lines = [b"m0: &m0 {x: 1}"]
+    lines += [b"m%d: &m%d {<<: *m%d}" % (i, i, i - 1) for i in range(1, levels + 1)]
+    return b"\n".join(lines) + b"\n"
+
+
+def _merge_fan(levels: int, width: int) -> bytes:
+    """Each anchor merges the one before it ``width`` times: width ** levels merges."""
+    lines = [b"m0: &m0 {x: 1}"]
+    for i in range(1, levels + 1):
+        sources = b", ".join([b"*m%d" % (i - 1)] * width)
+        lines.append(b"m%d: &m%d {<<: [%s]}" % (i, i, sources))
+    return b"\n".join(lines) + b"\n"
+
+
+def test_a_few_merged_anchors_read_as_yaml_says():
+    data = load_bytes(_merge_chain(3) + _merge_fan(2, 3).replace(b"m", b"n"), "f.yaml").data
+    assert data["m3"] == data["n2"] == {"x": 1}
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        # 470 bytes, ten million merges: the budget counts every merge and every key it skips
+        (_merge_fan(7, 10), "document expands to more than 100,000 values"),
+        (_merge_fan(6, 10), "document expands to more than 100,000 values"),
+        # a thousand anchors merged into one another: Python's recursion limit, before
+        (_merge_chain(990), "nesting deeper than 64 levels, merges (<<) counted"),
+        (_merge_chain(64), "nesting deeper than 64 levels, merges (<<) counted"),
+        # merges written inline nest in the text: the event check refuses them
+        (b"a: " + b"{<<: " * 990 + b"{x: 1}" + b"}" * 990 + b"\n", "nesting deeper than 64 levels"),
+    ],
+)
+def test_merge_bombs_are_refused(raw, expected):
+    """Before merges were charged, the first took 166 s and the chain of 990 overflowed."""
+    with pytest.raises(InputError, match=re.escape(expected)):
+        load_bytes(raw, "bomb.yaml")
