@@ -254,7 +254,8 @@ def main() -> int:
         return 2
 
     print(f"python      {sys.executable} ({sys.version.split()[0]}), {os.cpu_count()} CPUs")
-    print(f"budget-gate {gate_how}; bytecode compiled in {compile_bytecode()}")
+    other = " (this interpreter's: PATH's may be another)" if "PATH" in gate_how else ""
+    print(f"budget-gate {gate_how}; bytecode compiled in {compile_bytecode()}{other}")
     print(f"check-jsonschema {jsonschema_how}")
     print(f"{args.runs} timed runs per command after {WARMUP} warm-up runs; median wall time\n")
 
