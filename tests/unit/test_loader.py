@@ -167,9 +167,9 @@ def _merge_fan(levels: int, width: int) -> bytes:
     return b"\n".join(lines) + b"\n"
 
 
-def test_a_few_merged_anchors_read_as_yaml_says():
-    data = load_bytes(_merge_chain(3) + _merge_fan(2, 3).replace(b"m", b"n"), "f.yaml").data
-    assert data["m3"] == data["n2"] == {"x": 1}
+def test_merged_anchors_read_as_yaml_says_up_to_the_bound():
+    data = load_bytes(_merge_chain(63) + _merge_fan(3, 10).replace(b"m", b"n"), "f.yaml").data
+    assert data["m63"] == data["n3"] == {"x": 1}  # 63 merges deep; 1,110 merges
 
 
 @pytest.mark.parametrize(
