@@ -254,7 +254,8 @@ def main() -> int:
         return 2
 
     print(f"python      {sys.executable} ({sys.version.split()[0]}), {os.cpu_count()} CPUs")
-    other = " (this interpreter's: PATH's may be another)" if "PATH" in gate_how else ""
+    ours = gate[0] == sys.executable or Path(gate[0]).parent == Path(sysconfig.get_path("scripts"))
+    other = "" if ours else " (this interpreter's: the one timed may be another install)"
     print(f"budget-gate {gate_how}; bytecode compiled in {compile_bytecode()}{other}")
     print(f"check-jsonschema {jsonschema_how}")
     print(f"{args.runs} timed runs per command after {WARMUP} warm-up runs; median wall time\n")
