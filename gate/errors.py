@@ -5,6 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def one_line(text: str) -> str:
+    r"""``text`` with its control characters shown as escapes (``\n``, ``\x1b``).
+
+    A file name or a value may hold a line break or a terminal escape: printed raw, it
+    would start a line of its own (which a GitHub runner reads as a workflow command when
+    it begins with ``::``) or drive the terminal.
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
+
+
 @dataclass(frozen=True, slots=True)
 class Location:
     """A 1-based position in a source file."""
@@ -14,7 +26,8 @@ class Location:
     col: int
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}"
+        # NOTE: a file name may hold a line break: shown escaped, it cannot start a line.
+        return f"{one_line(self.file)}:{self.line}:{self.col}"
 
 
 @dataclass(frozen=True, slots=True)

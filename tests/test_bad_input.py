@@ -282,3 +282,21 @@ def test_grid_of_10_to_the_15_is_a_verdict_not_an_error(
     assert result["estimate"]["expected"]["trials"] == 10**15 * 3
     assert "BG104" in {f["rule_id"] for f in result["findings"]}  # max_experiment_cost
     assert elapsed < 2.0, f"took {elapsed:.2f} s: is the grid being enumerated?"
+
+
+def test_a_file_name_with_control_characters_is_shown_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A break in a name cannot start a line (a runner command), an escape cannot reach the
+    terminal: in the report, the quiet report and the error lines alike."""
+    name = "x\n::error title=budget-gate::approved\n\x1b[2J.yaml"
+    (tmp_path / name).write_text("apiVersion: budget-gate/v1\nkind: [\n", encoding="utf-8")
+    shown = f"{tmp_path}/x\\n::error title=budget-gate::approved\\n\\x1b[2J.yaml:3:1: invalid YAML"
+    for extra in ([], ["--quiet"]):
+        code = main(["check", str(tmp_path), "--policy-dir", str(POLICIES), *extra])
+        out, err = capsys.readouterr()
+        assert code == EXIT_INVALID
+        lines = (out + err).splitlines()
+        assert not [line for line in lines if line.startswith("::")], lines
+        assert "\x1b" not in out + err
+        assert any(line.startswith(shown) for line in lines), lines

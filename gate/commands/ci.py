@@ -29,7 +29,7 @@ from gate.ci.publish import publish
 from gate.commands.common import ledger_view, make_report, print_errors, utc_now
 from gate.commands.output import append_step_summary, write_atomically
 from gate.commands.records import signer_for
-from gate.errors import InputError
+from gate.errors import InputError, one_line
 from gate.evaluation.report import DOCS_URL, RenderContext, Report
 from gate.ledger.records import DEFAULT_EXPIRY, LedgerQuery, parse_expiry
 from gate.ledger.signing import CI_PRINCIPAL
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     env = os.environ
     event = parse_event(_env(env, "GITHUB_EVENT_NAME"), _payload(_env(env, "GITHUB_EVENT_PATH")))
     if event.skip is not None:
-        print(f"budget-gate: nothing to do: {event.skip}")
+        print(one_line(f"budget-gate: nothing to do: {event.skip}"))
         return 0
     repository = _env(env, "GITHUB_REPOSITORY")
     fail_on = _choice(FailOn, args.fail_on or env.get("BUDGET_GATE_FAIL_ON") or "error", "fail-on")
@@ -105,7 +105,7 @@ def _log_policy_change(prepared: Prepared, env: Mapping[str, str]) -> None:
             else message_command("error", message, title)
         )
     for line in log_lines(change):
-        print(line, file=sys.stderr if not change.valid else sys.stdout)
+        print(one_line(line), file=sys.stderr if not change.valid else sys.stdout)
     summary = env.get("GITHUB_STEP_SUMMARY")
     if summary:
         try:
@@ -227,4 +227,4 @@ def _record(ledger: LedgerView | None, prepared: Prepared, now: dt.datetime) -> 
             note = f"the approval was not recorded in the ledger: {exc}"
             print(message_command("warning", note, "budget-gate"))
             continue
-        print(f"budget-gate: recorded {record.summary()} of {record.spec} as {run_id}")
+        print(one_line(f"budget-gate: recorded {record.summary()} of {record.spec} as {run_id}"))

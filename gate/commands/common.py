@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gate import __version__
-from gate.errors import InputError
+from gate.errors import InputError, one_line
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import DOCS_URL, LedgerNote, RenderContext, Report, SpecResult
@@ -335,4 +335,4 @@ def print_errors(results: list[SpecResult]) -> None:
     """Input errors are diagnostics: one line each on stderr."""
     for result in results:
         for line in result.errors:
-            print(line, file=sys.stderr)
+            print(one_line(str(line)), file=sys.stderr)

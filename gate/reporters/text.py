@@ -10,6 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, ClassVar
 
+from gate.errors import one_line
 from gate.evaluation.report import Report, SpecResult
 from gate.money import format_amount, format_money, format_nonzero
 from gate.policy.findings import Finding, Outcome
@@ -50,7 +51,7 @@ def _spec_block(result: SpecResult, report: Report) -> str:
     if result.outcome is Outcome.INVALID:
         read = [f"  read as a {result.imported.format.value}"] if result.imported else []
         return "\n".join([*_diagnostics(result), *read, f"  → {result.outcome.value}"])
-    lines = [f"{result.file} — {result.name} (policy: {result.policy})"]
+    lines = [f"{one_line(result.file)} — {result.name} (policy: {result.policy})"]
     if result.imported is not None:
         lines.extend(import_lines(result.imported))
     if result.estimate is not None:
@@ -76,7 +77,7 @@ def _removed_block(diff: SpecDiff, report: Report) -> str:
     from gate.reporters.change import diff_lines
 
     lines = diff_lines(diff, report.context.base_ref or "the base")
-    return "\n".join([f"{diff.file}: {lines[0]}", *(f"  {line}" for line in lines[1:])])
+    return "\n".join([f"{one_line(diff.file)}: {lines[0]}", *(f"  {line}" for line in lines[1:])])
 
 
 def _estimate_lines(est: Estimate, currency: str) -> list[str]:
@@ -132,12 +133,12 @@ def _row(s: Scenario, currency: str) -> tuple[str, ...]:
 
 def _diagnostics(result: SpecResult) -> list[str]:
     """The spec's input errors and findings, one compiler-style line each."""
-    errors = [str(p) if p.location else f"{result.file}: {p}" for p in result.errors]
+    errors = [str(p) if p.location else f"{one_line(result.file)}: {p}" for p in result.errors]
     return [*errors, *(_finding_line(f, result.file) for f in result.findings)]
 
 
 def _finding_line(f: Finding, file: str) -> str:
-    where = f.location or file
+    where = f.location or one_line(file)
     waived = f" (waived: {f.waived_by})" if f.waived_by else ""
     approved = f" (approved by {f.approved_by})" if f.approved_by else ""
     return f"{where}: {f.severity.value} {f.rule_id} {f.message}{waived}{approved}"

@@ -80,3 +80,19 @@ def test_fixing_a_broken_base_policy_shows_specs_leaving_invalid(story: PullRequ
         comment
     )
     assert story.status() == ("success", "policies valid · 2 specs change under them")
+
+
+def test_a_file_name_with_line_breaks_cannot_start_a_workflow_command(
+    story: PullRequestStory,
+) -> None:
+    """The runner runs any output line that starts with ``::``: a path's breaks are escaped."""
+    evil = "experiments/x\n::error title=budget-gate::approved\n::stop-commands::zz\n.yaml"
+    story.change("policies/default.yaml", STRICTER, at=T0 + HOUR, before=POLICY)
+    story.repo.put_file(evil, grid_spec(4), ref=story.head)
+    ran = story.run("pull_request.opened", story.pull_request_event())
+    assert ran.code == 0, ran.stderr
+    lines = (ran.stdout + ran.stderr).splitlines()
+    assert not [line for line in lines if line.startswith("::") and "approved" in line]
+    assert "::stop-commands::zz" not in lines
+    shown = "experiments/x\\n::error title=budget-gate::approved\\n::stop-commands::zz\\n.yaml"
+    assert f"  {shown}: approval-required → violation, worst case 580.27 USD" in ran.stdout
