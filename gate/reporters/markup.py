@@ -23,14 +23,15 @@ _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _BACKSLASHED = frozenset("\\`*_[]|~$#")
 _MENTION = "@&#8203;"
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-_WWW = re.compile(r"(?i)\b(www)\.")
+_WWW = re.compile(r"(?i)(www)\.")
 _URL_SAFE = ":/?#[]@!$&'*+,;=%-._~"
 
 
 def escape(value: str) -> str:
     """Render an untrusted string as literal inline Markdown text."""
     text = "".join(_escape_char(ch) for ch in value)
-    # NOTE: GitHub's autolink extension turns bare www. and scheme:// text into live links.
+    # NOTE: GitHub's autolink extension turns bare www. and scheme:// text into live links;
+    # www. opens one after an underscore too, a word character, so every www. is broken.
     return _WWW.sub(r"\1&#8203;.", text.replace("://", ":&#8203;//"))
 
 

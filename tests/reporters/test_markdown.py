@@ -79,6 +79,16 @@ def test_hostile_strings_are_shown_literally_and_ping_nobody():
     assert "\u202e" not in page
 
 
+@pytest.mark.parametrize(
+    "prefix", [" ", "_", "*", "~", "(", "x_", "a-", "1", "'", '"', "[", ":", "|", "\\", "\n"]
+)
+def test_no_www_or_scheme_in_a_value_becomes_a_live_link(prefix):
+    """GitHub links ``www.`` after a space, ``_``, ``*``, ``~`` or ``(``, and ``scheme://``."""
+    for tail in ("www.evil.example/login", "WWW.evil.example", "https://evil.example/x"):
+        page = to_html(f"name {escape(prefix + tail)} end")
+        assert "href" not in page, (prefix, tail, page)
+
+
 def test_tables_keep_their_shape_with_pipes_in_values():
     for table in re.findall(r"<table>.*?</table>", to_html(render(hostile_report())), re.DOTALL):
         rows = re.findall(r"<tr>(.*?)</tr>", table, re.DOTALL)
