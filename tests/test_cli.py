@@ -168,6 +168,21 @@ def test_directories_and_quoted_globs_are_expanded(capsys):
     assert check("--format", "json", str(ROOT / "examples" / "c*.yaml")) == 0
 
 
+def test_a_quoted_glob_judges_what_the_directory_judges(tmp_path, monkeypatch, capsys):
+    """Hidden files and names with backslashes are specs like any other, whichever way named."""
+    spec = (ROOT / "examples" / "cifar-sweep.yaml").read_text()
+    (tmp_path / "experiments" / "nlp").mkdir(parents=True)
+    names = ["experiments/a.yaml", "experiments/.b.yaml", "experiments/nlp/x\\..\\..\\..\\c.yaml"]
+    for name in names:
+        (tmp_path / name).write_text(spec)
+    monkeypatch.chdir(tmp_path)
+    judged = []
+    for named in ("experiments", "experiments/**"):
+        assert check("--format", "json", named) in (0, 1)
+        judged.append(sorted(r["file"] for r in json.loads(capsys.readouterr().out)["results"]))
+    assert judged[0] == judged[1] == sorted(names)
+
+
 def test_usage_errors_exit_3_not_2(capsys):
     assert main(["check"]) == 3
     assert main(["check", "--format", "xml", PASSING]) == 3

@@ -82,6 +82,17 @@ def test_a_spec_cannot_borrow_a_richer_teams_policy(tmp_path, capsys):
     assert "error BG204 experiments/nlp/a.yaml belongs to team nlp (owns.specs), but claims " in out
 
 
+def test_a_backslash_in_a_file_name_is_not_a_separator(tmp_path, capsys):
+    """``a\\..\\..\\vision\\b.yaml`` is one file in nlp's directory, not vision's ``b.yaml``."""
+    root = _repo(tmp_path)
+    spec = _spec(root, "vision")
+    sneaky = root / "experiments" / "nlp" / "a\\..\\..\\vision\\b.yaml"
+    sneaky.write_text(Path(spec).read_text())
+    code, out = _check(root, capsys, str(sneaky))
+    assert code == 1
+    assert r"error BG204 experiments/nlp/a\..\..\vision\b.yaml is not one of team vision" in out
+
+
 def test_every_launch_path_refuses_the_borrowed_team(tmp_path, capsys, monkeypatch):
     root = _repo(tmp_path)
     spec = _spec(root, "vision")

@@ -44,7 +44,9 @@ def read_spec(named: str, repo: Path, *, subject: str) -> tuple[str, bytes]:
             "name the spec by its path in the repository, e.g. experiments/sweep.yaml"
         )
     try:
-        return relative.as_posix(), path.read_bytes()
+        # NOTE: the path as resolved, the file read: ``vision/link/../x.yaml`` through a
+        # symlink into nlp's directory is nlp's file, and is matched as nlp's.
+        return path.relative_to(root).as_posix(), path.read_bytes()
     except OSError as exc:
         raise SpecRefError(
             f"{subject} names no readable spec in {repo} ({exc.strerror}) — "

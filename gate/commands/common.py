@@ -60,7 +60,11 @@ def expand_specs(patterns: list[str]) -> list[str]:
 
 
 def _glob(pattern: str) -> list[str]:
-    """The files under the glob's literal directory that it selects (hidden ones skipped)."""
+    """The files under the glob's literal directory that it selects (hidden directories skipped).
+
+    Hidden files count, as they do for ``check DIR`` and for the Action's globs: skipped,
+    ``experiments/.big.yaml`` would pass a quoted ``'experiments/**'`` unjudged.
+    """
     absolute = os.path.isabs(pattern)
     base = os.sep if absolute else os.curdir
     top = os.path.join(base, globs.literal_root(pattern))
@@ -70,7 +74,7 @@ def _glob(pattern: str) -> list[str]:
         for name in files:
             path = os.path.join(directory, name)
             shown = path if absolute else os.path.relpath(path)
-            if not name.startswith(".") and globs.matches([pattern], shown):
+            if globs.matches([pattern], shown):
                 found.append(shown)
     return sorted(found)
 

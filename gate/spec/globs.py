@@ -47,8 +47,13 @@ def looks_like_spec(content: bytes) -> bool:
 
 
 def normalized(path: str) -> str:
-    """A path as patterns see it: ``/`` separators, no leading ``./``."""
-    return posixpath.normpath(path.replace("\\", "/")).removeprefix("./")
+    r"""A path as patterns see it: no ``.`` or ``..`` parts, no leading ``./``.
+
+    A backslash is a character of the name, as it is to git and Linux: read as a separator,
+    ``experiments/nlp/a\..\..\vision\b.yaml`` (a file in nlp's directory) would match
+    vision's ``experiments/vision/**``.
+    """
+    return posixpath.normpath(path).removeprefix("./")
 
 
 def matches(patterns: Iterable[str], path: str) -> bool:
