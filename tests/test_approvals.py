@@ -109,6 +109,13 @@ def test_the_owner_may_not_approve_their_own_spec(team):
     code, _, err = team.cli("approve", spec, "--by", "carol", "--reason", "mine")
     assert code == 3
     assert "carol owns the spec and the policy does not allow self-approval" in err
+    Path(team.policy_dir, "default.yaml").write_text(
+        Path(team.policy_dir, "default.yaml").read_text().replace("[carol]", "[Carol]")
+    )
+    code, _, err = team.cli("approve", spec, "--by", "Carol", "--reason", "mine, in capitals")
+    assert code == 3  # the owner in another case is still the owner
+    assert "Carol owns the spec and the policy does not allow self-approval" in err
+    assert team.records(spec) == []
 
 
 def test_a_changed_spec_needs_a_new_approval_but_formatting_does_not(team):

@@ -63,7 +63,10 @@ def authorize(name: str, source: Source, need: Requirement) -> str | None:
     they were recorded, so here they only face the self-approval rule.
     """
     approvers = need.approvers
-    if name == need.owner and not approvers.allow_self_approval:
+    # NOTE: in any case: GitHub logins are, and "Vision-Lead" approving vision-lead's spec
+    # is self-approval whichever way it is spelled.
+    owns = need.owner is not None and name.casefold() == need.owner.casefold()
+    if owns and not approvers.allow_self_approval:
         return f"{name} owns the spec and the policy does not allow self-approval"
     if source is not Source.LOCAL or name in approvers.users:
         return None

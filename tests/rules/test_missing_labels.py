@@ -55,3 +55,16 @@ def test_extra_labels_are_fine():
 
 def test_nothing_required_reports_nothing():
     assert run_rule(missing_labels, make_spec(), make_policy()) == []
+
+
+def test_a_blank_label_is_no_label():
+    """Spaces, a no-break space or a zero-width space show nothing: no attribution."""
+    for blank in (" ", "\u00a0", "\u200b", " \u2009\u200b "):
+        [violation] = run_rule(
+            missing_labels, _labels(cost_center=blank, environment="research"), REQUIRED
+        )
+        assert violation.message == (
+            "required label 'cost-center' is blank (only spaces or invisible characters)"
+        )
+        assert violation.path == (*PATH, "cost-center")
+    assert run_rule(missing_labels, _labels(cost_center=" cc-1 ", environment="r"), REQUIRED) == []
