@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from decimal import Decimal
 
@@ -49,6 +50,30 @@ def test_merge_keys_keep_the_explicit_keys_position(write_yaml, capsys):
 def test_base_60_numbers_are_refused(write_yaml, capsys):
     assert check(write_yaml, SPEC.replace("gpus_per_trial: 1", "gpus_per_trial: 1:30")) == 3
     assert "base-60 number" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("010", "'010' reads as a YAML 1.1 octal number (8) — write 10 for the number"),
+        ("-0100", "'-0100' reads as a YAML 1.1 octal number (-64) — write -100 for the number"),
+        ("0b11", "'0b11' reads as a YAML 1.1 binary number (3) — write 3 for the number"),
+        ("00", "'00' reads as a YAML 1.1 octal number (0) — write 0 for the number"),
+    ],
+)
+def test_yaml_11_octal_and_binary_numbers_are_refused(write_yaml, capsys, value, said):
+    """``010`` is 8 to PyYAML (YAML 1.1) but 10 to YAML 1.2 editors: refused, not guessed."""
+    assert check(write_yaml, SPEC.replace("gpus_per_trial: 1", f"gpus_per_trial: {value}")) == 3
+    assert f":4:46: {said}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", ["10", "0x0A", "1_0"])
+def test_decimal_and_hex_numbers_read_as_both_yaml_versions_read_them(write_yaml, capsys, value):
+    text = SPEC.replace("max_epochs: 10", f"max_epochs: {value}")
+    code = check(write_yaml, text, "--format", "json")
+    assert code != 3
+    worst = json.loads(capsys.readouterr().out)["results"][0]["estimate"]["worst"]
+    assert worst["epochs_per_trial"] == 10
 
 
 @pytest.mark.parametrize("value", ["true", '"3"'])

@@ -9,6 +9,7 @@ the data. Aliases are expanded under a node budget, which defuses "billion laugh
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -367,6 +368,16 @@ class _Walker:
                 location=_loc(self.file, node),
                 hint=f'write the number you mean, or quote it ("{node.value}") for a string',
             )
+        if node.tag == _INT and not node.style and _YAML11_RADIX.fullmatch(node.value):
+            # NOTE: 0100 is 64 to YAML 1.1 (PyYAML) and 100 to YAML 1.2 (editors, yq).
+            binary = "b" in node.value
+            meant = construct(_CONSTRUCTOR, node) if binary else _decimal(node.value)
+            raise InputError(
+                f"{node.value!r} reads as a YAML 1.1 {'binary' if binary else 'octal'} number "
+                f"({construct(_CONSTRUCTOR, node)})",
+                location=_loc(self.file, node),
+                hint=f'write {meant} for the number, or quote it ("{node.value}") for a string',
+            )
         if node.tag == _BOOL and not node.style and node.value.lower() in _YAML11_BOOLS:
             raise InputError(
                 f"{node.value!r} reads as a YAML 1.1 boolean",
@@ -394,6 +405,13 @@ class _Walker:
 
 _TRUE = ("yes", "y", "true", "on")
 _YAML11_BOOLS = ("yes", "no", "y", "n", "on", "off")
+_YAML11_RADIX = re.compile(r"[-+]?0[0-7_]+|[-+]?0b[01_]+")
+"""YAML 1.1's octal and binary integers, which YAML 1.2 reads as a decimal and a string."""
+
+
+def _decimal(text: str) -> int:
+    """``0100`` as the decimal number its digits spell (100)."""
+    return int(text.replace("_", ""), 10)
 
 
 def _short_tag(tag: str) -> str:
