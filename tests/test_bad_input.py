@@ -18,6 +18,7 @@ A case named ``policy-*.yaml`` is a team policy, not a spec: it is copied to
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -300,3 +301,19 @@ def test_a_file_name_with_control_characters_is_shown_escaped(
         assert not [line for line in lines if line.startswith("::")], lines
         assert "\x1b" not in out + err
         assert any(line.startswith(shown) for line in lines), lines
+
+
+def test_a_fifo_or_a_device_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """A FIFO with no writer would block the read forever (and the CI job with it)."""
+    fifo = tmp_path / "spec.yaml"
+    os.mkfifo(fifo)
+    for named in (str(fifo), "/dev/zero"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "gate", "check", "--policy-dir", str(POLICIES), named],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == EXIT_INVALID
+        assert f"{named}: not a regular file (a pipe, socket or device)" in proc.stdout
+        assert "Traceback" not in proc.stderr

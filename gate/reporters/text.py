@@ -133,7 +133,11 @@ def _row(s: Scenario, currency: str) -> tuple[str, ...]:
 
 def _diagnostics(result: SpecResult) -> list[str]:
     """The spec's input errors and findings, one compiler-style line each."""
-    errors = [str(p) if p.location else f"{one_line(result.file)}: {p}" for p in result.errors]
+    file = one_line(result.file)
+    errors = [
+        str(p) if p.location or str(p).startswith(f"{file}: ") else f"{file}: {p}"
+        for p in result.errors
+    ]
     return [*errors, *(_finding_line(f, result.file) for f in result.findings)]
 
 

@@ -9,7 +9,9 @@ the data. Aliases are expanded under a node budget, which defuses "billion laugh
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,7 +85,15 @@ def load_file(path: str | Path) -> LoadedDoc:
     """Read and parse one YAML file, refusing anything unsafe or malformed."""
     name = str(path)
     try:
-        with open(path, "rb") as handle:
+        # NOTE: opened without blocking and read only if a plain file: a FIFO with no
+        # writer would hang the check (and the CI job) forever.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with open(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise InputError(
+                    f"{name}: not a regular file (a pipe, socket or device)",
+                    hint="pass the spec's file, or - to read it from stdin",
+                )
             raw = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise InputError(
