@@ -14,8 +14,11 @@ MLflow's own defaults (7 retries, 120 s) in place, which the ledger must not wai
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from tests.mlflow_server import MlflowServer, free_port
 
@@ -52,3 +55,33 @@ def ledger_down(kind: str, stopped: MlflowServer | None = None) -> Iterator[str]
     else:
         with blackhole() as uri:
             yield uri
+
+
+@contextmanager
+def garbage(body: bytes) -> Iterator[str]:
+    """A tracking URI whose server answers every request 200 with ``body``: a proxy's page,
+    a list, a run of the wrong shape (the server is up, its answers are not MLflow's)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Date", formatdate(usegmt=True))
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

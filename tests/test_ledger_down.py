@@ -17,14 +17,18 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 import gate
 from gate.errors import BackendError, InputError
+from gate.guard.ledger import LedgerCeiling
+from gate.guard.limits import Ceiling
+from gate.ledger.signing import Trust
 from tests.conftest import ROOT
-from tests.ledger_down import LIMIT_S, MLFLOW_DEFAULTS, OUTAGES, ledger_down
+from tests.ledger_down import LIMIT_S, MLFLOW_DEFAULTS, OUTAGES, garbage, ledger_down
 from tests.ledger_kit import Team
 from tests.mlflow_server import CLIENT_ENV, MlflowServer
 
@@ -170,6 +174,31 @@ def test_the_launch_api_refuses_within_10_s(
     assert took < LIMIT_S
     assert isinstance(raised, BackendError)
     assert str(raised).startswith(f"MLflow at {uri} failed while finding the ledger")
+
+
+GARBAGE = [
+    b"[]",
+    b'"x"',
+    b"<html>502 Bad Gateway</html>",
+    b'{"experiment": []}',
+    b'{"experiment": {"experiment_id": "1", "lifecycle_stage": "active"}, "runs": [{"info": 3}]}',
+]
+
+
+@pytest.mark.parametrize("body", GARBAGE)
+def test_answers_that_are_not_mlflows_are_a_backend_error(team, body):
+    """A server up but answering nonsense is an outage (exit 4, one line), never exit 70;
+    the guard keeps its ceiling, as it does when the server is down."""
+    with garbage(body) as uri:
+        argv = ("--policy-dir", team.policy_dir, "--tracking-uri", uri, team.spec(8))
+        proc, _ = _cli(dict(os.environ), "verify", *argv)
+        assert proc.returncode == 4, proc.stderr
+        assert proc.stderr.startswith(f"budget-gate: MLflow at {uri} failed while ")
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+        kept = Ceiling(Decimal(60), "approved amount (r1)")
+        trust = Trust(None, "allowed_signers")
+        refresh = LedgerCeiling(uri, trust, "sha256:" + "0" * 64, "USD", kept)
+        assert refresh() == kept
 
 
 def test_the_one_setting_bounds_the_wait(team, mlflow_defaults, monkeypatch):

@@ -105,7 +105,17 @@ class Guard:
         return self.limits.cost(self._trials.get(trial, 0.0))
 
     def record(self, trial: str, gpu_seconds: float, attempt: int = 0) -> None:
-        """Count an attempt's cumulative GPU-seconds (the largest value reported wins)."""
+        """Count an attempt's cumulative GPU-seconds (the largest value reported wins).
+
+        Raises:
+            ValueError: ``gpu_seconds`` is NaN, infinite or negative: a broken timer, which
+                counted as nothing would let the trial spend without limit.
+        """
+        if not (math.isfinite(gpu_seconds) and gpu_seconds >= 0):
+            raise ValueError(
+                f"budget-gate guard: trial {trial} reported {gpu_seconds!r} GPU-seconds — "
+                "report the GPU time held so far, a finite number of seconds >= 0"
+            )
         key = (trial, attempt)
         before = self._attempts.get(key, 0.0)
         if gpu_seconds > before:

@@ -8,6 +8,7 @@ from decimal import Decimal as D
 import pytest
 
 from gate.guard.limits import Ceiling, ceiling_for
+from gate.guard.loop import LoopGuard
 from gate.guard.model import Action, Report, StopKind
 from gate.ledger.records import LedgerRecord, RecordKind
 from tests import seed_curve
@@ -69,6 +70,18 @@ def test_spend_reaches_the_ceiling_and_the_search_stays_stopped():
     assert decision.spend == D(8) and decision.trial == "b"
     assert guard.observe(Report("c", 1, gpu_seconds=1)).stop_search
     assert guard.check().stop_search
+
+
+@pytest.mark.parametrize("seconds", [float("nan"), float("inf"), -1.0])
+def test_a_broken_timer_is_refused_not_counted_as_nothing(seconds):
+    """NaN compares false to everything: counted as no spend, the trial would run unbounded."""
+    guard = make_guard(make_limits())
+    guard.observe(Report("a", 1, gpu_seconds=3600))
+    with pytest.raises(ValueError, match=r"trial a reported .* GPU-seconds — report the GPU"):
+        guard.observe(Report("a", 2, gpu_seconds=seconds))
+    with pytest.raises(ValueError, match="finite number of seconds"):
+        LoopGuard(guard, "b").step(1, {"val_loss": 1.0}, held_seconds=seconds)
+    assert guard.spend == D(2)  # the hour before, at 2 USD, and nothing of the bad reports
 
 
 def test_pause_resume_and_retries_are_each_counted_once():

@@ -112,8 +112,7 @@ class Rest:
             try:
                 with urllib.request.urlopen(request, timeout=left, context=self.context) as answer:
                     self._check_clock(answer.headers.get("Date"))
-                    parsed: dict[str, Any] = json.loads(answer.read())
-                    return parsed
+                    return _object(answer.status, answer.read())
             except urllib.error.HTTPError as exc:
                 failure: Exception = _error(exc)
                 if exc.code not in _RETRY_STATUSES:
@@ -166,6 +165,18 @@ def _tls(environ: Mapping[str, str]) -> ssl.SSLContext:
     if environ.get("MLFLOW_TRACKING_CLIENT_CERT_PATH"):
         context.load_cert_chain(environ["MLFLOW_TRACKING_CLIENT_CERT_PATH"])
     return context
+
+
+def _object(status: int, raw: bytes) -> dict[str, Any]:
+    """The answer's JSON object; anything else (a proxy's HTML page, a list) is an error."""
+    try:
+        parsed = json.loads(raw)
+    except ValueError:  # not JSON, or not UTF-8
+        parsed = None
+    if not isinstance(parsed, dict):
+        shown = raw[:80].decode("utf-8", "replace")
+        raise RestError(status, "", f"the server's answer is not a JSON object ({shown!r})")
+    return parsed
 
 
 def _error(exc: urllib.error.HTTPError) -> RestError:

@@ -42,7 +42,16 @@ class RestLedger(RunWriter):
     """A :class:`gate.ledger.records.LedgerStore` on a tracking server, over REST."""
 
     # LookupError: an answer without the fields MLflow's carry
-    failures: tuple[type[BaseException], ...] = (OSError, RestError, ValueError, LookupError)
+    # NOTE: TypeError and AttributeError too: an answer of the wrong shape (a number where
+    # a run is) is the server's failure, exit 4, not ours.
+    failures: tuple[type[BaseException], ...] = (
+        OSError,
+        RestError,
+        ValueError,
+        LookupError,
+        TypeError,
+        AttributeError,
+    )
 
     def __init__(
         self, tracking_uri: str, trust: Trust, environ: Mapping[str, str] | None = None
