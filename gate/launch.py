@@ -124,7 +124,11 @@ def open_guard(
         uri, trust = resolve_tracking_uri(tracking_uri, os.environ), view.trusted()
         assert trust is not None
         refresh = LedgerCeiling(
-            uri, trust, verification.fingerprint, limits.currency, limits.ceiling
+            uri,
+            trust,
+            verification.fingerprint,
+            verification.approval.record_id or "",  # none: no match, the first refresh stops
+            limits.ceiling,
         )
     return Guard(limits, clock=time.monotonic, refresh=refresh)
 

@@ -197,7 +197,7 @@ def test_answers_that_are_not_mlflows_are_a_backend_error(team, body):
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
         kept = Ceiling(Decimal(60), "approved amount (r1)")
         trust = Trust(None, "allowed_signers")
-        refresh = LedgerCeiling(uri, trust, "sha256:" + "0" * 64, "USD", kept)
+        refresh = LedgerCeiling(uri, trust, "sha256:" + "0" * 64, "r1", kept)
         assert refresh() == kept
 
 

@@ -368,3 +368,33 @@ def test_the_guard_clears_only_signed_approvals_and_its_workers_share_one_launch
     monkeypatch.delenv("BUDGET_GATE_LAUNCH_KEY")
     with pytest.raises(gate.ApprovalRequired):  # a second search: the approval is used
         gate.open_guard(spec, **where)
+
+
+def test_a_running_guard_takes_no_later_approval_and_stops_at_its_revocation(
+    signed: Team, keys, monkeypatch
+):
+    """The refresh reads the launch's own approval: one recorded later (here the launcher's,
+    whose key signs launches, for 1,000,000 USD; ``check`` refuses it) was never checked."""
+    import gate
+
+    spec = signed.spec(8)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    _as(monkeypatch, keys, "launcher")
+    monkeypatch.delenv("BUDGET_GATE_LAUNCH_KEY", raising=False)
+    guard = gate.open_guard(spec, policy_dir=signed.policy_dir, tracking_uri=signed.uri)
+    refresh, ceiling = guard._refresh, guard.ceiling
+    assert refresh is not None and refresh() == ceiling and ceiling.amount < 1_000_000
+    own = dataclasses.replace(
+        _record(signed, spec, RecordKind.APPROVAL, "1000000", "launcher"),
+        source=Source.LOCAL,
+        reason="more",
+        expires_at=dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=30),
+    )
+    store = open_ledger(signed.uri, Trust_of(signed))
+    store.append(own, signer_from(os.environ, principal="launcher"))
+    found = store.query(LedgerQuery(fingerprint=own.fingerprint))
+    assert [r.by for r in found if r.kind is RecordKind.APPROVAL] == ["alice", "launcher"]
+    assert refresh() == ceiling
+    _as(monkeypatch, keys, "alice")
+    assert signed.cli("revoke", spec, "--by", "alice", "--reason", "over")[0] == 0
+    assert refresh() is None

@@ -1,9 +1,12 @@
 """The guard's view of the ledger: the approved amount now, re-read when the guard asks.
 
 :class:`LedgerCeiling` is what :class:`gate.guard.core.Guard` calls (at most once a minute)
-to refresh its ceiling: the newest approval of the spec's fingerprint that no revocation
-names, in the policy's currency. An approval that expired while the search ran still
-counts, as in reconcile: it is the amount agreed for runs that started. It is a plain,
+to refresh its ceiling: the approval the launch was cleared with, while no revocation names
+it. Only that one: an approval recorded later was never checked for its approver, source,
+path or launches (a spec owner's own, say), so it cannot raise the ceiling of a running
+search; it counts from the next launch, which checks it. An approval that expired while
+the search ran still counts, as in reconcile: it is the amount agreed for runs that
+started. It is a plain,
 picklable object (Ray Tune pickles the stopper that holds it). When MLflow cannot be
 reached, the guard keeps the ceiling it has and the failure is logged.
 """
@@ -31,11 +34,12 @@ class LedgerCeiling:
     tracking_uri: str
     trust: Trust
     fingerprint: str
-    currency: str
+    approval: str
+    """The record id of the approval the launch was cleared with."""
     last: Ceiling
 
     def __call__(self) -> Ceiling | None:
-        """The newest unrevoked approval, ``None`` when none holds; ``last`` on an outage."""
+        """The launch's approval while unrevoked, ``None`` once revoked; ``last`` on an outage."""
         try:
             records = open_ledger(self.tracking_uri, self.trust).query(
                 LedgerQuery(fingerprint=self.fingerprint)
@@ -44,13 +48,7 @@ class LedgerCeiling:
             log.warning("budget-gate guard: ledger not read (%s); keeping the ceiling", error)
             return self.last
         now = dt.datetime.now(dt.timezone.utc)
-        approvals = [
-            r
-            for r in live_approvals(records, now)
-            if r.currency == self.currency and r.worst_cost is not None
-        ]
-        if not approvals:
+        mine = [r for r in live_approvals(records, now) if r.record_id == self.approval]
+        if not mine or mine[0].worst_cost is None:
             return None
-        newest = max(approvals, key=lambda r: r.recorded_at)
-        assert newest.worst_cost is not None
-        return Ceiling(newest.worst_cost, f"approved amount ({newest.record_id})")
+        return Ceiling(mine[0].worst_cost, f"approved amount ({mine[0].record_id})")
