@@ -133,6 +133,22 @@ def test_team_policy_without_extends_keeps_the_default_limits(tmp_path: Path) ->
     )
 
 
+@pytest.mark.parametrize("name", ["atlas.yml", "atlas.YAML", "Atlas.yaml"])
+def test_a_team_policy_under_another_file_name_is_an_error_not_ignored(
+    tmp_path: Path, name: str
+) -> None:
+    """Only ``atlas.yaml`` is read: ``atlas.yml`` silently left the team on the default."""
+    files = {"policies/default.yaml": DEFAULT}
+    files |= {f"policies/{name}": ATLAS, "experiments/x.yaml": SPEC.replace("TEAM", "atlas")}
+    root = repo(tmp_path, files)
+    said = f"policies/{name}: not read — a policy file is named <team>.yaml"
+    for command in (["check", "experiments/x.yaml"], ["policy", "check"]):
+        proc = gate(*command, cwd=root)
+        assert proc.returncode == 3, proc.stdout
+        assert said in proc.stdout + proc.stderr
+        assert "rename it to atlas.yaml" in proc.stdout + proc.stderr
+
+
 def test_extends_none_leaves_default_and_says_so(tmp_path: Path) -> None:
     solo = ATLAS.replace("kind: Policy\n", "kind: Policy\nextends: none\n")
     solo += "prices: {overrides: {L4: {on-demand: 1}}}\n"

@@ -76,6 +76,7 @@ class PolicySet:
         self._files = dict(files) if files is not None else None
         self._by_name: dict[str, LoadedPolicy] = {}
         self._names: list[str] | None = None
+        self._misnamed_files: list[str] | None = None
         self._owners: dict[str, Ownership] | None = None
         self._trust: Trust | None = None
 
@@ -112,7 +113,12 @@ class PolicySet:
         """The team's policy if ``<team>.yaml`` exists, else the default policy."""
         if team is None or team == DEFAULT or not _NAME.fullmatch(team):
             return self.load(DEFAULT)
-        return self.load(team if self._exists(f"{team}.yaml") else DEFAULT)
+        if self._exists(f"{team}.yaml"):
+            return self.load(team)
+        for file in self._misnamed():
+            if file.lower().rsplit(".", 1)[0] == team:
+                raise _misnamed_error(self.policy_dir / file)
+        return self.load(DEFAULT)
 
     def load(self, name: str) -> LoadedPolicy:
         """The policy ``<name>.yaml`` merged over its chain (loaded once per set)."""
@@ -127,12 +133,23 @@ class PolicySet:
         return self._names
 
     def _list(self) -> list[str]:
+        return sorted(f.removesuffix(".yaml") for f in self._files_here() if f.endswith(".yaml"))
+
+    def _files_here(self) -> list[str]:
         if self._files is not None:
-            files = [f for f in self._files if "/" not in f]
-        else:
-            self._require_dir()
-            files = [p.name for p in self.policy_dir.iterdir() if p.is_file()]
-        return sorted(f.removesuffix(".yaml") for f in files if f.endswith(".yaml"))
+            return [f for f in self._files if "/" not in f]
+        self._require_dir()
+        return [p.name for p in self.policy_dir.iterdir() if p.is_file()]
+
+    def _misnamed(self) -> list[str]:
+        """Files that look like policies but are never read: ``nlp.yml``, ``NLP.yaml``."""
+        if self._misnamed_files is None:
+            self._misnamed_files = sorted(
+                f
+                for f in self._files_here()
+                if f.lower().endswith((".yaml", ".yml")) and not _lower_yaml(f)
+            )
+        return self._misnamed_files
 
     def teams(self) -> list[str]:
         """The teams that have a policy file of their own."""
@@ -169,6 +186,7 @@ class PolicySet:
                 loaded.append(found)
             else:
                 errors.extend(found)
+        errors.extend(_misnamed_error(self.policy_dir / f) for f in self._misnamed())
         if errors:
             raise InputErrors(list({str(e): e for e in errors}.values()))
         return loaded
@@ -245,6 +263,21 @@ class PolicySet:
                 hint="policies start with kind: Policy",
             )
         return doc
+
+
+def _lower_yaml(file: str) -> bool:
+    """Whether ``file`` is named as a policy is read: lower case, ending ``.yaml``."""
+    return file.endswith(".yaml") and file == file.lower()
+
+
+def _misnamed_error(path: Path) -> InputError:
+    """A policy file that is never read: only ``<name>.yaml`` is, in lower-case ``.yaml``."""
+    stem = path.name.rsplit(".", 1)[0]
+    return InputError(
+        f"{path}: not read — a policy file is named <team>.yaml, so team {stem.lower()}'s "
+        "specs would be judged by the default policy",
+        hint=f"rename it to {stem.lower()}.yaml",
+    )
 
 
 def _nearby_dir(missing: Path) -> str | None:
