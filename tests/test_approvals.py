@@ -87,6 +87,25 @@ def test_request_approve_verify(team):
     assert result["findings"][0]["approved_by"] == "alice"
 
 
+def test_a_what_if_verify_says_it_cleared_no_launch(team):
+    """``--dry-run`` and ``--as-of`` judge and record nothing: a pass then clears no launch,
+    and says so (an approval used up now still passes as of a moment before its launch)."""
+    spec = team.spec(8)
+    assert team.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    approval = team.records(spec)[-1]
+    code, _, err = team.cli("verify", spec, "--dry-run")
+    assert code == 0 and "budget-gate: --dry-run records no launch: this pass clears" in err
+    assert team.records(spec) == [approval]
+    assert team.cli("verify", spec)[0] == 0  # the one launch the approval covers
+    assert team.cli("verify", spec)[0] == 2
+    launch = team.records(spec)[-1]
+    moment = (approval.recorded_at + (launch.recorded_at - approval.recorded_at) / 2).isoformat()
+    code, _, err = team.cli("verify", spec, "--as-of", moment)
+    assert code == 0
+    assert f"--as-of {moment} judges that moment and records no launch" in err
+    assert team.records(spec) == [approval, launch]
+
+
 def test_an_unlisted_approver_is_refused_and_nothing_is_recorded(team):
     spec = team.spec(8)
     code, out, err = team.cli("approve", spec, "--by", "mallory", "--reason", "trust me")

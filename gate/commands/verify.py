@@ -47,6 +47,14 @@ def run(args: argparse.Namespace) -> int:
             "the job's guard joins this launch)",
             file=sys.stderr,
         )
+    elif result.outcome is Outcome.PASS and in_play:
+        why = "--dry-run" if args.dry_run else f"--as-of {args.as_of} judges that moment and"
+        print(
+            f"budget-gate: {why} records no launch: this pass clears no launch now (the "
+            "approval's launches are not used, the budget not committed); launch with a "
+            "plain verify",
+            file=sys.stderr,
+        )
     sys.stdout.write(load_reporter(args.format).render(make_report([result], evaluator)))
     return result.outcome.exit_code
 
