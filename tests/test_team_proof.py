@@ -14,6 +14,7 @@ The budget cases read a real MLflow ledger (``tests/mlflow_server.py``).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -91,6 +92,25 @@ def test_a_backslash_in_a_file_name_is_not_a_separator(tmp_path, capsys):
     code, out = _check(root, capsys, str(sneaky))
     assert code == 1
     assert r"error BG204 experiments/nlp/a\..\..\vision\b.yaml is not one of team vision" in out
+
+
+def test_a_spec_from_stdin_proves_no_team_wherever_it_is_checked(tmp_path):
+    """Read from stdin, a spec lies in no directory: not vision's, even run from inside it."""
+    root = _repo(tmp_path)
+    text = Path(_spec(root, "vision")).read_text()
+    (root / "experiments" / "vision").mkdir()
+    for where in (root, root / "experiments" / "vision"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "gate", "check", "--policy-dir", str(root / "policies"), "-"],
+            input=text,
+            capture_output=True,
+            text=True,
+            cwd=where,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            timeout=60,
+        )
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "error BG204 <stdin> is not one of team vision's specs" in proc.stdout
 
 
 def test_every_launch_path_refuses_the_borrowed_team(tmp_path, capsys, monkeypatch):

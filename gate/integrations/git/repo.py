@@ -87,7 +87,13 @@ class RepoPaths:
         return self._root
 
     def __call__(self, spec_file: str) -> str:
-        """``spec_file`` relative to the root, with ``/`` separators."""
+        """``spec_file`` relative to the root, with ``/`` separators.
+
+        A name that is no file's (``<stdin>``) stays as it is: a spec read from stdin lies in
+        no directory, so no team owns it, wherever the command runs.
+        """
+        if spec_file.startswith("<") and spec_file.endswith(">"):
+            return spec_file
         try:
             return Path(spec_file).resolve().relative_to(self.root).as_posix()
         except (ValueError, OSError):
