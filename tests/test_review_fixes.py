@@ -223,3 +223,19 @@ def test_approved_findings_are_neither_waived_nor_warnings_in_ci_formats():
     assert "::warning" not in github and "approved by carol" in github
     sarif = load_reporter("sarif").render(report)
     assert '"justification": "approved by carol"' in sarif
+
+
+ASHA = SPEC + "search: {strategy: asha, max_trials: 8, scheduler: {max_epochs: SCHED}}\n"
+
+
+def test_a_scheduler_bound_below_the_workloads_is_refused_not_silently_used(write_yaml, capsys):
+    """``scheduler.max_epochs: 2`` under ``max_epochs: 10`` priced 2 epochs while the
+    assumptions said every trial runs all 10: one bound must give way."""
+    assert check(write_yaml, ASHA.replace("SCHED", "2")) == 3
+    out = capsys.readouterr().out
+    assert (
+        ":6:9: search: scheduler.max_epochs 2 is below workload.max_epochs 10, so no trial "
+        "trains past epoch 2 — set workload.max_epochs: 2, or drop scheduler.max_epochs"
+    ) in out
+    for same in ("10", "40"):  # at or above it, the workload's bound holds
+        assert check(write_yaml, ASHA.replace("SCHED", same)) != 3

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StrictFloat
+from pydantic import Field, StrictFloat, ValidationInfo, field_validator
 
 from gate.spec.base import Model, Name, PositiveFloat, Text
 from gate.spec.search import Search, Stopping
@@ -75,3 +75,18 @@ class Experiment(Model):
     """Hours by which the search must finish; the wall-clock is checked against it."""
     tracking: Tracking = Field(default_factory=Tracking)
     """Where the runs are tracked."""
+
+    @field_validator("search")
+    @classmethod
+    def _one_epoch_bound(cls, search: Search, info: ValidationInfo) -> Search:
+        # NOTE: a scheduler's max_epochs below the workload's stops every trial there: two
+        # numbers for one bound, one of them silently unused. One must give way.
+        workload, scheduler = info.data.get("workload"), search.scheduler
+        top = scheduler.max_epochs if scheduler is not None else None
+        if isinstance(workload, Workload) and top is not None and top < workload.max_epochs:
+            raise ValueError(
+                f"scheduler.max_epochs {top} is below workload.max_epochs "
+                f"{workload.max_epochs}, so no trial trains past epoch {top} — set "
+                f"workload.max_epochs: {top}, or drop scheduler.max_epochs"
+            )
+        return search
