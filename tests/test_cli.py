@@ -183,6 +183,20 @@ def test_a_quoted_glob_judges_what_the_directory_judges(tmp_path, monkeypatch, c
     assert judged[0] == judged[1] == sorted(names)
 
 
+def test_every_format_says_the_built_in_policy_judged(tmp_path, monkeypatch, capsys):
+    """Outside a repository with policies/, SARIF and annotations say so, as text does."""
+    monkeypatch.chdir(tmp_path)
+    said = "judged by the built-in default policy: there is no policies/ directory"
+    assert main(["check", PASSING, "--format", "sarif"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    assert [n["level"] for n in notes if n["message"]["text"].startswith(said)] == ["warning"]
+    assert main(["check", PASSING, "--format", "github"]) == 0
+    out = capsys.readouterr().out
+    assert f"title=budget-gate%3A taken as given::{said}" in out
+    assert out.startswith("::") and "::warning file=" in out
+
+
 def test_usage_errors_exit_3_not_2(capsys):
     assert main(["check"]) == 3
     assert main(["check", "--format", "xml", PASSING]) == 3

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from gate.errors import Problem
 from gate.policy.findings import Finding, Outcome, RuleInfo
+from gate.policy.loader import BUILTIN_NAME
 
 if TYPE_CHECKING:  # loaded only where a result has them (a budget, an approval, a diff)
     from gate.estimate.model import Estimate
@@ -19,6 +20,12 @@ if TYPE_CHECKING:  # loaded only where a result has them (a budget, an approval,
     from gate.formats.model import ImportSummary
     from gate.ledger.approvals import ApprovalCheck
     from gate.ledger.budget import BudgetStatus
+
+
+BUILTIN_NOTE = (
+    "judged by the built-in default policy: there is no policies/ directory at the "
+    "repository root (budget-gate init writes one to edit)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +53,13 @@ class SpecResult:
     """For a W&B, Katib, SkyPilot or Hydra file: its format and where each field came from."""
     notes: tuple[str, ...] = ()
     """What the verdict took as given without proof (e.g. a team no policy owns), said aloud."""
+
+    @property
+    def fallbacks(self) -> tuple[str, ...]:
+        """What every format must say beside the verdict: the built-in policy, the notes."""
+        if self.policy is not None and self.policy.startswith(BUILTIN_NAME):
+            return (BUILTIN_NOTE, *self.notes)
+        return self.notes
 
 
 DOCS_URL = "https://github.com/budget-gate/budget-gate/blob/main/docs/rules.md"

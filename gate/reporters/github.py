@@ -72,6 +72,8 @@ def _commands(result: SpecResult, report: Report) -> list[str]:
         for p in result.errors
     ]
     lines.extend(_finding(f, result.file, report) for f in result.findings)
+    said = "budget-gate: taken as given"
+    lines.extend(command("warning", note, None, result.file, said) for note in result.fallbacks)
     return lines
 
 

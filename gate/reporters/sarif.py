@@ -4,7 +4,8 @@ Levels: ``error`` → ``error``, ``approval`` → ``warning`` (the change may no
 until someone approves it), ``warn`` → ``note``. A waived finding is kept with an external
 suppression carrying the waiver's reason. Each input error is an ``error`` result of the
 rule ``invalid-input`` at its place (code scanning shows results, not notifications) and a
-tool notification. Nothing depends on the clock, so the output is reproducible.
+tool notification; what the verdict took as given (the built-in default policy, a team no
+policy owns) is a warning notification. Nothing depends on the clock, so the output is reproducible.
 """
 
 from __future__ import annotations
@@ -131,9 +132,14 @@ def _input_error(problem: Problem, spec: SpecResult, rule_index: int) -> dict[st
 
 def _invocation(report: Report) -> dict[str, Any]:
     problems = [(p, r.file) for r in report.results for p in r.errors]
+    given = [
+        {"level": "warning", "message": {"text": note}, "locations": [_location(None, r.file)]}
+        for r in report.results
+        for note in r.fallbacks
+    ]
     return {
         "executionSuccessful": not problems,
-        "toolExecutionNotifications": [_notification(p, file) for p, file in problems],
+        "toolExecutionNotifications": [*(_notification(p, f) for p, f in problems), *given],
     }
 
 
