@@ -110,7 +110,9 @@ def test_a_file_an_older_calibrate_wrote_with_5e_05_still_loads():
     assert entry.epoch_minutes == TimeStat(runs=5, p10=1e-06, median=20.0, p90=30.0)
 
 
-def _check(tmp_path: Path, capsys, workload: str, figures: dict[str, object]) -> tuple[int, str]:
+def _check(
+    tmp_path: Path, capsys, workload: str, figures: dict[str, object], spec_text: str = SPEC
+) -> tuple[int, str]:
     entry = {
         "key": KEY,
         "runs": 20,
@@ -129,7 +131,7 @@ def _check(tmp_path: Path, capsys, workload: str, figures: dict[str, object]) ->
     path = tmp_path / "calibration.json"
     path.write_text(json.dumps(calibration, indent=2), encoding="utf-8")
     spec = tmp_path / "spec.yaml"
-    spec.write_text(SPEC.replace("WORKLOAD", workload), encoding="utf-8")
+    spec.write_text(spec_text.replace("WORKLOAD", workload), encoding="utf-8")
     capsys.readouterr()
     code = main(["check", "--calibration", str(path), str(spec)])
     out, err = capsys.readouterr()
@@ -175,3 +177,14 @@ def test_a_calibration_in_bounds_prices_the_spec(tmp_path, capsys):
     code, out = _check(tmp_path, capsys, EPOCHS, figures)
     assert code in (0, 1, 2), out
     assert "epoch time 5.00 min: median of 20 runs of bert" in out
+
+
+@pytest.mark.parametrize("label", ["BERT", "Bert"])
+def test_a_model_label_in_another_case_is_priced_from_the_same_runs(tmp_path, capsys, label):
+    """``model: BERT`` is bert: a capital letter must not set measured history aside."""
+    figures = {"epoch_minutes": {"runs": 20, "p10": 4.0, "median": 5.0, "p90": 6.0}}
+    spec = SPEC.replace("model: bert", f"model: {label}")
+    code, out = _check(tmp_path, capsys, EPOCHS, figures, spec)
+    assert code in (0, 1, 2), out
+    assert "epoch time 5.00 min: median of 20 runs of bert" in out
+    assert "fewer than" not in out

@@ -37,8 +37,25 @@ EPOCH_LEVELS = 3
 
 
 def by_key(calibration: Calibration) -> dict[Key, Entry]:
-    """The calibration's entries by their key."""
-    return {entry.key: entry for entry in calibration.entries}
+    """The calibration's entries by their key, the model label in lower case.
+
+    A label's case is no other model: ``ResNet18`` is priced from the runs of ``resnet18``
+    (otherwise a capital letter would set measured history aside). Of two entries that
+    differ only in case, the one with more runs is taken.
+    """
+    found: dict[Key, Entry] = {}
+    for entry in calibration.entries:
+        key = folded(entry.key)
+        if key not in found or entry.runs > found[key].runs:
+            found[key] = entry
+    return found
+
+
+def folded(key: Key) -> Key:
+    """``key`` with its model label in lower case (labels are matched in any case)."""
+    if key.model is None or key.model == key.model.casefold():
+        return key
+    return key.model_copy(update={"model": key.model.casefold()})
 
 
 def epoch_minutes(entry: Entry) -> Stat | None:
@@ -53,8 +70,11 @@ def finest(
     min_runs: int,
     levels: int = 4,
 ) -> tuple[Entry, Stat] | None:
-    """The finest of ``key``'s first ``levels`` levels whose figure has ``min_runs`` runs."""
-    for level in coarser(key)[:levels]:
+    """The finest of ``key``'s first ``levels`` levels whose figure has ``min_runs`` runs.
+
+    ``entries`` as :func:`by_key` gives them: model labels match in any case.
+    """
+    for level in coarser(folded(key))[:levels]:
         entry = entries.get(level)
         found = pick(entry) if entry is not None else None
         if entry is not None and found is not None and found.runs >= min_runs:
@@ -75,7 +95,7 @@ def measured_for(
             )
         )
     entries = by_key(calibration)
-    keys = coarser(key)
+    keys = coarser(folded(key))
     enough = settings.min_runs
 
     def find(pick: Callable[[Entry], Stat | None], levels: int) -> tuple[Entry, Stat] | None:
