@@ -106,6 +106,13 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
     pull = gh.pull(event.number)
     head = event.head_sha or pull.head_sha
     changed = gh.changed_files(pull.number)
+    if pull.changed_files is not None and len(changed) < pull.changed_files:
+        raise InputError(
+            f"pull request #{pull.number} changes {pull.changed_files:,} files, but GitHub "
+            f"lists only {len(changed):,} of them (3,000 at most): a spec among the rest "
+            "would go unjudged",
+            hint="split the pull request so that each changes fewer than 3,000 files",
+        )
     present, removed = select_specs(changed, settings.globs)
     base_files = _base_policies(gh, pull, settings.policy_dir)
     policies = PolicySet(settings.policy_dir, base_files)

@@ -266,7 +266,9 @@ class _History:
         for _ in range(MAX_WALK):
             commit = self._commit(sha)
             since.append(sha)
-            if path in commit.paths:
+            # NOTE: a commit of more than 3,000 files is listed in part: it may hold the
+            # change, so it is taken to (an approval of an older commit would not count).
+            if path in commit.paths or not commit.complete:
                 return SpecChange(sha, commit.date, frozenset(since))
             if not commit.parents or commit.parents[0] == self._base:
                 break

@@ -24,6 +24,8 @@ class PullInfo:
     labels: tuple[str, ...] = ()
     requested_users: tuple[str, ...] = ()
     requested_teams: tuple[str, ...] = ()
+    changed_files: int | None = None
+    """How many files GitHub says the pull request changes (its file list stops at 3,000)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,8 @@ class CommitInfo:
     date: dt.datetime
     paths: frozenset[str]
     parents: tuple[str, ...] = ()
+    complete: bool = True
+    """Whether ``paths`` is every path: GitHub lists at most 3,000 files of a commit."""
 
 
 @dataclass(frozen=True, slots=True)

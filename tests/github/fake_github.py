@@ -20,6 +20,7 @@ Usage::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -65,6 +66,8 @@ DEFAULT_TOKEN = "ghs_FakeGitHubToken0000000000000000budget"
 FORBIDDEN_FOR_INTEGRATION = "Resource not accessible by integration"
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 DOCS = "https://docs.github.com/rest"
+MAX_LISTED_FILES = 3000
+"""GitHub lists at most this many files of a pull request or a commit (its REST docs)."""
 
 Reply = tuple[int, Any]
 Handler = Callable[["FakeGitHub", "Call"], Reply]
@@ -500,9 +503,13 @@ class FakeGitHub(GitHubState):
 
     @handles("repos/get-commit")
     def _get_commit(self, call: Call) -> Reply:
+        """A commit, its files a page at a time, 3,000 in all at most (as GitHub documents)."""
         repo = self._repo(call)
         commit = repo.commits[self._commit_sha(repo, call.params["ref"])]
-        return 200, self._render(call).commit(repo, commit)
+        per_page = min(max(int(call.arg("per_page") or 300), 1), 300)
+        page = max(int(call.arg("page") or 1), 1)
+        files = commit.files[:MAX_LISTED_FILES][(page - 1) * per_page : page * per_page]
+        return 200, self._render(call).commit(repo, dataclasses.replace(commit, files=files))
 
     @handles("repos/get-collaborator-permission-level")
     def _get_permission(self, call: Call) -> Reply:
@@ -520,7 +527,8 @@ class FakeGitHub(GitHubState):
     def _list_files(self, call: Call) -> Reply:
         repo, pull = self._pull(call)
         render = self._render(call)
-        return 200, [render.file_change(repo, f, pull.head_sha) for f in pull.files]
+        listed = pull.files[:MAX_LISTED_FILES]  # GitHub's documented cap
+        return 200, [render.file_change(repo, f, pull.head_sha) for f in listed]
 
     @handles("pulls/list-reviews")
     def _list_reviews(self, call: Call) -> Reply:

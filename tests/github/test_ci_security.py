@@ -87,6 +87,45 @@ def test_an_approval_of_a_commit_before_the_last_spec_change_is_refused(
     )
 
 
+PADDING = {f"assets/pad-{i:04d}.txt": "x\n" for i in range(3000)}
+"""3,000 files: GitHub lists no more of a pull request or a commit (its REST docs)."""
+
+
+def test_a_spec_past_the_3000_files_github_lists_fails_closed(story: PullRequestStory) -> None:
+    """The file list stops at 3,000: a spec among the rest would pass unjudged."""
+    story.push(PADDING, at=T0 + HOUR)
+    story.push({SPEC: grid_spec(4)}, at=T0 + 2 * HOUR)  # the 3,001st file: 64 trials
+    ran = story.run("pull_request.synchronize", story.pull_request_event("synchronize"))
+    assert ran.code == 3
+    assert (
+        f"pull request #{NUMBER} changes 3,001 files, but GitHub lists only 3,000 of them "
+        "(3,000 at most): a spec among the rest would go unjudged — split the pull request"
+    ) in ran.stderr
+    statuses = [
+        s.state for s in story.repo.latest_statuses(story.head) if s.context == "budget-gate"
+    ]
+    assert "success" not in statuses  # the job fails: nothing says the change is clear
+
+
+def test_a_commit_past_the_3000_files_github_lists_is_taken_to_change_the_spec(
+    story: PullRequestStory,
+) -> None:
+    """A review of the cheap commit must not approve a costlier spec hidden in a commit whose
+    file list GitHub cut at 3,000 (the padding then removed, so the pull request's list is
+    short again)."""
+    opened(story)
+    cheap = story.head
+    story.run("pull_request_review", story.review_event("alice", at=T0 + 2 * HOUR))
+    assert story.status()[0] == "success"
+    story.push({**PADDING, SPEC: grid_spec(8)}, at=T0 + 3 * HOUR)  # the spec: file 3,001
+    pull = story.repo.pull(NUMBER)
+    pull.files = [f for f in pull.files if f.filename not in PADDING]  # as if removed again
+    assert len(story.fake.repo(story.repo.full_name).commits[story.head].files) == 3001
+    story.run("pull_request.synchronize", story.pull_request_event("synchronize"))
+    assert story.status()[0] == "pending"
+    assert f"it reviewed commit {cheap[:7]}, from before" in story.bot_comments()[0]
+
+
 def test_a_review_of_an_older_commit_is_refused_even_if_commit_dates_are_set_back(
     story: PullRequestStory,
 ) -> None:

@@ -104,6 +104,7 @@ class GitHubClient:
                 labels=tuple(label.name for label in pull.labels),
                 requested_users=tuple(u.login for u in pull.requested_reviewers),
                 requested_teams=tuple(t.slug for t in pull.requested_teams),
+                changed_files=pull.changed_files,
             )
 
     def changed_files(self, number: int) -> list[ChangedFile]:
@@ -182,6 +183,7 @@ class GitHubClient:
         """A commit's committer date, the paths it touched (old names too) and its parents."""
         url = f"/repos/{self.repository}/commits/{_seg(sha)}"
         paths: set[str] = set()
+        complete = False  # a full last page: GitHub may have stopped at its 3,000 files
         with self._failing(f"reading commit {sha[:12]}"):
             for page in range(1, _MAX_PAGES + 1):
                 data = self._get(url, {"per_page": 100, "page": page})
@@ -189,12 +191,14 @@ class GitHubClient:
                 paths |= {f["filename"] for f in files}
                 paths |= {f["previous_filename"] for f in files if f.get("previous_filename")}
                 if len(files) < 100:
+                    complete = True
                     break
         return CommitInfo(
             sha=str(data["sha"]),
             date=_parse_time(data["commit"]["committer"]["date"]),
             paths=frozenset(paths),
             parents=tuple(str(p["sha"]) for p in data.get("parents") or []),
+            complete=complete,
         )
 
     def reviews(self, number: int) -> list[ReviewInfo]:
