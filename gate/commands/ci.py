@@ -21,7 +21,7 @@ from typing import Any
 
 from gate.ci.decisions import CommentMode, outputs
 from gate.ci.event import parse_event
-from gate.ci.flow import Prepared, Settings, prepare
+from gate.ci.flow import Prepared, Settings, prepare, withdrawn
 from gate.ci.judging import approval_record
 from gate.ci.policy_change import log_lines
 from gate.ci.policy_change import render as render_policy_change
@@ -31,8 +31,15 @@ from gate.commands.output import append_step_summary, write_atomically
 from gate.commands.records import signer_for
 from gate.errors import InputError, one_line
 from gate.evaluation.report import DOCS_URL, RenderContext, Report
-from gate.ledger.records import DEFAULT_EXPIRY, LedgerQuery, parse_expiry
-from gate.ledger.signing import CI_PRINCIPAL
+from gate.ledger.approvals import live_approvals
+from gate.ledger.records import (
+    DEFAULT_EXPIRY,
+    LedgerQuery,
+    LedgerRecord,
+    RecordKind,
+    parse_expiry,
+)
+from gate.ledger.signing import CI_PRINCIPAL, Signer
 from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
 from gate.policy.verdict import FailOn, exit_code
@@ -205,6 +212,55 @@ def _run_url(env: Mapping[str, str]) -> str:
     return f"{server}/{repo}/actions/runs/{run_id}" if server and repo and run_id else ""
 
 
+def _revoke_withdrawn(
+    ledger: LedgerView, prepared: Prepared, now: dt.datetime, signer: Signer | None
+) -> None:
+    """Revoke the ledger's copies of this pull request's approvals that GitHub withdrew.
+
+    A dismissed review, a request for changes after an approval or a deleted comment: the
+    pull request's status already ignores them, and the revocation (signed as CI) makes
+    ``verify`` and the launch paths ignore them too.
+    """
+    if prepared.shown is None:
+        return
+    number = prepared.pull.number
+    for evaluation in prepared.evaluations:
+        fingerprint = evaluation.result.fingerprint
+        if fingerprint is None:
+            continue
+        records = ledger.records(LedgerQuery(fingerprint=fingerprint))
+        for approval in live_approvals(records, now):
+            why = withdrawn(approval, number, prepared.shown)
+            if why is None or approval.record_id is None:
+                continue
+            revocation = LedgerRecord(
+                kind=RecordKind.REVOCATION,
+                spec=approval.spec,
+                fingerprint=approval.fingerprint,
+                experiment=approval.experiment,
+                recorded_at=now,
+                currency=approval.currency,
+                team=approval.team,
+                cost_center=approval.cost_center,
+                by=approval.by,
+                reason=f"withdrawn on GitHub: {why}",
+                source=approval.source,
+                pr_number=number,
+                revokes=(approval.record_id,),
+            )
+            try:
+                run_id = ledger.store().append(revocation, signer)
+            except InputError as exc:  # signers required, and no key (a fork's run)
+                note = f"the withdrawn approval was not revoked in the ledger: {exc}"
+                print(message_command("warning", note, "budget-gate"))
+                continue
+            print(
+                one_line(
+                    f"budget-gate: revoked {approval.summary()} of {approval.spec} as {run_id}"
+                )
+            )
+
+
 def _record(ledger: LedgerView | None, prepared: Prepared, now: dt.datetime) -> None:
     """Record accepted GitHub approvals in the MLflow ledger, when one is configured.
 
@@ -212,10 +268,13 @@ def _record(ledger: LedgerView | None, prepared: Prepared, now: dt.datetime) -> 
     the commit it approved and the time it was given; the ledger stamps when it was
     written, and CI signs it as ``budget-gate-ci`` (``BUDGET_GATE_SIGNING_KEY``).
     """
-    if ledger is None or not prepared.accepted:
+    if ledger is None:
+        return
+    signer = signer_for(CI_PRINCIPAL)
+    _revoke_withdrawn(ledger, prepared, now, signer)
+    if not prepared.accepted:
         return
     span = parse_expiry(DEFAULT_EXPIRY)
-    signer = signer_for(CI_PRINCIPAL)
     for evaluation, candidate in prepared.accepted:
         record = approval_record(evaluation, candidate, prepared.pull.number)
         known = ledger.records(LedgerQuery(fingerprint=record.fingerprint))

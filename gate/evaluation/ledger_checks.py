@@ -65,7 +65,7 @@ def approval_check(
         check_approvals,
         explain_changed,
     )
-    from gate.ledger.records import MAX_EXPIRY, LedgerQuery
+    from gate.ledger.records import MAX_EXPIRY, LedgerQuery, RecordKind
 
     policy = ctx.policy
     need = Requirement(
@@ -79,7 +79,15 @@ def approval_check(
         launches=policy.approval.launches,
         launch_key=launch_key,
     )
-    found = check_approvals(ledger.records(LedgerQuery(fingerprint=fp)), need, ledger.now)
+    records = ledger.records(LedgerQuery(fingerprint=fp))
+    withdrawn: list[str] = []
+    if ledger.counts is not None:
+        refusals = {id(r): ledger.counts(r) for r in records if r.kind is RecordKind.APPROVAL}
+        withdrawn = [why for why in refusals.values() if why is not None]
+        records = [r for r in records if refusals.get(id(r)) is None]
+    found = check_approvals(records, need, ledger.now)
+    if withdrawn:
+        found = ApprovalCheck(found.approval, (*withdrawn, *found.stale))
     if found.approval is not None:
         return found
     # NOTE: the other versions' approvals only say "the spec changed": one older than the

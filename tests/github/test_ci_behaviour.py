@@ -16,6 +16,7 @@ from gate.cli import main
 from gate.reporters.markdown import written_for
 from tests.github.ci_kit import (
     NUMBER,
+    POLICY,
     SPEC,
     T0,
     PullRequestStory,
@@ -205,6 +206,51 @@ def test_approvals_are_recorded_in_the_mlflow_ledger(
     assert json.loads(Path(again.outputs["report-json"]).read_text())["results"][0]["approval"][
         "approved"
     ]
+
+
+@pytest.mark.parametrize("withdraw", ["dismissed", "changes-requested", "comment-deleted"])
+def test_an_approval_withdrawn_on_github_is_revoked_in_the_ledger(
+    story: PullRequestStory, mlflow_server, tmp_path, withdraw
+) -> None:
+    """The ledger's copy of a review or comment that GitHub no longer shows stops counting:
+    on the pull request at once, and at launch through the revocation CI records."""
+    story.extra_env = {"MLFLOW_TRACKING_URI": mlflow_server.uri}
+    team = f"ci-{withdraw}-{dt.datetime.now().timestamp():.0f}"
+    text = grid_spec(4).replace("team: nlp", f"team: {team}")
+    story.change(SPEC, text, at=T0 + HOUR)
+    story.run("pull_request.opened", story.pull_request_event())
+    if withdraw == "comment-deleted":
+        approve = story.comment_event("alice", "/budget-gate approve ok", at=fresh())
+        ran = story.run("issue_comment", approve)
+    else:
+        ran = story.run("pull_request_review", story.review_event("alice", at=T0 + 2 * HOUR))
+    assert ran.code == 0 and "budget-gate: recorded approval by alice" in ran.stdout
+    assert story.status()[0] == "success"
+    pull = story.repo.pull(NUMBER)
+    if withdraw == "dismissed":
+        (review,) = pull.reviews
+        review.state = "DISMISSED"  # what GitHub does to a dismissed review
+        ran = story.run("pull_request.labeled", story.pull_request_event("labeled"))
+    elif withdraw == "changes-requested":
+        later = story.review_event("alice", at=T0 + 3 * HOUR, state="changes_requested")
+        ran = story.run("pull_request_review", later)
+    else:
+        for key, comment in list(story.repo.comments.items()):
+            if comment.body.startswith("/budget-gate approve"):
+                del story.repo.comments[key]
+        ran = story.run("pull_request.labeled", story.pull_request_event("labeled"))
+    assert ran.code == 0, ran.stderr
+    assert story.status()[0] == "pending"
+    assert "budget-gate: revoked approval by alice" in ran.stdout
+    again = story.run("pull_request.labeled", story.pull_request_event("labeled"))
+    assert "revoked" not in again.stdout  # once
+    local = tmp_path / "local"
+    (local / "policies").mkdir(parents=True)
+    (local / "policies" / "default.yaml").write_text(POLICY, encoding="utf-8")
+    (local / SPEC).parent.mkdir(parents=True)
+    (local / SPEC).write_text(text, encoding="utf-8")
+    argv = ["verify", str(local / SPEC), "--policy-dir", str(local / "policies")]
+    assert main([*argv, "--tracking-uri", mlflow_server.uri]) == 2  # nothing clears a launch
 
 
 def test_pull_request_target_is_a_pull_request(story: PullRequestStory) -> None:
