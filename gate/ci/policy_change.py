@@ -24,7 +24,7 @@ from gate.evaluation.report import SpecResult
 from gate.money import format_money
 from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet
-from gate.reporters.markup import escape, utf16_length
+from gate.reporters.markup import code, escape, utf16_length
 from gate.spec.globs import is_spec_file, literal_root, matches
 
 MAX_SPECS = 300
@@ -168,7 +168,7 @@ def render(change: PolicyChange, room: int) -> str:
 
 
 def _render(change: PolicyChange, rows: int) -> str:
-    files = ", ".join(f"`{escape(f)}`" for f in change.files[:20])
+    files = ", ".join(code(f) for f in change.files[:20])
     lines = ["", "### Policy change", "", f"This pull request changes {files}.", ""]
     if not change.valid:
         lines.append("**The policies at the head do not load**, so they cannot be merged:")
@@ -193,7 +193,7 @@ def _impact(change: PolicyChange, rows: int) -> list[str]:
         for item in change.changes[:rows]:
             verdict = f"{item.before.outcome.value} → **{item.after.outcome.value}**"
             cost = f"{_worst(item.before)} → {_worst(item.after)}"
-            lines.append(f"| `{escape(item.path)}` | {verdict} | {cost} |")
+            lines.append(f"| {code(item.path, in_table=True)} | {verdict} | {cost} |")
         if moved > rows:
             lines.append(f"\n… and {moved - rows} more (see the job's log)")
     lines.extend(f"\n> {escape(note)}" for note in change.notes)

@@ -34,7 +34,7 @@ from gate.errors import WriteForbidden
 from gate.evaluation.report import Report
 from gate.policy.findings import Outcome
 from gate.reporters.markdown import COMMENT_LIMIT, MarkdownReporter, comment_marker, written_for
-from gate.reporters.markup import escape, utf16_length
+from gate.reporters.markup import code, escape, utf16_length
 
 _LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
 _MAX_REASONS = 50
@@ -150,7 +150,7 @@ def outside_section(paths: list[str]) -> str:
     """Changed files that declare ``kind: Experiment`` outside the ``specs`` globs: unjudged."""
     if not paths:
         return ""
-    shown = "".join(f"\n- `{escape(path)}`" for path in paths[:OUTSIDE_SHOWN])
+    shown = "".join(f"\n- {code(path)}" for path in paths[:OUTSIDE_SHOWN])
     more = f"\n- … and {len(paths) - OUTSIDE_SHOWN} more" if len(paths) > OUTSIDE_SHOWN else ""
     return (
         "\n\n### ⚠️ Specs this run did not judge\n\nThese changed files declare "

@@ -49,6 +49,31 @@ def _escape_char(ch: str) -> str:
     return ch
 
 
+def code(value: str, *, in_table: bool = False) -> str:
+    r"""An untrusted string as an inline code span, shown as written.
+
+    Inside a code span Markdown interprets nothing (no emphasis, links, HTML, entities or
+    mentions), so only what would end the span is handled: the fence is one backtick longer
+    than any run in the value, line breaks and control characters become spaces,
+    bidirectional overrides U+FFFD, and in a table cell ``|`` is escaped (GitHub splits
+    cells on it even there, and shows ``\|`` as ``|``).
+    """
+    text = "".join(_code_char(ch) for ch in value)
+    if in_table:
+        text = text.replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _code_char(ch: str) -> str:
+    if ch in _BIDI:
+        return "\ufffd"
+    if ch in "\u2028\u2029" or unicodedata.category(ch) == "Cc":
+        return " "
+    return ch
+
+
 def link(text: str, url: str) -> str:
     """A Markdown link to a trusted URL; spaces and brackets are percent-encoded."""
     return f"[{escape(text)}]({quote(url, safe=_URL_SAFE)})"

@@ -25,7 +25,7 @@ from gate.reporters.markdown import (
     head_marker,
     written_for,
 )
-from gate.reporters.markup import escape, utf16_length
+from gate.reporters.markup import code, escape, utf16_length
 from tests.reporters.sample import (
     HOSTILE_FILE,
     HOSTILE_LABEL,
@@ -87,6 +87,28 @@ def test_no_www_or_scheme_in_a_value_becomes_a_live_link(prefix):
     for tail in ("www.evil.example/login", "WWW.evil.example", "https://evil.example/x"):
         page = to_html(f"name {escape(prefix + tail)} end")
         assert "href" not in page, (prefix, tail, page)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "configs/llm_grid_v2.yaml",
+        "a<b>&c.yaml",
+        "x`y``z.yaml",
+        "`edge`",
+        " spaced ",
+        "@org/team *not* [a](b) www.x.example",
+    ],
+)
+def test_a_code_span_shows_the_value_as_written_and_stays_inert(raw):
+    """No backslashes or entities show in a code span, and nothing in it escapes it."""
+    page = to_html(f"a {code(raw)} b")
+    (inner,) = re.findall(r"<code>(.*?)</code>", page, re.DOTALL)
+    assert html.unescape(inner) == raw
+    assert set(re.findall(r"<([a-z0-9]+)", page)) == {"p", "code"}
+    row = to_html(f"| file | n |\n|---|---|\n| {code('a|b.yaml', in_table=True)} | 1 |\n")
+    assert re.findall(r"<td>(.*?)</td>", row) == ["<code>a|b.yaml</code>", "1"]
+    assert code("a\nb\u202ec") == "`a b\ufffdc`"
 
 
 def test_tables_keep_their_shape_with_pipes_in_values():
