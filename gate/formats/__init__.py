@@ -10,6 +10,7 @@ and ``engine_tests/`` holds them to the engines' own code. The format models
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any
@@ -27,13 +28,20 @@ class Format(str, Enum):
     HYDRA = "Hydra sweep"
 
 
-_HYDRA_SWEEPERS = ("hydra/sweeper",)
+_HYDRA_GROUP = re.compile(r"(?:^|[\s/])hydra(?:/|$)")
+"""A defaults entry of a hydra/ group: ``override hydra/sweeper``, ``hydra/launcher``."""
 
 
 def sniff(data: Mapping[str, Any]) -> Format:
-    """The format of a document by its markers; a budget-gate spec when none matches."""
+    """The format of a document by its markers; a budget-gate spec when none matches.
+
+    Hydra's markers come before W&B's: a Hydra app's own keys may be ``method`` and
+    ``parameters``, while a W&B sweep never has a top-level ``hydra`` or ``defaults``
+    (its schema allows neither, and W&B's local controller refuses them). A file with
+    ``defaults`` but no hydra/ group is neither: it is read as a spec, which refuses it.
+    """
     api = data.get("apiVersion")
-    if api == "budget-gate/v1" or (api is None and "kind" in data):
+    if api == "budget-gate/v1":
         return Format.BUDGET_GATE
     if (
         isinstance(api, str)
@@ -41,24 +49,32 @@ def sniff(data: Mapping[str, Any]) -> Format:
         and data.get("kind") == "Experiment"
     ):
         return Format.KATIB
-    if "method" in data and "parameters" in data and api is None:
-        return Format.WANDB
     if _is_hydra(data):
         return Format.HYDRA
+    if api is None and "kind" in data:
+        return Format.BUDGET_GATE
+    if "method" in data and "parameters" in data and api is None and "defaults" not in data:
+        return Format.WANDB
     if api is None and any(key in data for key in ("resources", "run", "num_nodes")):
         return Format.SKYPILOT
     return Format.BUDGET_GATE
 
 
 def _is_hydra(data: Mapping[str, Any]) -> bool:
-    """A Hydra config that sweeps: ``hydra.sweeper`` set, or a sweeper chosen in defaults."""
-    hydra = data.get("hydra")
-    if isinstance(hydra, Mapping) and isinstance(hydra.get("sweeper"), Mapping):
+    """A Hydra config: a top-level ``hydra`` key, or a defaults list naming a hydra/ group.
+
+    ``override hydra/sweeper: optuna`` and ``hydra/launcher: submitit_slurm`` are such
+    entries; so is a sweeper chosen under ``hydra.sweeper`` itself.
+    """
+    if "hydra" in data:
         return True
     defaults = data.get("defaults")
     if not isinstance(defaults, list):
         return False
-    return any(
-        isinstance(item, Mapping) and any(str(k).endswith(_HYDRA_SWEEPERS) for k in item)
+    names = [
+        str(key)
         for item in defaults
-    )
+        for key in (item if isinstance(item, Mapping) else [item])
+        if isinstance(key, str)
+    ]
+    return any(_HYDRA_GROUP.search(name.strip()) for name in names)

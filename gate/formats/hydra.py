@@ -14,11 +14,21 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from gate.errors import InputError
 from gate.formats.extension import COMMENT, block_facts, comment_facts
-from gate.formats.model import Draft, FactMap, Mapped, Origin, Source, Traced, mapping
+from gate.formats.model import (
+    Draft,
+    FactMap,
+    Mapped,
+    Origin,
+    Source,
+    Traced,
+    mapping,
+    whole_epochs,
+)
 from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import LoadedDoc
 
@@ -71,13 +81,21 @@ def read(doc: LoadedDoc) -> Mapped:
             ),
         )
     notes = ["command-line overrides (python app.py -m x=1,2) are not in the file: not counted"]
+    if "method" in data and "parameters" in data:
+        notes.append(
+            "method and parameters are read as the app's own keys, not as a W&B sweep (a "
+            "sweep has no top-level hydra or defaults): keep a W&B sweep in a file of its own"
+        )
     if chosen.get("hydra/sweeper") == "optuna":
         _optuna(draft, sweeper, chosen, counts, at)
     else:
         _basic(draft, counts, at)
         notes.append("the basic launcher runs one job at a time")
     _launcher(draft, hydra, chosen, at)
-    _epochs(draft, data, params, at)
+    inclusive = chosen.get("hydra/sweeper") == "optuna" and (
+        chosen.get("hydra/sweeper/sampler") != "grid"
+    )
+    epochs = _epochs(draft, data, params, at, inclusive)
     study = sweeper.get("study_name") or mapping(hydra.get("job")).get("name")
     if isinstance(study, str) and study:
         draft[("metadata", "name")] = Traced(
@@ -89,7 +107,11 @@ def read(doc: LoadedDoc) -> Mapped:
         tuple(notes),
         where=_where,
         native=_NATIVE,
-        spell=lambda path, value: _spell(path, value, chosen, mapping(hydra.get("launcher"))),
+        spell=lambda path, value: (
+            _fewer_epochs(epochs, value)
+            if path == ("workload", "max_epochs")
+            else _spell(path, value, chosen, mapping(hydra.get("launcher")))
+        ),
     )
 
 
@@ -258,26 +280,120 @@ def _launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: A
         )
 
 
-def _epochs(draft: Draft, data: dict[str, Any], params: dict[str, Any], at: Any) -> None:
+@dataclass(frozen=True, slots=True)
+class _Epochs:
+    """One epoch key's most epochs a job may be handed, and how to lower it."""
+
+    top: int
+    detail: str
+    location: Any
+    key: str
+    """The key to edit: a sweep's ``hydra.sweeper.params.NAME`` or the base config's."""
+    values: tuple[Any, ...] | None
+    """The sweep's values (a list, ``range``, ``choice``); None for an interval or a base."""
+    low: Any = None
+    call: str = "interval"
+    """How the sweep is written when it is not a list: ``interval(low, top)`` or a range."""
+
+
+def _epochs(
+    draft: Draft, data: dict[str, Any], params: dict[str, Any], at: Any, inclusive: bool
+) -> list[_Epochs]:
+    """max_epochs: the most epochs any job is handed, over every epoch key.
+
+    A sweep of the key (its largest value, an ``interval``'s top: Optuna may draw any value
+    up to it) overrides its base value; of several epoch keys the largest decides. The
+    Optuna sweeper's samplers (not its grid) draw a ``range`` up to its stop included: it
+    becomes an ``IntUniformDistribution(start, stop, step)``.
+    """
+    swept = {str(name).lstrip("+"): name for name in params}  # +key, ++key: the same key
+    found: list[_Epochs] = []
     for path in EPOCH_KEYS:
         dotted = ".".join(path)
-        swept = draft.get(("search", "parameters", dotted))
-        if swept is not None and swept.value.get("values"):
-            values = [v for v in swept.value["values"] if isinstance(v, int)]
-            if values:
-                draft[("workload", "max_epochs")] = Traced(
-                    max(values),
-                    Source(
-                        Origin.FILE, f"the largest of the swept {dotted}", swept.source.location
-                    ),
-                )
-                return
-        node: Any = data
-        for part in path:
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, int) and not isinstance(node, bool) and node > 0:
-            draft[("workload", "max_epochs")] = Traced(node, Source(Origin.FILE, dotted, at(*path)))
-            return
+        name = swept.get(dotted)
+        text = str(params[name]) if name is not None else ""
+        entry = _swept_epochs(draft, name, dotted, text, inclusive)
+        if entry is None:
+            node: Any = data
+            for part in path:
+                node = node.get(part) if isinstance(node, dict) else None
+            top = None if isinstance(node, str) else whole_epochs(node)
+            if top is not None and top > 0:
+                entry = _Epochs(top, dotted, at(*path), dotted, None)
+        if entry is not None:
+            found.append(entry)
+    if found:
+        best = max(found, key=lambda e: e.top)
+        draft[("workload", "max_epochs")] = Traced(
+            best.top, Source(Origin.FILE, best.detail, best.location)
+        )
+    return found
+
+
+def _swept_epochs(
+    draft: Draft, name: Any, dotted: str, text: str, inclusive: bool
+) -> _Epochs | None:
+    if name is None:
+        return None
+    swept = draft[("search", "parameters", name)]
+    key = f"hydra.sweeper.params.{name}"
+    ranged = _range_top(text) if inclusive else None
+    if ranged is not None:
+        top, start, call = ranged
+        detail = f"{swept.source.detail}: Optuna draws up to {top}, its stop included"
+        return _Epochs(top, detail, swept.source.location, key, None, start, call)
+    values = swept.value.get("values")
+    if values:
+        tops = [t for t in (whole_epochs(v) for v in values) if t is not None]
+        if not tops:
+            return None
+        detail = f"the largest of the swept {dotted}"
+        return _Epochs(max(tops), detail, swept.source.location, key, tuple(values))
+    high = whole_epochs(swept.value.get("high"))
+    if high is None:
+        return None
+    detail = f"{swept.source.detail}, so a job may train up to {high}"
+    return _Epochs(high, detail, swept.source.location, key, None, swept.value.get("low"))
+
+
+def _range_top(text: str) -> tuple[int, Any, str] | None:
+    """The top of ``range(start, stop, step=s)``, its stop included, as Optuna draws it.
+
+    With its start, and the range written for another stop (``range(1, {}, step=2)``).
+    """
+    call = _CALL.match(text)
+    if call is None or call.group(1) != "range":
+        return None
+    try:
+        numbers, keywords = _arguments(call.group(2), "", None)
+    except InputError:
+        return None
+    start, stop = (numbers[0], numbers[1]) if len(numbers) >= 2 else (0, (numbers or [None])[0])
+    step = keywords.get("step", numbers[2] if len(numbers) > 2 else 1)
+    if stop is None or not step or step < 0 or stop < start:
+        return None
+    top = whole_epochs(start + ((stop - start) // step) * step)
+    return None if top is None else (top, start, f"range({start}, {{}}, step={step})")
+
+
+def _fewer_epochs(found: list[_Epochs], value: Any) -> str | None:
+    """The edits of each epoch key that hand a job more than ``value`` epochs."""
+    if not isinstance(value, int):
+        return None
+    edits = []
+    for entry in found:
+        if entry.top <= value:
+            continue
+        if entry.values is not None:
+            kept = [v for v in entry.values if (t := whole_epochs(v)) is not None and t <= value]
+            edits.append(f"{entry.key}: {','.join(str(v) for v in kept or [value])}")
+        elif entry.key.startswith("hydra.") and isinstance(entry.low, (int, float)):
+            low = int(entry.low) if float(entry.low).is_integer() else entry.low
+            call = f"interval({low}, {{}})" if entry.call == "interval" else entry.call
+            edits.append(f"{entry.key}: {call.format(value) if low <= value else value}")
+        else:
+            edits.append(f"{entry.key}: {value}")
+    return "; ".join(edits) or None
 
 
 def _sweep(text: str, name: str, where: Any) -> tuple[dict[str, Any], int]:

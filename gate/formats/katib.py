@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
-from gate.errors import InputError
+from gate.errors import InputError, Location
 from gate.formats.extension import annotation_facts
-from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping
+from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping, whole_epochs
 from gate.spec.facts import ANNOTATION_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc
 
@@ -28,7 +29,8 @@ MEDIANSTOP_DEFAULTS = {"min_trials_required": 3, "start_step": 4}
 """Katib's medianstop service defaults (pkg/earlystopping/v1beta1/medianstop)."""
 GPU = "nvidia.com/gpu"
 BAYESIAN = frozenset({"bayesianoptimization", "tpe", "multivariate-tpe", "cmaes", "sobol"})
-_EPOCHS = re.compile(r"^--?(?:max[-_]|num[-_]|n[-_])?epochs?(?:=(\d+))?$")
+_EPOCHS = re.compile(r"^(--?(?:max[-_]|num[-_]|n[-_])?epochs?)(?:=(.*))?$")
+_PLACEHOLDER = re.compile(r"^\$\{trialParameters\.([^}]+)\}$")
 
 
 def read(doc: LoadedDoc) -> Mapped:
@@ -78,7 +80,7 @@ def read(doc: LoadedDoc) -> Mapped:
     _search(draft, spec, doc, notes)
     notes.extend(_early_stopping(spec))
     _objective(draft, spec, at)
-    _trial(draft, spec, doc)
+    epochs = _trial(draft, spec, doc)
     annotations = metadata.get("annotations")
     facts = annotation_facts(annotations, doc.file, doc.source_map, ("metadata", "annotations"))
     names = [p.get("name") if isinstance(p, dict) else None for p in spec.get("parameters") or []]
@@ -88,7 +90,11 @@ def read(doc: LoadedDoc) -> Mapped:
         tuple(n for n in notes if n),
         where=_where,
         native=_NATIVE,
-        spell=lambda path, value: _spell(path, value, names),
+        spell=lambda path, value: (
+            _fewer_epochs(epochs, value)
+            if path == ("workload", "max_epochs")
+            else _spell(path, value, names)
+        ),
     )
 
 
@@ -230,13 +236,14 @@ def _objective(draft: Draft, spec: dict[str, Any], at: Any) -> None:
     )
 
 
-def _trial(draft: Draft, spec: dict[str, Any], doc: LoadedDoc) -> None:
+def _trial(draft: Draft, spec: dict[str, Any], doc: LoadedDoc) -> list[_Epochs]:
     """GPUs per trial (every pod's nvidia.com/gpu limit) and epochs from the command."""
     base: DataPath = ("spec", "trialTemplate", "trialSpec")
     template = mapping(spec.get("trialTemplate"))
     trial = mapping(template.get("trialSpec"))
     pods = _pods(trial, base)
-    gpus, gpu_at, epochs, epochs_at = 0, None, None, None
+    gpus, gpu_at = 0, None
+    epochs: list[_Epochs] = []
     for replicas, pod, path in pods:
         for j, container in enumerate(pod.get("containers") or []):
             if not isinstance(container, dict):
@@ -246,18 +253,18 @@ def _trial(draft: Draft, spec: dict[str, Any], doc: LoadedDoc) -> None:
             if count:
                 gpus += replicas * count
                 gpu_at = gpu_at or doc.source_map.locate((*here, "resources", "limits", GPU))
-            found = _epochs_in(container)
-            if found is not None and epochs is None:
-                epochs, epochs_at = found, doc.source_map.locate((*here, "command"))
+            epochs.extend(_epochs_in(container, here, spec, doc))
     if gpus:
         kinds = "+".join(sorted({str(trial.get("kind"))}))
         draft[("resources", "gpus_per_trial")] = Traced(
             gpus, Source(Origin.FILE, f"{GPU} limits of the {kinds}'s pods × replicas", gpu_at)
         )
-    if epochs is not None:
+    if epochs:
+        best = max(epochs, key=lambda e: e.top)
         draft[("workload", "max_epochs")] = Traced(
-            epochs, Source(Origin.FILE, f"--epochs {epochs} in the trial's command", epochs_at)
+            best.top, Source(Origin.FILE, best.detail, best.location)
         )
+    return epochs
 
 
 def _pods(trial: dict[str, Any], base: DataPath) -> list[tuple[int, dict[str, Any], DataPath]]:
@@ -296,13 +303,107 @@ def _gpus(container: dict[str, Any]) -> int:
     return 0
 
 
-def _epochs_in(container: dict[str, Any]) -> int | None:
-    """``--epochs=N`` or ``--epochs N`` in the command or args (a literal number only)."""
-    words = [str(w) for key in ("command", "args") for w in (container.get(key) or [])]
-    for i, word in enumerate(words):
+@dataclass(frozen=True, slots=True)
+class _Epochs:
+    """The most epochs one ``--epochs`` flag of a trial's command hands the trial."""
+
+    top: int
+    detail: str
+    location: Location | None
+    flag: str
+    parameter: tuple[int, dict[str, Any]] | None = None
+    """The swept parameter it takes (its index in spec.parameters, its feasibleSpace)."""
+
+
+def _epochs_in(
+    container: dict[str, Any], here: DataPath, spec: dict[str, Any], doc: LoadedDoc
+) -> list[_Epochs]:
+    """Each epochs flag's value in the command and args: the flag's last one counts.
+
+    argparse (as most command lines) keeps the last of a repeated flag, so
+    ``--epochs 1 ... --epochs 200`` trains 200. The value is a literal number or
+    ``${trialParameters.NAME}``, the top of the parameter that trial parameter references.
+    """
+    words = [
+        (str(w), (*here, key, i))
+        for key in ("command", "args")
+        for i, w in enumerate(container.get(key) or [])
+    ]
+    last: dict[str, tuple[str, DataPath, int]] = {}
+    for i, (word, path) in enumerate(words):
         match = _EPOCHS.match(word)
-        if match and match.group(1):
-            return int(match.group(1))
-        if match and i + 1 < len(words) and words[i + 1].isdigit():
-            return int(words[i + 1])
+        if match is None:
+            continue
+        flag, value = match.group(1), match.group(2)
+        if value is None and i + 1 < len(words):
+            value, path = words[i + 1]
+        if value is not None:
+            seen = last.get(flag)
+            last[flag] = (value, path, (seen[2] if seen else 0) + 1)
+    found = []
+    for flag, (value, path, times) in last.items():
+        where = doc.source_map.locate(path) or doc.source_map.locate((*here, "command"))
+        repeated = f" (the last of {times})" if times > 1 else ""
+        literal = whole_epochs(value)
+        if literal is not None:
+            detail = f"{flag} {literal} in the trial's command{repeated}"
+            found.append(_Epochs(literal, detail, where, flag))
+            continue
+        swept = _swept_epochs(value, spec)
+        if swept is not None:
+            top, index, space = swept
+            name = mapping(spec["parameters"][index]).get("name")
+            detail = (
+                f"{flag} {value} in the trial's command{repeated}: spec.parameters[{index}] "
+                f"{name} goes up to {top}, so a trial may train {top} epochs"
+            )
+            found.append(_Epochs(top, detail, where, flag, (index, space)))
+    return found
+
+
+def _swept_epochs(value: str, spec: dict[str, Any]) -> tuple[int, int, dict[str, Any]] | None:
+    """The top of the parameter ``${trialParameters.NAME}`` takes, its index and space."""
+    match = _PLACEHOLDER.match(value.strip())
+    if match is None:
+        return None
+    template = mapping(spec.get("trialTemplate"))
+    references = {
+        str(t.get("name")): t.get("reference")
+        for t in template.get("trialParameters") or []
+        if isinstance(t, dict)
+    }
+    reference = references.get(match.group(1))
+    for index, param in enumerate(spec.get("parameters") or []):
+        if isinstance(param, dict) and param.get("name") == reference:
+            space = mapping(param.get("feasibleSpace"))
+            listed = space.get("list")
+            tops = [whole_epochs(v) for v in (listed if isinstance(listed, list) else [])]
+            if not isinstance(listed, list) or not listed:
+                tops = [whole_epochs(space.get("max"))]
+            numbers = [t for t in tops if t is not None]
+            return (max(numbers), index, space) if numbers else None
     return None
+
+
+def _fewer_epochs(found: list[_Epochs], value: Any) -> str | None:
+    """The edits that hand no trial more than ``value`` epochs."""
+    if not isinstance(value, int):
+        return None
+    edits = []
+    for entry in found:
+        if entry.top <= value:
+            continue
+        if entry.parameter is None:
+            edits.append(f"{entry.flag}={value} as the last {entry.flag} in the trial's command")
+            continue
+        index, space = entry.parameter
+        listed = space.get("list")
+        if isinstance(listed, list) and listed:
+            kept = [str(v) for v in listed if (t := whole_epochs(v)) is not None and t <= value]
+            shown = json.dumps(kept or [str(value)])
+            edits.append(f"spec.parameters[{index}].feasibleSpace: {{list: {shown}}}")
+        elif (low := whole_epochs(space.get("min"))) is not None and low <= value:
+            edits.append(f'spec.parameters[{index}].feasibleSpace.max: "{value}"')
+        else:
+            edits.append(f'spec.parameters[{index}].feasibleSpace: {{list: ["{value}"]}}')
+    return "; ".join(edits) or None

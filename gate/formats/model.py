@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -127,6 +128,26 @@ class Imported:
     doc: LoadedDoc
     summary: ImportSummary
     words: Words
+
+
+def whole_epochs(value: Any) -> int | None:
+    """An epoch count as a trainer takes it, rounded up (``1000.0``, ``"1000"``), or None.
+
+    Sweeps hand a trial its epochs as a number or as the text of one (a command-line
+    word); the worst case is the next whole epoch of what it is handed.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return math.ceil(value)
+    return None
 
 
 def mapping(value: Any) -> dict[str, Any]:

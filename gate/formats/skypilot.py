@@ -16,11 +16,15 @@ from typing import Any
 
 from gate.errors import InputError, Location
 from gate.formats.extension import env_facts
-from gate.formats.model import Draft, Mapped, Origin, Source, Traced
+from gate.formats.model import Draft, Mapped, Origin, Source, Traced, whole_epochs
 from gate.spec.facts import ENV_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap
 
-_EPOCHS = re.compile(r"--(?:max[-_]|num[-_]|n[-_])?epochs?[= ](\d+)\b")
+_EPOCHS = re.compile(
+    r"(?<![\w-])(--(?:max[-_]|num[-_]|n[-_])?epochs?)(?:=|\s+)[\"']?(\d+(?:\.\d+)?|\$\{?\w+\}?)(?![\w.])"
+)
+_COMMANDS = re.compile(r"(?<!\\)\n|;|&&|\|\|?")
+"""What ends one shell command of ``run`` (a line, ``;``, ``&&``, ``||``, a pipe)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +69,10 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
     recovery = _recovery(data.get("resources"))
     if recovery:
         notes.append(recovery)
-    run = data.get("run")
-    match = _EPOCHS.search(run) if isinstance(run, str) else None
-    if match:
-        epochs = int(match.group(1))
+    epochs = _run_epochs(data.get("run"), data.get("envs"))
+    if epochs is not None:
         draft[("workload", "max_epochs")] = Traced(
-            epochs, Source(Origin.FILE, f"{match.group(0)} in run", at("run"))
+            epochs[0], Source(Origin.FILE, f"{epochs[1]} in run", at("run"))
         )
     facts = env_facts(data.get("envs"), file, where, ("envs",))
     if "max_trials" in facts:
@@ -90,6 +92,41 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
             (c.accelerator, c.per_node * nodes, c.spot, c.location) for c in candidates
         ),
     )
+
+
+def _run_epochs(run: Any, envs: Any) -> tuple[int, str] | None:
+    """The most epochs ``run`` trains: of each command, each epochs flag's last value.
+
+    A repeated flag keeps its last value (argparse does); ``--epochs $EPOCHS`` takes the
+    task's ``envs`` value. Of several commands and flags, the largest counts.
+    """
+    if not isinstance(run, str):
+        return None
+    best: tuple[int, str] | None = None
+    for command in _COMMANDS.split(run):
+        last: dict[str, tuple[int, str]] = {}
+        for match in _EPOCHS.finditer(command):
+            flag, value = match.group(1), match.group(2)
+            number = _env_number(value, envs)
+            if number is not None:
+                shown = f"{flag} {value}" + (
+                    f" (envs {value.strip('${}')}: {number})" if value[0] == "$" else ""
+                )
+                last[flag] = (number, shown)
+            else:
+                last.pop(flag, None)  # its last value is not one the file says
+        for found in last.values():
+            if best is None or found[0] > best[0]:
+                best = found
+    return best
+
+
+def _env_number(value: str, envs: Any) -> int | None:
+    """A literal number, or ``$NAME`` / ``${NAME}`` of the task's envs."""
+    if value[0] != "$":
+        return whole_epochs(value)
+    name = value.strip("${}")
+    return whole_epochs(envs.get(name)) if isinstance(envs, dict) else None
 
 
 def _where(fact: str, value: str) -> str:

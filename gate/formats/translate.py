@@ -30,6 +30,7 @@ from gate.formats.model import (
     Origin,
     Provenance,
     Source,
+    Spell,
     Traced,
 )
 from gate.formats.spelling import EngineWords
@@ -98,7 +99,7 @@ def translate(doc: LoadedDoc, fmt: Format, context: Context) -> Imported:
     draft = dict(mapped.draft)
     team = context.team(_team(mapped.facts, context.launch))
     _dearest(draft, mapped, team.price)
-    _merge_facts(draft, mapped.facts, doc.file)
+    _merge_facts(draft, mapped.facts, doc.file, mapped.spell)
     _fill(draft, context.launch)
     _fill(draft, _policy_facts(team.defaults, team.policy))
     _fill_calibration(draft, team)
@@ -144,8 +145,12 @@ def _dearest(
         draft.pop(("resources", "capacity"), None)
 
 
-def _merge_facts(draft: Draft, facts: FactMap, file: str) -> None:
-    """The extension facts fill what the engine leaves open; overruling it is an error."""
+def _merge_facts(draft: Draft, facts: FactMap, file: str, spell: Spell) -> None:
+    """The extension facts fill what the engine leaves open; overruling it is an error.
+
+    Where the fact asks for fewer epochs than the engine may run, the hint also names the
+    engine's own edit that runs no more than that (``parameters.epochs.max: 10``).
+    """
     errors = []
     for name, traced in facts.items():
         path = FACT_PATHS[name]
@@ -153,16 +158,28 @@ def _merge_facts(draft: Draft, facts: FactMap, file: str) -> None:
         if have is None:
             draft[path] = traced
         elif have.value != traced.value:
+            hint = f"remove {traced.source.detail}; the engine's own setting decides"
+            fewer = _fewer(path, traced.value, have.value, spell)
+            if fewer:
+                hint += f", or, for at most {traced.value} epochs, make it {fewer}"
             errors.append(
                 InputError(
                     f"{traced.source.detail} is {traced.value!r}, but the engine runs "
                     f"{have.value!r} ({have.source.detail})",
                     location=traced.source.location,
-                    hint=f"remove {traced.source.detail}; the engine's own setting decides",
+                    hint=hint,
                 )
             )
     if errors:
         raise InputErrors(errors)
+
+
+def _fewer(path: DataPath, wanted: Any, engine: Any, spell: Spell) -> str | None:
+    """The engine's edit to train at most ``wanted`` epochs, where it runs more."""
+    numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in (wanted, engine))
+    if path != FACT_PATHS["max_epochs"] or not numbers or wanted >= engine:
+        return None
+    return spell(path, wanted)
 
 
 def _fill(draft: Draft, facts: Mapping[str, Traced]) -> None:

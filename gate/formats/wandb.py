@@ -18,7 +18,7 @@ from typing import Any
 
 from gate.errors import InputError, InputErrors
 from gate.formats.extension import COMMENT, comment_facts
-from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping
+from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping, whole_epochs
 from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import DataPath, LoadedDoc
 
@@ -27,6 +27,8 @@ MAX_GRID_VALUES = 100_000
 """A range with more values than this in one grid dimension is a typo."""
 EPOCH_PARAMETERS = ("epochs", "max_epochs", "num_epochs", "n_epochs", "epoch")
 _DEFAULT_ETA = 3
+_SKYPILOT_KEYS = ("resources", "num_nodes", "run")
+"""A SkyPilot task's markers: no W&B sweep has them (its schema allows none of them)."""
 
 
 def read(doc: LoadedDoc) -> Mapped:
@@ -47,6 +49,16 @@ def read(doc: LoadedDoc) -> Mapped:
             hint=f"make the block a comment, which every W&B loader drops: {COMMENT} "
             "then each of its lines as '#   key: value'",
         )
+    for key in _SKYPILOT_KEYS:
+        if key in data:
+            raise InputError(
+                f"a top-level {key} key beside method and parameters: a SkyPilot task's key, "
+                "which W&B's sweeps schema refuses; read as a W&B sweep, the task's "
+                f"{key} would go unpriced",
+                location=doc.source_map.locate((key,), key=True),
+                hint="keep the sweep and the SkyPilot task in two files: the task names the "
+                "sweep in envs: {BUDGET_GATE_SPEC: path/to/sweep.yaml}",
+            )
     method = data.get("method")
     if method not in METHODS:
         raise InputError(
@@ -63,7 +75,7 @@ def read(doc: LoadedDoc) -> Mapped:
             draft[("search", "parameters", name)] = traced(spec_param, shown, *path)
         grid *= count
     _name(draft, data, at)
-    _epochs(draft, params, at)
+    _epochs(draft, params, data, at)
     _trials(draft, data, method, grid, at)
     notes = _early_terminate(draft, data, at)
     metric = data.get("metric")
@@ -85,7 +97,7 @@ def read(doc: LoadedDoc) -> Mapped:
         tuple(notes),
         where=_where,
         native=_NATIVE,
-        spell=lambda path, value: _spell(path, value, params),
+        spell=lambda path, value: _spell(path, value, params, data),
     )
 
 
@@ -94,13 +106,15 @@ def _where(fact: str, value: str) -> str:
 
 
 _NATIVE = {
-    "max_epochs": "a parameter epochs: {values: [...]} (its largest value)",
+    "max_epochs": "a parameter epochs: {values: [...]} or {min: ..., max: ...} (its largest value)",
     "max_trials": "run_cap: N",
     "quality_gate": "metric: {name: ..., goal: maximize, target: ...}",
 }
 
 
-def _spell(path: tuple[str | int, ...], value: Any, params: Found) -> str | None:
+def _spell(
+    path: tuple[str | int, ...], value: Any, params: Found, data: dict[str, Any]
+) -> str | None:
     """A spec edit as a change of the sweep's own keys, where it has them."""
     match path:
         case ("search", "max_trials"):
@@ -111,14 +125,41 @@ def _spell(path: tuple[str | int, ...], value: Any, params: Found) -> str | None
             return f"method: {_METHOD_OF[value]}"
         case ("search", "strategy") if value in ("asha", "hyperband"):
             return "early_terminate: {type: hyperband, min_iter: 1, eta: 3}"
-        case ("workload", "max_epochs"):
-            for name in EPOCH_PARAMETERS:
-                entry = params.get(name)
-                values = mapping(entry[0]).get("values") if entry else None
-                if entry and values and isinstance(value, int):
-                    kept = [v for v in values if isinstance(v, int) and v <= value] or [value]
-                    return f"{_dotted(entry[2])}: {{values: {json.dumps(kept)}}}"
+        case ("workload", "max_epochs") if isinstance(value, int):
+            edits = [
+                edit
+                for name, (spec_param, _, where) in sorted(params.items())
+                if _is_epochs(name)
+                and (
+                    edit := _fewer_epochs(
+                        spec_param, mapping(_config_at(data, where)), where, value
+                    )
+                )
+            ]
+            return "; ".join(edits) or None
     return None
+
+
+def _fewer_epochs(
+    spec_param: dict[str, Any] | None, config: dict[str, Any], path: DataPath, value: int
+) -> str | None:
+    """The parameter's edit that hands no run more than ``value`` epochs."""
+    values = mapping(spec_param).get("values")
+    if values:
+        tops = [whole_epochs(v) for v in values]
+        if all(t is None or t <= value for t in tops):
+            return None
+        kept = [v for v, t in zip(values, tops, strict=True) if t is not None and t <= value]
+        return f"{_dotted(path)}: {{values: {json.dumps(kept or [value])}}}"
+    kind = _distribution(config)
+    low, high = config.get("min"), config.get("max")
+    if kind in _UNBOUNDED or kind in _EXPONENTS or kind.startswith("q_"):
+        return f"{_dotted(path)}: {{value: {value}}}"
+    if isinstance(high, (int, float)) and high <= value:
+        return None
+    if isinstance(low, (int, float)) and low <= value:
+        return f"{_dotted(path)}.max: {value}"
+    return f"{_dotted(path)}: {{value: {value}}}"
 
 
 _METHOD_OF = {spec: wandb for wandb, spec in METHODS.items()}
@@ -246,19 +287,81 @@ def _distribution(config: dict[str, Any]) -> str:
     return "int_uniform" if ints else "uniform"
 
 
-def _epochs(draft: Draft, params: Found, at: Any) -> None:
-    """max_epochs from a parameter named like epochs: its largest value (the worst case)."""
-    for name in EPOCH_PARAMETERS:
-        entry = params.get(name)
-        if entry is None or entry[0] is None:
+def _epochs(draft: Draft, params: Found, data: dict[str, Any], at: Any) -> None:
+    """max_epochs from the parameters named like epochs: the most any run is handed.
+
+    A list's largest value; a range's top (``min``/``max``, any distribution W&B bounds),
+    since the sweep may hand a run any value up to it. Every such parameter counts (a
+    nested ``trainer.epochs`` too), and the largest decides: the worst case.
+    """
+    best: tuple[int, str, DataPath] | None = None
+    for name, (spec_param, _, path) in sorted(params.items()):
+        if not _is_epochs(name):
             continue
-        spec_param, _, path = entry
-        values = mapping(spec_param).get("values")
-        if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-            top = max(values)
-            detail = f"the largest of parameters.{name} ({top})"
-            draft[("workload", "max_epochs")] = Traced(top, Source(Origin.FILE, detail, at(*path)))
-            return
+        found = _epoch_top(name, spec_param, mapping(_config_at(data, path)), at(*path))
+        if found is not None and (best is None or found[0] > best[0]):
+            best = (*found, path)
+    if best is not None:
+        top, detail, path = best
+        draft[("workload", "max_epochs")] = Traced(top, Source(Origin.FILE, detail, at(*path)))
+
+
+def _is_epochs(name: str) -> bool:
+    return name.rsplit(".", 1)[-1] in EPOCH_PARAMETERS
+
+
+def _config_at(data: dict[str, Any], path: DataPath) -> Any:
+    node: Any = data
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+_UNBOUNDED = ("normal", "q_normal", "log_normal", "q_log_normal")
+_EXPONENTS = ("log_uniform", "q_log_uniform", "inv_log_uniform")
+"""W&B's v1 distributions whose min and max are natural-log exponents, not values."""
+
+
+def _epoch_top(
+    name: str, spec_param: dict[str, Any] | None, config: dict[str, Any], where: Any
+) -> tuple[int, str] | None:
+    """The most epochs the parameter hands a run, and how the file says it."""
+    shown = f"parameters.{name}"
+    values = mapping(spec_param).get("values")
+    if values is not None:
+        tops = [t for t in (whole_epochs(v) for v in values) if t is not None]
+        return (max(tops), f"the largest of {shown} ({max(tops)})") if tops else None
+    kind = _distribution(config)
+    low, high = config.get("min"), config.get("max")
+    if (
+        kind in _UNBOUNDED
+        or not isinstance(low, (int, float))
+        or not isinstance(high, (int, float))
+    ):
+        raise InputError(
+            f"{shown} is a {kind} distribution: it has no largest value, so the epochs a run "
+            "trains have no bound",
+            location=where,
+            hint=f"give {shown} values: [...], or min and max (int_uniform)",
+        )
+    top: float = high
+    if kind in _EXPONENTS:
+        try:
+            top = math.exp(-low if kind == "inv_log_uniform" else high)
+        except OverflowError:
+            top = math.inf
+    q = config.get("q")
+    if kind.startswith("q_") and isinstance(q, (int, float)) and not isinstance(q, bool) and q > 0:
+        top = math.ceil(top / q) * q  # W&B rounds a sample to a multiple of q: at most this
+    epochs = whole_epochs(top)
+    if epochs is None:
+        raise InputError(
+            f"{shown}: its {kind} range has no finite top, so the epochs a run trains have no "
+            "bound",
+            location=where,
+            hint=f"give {shown} values: [...], or min and max (int_uniform)",
+        )
+    return epochs, f"{shown}: {kind} from {low} to {high}, so a run may train up to {epochs}"
 
 
 def _trials(draft: Draft, data: dict[str, Any], method: str, grid: int, at: Any) -> None:

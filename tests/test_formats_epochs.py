@@ -1,0 +1,328 @@
+"""The epochs an engine may hand a trial are what is priced: a swept range, a repeated flag.
+
+A sweep of epochs over a range (W&B ``min``/``max``, a Hydra ``interval``, a Katib
+``feasibleSpace``) may hand a trial its top; a command line that repeats ``--epochs``
+trains the last one. A declared ``max_epochs`` below that is refused at its line (exit 3),
+as ``epochs: {values: [10, 1000]}`` is; a range that stays within it passes. Every file
+goes through ``budget-gate check``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gate.cli import main
+
+INVALID = 3
+FACTS = "accelerator: A100-80GB, gpus_per_trial: 1, epoch_minutes: 1"
+
+
+def check(tmp_path: Path, capsys: Any, text: str, name: str = "sweep.yaml") -> tuple[int, Any]:
+    """``budget-gate check FILE --format json`` under a policy that asks nothing more."""
+    policies = tmp_path / "policies"
+    policies.mkdir(exist_ok=True)
+    (policies / "default.yaml").write_text("apiVersion: budget-gate/v1\nkind: Policy\n")
+    path = tmp_path / name
+    path.write_text(text)
+    capsys.readouterr()
+    code = main(["check", str(path), "--policy-dir", str(policies), "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)["results"][0]
+
+
+def at(text: str, needle: str, skip: str = "") -> tuple[int, int]:
+    """Line and column (1-based) of the last ``needle`` in ``text``, past its ``skip``."""
+    before = text[: text.rindex(needle) + len(skip)]
+    return before.count("\n") + 1, len(before) - before.rfind("\n")
+
+
+def field(result: Any, name: str) -> Any:
+    return next(f for f in result["imported"]["fields"] if f["field"] == name)
+
+
+def only_error(result: Any) -> Any:
+    (error,) = result["errors"]
+    return error
+
+
+def wandb(epochs: str, declared: str = ", max_epochs: 10", method: str = "random") -> str:
+    return (
+        f"method: {method}\n"
+        "run_cap: 5\n"
+        "parameters:\n"
+        "  lr: {values: [0.1, 0.01]}\n"
+        f"  epochs: {epochs}\n"
+        f"# x-budget-gate: {{{FACTS}{declared}}}\n"
+    )
+
+
+RANGES = [
+    "{min: 10, max: 1000}",
+    "{distribution: int_uniform, min: 10, max: 1000}",
+    "{distribution: uniform, min: 10.0, max: 1000.0}",
+    "{distribution: log_uniform_values, min: 10, max: 1000}",
+    "{distribution: q_uniform, min: 10, max: 1000, q: 10}",
+]
+
+
+@pytest.mark.parametrize("epochs", RANGES)
+def test_a_wandb_epoch_range_above_the_declared_max_epochs_is_refused(
+    tmp_path, capsys, epochs: str
+) -> None:
+    text = wandb(epochs)
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID and result["outcome"] == "invalid"
+    error = only_error(result)
+    assert error["message"].startswith("# x-budget-gate.max_epochs is 10, but the engine runs 1000")
+    assert "parameters.epochs" in error["message"] and "may train up to 1000" in error["message"]
+    assert (error["line"], error["col"]) == at(text, "max_epochs: 10", "max_epochs: ")
+    assert error["hint"].startswith("remove # x-budget-gate.max_epochs")
+    if "q_" not in epochs:
+        assert error["hint"].endswith("make it parameters.epochs.max: 10")
+
+
+def test_a_wandb_epoch_range_without_a_declaration_is_priced_at_its_top(tmp_path, capsys) -> None:
+    code, result = check(tmp_path, capsys, wandb("{min: 10, max: 1000}", declared=""))
+    assert code != INVALID, result["errors"]
+    epochs = field(result, "workload.max_epochs")
+    assert (epochs["value"], epochs["location"]["line"]) == ("1000", 5)
+    assert result["estimate"]["worst"]["epochs_per_trial"] == 1000
+
+
+def test_a_wandb_epoch_range_within_the_declared_max_epochs_passes(tmp_path, capsys) -> None:
+    code, result = check(tmp_path, capsys, wandb("{min: 1, max: 10}"))
+    assert code == 0, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == "10"
+
+
+@pytest.mark.parametrize(
+    "epochs",
+    [
+        "{values: [10, 1000.0]}",  # a float is still 1000 epochs
+        '{values: ["10", "1000"]}',  # a command-line word is too
+    ],
+)
+def test_wandb_epoch_values_that_are_not_ints_still_count(tmp_path, capsys, epochs) -> None:
+    code, result = check(tmp_path, capsys, wandb(epochs, method="grid"))
+    assert code == INVALID
+    assert "but the engine runs 1000" in only_error(result)["message"]
+
+
+def test_a_nested_wandb_epochs_parameter_counts(tmp_path, capsys) -> None:
+    text = wandb("{values: [1]}").replace(
+        "  epochs: {values: [1]}\n",
+        "  trainer:\n    parameters:\n      epochs: {min: 1, max: 500}\n",
+    )
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    assert "runs 500 (parameters.trainer.epochs" in only_error(result)["message"]
+
+
+def test_an_unbounded_wandb_epochs_distribution_is_refused(tmp_path, capsys) -> None:
+    code, result = check(tmp_path, capsys, wandb("{distribution: normal, mu: 10, sigma: 5}"))
+    assert code == INVALID
+    error = only_error(result)
+    assert "parameters.epochs is a normal distribution" in error["message"]
+    assert error["line"] == 5 and "min and max" in error["hint"]
+
+
+HYDRA = """\
+defaults:
+  - override hydra/sweeper: optuna
+trainer: {{max_epochs: 10}}
+hydra:
+  sweeper:
+    n_trials: 5
+    params:
+      lr: interval(0.001, 0.1)
+      {key}: {sweep}
+x-budget-gate: {{{facts}{declared}}}
+"""
+
+
+def hydra(sweep: str, key: str = "trainer.max_epochs", declared: str = ", max_epochs: 10") -> str:
+    return HYDRA.format(key=key, sweep=sweep, facts=FACTS, declared=declared)
+
+
+@pytest.mark.parametrize(
+    ("sweep", "top"),
+    [("interval(10, 1000)", 1000), ("tag(log, interval(10, 1000))", 1000), ("10,1000.0", 1000)],
+)
+def test_a_hydra_epoch_sweep_above_the_declared_max_epochs_is_refused(
+    tmp_path, capsys, sweep, top
+) -> None:
+    text = hydra(sweep)
+    code, result = check(tmp_path, capsys, text, "config.yaml")
+    assert code == INVALID
+    error = only_error(result)
+    assert error["message"].startswith(f"x-budget-gate.max_epochs is 10, but the engine runs {top}")
+    assert (error["line"], error["col"]) == at(text, "max_epochs: 10", "max_epochs: ")
+    assert "hydra.sweeper.params.trainer.max_epochs: " in error["hint"]
+
+
+@pytest.mark.parametrize(
+    ("key", "sweep", "top"),
+    [
+        ("trainer.max_epochs", "interval(10, 1000)", "1000"),  # the sweep overrides the base 10
+        ("++trainer.max_epochs", "10,1000", "1000"),  # ++key is the same key
+        ("trainer.max_epochs", "range(10, 1000)", "1000"),  # Optuna draws up to the stop
+        ("epochs", "choice(10, 300)", "300"),  # another epoch key: the largest decides
+    ],
+)
+def test_a_hydra_epoch_sweep_is_priced_at_its_top_over_the_base_config(
+    tmp_path, capsys, key, sweep, top
+) -> None:
+    code, result = check(tmp_path, capsys, hydra(sweep, key, declared=""), "config.yaml")
+    assert code != INVALID, result["errors"]
+    epochs = field(result, "workload.max_epochs")
+    assert (epochs["value"], epochs["location"]["line"]) == (top, 9)
+
+
+def test_a_hydra_epoch_interval_within_the_declared_max_epochs_passes(tmp_path, capsys) -> None:
+    code, result = check(tmp_path, capsys, hydra("interval(1, 10)"), "config.yaml")
+    assert code == 0, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == "10"
+
+
+KATIB = """\
+apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata:
+  name: epochs
+  annotations:
+    budget-gate/accelerator: A100-80GB
+    budget-gate/gpus_per_trial: "1"
+    budget-gate/epoch_minutes: "1"
+{declared}spec:
+  maxTrialCount: 4
+  parallelTrialCount: 2
+  algorithm: {{algorithmName: random}}
+  objective: {{type: minimize, objectiveMetricName: loss}}
+  parameters:
+    - name: lr
+      parameterType: double
+      feasibleSpace: {{min: "0.01", max: "0.1"}}
+    - name: epochs
+      parameterType: int
+      feasibleSpace: {space}
+  trialTemplate:
+    trialParameters:
+      - {{name: learningRate, reference: lr}}
+      - {{name: numEpochs, reference: epochs}}
+    trialSpec:
+      apiVersion: batch/v1
+      kind: Job
+      spec:
+        template:
+          spec:
+            containers:
+              - name: training-container
+                image: ghcr.io/kubeflow/katib/pytorch-mnist-cpu:latest
+                command: {command}
+"""
+DECLARED = '    budget-gate/max_epochs: "10"\n'
+SWEPT = '["python3", "train.py", "--epochs=${trialParameters.numEpochs}", "--lr=0.1"]'
+
+
+def katib(space: str, command: str = SWEPT, declared: str = DECLARED) -> str:
+    return KATIB.format(space=space, command=command, declared=declared)
+
+
+@pytest.mark.parametrize(
+    ("space", "fix"),
+    [
+        ('{min: "10", max: "1000"}', 'spec.parameters[1].feasibleSpace.max: "10"'),
+        ('{list: ["10", "1000"]}', 'spec.parameters[1].feasibleSpace: {list: ["10"]}'),
+    ],
+)
+def test_a_katib_epoch_parameter_above_the_annotated_max_epochs_is_refused(
+    tmp_path, capsys, space, fix
+) -> None:
+    code, result = check(tmp_path, capsys, katib(space), "experiment.yaml")
+    assert code == INVALID
+    error = only_error(result)
+    assert error["message"].startswith(
+        "metadata.annotations.budget-gate/max_epochs is 10, but the engine runs 1000"
+    )
+    assert "spec.parameters[1] epochs goes up to 1000" in error["message"]
+    assert (error["line"], error["col"]) == (9, 29)
+    assert error["hint"].endswith(f"make it {fix}")
+
+
+def test_a_katib_epoch_range_within_the_annotated_max_epochs_passes(tmp_path, capsys) -> None:
+    text = katib('{min: "1", max: "10"}')
+    code, result = check(tmp_path, capsys, text, "experiment.yaml")
+    assert code == 0, result["errors"]
+    epochs = field(result, "workload.max_epochs")
+    assert epochs["value"] == "10"
+    assert (epochs["location"]["line"], epochs["location"]["col"]) == at(text, '"--epochs=$')
+
+
+@pytest.mark.parametrize(
+    ("command", "epochs", "word"),
+    [
+        ('["python3", "train.py", "--epochs", "1", "--lr=0.1", "--epochs", "200"]', "200", '"200"'),
+        ('["python3", "train.py", "--epochs=1", "--lr=0.1", "--epochs", "200"]', "200", '"200"'),
+        ('["python3", "train.py", "--epochs", "200", "--epochs=1"]', "1", '"--epochs=1"'),
+        # two flags: each keeps its last value, and the larger counts
+        ('["python3", "train.py", "--epochs=1", "--max-epochs=7", "--epochs=3"]', "7", '"--max-'),
+    ],
+)
+def test_a_repeated_katib_epochs_flag_trains_its_last_value(
+    tmp_path, capsys, command, epochs, word
+) -> None:
+    text = katib('{list: ["1"]}', command=command, declared="")
+    code, result = check(tmp_path, capsys, text, "experiment.yaml")
+    assert code != INVALID, result["errors"]
+    found = field(result, "workload.max_epochs")
+    assert found["value"] == epochs
+    assert (found["location"]["line"], found["location"]["col"]) == at(text, word)
+
+
+def test_a_repeated_katib_flag_above_the_annotation_is_refused(tmp_path, capsys) -> None:
+    command = '["python3", "train.py", "--epochs", "10", "--epochs", "200"]'
+    code, result = check(tmp_path, capsys, katib('{list: ["1"]}', command), "experiment.yaml")
+    assert code == INVALID
+    message = only_error(result)["message"]
+    assert "but the engine runs 200 (--epochs 200 in the trial's command (the last of 2))" in (
+        message
+    )
+
+
+SKYPILOT = """\
+name: train
+resources: {{accelerators: "A100-80GB:1"}}
+envs:
+  EPOCHS: 1000
+  X_BUDGET_GATE_EPOCH_MINUTES: 1
+{declared}run: {run}
+"""
+
+
+@pytest.mark.parametrize(
+    ("run", "epochs"),
+    [
+        ("python train.py --epochs 1 --lr 0.1 --epochs=200", "200"),
+        ("python train.py --epochs $EPOCHS", "1000"),
+        ("python pretrain.py --epochs 500 && python train.py --epochs 5", "500"),
+    ],
+)
+def test_a_skypilot_run_trains_each_flags_last_value(tmp_path, capsys, run, epochs) -> None:
+    text = SKYPILOT.format(declared="", run=run)
+    code, result = check(tmp_path, capsys, text, "task.yaml")
+    assert code != INVALID, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == epochs
+
+
+def test_a_skypilot_run_above_the_declared_max_epochs_is_refused(tmp_path, capsys) -> None:
+    text = SKYPILOT.format(
+        declared="  X_BUDGET_GATE_MAX_EPOCHS: 10\n", run="python train.py --epochs ${EPOCHS}"
+    )
+    code, result = check(tmp_path, capsys, text, "task.yaml")
+    assert code == INVALID
+    error = only_error(result)
+    assert "envs.X_BUDGET_GATE_MAX_EPOCHS is 10, but the engine runs 1000" in error["message"]
+    assert error["line"] == 6
