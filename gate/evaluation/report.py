@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from gate.errors import Problem
 from gate.policy.findings import Finding, Outcome, RuleInfo
-from gate.policy.loader import BUILTIN_NAME
+from gate.policy.model import BUILTIN_NAME
 
 if TYPE_CHECKING:  # loaded only where a result has them (a budget, an approval, a diff)
     from gate.estimate.model import Estimate

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from gate.errors import InputError, InputErrors, Location
 from gate.ledger.tracking import COST_CENTER_LABEL
-from gate.policy.model import NO_BASE, Ownership, Policy
+from gate.policy.model import BUILTIN_NAME, NO_BASE, Ownership, Policy
 from gate.policy.rules import all_rule_ids
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap, load_bytes, load_file
 from gate.spec.validation import validate
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 MAX_CHAIN = 8
 DEFAULT = "default"
 BUILTIN_DIR = "<built-in>"
-BUILTIN_NAME = "built-in default"
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 CALIBRATION_FILE = "calibration.json"
 """The calibration beside the policies that ``check`` and ``estimate`` price with (written by

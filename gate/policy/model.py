@@ -152,6 +152,8 @@ PolicyName = Annotated[
 
 NO_BASE = "none"
 """``extends: none``: a team policy that leaves the default policy out of its chain."""
+BUILTIN_NAME = "built-in default"
+"""How every report names the packaged default policy (no ``policies/`` directory)."""
 
 
 WaiverGlob = Annotated[
