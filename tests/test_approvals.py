@@ -237,6 +237,9 @@ def test_check_counts_approvals_only_with_a_tracking_uri(team, monkeypatch):
         (["--expires", "1y"], "--expires '1y' is not a duration"),
         (["--expires", "400d"], "over a year"),
         (["--reason", "   "], "--reason must be 1 to 500 characters"),
+        (["--reason", "ok\n::error::approved"], "--reason contains a control character"),
+        (["--reason", "ok \x1b[2J"], "--reason contains a control character"),
+        (["--by", "al\x1bice"], "--by contains a control character"),
     ],
 )
 def test_bad_options_are_exit_3_before_any_io(team, args, message):

@@ -7,6 +7,7 @@ import datetime as dt
 import getpass
 import os
 import sys
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 
@@ -183,13 +184,22 @@ def new_record(
 
 
 def checked_text(value: str | None, option: str) -> str | None:
-    """A free-text option, stripped, at most 500 characters; empty is refused."""
+    """A free-text option, stripped, at most 500 characters; empty is refused.
+
+    A control character (a line break, a terminal escape) is refused too: the text is kept
+    in the ledger and shown in terminals, CI logs and pull-request comments.
+    """
     if value is None:
         return None
     text = value.strip()
     if not text or len(text) > MAX_TEXT:
         raise InputError(
             f"{option} must be 1 to {MAX_TEXT} characters", hint="say it in a sentence"
+        )
+    if any(unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029" for ch in text):
+        raise InputError(
+            f"{option} contains a control character (a line break, a tab or an escape)",
+            hint="say it on one line of plain text",
         )
     return text
 
