@@ -72,7 +72,11 @@ def test_a_gpu_without_mig_has_no_slices(write_yaml, capsys):
     ("accelerator", "gpus", "mig", "cost"),
     [
         ("A100-80GB", 7, "1g.10gb", "640.00"),  # 16 × 10 h × 7 × 4 USD ÷ 7 = 640
-        ("A100-80GB", 2, "3g.40gb", "548.57"),  # 16 × 10 × 2 × 4 × 3/7 = 548.571…
+        # 3g.40gb holds 3/7 of the compute but half the memory: 16 × 10 × 2 × 4 × 1/2 = 640
+        ("A100-80GB", 2, "3g.40gb", "640.00"),
+        # four 1g.20gb fill the GPU's memory: each a quarter, 16 × 10 × 4 × 4 × 1/4 = 640
+        ("A100-80GB", 4, "1g.20gb", "640.00"),
+        ("A100-80GB", 3, "2g.20gb", "548.57"),  # compute 2/7 > memory 2/8: 16 × 10 × 3 × 4 × 2/7
         ("A30", 4, "1g.6gb", "160.00"),  # A30 has 4 slices: 16 × 10 × 4 × 1 × 1/4 = 160
     ],
 )

@@ -12,7 +12,8 @@ The profiles, their compute slices and how many fit on one GPU come from NVIDIA'
 (https://docs.nvidia.com/datacenter/tesla/mig-user-guide/), for the GPU models of the
 price catalog; B200 and B300 profile names as NVIDIA's GPU Operator publishes them. A
 profile ``Ng.*`` holds N of the GPU's compute slices (7 on A100, H100, H200, B200, B300;
-4 on A30), which is its share of the GPU's price. Media-extension profiles (``+me``) and
+4 on A30) and its memory in GB; the larger of the two shares is its share of the GPU's
+price (:func:`slice_share`). Media-extension profiles (``+me``) and
 compute-instance sub-profiles are not priced. GPUs the guide lists without a price in the
 catalog (H100 94 GB, GH200, H20) are left out until they have one.
 """
@@ -83,10 +84,26 @@ def mig_problem(accelerator: str, profile: str, slices: int = 1) -> str | None:
 
 
 def slice_share(accelerator: str, profile: str) -> Decimal:
-    """The share of a whole GPU one ``profile`` slice is: N of the GPU's compute slices.
+    """The share of a whole GPU one ``profile`` slice is: its compute or its memory share.
 
-    An accelerator outside the table (the spec is then refused) counts seven slices.
+    ``Ng.Mgb`` holds N of the GPU's compute slices and M of its gigabytes, and takes the
+    larger share from everyone else: four ``1g.20gb`` fill an A100-80GB's memory with four
+    of its seven compute slices, so each is a quarter of the GPU, not a seventh. An
+    accelerator outside the table (the spec is then refused) counts seven slices.
     """
     key = _key(accelerator)
-    slices = MIG_PROFILES[key][0] if key is not None else 7
-    return Decimal(int(profile.split("g.", 1)[0])) / slices
+    compute = Decimal(int(profile.split("g.", 1)[0]))
+    if key is None:
+        return compute / 7
+    slices, profiles = MIG_PROFILES[key]
+    # NOTE: memory comes in eighths of a 7-slice GPU (quarters of an A30); the guide's GB
+    # are rounded (3g.71gb is four eighths of an H200's 141), so count the eighths.
+    eighths = 8 if slices == 7 else slices
+    whole = max(_gigabytes(p) for p in profiles)
+    memory = round(eighths * _gigabytes(profile) / whole)
+    return max(compute / slices, Decimal(memory) / eighths)
+
+
+def _gigabytes(profile: str) -> int:
+    """``3g.40gb`` → 40."""
+    return int(profile.split("g.", 1)[1].removesuffix("gb"))
