@@ -8,7 +8,7 @@ from gate.policy.model import Policy, Severity
 from gate.policy.rules import unknown_team
 from gate.policy.rules.base import RuleContext, Violation
 from gate.spec.experiment import Experiment
-from tests.conftest import TODAY, make_estimate, make_policy, make_spec
+from tests.conftest import TODAY, make_estimate, make_policy, make_spec, run_rule
 
 PATH = ("metadata", "team")
 
@@ -90,3 +90,15 @@ def test_with_listed_teams_an_unknown_team_is_an_error():
 def test_nothing_close_gives_no_suggestion():
     [violation] = _run("zzz")
     assert "did you mean" not in violation.message
+
+
+def test_team_default_is_named_as_the_default_policy_not_a_missing_file():
+    """``default.yaml`` exists: the finding says that ``default`` is no team's name."""
+    [violation] = run_rule(
+        unknown_team, make_spec({"metadata": {"team": "default"}}), make_policy()
+    )
+    assert violation.message == (
+        "team 'default' names the default policy, not a team: the default policy applies — "
+        "name the team that owns the spec, or leave team: out"
+    )
+    assert violation.severity is None  # a warning, as for any team the policy does not list

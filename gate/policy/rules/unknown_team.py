@@ -39,6 +39,14 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     listed = ctx.policy.teams
     if team is None or team in ctx.team_policies or team in (listed or ()):
         return
+    if team == "default":  # the default policy's own name: no team's
+        yield Violation(
+            "team 'default' names the default policy, not a team: the default policy "
+            "applies — name the team that owns the spec, or leave team: out",
+            ("metadata", "team"),
+            Severity.ERROR if listed is not None else None,
+        )
+        return
     known = sorted({*ctx.team_policies, *(listed or ())})
     typo = [name for name in known if _edits(team, name) <= _allowed_edits(name)]
     close = typo[:1] or difflib.get_close_matches(team, known, n=1, cutoff=0.6)
