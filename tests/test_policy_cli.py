@@ -259,6 +259,19 @@ def test_policy_check_finds_a_broken_policy_no_spec_uses(tmp_path: Path) -> None
     assert "tests/ignored.yaml" not in proc.stderr  # fixtures are not policies
 
 
+def test_policy_check_of_a_file_or_a_missing_directory_says_what_to_pass(tmp_path: Path) -> None:
+    root = repo(tmp_path, {"policies/default.yaml": DEFAULT})
+    proc = gate("policy", "check", "policies/default.yaml", cwd=root)
+    assert proc.returncode == 3
+    assert proc.stderr == (
+        "budget-gate: policy directory 'policies/default.yaml' is a file — pass the directory "
+        "that holds it: policies\n"
+    )
+    proc = gate("policy", "check", "nowhere", cwd=root)
+    assert proc.returncode == 3
+    assert "(--policy-dir DIR, or policy check DIR)" in proc.stderr
+
+
 def test_policy_test_reports_mismatches_and_unfired_rules(tmp_path: Path) -> None:
     good = NO_TEAM + "expect: {verdict: violation, rules: [BG104]}\n"
     wrong = NO_TEAM + "expect: {verdict: pass, rules: []}\n"

@@ -66,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
         diffs = []
     if not results and not diffs and not args.allow_empty:
         raise InputError(
-            f"no specs found in {' '.join(args.specs)} (directories are searched for *.yaml "
-            "and *.yml)",
+            f"no specs found in {' '.join(args.specs)} (directories are searched for *.yaml, "
+            "*.yml and *.json, in any case)",
             hint="check the path, or pass --allow-empty if having no specs is fine",
         )
     report = make_report(results, evaluator, render_context(args, os.environ), diffs)

@@ -205,10 +205,16 @@ class PolicySet:
 
     def _require_dir(self) -> None:
         if self._files is None and not self.policy_dir.is_dir():
+            if self.policy_dir.is_file():
+                raise InputError(
+                    f"policy directory {str(self.policy_dir)!r} is a file",
+                    hint=f"pass the directory that holds it: {self.policy_dir.parent}",
+                )
             raise InputError(
                 f"policy directory {str(self.policy_dir)!r} not found",
                 hint=_nearby_dir(self.policy_dir)
-                or "pass the directory that holds default.yaml as --policy-dir DIR",
+                or "pass the directory that holds default.yaml (--policy-dir DIR, or "
+                "policy check DIR)",
             )
 
     def _load(self, name: str) -> LoadedPolicy:
