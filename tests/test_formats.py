@@ -269,6 +269,15 @@ def test_import_prints_a_spec_that_check_accepts(tmp_path, capsys) -> None:
     assert report["results"][0]["estimate"]["worst"]["trials"] == 12
 
 
+def test_import_never_writes_over_the_file_it_reads(tmp_path, capsys) -> None:
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_bytes((RULES / "wandb-grid-3x4.yaml").read_bytes())
+    for target in (str(sweep), str(tmp_path / "." / "sweep.yaml")):
+        assert main(["import", str(sweep), "--write", target]) == 3
+        assert "is the file being imported: it would be overwritten" in capsys.readouterr().err
+    assert sweep.read_bytes() == (RULES / "wandb-grid-3x4.yaml").read_bytes()
+
+
 def test_check_json_names_format_and_sources(capsys) -> None:
     main(["check", str(RULES / "skypilot-h100x8-4nodes.yaml"), "--format", "json"])
     result = json.loads(capsys.readouterr().out)["results"][0]

@@ -160,6 +160,14 @@ def test_init_refuses_to_overwrite_and_writes_nothing(tmp_path, capsys):
     assert (tmp_path / ".pre-commit-config.yaml").read_text() == "repos: []\n"
 
 
+def test_init_with_an_empty_dir_writes_nothing(tmp_path, capsys, monkeypatch):
+    """``--dir ''`` (an unset variable in a script) is refused, not read as the current one."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "--dir", ""]) == 3
+    assert "--dir is empty — name the repository root, e.g. --dir ." in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_init_output_loads_and_validates(tmp_path, capsys):
     assert main(["init", "--dir", str(tmp_path)]) == 0
     assert (

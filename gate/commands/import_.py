@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from typing import Any
@@ -26,6 +27,11 @@ ORDER = ("apiVersion", "kind", "metadata", "resources", "workload", "search", "s
 
 def run(args: argparse.Namespace) -> int:
     """Print (or --write) the equivalent spec; exit 3 when the file cannot be read as one."""
+    if args.write and os.path.exists(args.write) and os.path.samefile(args.write, args.file):
+        raise InputError(
+            f"--write {args.write} is the file being imported: it would be overwritten",
+            hint="write the spec to another file, e.g. --write experiments/sweep.yaml",
+        )
     doc = load_file(args.file)
     fmt = sniff(doc.data)
     if fmt is Format.BUDGET_GATE:

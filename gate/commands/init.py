@@ -138,6 +138,8 @@ def _ignore_ledger(root: Path) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Write the starting files under ``args.dir``, or none of them if any exists."""
+    if not args.dir.strip():
+        raise InputError("--dir is empty", hint="name the repository root, e.g. --dir .")
     root = Path(args.dir)
     kueue = bool(getattr(args, "kueue", False))
     files = planned_files(kueue, bool(getattr(args, "report_workflow", False)))
