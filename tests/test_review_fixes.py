@@ -239,3 +239,7 @@ def test_a_scheduler_bound_below_the_workloads_is_refused_not_silently_used(writ
     ) in out
     for same in ("10", "40"):  # at or above it, the workload's bound holds
         assert check(write_yaml, ASHA.replace("SCHED", same)) != 3
+    capsys.readouterr()
+    random = ASHA.replace("strategy: asha", "strategy: random").replace("SCHED", "2")
+    assert check(write_yaml, random) != 3  # a random search ignores its scheduler (BG309)
+    assert "scheduler.max_epochs 2 is below" not in capsys.readouterr().out

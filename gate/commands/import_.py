@@ -27,7 +27,12 @@ ORDER = ("apiVersion", "kind", "metadata", "resources", "workload", "search", "s
 
 def run(args: argparse.Namespace) -> int:
     """Print (or --write) the equivalent spec; exit 3 when the file cannot be read as one."""
-    if args.write and os.path.exists(args.write) and os.path.samefile(args.write, args.file):
+    if (
+        args.write
+        and os.path.exists(args.write)
+        and os.path.exists(args.file)
+        and os.path.samefile(args.write, args.file)
+    ):
         raise InputError(
             f"--write {args.write} is the file being imported: it would be overwritten",
             hint="write the spec to another file, e.g. --write experiments/sweep.yaml",

@@ -17,7 +17,9 @@ and the clouds' own exports speak. Each priced run of the period is one ``Usage`
   ``prices.cloud``, or the spec's ``resources.cloud``), else ``budget-gate``, which is
   always the ``InvoiceIssuerName``: nobody invoiced these amounts.
 
-Columns prefixed ``x_`` are budget-gate's own (FOCUS allows custom columns so prefixed).
+Text that a training job writes (a run name, a tag) reaches the cells: one that a
+spreadsheet would read as a formula (a leading ``=``, ``+``, ``-`` or ``@``) gets a leading
+``'``. Columns prefixed ``x_`` are budget-gate's own (FOCUS allows custom columns so prefixed).
 Amounts are exact decimals, so ``EffectiveCost`` sums to the report's actual total.
 """
 
@@ -153,7 +155,31 @@ def _row(line: RunLine, report: MonthReport) -> list[str]:
         "x_Qualified": "true" if run.qualified else "false",
         "x_FocusVersion": VERSION,
     }
-    return [values[column] for column in COLUMNS]
+    return [values[c] if c in _NUMERIC else inert_cell(values[c]) for c in COLUMNS]
+
+
+_NUMERIC = frozenset(
+    {
+        "BilledCost",
+        "EffectiveCost",
+        "ListCost",
+        "ContractedCost",
+        "ConsumedQuantity",
+        "PricingQuantity",
+        "ListUnitPrice",
+        "ContractedUnitPrice",
+    }
+)
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert_cell(text: str) -> str:
+    """A text cell a spreadsheet shows as text, not a formula it runs.
+
+    A run name or tag a training job chose that starts with ``=``, ``+``, ``-`` or ``@``
+    gets a leading ``'``.
+    """
+    return f"'{text}" if text.startswith(_FORMULA) else text
 
 
 def _number(amount: Decimal) -> str:

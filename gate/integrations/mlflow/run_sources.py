@@ -8,7 +8,6 @@ a folder) need MLflow's own client, imported only then, one history at a time.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -85,7 +84,16 @@ def open_source(tracking_uri: str) -> RunSource:
 class RestSource:
     """A tracking server's REST API: paged searches and bulk histories."""
 
-    failures: tuple[type[BaseException], ...] = (RestError, OSError, json.JSONDecodeError)
+    # NOTE: an answer of the wrong shape (a number where a run is) is the server's failure,
+    # exit 4, not ours: hence the lookup, type and attribute errors of reading it.
+    failures: tuple[type[BaseException], ...] = (
+        RestError,
+        OSError,
+        ValueError,
+        LookupError,
+        TypeError,
+        AttributeError,
+    )
 
     def __init__(self, tracking_uri: str, environ: Mapping[str, str]) -> None:
         self._rest = Rest(tracking_uri, environ, read_patience(environ), check_clock=False)
