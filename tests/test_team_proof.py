@@ -94,7 +94,7 @@ def test_a_backslash_in_a_file_name_is_not_a_separator(tmp_path, capsys):
     assert r"error BG204 experiments/nlp/a\..\..\vision\b.yaml is not one of team vision" in out
 
 
-def test_a_spec_from_stdin_proves_no_team_wherever_it_is_checked(tmp_path):
+def test_a_spec_from_stdin_proves_no_team_wherever_it_is_checked(tmp_path, capsys):
     """Read from stdin, a spec lies in no directory: not vision's, even run from inside it."""
     root = _repo(tmp_path)
     text = Path(_spec(root, "vision")).read_text()
@@ -111,6 +111,11 @@ def test_a_spec_from_stdin_proves_no_team_wherever_it_is_checked(tmp_path):
         )
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert "error BG204 <stdin> is not one of team vision's specs" in proc.stdout
+    named = root / "experiments" / "nlp" / "<x>"  # a file so named is a file like any other
+    named.write_text(text)
+    code, out = _check(root, capsys, str(named))
+    assert code == 1
+    assert "error BG204 experiments/nlp/<x> is not one of team vision's specs" in out
 
 
 def test_every_launch_path_refuses_the_borrowed_team(tmp_path, capsys, monkeypatch):

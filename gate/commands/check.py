@@ -20,6 +20,7 @@ from gate.commands.output import append_step_summary, emit, plan_targets
 from gate.errors import InputError
 from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import SpecResult
+from gate.integrations.git.repo import STDIN_NAME
 from gate.policy.findings import Outcome
 from gate.policy.verdict import FailOn, exit_code
 from gate.spec.loader import MAX_FILE_BYTES
@@ -27,7 +28,6 @@ from gate.spec.loader import MAX_FILE_BYTES
 STDIN = "-"
 BLOCKED = frozenset({Outcome.VIOLATION, Outcome.APPROVAL_REQUIRED})
 """The outcomes whose specs get cheaper plans in the pull-request comment."""
-STDIN_NAME = "<stdin>"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -65,6 +65,10 @@ def file_history(path: str, limit: int) -> list[tuple[str, bytes]]:
     return [(c, blob) for c, blob in zip(commits, blobs, strict=True) if blob is not None]
 
 
+STDIN_NAME = "<stdin>"
+"""How a spec read from stdin (``check -``) is named in positions and reports."""
+
+
 class RepoPaths:
     """Spec paths relative to the repository root, as waiver globs match them.
 
@@ -89,10 +93,10 @@ class RepoPaths:
     def __call__(self, spec_file: str) -> str:
         """``spec_file`` relative to the root, with ``/`` separators.
 
-        A name that is no file's (``<stdin>``) stays as it is: a spec read from stdin lies in
-        no directory, so no team owns it, wherever the command runs.
+        ``<stdin>`` stays as it is: a spec read from stdin lies in no directory, so no team
+        owns it, wherever the command runs (a file named ``<x>`` is a file like any other).
         """
-        if spec_file.startswith("<") and spec_file.endswith(">"):
+        if spec_file == STDIN_NAME:
             return spec_file
         try:
             return Path(spec_file).resolve().relative_to(self.root).as_posix()
