@@ -91,6 +91,23 @@ PADDING = {f"assets/pad-{i:04d}.txt": "x\n" for i in range(3000)}
 """3,000 files: GitHub lists no more of a pull request or a commit (its REST docs)."""
 
 
+def test_a_misnamed_team_policy_on_the_base_fails_as_it_does_locally(
+    story: PullRequestStory,
+) -> None:
+    """``policies/nlp.yml`` is never read: CI refuses it, as ``check`` does on disk."""
+    base = story.repo.pull(NUMBER).base_sha
+    nlp = "apiVersion: budget-gate/v1\nkind: Policy\nlimits: {max_experiment_cost: 100}\n"
+    story.repo.put_file("policies/nlp.yml", nlp, ref=base)
+    story.change(SPEC, grid_spec(1), at=T0 + HOUR)  # team nlp: 145 USD, over nlp's 100
+    ran = story.run("pull_request.opened", story.pull_request_event())
+    assert ran.code == 3
+    assert "policies/nlp.yml: not read — a policy file is named <team>.yaml" in ran.stderr
+    statuses = [
+        s.state for s in story.repo.latest_statuses(story.head) if s.context == "budget-gate"
+    ]
+    assert "success" not in statuses
+
+
 def test_a_spec_past_the_3000_files_github_lists_fails_closed(story: PullRequestStory) -> None:
     """The file list stops at 3,000: a spec among the rest would pass unjudged."""
     story.push(PADDING, at=T0 + HOUR)

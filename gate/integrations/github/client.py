@@ -137,7 +137,9 @@ class GitHubClient:
     def read_dir(self, path: str, ref: str) -> dict[str, bytes] | None:
         """The policy files directly in directory ``path`` at ``ref``, or None if absent.
 
-        Policy files: the ``*.yaml`` files and the ledger's signers file.
+        Policy files: the ``*.yaml`` files and the ledger's signers file, and the files
+        named like policies that are not read (``nlp.yml``, ``NLP.yaml``), so that the
+        policy set refuses them here as it does on disk.
         """
         with self._failing(f"listing {path} at {ref[:12]}"):
             try:
@@ -151,7 +153,8 @@ class GitHubClient:
         names = sorted(
             e.name
             for e in listing
-            if e.type == "file" and (e.name.endswith(".yaml") or e.name == SIGNERS_FILE)
+            if e.type == "file"
+            and (e.name.lower().endswith((".yaml", ".yml")) or e.name == SIGNERS_FILE)
         )
         files = {name: self.read_file(f"{path}/{name}", ref) for name in names}
         return {name: data for name, data in files.items() if data is not None}
