@@ -125,7 +125,7 @@ def test_workflow_triggers_permissions_and_concurrency(workflow: str) -> None:
     assert doc["on"] == {
         "pull_request": {"types": ["opened", "synchronize", "reopened", "labeled"]},
         "pull_request_review": {"types": ["submitted", "dismissed"]},
-        "issue_comment": {"types": ["created"]},
+        "issue_comment": {"types": ["created", "edited", "deleted"]},
     }
     assert doc["permissions"] == {}
     (job,) = doc["jobs"].values()

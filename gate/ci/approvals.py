@@ -136,6 +136,33 @@ def candidates(
     return sorted(found, key=lambda c: (c.at, c.id))
 
 
+def standing(reviews: Iterable[ReviewInfo], comments: Iterable[CommentInfo]) -> frozenset[str]:
+    """The keys (``review-<id>``, ``comment-<id>``) of the approvals GitHub still shows.
+
+    A reviewer's approving reviews stand while their latest decision is an approval (a
+    later approval replaces an earlier one, it does not withdraw it); a dismissed review,
+    or one followed by a request for changes, no longer does. A command comment stands
+    while it exists unedited (an edited one does not count, as when it was given).
+    """
+    reviews = list(reviews)
+    latest: dict[str, ReviewInfo] = {}
+    for review in reviews:
+        if review.state in _DECISIVE and review.submitted_at is not None:
+            latest[review.login.lower()] = review
+    approving = {login for login, review in latest.items() if review.state == "APPROVED"}
+    shown = {
+        f"{Via.REVIEW.value}-{r.id}"
+        for r in reviews
+        if r.state == "APPROVED" and r.login.lower() in approving
+    }
+    shown |= {
+        f"{Via.COMMENT.value}-{c.id}"
+        for c in comments
+        if parse_command(c.body) is not None and c.updated_at == c.created_at
+    }
+    return frozenset(shown)
+
+
 def timing_refusal(candidate: Candidate, change: SpecChange) -> str | None:
     """Why the approval is for an older version of the spec than the head's, or None.
 

@@ -7,7 +7,7 @@ the same payload as ``pull_request``):
 - ``pull_request`` opened, synchronize, reopened, labeled (or ready_for_review): evaluate;
 - ``pull_request_review`` submitted or dismissed: approvals may have changed;
 - ``issue_comment`` created on a pull request, whose first line is ``/budget-gate approve
-  [reason]``.
+  [reason]``; or such a comment edited or deleted: its approval may be withdrawn.
 
 Anything else is answered with a reason to do nothing, never an error, so one workflow can
 listen to more events than it needs.
@@ -92,6 +92,13 @@ def _comment(base: Event, payload: Mapping[str, Any]) -> Event:
     issue, comment = payload["issue"], payload["comment"]
     if not issue.get("pull_request"):
         return _skip(base, "the comment is on an issue, not a pull request")
+    if base.action in ("edited", "deleted"):
+        # NOTE: an approve command taken back (deleted, or edited away) withdraws its
+        # approval: the run judges again, and revokes the ledger's copy.
+        was = payload.get("changes", {}).get("body", {}).get("from") or comment.get("body")
+        if parse_command(str(was or "")) is None:
+            return _skip(base, f"comment {base.action!r} was not a /budget-gate approve command")
+        return _with(base, int(issue["number"]))
     if base.action != "created":
         return _skip(base, f"comment {base.action!r} is not a new command")
     command = parse_command(str(comment.get("body") or ""))

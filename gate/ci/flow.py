@@ -19,7 +19,7 @@ from typing import Protocol
 
 from gate.calibrate.model import Calibration
 from gate.calibrate.model import parse as parse_calibration
-from gate.ci.approvals import Candidate, candidates
+from gate.ci.approvals import Candidate, standing
 from gate.ci.decisions import select_specs
 from gate.ci.event import Event
 from gate.ci.judging import judge_approvals
@@ -172,7 +172,7 @@ def _shown_approvals(
     """
     if ledger is None:
         return None
-    shown = frozenset(c.key for c in candidates(gh.reviews(pull.number), gh.comments(pull.number)))
+    shown = standing(gh.reviews(pull.number), gh.comments(pull.number))
     ledger.counts = lambda record: withdrawn(record, pull.number, shown)
     return shown
 

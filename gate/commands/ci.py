@@ -29,11 +29,12 @@ from gate.ci.publish import publish
 from gate.commands.common import ledger_view, make_report, print_errors, utc_now
 from gate.commands.output import append_step_summary, write_atomically
 from gate.commands.records import signer_for
-from gate.errors import InputError, one_line
+from gate.errors import BackendError, InputError, one_line
 from gate.evaluation.report import DOCS_URL, RenderContext, Report
 from gate.ledger.approvals import live_approvals
 from gate.ledger.records import (
     DEFAULT_EXPIRY,
+    MAX_EXPIRY,
     LedgerQuery,
     LedgerRecord,
     RecordKind,
@@ -225,10 +226,13 @@ def _revoke_withdrawn(
         return
     number = prepared.pull.number
     for evaluation in prepared.evaluations:
-        fingerprint = evaluation.result.fingerprint
-        if fingerprint is None:
-            continue
-        records = ledger.records(LedgerQuery(fingerprint=fingerprint))
+        path = evaluation.path or evaluation.result.file
+        try:  # every version of the spec: an older one's approval could still clear it
+            records = ledger.records(LedgerQuery(spec=path, since=now - MAX_EXPIRY))
+        except BackendError as exc:  # said aloud; the next run revokes what is left
+            note = f"withdrawn approvals of {path} were not checked in the ledger: {exc}"
+            print(message_command("warning", note, "budget-gate"))
+            return
         for approval in live_approvals(records, now):
             why = withdrawn(approval, number, prepared.shown)
             if why is None or approval.record_id is None:

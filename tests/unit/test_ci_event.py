@@ -66,14 +66,39 @@ def test_an_approve_command_on_a_pull_request() -> None:
         ),
         (
             "issue_comment.created.on-pull-request",
-            {"action": "edited", "comment__body": "/budget-gate approve"},
-            "comment 'edited' is not a new command",
+            {"action": "edited", "comment__body": "thanks"},
+            "comment 'edited' was not a /budget-gate approve command",
+        ),
+        (
+            "issue_comment.created.on-pull-request",
+            {"action": "pinned", "comment__body": "/budget-gate approve"},
+            "comment 'pinned' is not a new command",
         ),
     ],
 )
 def test_other_comments_do_nothing(fixture: str, overrides: dict, skip: str) -> None:
     event = parse_event("issue_comment", load_event(fixture, **overrides))
     assert event.skip is not None and skip in event.skip
+
+
+@pytest.mark.parametrize(
+    ("action", "body", "was"),
+    [
+        ("deleted", "/budget-gate approve ok", None),
+        ("edited", "/budget-gate approve ok, edited", None),  # still a command: judged again
+        ("edited", "never mind", "/budget-gate approve ok"),  # edited away from one
+    ],
+)
+def test_an_approve_command_taken_back_judges_the_pull_request_again(
+    action: str, body: str, was: str | None
+) -> None:
+    """A deleted or edited command may withdraw its approval: a run, with no command."""
+    payload = load_event("issue_comment.created.on-pull-request", action=action, comment__body=body)
+    if was is not None:
+        payload["changes"] = {"body": {"from": was}}
+    event = parse_event("issue_comment", payload)
+    assert event.skip is None and event.command is None
+    assert event.number == payload["issue"]["number"]
 
 
 def test_unknown_events_do_nothing_and_broken_payloads_are_input_errors() -> None:
