@@ -85,15 +85,13 @@ def load_file(path: str | Path) -> LoadedDoc:
     """Read and parse one YAML file, refusing anything unsafe or malformed."""
     name = str(path)
     try:
-        # NOTE: opened without blocking and read only if a plain file: a FIFO with no
-        # writer would hang the check (and the CI job) forever.
+        # NOTE: opened without blocking: the open of a FIFO with no writer would wait for
+        # one forever (and hang the CI job). Then read as usual: a FIFO nobody writes reads
+        # as empty, a pipe of a process substitution, <(cat spec.yaml), as what it carries.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         with open(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise InputError(
-                    f"{name}: not a regular file (a pipe, socket or device)",
-                    hint="pass the spec's file, or - to read it from stdin",
-                )
+                os.set_blocking(fd, True)
             raw = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise InputError(
