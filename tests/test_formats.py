@@ -145,6 +145,24 @@ def test_katib_grid_refuses_more_trials_than_combinations(tmp_path) -> None:
     assert "above the grid's 45 combinations" in str(errors[0])  # 9 lr × 5 momentum
 
 
+def test_an_engine_file_keeps_yaml_11_numbers_its_engine_reads(tmp_path) -> None:
+    """Kubernetes reads ``defaultMode: 0644`` as octal, as PyYAML does: not refused there,
+    while in a spec or policy the same number is (YAML 1.2 editors read it otherwise)."""
+    text = (CONFIGS / "katib/grid.yaml").read_text()
+    volumes = (
+        "            restartPolicy: Never\n"
+        "            volumes: [{name: c, configMap: {name: c, defaultMode: 0644}}]"
+    )
+    path = tmp_path / "grid.yaml"
+    path.write_text(text.replace("            restartPolicy: Never", volumes))
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(text)
+    assert [str(e) for e in evaluate(path).result.errors] == [
+        str(e).replace(str(plain), str(path)) for e in evaluate(plain).result.errors
+    ]
+    assert not any("YAML 1.1" in str(e) for e in evaluate(path).result.errors)
+
+
 def test_vendored_katib_example_names_each_missing_fact_and_where() -> None:
     result = evaluate(CONFIGS / "katib/median-stop.yaml").result
     text = "\n".join(str(e) for e in result.errors)

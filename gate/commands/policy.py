@@ -162,7 +162,7 @@ def _load_fixture(file: Path) -> tuple[LoadedDoc, Expectation]:
             hint="budget-gate rules lists the rule ids",
         )
     spec = {k: v for k, v in doc.data.items() if k != "expect"}
-    return LoadedDoc(doc.file, spec, doc.source_map), expected.expect
+    return LoadedDoc(doc.file, spec, doc.source_map, ambiguous=doc.ambiguous), expected.expect
 
 
 def _outcome(file: str, expected: Expectation, result: SpecResult) -> Outcome:

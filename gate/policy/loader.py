@@ -242,7 +242,8 @@ class PolicySet:
             source_map = source_map.merged(doc.source_map)
         data.pop("extends", None)  # resolved into the chain; "none" is not a policy name
         _own_ownership(data, docs)
-        merged = LoadedDoc(docs[0].file, data, source_map)
+        ambiguous = tuple(e for d in docs for e in d.ambiguous)
+        merged = LoadedDoc(docs[0].file, data, source_map, ambiguous=ambiguous)
         policy = validate(Policy, merged)
         _check_rule_ids(policy, source_map)
         _check_budget_keys(policy, source_map)

@@ -79,6 +79,10 @@ class LoadedDoc:
     source_map: SourceMap
     text: str = ""
     """The document's text, for what YAML drops (a W&B sweep's ``# x-budget-gate:`` comment)."""
+    ambiguous: tuple[InputError, ...] = ()
+    """Values YAML 1.1 and 1.2 read differently (``010``: 8 or 10?). A spec or a policy
+    refuses them (:func:`gate.spec.validation.validate`); an engine's own file keeps YAML
+    1.1's reading, which its engine (PyYAML, Kubernetes) shares: ``defaultMode: 0644``."""
 
 
 def load_file(path: str | Path) -> LoadedDoc:
@@ -144,7 +148,8 @@ def load_bytes(raw: bytes, file: str) -> LoadedDoc:
         )
     walker = _Walker(file)
     data = walker.walk(root, ())
-    return LoadedDoc(file, data, SourceMap(walker.values, walker.keys), text)
+    source_map = SourceMap(walker.values, walker.keys)
+    return LoadedDoc(file, data, source_map, text, tuple(walker.ambiguous))
 
 
 def _yaml_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> InputError:
@@ -230,6 +235,7 @@ class _Walker:
         self.keys: dict[DataPath, Location] = {}
         self.open: set[int] = set()  # collections being walked: an alias back to one is a cycle
         self.merging = 0  # merge sources being walked, one inside another
+        self.ambiguous: list[InputError] = []
 
     def walk(self, node: Node, path: DataPath) -> Any:
         self._spend(node)
@@ -380,11 +386,13 @@ class _Walker:
             # NOTE: 0100 is 64 to YAML 1.1 (PyYAML) and 100 to YAML 1.2 (editors, yq).
             binary = "b" in node.value
             meant = construct(_CONSTRUCTOR, node) if binary else _decimal(node.value)
-            raise InputError(
-                f"{node.value!r} reads as a YAML 1.1 {'binary' if binary else 'octal'} number "
-                f"({construct(_CONSTRUCTOR, node)})",
-                location=_loc(self.file, node),
-                hint=f'write {meant} for the number, or quote it ("{node.value}") for a string',
+            self.ambiguous.append(
+                InputError(
+                    f"{node.value!r} reads as a YAML 1.1 {'binary' if binary else 'octal'} "
+                    f"number ({construct(_CONSTRUCTOR, node)})",
+                    location=_loc(self.file, node),
+                    hint=f'write {meant} for the number, or quote it ("{node.value}") for a string',
+                )
             )
         if node.tag == _BOOL and not node.style and node.value.lower() in _YAML11_BOOLS:
             raise InputError(

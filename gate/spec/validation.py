@@ -26,6 +26,8 @@ def validate(model: type[M], doc: LoadedDoc) -> M:
     union labels, classes or patterns; a value that fits no member of a union (a number or
     a range) gets one error saying what it may be.
     """
+    if doc.ambiguous:  # a spec or policy is edited with YAML 1.2 tools: never guess
+        raise InputErrors(list(doc.ambiguous))
     try:
         return model.model_validate(doc.data)
     except ValidationError as exc:
