@@ -301,6 +301,12 @@ def test_a_file_name_with_control_characters_is_shown_escaped(
         assert not [line for line in lines if line.startswith("::")], lines
         assert "\x1b" not in out + err
         assert any(line.startswith(shown) for line in lines), lines
+    missing = str(tmp_path / "gone\n::error title=budget-gate::approved.yaml")
+    for command in (["check", missing], ["import", missing]):  # errors that quote the name
+        assert main([*command, "--policy-dir", str(POLICIES)]) == EXIT_INVALID
+        out, err = capsys.readouterr()
+        assert not [line for line in (out + err).splitlines() if line.startswith("::")]
+        assert "gone\\n::error title=budget-gate::approved.yaml: no such file" in out + err
 
 
 def test_a_fifo_with_no_writer_is_an_empty_file_not_a_hang(tmp_path: Path) -> None:

@@ -175,6 +175,8 @@ def test_a_quoted_glob_judges_what_the_directory_judges(tmp_path, monkeypatch, c
     names = ["experiments/a.yaml", "experiments/.b.yaml", "experiments/nlp/x\\..\\..\\..\\c.yaml"]
     for name in names:
         (tmp_path / name).write_text(spec)
+    (tmp_path / "experiments" / ".gitkeep").write_text("")  # no spec: neither way reads it
+    (tmp_path / "experiments" / "README.md").write_text("# specs\n")
     monkeypatch.chdir(tmp_path)
     judged = []
     for named in ("experiments", "experiments/**"):

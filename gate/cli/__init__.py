@@ -21,12 +21,20 @@ from typing import NoReturn
 
 from gate.cli.base import EXIT_USAGE
 from gate.cli.parser import build_parser
-from gate.errors import GateError, InputErrors
+from gate.errors import GateError, InputError, InputErrors, one_line
 
 __all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_USAGE", "build_parser", "main", "run"]
 
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
+
+
+def _shown(exc: GateError, located: bool) -> str:
+    """The error's lines, each an input error's with its control characters escaped."""
+    if isinstance(exc, InputErrors):
+        return "\n".join(one_line(str(e)) for e in exc.errors)
+    text = str(exc) if located else f"budget-gate: {exc}"
+    return one_line(text) if isinstance(exc, InputError) else text
 
 
 def _complete(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GateError as exc:
         located = isinstance(exc, InputErrors) or getattr(exc, "location", None) is not None
         # NOTE: located errors start with file:line:col so editors and CI can jump to them.
-        print(str(exc) if located else f"budget-gate: {exc}", file=sys.stderr)
+        print(_shown(exc, located), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("budget-gate: interrupted", file=sys.stderr)

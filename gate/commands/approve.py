@@ -15,7 +15,7 @@ from gate.commands.records import (
     say_ledger,
     signer_for,
 )
-from gate.errors import InputError
+from gate.errors import InputError, one_line
 from gate.ledger.approvals import authorize, refuse_source
 from gate.ledger.records import DEFAULT_EXPIRY, RecordKind, Source, expiry_after
 from gate.policy.findings import Outcome
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         )
     refusal = authorize(by, Source.LOCAL, need)
     if refusal is not None and evaluation.result.outcome is Outcome.PASS:
-        print(f"{args.spec} needs no approval under the current policy; nothing recorded")
+        print(one_line(f"{args.spec} needs no approval under the current policy; nothing recorded"))
         return 0
     if refusal is not None:
         raise InputError(

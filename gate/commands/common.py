@@ -60,10 +60,12 @@ def expand_specs(patterns: list[str]) -> list[str]:
 
 
 def _glob(pattern: str) -> list[str]:
-    """The files under the glob's literal directory that it selects (hidden directories skipped).
+    """The spec files under the glob's literal directory that it selects.
 
-    Hidden files count, as they do for ``check DIR`` and for the Action's globs: skipped,
-    ``experiments/.big.yaml`` would pass a quoted ``'experiments/**'`` unjudged.
+    Spec files only (``.yaml``, ``.yml``, ``.json``), as ``check DIR`` and the Action take
+    them, so ``'experiments/**'`` passes over a ``.gitkeep``. Hidden files count as they do
+    there: skipped, ``experiments/.big.yaml`` would pass unjudged. Hidden directories
+    (``.git``, ``.venv``) are not searched.
     """
     absolute = os.path.isabs(pattern)
     base = os.sep if absolute else os.curdir
@@ -74,7 +76,7 @@ def _glob(pattern: str) -> list[str]:
         for name in files:
             path = os.path.join(directory, name)
             shown = path if absolute else os.path.relpath(path)
-            if globs.matches([pattern], shown):
+            if globs.is_spec_file(name) and globs.matches([pattern], shown):
                 found.append(shown)
     return sorted(found)
 

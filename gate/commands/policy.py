@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from gate.commands.common import as_of, load_calibration
-from gate.errors import InputError
+from gate.errors import InputError, one_line
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import SpecResult
@@ -77,7 +77,7 @@ def run_check(directory: str) -> int:
     """Load every policy; print one line each, plus what leaves the default. Exit 0 or 3."""
     loaded = PolicySet(directory).load_all()
     for policy in loaded:
-        print(f"{_file(directory, policy)}: ok ({policy.name})")
+        print(one_line(f"{_file(directory, policy)}: ok ({policy.name})"))
         if policy.left_default is not None:
             print(
                 f"  note: {policy.left_default}: extends: none — the default policy does not "
@@ -175,12 +175,12 @@ def _report(outcomes: list[Outcome], loaded: list[LoadedPolicy]) -> int:
     for item in outcomes:
         got = f"{item.verdict} [{', '.join(item.rules)}]"
         if item.passed:
-            print(f"ok    {item.file}: {got}")
+            print(one_line(f"ok    {item.file}: {got}"))
             continue
         want = f"{item.expected.verdict} [{', '.join(sorted(set(item.expected.rules)))}]"
-        print(f"FAIL  {item.file}: expected {want}, got {got}")
+        print(one_line(f"FAIL  {item.file}: expected {want}, got {got}"))
         for line in item.errors:
-            print(f"        {line}")
+            print(one_line(f"        {line}"))
     failed = sum(not o.passed for o in outcomes)
     print(f"{len(outcomes)} fixtures: {len(outcomes) - failed} passed, {failed} failed")
     fired = {rule for o in outcomes for rule in o.rules}

@@ -18,7 +18,7 @@ from gate.commands.common import (
     print_errors,
     utc_now,
 )
-from gate.errors import InputError
+from gate.errors import InputError, one_line
 from gate.evaluation.evaluate import Evaluation
 from gate.evaluation.report import SpecResult
 from gate.ledger.approvals import Requirement
@@ -214,7 +214,7 @@ def required_text(value: str | None, option: str) -> str:
 
 def describe(record: LedgerRecord, run_id: str, where: str) -> list[str]:
     """Lines confirming a record: what, how much, who, until when, where it is stored."""
-    lines = [f"{record.spec} — {record.experiment} ({short(record.fingerprint)})"]
+    lines = [one_line(f"{record.spec} — {record.experiment} ({short(record.fingerprint)})")]
     if record.worst_cost is not None and record.expected_cost is not None:
         lines.append(
             f"  worst case {format_money(record.worst_cost, record.currency)}, "

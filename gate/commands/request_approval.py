@@ -14,6 +14,7 @@ from gate.commands.records import (
     say_ledger,
     signer_for,
 )
+from gate.errors import one_line
 from gate.evaluation.evaluate import Evaluation
 from gate.ledger.records import RecordKind
 from gate.policy.findings import Outcome
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     if result.outcome is Outcome.PASS:
         found = result.approval.approval if result.approval else None
         status = f"is approved ({found.summary()})" if found else "needs no approval"
-        print(f"{args.spec} {status}; nothing recorded")
+        print(one_line(f"{args.spec} {status}; nothing recorded"))
         return 0
     by = checked_text(args.by, "--by") or _requester(evaluation)
     record = new_record(

@@ -15,6 +15,7 @@ from gate.commands.common import (
     print_errors,
 )
 from gate.commands.records import signer_for
+from gate.errors import one_line
 from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key, record_launch
 from gate.integrations.signing import SIGNER_ENV
 from gate.policy.findings import Outcome
@@ -42,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
         by = signer.principal if signer else os.environ.get(SIGNER_ENV)
         launch = record_launch(view, evaluation, launch_key=key, by=by, signer=signer)
         print(
-            f"budget-gate: launch of {evaluation.path} recorded in the ledger at {view.where} "
+            f"budget-gate: launch of {one_line(str(evaluation.path))} recorded in the ledger at "
+            f"{view.where} "
             f"(launch key {launch.launch_key}: export {LAUNCH_KEY_ENV}={launch.launch_key} so "
             "the job's guard joins this launch)",
             file=sys.stderr,

@@ -135,7 +135,7 @@ def _diagnostics(result: SpecResult) -> list[str]:
     """The spec's input errors and findings, one compiler-style line each."""
     file = one_line(result.file)
     errors = [
-        str(p) if p.location or str(p).startswith(f"{file}: ") else f"{file}: {p}"
+        one_line(str(p) if p.location or str(p).startswith(f"{result.file}: ") else f"{file}: {p}")
         for p in result.errors
     ]
     return [*errors, *(_finding_line(f, result.file) for f in result.findings)]
