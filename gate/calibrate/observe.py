@@ -172,4 +172,4 @@ def _float(text: str | None) -> float | None:
 
 
 def _int(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() and int(text) > 0 else None
+    return tracking.tag_count(text) or None

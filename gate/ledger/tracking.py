@@ -38,6 +38,23 @@ from gate.spec.fingerprint import fingerprint
 from gate.spec.loader import load_file
 from gate.spec.validation import validate
 
+MAX_TAG_COUNT = 10**12
+"""The largest count a tag may carry (GPUs, epochs, an attempt): past it, a typo or a forgery."""
+
+
+def tag_count(text: str | None) -> int | None:
+    """A tag's whole number (``"8"``), or ``None`` for anything else.
+
+    ASCII digits only, up to :data:`MAX_TAG_COUNT`: a training job writes these tags, and
+    ``"²".isdigit()`` is true while ``int("²")`` fails; thirty digits overflow the money
+    arithmetic downstream.
+    """
+    if text is None or not (text.isascii() and text.isdigit()) or len(text) > 13:
+        return None
+    value = int(text)
+    return value if value <= MAX_TAG_COUNT else None
+
+
 PREFIX = "budget_gate."
 SPEC = PREFIX + "spec"
 FINGERPRINT = PREFIX + "fingerprint"

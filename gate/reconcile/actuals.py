@@ -234,8 +234,9 @@ def _held(
 
 def _gpus(facts: RunFacts, plan: Plan, notes: list[str]) -> Decimal:
     text = facts.tags.get(tracking.GPUS)
-    if text is not None and text.isdigit() and int(text) > 0:
-        return Decimal(int(text))
+    count = tracking.tag_count(text)
+    if count:
+        return Decimal(count)
     planned = plan.spec.resources.gpus_per_trial
     why = "no" if text is None else f"an invalid ({text!r})"
     notes.append(f"{why} {tracking.GPUS} tag: {planned} GPUs assumed from the spec")
@@ -299,15 +300,19 @@ def _number(metric: float | None, param: str | None) -> Decimal | None:
 
 
 def _attempt(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() else None
+    return tracking.tag_count(text)
 
 
 def _utilization(samples: Mapping[str, tuple[float, ...]]) -> Decimal | None:
-    """Mean over GPUs of each GPU's mean utilization over the run, as a fraction."""
+    """Mean over GPUs of each GPU's mean utilization over the run, as a fraction.
+
+    Each sample is a percent, so it is clamped to 0–100 first: a broken sampler's 1e308
+    would overflow the sum (MLflow stores infinity so).
+    """
     means = [
         math.fsum(finite) / len(finite)
         for values in samples.values()
-        if (finite := [v for v in values if math.isfinite(v)])
+        if (finite := [min(max(v, 0.0), 100.0) for v in values if math.isfinite(v)])
     ]
     if not means:
         return None

@@ -36,7 +36,7 @@ def guard_stop(
     if by is None:
         return None
     epoch_text = tags.get(tracking.STOP_EPOCH, "")
-    epoch = int(epoch_text) if epoch_text.isdigit() else None
+    epoch = tracking.tag_count(epoch_text)
     ran = epochs or epoch or 0
     left = max(max_epochs - ran, 0)
     saved = train_cost / ran * left if ran else Decimal(0)

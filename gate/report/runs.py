@@ -146,7 +146,7 @@ class MonthRuns:
             if facts.end_ms is not None and facts.start_ms is not None
             else Decimal(0)
         )
-        hours = held * (int(gpus) if gpus.isdigit() else 0)
+        hours = held * (tracking.tag_count(gpus) or 0)
         self._unpriced_hours[reason] = self._unpriced_hours.get(reason, Decimal(0)) + hours
         team = facts.tags.get(tracking.TEAM) or NO_TEAM
         self._unpriced_teams.setdefault(reason, set()).add(team)

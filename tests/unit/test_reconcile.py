@@ -122,6 +122,25 @@ def test_missing_or_bad_gpu_tags_fall_back_to_the_spec():
     assert bad.notes == ("an invalid ('two') budget_gate.gpus tag: 2 GPUs assumed from the spec",)
 
 
+@pytest.mark.parametrize("text", ["\u00b2", "\u0663", "1" + "0" * 29, "-1", "1e3", " 8"])
+def test_a_tag_a_training_job_forged_is_no_count_and_no_crash(text):
+    """``"²".isdigit()`` is true and ``int("²")`` fails; thirty digits overflowed the money."""
+    plan = make_plan({"resources": {"gpus_per_trial": 2}})
+    tags = {tracking.GPUS: text, tracking.ATTEMPT: text, tracking.STOPPED_BY: "x"}
+    run = price_run(facts("f", tags={**tags, tracking.STOP_EPOCH: text}), plan)
+    assert run.gpus == D(2) and run.attempt is None
+    assert (
+        run.notes[0] == f"an invalid ({text!r}) budget_gate.gpus tag: 2 GPUs assumed from the spec"
+    )
+
+
+def test_utilization_samples_past_100_percent_are_clamped_not_summed_to_overflow():
+    plan = make_plan()
+    broken = {"system/gpu_0_utilization_percentage": (1.7e308, 1.7e308, 50.0)}
+    run = price_run(RunFacts("u", "FINISHED", ms(0), ms(1), utilization=broken), plan)
+    assert run.utilization == D(repr(250 / 3)) / 100  # (100 + 100 + 50) / 3 %, each clamped
+
+
 def test_a_run_on_another_accelerator_is_priced_by_its_own_quote():
     h100 = make_quote("30", "H100")
     seen = []

@@ -100,7 +100,7 @@ class SpecVersions:
             versions: dict[str, SpecVersion] = {}
             try:
                 history = file_history(str(path), self.limit)
-            except (InputError, OSError):  # outside git, no commits, no git, odd path
+            except (InputError, OSError, ValueError):  # outside git, no git, odd path (a NUL)
                 history = []
             for commit, blob in history:
                 _add(versions, SpecVersion(blob, str(path), f"{path}@{commit[:12]}"))
