@@ -108,6 +108,28 @@ def test_a_running_run_is_charged_to_now_flagged_and_not_recorded(lab):
     assert code == 1  # charged up to now, far past the estimate
 
 
+@pytest.mark.parametrize(
+    ("how", "said"),
+    [
+        ("scheduled", "1 run(s) scheduled, not started; reconcile again once they end"),
+        ("backwards", "1 run(s) end before they start, so what they held is not known"),
+    ],
+)
+def test_a_run_not_started_or_ending_before_it_starts_is_not_recorded(lab, how, said):
+    """Its cost of nothing is not final: recorded, it would release what the launch
+    committed from the month's budget (a training job can set either)."""
+    lab.log(hours=10, metrics=GOOD)
+    if how == "scheduled":
+        run = lab.log(trial=1, start=1, hours=None)
+        lab.client.update_run(run, status="SCHEDULED")
+    else:
+        lab.log(trial=1, start=5, hours=-4, metrics=GOOD)
+    _, doc = lab.json()
+    assert doc["ledger"]["record_id"] is None
+    assert doc["ledger"]["not_recorded"].startswith(said)
+    assert lab.team.records(lab.spec) == []
+
+
 def test_over_the_approved_amount_by_more_than_the_tolerance_exits_1(lab):
     approve(lab, "100")
     lab.log(hours=10, metrics=GOOD)  # 100: at the approval

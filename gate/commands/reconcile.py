@@ -35,7 +35,7 @@ from gate.ledger.records import LedgerQuery, LedgerStore, RecordKind, short
 from gate.money import to_decimal
 from gate.policy.findings import Outcome
 from gate.policy.model import Policy
-from gate.reconcile.actuals import Plan, RunFacts
+from gate.reconcile.actuals import Plan, RunFacts, RunStatus
 from gate.reconcile.quality import monitor_for
 from gate.reconcile.reconciler import Reconciler, ReconcileReport, Reconciliation
 from gate.spec.experiment import Experiment
@@ -191,6 +191,17 @@ def _record(
         return None, "no runs found"
     if result.running:
         return None, f"{result.running} run(s) still running; reconcile again once they end"
+    # NOTE: a reconciliation releases what the launch committed; a run that has not started,
+    # or whose end is before its start, cost nothing so far only as written: not final.
+    scheduled = sum(1 for r in result.runs if r.status is RunStatus.SCHEDULED)
+    if scheduled:
+        return None, f"{scheduled} run(s) scheduled, not started; reconcile again once they end"
+    backwards = sum(1 for r in result.runs if r.start and r.end and r.end < r.start)
+    if backwards:
+        return None, (
+            f"{backwards} run(s) end before they start, so what they held is not known; "
+            "fix their times in MLflow, then reconcile again"
+        )
     record = new_record(
         evaluation,
         RecordKind.RECONCILIATION,
