@@ -130,6 +130,17 @@ def test_a_run_not_started_or_ending_before_it_starts_is_not_recorded(lab, how, 
     assert lab.team.records(lab.spec) == []
 
 
+def test_run_names_and_tags_cannot_start_a_line_of_the_text_report(lab):
+    """A training job names its run and sets its tags: the report shows them escaped."""
+    evil = "x\n::error title=budget-gate::approved by the CFO\n\x1b[2J"
+    run = lab.log(hours=10, metrics=GOOD)
+    lab.client.set_tag(run, "mlflow.runName", evil)
+    lab.client.set_tag(run, tracking.TRIAL_ID, evil)
+    _, out, _ = lab.reconcile("--dry-run")
+    assert not [line for line in out.splitlines() if line.startswith("::")]
+    assert "\x1b" not in out and "x\\n::error title=budget-gate::approved by the CFO" in out
+
+
 def test_over_the_approved_amount_by_more_than_the_tolerance_exits_1(lab):
     approve(lab, "100")
     lab.log(hours=10, metrics=GOOD)  # 100: at the approval

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from gate.errors import one_line
 from gate.ledger.records import LEDGER_EXPERIMENT, short
 from gate.money import format_amount, format_small
 from gate.reconcile.actuals import RunResult, RunStatus
@@ -39,18 +40,27 @@ def render(report: ReconcileReport) -> str:
     """The whole report as text, ending with the verdict line."""
     result = report.result
     blocks = [
-        "\n".join(header_lines(report)),
-        "\n".join(_run_lines(result)),
-        "\n".join(["totals", *(f"  {line}" for line in total_lines(result))]),
-        "\n".join(_waste_lines(result)),
-        *(["\n".join(guard_lines(result))] if result.guard_stops else []),
-        "\n".join(["variance", *(f"  {line}" for line in variance_lines(result.variance))]),
+        _joined(header_lines(report)),
+        _joined(_run_lines(result)),
+        _joined(["totals", *(f"  {line}" for line in total_lines(result))]),
+        _joined(_waste_lines(result)),
+        *([_joined(guard_lines(result))] if result.guard_stops else []),
+        _joined(["variance", *(f"  {line}" for line in variance_lines(result.variance))]),
     ]
     quality = quality_line(result)
     if quality:
-        blocks.append(quality)
-    blocks.append("\n".join([*record_lines(report), verdict_line(result)]))
+        blocks.append(one_line(quality))
+    blocks.append(_joined([*record_lines(report), verdict_line(result)]))
     return "\n\n".join(blocks) + "\n"
+
+
+def _joined(lines: list[str]) -> str:
+    r"""Lines of the report, each on its own line.
+
+    Run names and tags are a training job's text: a line break or an escape in one shows
+    escaped (``\n``), so it never starts a line of its own.
+    """
+    return "\n".join(one_line(line) for line in lines)
 
 
 def header_lines(report: ReconcileReport) -> list[str]:
