@@ -209,7 +209,18 @@ def _pod_set(pod_set: Mapping[str, Any], assignment: Mapping[str, Any] | None) -
 
 
 def _pod_request(pod: Mapping[str, Any]) -> dict[str, int]:
-    """GPUs one pod holds, per resource: containers and sidecars summed, init at their max."""
+    """GPUs one pod holds, per resource: containers and sidecars summed, init at their max.
+
+    Raises:
+        ValueError: the pod asks for devices budget-gate cannot count (refused, not let
+            through as asking for no GPU): through ``resourceClaims`` (DRA), or an
+            accelerator resource it does not price (``google.com/tpu``, a renamed share).
+    """
+    if pod.get("resourceClaims"):
+        raise ValueError(
+            "the pod asks for devices through resourceClaims (dynamic resource allocation), "
+            "which budget-gate cannot count — ask for nvidia.com/gpu in its resources"
+        )
     summed: dict[str, int] = {}
     init_max: dict[str, int] = {}
     sidecars = [c for c in pod.get("initContainers", []) if c.get("restartPolicy") == "Always"]
@@ -228,7 +239,29 @@ def _container_gpus(container: Mapping[str, Any]) -> dict[str, int]:
     resources = container.get("resources") or {}
     # NOTE: an extended resource's request defaults to its limit; both set must be equal.
     asked = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+    for resource in asked:
+        if resource not in GPU_RESOURCES and not is_mig(resource) and _accelerator(resource):
+            raise ValueError(
+                f"{resource} is an accelerator budget-gate does not price — ask for "
+                f"{', '.join(GPU_RESOURCES)} or nvidia.com/mig-<profile>"
+            )
     return {r: _whole(r, v) for r, v in asked.items() if r in GPU_RESOURCES or is_mig(r)}
+
+
+_ACCELERATOR_VENDORS = (
+    "nvidia.com/",
+    "amd.com/",
+    "gpu.intel.com/",
+    "google.com/tpu",
+    "aws.amazon.com/neuron",
+    "habana.ai/",
+    "cloud-tpus.google.com/",
+)
+"""Extended resources of accelerator device plugins: one not priced is refused, not free."""
+
+
+def _accelerator(resource: str) -> bool:
+    return resource.startswith(_ACCELERATOR_VENDORS)
 
 
 def is_mig(resource: str) -> bool:

@@ -423,6 +423,30 @@ def test_a_workload_whose_gpus_cannot_be_read_is_rejected(repo, kube):
     )
 
 
+@pytest.mark.parametrize(
+    ("ask", "said"),
+    [
+        ({"google.com/tpu": "8"}, "google.com/tpu is an accelerator budget-gate does not price"),
+        ({"nvidia.com/gpu.shared": "8"}, "nvidia.com/gpu.shared is an accelerator budget-gate"),
+        ({"habana.ai/gaudi": "8"}, "habana.ai/gaudi is an accelerator budget-gate does not"),
+        (None, "asks for devices through resourceClaims (dynamic resource allocation)"),
+    ],
+)
+def test_accelerators_it_cannot_count_are_rejected_not_taken_as_no_gpu(repo, kube, ask, said):
+    """A workload naming no spec that asks for GPUs it cannot count was Ready ("no GPU")."""
+    job, pod_sets = objects.batch_job("other-devices")
+    pod = pod_sets[0]["template"]["spec"]
+    limits = pod["containers"][0]["resources"]["limits"]
+    limits.pop("nvidia.com/gpu", None)
+    if ask is None:
+        pod["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}]
+    else:
+        limits.update(ask)
+    workload = submit(kube, (job, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    assert said in kube.check(workload)["message"]
+
+
 def test_an_unreachable_ledger_is_never_ready_and_the_check_recovers(repo, kube):
     spec = write_spec(repo, trials=8)
     approve(repo, spec)
