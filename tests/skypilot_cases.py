@@ -255,6 +255,31 @@ def test_a_gpu_task_without_a_spec(repo, tmp_path):
     assert apply_policy(request(task(tmp_path, None), controller), settings(repo))
 
 
+def test_gpus_asked_through_a_kubernetes_pod_config_are_refused(repo, tmp_path):
+    """SkyPilot merges config.kubernetes.pod_config into the pods it makes: eight GPUs there
+    made a 'CPU task' that needed no spec."""
+    limits = {"limits": {"nvidia.com/gpu": 8}, "requests": {"nvidia.com/gpu": 8}}
+    config = {
+        "name": "cpu",
+        "resources": {"cpus": 8, "infra": "kubernetes"},
+        "run": "python train.py",
+        "config": {"kubernetes": {"pod_config": {"spec": {"containers": [{"resources": limits}]}}}},
+    }
+    path = tmp_path / "pod.yaml"
+    path.write_text(json.dumps(config))
+    message = rejection(request(sky.Task.from_yaml(str(path))), settings(repo))
+    assert message == (
+        "budget-gate: task 'cpu' asks for nvidia.com/gpu through config.kubernetes.pod_config, "
+        "which budget-gate does not count — ask for the GPUs in resources.accelerators (e.g. "
+        "H100:8) and name the spec"
+    )
+    plain = dict(
+        config, config={"kubernetes": {"pod_config": {"metadata": {"labels": {"a": "b"}}}}}
+    )
+    path.write_text(json.dumps(plain))
+    assert apply_policy(request(sky.Task.from_yaml(str(path))), settings(repo))  # no GPUs
+
+
 def test_bad_spec_names_are_rejected(repo, tmp_path):
     s = settings(repo)
     outside = rejection(request(task(tmp_path, "../../etc/passwd")), s)

@@ -260,6 +260,11 @@ _ACCELERATOR_VENDORS = (
 """Extended resources of accelerator device plugins: one not priced is refused, not free."""
 
 
+def counts_as_accelerator(resource: str) -> bool:
+    """Whether a Kubernetes resource names an accelerator, priced or not (a GPU, a TPU)."""
+    return resource in GPU_RESOURCES or is_mig(resource) or _accelerator(resource)
+
+
 def _accelerator(resource: str) -> bool:
     return resource.startswith(_ACCELERATOR_VENDORS)
 

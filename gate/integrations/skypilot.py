@@ -25,12 +25,14 @@ import math
 import os
 import uuid
 from collections.abc import Mapping
+from typing import Any
 
 import sky
 from sky import exceptions as sky_exceptions
 
 from gate.admission.asks import GpuAsk
 from gate.admission.asks import matches as _matches
+from gate.admission.workload import counts_as_accelerator
 from gate.errors import InputError
 from gate.evaluation.launching import LAUNCH_KEY_ENV
 from gate.formats import Format
@@ -118,6 +120,7 @@ def judge(
     """The env vars a cleared task gets (empty: passed unchanged), or :class:`Rejection`."""
     if request not in CHECKED_REQUESTS:
         return {}
+    _refuse_pod_config_devices(task)
     asks = gpu_asks(task)
     named = (task.envs or {}).get(SPEC_ENV, "").strip()
     key = uuid.uuid4().hex  # NOTE: never the task's own: a task must not join another launch
@@ -164,6 +167,40 @@ def tag_envs(tags: Mapping[str, str]) -> dict[str, str]:
 def tracking_env(tag: str) -> str:
     """The env var that carries run tag ``tag`` (``budget_gate.spec`` → ``BUDGET_GATE_SPEC``)."""
     return tag.upper().replace(".", "_")
+
+
+def _refuse_pod_config_devices(task: sky.Task) -> None:
+    """Refuse GPUs asked for through ``config.kubernetes.pod_config`` (a task override).
+
+    SkyPilot merges that pod config into the pods it makes, so ``nvidia.com/gpu: 8`` there
+    holds eight GPUs while ``resources.accelerators`` says none: the gate would see a CPU
+    task needing no spec.
+    """
+    for resources in task.resources:
+        devices = _pod_config_devices(resources)
+        if devices:
+            raise Rejection(
+                f"task {task.name or '(unnamed)'!r} asks for {', '.join(sorted(devices))} "
+                "through config.kubernetes.pod_config, which budget-gate does not count — "
+                "ask for the GPUs in resources.accelerators (e.g. H100:8) and name the spec"
+            )
+
+
+def _pod_config_devices(resources: Any) -> set[str]:
+    """The accelerator resources a candidate's Kubernetes pod config asks for."""
+    overrides = _dict(getattr(resources, "cluster_config_overrides", None))
+    spec = _dict(_dict(_dict(overrides.get("kubernetes")).get("pod_config")).get("spec"))
+    containers = spec.get("containers")
+    found: set[str] = set()
+    for container in containers if isinstance(containers, list) else []:
+        asked = _dict(_dict(container).get("resources"))
+        for part in ("limits", "requests"):
+            found |= {str(n) for n in _dict(asked.get(part)) if counts_as_accelerator(str(n))}
+    return found
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def gpu_asks(task: sky.Task) -> list[GpuAsk]:
