@@ -95,7 +95,9 @@ def _comment(base: Event, payload: Mapping[str, Any]) -> Event:
     if base.action in ("edited", "deleted"):
         # NOTE: an approve command taken back (deleted, or edited away) withdraws its
         # approval: the run judges again, and revokes the ledger's copy.
-        was = payload.get("changes", {}).get("body", {}).get("from") or comment.get("body")
+        changes = payload.get("changes")
+        body = changes.get("body") if isinstance(changes, Mapping) else None
+        was = (body.get("from") if isinstance(body, Mapping) else None) or comment.get("body")
         if parse_command(str(was or "")) is None:
             return _skip(base, f"comment {base.action!r} was not a /budget-gate approve command")
         return _with(base, int(issue["number"]))
