@@ -213,8 +213,18 @@ def test_the_ledger_experiment_is_never_read_as_runs(lab):
     text = Path(lab.spec).read_text().replace(lab.experiment + "}", "budget-gate-ledger}")
     Path(lab.spec).write_text(text)
     approve(lab, "100")
-    code, out, _ = lab.reconcile("--dry-run")
-    assert "runs (0: none)" in out and code == 1
+    code, out, err = lab.reconcile("--dry-run")
+    assert code == 3 and out == ""
+    assert "tracking.mlflow_experiment is the ledger's experiment 'budget-gate-ledger'" in err
+
+
+def test_a_run_that_sets_the_ledgers_kind_tag_is_still_counted(lab):
+    """The tag is a training job's to write: it no longer takes a run out of reconcile."""
+    lab.log(hours=10, metrics=GOOD)
+    hidden = lab.log(trial=1, start=1, hours=5, metrics=GOOD)
+    lab.client.set_tag(hidden, "budget_gate.kind", "approval")
+    _, doc = lab.json("--dry-run")
+    assert hidden in {run["run_id"] for run in doc["runs"]} and len(doc["runs"]) == 2
 
 
 def test_the_sqlite_store_gives_the_same_answer_as_the_server(lab, mlflow_server):

@@ -33,6 +33,7 @@ from gate.estimate.settings import Returns
 from gate.integrations import needs_mlflow
 from gate.integrations.mlflow.tracking_uri import resolve_tracking_uri
 from gate.ledger import tracking
+from gate.ledger.records import LEDGER_EXPERIMENT
 from gate.policy.model import Policy
 from gate.reconcile.actuals import RunFacts
 from gate.spec.trial import Capacity
@@ -100,7 +101,7 @@ def _observations(
         )
     found = []
     for experiment_id, name in listed:
-        if wanted and name not in wanted:
+        if (wanted and name not in wanted) or name == LEDGER_EXPERIMENT:  # records, not runs
             continue
         query = RunQuery(experiment_id, None, None, history_tag=tracking.MONITOR)
         for facts in runs.facts(query):

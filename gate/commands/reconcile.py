@@ -31,7 +31,7 @@ from gate.integrations import needs_mlflow, open_ledger
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
 from gate.ledger.approvals import live_approvals
-from gate.ledger.records import LedgerQuery, LedgerStore, RecordKind, short
+from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerStore, RecordKind, short
 from gate.money import to_decimal
 from gate.policy.findings import Outcome
 from gate.policy.model import Policy
@@ -70,6 +70,12 @@ def run(args: argparse.Namespace) -> int:
 
         runs = MlflowRuns(uri)
     experiment = spec.tracking.mlflow_experiment or spec.metadata.name
+    if experiment == LEDGER_EXPERIMENT:
+        raise InputError(
+            f"{args.spec}: tracking.mlflow_experiment is the ledger's experiment "
+            f"{LEDGER_EXPERIMENT!r}, which holds its records, not training runs",
+            hint="set tracking.mlflow_experiment to the experiment the runs are logged in",
+        )
     experiment_id = runs.experiment_id(experiment)
     if experiment_id is None:
         raise InputError(

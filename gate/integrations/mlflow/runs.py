@@ -37,7 +37,6 @@ from gate.integrations.mlflow.run_sources import MAX_POINTS, Points, RawRun, ope
 from gate.integrations.mlflow.search import failing_on
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger import tracking
-from gate.ledger.encoding import KIND
 from gate.reconcile.actuals import RunFacts
 
 GPU_UTILIZATION = re.compile(r"^system/(?:.+/)?gpu_\d+_utilization_percentage$")
@@ -190,9 +189,12 @@ def _history_key(raw: RawRun, query: RunQuery) -> str | None:
 
 
 def filter_string(fingerprint: str | None, started: tuple[int, int] | None = None) -> str:
-    """Training runs of one spec version (or of any): tagged runs, ledger records excluded.
+    """Training runs of one spec version (or of any): the runs tagged with a fingerprint.
 
     ``started`` keeps the runs that started from its first epoch-ms time, before its second.
+    Ledger records carry a fingerprint too, but live in the ledger's own experiment, which
+    no reader searches for runs; a tag is not what sets them apart, since a training job
+    could set the ledger's ``kind`` tag on its run and so drop out of reconcile.
     """
     clause = (
         f"tags.{tracking.FINGERPRINT} = '{_safe(fingerprint)}'"
@@ -205,7 +207,7 @@ def filter_string(fingerprint: str | None, started: tuple[int, int] | None = Non
         else f" AND attributes.start_time >= {int(started[0])}"
         f" AND attributes.start_time < {int(started[1])}"
     )
-    return f"{clause} AND tags.{KIND} IS NULL{window}"
+    return f"{clause}{window}"
 
 
 def _safe(value: str) -> str:
