@@ -30,7 +30,7 @@ from enum import Enum
 from gate.ci.event import parse_command
 from gate.ci.model import CommentInfo, ReviewInfo
 from gate.ledger.approvers import Approvers
-from gate.ledger.records import Source, when
+from gate.ledger.records import LedgerRecord, RecordKind, Source, when
 
 ROLES = ("read", "triage", "write", "maintain", "admin")
 """Repository roles, weakest first."""
@@ -161,6 +161,24 @@ def standing(reviews: Iterable[ReviewInfo], comments: Iterable[CommentInfo]) -> 
         if parse_command(c.body) is not None and c.updated_at == c.created_at
     }
     return frozenset(shown)
+
+
+def withdrawn(record: LedgerRecord, number: int, shown: frozenset[str]) -> str | None:
+    """Why the ledger's copy of a GitHub approval of pull request ``number`` lapsed, or None.
+
+    It lapses once GitHub no longer shows the review or comment (:func:`standing`).
+    """
+    github = record.source in (Source.GITHUB_REVIEW, Source.GITHUB_COMMENT)
+    # NOTE: event_id names the review or comment (``review-<id>``) the record copies.
+    if record.kind is not RecordKind.APPROVAL or not github or record.pr_number != number:
+        return None
+    if record.event_id in shown:
+        return None
+    return (
+        f"the approval by {record.by} recorded from GitHub ({record.event_id}) was withdrawn "
+        "there: the review was dismissed or followed by a request for changes, or the "
+        "comment deleted"
+    )
 
 
 def timing_refusal(candidate: Candidate, change: SpecChange) -> str | None:

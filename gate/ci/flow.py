@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 from gate.calibrate.model import Calibration
 from gate.calibrate.model import parse as parse_calibration
-from gate.ci.approvals import Candidate, standing
+from gate.ci.approvals import Candidate, standing, withdrawn
 from gate.ci.decisions import select_specs
 from gate.ci.event import Event
 from gate.ci.judging import judge_approvals
@@ -32,7 +33,6 @@ from gate.evaluation.diff import SpecDiff, compare
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.report import SpecResult
 from gate.ledger.approvers import Approvers
-from gate.ledger.records import LedgerRecord, Source
 from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
 from gate.policy.loader import CALIBRATION_FILE, PolicySet
@@ -102,7 +102,6 @@ class Prepared:
     shown: frozenset[str] | None = None
     """The approvals GitHub shows now (``review-<id>``, ``comment-<id>``), when a ledger is
     read: its copies of this pull request's others were withdrawn on GitHub."""
-    evaluations: list[Evaluation] = field(default_factory=list)
 
 
 def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
@@ -119,7 +118,12 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
             hint="split the pull request so that each changes fewer than 3,000 files",
         )
     present, removed = select_specs(changed, settings.globs)
-    shown = _shown_approvals(gh, pull, settings.ledger) if present else None
+    shown = None
+    if settings.ledger is not None and present:
+        # NOTE: GitHub says which of this pull request's approvals stand; the ledger's
+        # copies of the others no longer count, here and (revoked) at launch.
+        shown = standing(gh.reviews(pull.number), gh.comments(pull.number))
+        settings.ledger.withdrawn = partial(withdrawn, number=pull.number, shown=shown)
     base_files = _base_policies(gh, pull, settings.policy_dir)
     policies = PolicySet(settings.policy_dir, base_files)
     evaluator = Evaluator(
@@ -143,7 +147,6 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
             diffs.append(compare(file.path, base, head_eval.result if head_eval else None))
     prepared = Prepared(pull, head, evaluator, [e.result for e in evaluations], diffs)
     prepared.shown = shown
-    prepared.evaluations = evaluations
     prepared.outside = unjudged_specs(gh, changed, present, head)
     touched = policy_files(changed, settings.policy_dir)
     if touched:
@@ -160,34 +163,6 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
     if any(e.result.outcome is Outcome.APPROVAL_REQUIRED for e in evaluations):
         _judge(gh, event, prepared, evaluations, settings.now)
     return prepared
-
-
-def _shown_approvals(
-    gh: GitHub, pull: PullInfo, ledger: LedgerView | None
-) -> frozenset[str] | None:
-    """The approvals GitHub shows now (``review-<id>``, ``comment-<id>``).
-
-    The ledger's copies of this pull request's other approvals are withdrawn: a dismissed
-    review, a request for changes, a deleted comment.
-    """
-    if ledger is None:
-        return None
-    shown = standing(gh.reviews(pull.number), gh.comments(pull.number))
-    ledger.counts = lambda record: withdrawn(record, pull.number, shown)
-    return shown
-
-
-def withdrawn(record: LedgerRecord, number: int, shown: frozenset[str]) -> str | None:
-    """Why ``record``, a GitHub approval of pull request ``number``, no longer counts."""
-    github = record.source in (Source.GITHUB_REVIEW, Source.GITHUB_COMMENT)
-    # NOTE: event_id names the review or comment (``review-<id>``) the record copies.
-    if not github or record.pr_number != number or record.event_id in shown:
-        return None
-    return (
-        f"the approval by {record.by} recorded from GitHub ({record.event_id}) was withdrawn "
-        "there: the review was dismissed or followed by a request for changes, or the "
-        "comment deleted"
-    )
 
 
 def _base_policies(gh: GitHub, pull: PullInfo, policy_dir: str) -> dict[str, bytes]:

@@ -243,6 +243,28 @@ def approval_record(evaluation: Evaluation, chosen: Candidate, pr_number: int) -
     )
 
 
+def revocation_record(
+    approval: LedgerRecord, why: str, pr_number: int, now: dt.datetime
+) -> LedgerRecord:
+    """The revocation of a GitHub approval that GitHub withdrew (:func:`withdrawn`)."""
+    assert approval.record_id is not None
+    return LedgerRecord(
+        kind=RecordKind.REVOCATION,
+        spec=approval.spec,
+        fingerprint=approval.fingerprint,
+        experiment=approval.experiment,
+        recorded_at=now,
+        currency=approval.currency,
+        team=approval.team,
+        cost_center=approval.cost_center,
+        by=approval.by,
+        reason=f"withdrawn on GitHub: {why}",
+        source=approval.source,
+        pr_number=pr_number,
+        revokes=(approval.record_id,),
+    )
+
+
 class _History:
     """When each spec last changed: a first-parent walk from the head, commits read once.
 

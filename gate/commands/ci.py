@@ -19,10 +19,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from gate.ci.approvals import withdrawn
 from gate.ci.decisions import CommentMode, outputs
 from gate.ci.event import parse_event
-from gate.ci.flow import Prepared, Settings, prepare, withdrawn
-from gate.ci.judging import approval_record
+from gate.ci.flow import Prepared, Settings, prepare
+from gate.ci.judging import approval_record, revocation_record
 from gate.ci.policy_change import log_lines
 from gate.ci.policy_change import render as render_policy_change
 from gate.ci.publish import publish
@@ -32,14 +33,7 @@ from gate.commands.records import signer_for
 from gate.errors import BackendError, InputError, one_line
 from gate.evaluation.report import DOCS_URL, RenderContext, Report
 from gate.ledger.approvals import live_approvals
-from gate.ledger.records import (
-    DEFAULT_EXPIRY,
-    MAX_EXPIRY,
-    LedgerQuery,
-    LedgerRecord,
-    RecordKind,
-    parse_expiry,
-)
+from gate.ledger.records import DEFAULT_EXPIRY, MAX_EXPIRY, LedgerQuery, parse_expiry
 from gate.ledger.signing import CI_PRINCIPAL, Signer
 from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
@@ -225,35 +219,21 @@ def _revoke_withdrawn(
     if prepared.shown is None:
         return
     number = prepared.pull.number
-    for evaluation in prepared.evaluations:
-        path = evaluation.path or evaluation.result.file
-        try:  # every version of the spec: an older one's approval could still clear it
-            records = ledger.records(LedgerQuery(spec=path, since=now - MAX_EXPIRY))
+    for result in prepared.results:  # every version of the spec: an older one could clear it
+        try:
+            records = ledger.records(LedgerQuery(spec=result.file, since=now - MAX_EXPIRY))
         except BackendError as exc:  # said aloud; the next run revokes what is left
-            note = f"withdrawn approvals of {path} were not checked in the ledger: {exc}"
+            note = f"withdrawn approvals of {result.file} were not checked in the ledger: {exc}"
             print(message_command("warning", note, "budget-gate"))
             return
         for approval in live_approvals(records, now):
             why = withdrawn(approval, number, prepared.shown)
             if why is None or approval.record_id is None:
                 continue
-            revocation = LedgerRecord(
-                kind=RecordKind.REVOCATION,
-                spec=approval.spec,
-                fingerprint=approval.fingerprint,
-                experiment=approval.experiment,
-                recorded_at=now,
-                currency=approval.currency,
-                team=approval.team,
-                cost_center=approval.cost_center,
-                by=approval.by,
-                reason=f"withdrawn on GitHub: {why}",
-                source=approval.source,
-                pr_number=number,
-                revokes=(approval.record_id,),
-            )
             try:
-                run_id = ledger.store().append(revocation, signer)
+                run_id = ledger.store().append(
+                    revocation_record(approval, why, number, now), signer
+                )
             except InputError as exc:  # signers required, and no key (a fork's run)
                 note = f"the withdrawn approval was not revoked in the ledger: {exc}"
                 print(message_command("warning", note, "budget-gate"))

@@ -65,7 +65,7 @@ def approval_check(
         check_approvals,
         explain_changed,
     )
-    from gate.ledger.records import MAX_EXPIRY, LedgerQuery, RecordKind
+    from gate.ledger.records import MAX_EXPIRY, LedgerQuery
 
     policy = ctx.policy
     need = Requirement(
@@ -80,12 +80,9 @@ def approval_check(
         launch_key=launch_key,
     )
     records = ledger.records(LedgerQuery(fingerprint=fp))
-    withdrawn: list[str] = []
-    if ledger.counts is not None:
-        refusals = {id(r): ledger.counts(r) for r in records if r.kind is RecordKind.APPROVAL}
-        withdrawn = [why for why in refusals.values() if why is not None]
-        records = [r for r in records if refusals.get(id(r)) is None]
-    found = check_approvals(records, need, ledger.now)
+    judged = [(r, ledger.withdrawn(r) if ledger.withdrawn else None) for r in records]
+    withdrawn = tuple(why for _, why in judged if why is not None)
+    found = check_approvals([r for r, why in judged if why is None], need, ledger.now)
     if withdrawn:
         found = ApprovalCheck(found.approval, (*withdrawn, *found.stale))
     if found.approval is not None:

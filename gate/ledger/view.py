@@ -41,10 +41,10 @@ class LedgerView:
     approvals_if_read: bool = False
     trust: Trust | None = None
     judge: Callable[[], Trust] | None = field(default=None, repr=False)
-    counts: Callable[[LedgerRecord], str | None] | None = field(default=None, repr=False)
-    """Why a recorded approval no longer counts, or ``None`` when it may: on a pull request,
-    a GitHub approval of it that GitHub no longer shows (a review dismissed or changed, a
-    comment deleted) is withdrawn, whatever the ledger's copy says."""
+    withdrawn: Callable[[LedgerRecord], str | None] | None = field(default=None, repr=False)
+    """Why a recorded approval was withdrawn, or ``None``: on a pull request, a GitHub
+    approval that GitHub no longer shows (a review dismissed or changed, a comment deleted)
+    counts no more, whatever the ledger's copy says."""
     _store: LedgerStore | None = field(default=None, init=False, repr=False)
     _cache: dict[LedgerQuery, list[LedgerRecord]] = field(
         default_factory=dict, init=False, repr=False
