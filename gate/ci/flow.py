@@ -118,11 +118,12 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
             hint="split the pull request so that each changes fewer than 3,000 files",
         )
     present, removed = select_specs(changed, settings.globs)
-    shown = None
+    shown, activity = None, None
     if settings.ledger is not None and present:
         # NOTE: GitHub says which of this pull request's approvals stand; the ledger's
         # copies of the others no longer count, here and (revoked) at launch.
-        shown = standing(gh.reviews(pull.number), gh.comments(pull.number))
+        activity = _activity(gh, pull)
+        shown = standing(*activity)
         settings.ledger.withdrawn = partial(withdrawn, number=pull.number, shown=shown)
     base_files = _base_policies(gh, pull, settings.policy_dir)
     policies = PolicySet(settings.policy_dir, base_files)
@@ -147,6 +148,8 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
             diffs.append(compare(file.path, base, head_eval.result if head_eval else None))
     prepared = Prepared(pull, head, evaluator, [e.result for e in evaluations], diffs)
     prepared.shown = shown
+    if activity is not None:
+        prepared.comments = activity[1]  # the sticky comment is found among them too
     prepared.outside = unjudged_specs(gh, changed, present, head)
     touched = policy_files(changed, settings.policy_dir)
     if touched:
@@ -161,8 +164,13 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
             today=evaluator.today,
         )
     if any(e.result.outcome is Outcome.APPROVAL_REQUIRED for e in evaluations):
-        _judge(gh, event, prepared, evaluations, settings.now)
+        _judge(gh, event, prepared, evaluations, settings.now, activity or _activity(gh, pull))
     return prepared
+
+
+def _activity(gh: GitHub, pull: PullInfo) -> tuple[list[ReviewInfo], list[CommentInfo]]:
+    """The pull request's reviews and comments: what approves it, read once per run."""
+    return gh.reviews(pull.number), gh.comments(pull.number)
 
 
 def _base_policies(gh: GitHub, pull: PullInfo, policy_dir: str) -> dict[str, bytes]:
@@ -216,10 +224,11 @@ def _judge(
     prepared: Prepared,
     evaluations: list[Evaluation],
     now: dt.datetime,
+    activity: tuple[list[ReviewInfo], list[CommentInfo]],
 ) -> None:
     """The pull request's approvals judged (:mod:`gate.ci.judging`), kept in ``prepared``."""
     judged = judge_approvals(
-        gh, event, evaluations, prepared.pull, prepared.head_sha, prepared.evaluator, now
+        gh, event, evaluations, prepared.pull, prepared.head_sha, prepared.evaluator, now, activity
     )
     prepared.results = judged.results
     prepared.comments = judged.comments

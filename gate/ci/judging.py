@@ -88,11 +88,15 @@ def judge_approvals(
     head_sha: str,
     evaluator: Evaluator,
     now: dt.datetime,
+    activity: tuple[list[ReviewInfo], list[CommentInfo]],
 ) -> Judged:
-    """Judge the reviews and ``/budget-gate approve`` comments for each spec needing approval."""
-    comments = gh.comments(pull.number)
+    """Judge the reviews and ``/budget-gate approve`` comments for each spec needing approval.
+
+    ``activity`` is the pull request's reviews and comments, read once by the flow.
+    """
+    reviews, comments = activity
     bindings = _bindings(comments, evaluator.ledger, evaluations, event, head_sha, now)
-    found = candidates(gh.reviews(pull.number), comments, bindings)
+    found = candidates(reviews, comments, bindings)
     history = _History(gh, head_sha, pull.base_sha)
     access = _AccessCache(gh)
     command = event.command.comment_id if event.command else None

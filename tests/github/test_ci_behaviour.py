@@ -255,6 +255,9 @@ def test_an_approval_withdrawn_on_github_is_revoked_in_the_ledger(
     assert main([*argv, "--tracking-uri", mlflow_server.uri]) == 2  # nothing clears a launch
 
 
+READ_ONCE = ("pulls/list-reviews", "issues/list-comments")
+
+
 def test_a_second_approval_replaces_the_first_and_revokes_nothing(
     story: PullRequestStory, mlflow_server
 ) -> None:
@@ -268,8 +271,13 @@ def test_a_second_approval_replaces_the_first_and_revokes_nothing(
     assert "budget-gate: recorded approval by alice" in first.stdout
     story.push({"README.md": "more words\n"}, at=T0 + 3 * HOUR)
     story.run("pull_request.synchronize", story.pull_request_event("synchronize"))
+    before = {name: len(story.fake.requests_for(name)) for name in READ_ONCE}
     again = story.run("pull_request_review", story.review_event("alice", at=T0 + 4 * HOUR))
     assert again.code == 0 and "revoked" not in again.stdout
+    # The reviews and comments judge the approvals and say which stand: read once a run.
+    assert {n: len(story.fake.requests_for(n)) - before[n] for n in READ_ONCE} == dict.fromkeys(
+        READ_ONCE, 1
+    )
     assert story.status()[0] == "success"
 
 
