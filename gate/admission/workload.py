@@ -240,12 +240,12 @@ def _container_gpus(container: Mapping[str, Any]) -> dict[str, int]:
     # NOTE: an extended resource's request defaults to its limit; both set must be equal.
     asked = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
     for resource in asked:
-        if resource not in GPU_RESOURCES and not is_mig(resource) and _accelerator(resource):
+        if counts_as_accelerator(resource) and not _priced(resource):
             raise ValueError(
                 f"{resource} is an accelerator budget-gate does not price — ask for "
                 f"{', '.join(GPU_RESOURCES)} or nvidia.com/mig-<profile>"
             )
-    return {r: _whole(r, v) for r, v in asked.items() if r in GPU_RESOURCES or is_mig(r)}
+    return {r: _whole(r, v) for r, v in asked.items() if _priced(r)}
 
 
 _ACCELERATOR_VENDORS = (
@@ -262,11 +262,12 @@ _ACCELERATOR_VENDORS = (
 
 def counts_as_accelerator(resource: str) -> bool:
     """Whether a Kubernetes resource names an accelerator, priced or not (a GPU, a TPU)."""
-    return resource in GPU_RESOURCES or is_mig(resource) or _accelerator(resource)
-
-
-def _accelerator(resource: str) -> bool:
     return resource.startswith(_ACCELERATOR_VENDORS)
+
+
+def _priced(resource: str) -> bool:
+    """Whether the gate counts ``resource`` as GPUs: whole ones, or MIG slices."""
+    return resource in GPU_RESOURCES or is_mig(resource)
 
 
 def is_mig(resource: str) -> bool:
