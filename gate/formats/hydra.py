@@ -27,7 +27,9 @@ from gate.formats.model import (
     Source,
     Traced,
     mapping,
+    most_epochs,
     whole_epochs,
+    within,
 )
 from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import LoadedDoc
@@ -344,11 +346,11 @@ def _swept_epochs(
         return _Epochs(top, detail, swept.source.location, key, None, start, call)
     values = swept.value.get("values")
     if values:
-        tops = [t for t in (whole_epochs(v) for v in values) if t is not None]
-        if not tops:
+        most = most_epochs(values)
+        if most is None:
             return None
         detail = f"the largest of the swept {dotted}"
-        return _Epochs(max(tops), detail, swept.source.location, key, tuple(values))
+        return _Epochs(most, detail, swept.source.location, key, tuple(values))
     high = whole_epochs(swept.value.get("high"))
     if high is None:
         return None
@@ -385,7 +387,7 @@ def _fewer_epochs(found: list[_Epochs], value: Any) -> str | None:
         if entry.top <= value:
             continue
         if entry.values is not None:
-            kept = [v for v in entry.values if (t := whole_epochs(v)) is not None and t <= value]
+            kept = within(list(entry.values), value)
             edits.append(f"{entry.key}: {','.join(str(v) for v in kept or [value])}")
         elif entry.key.startswith("hydra.") and isinstance(entry.low, (int, float)):
             low = int(entry.low) if float(entry.low).is_integer() else entry.low

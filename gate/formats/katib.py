@@ -18,7 +18,17 @@ from typing import Any
 
 from gate.errors import InputError, Location
 from gate.formats.extension import annotation_facts
-from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping, whole_epochs
+from gate.formats.model import (
+    Draft,
+    Mapped,
+    Origin,
+    Source,
+    Traced,
+    mapping,
+    most_epochs,
+    whole_epochs,
+    within,
+)
 from gate.spec.facts import ANNOTATION_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc
 
@@ -377,11 +387,8 @@ def _swept_epochs(value: str, spec: dict[str, Any]) -> tuple[int, int, dict[str,
         if isinstance(param, dict) and param.get("name") == reference:
             space = mapping(param.get("feasibleSpace"))
             listed = space.get("list")
-            tops = [whole_epochs(v) for v in (listed if isinstance(listed, list) else [])]
-            if not isinstance(listed, list) or not listed:
-                tops = [whole_epochs(space.get("max"))]
-            numbers = [t for t in tops if t is not None]
-            return (max(numbers), index, space) if numbers else None
+            top = most_epochs(listed if isinstance(listed, list) and listed else [space.get("max")])
+            return (top, index, space) if top is not None else None
     return None
 
 
@@ -399,7 +406,7 @@ def _fewer_epochs(found: list[_Epochs], value: Any) -> str | None:
         index, space = entry.parameter
         listed = space.get("list")
         if isinstance(listed, list) and listed:
-            kept = [str(v) for v in listed if (t := whole_epochs(v)) is not None and t <= value]
+            kept = [str(v) for v in within(listed, value)]
             shown = json.dumps(kept or [str(value)])
             edits.append(f"spec.parameters[{index}].feasibleSpace: {{list: {shown}}}")
         elif (low := whole_epochs(space.get("min"))) is not None and low <= value:

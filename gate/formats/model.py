@@ -150,6 +150,17 @@ def whole_epochs(value: Any) -> int | None:
     return None
 
 
+def most_epochs(values: list[Any]) -> int | None:
+    """The most epochs any of ``values`` hands a trial, or None when none is a count."""
+    counts = [epochs for epochs in map(whole_epochs, values) if epochs is not None]
+    return max(counts) if counts else None
+
+
+def within(values: list[Any], most: int) -> list[Any]:
+    """The values that hand a trial at most ``most`` epochs (:func:`whole_epochs`)."""
+    return [v for v in values if (epochs := whole_epochs(v)) is not None and epochs <= most]
+
+
 def mapping(value: Any) -> dict[str, Any]:
     """``value`` when it is a mapping, else an empty one (engine files are loosely shaped)."""
     return value if isinstance(value, dict) else {}

@@ -18,7 +18,17 @@ from typing import Any
 
 from gate.errors import InputError, InputErrors
 from gate.formats.extension import COMMENT, comment_facts
-from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping, whole_epochs
+from gate.formats.model import (
+    Draft,
+    Mapped,
+    Origin,
+    Source,
+    Traced,
+    mapping,
+    most_epochs,
+    whole_epochs,
+    within,
+)
 from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import DataPath, LoadedDoc
 
@@ -146,11 +156,10 @@ def _fewer_epochs(
     """The parameter's edit that hands no run more than ``value`` epochs."""
     values = mapping(spec_param).get("values")
     if values:
-        tops = [whole_epochs(v) for v in values]
-        if all(t is None or t <= value for t in tops):
+        top = most_epochs(values)
+        if top is None or top <= value:
             return None
-        kept = [v for v, t in zip(values, tops, strict=True) if t is not None and t <= value]
-        return f"{_dotted(path)}: {{values: {json.dumps(kept or [value])}}}"
+        return f"{_dotted(path)}: {{values: {json.dumps(within(values, value) or [value])}}}"
     kind = _distribution(config)
     low, high = config.get("min"), config.get("max")
     if kind in _UNBOUNDED or kind in _EXPONENTS or kind.startswith("q_"):
@@ -329,8 +338,8 @@ def _epoch_top(
     shown = f"parameters.{name}"
     values = mapping(spec_param).get("values")
     if values is not None:
-        tops = [t for t in (whole_epochs(v) for v in values) if t is not None]
-        return (max(tops), f"the largest of {shown} ({max(tops)})") if tops else None
+        most = most_epochs(values)
+        return (most, f"the largest of {shown} ({most})") if most is not None else None
     kind = _distribution(config)
     low, high = config.get("min"), config.get("max")
     if (
