@@ -14,12 +14,12 @@ MLflow's own defaults (7 retries, 120 s) in place, which the ledger must not wai
 from __future__ import annotations
 
 import socket
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.loopback import serve_in_background
 from tests.mlflow_server import MlflowServer, free_port
 
 LIMIT_S = 10.0
@@ -78,8 +78,7 @@ def garbage(body: bytes) -> Iterator[str]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    serve_in_background(server)
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:

@@ -25,14 +25,17 @@ from gate.spec.validation import validate
 ORDER = ("apiVersion", "kind", "metadata", "resources", "workload", "search", "stopping")
 
 
+def _same_file(a: str, b: str) -> bool:
+    """Whether two names are one file (both exist, as themselves or through a link)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
+
+
 def run(args: argparse.Namespace) -> int:
     """Print (or --write) the equivalent spec; exit 3 when the file cannot be read as one."""
-    if (
-        args.write
-        and os.path.exists(args.write)
-        and os.path.exists(args.file)
-        and os.path.samefile(args.write, args.file)
-    ):
+    if args.write and _same_file(args.write, args.file):
         raise InputError(
             f"--write {args.write} is the file being imported: it would be overwritten",
             hint="write the spec to another file, e.g. --write experiments/sweep.yaml",

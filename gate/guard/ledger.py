@@ -6,9 +6,9 @@ it. Only that one: an approval recorded later was never checked for its approver
 path or launches (a spec owner's own, say), so it cannot raise the ceiling of a running
 search; it counts from the next launch, which checks it. An approval that expired while
 the search ran still counts, as in reconcile: it is the amount agreed for runs that
-started. It is a plain,
-picklable object (Ray Tune pickles the stopper that holds it). When MLflow cannot be
-reached, the guard keeps the ceiling it has and the failure is logged.
+started. It is a plain, picklable object (Ray Tune pickles the stopper that holds it).
+When MLflow cannot be reached, the guard keeps the ceiling it has and the failure is
+logged.
 """
 
 from __future__ import annotations
