@@ -27,10 +27,8 @@ from gate.estimate.schedule import (
 )
 from gate.estimate.settings import PricingPolicy, ScenarioName
 from gate.spec.experiment import Experiment
-from gate.spec.search import LearningCurve, Scheduler, Strategy
+from gate.spec.search import HALVING, LearningCurve, Scheduler, Strategy
 from gate.words import every_epoch
-
-_HALVING = (Strategy.SUCCESSIVE_HALVING, Strategy.HYPERBAND, Strategy.ASHA)
 
 
 def plan(
@@ -45,7 +43,7 @@ def plan(
     ``persistence`` is how well trials keep their ranks in ASHA's expected case.
     """
     search = spec.search
-    if search.strategy not in _HALVING:
+    if search.strategy not in HALVING:
         return flat(trials, top_epoch)
     scheduler = search.scheduler or Scheduler()
     top = min(scheduler.max_epochs or spec.workload.max_epochs, spec.workload.max_epochs)
@@ -132,7 +130,7 @@ def describe_plan(
 ) -> list[str]:
     """Say how the search was counted: rung marks and survivors, or why there is no saving."""
     search = spec.search
-    if search.strategy not in _HALVING:
+    if search.strategy not in HALVING:
         return []
     scheduler = search.scheduler or Scheduler()
     synchronous = is_synchronous(spec, scheduler)

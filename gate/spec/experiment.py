@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StrictFloat, ValidationInfo, field_validator
 
 from gate.spec.base import Model, Name, PositiveFloat, Text
-from gate.spec.search import Search, Stopping, Strategy
+from gate.spec.search import HALVING, Search, Stopping
 from gate.spec.trial import Resources, Workload
 
 
@@ -82,11 +82,7 @@ class Experiment(Model):
         # NOTE: a scheduler's max_epochs below the workload's stops every trial there: two
         # numbers for one bound, one of them silently unused. One must give way.
         workload, scheduler = info.data.get("workload"), search.scheduler
-        halving = search.strategy in (
-            Strategy.SUCCESSIVE_HALVING,
-            Strategy.HYPERBAND,
-            Strategy.ASHA,
-        )
+        halving = search.strategy in HALVING
         top = scheduler.max_epochs if scheduler is not None and halving else None
         if isinstance(workload, Workload) and top is not None and top < workload.max_epochs:
             raise ValueError(

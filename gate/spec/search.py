@@ -22,6 +22,10 @@ class Strategy(str, Enum):
     ASHA = "asha"
 
 
+HALVING = (Strategy.SUCCESSIVE_HALVING, Strategy.HYPERBAND, Strategy.ASHA)
+"""The strategies that run a scheduler's rungs; every other one ignores ``scheduler``."""
+
+
 class Parameter(Model):
     """One search dimension: a list of values, or a continuous range."""
 

@@ -28,14 +28,12 @@ from collections.abc import Iterator
 
 from gate.policy.model import Severity
 from gate.policy.rules.base import RuleContext, Violation, plural
-from gate.spec.search import Strategy
+from gate.spec.search import HALVING, Strategy
 
 ID = "BG309"
 SLUG = "ignored-setting"
 TITLE = "Search setting the strategy ignores"
 DEFAULT_SEVERITY = Severity.WARN
-
-_HALVING = (Strategy.SUCCESSIVE_HALVING, Strategy.HYPERBAND, Strategy.ASHA)
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
@@ -50,7 +48,7 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
             f"sample {search.max_trials} points with strategy: random",
             ("search", "max_trials"),
         )
-    if search.scheduler is not None and search.strategy not in _HALVING:
+    if search.scheduler is not None and search.strategy not in HALVING:
         yield Violation(
             f"scheduler: is ignored by strategy {strategy} (only successive_halving, "
             "hyperband and asha read it) — remove it, or use strategy: asha",
