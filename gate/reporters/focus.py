@@ -19,7 +19,8 @@ and the clouds' own exports speak. Each priced run of the period is one ``Usage`
 
 Text that a training job writes (a run name, a tag) reaches the cells: one that a
 spreadsheet would read as a formula (a leading ``=``, ``+``, ``-`` or ``@``) gets a leading
-``'``. Columns prefixed ``x_`` are budget-gate's own (FOCUS allows custom columns so prefixed).
+``'``. Columns prefixed ``x_`` are budget-gate's own (FOCUS allows custom columns so
+prefixed).
 Amounts are exact decimals, so ``EffectiveCost`` sums to the report's actual total.
 """
 

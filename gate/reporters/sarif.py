@@ -5,7 +5,8 @@ until someone approves it), ``warn`` → ``note``. A waived finding is kept with
 suppression carrying the waiver's reason. Each input error is an ``error`` result of the
 rule ``invalid-input`` at its place (code scanning shows results, not notifications) and a
 tool notification; what the verdict took as given (the built-in default policy, a team no
-policy owns) is a warning notification. Nothing depends on the clock, so the output is reproducible.
+policy owns) is a warning notification. Nothing depends on the clock, so the output is
+reproducible.
 """
 
 from __future__ import annotations
