@@ -29,7 +29,7 @@ import sky
 from sky import admin_policy, exceptions, models, skypilot_config
 from sky.utils import admin_policy_utils, config_utils
 
-from gate.integrations.skypilot import apply_policy
+from gate.integrations.skypilot import CHECKED_REQUESTS, SERVICE_REQUESTS, apply_policy
 from gate.integrations.skypilot_settings import MissingSpec, PolicySettings
 from gate.ledger.records import RecordKind
 from tests.conftest import ROOT
@@ -253,6 +253,41 @@ def test_a_gpu_task_without_a_spec(repo, tmp_path):
     assert cpu.task.envs == {}
     controller = sky.AdminPolicyRequestName.JOBS_LAUNCH_CONTROLLER
     assert apply_policy(request(task(tmp_path, None), controller), settings(repo))
+
+
+SERVICES = ("serve.up", "serve.update", "serve.launch_replica", "jobs.pool_apply")
+
+
+@pytest.mark.parametrize("name", SERVICES)
+def test_gpu_services_and_pools_are_refused_even_with_a_cleared_spec(repo, tmp_path, name):
+    spec = write_a100_spec(repo)  # 2 trials: cleared for launch without an approval
+    s = settings(repo)
+    assert apply_policy(request(task(tmp_path, spec, "A100:8")), s).task.envs["BUDGET_GATE_SPEC"]
+    kind = sky.AdminPolicyRequestName(name)
+    message = rejection(request(task(tmp_path, spec, "A100:8"), kind), s)
+    assert message == (
+        f"budget-gate: task 'train' asks for 8 × A100 per replica of a SkyServe service or job "
+        f"pool ({name}), which budget-gate does not price (replicas run as long as the "
+        "service) — train with sky launch or sky jobs launch and envs: {BUDGET_GATE_SPEC: "
+        "experiments/NAME.yaml}, or serve without GPUs here"
+    )
+    assert "asks for 8 × A100" in rejection(request(task(tmp_path, None, "A100:8"), kind), s)
+    cpu = apply_policy(request(task(tmp_path, None, None), kind), s)
+    assert cpu.task.envs == {}  # a CPU service passes as it came
+    allowed = apply_policy(
+        request(task(tmp_path, None, "A100:8"), kind),
+        settings(repo, missing_spec=MissingSpec.ALLOW),
+    )
+    assert "BUDGET_GATE_FINGERPRINT" not in allowed.task.envs
+
+
+def test_every_skypilot_request_kind_is_judged_refused_or_known_to_launch_nothing():
+    """A request SkyPilot adds must be placed here before it passes unjudged."""
+    passing = {"validate", "optimize", "jobs.launch_controller", "serve.launch_controller"}
+    passing.add("jobs.launch_cluster")  # a managed job's cluster, judged at jobs.launch
+    kinds = {kind.value for kind in sky.AdminPolicyRequestName}
+    assert set(SERVICES) == SERVICE_REQUESTS
+    assert kinds == CHECKED_REQUESTS | SERVICE_REQUESTS | passing
 
 
 def test_gpus_asked_through_a_kubernetes_pod_config_are_refused(repo, tmp_path):

@@ -2,7 +2,8 @@
 
 SkyPilot calls an admin policy for every request on its API server (``admin_policy:`` in
 its config, a class path or a URL). :class:`BudgetGatePolicy` looks at launch-like requests
-(``launch``, ``exec``, ``jobs.launch``): the task names its spec in the env var
+(``launch``, ``exec``, ``jobs.launch``) and refuses GPU services and pools, whose replicas no
+spec prices (:data:`SERVICE_REQUESTS`). A launched task names its spec in the env var
 ``BUDGET_GATE_SPEC`` (a path in the repository the policy is configured with); the spec is
 judged by the same evaluator, with the same ledger view, as ``budget-gate verify`` (valid,
 no error findings, a fresh approval when one is needed, room in the monthly budget); the
@@ -61,6 +62,12 @@ RUN_TAGS_ENV = "BUDGET_GATE_RUN_TAGS"
 """Set on a cleared task: every run tag as one JSON object, for ``mlflow.start_run(tags=)``."""
 CHECKED_REQUESTS = frozenset({"launch", "exec", "jobs.launch"})
 """SkyPilot request names judged; others (controllers, optimize, validate) pass unchanged."""
+SERVICE_REQUESTS = frozenset(
+    {"serve.up", "serve.update", "serve.launch_replica", "jobs.pool_apply"}
+)
+"""SkyServe services and job pools, and the replicas (pool workers too) their controller
+launches: each replica holds the task's GPUs for as long as the service lives, which no
+spec prices. With GPUs they are refused, unless GPU tasks without a spec are allowed."""
 
 
 class BudgetGatePolicy(sky.AdminPolicy):
@@ -118,6 +125,8 @@ def judge(
     task: sky.Task, request: str, settings: PolicySettings, now: dt.datetime
 ) -> dict[str, str]:
     """The env vars a cleared task gets (empty: passed unchanged), or :class:`Rejection`."""
+    if request in SERVICE_REQUESTS:
+        return _no_service(task, request, settings)
     if request not in CHECKED_REQUESTS:
         return {}
     _refuse_pod_config_devices(task)
@@ -234,6 +243,26 @@ def _no_spec(task: sky.Task, asks: list[GpuAsk], settings: PolicySettings) -> di
     raise Rejection(
         f"{what} — add envs: {{{SPEC_ENV}: experiments/NAME.yaml}} (its path in "
         f"{settings.repo}) and clear it (budget-gate check experiments/NAME.yaml)"
+    )
+
+
+def _no_service(task: sky.Task, request: str, settings: PolicySettings) -> dict[str, str]:
+    """A service or pool passes without GPUs; with them, only where spec-less GPUs may."""
+    _refuse_pod_config_devices(task)
+    asks = gpu_asks(task)
+    if not asks:
+        return {}
+    what = (
+        f"task {task.name or '(unnamed)'!r} asks for {asks[0]} per replica of a SkyServe "
+        f"service or job pool ({request})"
+    )
+    if settings.missing_spec is MissingSpec.ALLOW:
+        log.warning("%s: allowed, because BUDGET_GATE_MISSING_SPEC=allow", what)
+        return {}
+    raise Rejection(
+        f"{what}, which budget-gate does not price (replicas run as long as the service) — "
+        f"train with sky launch or sky jobs launch and envs: {{{SPEC_ENV}: "
+        "experiments/NAME.yaml}, or serve without GPUs here"
     )
 
 
