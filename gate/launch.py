@@ -6,7 +6,9 @@ script needs (the approval and the tags for its MLflow runs) or raises a clear e
 the launch in the ledger (:mod:`gate.evaluation.launching`) when the ledger is in play (the
 spec needed an approval, or its policy has a monthly budget): one record per launch key,
 which they take from ``BUDGET_GATE_LAUNCH_KEY`` or make and export there, so the processes
-a launch starts join it instead of launching again.
+a launch starts join it instead of launching again. In one process a launch holds one call
+of each: a second ``require_approval`` (or a second ``open_guard``) is a launch of its own,
+so a loop that launches again and again uses the approval each time.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import datetime as dt
 import getpass
 import logging
 import os
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -40,6 +43,9 @@ from gate.policy.findings import Outcome
 from gate.policy.model import Severity
 
 _log = logging.getLogger(__name__)
+_joined: dict[str, set[str]] = {}
+"""Launch keys this process cleared, and by which call (``require_approval``, ``open_guard``)."""
+_joined_lock = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +92,8 @@ def require_approval(
     read only when the spec needs an approval or its policy a monthly budget. ``now``
     judges expiry and the budget month at another moment (default: the current time).
     The launch is recorded under ``launch_key`` (else ``BUDGET_GATE_LAUNCH_KEY``, else a new
-    key, exported there for the processes this one starts).
+    key, exported there for the processes this one starts). Each call is a launch of its
+    own: only the first in a process joins the launch in ``BUDGET_GATE_LAUNCH_KEY``.
 
     Raises:
         gate.errors.ApprovalRequired: no fresh approval (``.reasons`` says why); exit 2.
@@ -95,7 +102,7 @@ def require_approval(
         gate.errors.BackendError: the ledger could not be read; exit 4.
         gate.errors.MissingExtra: MLflow is not installed (an InputError naming the extra).
     """
-    return _clear(spec, policy_dir, tracking_uri, now, launch_key)[0]
+    return _clear(spec, policy_dir, tracking_uri, now, launch_key, "require_approval")[0]
 
 
 def open_guard(
@@ -115,7 +122,9 @@ def open_guard(
     :class:`gate.guard.optuna.OptunaGuard` or
     :class:`gate.guard.ray.RayGuard`. Raises as :func:`require_approval`.
     """
-    verification, evaluation, view = _clear(spec, policy_dir, tracking_uri, now, launch_key)
+    verification, evaluation, view = _clear(
+        spec, policy_dir, tracking_uri, now, launch_key, "open_guard"
+    )
     estimate = verification.result.estimate
     assert evaluation.spec is not None and evaluation.policy is not None and estimate
     limits = limits_for(evaluation.spec, evaluation.policy, estimate, verification.approval)
@@ -139,10 +148,11 @@ def _clear(
     tracking_uri: str | None,
     now: dt.datetime | None,
     launch_key: str | None,
+    call: str,
 ) -> tuple[Verification, Evaluation, LedgerView]:
     moment = now or dt.datetime.now(dt.timezone.utc)
     uri = resolve_tracking_uri(tracking_uri, os.environ)
-    key = _launch_key(launch_key)
+    key = _launch_key(launch_key, call)
     view = LedgerView(
         lambda trust: open_ledger(uri, trust), moment, approvals=True, where=redact(uri)
     )
@@ -180,15 +190,22 @@ def _clear(
     return verification, evaluation, view
 
 
-def _launch_key(given: str | None) -> str:
-    """The launch this process is part of: given, inherited, or new (and exported)."""
+def _launch_key(given: str | None, call: str) -> str:
+    """The launch this ``call`` is part of: given, the process's own, or new (and exported).
+
+    NOTE: the exported key is the process's own too, so a second call of the same kind
+    would join the first launch and never use the approval again: it starts a new one.
+    """
     if given is not None:
         return checked_key(given, "launch_key")
-    inherited = os.environ.get(LAUNCH_KEY_ENV)
-    if inherited:
-        return checked_key(inherited)
-    key = uuid.uuid4().hex
-    os.environ[LAUNCH_KEY_ENV] = key  # NOTE: the processes this launch starts join it
+    with _joined_lock:
+        current = os.environ.get(LAUNCH_KEY_ENV)
+        if current and call not in _joined.get(current, ()):
+            key = checked_key(current)
+        else:
+            key = uuid.uuid4().hex
+            os.environ[LAUNCH_KEY_ENV] = key  # NOTE: the processes this launch starts join it
+        _joined.setdefault(key, set()).add(call)
     return key
 
 

@@ -14,6 +14,8 @@ import datetime as dt
 import json
 import os
 import shutil
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -359,15 +361,52 @@ def test_the_guard_clears_only_signed_approvals_and_its_workers_share_one_launch
     monkeypatch.delenv("BUDGET_GATE_LAUNCH_KEY", raising=False)
     guard = gate.open_guard(spec, **where)  # the search's driver: a launch, its key exported
     key = os.environ["BUDGET_GATE_LAUNCH_KEY"]
-    for _ in range(3):  # the workers it starts inherit the key: they join, not launch
-        assert gate.open_guard(spec, **where).limits.ceiling == guard.limits.ceiling
+    worker = (
+        "import gate, sys; "
+        "g = gate.open_guard(sys.argv[1], policy_dir=sys.argv[2], tracking_uri=sys.argv[3]); "
+        "print(g.limits.ceiling)"
+    )
+    argv = [sys.executable, "-c", worker, spec, str(signed.policy_dir), signed.uri]
+    for _ in range(2):  # the workers it starts inherit the key: they join, not launch
+        done = subprocess.run(argv, capture_output=True, text=True, env=os.environ, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == str(guard.limits.ceiling)
     launches = [
         r for r in signed.records(spec, trust=Trust_of(signed)) if r.kind is RecordKind.LAUNCH
     ]
     assert [r.launch_key for r in launches] == [key]
-    monkeypatch.delenv("BUDGET_GATE_LAUNCH_KEY")
     with pytest.raises(gate.ApprovalRequired):  # a second search: the approval is used
         gate.open_guard(spec, **where)
+    assert os.environ["BUDGET_GATE_LAUNCH_KEY"] != key  # it did not join the first
+
+
+def test_a_second_clearance_in_one_process_is_a_launch_of_its_own(signed: Team, keys, monkeypatch):
+    """A launcher that loops over ``require_approval`` uses the approval on every pass; the
+    guard it opens after each joins that pass's launch."""
+    import gate
+
+    spec = signed.spec(8)
+    signed.policy(extra="  launches: 2\n")
+    _as(monkeypatch, keys, "alice")
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    _as(monkeypatch, keys, "launcher")
+    where = {"policy_dir": signed.policy_dir, "tracking_uri": signed.uri}
+    first = gate.require_approval(spec, **where)
+    assert gate.open_guard(spec, **where).limits.ceiling.amount > 0  # joins the first
+    second = gate.require_approval(spec, **where)
+    assert first.launch is not None and second.launch is not None
+    assert first.launch.launch_key != second.launch.launch_key
+    assert os.environ["BUDGET_GATE_LAUNCH_KEY"] == second.launch.launch_key
+    with pytest.raises(gate.ApprovalRequired, match="launch"):  # both launches used it
+        gate.require_approval(spec, **where)
+    launches = [
+        r for r in signed.records(spec, trust=Trust_of(signed)) if r.kind is RecordKind.LAUNCH
+    ]
+    assert sorted(r.launch_key for r in launches) == sorted(
+        [first.launch.launch_key, second.launch.launch_key]
+    )
+    same = gate.require_approval(spec, launch_key=first.launch.launch_key, **where)
+    assert same.launch is not None and same.launch.launch_key == first.launch.launch_key
 
 
 def test_a_running_guard_takes_no_later_approval_and_stops_at_its_revocation(
