@@ -142,6 +142,16 @@ def seed(root: Path, uri: str) -> Month:
         {tracking.SPEC: str(root / "gone.yaml"), tracking.FINGERPRINT: "sha256:" + "0" * 64}
     )
     month.run_ids["lost"] = _log(client, experiments["A"], lost, name="lost", start=60, hours=1)
+    # A job in C's experiment tags its run as A's (50 GPU-hours charged to vision), and one
+    # of A's runs ends before it starts (a qualified model at no cost): neither is priced.
+    misfiled = tracking.run_tags(month.specs["A"], trial_id=98)
+    month.run_ids["misfiled"] = _log(
+        client, experiments["C"], misfiled, name="misfiled", start=62, hours=50, metrics=good
+    )
+    backwards = tracking.run_tags(month.specs["A"], trial_id=97)
+    month.run_ids["backwards"] = _log(
+        client, experiments["A"], backwards, name="backwards", start=64, hours=-3, metrics=good
+    )
     _ledger(month)
     return month
 

@@ -215,6 +215,24 @@ def test_focus_rows_pass_the_specification_and_add_up(month, capsys, tmp_path):
     assert tags["spec"] == month.specs["B"] and tags["fingerprint"].startswith("sha256:")
     assert b1["x_CostSource"].startswith("derived: GPU-hours")
     assert month.run_ids["lost"] not in by_run and month.run_ids["april"] not in by_run
+    assert month.run_ids["misfiled"] not in by_run and month.run_ids["backwards"] not in by_run
+
+
+def test_runs_outside_their_specs_experiment_or_ending_before_they_start_are_not_priced(
+    month, capsys
+):
+    document = report_json(month, capsys, "--month", report_kit.MONTH)
+    unpriced = {u["reason"]: u for u in document["unpriced"]}
+    elsewhere = unpriced[
+        "logged outside their spec's MLflow experiment (tracking.mlflow_experiment)"
+    ]
+    assert (elsewhere["runs"], Decimal(elsewhere["gpu_hours"])) == (1, 50)
+    backwards = unpriced["their end is before their start, so what they held is not known"]
+    assert (backwards["runs"], Decimal(backwards["gpu_hours"])) == (1, 0)
+    assert elsewhere["teams"] == backwards["teams"] == [month.teams["vision"]]
+    vision = next(t for t in document["teams"] if t["team"] == month.teams["vision"])
+    assert vision["runs"] == report_kit.EXPECTED["vision"]["runs"]  # neither counts for A
+    assert vision["qualified"] == report_kit.EXPECTED["vision"]["qualified"]
 
 
 def test_text_and_markdown_show_the_figures(month, capsys, tmp_path):

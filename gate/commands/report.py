@@ -20,6 +20,7 @@ import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate import __version__
 from gate.commands.common import make_evaluator, quiet_mlflow, utc_now
@@ -46,6 +47,9 @@ from gate.report.period import Period, last_full_month, parse_period
 from gate.report.runs import MonthRuns, Priced
 from gate.reporters import load_report_renderer
 
+if TYPE_CHECKING:  # MLflow's reader is imported when the command reads
+    from gate.integrations.mlflow.runs import MlflowRuns
+
 NO_SPEC = "no spec at their fingerprint (on disk or in git history)"
 INVALID = "their spec no longer evaluates"
 
@@ -62,8 +66,9 @@ def run(args: argparse.Namespace) -> int:
     plans = SpecPlans(evaluator, now)
     uri = resolve_tracking_uri(args.tracking_uri, os.environ)
     quiet_mlflow()
-    month_runs = MonthRuns(plans, period)
-    for facts in _window(uri, period):
+    runs, names = _store(uri)
+    month_runs = MonthRuns(plans, period, names)
+    for facts in _window(runs, names, period):
         month_runs.add(facts)
     trust = evaluator.policies.trust()
     warn_unsigned(trust)
@@ -93,13 +98,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _window(uri: str, period: Period) -> Iterator[RunFacts]:
-    """Every tagged run of every active experiment that started in the window."""
+def _store(uri: str) -> tuple[MlflowRuns, dict[str, str]]:
+    """The tracking store's runs, and its active experiments' names by id."""
     with needs_mlflow("report"):
-        from gate.integrations.mlflow.runs import MlflowRuns, RunQuery
+        from gate.integrations.mlflow.runs import MlflowRuns
 
         runs = MlflowRuns(uri)
-    ids = [eid for eid, name in runs.experiments() if name != LEDGER_EXPERIMENT]
+    return runs, dict(runs.experiments())
+
+
+def _window(runs: MlflowRuns, names: dict[str, str], period: Period) -> Iterator[RunFacts]:
+    """Every tagged run of every active experiment that started in the window."""
+    from gate.integrations.mlflow.runs import RunQuery
+
+    ids = [eid for eid, name in names.items() if name != LEDGER_EXPERIMENT]
     if not ids:
         return
     window = period.window
@@ -184,6 +196,7 @@ class SpecPlans:
             experiment=spec.metadata.name,
             needs_approval=result.outcome is Outcome.APPROVAL_REQUIRED,
             provider=spec.resources.cloud or policy.prices.cloud or "",
+            tracked_in=spec.tracking.mlflow_experiment or spec.metadata.name,
         )
 
 

@@ -75,6 +75,8 @@ class RunFacts:
     metrics: Mapping[str, float] = field(default_factory=dict)
     history: tuple[float, ...] = ()
     utilization: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    experiment_id: str = ""
+    """The MLflow experiment the run is logged in ("": not known)."""
 
 
 Requote = Callable[[str, Capacity], "Quote | None"]

@@ -7,14 +7,17 @@ waste and guard stops are reconcile's own figures. A run counts, whole, in the m
 qualified model stays whole, and a run still running is charged up to the report's clock.
 Runs are grouped by (month, spec path, fingerprint); the plan is looked up once per spec
 version, by the command, and a version without one (no spec found at its fingerprint, a
-spec that no longer evaluates) is counted with the reason, never priced in silence.
+spec that no longer evaluates) is counted with the reason, never priced in silence. So is
+a run logged outside its spec's MLflow experiment (its tags are its writer's claim: a job
+must not charge its hours to another team's spec, as ``reconcile`` would never read it
+there), and one whose end is before its start (what it held is not known).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -40,6 +43,8 @@ class Priced:
     experiment: str
     needs_approval: bool | None = None
     provider: str = ""
+    tracked_in: str = ""
+    """The MLflow experiment its runs are logged in (``tracking.mlflow_experiment``)."""
 
     @property
     def currency(self) -> str:
@@ -49,6 +54,8 @@ class Priced:
 
 PlanFor = Callable[[RunFacts], "Priced | str"]
 """The plan of a run's spec version, or why there is none."""
+ELSEWHERE = "logged outside their spec's MLflow experiment (tracking.mlflow_experiment)"
+BACKWARDS = "their end is before their start, so what they held is not known"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +101,16 @@ class Unpriced:
 class MonthRuns:
     """Adds the window's runs one at a time (streaming), grouped by month and spec version."""
 
-    def __init__(self, plan_for: PlanFor, period: Period) -> None:
+    def __init__(
+        self, plan_for: PlanFor, period: Period, experiments: Mapping[str, str] | None = None
+    ) -> None:
+        """Runs are added to groups by spec version; ``experiments`` names ids to names.
+
+        A run counts for its spec only in the experiment the spec tracks; ``None``: the runs
+        were not read from a store, and say nothing of where they were logged.
+        """
         self.period = period
+        self._experiments = experiments
         self._window = frozenset(period.window)
         self._plan_for = plan_for
         self._plans: dict[tuple[str, str], Priced | str] = {}
@@ -122,6 +137,12 @@ class MonthRuns:
         if isinstance(priced, str):
             self._count_unpriced(priced, facts)
             return
+        if self._elsewhere(facts, priced):
+            self._count_unpriced(ELSEWHERE, facts)
+            return
+        if facts.end_ms is not None and facts.end_ms < facts.start_ms:
+            self._count_unpriced(BACKWARDS, facts)
+            return
         key = (month, *version)
         group = self._groups.get(key)
         if group is None:
@@ -138,11 +159,16 @@ class MonthRuns:
             )
         )
 
+    def _elsewhere(self, facts: RunFacts, priced: Priced) -> bool:
+        if self._experiments is None:
+            return False
+        return self._experiments.get(facts.experiment_id) != priced.tracked_in
+
     def _count_unpriced(self, reason: str, facts: RunFacts) -> None:
         self._unpriced[reason] += 1
         gpus = facts.tags.get(tracking.GPUS, "")
         held = (
-            Decimal(facts.end_ms - facts.start_ms) / MS_PER_HOUR
+            max(Decimal(facts.end_ms - facts.start_ms) / MS_PER_HOUR, Decimal(0))
             if facts.end_ms is not None and facts.start_ms is not None
             else Decimal(0)
         )

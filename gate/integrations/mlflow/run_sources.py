@@ -47,6 +47,7 @@ class RawRun:
     tags: dict[str, str]
     params: dict[str, str]
     latest: dict[str, tuple[float, int]]
+    experiment_id: str = ""
 
 
 class RunSource(Protocol):
@@ -264,6 +265,7 @@ def _from_json(run: dict[str, Any]) -> RawRun:
         latest={
             m["key"]: (float(m["value"]), int(m.get("step", 0))) for m in data.get("metrics", [])
         },
+        experiment_id=str(info.get("experiment_id", "")),
     )
 
 
@@ -279,6 +281,7 @@ def _from_run(run: Run) -> RawRun:
         params=dict(data.params),
         # NOTE: the step only sizes bulk requests, which the client path does not make.
         latest={key: (value, 0) for key, value in data.metrics.items()},
+        experiment_id=str(info.experiment_id or ""),
     )
 
 

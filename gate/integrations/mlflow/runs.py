@@ -257,4 +257,5 @@ def _facts(raw: RawRun, histories: dict[tuple[str, str], Points], key: str | Non
         metrics={name: value for name, (value, _) in raw.latest.items()},
         history=history,
         utilization=utilization,
+        experiment_id=raw.experiment_id,
     )
