@@ -121,6 +121,32 @@ def test_a_nested_wandb_epochs_parameter_counts(tmp_path, capsys) -> None:
     assert "runs 500 (parameters.trainer.epochs" in only_error(result)["message"]
 
 
+@pytest.mark.parametrize(
+    ("command", "epochs"),
+    [
+        # a literal flag trains what it says, whatever the parameter sweeps
+        ("[python, train.py, --epochs=1000]", "1000"),
+        ("[python, train.py, --max-epochs, '400', '${args}']", "400"),
+        ("[sh, -c, 'python train.py --epochs 700']", "700"),
+        # ${args} after it hands every run the parameter's own --epochs: the last counts
+        ("['${env}', python, train.py, --epochs=1000, '${args}']", "10"),
+    ],
+)
+def test_a_wandb_epochs_flag_in_the_command_counts(tmp_path, capsys, command, epochs) -> None:
+    text = wandb("{values: [5, 10]}", declared="") + f"command: {command}\n"
+    code, result = check(tmp_path, capsys, text)
+    assert code != INVALID, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == epochs
+    assert result["estimate"]["worst"]["epochs_per_trial"] == int(epochs)
+
+
+def test_a_wandb_command_flag_above_the_declared_max_epochs_is_refused(tmp_path, capsys) -> None:
+    text = wandb("{values: [5, 10]}") + "command: [python, train.py, '${args}', --epochs=1000]\n"
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    assert "but the engine runs 1000 (--epochs 1000 in command)" in only_error(result)["message"]
+
+
 def test_an_unbounded_wandb_epochs_distribution_is_refused(tmp_path, capsys) -> None:
     code, result = check(tmp_path, capsys, wandb("{distribution: normal, mu: 10, sigma: 5}"))
     assert code == INVALID
@@ -280,6 +306,34 @@ def test_a_repeated_katib_epochs_flag_trains_its_last_value(
     found = field(result, "workload.max_epochs")
     assert found["value"] == epochs
     assert (found["location"]["line"], found["location"]["col"]) == at(text, word)
+
+
+@pytest.mark.parametrize(
+    ("command", "epochs"),
+    [
+        ('["sh", "-c", "python3 train.py --epochs 500 --lr=0.1"]', "500"),
+        ('["bash", "-c", "python3 pre.py --epochs=300 && python3 train.py --epochs 5"]', "300"),
+        ('["sh", "-c", "su -c \'python3 train.py --epochs 700\'"]', "700"),
+        ('["sh", "-c", "python3 train.py --epochs 1 --epochs 90; echo done"]', "90"),
+    ],
+)
+def test_a_katib_epochs_flag_inside_a_shell_script_counts(
+    tmp_path, capsys, command, epochs
+) -> None:
+    text = katib('{list: ["1"]}', command=command, declared="")
+    code, result = check(tmp_path, capsys, text, "experiment.yaml")
+    assert code != INVALID, result["errors"]
+    found = field(result, "workload.max_epochs")
+    assert found["value"] == epochs
+    assert (found["location"]["line"], found["location"]["col"]) == at(text, '"-c", ', '"-c", ')
+
+
+def test_a_katib_script_above_the_annotation_is_refused(tmp_path, capsys) -> None:
+    command = '["sh", "-c", "python3 train.py --epochs 1000 --lr=0.1"]'
+    code, result = check(tmp_path, capsys, katib('{list: ["1"]}', command), "experiment.yaml")
+    assert code == INVALID
+    message = only_error(result)["message"]
+    assert "but the engine runs 1000 (--epochs 1000 in the trial's command)" in message
 
 
 def test_a_repeated_katib_flag_above_the_annotation_is_refused(tmp_path, capsys) -> None:

@@ -24,6 +24,8 @@ from gate.formats.model import (
     Origin,
     Source,
     Traced,
+    commands_of,
+    epoch_flags,
     mapping,
     most_epochs,
     whole_epochs,
@@ -39,7 +41,6 @@ MEDIANSTOP_DEFAULTS = {"min_trials_required": 3, "start_step": 4}
 """Katib's medianstop service defaults (pkg/earlystopping/v1beta1/medianstop)."""
 GPU = "nvidia.com/gpu"
 BAYESIAN = frozenset({"bayesianoptimization", "tpe", "multivariate-tpe", "cmaes", "sobol"})
-_EPOCHS = re.compile(r"^(--?(?:max[-_]|num[-_]|n[-_])?epochs?)(?:=(.*))?$")
 _PLACEHOLDER = re.compile(r"^\$\{trialParameters\.([^}]+)\}$")
 
 
@@ -328,30 +329,29 @@ class _Epochs:
 def _epochs_in(
     container: dict[str, Any], here: DataPath, spec: dict[str, Any], doc: LoadedDoc
 ) -> list[_Epochs]:
-    """Each epochs flag's value in the command and args: the flag's last one counts.
+    """Each epochs flag's value in each command: the flag's last one there counts.
 
-    argparse (as most command lines) keeps the last of a repeated flag, so
-    ``--epochs 1 ... --epochs 200`` trains 200. The value is a literal number or
-    ``${trialParameters.NAME}``, the top of the parameter that trial parameter references.
+    See :func:`epoch_flags`. The value is a literal number or ``${trialParameters.NAME}``,
+    the top of the parameter that trial parameter references. The commands are the
+    container's command and args, and those of the scripts they hold
+    (``sh -c "python train.py --epochs 90"``, :func:`commands_of`).
     """
     words = [
         (str(w), (*here, key, i))
         for key in ("command", "args")
         for i, w in enumerate(container.get(key) or [])
     ]
-    last: dict[str, tuple[str, DataPath, int]] = {}
-    for i, (word, path) in enumerate(words):
-        match = _EPOCHS.match(word)
-        if match is None:
-            continue
-        flag, value = match.group(1), match.group(2)
-        if value is None and i + 1 < len(words):
-            value, path = words[i + 1]
-        if value is not None:
-            seen = last.get(flag)
-            last[flag] = (value, path, (seen[2] if seen else 0) + 1)
     found = []
-    for flag, (value, path, times) in last.items():
+    for command in commands_of(words):
+        found.extend(_flags_in(command, here, spec, doc))
+    return found
+
+
+def _flags_in(
+    words: list[tuple[str, DataPath]], here: DataPath, spec: dict[str, Any], doc: LoadedDoc
+) -> list[_Epochs]:
+    found = []
+    for flag, (value, path, times, _) in epoch_flags(words).items():
         where = doc.source_map.locate(path) or doc.source_map.locate((*here, "command"))
         repeated = f" (the last of {times})" if times > 1 else ""
         literal = whole_epochs(value)

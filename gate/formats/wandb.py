@@ -24,6 +24,8 @@ from gate.formats.model import (
     Origin,
     Source,
     Traced,
+    commands_of,
+    epoch_flags,
     mapping,
     most_epochs,
     whole_epochs,
@@ -310,9 +312,39 @@ def _epochs(draft: Draft, params: Found, data: dict[str, Any], at: Any) -> None:
         found = _epoch_top(name, spec_param, mapping(_config_at(data, path)), at(*path))
         if found is not None and (best is None or found[0] > best[0]):
             best = (*found, path)
+    for found_in_command in _command_epochs(data.get("command"), params):
+        if best is None or found_in_command[0] > best[0]:
+            best = found_in_command
     if best is not None:
         top, detail, path = best
         draft[("workload", "max_epochs")] = Traced(top, Source(Origin.FILE, detail, at(*path)))
+
+
+_ARGS_MACROS = ("${args}", "${args_no_boolean_flags}")
+"""W&B's command macros that expand to ``--name=value`` for every swept parameter."""
+
+
+def _command_epochs(command: Any, params: Found) -> list[tuple[int, str, DataPath]]:
+    """The epochs a literal flag of ``command`` hands every run (``--epochs=1000``).
+
+    A flag named as a swept parameter and followed by ``${args}`` is overruled by the
+    parameter's own flag (the last counts); any other literal trains what it says, though
+    the parameter says less.
+    """
+    if not isinstance(command, list):
+        return []
+    words: list[tuple[str, DataPath]] = [(str(w), ("command", i)) for i, w in enumerate(command)]
+    found = []
+    for words_of_one in commands_of(words):
+        macros = [i for i, (w, _) in enumerate(words_of_one) if any(m in w for m in _ARGS_MACROS)]
+        for flag, (value, path, times, index) in epoch_flags(words_of_one).items():
+            epochs = whole_epochs(value)
+            overruled = flag.lstrip("-") in params and any(i > index for i in macros)
+            if epochs is None or overruled:
+                continue
+            repeated = f" (the last of {times})" if times > 1 else ""
+            found.append((epochs, f"{flag} {value} in command{repeated}", path))
+    return found
 
 
 def _is_epochs(name: str) -> bool:
