@@ -13,12 +13,12 @@ which refuses unknown keys).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from gate.errors import InputError
 from gate.formats.extension import COMMENT, block_facts, comment_facts
+from gate.formats.hydra_sweeps import range_top, sweep
 from gate.formats.model import (
     Draft,
     FactMap,
@@ -55,7 +55,6 @@ EPOCH_KEYS = (
     ("training", "epochs"),
     ("train", "epochs"),
 )
-_CALL = re.compile(r"^\s*(\w+)\s*\((.*)\)\s*$", re.S)
 
 
 def read(doc: LoadedDoc) -> Mapped:
@@ -72,7 +71,7 @@ def read(doc: LoadedDoc) -> Mapped:
     params = mapping(sweeper.get("params"))
     counts: dict[str, int] = {}
     for name, text in params.items():
-        value, count = _sweep(str(text), name, at("hydra", "sweeper", "params", name))
+        value, count = sweep(str(text), name, at("hydra", "sweeper", "params", name))
         counts[name] = count
         draft[("search", "parameters", name)] = Traced(
             value,
@@ -339,7 +338,7 @@ def _swept_epochs(
         return None
     swept = draft[("search", "parameters", name)]
     key = f"hydra.sweeper.params.{name}"
-    ranged = _range_top(text) if inclusive else None
+    ranged = range_top(text) if inclusive else None
     if ranged is not None:
         top, start, call = ranged
         detail = f"{swept.source.detail}: Optuna draws up to {top}, its stop included"
@@ -356,26 +355,6 @@ def _swept_epochs(
         return None
     detail = f"{swept.source.detail}, so a job may train up to {high}"
     return _Epochs(high, detail, swept.source.location, key, None, swept.value.get("low"))
-
-
-def _range_top(text: str) -> tuple[int, Any, str] | None:
-    """The top of ``range(start, stop, step=s)``, its stop included, as Optuna draws it.
-
-    With its start, and the range written for another stop (``range(1, {}, step=2)``).
-    """
-    call = _CALL.match(text)
-    if call is None or call.group(1) != "range":
-        return None
-    try:
-        numbers, keywords = _arguments(call.group(2), "", None)
-    except InputError:
-        return None
-    start, stop = (numbers[0], numbers[1]) if len(numbers) >= 2 else (0, (numbers or [None])[0])
-    step = keywords.get("step", numbers[2] if len(numbers) > 2 else 1)
-    if stop is None or not step or step < 0 or stop < start:
-        return None
-    top = whole_epochs(start + ((stop - start) // step) * step)
-    return None if top is None else (top, start, f"range({start}, {{}}, step={step})")
 
 
 def _fewer_epochs(found: list[_Epochs], value: Any) -> str | None:
@@ -396,102 +375,3 @@ def _fewer_epochs(found: list[_Epochs], value: Any) -> str | None:
         else:
             edits.append(f"{entry.key}: {value}")
     return "; ".join(edits) or None
-
-
-def _sweep(text: str, name: str, where: Any) -> tuple[dict[str, Any], int]:
-    """One sweep override (``1,2,3``, ``choice(...)``, ``range(...)``, ``interval(...)``)."""
-    call = _CALL.match(text)
-    if call is None:
-        values = [_scalar(v) for v in _split(text)]
-        return {"values": values}, len(values)
-    func, args = call.group(1), call.group(2)
-    if func == "tag":
-        parts = _split(args)
-        value, count = _sweep(parts[-1], name, where)
-        if "log" in parts[:-1] and "low" in value:
-            value = {**value, "log": True}
-        return value, count
-    if func == "glob":
-        raise InputError(
-            f"hydra.sweeper.params.{name}: glob({args}) depends on the files of a config group",
-            location=where,
-            hint=f"list the options instead, e.g. {name}: a,b",
-        )
-    if func == "choice":
-        values = [_scalar(v) for v in _split(args)]
-        return {"values": values}, len(values)
-    numbers, keywords = _arguments(args, name, where)
-    if func == "range":
-        start, stop = (
-            [*numbers, None, None][:2]
-            if len(numbers) >= 2
-            else (0, numbers[0] if numbers else None)
-        )
-        step = keywords.get("step", numbers[2] if len(numbers) > 2 else 1)
-        if start is None or stop is None or not step:
-            raise InputError(
-                f"hydra.sweeper.params.{name}: range needs start, stop",
-                location=where,
-                hint="write range(start, stop, step=s)",
-            )
-        count = max(0, math.ceil((stop - start) / step))
-        if all(isinstance(v, int) for v in (start, stop, step)):
-            return {"values": list(range(start, stop, step))}, count
-        return {"values": [start + i * step for i in range(count)]}, count
-    if func == "interval" and len(numbers) == 2:
-        return {"low": float(numbers[0]), "high": float(numbers[1])}, 1
-    raise InputError(
-        f"hydra.sweeper.params.{name}: {func}() is not a sweep budget-gate reads",
-        location=where,
-        hint="use a comma list, choice(), range() or interval()",
-    )
-
-
-def _split(text: str) -> list[str]:
-    """Top-level comma split (not inside brackets or quotes)."""
-    parts, depth, current, quote = [], 0, "", ""
-    for char in text:
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append(current.strip())
-            current = ""
-            continue
-        current += char
-    parts.append(current.strip())
-    return [p for p in parts if p]
-
-
-def _scalar(text: str) -> Any:
-    text = text.strip().strip("'\"")
-    if re.fullmatch(r"[+-]?\d+", text):
-        return int(text)
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
-def _arguments(args: str, name: str, where: Any) -> tuple[list[Any], dict[str, Any]]:
-    numbers: list[Any] = []
-    keywords: dict[str, Any] = {}
-    for part in _split(args):
-        key, eq, value = part.partition("=")
-        number = _scalar(value if eq else key)
-        if not isinstance(number, (int, float)):
-            raise InputError(
-                f"hydra.sweeper.params.{name}: {part!r} is not a number",
-                location=where,
-                hint="write numbers, e.g. range(1, 10, step=2)",
-            )
-        if eq:
-            keywords[key.strip()] = number
-        else:
-            numbers.append(number)
-    return numbers, keywords

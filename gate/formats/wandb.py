@@ -16,7 +16,7 @@ import json
 import math
 from typing import Any
 
-from gate.errors import InputError, InputErrors
+from gate.errors import InputError
 from gate.formats.extension import COMMENT, comment_facts
 from gate.formats.model import (
     Draft,
@@ -31,12 +31,11 @@ from gate.formats.model import (
     whole_epochs,
     within,
 )
+from gate.formats.wandb_parameters import Found, distribution, parameters
 from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import DataPath, LoadedDoc
 
 METHODS = {"grid": "grid", "random": "random", "bayes": "bayesian"}
-MAX_GRID_VALUES = 100_000
-"""A range with more values than this in one grid dimension is a typo."""
 EPOCH_PARAMETERS = ("epochs", "max_epochs", "num_epochs", "n_epochs", "epoch")
 _DEFAULT_ETA = 3
 _SKYPILOT_KEYS = ("resources", "num_nodes", "run")
@@ -79,7 +78,7 @@ def read(doc: LoadedDoc) -> Mapped:
             hint="use grid, random or bayes",
         )
     draft: Draft = {("search", "strategy"): traced(METHODS[method], f"method: {method}", "method")}
-    params = _parameters(data.get("parameters"), ("parameters",), doc, method == "grid")
+    params = parameters(data.get("parameters"), ("parameters",), doc, method == "grid")
     grid = 1
     for name, (spec_param, count, path) in params.items():
         if spec_param is not None:
@@ -162,7 +161,7 @@ def _fewer_epochs(
         if top is None or top <= value:
             return None
         return f"{_dotted(path)}: {{values: {json.dumps(within(values, value) or [value])}}}"
-    kind = _distribution(config)
+    kind = distribution(config)
     low, high = config.get("min"), config.get("max")
     if kind in _UNBOUNDED or kind in _EXPONENTS or kind.startswith("q_"):
         return f"{_dotted(path)}: {{value: {value}}}"
@@ -185,117 +184,6 @@ def _name(draft: Draft, data: dict[str, Any], at: Any) -> None:
         if isinstance(data.get(key), str) and data[key]:
             draft[("metadata", "name")] = Traced(data[key], Source(Origin.FILE, key, at(key)))
             return
-
-
-Found = dict[str, tuple[dict[str, Any] | None, int, DataPath]]
-"""Parameter name → (its spec Parameter or None, its grid count, its path in the file)."""
-
-
-def _parameters(section: Any, path: DataPath, doc: LoadedDoc, grid: bool) -> Found:
-    """Every parameter (nested ``parameters:`` unnested as W&B does, with dots)."""
-    if not isinstance(section, dict) or not section:
-        raise InputError(
-            "parameters is empty or not a mapping",
-            location=doc.source_map.locate(path),
-            hint="give each parameter values: [...], value: x or a distribution",
-        )
-    found: Found = {}
-    errors: list[InputError] = []
-    for key, config in sorted(section.items()):
-        here = (*path, key)
-        if isinstance(config, dict) and "parameters" in config and not _is_leaf(config):
-            nested = _parameters(config["parameters"], (*here, "parameters"), doc, grid)
-            found.update({f"{key}.{name}": entry for name, entry in nested.items()})
-            continue
-        try:
-            found[str(key)] = (*_parameter(config, grid, here, doc), here)
-        except InputError as exc:
-            errors.append(exc)
-    if errors:
-        raise InputErrors(errors)
-    return found
-
-
-def _is_leaf(config: dict[str, Any]) -> bool:
-    return any(k in config for k in ("value", "values", "distribution", "min", "max"))
-
-
-def _parameter(
-    config: Any, grid: bool, path: DataPath, doc: LoadedDoc
-) -> tuple[dict[str, Any] | None, int]:
-    """One parameter as a spec Parameter and its count in a grid."""
-    where = doc.source_map.locate(path)
-    shown = ".".join(str(p) for p in path)
-    if not isinstance(config, dict):
-        raise InputError(f"{shown} is not a mapping", location=where, hint="write values: [...]")
-    kind = _distribution(config)
-    if kind == "categorical":
-        values = config.get("values")
-        if not isinstance(values, list) or not values:
-            raise InputError(f"{shown}.values is empty", location=where, hint="list the values")
-        if grid and "probabilities" in config:
-            raise InputError(
-                f"{shown} gives probabilities, which W&B's grid refuses",
-                location=where,
-                hint="remove probabilities, or use method: random with run_cap",
-            )
-        return {"values": values}, len(values)
-    if kind == "constant":
-        return {"values": [config.get("value")]}, 1
-    if "normal" in kind and not grid:
-        return None, 1  # unbounded: no range to give the spec; it does not change the count
-    low, high = config.get("min"), config.get("max")
-    if not isinstance(low, (int, float)) or not isinstance(high, (int, float)) or low > high:
-        raise InputError(
-            f"{shown}: a {kind} distribution needs min <= max",
-            location=where,
-            hint="give numbers min and max",
-        )
-    if grid and kind == "int_uniform":
-        return _grid_values(range(int(low), int(high) + 1), shown, where)
-    if grid and kind == "q_uniform":
-        q = config.get("q", 1)
-        count = max(0, math.ceil((high - low) / q))  # numpy.arange(min, max, q)
-        return _grid_values(
-            [low + i * q for i in range(min(count, MAX_GRID_VALUES + 1))], shown, where
-        )
-    if grid:
-        raise InputError(
-            f"{shown} is a {kind} distribution, which a grid cannot enumerate (W&B refuses it)",
-            location=where,
-            hint="give values: [...], int_uniform or q_uniform with q, or use method: random "
-            "with run_cap",
-        )
-    if kind in ("log_uniform",):  # W&B v1: min and max are natural-log exponents
-        return {"low": math.exp(low), "high": math.exp(high), "log": True}, 1
-    log = kind in ("log_uniform_values", "q_log_uniform_values", "inv_log_uniform_values")
-    return {"low": float(low), "high": float(high), "log": log}, 1
-
-
-def _grid_values(values: Any, shown: str, where: Any) -> tuple[dict[str, Any], int]:
-    if len(values) > MAX_GRID_VALUES:
-        raise InputError(
-            f"{shown} has over {MAX_GRID_VALUES:,} values in a grid",
-            location=where,
-            hint="narrow min/max (or raise q), or use method: random with run_cap",
-        )
-    if not values:
-        raise InputError(f"{shown} has no values", location=where, hint="check min, max and q")
-    return {"values": list(values)}, len(values)
-
-
-def _distribution(config: dict[str, Any]) -> str:
-    """W&B's inferred distribution: explicit, else by the keys and their types."""
-    given = config.get("distribution")
-    if isinstance(given, str):
-        return given
-    if "values" in config:
-        return "categorical"
-    if "value" in config:
-        return "constant"
-    low, high = config.get("min"), config.get("max")
-    ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high))
-    return "int_uniform" if ints else "uniform"
 
 
 def _epochs(draft: Draft, params: Found, data: dict[str, Any], at: Any) -> None:
@@ -372,7 +260,7 @@ def _epoch_top(
     if values is not None:
         most = most_epochs(values)
         return (most, f"the largest of {shown} ({most})") if most is not None else None
-    kind = _distribution(config)
+    kind = distribution(config)
     low, high = config.get("min"), config.get("max")
     if (
         kind in _UNBOUNDED

@@ -1,0 +1,122 @@
+"""The epochs a Katib trial trains, from the ``--epochs`` flags of its containers' commands.
+
+A flag's value is a literal number or ``${trialParameters.NAME}``, the top of the swept
+parameter that trial parameter references (``feasibleSpace.max``, or the largest of its
+``list``). Each command counts (the container's command and args, and the shell scripts
+they run), and in each, a repeated flag's last value, as argparse keeps it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from gate.errors import Location
+from gate.formats.model import commands_of, epoch_flags, mapping, most_epochs, whole_epochs, within
+from gate.spec.loader import DataPath, LoadedDoc
+
+_PLACEHOLDER = re.compile(r"^\$\{trialParameters\.([^}]+)\}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Epochs:
+    """The most epochs one ``--epochs`` flag of a trial's command hands the trial."""
+
+    top: int
+    detail: str
+    location: Location | None
+    flag: str
+    parameter: tuple[int, dict[str, Any]] | None = None
+    """The swept parameter it takes (its index in spec.parameters, its feasibleSpace)."""
+
+
+def epochs_in(
+    container: dict[str, Any], here: DataPath, spec: dict[str, Any], doc: LoadedDoc
+) -> list[Epochs]:
+    """Each epochs flag's value in each command: the flag's last one there counts.
+
+    See :func:`epoch_flags`. The value is a literal number or ``${trialParameters.NAME}``,
+    the top of the parameter that trial parameter references. The commands are the
+    container's command and args, and those of the scripts they hold
+    (``sh -c "python train.py --epochs 90"``, :func:`commands_of`).
+    """
+    words = [
+        (str(w), (*here, key, i))
+        for key in ("command", "args")
+        for i, w in enumerate(container.get(key) or [])
+    ]
+    found = []
+    for command in commands_of(words):
+        found.extend(_flags_in(command, here, spec, doc))
+    return found
+
+
+def _flags_in(
+    words: list[tuple[str, DataPath]], here: DataPath, spec: dict[str, Any], doc: LoadedDoc
+) -> list[Epochs]:
+    found = []
+    for flag, (value, path, times, _) in epoch_flags(words).items():
+        where = doc.source_map.locate(path) or doc.source_map.locate((*here, "command"))
+        repeated = f" (the last of {times})" if times > 1 else ""
+        literal = whole_epochs(value)
+        if literal is not None:
+            detail = f"{flag} {literal} in the trial's command{repeated}"
+            found.append(Epochs(literal, detail, where, flag))
+            continue
+        swept = _swept_epochs(value, spec)
+        if swept is not None:
+            top, index, space = swept
+            name = mapping(spec["parameters"][index]).get("name")
+            detail = (
+                f"{flag} {value} in the trial's command{repeated}: spec.parameters[{index}] "
+                f"{name} goes up to {top}, so a trial may train {top} epochs"
+            )
+            found.append(Epochs(top, detail, where, flag, (index, space)))
+    return found
+
+
+def _swept_epochs(value: str, spec: dict[str, Any]) -> tuple[int, int, dict[str, Any]] | None:
+    """The top of the parameter ``${trialParameters.NAME}`` takes, its index and space."""
+    match = _PLACEHOLDER.match(value.strip())
+    if match is None:
+        return None
+    template = mapping(spec.get("trialTemplate"))
+    references = {
+        str(t.get("name")): t.get("reference")
+        for t in template.get("trialParameters") or []
+        if isinstance(t, dict)
+    }
+    reference = references.get(match.group(1))
+    for index, param in enumerate(spec.get("parameters") or []):
+        if isinstance(param, dict) and param.get("name") == reference:
+            space = mapping(param.get("feasibleSpace"))
+            listed = space.get("list")
+            top = most_epochs(listed if isinstance(listed, list) and listed else [space.get("max")])
+            return (top, index, space) if top is not None else None
+    return None
+
+
+def fewer_epochs(found: list[Epochs], value: Any) -> str | None:
+    """The edits that hand no trial more than ``value`` epochs."""
+    if not isinstance(value, int):
+        return None
+    edits = []
+    for entry in found:
+        if entry.top <= value:
+            continue
+        if entry.parameter is None:
+            edits.append(f"{entry.flag}={value} as the last {entry.flag} in the trial's command")
+            continue
+        index, space = entry.parameter
+        listed = space.get("list")
+        if isinstance(listed, list) and listed:
+            kept = [str(v) for v in within(listed, value)]
+            shown = json.dumps(kept or [str(value)])
+            edits.append(f"spec.parameters[{index}].feasibleSpace: {{list: {shown}}}")
+        elif (low := whole_epochs(space.get("min"))) is not None and low <= value:
+            edits.append(f'spec.parameters[{index}].feasibleSpace.max: "{value}"')
+        else:
+            edits.append(f'spec.parameters[{index}].feasibleSpace: {{list: ["{value}"]}}')
+    return "; ".join(edits) or None
