@@ -1,4 +1,7 @@
-"""YAML bytes → plain data plus a source map; every YAML safety check lives here.
+"""YAML bytes → plain data plus a source map, through every YAML safety check.
+
+The checks of single values (what YAML 1.1 and 1.2 read apart) are
+:mod:`gate.spec.yaml_scalars`'s.
 
 The node tree from a safe ``compose()`` is walked once. The walk builds plain Python
 values and a :class:`SourceMap` from each data path to its 1-based position, so later
@@ -8,20 +11,17 @@ the data. Aliases are expanded under a node budget, which defuses "billion laugh
 
 from __future__ import annotations
 
-import math
 import os
-import re
 import stat
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from gate.errors import InputError, Location
+from gate.spec.yaml_scalars import BOOL, STR, TRUE, scalar_value, short_tag
 
 MAX_FILE_BYTES = 1024 * 1024
 """Specs and policies are hand-written; anything larger is a mistake or an attack."""
@@ -31,19 +31,9 @@ MAX_DEPTH = 64
 
 DataPath = tuple[str | int, ...]
 
-_STR = "tag:yaml.org,2002:str"
-_BOOL = "tag:yaml.org,2002:bool"
-_FLOAT = "tag:yaml.org,2002:float"
-_INT = "tag:yaml.org,2002:int"
 _MERGE = "tag:yaml.org,2002:merge"
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
-_PLAIN_TAGS = ("str", "int", "float", "bool", "null", "timestamp")
-_CONSTRUCT: dict[str, Callable[[SafeConstructor, ScalarNode], Any]] = {
-    f"tag:yaml.org,2002:{name}": SafeConstructor.yaml_constructors[f"tag:yaml.org,2002:{name}"]
-    for name in _PLAIN_TAGS
-}
-_CONSTRUCTOR = SafeConstructor()
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
@@ -283,7 +273,7 @@ class _Walker:
     def _plain_tag(self, node: Node, expected: str) -> None:
         if node.tag != expected:
             raise InputError(
-                f"unsupported YAML tag {_short_tag(node.tag)}",
+                f"unsupported YAML tag {short_tag(node.tag)}",
                 location=_loc(self.file, node),
                 hint="remove the tag; only plain YAML values are allowed",
             )
@@ -351,11 +341,11 @@ class _Walker:
         return result
 
     def _key(self, node: Node) -> str:
-        if isinstance(node, ScalarNode) and node.tag == _STR:
+        if isinstance(node, ScalarNode) and node.tag == STR:
             return str(node.value)
-        if isinstance(node, ScalarNode) and node.tag == _BOOL:
+        if isinstance(node, ScalarNode) and node.tag == BOOL:
             raise InputError(
-                f"key {node.value!r} is read as the boolean {node.value.lower() in _TRUE}",
+                f"key {node.value!r} is read as the boolean {node.value.lower() in TRUE}",
                 location=_loc(self.file, node),
                 hint=f'quote it: "{node.value}":',
             )
@@ -367,68 +357,4 @@ class _Walker:
         )
 
     def _scalar(self, node: ScalarNode, path: DataPath) -> Any:
-        if node.tag == _STR:
-            return node.value  # what SafeConstructor makes of a string, without its calls
-        construct = _CONSTRUCT.get(node.tag)
-        if construct is None:
-            raise InputError(
-                f"unsupported YAML tag {_short_tag(node.tag)}",
-                location=_loc(self.file, node),
-                hint="remove the tag; only plain YAML values are allowed",
-            )
-        if node.tag in (_INT, _FLOAT) and not node.style and ":" in node.value:
-            raise InputError(
-                f"{node.value!r} reads as a YAML 1.1 base-60 number",
-                location=_loc(self.file, node),
-                hint=f'write the number you mean, or quote it ("{node.value}") for a string',
-            )
-        if node.tag == _INT and not node.style and _YAML11_RADIX.fullmatch(node.value):
-            # NOTE: 0100 is 64 to YAML 1.1 (PyYAML) and 100 to YAML 1.2 (editors, yq).
-            binary = "b" in node.value
-            meant = construct(_CONSTRUCTOR, node) if binary else _decimal(node.value)
-            self.ambiguous.append(
-                InputError(
-                    f"{node.value!r} reads as a YAML 1.1 {'binary' if binary else 'octal'} "
-                    f"number ({construct(_CONSTRUCTOR, node)})",
-                    location=_loc(self.file, node),
-                    hint=f'write {meant} for the number, or quote it ("{node.value}") for a string',
-                )
-            )
-        if node.tag == _BOOL and not node.style and node.value.lower() in _YAML11_BOOLS:
-            raise InputError(
-                f"{node.value!r} reads as a YAML 1.1 boolean",
-                location=_loc(self.file, node),
-                hint=f'write true or false, or quote it ("{node.value}") for a string',
-            )
-        try:
-            value = construct(_CONSTRUCTOR, node)
-        except (ValueError, KeyError, IndexError, AttributeError, yaml.YAMLError):
-            # NOTE: PyYAML's constructors raise all of these for values forced by a tag.
-            raise InputError(
-                f"cannot read {node.value!r} as {_short_tag(node.tag)}",
-                location=_loc(self.file, node),
-                hint="quote the value if it is meant as a string",
-            ) from None
-        if node.tag == _FLOAT and not math.isfinite(value):
-            where = ".".join(str(p) for p in path)
-            raise InputError(
-                f"{where + ': ' if where else ''}{node.value} is not a finite number",
-                location=_loc(self.file, node),
-                hint="use a real number; NaN and infinity are not allowed",
-            )
-        return value
-
-
-_TRUE = ("yes", "y", "true", "on")
-_YAML11_BOOLS = ("yes", "no", "y", "n", "on", "off")
-_YAML11_RADIX = re.compile(r"[-+]?0[0-7_]+|[-+]?0b[01_]+")
-"""YAML 1.1's octal and binary integers, which YAML 1.2 reads as a decimal and a string."""
-
-
-def _decimal(text: str) -> int:
-    """``0100`` as the decimal number its digits spell (100)."""
-    return int(text.replace("_", ""), 10)
-
-
-def _short_tag(tag: str) -> str:
-    return tag.replace("tag:yaml.org,2002:", "!!")
+        return scalar_value(node, path, self.file, self.ambiguous)

@@ -1,0 +1,111 @@
+"""A YAML scalar → its value, refusing what YAML 1.1 (PyYAML) and 1.2 (editors) read apart.
+
+Base-60 numbers (``1:30``), yes/no booleans, tags other than the plain ones, NaN and
+infinity are refused at their line; YAML 1.1's octal and binary numbers are reported as
+ambiguous (:attr:`gate.spec.loader.LoadedDoc.ambiguous`), so a spec or a policy refuses
+them while an engine's own file, which its engine reads as YAML 1.1, keeps them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import Node, ScalarNode
+
+from gate.errors import InputError, Location
+
+STR = "tag:yaml.org,2002:str"
+BOOL = "tag:yaml.org,2002:bool"
+_FLOAT = "tag:yaml.org,2002:float"
+_INT = "tag:yaml.org,2002:int"
+_PLAIN_TAGS = ("str", "int", "float", "bool", "null", "timestamp")
+_CONSTRUCT: dict[str, Callable[[SafeConstructor, ScalarNode], Any]] = {
+    f"tag:yaml.org,2002:{name}": SafeConstructor.yaml_constructors[f"tag:yaml.org,2002:{name}"]
+    for name in _PLAIN_TAGS
+}
+_CONSTRUCTOR = SafeConstructor()
+
+
+def scalar_value(
+    node: ScalarNode, path: tuple[str | int, ...], file: str, ambiguous: list[InputError]
+) -> Any:
+    """The value of a plain scalar, or a located error for one read two ways.
+
+    A YAML 1.1 octal or binary number (``0100``, which YAML 1.2 tools read as 100) is added
+    to ``ambiguous``: refused in specs and policies, read as YAML 1.1 in engine files.
+    """
+    if node.tag == STR:
+        return node.value  # what SafeConstructor makes of a string, without its calls
+    construct = _CONSTRUCT.get(node.tag)
+    if construct is None:
+        raise InputError(
+            f"unsupported YAML tag {short_tag(node.tag)}",
+            location=_at(file, node),
+            hint="remove the tag; only plain YAML values are allowed",
+        )
+    if node.tag in (_INT, _FLOAT) and not node.style and ":" in node.value:
+        raise InputError(
+            f"{node.value!r} reads as a YAML 1.1 base-60 number",
+            location=_at(file, node),
+            hint=f'write the number you mean, or quote it ("{node.value}") for a string',
+        )
+    if node.tag == _INT and not node.style and _YAML11_RADIX.fullmatch(node.value):
+        # NOTE: 0100 is 64 to YAML 1.1 (PyYAML) and 100 to YAML 1.2 (editors, yq).
+        binary = "b" in node.value
+        meant = construct(_CONSTRUCTOR, node) if binary else _decimal(node.value)
+        ambiguous.append(
+            InputError(
+                f"{node.value!r} reads as a YAML 1.1 {'binary' if binary else 'octal'} "
+                f"number ({construct(_CONSTRUCTOR, node)})",
+                location=_at(file, node),
+                hint=f'write {meant} for the number, or quote it ("{node.value}") for a string',
+            )
+        )
+    if node.tag == BOOL and not node.style and node.value.lower() in _YAML11_BOOLS:
+        raise InputError(
+            f"{node.value!r} reads as a YAML 1.1 boolean",
+            location=_at(file, node),
+            hint=f'write true or false, or quote it ("{node.value}") for a string',
+        )
+    try:
+        value = construct(_CONSTRUCTOR, node)
+    except (ValueError, KeyError, IndexError, AttributeError, yaml.YAMLError):
+        # NOTE: PyYAML's constructors raise all of these for values forced by a tag.
+        raise InputError(
+            f"cannot read {node.value!r} as {short_tag(node.tag)}",
+            location=_at(file, node),
+            hint="quote the value if it is meant as a string",
+        ) from None
+    if node.tag == _FLOAT and not math.isfinite(value):
+        where = ".".join(str(p) for p in path)
+        raise InputError(
+            f"{where + ': ' if where else ''}{node.value} is not a finite number",
+            location=_at(file, node),
+            hint="use a real number; NaN and infinity are not allowed",
+        )
+    return value
+
+
+TRUE = ("yes", "y", "true", "on")
+_YAML11_BOOLS = ("yes", "no", "y", "n", "on", "off")
+_YAML11_RADIX = re.compile(r"[-+]?0[0-7_]+|[-+]?0b[01_]+")
+"""YAML 1.1's octal and binary integers, which YAML 1.2 reads as a decimal and a string."""
+
+
+def _decimal(text: str) -> int:
+    """``0100`` as the decimal number its digits spell (100)."""
+    return int(text.replace("_", ""), 10)
+
+
+def short_tag(tag: str) -> str:
+    """``!!binary`` for ``tag:yaml.org,2002:binary``, as a YAML author writes a tag."""
+    return tag.replace("tag:yaml.org,2002:", "!!")
+
+
+def _at(file: str, node: Node) -> Location:
+    return Location(file, node.start_mark.line + 1, node.start_mark.column + 1)
