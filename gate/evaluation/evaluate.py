@@ -24,24 +24,24 @@ from gate.estimate.measured import Measured
 from gate.estimate.model import Estimate
 from gate.estimate.prices import Catalog, Quote, quote
 from gate.estimate.scenarios import estimate
+from gate.evaluation.findings import rule_findings
 from gate.evaluation.reading import check_size, invalid_result, parse_spec
 from gate.evaluation.report import SpecResult
 from gate.formats import Format, sniff
 from gate.policy.findings import Finding, Outcome
 from gate.policy.loader import LoadedPolicy, PolicySet
 from gate.policy.model import Policy, Severity
-from gate.policy.rules import REGISTRY
 from gate.policy.rules.base import RuleContext, Spender
-from gate.policy.verdict import RawFinding, apply_approval, apply_policy, decide
+from gate.policy.verdict import apply_approval, decide
 from gate.spec.experiment import Experiment
 from gate.spec.fingerprint import fingerprint
-from gate.spec.loader import DataPath, LoadedDoc, load_bytes, load_file
+from gate.spec.loader import LoadedDoc, load_bytes, load_file
 from gate.spec.trial import Capacity
 
 if TYPE_CHECKING:
     from gate.calibrate.model import Calibration
     from gate.evaluation.alternatives import Alternative
-    from gate.formats.model import FactMap, Imported, Words
+    from gate.formats.model import FactMap, Imported
     from gate.ledger.approvals import ApprovalCheck
     from gate.ledger.budget import BudgetStatus
     from gate.ledger.records import LedgerQuery, LedgerRecord
@@ -197,7 +197,7 @@ class Evaluator:
             spec, est, policy, spec_file, self.today, budget, teams, owners, repo_path, self.spender
         )
         words = imported.words if imported is not None else None
-        findings = _findings(doc, ctx, loaded, repo_path, words)
+        findings = rule_findings(ctx, loaded, repo_path, doc=doc, words=words)
         findings = self._fixes(findings, ctx, loaded, repo_path, reprice)
         approval = self._approval(ctx, fp, path, findings, read=budget is not None)
         if approval is not None and approval.approval is not None:
@@ -365,38 +365,3 @@ class Evaluator:
         from gate.evaluation.ledger_checks import approval_check
 
         return approval_check(ledger, ctx, fp, path, self.launch_key)
-
-
-def _findings(
-    doc: LoadedDoc, ctx: RuleContext, loaded: LoadedPolicy, repo_path: str, words: Words | None
-) -> list[Finding]:
-    say = _where_to_add(words)
-    raw = [
-        RawFinding(
-            rule.ID,
-            v.severity or rule.DEFAULT_SEVERITY,
-            say(rule.ID, v.message, v.path),
-            doc.source_map.locate(v.path),
-        )
-        for rule in REGISTRY.values()
-        for v in rule.check(ctx)
-    ]
-    findings = apply_policy(raw, loaded, repo_path, ctx.today)
-    findings.sort(key=_finding_order)
-    return findings
-
-
-def _where_to_add(words: Words | None) -> Callable[[str, str, DataPath], str]:
-    """A finding's message as the rule says it; in an engine's file, with where to add a field."""
-    if words is None:
-        return lambda _rule, message, _path: message
-    from gate.evaluation.importing import with_where_to_add
-
-    return lambda rule, message, path: with_where_to_add(rule, message, path, words)
-
-
-def _finding_order(finding: Finding) -> tuple[str, int, int, str]:
-    loc = finding.location
-    if loc is None:
-        return ("", 0, 0, finding.rule_id)
-    return (loc.file, loc.line, loc.col, finding.rule_id)

@@ -19,18 +19,16 @@ and a developer's terminal.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from collections.abc import Callable
 
 from gate.estimate.model import Estimate
+from gate.evaluation.findings import rule_findings
 from gate.policy.counterfactual import apply_edits
 from gate.policy.findings import Edit, Finding, Fix
 from gate.policy.fixes import LIMIT_RULES, candidates
 from gate.policy.loader import LoadedPolicy
 from gate.policy.model import Severity
-from gate.policy.rules import REGISTRY
 from gate.policy.rules.base import RuleContext, hours, money, plural
-from gate.policy.verdict import RawFinding, apply_policy
 from gate.spec.experiment import Experiment
 
 Pricer = Callable[[Experiment], Estimate]
@@ -92,7 +90,7 @@ def attach_fixes(
             edited = probe(edits)
             if edited is None:
                 continue
-            after = _blocking(_rerun(edited, loaded, repo_path, ctx.today))
+            after = _blocking(rule_findings(edited, loaded, repo_path))
             if finding.rule_id not in after and after <= before:
                 proven.append(Fix(edits, describe(edited)))
         fixed[finding.rule_id] = tuple(proven)
@@ -118,15 +116,6 @@ def _edited(ctx: RuleContext, edits: tuple[Edit, ...], price: Pricer) -> RuleCon
     if spec is None:
         return None
     return dataclasses.replace(ctx, spec=spec, estimate=price(spec))
-
-
-def _rerun(ctx: RuleContext, loaded: LoadedPolicy, repo_path: str, today: dt.date) -> list[Finding]:
-    raw = [
-        RawFinding(rule.ID, v.severity or rule.DEFAULT_SEVERITY, v.message, None)
-        for rule in REGISTRY.values()
-        for v in rule.check(ctx)
-    ]
-    return apply_policy(raw, loaded, repo_path, today)
 
 
 def _blocking(findings: list[Finding]) -> set[str]:
