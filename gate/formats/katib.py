@@ -17,6 +17,7 @@ from typing import Any
 from gate.errors import InputError
 from gate.formats.extension import annotation_facts
 from gate.formats.katib_epochs import Epochs, epochs_in, fewer_epochs
+from gate.formats.katib_pods import GPU, containers, pod_gpus, trial_pods
 from gate.formats.model import (
     Draft,
     Mapped,
@@ -24,6 +25,7 @@ from gate.formats.model import (
     Source,
     Traced,
     mapping,
+    whole_epochs,
 )
 from gate.spec.facts import ANNOTATION_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc
@@ -33,7 +35,6 @@ DEFAULT_PARALLEL = 3
 """Katib's ``DefaultTrialParallelCount`` (pkg/apis/controller/experiments/v1beta1)."""
 MEDIANSTOP_DEFAULTS = {"min_trials_required": 3, "start_step": 4}
 """Katib's medianstop service defaults (pkg/earlystopping/v1beta1/medianstop)."""
-GPU = "nvidia.com/gpu"
 BAYESIAN = frozenset({"bayesianoptimization", "tpe", "multivariate-tpe", "cmaes", "sobol"})
 
 
@@ -216,9 +217,12 @@ def _early_stopping(spec: dict[str, Any]) -> list[str]:
         return []
     name = early.get("algorithmName")
     settings = dict(MEDIANSTOP_DEFAULTS)
-    for item in early.get("algorithmSettings") or []:
+    listed = early.get("algorithmSettings")
+    for item in listed if isinstance(listed, list) else []:
         if isinstance(item, dict) and item.get("name") in settings:
-            settings[item["name"]] = int(item.get("value", settings[item["name"]]))
+            value = whole_epochs(item.get("value", settings[item["name"]]))
+            if value is not None:  # a note only: the worst case counts every trial in full
+                settings[item["name"]] = value
     if name != "medianstop":
         return [f"early stopping {name}: the worst case counts every trial in full"]
     return [
@@ -233,30 +237,34 @@ def _objective(draft: Draft, spec: dict[str, Any], at: Any) -> None:
     if not isinstance(objective, dict) or objective.get("goal") is None:
         return
     metric, goal = objective.get("objectiveMetricName"), objective["goal"]
+    try:
+        value = float(goal)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"objective.goal {goal!r} is not a number",
+            location=at("spec", "objective", "goal"),
+            hint="write the metric's target as a number, e.g. goal: 0.99",
+        ) from None
     op = ">=" if objective.get("type") == "maximize" else "<="
     draft[("quality_gate",)] = Traced(
-        [{"metric": metric, "op": op, "value": float(goal)}],
+        [{"metric": metric, "op": op, "value": value}],
         Source(Origin.FILE, f"objective.goal {goal} of {metric}", at("spec", "objective", "goal")),
     )
 
 
 def _trial(draft: Draft, spec: dict[str, Any], doc: LoadedDoc) -> list[Epochs]:
-    """GPUs per trial (every pod's nvidia.com/gpu limit) and epochs from the command."""
+    """GPUs per trial (its pods' GPUs × pods at once) and epochs from the commands."""
     base: DataPath = ("spec", "trialTemplate", "trialSpec")
     template = mapping(spec.get("trialTemplate"))
     trial = mapping(template.get("trialSpec"))
-    pods = _pods(trial, base)
+    locate = doc.source_map.locate
     gpus, gpu_at = 0, None
     epochs: list[Epochs] = []
-    for replicas, pod, path in pods:
-        for j, container in enumerate(pod.get("containers") or []):
-            if not isinstance(container, dict):
-                continue
-            here = (*path, "containers", j)
-            count = _gpus(container)
-            if count:
-                gpus += replicas * count
-                gpu_at = gpu_at or doc.source_map.locate((*here, "resources", "limits", GPU))
+    for pod in trial_pods(trial, base, locate):
+        held, where = pod_gpus(pod.spec, pod.path, locate)
+        gpus += pod.replicas * held
+        gpu_at = gpu_at or where
+        for _, container, here in containers(pod.spec, pod.path):
             epochs.extend(epochs_in(container, here, spec, doc))
     if gpus:
         kinds = "+".join(sorted({str(trial.get("kind"))}))
@@ -269,39 +277,3 @@ def _trial(draft: Draft, spec: dict[str, Any], doc: LoadedDoc) -> list[Epochs]:
             best.top, Source(Origin.FILE, best.detail, best.location)
         )
     return epochs
-
-
-def _pods(trial: dict[str, Any], base: DataPath) -> list[tuple[int, dict[str, Any], DataPath]]:
-    """(replicas, pod spec, its path) of a Job, a PyTorchJob (any *ReplicaSpecs), a TrainJob."""
-    spec = mapping(trial.get("spec"))
-    here = (*base, "spec")
-    if trial.get("kind") == "TrainJob":
-        trainer = mapping(spec.get("trainer"))
-        nodes = int(trainer.get("numNodes", 1))
-        per_node = trainer.get("resourcesPerNode") or {}
-        pod = {"containers": [{"resources": per_node, "command": trainer.get("command")}]}
-        return [(nodes, pod, (*here, "trainer"))]
-    replica_sets = [k for k in spec if k.endswith("ReplicaSpecs") and isinstance(spec[k], dict)]
-    if replica_sets:
-        out = []
-        for key in replica_sets:
-            for role, replica in spec[key].items():
-                if isinstance(replica, dict):
-                    pod = mapping(mapping(replica.get("template")).get("spec"))
-                    count = int(replica.get("replicas", 1))
-                    out.append((count, pod, (*here, key, role, "template", "spec")))
-        return out
-    pod = (mapping(spec.get("template")).get("spec")) or {}
-    return [(int(spec.get("parallelism", 1)), pod, (*here, "template", "spec"))]
-
-
-def _gpus(container: dict[str, Any]) -> int:
-    resources = mapping(container.get("resources"))
-    for section in ("limits", "requests"):
-        value = (resources.get(section) or {}).get(GPU)
-        if value is not None:
-            try:
-                return int(value)
-            except (TypeError, ValueError):
-                return 0
-    return 0

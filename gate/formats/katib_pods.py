@@ -1,0 +1,172 @@
+"""What one Katib trial's pods hold: their GPUs, how many run at once, the containers in them.
+
+A trial is a Job (``parallelism`` pods at once, ``completions`` in all), a Kubeflow job of
+replica sets (``*ReplicaSpecs``: ``replicas`` pods of each role) or a TrainJob
+(``numNodes``). A pod holds the GPUs its containers ask for, as Kubernetes counts them: its
+main containers' and its sidecars' (init containers with ``restartPolicy: Always``, which
+run beside them) together, or the most one plain init container asks for, whichever is
+more. Counts are whole numbers or refused; a GPU quantity may be written as Kubernetes
+writes one (``"8"``, ``8000m``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from gate.errors import InputError, Location
+from gate.formats.model import mapping
+from gate.spec.loader import DataPath
+
+GPU = "nvidia.com/gpu"
+Locate = Callable[[DataPath], Location | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    """One kind of pod of the trial: how many run at once, its spec, where it is written."""
+
+    replicas: int
+    spec: dict[str, Any]
+    path: DataPath
+
+
+def trial_pods(trial: dict[str, Any], base: DataPath, locate: Locate) -> list[Pod]:
+    """The pods of a Job, a PyTorchJob (any ``*ReplicaSpecs``) or a TrainJob."""
+    spec = mapping(trial.get("spec"))
+    here = (*base, "spec")
+    if trial.get("kind") == "TrainJob":
+        trainer = mapping(spec.get("trainer"))
+        where = (*here, "trainer")
+        nodes = count(trainer.get("numNodes"), "trainer.numNodes", (*where, "numNodes"), locate)
+        per_node = trainer.get("resourcesPerNode") or {}
+        pod = {"containers": [{"resources": per_node, "command": trainer.get("command")}]}
+        return [Pod(nodes, pod, where)]
+    replica_sets = [k for k in spec if k.endswith("ReplicaSpecs") and isinstance(spec[k], dict)]
+    if replica_sets:
+        out = []
+        for key in replica_sets:
+            for role, replica in spec[key].items():
+                if isinstance(replica, dict):
+                    where = (*here, key, role)
+                    pod = mapping(mapping(replica.get("template")).get("spec"))
+                    n = count(
+                        replica.get("replicas"), f"{role}.replicas", (*where, "replicas"), locate
+                    )
+                    out.append(Pod(n, pod, (*where, "template", "spec")))
+        return out
+    pod = mapping(mapping(spec.get("template")).get("spec"))
+    return [Pod(_job_at_once(spec, here, locate), pod, (*here, "template", "spec"))]
+
+
+def _job_at_once(spec: dict[str, Any], here: DataPath, locate: Locate) -> int:
+    """A Job's pods at once; a Job that runs its pods more than once over is refused."""
+    parallel = count(spec.get("parallelism"), "parallelism", (*here, "parallelism"), locate)
+    if spec.get("completions") is None:
+        return parallel
+    completions = count(spec["completions"], "completions", (*here, "completions"), locate)
+    if completions > parallel:
+        raise InputError(
+            f"the trial's Job runs {completions} completions, {parallel} at a time: each "
+            f"trial trains {math.ceil(completions / parallel)} times over, which budget-gate "
+            "prices as once",
+            location=locate((*here, "completions")),
+            hint=f"set completions: {parallel} or less (or parallelism: {completions})",
+        )
+    return completions
+
+
+def pod_gpus(pod: dict[str, Any], path: DataPath, locate: Locate) -> tuple[int, Location | None]:
+    """The GPUs one pod holds, as Kubernetes counts them, and where the first is asked for."""
+    running, init, first = 0, 0, None
+    for key, container, here in containers(pod, path):
+        gpus, where = container_gpus(container, here, locate)
+        first = first or where
+        sidecar = key == "initContainers" and container.get("restartPolicy") == "Always"
+        if key == "containers" or sidecar:
+            running += gpus
+        else:
+            init = max(init, gpus)
+    return max(running, init), first
+
+
+def containers(pod: dict[str, Any], path: DataPath) -> list[tuple[str, dict[str, Any], DataPath]]:
+    """Every container of a pod, init containers too: (list key, container, its path)."""
+    found = []
+    for key in ("initContainers", "containers"):
+        listed = pod.get(key)
+        for j, container in enumerate(listed if isinstance(listed, list) else []):
+            if isinstance(container, dict):
+                found.append((key, container, (*path, key, j)))
+    return found
+
+
+def container_gpus(
+    container: dict[str, Any], here: DataPath, locate: Locate
+) -> tuple[int, Location | None]:
+    """The GPUs a container asks for (its limit, else its request), and where."""
+    resources = mapping(container.get("resources"))
+    for section in ("limits", "requests"):
+        value = mapping(resources.get(section)).get(GPU)
+        if value is not None:
+            where = (*here, "resources", section, GPU)
+            return quantity(value, f"resources.{section}.{GPU}", where, locate), locate(where)
+    return 0, None
+
+
+_QUANTITY = re.compile(
+    r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$"
+)
+_SUFFIX = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "k": Decimal(10) ** 3,
+    "M": Decimal(10) ** 6,
+    "G": Decimal(10) ** 9,
+    "T": Decimal(10) ** 12,
+    "P": Decimal(10) ** 15,
+    "E": Decimal(10) ** 18,
+    **{f"{p}i": Decimal(1024) ** (i + 1) for i, p in enumerate("KMGTPE")},
+}
+
+
+def quantity(value: Any, what: str, path: DataPath, locate: Locate) -> int:
+    """A Kubernetes quantity of GPUs (``8``, ``"8"``, ``8000m``) as a whole number, or refused."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    match = _QUANTITY.fullmatch(str(value).strip()) if isinstance(value, (str, float)) else None
+    try:
+        amount = (
+            Decimal(match.group(1)) * _SUFFIX.get(match.group(2) or "", Decimal(1))
+            if match
+            else None
+        )
+    except InvalidOperation:
+        amount = None
+    if amount is None or amount < 0 or amount != amount.to_integral_value():
+        raise InputError(
+            f"{what} is {value!r}: not a whole number of GPUs",
+            location=locate(path),
+            hint=f"write the GPUs as a whole number, e.g. {GPU}: 8",
+        )
+    return int(amount)
+
+
+def count(value: Any, what: str, path: DataPath, locate: Locate) -> int:
+    """A count of pods the file gives (``replicas``, ``parallelism``): unset is 1."""
+    if value is None:
+        return 1
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise InputError(
+        f"{what} is {value!r}, not a whole number of pods",
+        location=locate(path),
+        hint=f"write {what.rsplit('.', 1)[-1]}: N with N a whole number",
+    )

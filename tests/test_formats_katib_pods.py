@@ -1,0 +1,142 @@
+"""A Katib trial's GPUs are what its pods hold, as Kubernetes counts them; odd fields never crash.
+
+A GPU quantity is read as Kubernetes reads it (``8000m`` is 8), sidecars hold their GPUs
+beside the main containers, a plain init container runs before them (and may train), and a
+Job that runs its pods several times over is refused. Every file goes through
+``budget-gate check``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gate.cli import main
+
+INVALID = 3
+KATIB = """\
+apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata:
+  name: pods
+  annotations: {{budget-gate/accelerator: A100-80GB, budget-gate/epoch_minutes: "1"}}
+spec:
+  maxTrialCount: 2
+  parallelTrialCount: 1
+  algorithm: {{algorithmName: random}}
+  objective: {{type: minimize, objectiveMetricName: loss{goal}}}
+  parameters:
+    - {{name: lr, parameterType: double, feasibleSpace: {{min: "0.01", max: "0.1"}}}}
+  trialTemplate:
+    trialParameters: [{{name: learningRate, reference: lr}}]
+    trialSpec:
+      apiVersion: batch/v1
+      kind: Job
+      spec:
+{job}        template:
+          spec:
+{init}            containers:
+              - name: train
+                command: [python3, train.py, --epochs=3]
+                resources: {{limits: {{nvidia.com/gpu: {gpus}}}}}
+"""
+
+
+def check(tmp_path: Path, capsys: Any, *, gpus: str = "1", job: str = "", init: str = "",
+          goal: str = "") -> tuple[int, Any]:  # fmt: skip
+    policies = tmp_path / "policies"
+    policies.mkdir(exist_ok=True)
+    (policies / "default.yaml").write_text("apiVersion: budget-gate/v1\nkind: Policy\n")
+    path = tmp_path / "experiment.yaml"
+    path.write_text(KATIB.format(gpus=gpus, job=job, init=init, goal=goal))
+    capsys.readouterr()
+    code = main(["check", str(path), "--policy-dir", str(policies), "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)["results"][0]
+
+
+def gpus_of(result: Any) -> int:
+    field = next(
+        f for f in result["imported"]["fields"] if f["field"] == "resources.gpus_per_trial"
+    )
+    return int(field["value"])
+
+
+@pytest.mark.parametrize(("quantity", "gpus"), [("8", 8), ('"8"', 8), ("8000m", 8), ('"1k"', 1000)])
+def test_a_gpu_quantity_is_read_as_kubernetes_reads_it(tmp_path, capsys, quantity, gpus) -> None:
+    code, result = check(tmp_path, capsys, gpus=quantity)
+    assert code != INVALID, result["errors"]
+    assert gpus_of(result) == gpus
+
+
+@pytest.mark.parametrize("quantity", ['"8.5"', "many", "-1", "[8]"])
+def test_a_gpu_quantity_that_is_no_whole_number_is_refused(tmp_path, capsys, quantity) -> None:
+    code, result = check(tmp_path, capsys, gpus=quantity)
+    assert code == INVALID
+    (error,) = result["errors"]
+    assert "resources.limits.nvidia.com/gpu is" in error["message"]
+    assert "not a whole number of GPUs" in error["message"] and error["line"] == 24
+
+
+SIDECAR = """\
+            initContainers:
+              - name: side
+                restartPolicy: Always
+                resources: {limits: {nvidia.com/gpu: 7}}
+"""
+PLAIN_INIT = """\
+            initContainers:
+              - name: prepare
+                command: [sh, -c, "python3 pretrain.py --epochs 900"]
+                resources: {limits: {nvidia.com/gpu: 4}}
+"""
+
+
+def test_a_sidecar_holds_its_gpus_beside_the_main_containers(tmp_path, capsys) -> None:
+    code, result = check(tmp_path, capsys, init=SIDECAR)
+    assert code != INVALID, result["errors"]
+    assert gpus_of(result) == 8
+
+
+def test_a_plain_init_container_runs_before_them_and_its_training_counts(tmp_path, capsys) -> None:
+    code, result = check(tmp_path, capsys, init=PLAIN_INIT)
+    assert code != INVALID, result["errors"]
+    assert gpus_of(result) == 4  # the most of either, as Kubernetes sizes the pod
+    epochs = next(f for f in result["imported"]["fields"] if f["field"] == "workload.max_epochs")
+    assert epochs["value"] == "900"
+
+
+def test_a_job_that_runs_its_pods_many_times_over_is_refused(tmp_path, capsys) -> None:
+    code, result = check(tmp_path, capsys, job="        completions: 50\n")
+    assert code == INVALID
+    (error,) = result["errors"]
+    assert error["message"].startswith("the trial's Job runs 50 completions, 1 at a time")
+    assert (
+        error["line"] == 19 and error["hint"] == "set completions: 1 or less (or parallelism: 50)"
+    )
+    code, result = check(tmp_path, capsys, job="        parallelism: 4\n        completions: 2\n")
+    assert code != INVALID, result["errors"]
+    assert gpus_of(result) == 2  # two pods at once, not four
+
+
+@pytest.mark.parametrize(
+    ("job", "goal", "message"),
+    [
+        ("        parallelism: two\n", "", "parallelism is 'two', not a whole number of pods"),
+        ("        parallelism: null\n", "", None),  # unset: one pod
+        ("", ", goal: high", "objective.goal 'high' is not a number"),
+    ],
+)
+def test_odd_fields_are_refused_at_their_line_or_read_as_unset(
+    tmp_path, capsys, job, goal, message
+) -> None:
+    code, result = check(tmp_path, capsys, job=job, goal=goal)
+    if message is None:
+        assert code != INVALID, result["errors"]
+        assert gpus_of(result) == 1
+        return
+    assert code == INVALID
+    (error,) = result["errors"]
+    assert error["message"].startswith(message) and error["line"] > 1
