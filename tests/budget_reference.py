@@ -8,8 +8,9 @@ reads give the same figures, to the cent, on the same ledger:
   then record id); an approval or launch after it commits again;
 - an approval commits its worst case unless revoked, launched or released; only the newest
   of a spec path counts, and none of the spec being judged;
-- a launch commits its worst case unless released; launches sharing a key are one (the
-  largest amount);
+- a launch commits its worst case unless released; launches sharing a key on one day (a
+  join window of 24 h since the epoch) are one (the largest amount): a key kept longer is
+  a launch each day it is recorded;
 - the actual spend is each fingerprint's newest reconciliation.
 """
 
@@ -61,7 +62,8 @@ def reference_status(
     launches: dict[str, LedgerRecord] = {}
     for r in same:
         if r.kind is RecordKind.LAUNCH and not released(r):
-            key = f"{r.fingerprint}:{r.launch_key}" if r.launch_key else f"id:{r.record_id}"
+            day = int(r.recorded_at.timestamp()) // 86_400
+            key = f"{r.fingerprint}:{r.launch_key}:{day}" if r.launch_key else f"id:{r.record_id}"
             held = launches.get(key)
             if held is None or (_amount(held), _order(held)) < (_amount(r), _order(r)):
                 launches[key] = r

@@ -181,7 +181,7 @@ def launches_of(approval: LedgerRecord, launches: Iterable[LedgerRecord]) -> lis
     seen: dict[str, LedgerRecord] = {}
     for launch in launches:
         if launch.kind is RecordKind.LAUNCH and launch.approval == approval.record_id:
-            seen.setdefault(launch.launch_key or launch.record_id or "", launch)
+            seen.setdefault(launch_group(launch) or launch.record_id or "", launch)
     return sorted(seen.values(), key=lambda r: r.recorded_at)
 
 
@@ -200,6 +200,22 @@ def used_up(
         f"(approval.launches) and was used by the launch on {when(used[-1].recorded_at)}: "
         "approve again to launch again"
     )
+
+
+def launch_group(launch: LedgerRecord) -> str | None:
+    """The launch a record with a launch key is part of: that key, in one join window.
+
+    NOTE: a process that joins a launch writes no record, so records that share a key are
+    its copies and workers racing to write it (seconds apart), or a later launch that kept
+    the key past :data:`JOIN_WITHIN` (an exported ``BUDGET_GATE_LAUNCH_KEY``): a launch of
+    its own, which uses the approval and commits the month again. Windows are whole
+    periods of ``JOIN_WITHIN`` since the epoch; two racing copies astride a boundary count
+    twice, never a later launch once.
+    """
+    if launch.launch_key is None:
+        return None
+    window = int(launch.recorded_at.timestamp() // JOIN_WITHIN.total_seconds())
+    return f"{launch.launch_key}@{window}"
 
 
 def joins(launch: LedgerRecord, key: str | None, now: dt.datetime) -> bool:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol, runtime_checkable
 
+from gate.ledger.approvals import launch_group
 from gate.ledger.records import LedgerQuery, LedgerRecord, RecordKind
 
 FORMAT = 2
@@ -168,7 +169,7 @@ class Spend:
         """Each launch record is kept; those sharing a launch key count once (see totals)."""
         self._commit(self.launches, key, record, record.worst_cost, order)
         if record.launch_key and key in self.launches:
-            group = f"{record.fingerprint}:{record.currency}:{record.launch_key}"
+            group = f"{record.fingerprint}:{record.currency}:{launch_group(record)}"
             self.launches[key] = dataclasses.replace(self.launches[key], group=group)
 
     def _release(self, held: dict[str, Live], key: str) -> None:

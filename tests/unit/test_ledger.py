@@ -320,6 +320,35 @@ def test_a_launch_key_joins_its_launch_for_a_day_only():
     assert not joins(launch, "other", NOW) and not joins(launch, None, NOW)
 
 
+def test_a_key_kept_past_the_join_window_is_a_launch_each_time_it_is_recorded():
+    """An exported ``BUDGET_GATE_LAUNCH_KEY`` kept for days: each record past the window is
+    a launch of its own, using the approval and committing its worst case to the month."""
+    from gate.ledger.approvals import check_approvals
+    from gate.ledger.spend import Spend
+
+    need = dataclasses.replace(NEED, launches=2, launch_key="K")
+    first = NOW - dt.timedelta(days=2, hours=23)
+    records = [approval(recorded_at=first - dt.timedelta(hours=1), expires_at=NOW)]
+    cleared = []
+    for day in range(4):
+        moment = first + dt.timedelta(hours=25 * day)
+        cleared.append(check_approvals(records, need, moment).approval is not None)
+        if cleared[-1]:
+            records.append(
+                approval(kind=RecordKind.LAUNCH, launch_key="K", approval="r1",
+                         record_id=f"L{day}", recorded_at=moment, expires_at=None)
+            )  # fmt: skip
+    assert cleared == [True, True, False, False]  # launches: 2
+    worst = records[0].worst_cost
+    assert worst is not None
+    spend = Spend().add_all(records)
+    assert spend.totals("USD", spec="other.yaml", fingerprint="x").launched == 2 * worst
+    racing = approval(kind=RecordKind.LAUNCH, launch_key="K", approval="r1", record_id="L0b",
+                      recorded_at=first + dt.timedelta(seconds=3), expires_at=None)  # fmt: skip
+    again = Spend().add_all([*records, racing])  # a worker that raced the first: one launch
+    assert again.totals("USD", spec="other.yaml", fingerprint="x").launched == 2 * worst
+
+
 def test_a_clock_off_the_servers_is_refused_and_a_close_one_is_not():
     from gate.integrations.mlflow.clock import date_header, skew_error
 
