@@ -164,6 +164,30 @@ def test_each_admitted_task_is_a_launch_that_uses_its_approval(repo, tmp_path):
     assert "covers 1 launch (approval.launches) and was used by the launch on" in message
 
 
+def test_a_managed_jobs_cluster_is_judged_and_joins_only_its_own_launch(repo, tmp_path):
+    """``_is_launched_by_jobs_controller`` is a client's flag: the request it names is judged
+    as a launch, which may join the launch key the task's ``jobs.launch`` admission gave."""
+    repo.policy()  # one launch per approval, the default
+    relaunch = sky.AdminPolicyRequestName.JOBS_LAUNCH_CLUSTER
+    bare = rejection(request(task(tmp_path, None, "A100:8"), relaunch), settings(repo))
+    assert "asks for 8 × A100 but names no spec" in bare
+    spec = write_spec(repo, 8)
+    approve(repo, spec)
+    jobs = sky.AdminPolicyRequestName.JOBS_LAUNCH
+    admitted = apply_policy(request(task(tmp_path, spec), jobs), settings(repo)).task
+    cluster = apply_policy(request(admitted, relaunch), settings(repo)).task.envs
+    assert cluster["BUDGET_GATE_LAUNCH_KEY"] == admitted.envs["BUDGET_GATE_LAUNCH_KEY"]
+    launches = [r for r in repo.records(spec) if r.kind is RecordKind.LAUNCH]
+    assert len(launches) == 1  # the controller's cluster is the job's own launch
+    forged = task(tmp_path, spec)
+    forged.update_envs({"BUDGET_GATE_LAUNCH_KEY": "made-up"})
+    message = rejection(request(forged, relaunch), settings(repo))
+    assert "covers 1 launch (approval.launches) and was used by the launch on" in message
+    bad = task(tmp_path, spec)
+    bad.update_envs({"BUDGET_GATE_LAUNCH_KEY": "no spaces allowed"})
+    assert "is not a launch key" in rejection(request(bad, relaunch), settings(repo))
+
+
 def test_unapproved_task_is_rejected_with_the_approve_command(repo, tmp_path):
     spec = write_spec(repo, 8)
     message = rejection(request(task(tmp_path, spec)), settings(repo))
@@ -284,8 +308,8 @@ def test_gpu_services_and_pools_are_refused_even_with_a_cleared_spec(repo, tmp_p
 def test_every_skypilot_request_kind_is_judged_refused_or_known_to_launch_nothing():
     """A request SkyPilot adds must be placed here before it passes unjudged."""
     passing = {"validate", "optimize", "jobs.launch_controller", "serve.launch_controller"}
-    passing.add("jobs.launch_cluster")  # a managed job's cluster, judged at jobs.launch
     kinds = {kind.value for kind in sky.AdminPolicyRequestName}
+    assert "jobs.launch_cluster" in CHECKED_REQUESTS  # a client can name a launch so
     assert set(SERVICES) == SERVICE_REQUESTS
     assert kinds == CHECKED_REQUESTS | SERVICE_REQUESTS | passing
 

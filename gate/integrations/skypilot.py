@@ -35,7 +35,7 @@ from gate.admission.asks import GpuAsk
 from gate.admission.asks import matches as _matches
 from gate.admission.workload import counts_as_accelerator
 from gate.errors import InputError
-from gate.evaluation.launching import LAUNCH_KEY_ENV
+from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key
 from gate.formats import Format
 from gate.formats.model import FactMap, Origin, Source, Traced
 from gate.integrations.skypilot_settings import MissingSpec, PolicySettings
@@ -60,7 +60,13 @@ log = logging.getLogger(__name__)
 
 RUN_TAGS_ENV = "BUDGET_GATE_RUN_TAGS"
 """Set on a cleared task: every run tag as one JSON object, for ``mlflow.start_run(tags=)``."""
-CHECKED_REQUESTS = frozenset({"launch", "exec", "jobs.launch"})
+RELAUNCH = "jobs.launch_cluster"
+"""A managed job's cluster, launched by its controller (and again after a preemption).
+
+NOTE: a client names it by setting ``_is_launched_by_jobs_controller`` on a plain ``sky
+launch``, so it is judged as a launch that may join the launch key its task carries: the
+one the ``jobs.launch`` admission gave it, for as long as a launch may be joined."""
+CHECKED_REQUESTS = frozenset({"launch", "exec", "jobs.launch", RELAUNCH})
 """SkyPilot request names judged; others (controllers, optimize, validate) pass unchanged."""
 SERVICE_REQUESTS = frozenset(
     {"serve.up", "serve.update", "serve.launch_replica", "jobs.pool_apply"}
@@ -132,7 +138,7 @@ def judge(
     _refuse_pod_config_devices(task)
     asks = gpu_asks(task)
     named = (task.envs or {}).get(SPEC_ENV, "").strip()
-    key = uuid.uuid4().hex  # NOTE: never the task's own: a task must not join another launch
+    key = _relaunch_key(task) if request == RELAUNCH else uuid.uuid4().hex
     if not named and not _carries_facts(task):
         return _no_spec(task, asks, settings)
     if named:
@@ -161,6 +167,20 @@ def judge(
     )
     tags[tracking.SUBMITTED_AT] = now.isoformat(timespec="seconds")
     return tag_envs(tags) | {LAUNCH_KEY_ENV: key}
+
+
+def _relaunch_key(task: sky.Task) -> str:
+    """The launch a managed job's cluster is part of: the key its admission gave the task.
+
+    Any other launch is never the task's own key: a task must not join another launch.
+    """
+    given = (task.envs or {}).get(LAUNCH_KEY_ENV, "").strip()
+    if not given:
+        return uuid.uuid4().hex
+    try:
+        return checked_key(given)
+    except InputError as exc:
+        raise Rejection(f"task {task.name or '(unnamed)'!r}: {exc}") from None
 
 
 def tag_envs(tags: Mapping[str, str]) -> dict[str, str]:
