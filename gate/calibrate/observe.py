@@ -25,7 +25,7 @@ from gate.estimate.flops import load_peaks
 from gate.estimate.returns import Mode, plateau, threshold_for
 from gate.estimate.settings import Returns
 from gate.ledger import tracking
-from gate.reconcile.actuals import RunFacts
+from gate.reconcile.actuals import RunFacts, moment
 
 FAILED = ("FAILED", "KILLED")
 DONE = ("FINISHED", *FAILED)
@@ -92,7 +92,7 @@ def observe(
         experiment=experiment,
         spec=tags.get(tracking.FINGERPRINT, ""),
         team=tags.get(tracking.TEAM, ""),
-        start=dt.datetime.fromtimestamp(facts.start_ms / 1000, dt.timezone.utc),
+        start=moment(facts.start_ms),
         status=facts.status,
         epoch_minutes=minutes,
         setup_minutes=None if setup is None else setup / 60,

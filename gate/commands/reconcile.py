@@ -202,6 +202,12 @@ def _record(
     scheduled = sum(1 for r in result.runs if r.status is RunStatus.SCHEDULED)
     if scheduled:
         return None, f"{scheduled} run(s) scheduled, not started; reconcile again once they end"
+    open_ended = sum(1 for r in result.runs if r.start and r.end is None)
+    if open_ended:
+        return None, (
+            f"{open_ended} run(s) have no end time before now (charged up to now); "
+            "reconcile again once they end"
+        )
     backwards = sum(1 for r in result.runs if r.start and r.end and r.end < r.start)
     if backwards:
         return None, (

@@ -158,7 +158,7 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
     gpu_hours = gpus * held
     cost = run_cost(gpu_hours, price)
     gate = evaluate_gate(plan.spec.quality_gate, facts.metrics)
-    qualified = status is RunStatus.FINISHED and gate.passed
+    qualified = status is RunStatus.FINISHED and gate.passed and held > 0  # no model for nothing
     epochs = len(facts.history) or None
     train = phases.training if phases is not None else held
     epoch_gpu_hours = float(gpus * train / epochs) if epochs else 0.0
@@ -206,8 +206,17 @@ def _status(text: str, notes: list[str]) -> RunStatus:
         return RunStatus.FAILED
 
 
-def _moment(ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
+LAST_MS = 253_402_300_799_999
+"""9999-12-31T23:59:59.999Z in epoch milliseconds: the last moment a datetime holds."""
+
+
+def moment(ms: int) -> dt.datetime:
+    """An MLflow time (epoch ms) in UTC; one past a datetime's range is pinned to its edge.
+
+    NOTE: a run's times are its writer's (``end_time=10**17``): one of them must not stop
+    every report and calibration of the tracking server.
+    """
+    return dt.datetime.fromtimestamp(min(max(ms, 0), LAST_MS) / 1000, dt.timezone.utc)
 
 
 def _held(
@@ -217,17 +226,18 @@ def _held(
     if facts.start_ms is None or status is RunStatus.SCHEDULED:
         notes.append("scheduled, not started: nothing charged yet")
         return None, None, Decimal(0)
-    start = _moment(facts.start_ms)
-    if status is RunStatus.RUNNING or facts.end_ms is None:
+    start = moment(facts.start_ms)
+    now_ms = int(now.timestamp() * 1000)
+    if status is RunStatus.RUNNING or facts.end_ms is None or facts.end_ms > now_ms:
         notes.append(
             "still running: charged up to now"
             if status is RunStatus.RUNNING
-            else f"{status.value} without an end time: charged up to now"
+            else f"{status.value} without an end time before now: charged up to now"
         )
-        stop_ms = int(now.timestamp() * 1000)
+        stop_ms = now_ms
         end = None
     else:
-        stop_ms, end = facts.end_ms, _moment(facts.end_ms)
+        stop_ms, end = facts.end_ms, moment(facts.end_ms)
     if stop_ms < facts.start_ms:
         notes.append("ends before it starts: nothing charged")
         return start, end, Decimal(0)
@@ -235,11 +245,21 @@ def _held(
 
 
 def _gpus(facts: RunFacts, plan: Plan, notes: list[str]) -> Decimal:
+    """The GPUs a run held: its tag's count, never fewer than its spec version's.
+
+    NOTE: the tag is the job's claim (``budget_gate.gpus: "1"`` on an 8-GPU trial would be
+    charged an eighth); the spec version pins what its trials hold.
+    """
     text = facts.tags.get(tracking.GPUS)
     count = tracking.tag_count(text)
+    planned = plan.spec.resources.gpus_per_trial
+    if count and count < planned:
+        notes.append(
+            f"{tracking.GPUS} tag says {count}, below the spec's {planned}: {planned} charged"
+        )
+        return Decimal(planned)
     if count:
         return Decimal(count)
-    planned = plan.spec.resources.gpus_per_trial
     why = "no" if text is None else f"an invalid ({text!r})"
     notes.append(f"{why} {tracking.GPUS} tag: {planned} GPUs assumed from the spec")
     return Decimal(planned)
@@ -262,6 +282,12 @@ def _price(facts: RunFacts, plan: Plan, notes: list[str]) -> Decimal:
         notes.append(
             f"ran on {accelerator} {capacity_text}, which has no price: charged at the spec's "
             f"{quote.accelerator} {quote.capacity.value} price"
+        )
+        return quote.per_gpu_hour
+    if other.per_gpu_hour < quote.per_gpu_hour:  # NOTE: the tags are the job's claim
+        notes.append(
+            f"tagged as run on {accelerator} {capacity_text}, cheaper than the spec's "
+            f"{quote.accelerator} {quote.capacity.value}: charged at the spec's price"
         )
         return quote.per_gpu_hour
     notes.append(f"ran on {accelerator} {capacity_text}: charged at its own price")

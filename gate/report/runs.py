@@ -15,14 +15,13 @@ there), and one whose end is before its start (what it held is not known).
 
 from __future__ import annotations
 
-import datetime as dt
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 from gate.ledger import tracking
-from gate.reconcile.actuals import MS_PER_HOUR, Plan, RunFacts, RunResult
+from gate.reconcile.actuals import MS_PER_HOUR, Plan, RunFacts, RunResult, moment
 from gate.reconcile.reconciler import Reconciler, Reconciliation
 from gate.report.commitments import NO_TEAM
 from gate.report.period import Month, Period
@@ -125,7 +124,7 @@ class MonthRuns:
         if facts.start_ms is None:
             self.outside += 1
             return
-        month = Month.of(_moment(facts.start_ms))
+        month = Month.of(moment(facts.start_ms))
         if month not in self._window:
             self.outside += 1
             return
@@ -138,10 +137,10 @@ class MonthRuns:
             self._count_unpriced(priced, facts)
             return
         if self._elsewhere(facts, priced):
-            self._count_unpriced(ELSEWHERE, facts)
+            self._count_unpriced(ELSEWHERE, facts, priced)
             return
         if facts.end_ms is not None and facts.end_ms < facts.start_ms:
-            self._count_unpriced(BACKWARDS, facts)
+            self._count_unpriced(BACKWARDS, facts, priced)
             return
         key = (month, *version)
         group = self._groups.get(key)
@@ -164,17 +163,23 @@ class MonthRuns:
             return False
         return self._experiments.get(facts.experiment_id) != priced.tracked_in
 
-    def _count_unpriced(self, reason: str, facts: RunFacts) -> None:
+    def _count_unpriced(self, reason: str, facts: RunFacts, priced: Priced | None = None) -> None:
+        """Count a run left unpriced, by its spec version's team and GPUs where it has one.
+
+        The tags are the job's claim; without a plan they are all there is.
+        """
         self._unpriced[reason] += 1
-        gpus = facts.tags.get(tracking.GPUS, "")
         held = (
             max(Decimal(facts.end_ms - facts.start_ms) / MS_PER_HOUR, Decimal(0))
             if facts.end_ms is not None and facts.start_ms is not None
             else Decimal(0)
         )
-        hours = held * (tracking.tag_count(gpus) or 0)
+        gpus = tracking.tag_count(facts.tags.get(tracking.GPUS, "")) or 0
+        if priced is not None:
+            gpus = max(gpus, priced.plan.spec.resources.gpus_per_trial)
+        hours = held * gpus
         self._unpriced_hours[reason] = self._unpriced_hours.get(reason, Decimal(0)) + hours
-        team = facts.tags.get(tracking.TEAM) or NO_TEAM
+        team = priced.team if priced is not None else facts.tags.get(tracking.TEAM) or NO_TEAM
         self._unpriced_teams.setdefault(reason, set()).add(team)
 
     @property
@@ -194,7 +199,3 @@ class MonthRuns:
             )
             for reason, runs in sorted(self._unpriced.items())
         ]
-
-
-def _moment(ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)

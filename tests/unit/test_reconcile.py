@@ -107,10 +107,34 @@ def test_scheduled_and_inconsistent_runs_cost_nothing():
     backwards = RunFacts("b", "FINISHED", ms(2), ms(1), tags={tracking.GPUS: "1"})
     assert price_run(backwards, plan).notes == ("ends before it starts: nothing charged",)
     no_end = RunFacts("n", "FINISHED", ms(0), None, tags={tracking.GPUS: "1"})
-    assert price_run(no_end, plan).notes == ("FINISHED without an end time: charged up to now",)
+    assert price_run(no_end, plan).notes == (
+        "FINISHED without an end time before now: charged up to now",
+    )
     odd = price_run(RunFacts("o", "WEIRD", ms(0), ms(1)), plan)
     assert odd.status is RunStatus.FAILED
     assert odd.notes[0] == "unknown MLflow status 'WEIRD': counted as failed"
+
+
+def test_times_a_job_wrote_out_of_range_never_crash_and_no_model_is_free():
+    """``end_time=10**17`` crashed every report; a run that held nothing is no model."""
+    plan = make_plan()
+    future = price_run(RunFacts("f", "FINISHED", ms(0), 10**17, tags={tracking.GPUS: "1"}), plan)
+    assert future.end is None and future.notes[0].endswith("before now: charged up to now")
+    far = price_run(RunFacts("x", "FINISHED", 10**17, 10**17 + 1, tags={tracking.GPUS: "1"}), plan)
+    assert far.cost == 0 and far.start is not None and far.start.year == 9999
+    assert price_run(facts("q", hours=1.0), plan).qualified  # the kit's run: a model
+    instant = price_run(facts("z", hours=0.0), plan)
+    assert not instant.gate_failures and not instant.qualified  # it passed, but held nothing
+
+
+def test_gpu_and_price_tags_never_charge_less_than_the_spec_version():
+    """The tags are the job's claim: 1 GPU of an 8-GPU trial, spot on an on-demand spec."""
+    plan = make_plan({"resources": {"gpus_per_trial": 8}})
+    fewer = price_run(facts("f", tags={tracking.GPUS: "1"}), plan)
+    assert fewer.gpus == D(8)
+    assert fewer.notes == ("budget_gate.gpus tag says 1, below the spec's 8: 8 charged",)
+    more = price_run(facts("m", tags={tracking.GPUS: "16"}), plan)
+    assert more.gpus == D(16)
 
 
 def test_missing_or_bad_gpu_tags_fall_back_to_the_spec():

@@ -196,3 +196,24 @@ def test_markdown_stays_within_an_issue_body():
     assert utf16_length(text) <= LIMIT
     assert "more in the JSON and HTML" in text and "approver-0" in text
     assert len(report.approvals) == 2000
+
+
+def test_out_of_range_times_and_tag_claims_do_not_move_the_figures():
+    """``start_time=10**17`` crashed the month; a run logged elsewhere is counted for its
+    spec's team and GPUs, whatever its tags claim."""
+    from gate.reconcile.actuals import RunFacts
+    from gate.report.runs import ELSEWHERE
+
+    plan = make_plan(price="10", overrides={"resources": {"gpus_per_trial": 8}})
+    priced = Priced(plan, "vision", "m", "s.yaml", "e", tracked_in="vision-exp")
+    runs = MonthRuns(lambda f: priced, NOVEMBER, {"1": "vision-exp", "2": "nlp-exp"})
+    runs.add(RunFacts("far", "FINISHED", 10**17, 10**17 + 1, experiment_id="1"))
+    assert runs.outside == 1 and runs.experiments == []
+    claims = {"budget_gate.team": "nlp", "budget_gate.gpus": "1"}
+    runs.add(facts("misfiled", hours=2.0, tags=claims, experiment_id="2"))
+    (unpriced,) = runs.unpriced
+    assert (unpriced.reason, unpriced.gpu_hours, unpriced.teams) == (
+        ELSEWHERE,
+        Decimal(16),
+        ("vision",),
+    )
