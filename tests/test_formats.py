@@ -389,3 +389,93 @@ def test_hydra_submitit_launcher_resources_are_what_submitit_runs(tmp_path, time
     assert evaluation.result.estimate.worst.trials == 6  # the basic sweeper: 3 × 2
     source = source_of(evaluation.result, "stopping.max_trial_hours")
     assert (source.origin is Origin.ENGINE) == (timeout == "")
+
+
+def _hydra(tmp_path: Path, text: str):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    return evaluate(path)
+
+
+def test_hydra_submitit_runs_its_default_array_parallelism_at_once(tmp_path) -> None:
+    """Without array_parallelism Submitit runs 256 jobs at once, not one (Hydra composes it)."""
+    from hydra import compose, initialize_config_dir
+
+    from gate.formats.hydra import SUBMITIT_ARRAY_PARALLELISM
+
+    text = SUBMITIT_CONFIG.format(timeout="").replace("    array_parallelism: 3\n", "")
+    (tmp_path / "config.yaml").write_text(text)
+    with initialize_config_dir(str(tmp_path), version_base=None):
+        cfg = compose("config", return_hydra_config=True)
+    assert cfg.hydra.launcher.array_parallelism == SUBMITIT_ARRAY_PARALLELISM == 256
+    spec = evaluate(tmp_path / "config.yaml").spec
+    assert spec is not None and spec.search.max_concurrent_trials == 256
+
+
+@pytest.mark.parametrize(
+    ("launcher", "gpus"),
+    [
+        ('    gpus_per_node: "8"\n    nodes: "4"\n', 32),  # Hydra's schema casts the strings
+        ('    gres: "gpu:a100:8"\n    nodes: 4\n', 32),
+        ("    gpus_per_task: 2\n    tasks_per_node: 4\n", 8),
+    ],
+)
+def test_hydra_submitit_gpus_are_read_however_the_launcher_asks(tmp_path, launcher, gpus) -> None:
+    text = SUBMITIT_CONFIG.format(timeout="").replace(
+        "    gpus_per_node: 4\n    nodes: 2\n", launcher
+    )
+    spec = _hydra(tmp_path, text).spec
+    assert spec is not None and spec.resources.gpus_per_trial == gpus
+
+
+@pytest.mark.parametrize("override", ["override /hydra/sweeper", "/hydra/sweeper"])
+def test_hydra_groups_chosen_by_absolute_path_count(tmp_path, override) -> None:
+    """lightning-hydra-template writes ``override /hydra/sweeper: optuna``: the same group."""
+    text = (CONFIGS / "hydra/optuna-sphere.annotated.yaml").read_text()
+    assert "override hydra/sweeper: optuna" in text
+    evaluation = _hydra(tmp_path, text.replace("override hydra/sweeper", override))
+    assert evaluation.result.estimate is not None
+    assert evaluation.result.estimate.worst.trials == 20  # Optuna's n_trials, not a grid of 1
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("n_trials: 20", "n_trials: [1]"), "hydra.sweeper.n_trials is [1], not a whole number"),
+        (("x: range(-5.5, 5.5, step=0.5)", "x: range(0, 1e300, step=1e-300)"), "over 100,000"),
+        (("x: range(-5.5, 5.5, step=0.5)", "x: range(0, 10000000000)"), "over 100,000"),
+    ],
+)
+def test_hydra_values_that_crashed_are_refused_at_their_line(tmp_path, change, message) -> None:
+    text = (CONFIGS / "hydra/optuna-sphere.annotated.yaml").read_text()
+    assert change[0] in text
+    result = _hydra(tmp_path, text.replace(*change)).result
+    (error,) = result.errors
+    assert message in str(error) and error.location is not None and error.location.line > 1
+
+
+def test_hydra_joblib_runs_n_jobs_at_once_and_minus_one_is_refused(tmp_path) -> None:
+    text = SUBMITIT_CONFIG.format(timeout="").replace("submitit_slurm", "joblib")
+    text = text.replace("    gpus_per_node: 4\n    nodes: 2\n    array_parallelism: 3\n", "")
+    text = text.replace("x-budget-gate:\n", "x-budget-gate:\n  gpus_per_trial: 1\n")
+    refused = _hydra(tmp_path, text.replace("  launcher:\n", "  launcher: {}\n")).result
+    assert "hydra.launcher.n_jobs is -1 (as many as CPUs)" in str(refused.errors[0])
+    spec = _hydra(tmp_path, text.replace("  launcher:\n", "  launcher:\n    n_jobs: 4\n")).spec
+    assert spec is not None and spec.search.max_concurrent_trials == 4
+
+
+@pytest.mark.parametrize(
+    ("epochs", "message"),
+    [
+        ("${total_epochs}", "trainer.max_epochs is ${total_epochs}, an interpolation"),
+        ("-1", "trainer.max_epochs is -1: no bound on the epochs"),
+    ],
+)
+def test_hydra_epochs_it_cannot_see_are_refused(tmp_path, epochs, message) -> None:
+    """Hydra resolves ``${total_epochs}`` to 1000, and Lightning trains -1 for ever: neither
+    may leave the declared 10 to be priced."""
+    text = (CONFIGS / "hydra/optuna-sphere.annotated.yaml").read_text()
+    text += f"total_epochs: 1000\ntrainer:\n  max_epochs: {epochs}\n"
+    (error,) = _hydra(tmp_path, text).result.errors
+    assert message in str(error) and error.location is not None
+    assert error.location.line == text.count("\n")

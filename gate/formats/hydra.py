@@ -13,6 +13,7 @@ which refuses unknown keys).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,8 +91,7 @@ def read(doc: LoadedDoc) -> Mapped:
     if chosen.get("hydra/sweeper") == "optuna":
         _optuna(draft, sweeper, chosen, counts, at)
     else:
-        _basic(draft, counts, at)
-        notes.append("the basic launcher runs one job at a time")
+        _basic(draft, chosen, at, notes)
     _launcher(draft, hydra, chosen, at)
     inclusive = chosen.get("hydra/sweeper") == "optuna" and (
         chosen.get("hydra/sweeper/sampler") != "grid"
@@ -172,7 +172,8 @@ def _chosen(defaults: Any) -> dict[str, str]:
     for item in defaults or []:
         if isinstance(item, dict):
             for key, value in item.items():
-                out[str(key).removeprefix("override ").strip()] = str(value)
+                # NOTE: /hydra/sweeper is the same group as hydra/sweeper (an absolute path)
+                out[str(key).removeprefix("override ").strip().lstrip("/")] = str(value)
     return out
 
 
@@ -184,6 +185,12 @@ def _optuna(
         ("n_jobs", ("search", "max_concurrent_trials")),
     ):
         if key in sweeper:
+            if not isinstance(sweeper[key], int) or isinstance(sweeper[key], bool):
+                raise InputError(
+                    f"hydra.sweeper.{key} is {sweeper[key]!r}, not a whole number",
+                    location=at("hydra", "sweeper", key),
+                    hint=f"write {key}: N",
+                )
             draft[path] = Traced(
                 sweeper[key],
                 Source(Origin.FILE, f"hydra.sweeper.{key}", at("hydra", "sweeper", key)),
@@ -225,29 +232,53 @@ def _optuna(
         )
 
 
-def _basic(draft: Draft, counts: dict[str, int], at: Any) -> None:
+SUBMITIT_ARRAY_PARALLELISM = 256
+"""``SlurmQueueConf.array_parallelism``: Submitit's jobs at once unless the file says."""
+
+
+def _basic(draft: Draft, chosen: dict[str, str], at: Any, notes: list[str]) -> None:
     where = at("hydra", "sweeper")
     draft[("search", "strategy")] = Traced(
         "grid", Source(Origin.FILE, "the basic sweeper: every combination of params", where)
     )
-    draft[("search", "max_concurrent_trials")] = Traced(
-        1, Source(Origin.ENGINE, "the basic launcher runs one job at a time", where)
-    )
+    launcher = chosen.get("hydra/launcher", "basic")
+    if launcher == "basic":
+        draft[("search", "max_concurrent_trials")] = Traced(
+            1, Source(Origin.ENGINE, "the basic launcher runs one job at a time", where)
+        )
+        notes.append("the basic launcher runs one job at a time")
+    elif launcher.startswith("submitit"):
+        draft[("search", "max_concurrent_trials")] = Traced(
+            SUBMITIT_ARRAY_PARALLELISM,
+            Source(
+                Origin.ENGINE,
+                f"Submitit's default array_parallelism {SUBMITIT_ARRAY_PARALLELISM}",
+                at("defaults"),
+            ),
+        )
+    elif launcher != "joblib":  # joblib's n_jobs is read with the launcher
+        notes.append(
+            f"the {launcher} launcher runs jobs in parallel, and the file does not say how many "
+            f"at once ({COMMENT} {{max_concurrent_trials: N}} says it)"
+        )
 
 
 def _launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: Any) -> None:
     launcher = mapping(hydra.get("launcher"))
+    if chosen.get("hydra/launcher") == "joblib":
+        _joblib(draft, launcher, chosen, at)
+        return
     if not chosen.get("hydra/launcher", "").startswith("submitit"):
         return
-    gpus, nodes = launcher.get("gpus_per_node"), launcher.get("nodes", 1)
-    if isinstance(gpus, int) and gpus > 0:
-        total = gpus * (nodes if isinstance(nodes, int) else 1)
+    nodes = _launcher_count(launcher, "nodes", at) or 1
+    per_node, shown = _gpus_per_node(launcher, at)
+    if per_node:
         draft[("resources", "gpus_per_trial")] = Traced(
-            total,
+            per_node * nodes,
             Source(
                 Origin.FILE,
-                f"hydra.launcher gpus_per_node {gpus} × nodes {nodes}",
-                at("hydra", "launcher", "gpus_per_node"),
+                f"hydra.launcher {shown} × nodes {nodes}",
+                at("hydra", "launcher", shown.split()[0]),
             ),
         )
     timeout = launcher.get("timeout_min")
@@ -264,9 +295,9 @@ def _launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: A
     )
     minutes = timeout if isinstance(timeout, (int, float)) else SUBMITIT_TIMEOUT_MIN
     draft[("stopping", "max_trial_hours")] = Traced(minutes / 60, source)
-    parallel = launcher.get("array_parallelism")
+    parallel = _launcher_count(launcher, "array_parallelism", at)
     if (
-        isinstance(parallel, int)
+        parallel is not None
         and ("search", "max_concurrent_trials") in draft
         and draft[("search", "max_concurrent_trials")].source.origin is Origin.ENGINE
         and chosen.get("hydra/sweeper") != "optuna"
@@ -278,6 +309,59 @@ def _launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: A
                 "hydra.launcher.array_parallelism",
                 at("hydra", "launcher", "array_parallelism"),
             ),
+        )
+
+
+_GRES = re.compile(r"(?:^|,)gpu(?::[\w.-]+)?:(\d+)")
+"""Slurm's generic resources: ``gpu:8`` or ``gpu:a100:8`` (per node)."""
+
+
+def _gpus_per_node(launcher: dict[str, Any], at: Any) -> tuple[int, str]:
+    """A node's GPUs, the most of what Submitit asks for them by: and how the file says it."""
+    found = [(0, "")]
+    gpus = _launcher_count(launcher, "gpus_per_node", at)
+    if gpus:
+        found.append((gpus, f"gpus_per_node {gpus}"))
+    per_task = _launcher_count(launcher, "gpus_per_task", at)
+    if per_task:
+        tasks = _launcher_count(launcher, "tasks_per_node", at) or 1
+        found.append((per_task * tasks, f"gpus_per_task {per_task} × tasks_per_node {tasks}"))
+    gres = launcher.get("gres")
+    if isinstance(gres, str) and (match := _GRES.search(gres)):
+        found.append((int(match.group(1)), f"gres {gres}"))
+    return max(found)
+
+
+def _launcher_count(launcher: dict[str, Any], key: str, at: Any) -> int | None:
+    """A whole number the launcher config gives (``"8"`` too, as Hydra's schema casts it)."""
+    value = launcher.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise InputError(
+        f"hydra.launcher.{key} is {value!r}, not a whole number",
+        location=at("hydra", "launcher", key),
+        hint=f"write {key}: N",
+    )
+
+
+def _joblib(draft: Draft, launcher: dict[str, Any], chosen: dict[str, str], at: Any) -> None:
+    """The joblib launcher runs ``n_jobs`` jobs at once (default -1: one per CPU)."""
+    n_jobs = launcher.get("n_jobs", -1)
+    if not isinstance(n_jobs, int) or isinstance(n_jobs, bool) or n_jobs < 1:
+        raise InputError(
+            f"hydra.launcher.n_jobs is {n_jobs!r}{' (as many as CPUs)' if n_jobs == -1 else ''}"
+            ": the jobs at once cannot be read",
+            location=at("hydra", "launcher", "n_jobs") or at("defaults"),
+            hint="give hydra.launcher.n_jobs: N",
+        )
+    if chosen.get("hydra/sweeper") != "optuna":
+        draft[("search", "max_concurrent_trials")] = Traced(
+            n_jobs,
+            Source(Origin.FILE, "hydra.launcher.n_jobs", at("hydra", "launcher", "n_jobs")),
         )
 
 
@@ -318,6 +402,7 @@ def _epochs(
             node: Any = data
             for part in path:
                 node = node.get(part) if isinstance(node, dict) else None
+            _plain_epochs(node, dotted, at(*path))
             top = None if isinstance(node, str) else whole_epochs(node)
             if top is not None and top > 0:
                 entry = _Epochs(top, dotted, at(*path), dotted, None)
@@ -329,6 +414,22 @@ def _epochs(
             best.top, Source(Origin.FILE, best.detail, best.location)
         )
     return found
+
+
+def _plain_epochs(node: Any, dotted: str, where: Any) -> None:
+    """Refuse an epochs value Hydra resolves to a number budget-gate cannot see."""
+    if isinstance(node, str) and "${" in node:
+        raise InputError(
+            f"{dotted} is {node}, an interpolation budget-gate does not resolve",
+            location=where,
+            hint=f"write the number of epochs at {dotted}",
+        )
+    if isinstance(node, (int, float)) and not isinstance(node, bool) and node < 1:
+        raise InputError(
+            f"{dotted} is {node}: no bound on the epochs (Lightning's -1 trains for ever)",
+            location=where,
+            hint=f"write the most epochs a job trains at {dotted}",
+        )
 
 
 def _swept_epochs(

@@ -16,6 +16,8 @@ from typing import Any
 from gate.errors import InputError
 from gate.formats.model import whole_epochs
 
+MAX_SWEEP_VALUES = 100_000
+"""Values one swept range may have: past it, a typo (and a list too large to hold)."""
 _CALL = re.compile(r"^\s*(\w+)\s*\((.*)\)\s*$", re.S)
 
 
@@ -55,7 +57,15 @@ def sweep(text: str, name: str, where: Any) -> tuple[dict[str, Any], int]:
                 location=where,
                 hint="write range(start, stop, step=s)",
             )
-        count = max(0, math.ceil((stop - start) / step))
+        span = (stop - start) / step
+        if not math.isfinite(span) or span > MAX_SWEEP_VALUES:
+            raise InputError(
+                f"hydra.sweeper.params.{name}: range({start}, {stop}, step={step}) has over "
+                f"{MAX_SWEEP_VALUES:,} values",
+                location=where,
+                hint="sweep fewer values (a larger step), or use interval() for a range",
+            )
+        count = max(0, math.ceil(span))
         if all(isinstance(v, int) for v in (start, stop, step)):
             return {"values": list(range(start, stop, step))}, count
         return {"values": [start + i * step for i in range(count)]}, count
@@ -134,5 +144,8 @@ def range_top(text: str) -> tuple[int, Any, str] | None:
     step = keywords.get("step", numbers[2] if len(numbers) > 2 else 1)
     if stop is None or not step or step < 0 or stop < start:
         return None
-    top = whole_epochs(start + ((stop - start) // step) * step)
+    try:
+        top = whole_epochs(start + ((stop - start) // step) * step)
+    except OverflowError:  # range(1, 1e400): no top a trial could train to
+        return None
     return None if top is None else (top, start, f"range({start}, {{}}, step={step})")
