@@ -372,7 +372,7 @@ def test_hydra_submitit_launcher_resources_are_what_submitit_runs(tmp_path, time
     from hydra import compose, initialize_config_dir
     from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 
-    from gate.formats.hydra import SUBMITIT_TIMEOUT_MIN
+    from gate.formats.hydra_launchers import SUBMITIT_TIMEOUT_MIN
 
     (tmp_path / "config.yaml").write_text(SUBMITIT_CONFIG.format(timeout=timeout))
     with initialize_config_dir(str(tmp_path), version_base=None):
@@ -401,7 +401,7 @@ def test_hydra_submitit_runs_its_default_array_parallelism_at_once(tmp_path) -> 
     """Without array_parallelism Submitit runs 256 jobs at once, not one (Hydra composes it)."""
     from hydra import compose, initialize_config_dir
 
-    from gate.formats.hydra import SUBMITIT_ARRAY_PARALLELISM
+    from gate.formats.hydra_launchers import SUBMITIT_ARRAY_PARALLELISM
 
     text = SUBMITIT_CONFIG.format(timeout="").replace("    array_parallelism: 3\n", "")
     (tmp_path / "config.yaml").write_text(text)

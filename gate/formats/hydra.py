@@ -13,12 +13,12 @@ which refuses unknown keys).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from gate.errors import InputError
 from gate.formats.extension import COMMENT, block_facts, comment_facts
+from gate.formats.hydra_launchers import basic_sweeper, launcher
 from gate.formats.hydra_sweeps import range_top, sweep
 from gate.formats.model import (
     Draft,
@@ -37,8 +37,6 @@ from gate.spec.loader import LoadedDoc
 
 OPTUNA_DEFAULTS = {"n_trials": 20, "n_jobs": 2}
 """``OptunaSweeperConf`` (hydra_plugins/hydra_optuna_sweeper/config.py)."""
-SUBMITIT_TIMEOUT_MIN = 60
-"""``BaseQueueConf.timeout_min`` (hydra_plugins/hydra_submitit_launcher/config.py)."""
 SAMPLERS = {
     "tpe": "bayesian",
     "cmaes": "bayesian",
@@ -91,8 +89,8 @@ def read(doc: LoadedDoc) -> Mapped:
     if chosen.get("hydra/sweeper") == "optuna":
         _optuna(draft, sweeper, chosen, counts, at)
     else:
-        _basic(draft, chosen, at, notes)
-    _launcher(draft, hydra, chosen, at)
+        basic_sweeper(draft, chosen, at, notes)
+    launcher(draft, hydra, chosen, at)
     inclusive = chosen.get("hydra/sweeper") == "optuna" and (
         chosen.get("hydra/sweeper/sampler") != "grid"
     )
@@ -229,139 +227,6 @@ def _optuna(
             "hydra.sweeper.n_jobs is -1 (as many as CPUs): the wall-clock cannot be read",
             location=at("hydra", "sweeper", "n_jobs"),
             hint="give n_jobs: N",
-        )
-
-
-SUBMITIT_ARRAY_PARALLELISM = 256
-"""``SlurmQueueConf.array_parallelism``: Submitit's jobs at once unless the file says."""
-
-
-def _basic(draft: Draft, chosen: dict[str, str], at: Any, notes: list[str]) -> None:
-    where = at("hydra", "sweeper")
-    draft[("search", "strategy")] = Traced(
-        "grid", Source(Origin.FILE, "the basic sweeper: every combination of params", where)
-    )
-    launcher = chosen.get("hydra/launcher", "basic")
-    if launcher == "basic":
-        draft[("search", "max_concurrent_trials")] = Traced(
-            1, Source(Origin.ENGINE, "the basic launcher runs one job at a time", where)
-        )
-        notes.append("the basic launcher runs one job at a time")
-    elif launcher.startswith("submitit"):
-        draft[("search", "max_concurrent_trials")] = Traced(
-            SUBMITIT_ARRAY_PARALLELISM,
-            Source(
-                Origin.ENGINE,
-                f"Submitit's default array_parallelism {SUBMITIT_ARRAY_PARALLELISM}",
-                at("defaults"),
-            ),
-        )
-    elif launcher != "joblib":  # joblib's n_jobs is read with the launcher
-        notes.append(
-            f"the {launcher} launcher runs jobs in parallel, and the file does not say how many "
-            f"at once ({COMMENT} {{max_concurrent_trials: N}} says it)"
-        )
-
-
-def _launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: Any) -> None:
-    launcher = mapping(hydra.get("launcher"))
-    if chosen.get("hydra/launcher") == "joblib":
-        _joblib(draft, launcher, chosen, at)
-        return
-    if not chosen.get("hydra/launcher", "").startswith("submitit"):
-        return
-    nodes = _launcher_count(launcher, "nodes", at) or 1
-    per_node, shown = _gpus_per_node(launcher, at)
-    if per_node:
-        draft[("resources", "gpus_per_trial")] = Traced(
-            per_node * nodes,
-            Source(
-                Origin.FILE,
-                f"hydra.launcher {shown} × nodes {nodes}",
-                at("hydra", "launcher", shown.split()[0]),
-            ),
-        )
-    timeout = launcher.get("timeout_min")
-    source = (
-        Source(
-            Origin.FILE,
-            f"hydra.launcher.timeout_min {timeout}",
-            at("hydra", "launcher", "timeout_min"),
-        )
-        if timeout is not None
-        else Source(
-            Origin.ENGINE, f"Submitit's default timeout_min {SUBMITIT_TIMEOUT_MIN}", at("defaults")
-        )
-    )
-    minutes = timeout if isinstance(timeout, (int, float)) else SUBMITIT_TIMEOUT_MIN
-    draft[("stopping", "max_trial_hours")] = Traced(minutes / 60, source)
-    parallel = _launcher_count(launcher, "array_parallelism", at)
-    if (
-        parallel is not None
-        and ("search", "max_concurrent_trials") in draft
-        and draft[("search", "max_concurrent_trials")].source.origin is Origin.ENGINE
-        and chosen.get("hydra/sweeper") != "optuna"
-    ):
-        draft[("search", "max_concurrent_trials")] = Traced(
-            parallel,
-            Source(
-                Origin.FILE,
-                "hydra.launcher.array_parallelism",
-                at("hydra", "launcher", "array_parallelism"),
-            ),
-        )
-
-
-_GRES = re.compile(r"(?:^|,)gpu(?::[\w.-]+)?:(\d+)")
-"""Slurm's generic resources: ``gpu:8`` or ``gpu:a100:8`` (per node)."""
-
-
-def _gpus_per_node(launcher: dict[str, Any], at: Any) -> tuple[int, str]:
-    """A node's GPUs, the most of what Submitit asks for them by: and how the file says it."""
-    found = [(0, "")]
-    gpus = _launcher_count(launcher, "gpus_per_node", at)
-    if gpus:
-        found.append((gpus, f"gpus_per_node {gpus}"))
-    per_task = _launcher_count(launcher, "gpus_per_task", at)
-    if per_task:
-        tasks = _launcher_count(launcher, "tasks_per_node", at) or 1
-        found.append((per_task * tasks, f"gpus_per_task {per_task} × tasks_per_node {tasks}"))
-    gres = launcher.get("gres")
-    if isinstance(gres, str) and (match := _GRES.search(gres)):
-        found.append((int(match.group(1)), f"gres {gres}"))
-    return max(found)
-
-
-def _launcher_count(launcher: dict[str, Any], key: str, at: Any) -> int | None:
-    """A whole number the launcher config gives (``"8"`` too, as Hydra's schema casts it)."""
-    value = launcher.get(key)
-    if value is None:
-        return None
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    raise InputError(
-        f"hydra.launcher.{key} is {value!r}, not a whole number",
-        location=at("hydra", "launcher", key),
-        hint=f"write {key}: N",
-    )
-
-
-def _joblib(draft: Draft, launcher: dict[str, Any], chosen: dict[str, str], at: Any) -> None:
-    """The joblib launcher runs ``n_jobs`` jobs at once (default -1: one per CPU)."""
-    n_jobs = launcher.get("n_jobs", -1)
-    if not isinstance(n_jobs, int) or isinstance(n_jobs, bool) or n_jobs < 1:
-        raise InputError(
-            f"hydra.launcher.n_jobs is {n_jobs!r}{' (as many as CPUs)' if n_jobs == -1 else ''}"
-            ": the jobs at once cannot be read",
-            location=at("hydra", "launcher", "n_jobs") or at("defaults"),
-            hint="give hydra.launcher.n_jobs: N",
-        )
-    if chosen.get("hydra/sweeper") != "optuna":
-        draft[("search", "max_concurrent_trials")] = Traced(
-            n_jobs,
-            Source(Origin.FILE, "hydra.launcher.n_jobs", at("hydra", "launcher", "n_jobs")),
         )
 
 
