@@ -479,3 +479,23 @@ def test_hydra_epochs_it_cannot_see_are_refused(tmp_path, epochs, message) -> No
     (error,) = _hydra(tmp_path, text).result.errors
     assert message in str(error) and error.location is not None
     assert error.location.line == text.count("\n")
+
+
+@pytest.mark.parametrize(
+    ("resources", "message", "line"),
+    [
+        # SkyPilot infers 8 × H100 from p5.48xlarge; the declared T4 must not price it
+        ("{instance_type: p5.48xlarge}", "resources.instance_type p5.48xlarge holds", 2),
+        # SkyPilot reads h100 as H100: dropping an unpriced candidate priced the T4
+        ("{accelerators: [T4:1, h100:8]}", "the task's candidate h100:8 has no price", 2),
+    ],
+)
+def test_skypilot_hardware_it_cannot_price_is_refused(tmp_path, resources, message, line) -> None:
+    path = tmp_path / "task.yaml"
+    path.write_text(
+        f"name: train\nresources: {resources}\nenvs:\n  X_BUDGET_GATE_ACCELERATOR: T4\n"
+        "  X_BUDGET_GATE_GPUS_PER_TRIAL: 1\n  X_BUDGET_GATE_EPOCH_MINUTES: 1\n"
+        "run: python train.py --epochs 1\n"
+    )
+    (error,) = evaluate(path).result.errors
+    assert message in str(error) and error.location is not None and error.location.line == line

@@ -192,6 +192,15 @@ def _candidates(resources: Any, path: DataPath, where: SourceMap) -> list[Candid
     spot = bool(resources.get("use_spot", False))
     here = (*path, "accelerators")
     location = where.locate(here)
+    instance = resources.get("instance_type")
+    if instance is not None and resources.get("accelerators") is None:
+        raise InputError(
+            f"resources.instance_type {instance} holds the accelerators SkyPilot infers from "
+            "it, which budget-gate does not price",
+            location=where.locate((*path, "instance_type")),
+            hint="name them instead, e.g. accelerators: H100:8 (SkyPilot picks an instance "
+            "that has them)",
+        )
     return [
         Candidate(name, count, spot, location)
         for name, count in _accelerators(resources.get("accelerators"), location)

@@ -131,7 +131,15 @@ def _dearest(
 
     def hourly(candidate: tuple[str, int, bool, Location | None]) -> Decimal:
         found = price(candidate[0], candidate[2])
-        return Decimal(-1) if found is None else found * candidate[1]
+        if found is None:  # NOTE: dropped, a dearer candidate would go unpriced
+            raise InputError(
+                f"the task's candidate {candidate[0]}:{candidate[1]} has no price, so the "
+                "dearest of its candidates is not known",
+                location=candidate[3],
+                hint="name each accelerator as the price catalog does (budget-gate prices "
+                "lists them), or add it to the policy's prices.overrides",
+            )
+        return found * candidate[1]
 
     name, gpus, spot, where = max(mapped.candidates, key=hourly)
     detail = f"the dearest of the task's {len(mapped.candidates)} candidates"
