@@ -380,3 +380,95 @@ def test_a_skypilot_run_above_the_declared_max_epochs_is_refused(tmp_path, capsy
     error = only_error(result)
     assert "envs.X_BUDGET_GATE_MAX_EPOCHS is 10, but the engine runs 1000" in error["message"]
     assert error["line"] == 6
+
+
+# What a shell and argparse make of a command line: each line a command, `#` inside a word
+# no comment, a prefix of --epochs the option itself, Hugging Face's and Lightning's names.
+SHELL_CASES = [
+    ("python3 train.py --epochs 1000\\npython3 eval.py --epochs 1", "1000"),
+    ("python3 train.py --run-name=exp#2 --epochs 1000", "1000"),
+    ("python3 train.py --epochs=1 --epo=1000", "1000"),
+    ("python3 run_glue.py --num_train_epochs 1000", "1000"),
+    ("python3 main.py fit --trainer.max_epochs=1000", "1000"),
+]
+
+
+@pytest.mark.parametrize(("script", "epochs"), SHELL_CASES)
+def test_a_katib_script_is_read_as_a_shell_and_argparse_read_it(
+    tmp_path, capsys, script, epochs
+) -> None:
+    command = json.dumps(["sh", "-c", script.replace("\\n", "\n")])
+    text = katib('{list: ["1"]}', command=command, declared="")
+    code, result = check(tmp_path, capsys, text, "experiment.yaml")
+    assert code != INVALID, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == epochs
+
+
+@pytest.mark.parametrize(("script", "epochs"), SHELL_CASES)
+def test_a_wandb_command_script_is_read_alike(tmp_path, capsys, script, epochs) -> None:
+    command = json.dumps(["sh", "-c", script.replace("\\n", "\n")])
+    text = wandb("{values: [1]}", declared="") + f"command: {command}\n"
+    code, result = check(tmp_path, capsys, text)
+    assert code != INVALID, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == epochs
+
+
+def test_a_katib_env_var_in_args_is_expanded_from_the_container_env(tmp_path, capsys) -> None:
+    """Kubernetes expands ``$(EPOCHS)`` in args from the container's env."""
+    text = katib('{min: "1", max: "1000"}', command='["python3", "train.py", "--epochs=$(EPOCHS)"]')
+    text = text.replace(
+        "                command:",
+        '                env: [{name: EPOCHS, value: "${trialParameters.numEpochs}"}]\n'
+        "                command:",
+    )
+    code, result = check(tmp_path, capsys, text, "experiment.yaml")
+    assert code == INVALID
+    assert "but the engine runs 1000" in only_error(result)["message"]
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "message"),
+    [
+        (
+            katib('{list: ["1"]}', command='["sh", "-c", "E=1000; python3 train.py --epochs $E"]'),
+            "experiment.yaml",
+            "--epochs $E in the trial's command: the epochs it trains are not in the file",
+        ),
+        (
+            wandb("{values: [1]}") + "command: [python, train.py, --epochs=$E]\n",
+            "sweep.yaml",
+            "--epochs $E in command: the epochs it trains are not in the file",
+        ),
+        (
+            SKYPILOT.format(
+                declared="", run="|\n  export EPOCHS=1\n  python train.py --epochs $EPOCHS"
+            ),
+            "task.yaml",
+            "--epochs $EPOCHS in run: the epochs it trains are not in the file",
+        ),
+    ],
+)
+def test_an_epochs_value_the_file_does_not_say_is_refused(
+    tmp_path, capsys, text, name, message
+) -> None:
+    code, result = check(tmp_path, capsys, text, name)
+    assert code == INVALID
+    error = only_error(result)
+    assert error["message"] == message and error["line"] > 1
+
+
+def test_a_skypilot_setup_that_trains_counts(tmp_path, capsys) -> None:
+    """SkyPilot runs ``setup`` on the task's GPU nodes before ``run``."""
+    text = SKYPILOT.format(declared="", run="python eval.py --epochs 1")
+    text = text.replace("run:", "setup: python train.py --epochs 700\nrun:")
+    code, result = check(tmp_path, capsys, text, "task.yaml")
+    assert code != INVALID, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == "700"
+
+
+def test_a_hugging_face_epochs_parameter_counts(tmp_path, capsys) -> None:
+    text = wandb("{values: [1]}").replace("  epochs:", "  num_train_epochs:")
+    text = text.replace("{values: [1]}", "{values: [1000]}")
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    assert "runs 1000 (the largest of parameters.num_train_epochs" in only_error(result)["message"]

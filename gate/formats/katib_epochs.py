@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.errors import Location
-from gate.formats.model import commands_of, epoch_flags, mapping, most_epochs, whole_epochs, within
+from gate.formats.command_lines import Words, commands_of, epoch_flags, unread
+from gate.formats.model import mapping, most_epochs, whole_epochs, within
 from gate.spec.loader import DataPath, LoadedDoc
 
 _PLACEHOLDER = re.compile(r"^\$\{trialParameters\.([^}]+)\}$")
@@ -48,16 +49,34 @@ def epochs_in(
         for i, w in enumerate(container.get(key) or [])
     ]
     found = []
+    env = _env_of(container)
     for command in commands_of(words):
-        found.extend(_flags_in(command, here, spec, doc))
+        found.extend(_flags_in(command, here, spec, doc, env))
     return found
 
 
+def _env_of(container: dict[str, Any]) -> dict[str, str]:
+    """The container's env values by name, for the ``$(NAME)`` Kubernetes expands in args."""
+    listed = container.get("env")
+    return {
+        str(e["name"]): str(e["value"])
+        for e in (listed if isinstance(listed, list) else [])
+        if isinstance(e, dict) and "name" in e and "value" in e
+    }
+
+
+_KUBE_VAR = re.compile(r"^\$\((\w+)\)$")
+
+
 def _flags_in(
-    words: list[tuple[str, DataPath]], here: DataPath, spec: dict[str, Any], doc: LoadedDoc
+    words: Words, here: DataPath, spec: dict[str, Any], doc: LoadedDoc, env: dict[str, str]
 ) -> list[Epochs]:
     found = []
-    for flag, (value, path, times, _) in epoch_flags(words).items():
+    for read in epoch_flags(words):
+        flag, path, times = read.written, read.path, read.times
+        value = read.value
+        if (var := _KUBE_VAR.match(value.strip())) and var.group(1) in env:
+            value = env[var.group(1)]  # Kubernetes expands $(NAME) from the container's env
         where = doc.source_map.locate(path) or doc.source_map.locate((*here, "command"))
         repeated = f" (the last of {times})" if times > 1 else ""
         literal = whole_epochs(value)
@@ -74,6 +93,14 @@ def _flags_in(
                 f"{name} goes up to {top}, so a trial may train {top} epochs"
             )
             found.append(Epochs(top, detail, where, flag, (index, space)))
+            continue
+        error = unread(
+            read,
+            "the trial's command",
+            "write the number, or ${trialParameters.NAME} of a swept parameter",
+        )
+        error.location = where
+        raise error
     return found
 
 

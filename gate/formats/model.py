@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
-import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -166,72 +164,3 @@ def within(values: list[Any], most: int) -> list[Any]:
 def mapping(value: Any) -> dict[str, Any]:
     """``value`` when it is a mapping, else an empty one (engine files are loosely shaped)."""
     return value if isinstance(value, dict) else {}
-
-
-_SEPARATORS = frozenset({";", "&&", "||", "|", "&"})
-"""Shell words that end one command and start the next."""
-
-
-def commands_of(
-    words: list[tuple[str, DataPath]], depth: int = 0
-) -> list[list[tuple[str, DataPath]]]:
-    """The commands an argv runs: itself, and each command of the shell scripts it holds.
-
-    An argv element with whitespace in it is a script (``sh -c "python t.py --epochs 90"``):
-    its words (shell-quoted, with ``;``, ``&&``, ``||`` and pipes between commands) are
-    commands of their own, read the same way (a script in a script, a few levels deep), each
-    word keeping the element's path. An engine reads flags from each command, so an
-    ``--epochs`` inside a script counts as one in the argv does.
-    """
-    plain: list[tuple[str, DataPath]] = []
-    found: list[list[tuple[str, DataPath]]] = []
-    for word, path in words:
-        if depth >= _MAX_SCRIPT_DEPTH or not any(c.isspace() for c in word):
-            plain.append((word, path))
-            continue
-        command: list[tuple[str, DataPath]] = []
-        for token in [*_shell_words(word), ";"]:
-            if token in _SEPARATORS:
-                found.extend(commands_of(command, depth + 1))
-                command = []
-            else:
-                command.append((token, path))
-    return [plain, *found] if plain else found
-
-
-_MAX_SCRIPT_DEPTH = 4
-"""Scripts read inside scripts; deeper quoting is left as words."""
-
-
-def _shell_words(script: str) -> list[str]:
-    """``script`` split as a POSIX shell splits it, separators apart; whitespace if unbalanced."""
-    lexer = shlex.shlex(script, posix=True, punctuation_chars=";&|")
-    lexer.whitespace_split = True
-    try:
-        return list(lexer)
-    except ValueError:  # an unclosed quote: the words as they stand
-        return script.split()
-
-
-EPOCH_FLAG = re.compile(r"^(--?(?:max[-_]|num[-_]|n[-_])?epochs?)(?:=(.*))?$")
-"""A command-line word that sets the epochs: ``--epochs 90``, ``--max-epochs=90``, ``-n_epochs``."""
-
-
-def epoch_flags(command: list[tuple[str, DataPath]]) -> dict[str, tuple[str, DataPath, int, int]]:
-    """Each epochs flag of one command: its last value, where, how many times, at which word.
-
-    argparse (as most command lines) keeps the last of a repeated flag, so
-    ``--epochs 1 ... --epochs 200`` trains 200.
-    """
-    last: dict[str, tuple[str, DataPath, int, int]] = {}
-    for i, (word, path) in enumerate(command):
-        match = EPOCH_FLAG.match(word)
-        if match is None:
-            continue
-        flag, value = match.group(1), match.group(2)
-        if value is None and i + 1 < len(command):
-            value, path = command[i + 1]
-        if value is not None:
-            seen = last.get(flag)
-            last[flag] = (value, path, (seen[2] if seen else 0) + 1, i)
-    return last

@@ -15,16 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.errors import InputError, Location
+from gate.formats.command_lines import commands_of, epoch_flags, unread
 from gate.formats.extension import env_facts
 from gate.formats.model import Draft, Mapped, Origin, Source, Traced, whole_epochs
 from gate.spec.facts import ENV_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap
-
-_EPOCHS = re.compile(
-    r"(?<![\w-])(--(?:max[-_]|num[-_]|n[-_])?epochs?)(?:=|\s+)[\"']?(\d+(?:\.\d+)?|\$\{?\w+\}?)(?![\w.])"
-)
-_COMMANDS = re.compile(r"(?<!\\)\n|;|&&|\|\|?")
-"""What ends one shell command of ``run`` (a line, ``;``, ``&&``, ``||``, a pipe)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +64,10 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
     recovery = _recovery(data.get("resources"))
     if recovery:
         notes.append(recovery)
-    epochs = _run_epochs(data.get("run"), data.get("envs"))
+    epochs = _run_epochs(data, at)
     if epochs is not None:
         draft[("workload", "max_epochs")] = Traced(
-            epochs[0], Source(Origin.FILE, f"{epochs[1]} in run", at("run"))
+            epochs[0], Source(Origin.FILE, epochs[1], at(epochs[2]))
         )
     facts = env_facts(data.get("envs"), file, where, ("envs",))
     if "max_trials" in facts:
@@ -94,39 +89,59 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
     )
 
 
-def _run_epochs(run: Any, envs: Any) -> tuple[int, str] | None:
-    """The most epochs ``run`` trains: of each command, each epochs flag's last value.
+def _run_epochs(data: dict[str, Any], at: Any) -> tuple[int, str, str] | None:
+    """The most epochs the task trains, and where: of ``setup`` and ``run``'s commands.
 
-    A repeated flag keeps its last value (argparse does); ``--epochs $EPOCHS`` takes the
-    task's ``envs`` value. Of several commands and flags, the largest counts.
+    In each command each epochs flag's last value counts (:mod:`gate.formats.command_lines`).
+    ``--epochs $EPOCHS`` takes the task's ``envs`` value; one the file does not set (set in
+    the script, or at launch with ``--env``) is refused. ``setup`` runs on the task's GPU
+    nodes too. Of several commands and flags, the largest counts.
     """
-    if not isinstance(run, str):
-        return None
-    best: tuple[int, str] | None = None
-    for command in _COMMANDS.split(run):
-        last: dict[str, tuple[int, str]] = {}
-        for match in _EPOCHS.finditer(command):
-            flag, value = match.group(1), match.group(2)
-            number = _env_number(value, envs)
-            if number is not None:
-                shown = f"{flag} {value}" + (
-                    f" (envs {value.strip('${}')}: {number})" if value[0] == "$" else ""
+    envs = data.get("envs")
+    best: tuple[int, str, str] | None = None
+    for key in ("setup", "run"):
+        script = data.get(key)
+        if not isinstance(script, str):
+            continue
+        for command in commands_of([(script, (key,))]):
+            for flag in epoch_flags(command):
+                number = _env_number(flag.value, envs, script)
+                if number is None:
+                    name = flag.value.strip("${}")
+                    error = unread(
+                        flag,
+                        key,
+                        f"the script sets {name} itself: write the number in the flag"
+                        if flag.value.startswith("$") and _sets(script, name)
+                        else f"write the number, or set {name} in envs"
+                        if flag.value.startswith("$")
+                        else "write the number of epochs",
+                    )
+                    error.location = at(key)
+                    raise error
+                shown = f"{flag.written} {flag.value}" + (
+                    f" (envs {flag.value.strip('${}')}: {number})" if flag.value[0] == "$" else ""
                 )
-                last[flag] = (number, shown)
-            else:
-                last.pop(flag, None)  # its last value is not one the file says
-        for found in last.values():
-            if best is None or found[0] > best[0]:
-                best = found
+                if best is None or number > best[0]:
+                    best = (number, f"{shown} in {key}", key)
     return best
 
 
-def _env_number(value: str, envs: Any) -> int | None:
-    """A literal number, or ``$NAME`` / ``${NAME}`` of the task's envs."""
-    if value[0] != "$":
+def _env_number(value: str, envs: Any, script: str) -> int | None:
+    """A literal number, or ``$NAME`` / ``${NAME}`` of the task's envs.
+
+    Not one the script sets itself: ``export EPOCHS=1000`` overrides the envs' value.
+    """
+    if not value.startswith("$"):
         return whole_epochs(value)
     name = value.strip("${}")
+    if _sets(script, name):
+        return None
     return whole_epochs(envs.get(name)) if isinstance(envs, dict) else None
+
+
+def _sets(script: str, name: str) -> bool:
+    return re.search(rf"(^|[\s;&|(])(export\s+)?{re.escape(name)}=", script) is not None
 
 
 def _where(fact: str, value: str) -> str:

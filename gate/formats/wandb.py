@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 from gate.errors import InputError
+from gate.formats.command_lines import Words, commands_of, epoch_flags, option_name, unread
 from gate.formats.extension import COMMENT, comment_facts
 from gate.formats.model import (
     Draft,
@@ -24,8 +25,6 @@ from gate.formats.model import (
     Origin,
     Source,
     Traced,
-    commands_of,
-    epoch_flags,
     mapping,
     most_epochs,
     whole_epochs,
@@ -36,7 +35,16 @@ from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import DataPath, LoadedDoc
 
 METHODS = {"grid": "grid", "random": "random", "bayes": "bayesian"}
-EPOCH_PARAMETERS = ("epochs", "max_epochs", "num_epochs", "n_epochs", "epoch")
+EPOCH_PARAMETERS = (
+    "epochs",
+    "max_epochs",
+    "num_epochs",
+    "n_epochs",
+    "epoch",
+    "num_train_epochs",  # Hugging Face TrainingArguments
+    "train_epochs",
+    "total_epochs",
+)
 _DEFAULT_ETA = 3
 _SKYPILOT_KEYS = ("resources", "num_nodes", "run")
 """A SkyPilot task's markers: no W&B sweep has them (its schema allows none of them)."""
@@ -200,7 +208,7 @@ def _epochs(draft: Draft, params: Found, data: dict[str, Any], at: Any) -> None:
         found = _epoch_top(name, spec_param, mapping(_config_at(data, path)), at(*path))
         if found is not None and (best is None or found[0] > best[0]):
             best = (*found, path)
-    for found_in_command in _command_epochs(data.get("command"), params):
+    for found_in_command in _command_epochs(data.get("command"), params, at):
         if best is None or found_in_command[0] > best[0]:
             best = found_in_command
     if best is not None:
@@ -212,26 +220,30 @@ _ARGS_MACROS = ("${args}", "${args_no_boolean_flags}")
 """W&B's command macros that expand to ``--name=value`` for every swept parameter."""
 
 
-def _command_epochs(command: Any, params: Found) -> list[tuple[int, str, DataPath]]:
+def _command_epochs(command: Any, params: Found, at: Any) -> list[tuple[int, str, DataPath]]:
     """The epochs a literal flag of ``command`` hands every run (``--epochs=1000``).
 
     A flag named as a swept parameter and followed by ``${args}`` is overruled by the
     parameter's own flag (the last counts); any other literal trains what it says, though
-    the parameter says less.
+    the parameter says less. A value the file does not say is refused.
     """
     if not isinstance(command, list):
         return []
-    words: list[tuple[str, DataPath]] = [(str(w), ("command", i)) for i, w in enumerate(command)]
+    words: Words = [(str(w), ("command", i)) for i, w in enumerate(command)]
+    swept = {option_name(name) for name in params}
     found = []
     for words_of_one in commands_of(words):
         macros = [i for i, (w, _) in enumerate(words_of_one) if any(m in w for m in _ARGS_MACROS)]
-        for flag, (value, path, times, index) in epoch_flags(words_of_one).items():
-            epochs = whole_epochs(value)
-            overruled = flag.lstrip("-") in params and any(i > index for i in macros)
-            if epochs is None or overruled:
+        for flag in epoch_flags(words_of_one):
+            if flag.name in swept and any(i > flag.index for i in macros):
                 continue
-            repeated = f" (the last of {times})" if times > 1 else ""
-            found.append((epochs, f"{flag} {value} in command{repeated}", path))
+            epochs = whole_epochs(flag.value)
+            if epochs is None:
+                error = unread(flag, "command", "write the number, or sweep it as a parameter")
+                error.location = at(*flag.path)
+                raise error
+            repeated = f" (the last of {flag.times})" if flag.times > 1 else ""
+            found.append((epochs, f"{flag.written} {flag.value} in command{repeated}", flag.path))
     return found
 
 

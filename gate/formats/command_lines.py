@@ -1,0 +1,116 @@
+"""The command lines an engine runs, and the epochs flags in them, as a shell and argparse do.
+
+An argv element with whitespace in it is a script (``sh -c "python t.py --epochs 90"``):
+its commands (lines, or ``;``, ``&&``, ``||``, ``&`` and pipes between them) are read as a
+POSIX shell splits them, ``#`` no comment (a commented-out flag counts: the worst case).
+In each command an epochs flag's last value counts, as argparse keeps it, under any
+spelling argparse accepts for it: ``--epochs``, ``--max-epochs``, ``--num_train_epochs``,
+``--trainer.max_epochs``, and their unique prefixes (``--epo``, argparse's ``allow_abbrev``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from gate.errors import InputError
+from gate.spec.loader import DataPath
+
+Words = list[tuple[str, DataPath]]
+"""Command-line words, each with the path of the file's value it comes from."""
+
+_SEPARATORS = frozenset({";", "&&", "||", "|", "&"})
+"""Shell words that end one command and start the next."""
+_MAX_SCRIPT_DEPTH = 4
+"""Scripts read inside scripts; deeper quoting is left as words."""
+_NEWLINE = re.compile(r"(?<!\\)\n")
+
+
+def commands_of(words: Words, depth: int = 0) -> list[Words]:
+    """The commands an argv runs: itself, and each command of the shell scripts it holds.
+
+    Scripts in scripts are read too (``bash -c "su -c '...'"``), a few levels deep; each word
+    keeps the path of the argv element it comes from.
+    """
+    plain: Words = []
+    found: list[Words] = []
+    for word, path in words:
+        if depth >= _MAX_SCRIPT_DEPTH or not any(c.isspace() for c in word):
+            plain.append((word, path))
+            continue
+        command: Words = []
+        for token in [*_shell_words(word), ";"]:
+            if token in _SEPARATORS:
+                found.extend(commands_of(command, depth + 1))
+                command = []
+            else:
+                command.append((token, path))
+    return [plain, *found] if plain else found
+
+
+def _shell_words(script: str) -> list[str]:
+    """``script`` split as a POSIX shell splits it, lines and separators apart.
+
+    NOTE: shlex reads a newline as a space, running a script's lines into one command, and a
+    ``#`` inside a word (``--run-name=exp#2``) as a comment: lines are split first, and no
+    ``#`` is a comment. Unbalanced quotes: the words as they stand.
+    """
+    lexer = shlex.shlex(_NEWLINE.sub(" ; ", script), posix=True, punctuation_chars=";&|")
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        return list(lexer)
+    except ValueError:
+        return script.split()
+
+
+EPOCH_FLAG = re.compile(r"^--?((?:[\w.-]*[._-])?ep(?:o(?:c(?:hs?)?)?)?)(?:=(.*))?$")
+"""A word that sets the epochs: ``--epochs 90``, ``--max-epochs=90``, ``--num_train_epochs``,
+``--trainer.max_epochs``, or a prefix argparse would complete to one (``--epo``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """One epochs flag of a command: its last value, where it is, how often it is given."""
+
+    name: str
+    """The option it sets (``max_epochs`` for ``--max-epochs`` and ``--max-ep``)."""
+    written: str
+    """The flag as its last occurrence is written."""
+    value: str
+    path: DataPath
+    times: int
+    index: int
+    """Its last occurrence's place among the command's words."""
+
+
+def epoch_flags(command: Words) -> list[Flag]:
+    """Each epochs option of one command, with its last value (argparse keeps the last)."""
+    last: dict[str, Flag] = {}
+    for i, (word, path) in enumerate(command):
+        match = EPOCH_FLAG.match(word)
+        if match is None:
+            continue
+        written, value = word.split("=", 1)[0], match.group(2)
+        if value is None and i + 1 < len(command):
+            value, path = command[i + 1]
+        if value is not None:
+            name = option_name(written)
+            seen = last.get(name)
+            last[name] = Flag(name, written, value, path, (seen.times if seen else 0) + 1, i)
+    return list(last.values())
+
+
+def option_name(flag: str) -> str:
+    """The option a flag sets: dashes off, ``-`` as ``_``, a prefix of epochs as ``epochs``."""
+    bare = flag.lstrip("-").replace("-", "_")
+    return re.sub(r"(^|[._])ep(?:o(?:c(?:hs?)?)?)?$", r"\1epochs", bare)
+
+
+def unread(flag: Flag, where: str, hint: str) -> InputError:
+    """The error for an epochs flag whose value the file does not say (``--epochs $E``)."""
+    return InputError(
+        f"{flag.written} {flag.value} in {where}: the epochs it trains are not in the file",
+        hint=hint,
+    )
