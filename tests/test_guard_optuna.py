@@ -152,3 +152,27 @@ def test_a_sync_reads_each_finished_trial_once_and_misses_none():
     assert mine.guard.spend == fresh.guard.spend
     assert mine.guard.spend == limits.cost(1000 + 2000 + 3000 + 5000 + 30 * float(limits.gpus))
     assert mine.guard._failed == fresh.guard._failed == 3  # 2 of the others and the late one
+
+
+def test_a_trial_that_fails_before_it_reports_is_charged_its_duration():
+    """A trial that raised before its first report (or ran on after its last) held its
+    GPUs from start to end: the storage's times are charged, not the last report."""
+    limits = make_limits(guard_spec_4_trials(), {"guard": {"max_failed_in_a_row": 100}})
+    guard = OptunaGuard(Guard(limits, clock=time.monotonic))
+    study = optuna.create_study()
+
+    def objective(trial: optuna.Trial) -> float:
+        guard.admit(trial)
+        time.sleep(0.2)
+        raise RuntimeError("out of memory in the first batch")
+
+    study.optimize(objective, n_trials=3, callbacks=[guard.callback], catch=(RuntimeError,))
+    held = [
+        (t.datetime_complete - t.datetime_start).total_seconds()
+        for t in study.trials
+        if t.datetime_complete and t.datetime_start
+    ]
+    assert len(held) == 3 and min(held) >= 0.2
+    gpus = float(limits.gpus)
+    assert guard.guard.gpu_seconds == pytest.approx(sum(held) * gpus)
+    assert all(GPU_SECONDS_ATTR not in t.user_attrs for t in study.trials)  # none reported

@@ -104,6 +104,11 @@ class Guard:
         """What ``trial`` (all its attempts) has cost so far."""
         return self.limits.cost(self._trials.get(trial, 0.0))
 
+    def new_attempt(self, trial: str) -> int:
+        """An attempt number of ``trial`` not reported or ended yet (0 for a new trial)."""
+        known = [a for t, a in (*self._attempts, *self._ended) if t == trial]
+        return max(known) + 1 if known else 0
+
     def record(self, trial: str, gpu_seconds: float, attempt: int = 0) -> None:
         """Count an attempt's cumulative GPU-seconds (the largest value reported wins).
 

@@ -35,14 +35,16 @@ class LoopGuard:
         guard: Guard,
         trial: str = "0",
         *,
-        attempt: int = 0,
+        attempt: int | None = None,
         mlflow_run_id: str | None = None,
         tracking_uri: str | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.guard = guard
         self.trial = trial
-        self.attempt = attempt
+        # NOTE: a loop opened again for the same trial is an attempt of its own; under one
+        # attempt, its reports from zero would hide under the last attempt's larger total.
+        self.attempt = guard.new_attempt(trial) if attempt is None else attempt
         self._clock = clock
         self._held = 0.0
         self._since: float | None = clock()
@@ -79,6 +81,12 @@ class LoopGuard:
         return decision
 
     def end(self, *, failed: bool = False) -> Decision:
-        """The attempt is over; ``failed`` counts towards the policy's failure limits."""
+        """The attempt is over; ``failed`` counts towards the policy's failure limits.
+
+        The GPU time held since the last step is counted too: an attempt that fails in its
+        first epoch reported none.
+        """
         self.pause()
+        gpu_seconds = self.held_seconds * float(self.guard.limits.gpus)
+        self.guard.record(self.trial, gpu_seconds, self.attempt)
         return self.guard.end(self.trial, failed=failed, attempt=self.attempt)

@@ -153,7 +153,16 @@ class OptunaGuard:
             else:
                 self._open.add(number)
             held = other.user_attrs.get(GPU_SECONDS_ATTR)
-            if number != skip and isinstance(held, (int, float)):
+            if number == skip:
+                continue
+            if other in ended and other.datetime_start is not None:
+                # NOTE: a trial that failed before its first report, or ran on after its
+                # last, held its GPUs from start to end: at least that is charged.
+                assert other.datetime_complete is not None
+                span = (other.datetime_complete - other.datetime_start).total_seconds()
+                whole = max(span, 0.0) * float(self.guard.limits.gpus)
+                held = max(float(held), whole) if isinstance(held, (int, float)) else whole
+            if isinstance(held, (int, float)):
                 self.guard.record(str(number), float(held))
         for other in sorted(ended, key=_completed):
             failed = other.state is optuna.trial.TrialState.FAIL

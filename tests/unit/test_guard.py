@@ -191,3 +191,18 @@ def test_a_stop_leaves_tags_and_continuing_leaves_none():
         "budget_gate.stop_spend": "8.00 USD",
         "budget_gate.stop_epoch": "2",
     }
+
+
+def test_a_loop_that_fails_before_its_first_step_is_charged_the_time_it_held():
+    """An attempt that dies in its first epoch reports nothing: its end counts the time."""
+    clock = Clock()
+    guard = make_guard(make_limits(policy={"guard": {"stop_at_plateau": False}}))
+    loop = LoopGuard(guard, "a", clock=clock)
+    clock.now += 1800  # half an hour on the GPUs, then the trial raises
+    loop.end(failed=True)
+    assert guard.spend == D(1)  # 1 GPU × 0.5 h × 2 USD
+    again = LoopGuard(guard, "a", clock=clock)  # a loop opened again: an attempt of its own
+    assert again.attempt == 1
+    clock.now += 1800
+    again.step(1, {"val_loss": 1.0})
+    assert guard.spend == D(2)  # reports from zero no longer hide under the first's total
