@@ -187,6 +187,8 @@ def _clear(
         tags,
         launch,
     )
+    if launch_key is None:
+        _cleared(key, call)
     return verification, evaluation, view
 
 
@@ -201,12 +203,19 @@ def _launch_key(given: str | None, call: str) -> str:
     with _joined_lock:
         current = os.environ.get(LAUNCH_KEY_ENV)
         if current and call not in _joined.get(current, ()):
-            key = checked_key(current)
-        else:
-            key = uuid.uuid4().hex
-            os.environ[LAUNCH_KEY_ENV] = key  # NOTE: the processes this launch starts join it
+            return checked_key(current)
+        key = uuid.uuid4().hex
+        os.environ[LAUNCH_KEY_ENV] = key  # NOTE: the processes this launch starts join it
+        return key
+
+
+def _cleared(key: str, call: str) -> None:
+    """Mark ``key`` as cleared by ``call`` in this process, once it was.
+
+    A call refused, or cut off by an outage, used nothing: its retry is the same launch.
+    """
+    with _joined_lock:
         _joined.setdefault(key, set()).add(call)
-    return key
 
 
 def _launcher() -> dict[str, Any]:

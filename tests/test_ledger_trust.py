@@ -28,6 +28,7 @@ from gate.ledger.encoding import to_tags
 from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord, RecordKind, Source
 from gate.ledger.signing import CI_PRINCIPAL, SIGNERS_FILE, Trust
 from tests.ledger_kit import Team, fingerprint_of
+from tests.mlflow_server import free_port
 from tests.signing_kit import Keys
 
 UNSIGNED = Trust(None, SIGNERS_FILE)
@@ -437,3 +438,32 @@ def test_a_running_guard_takes_no_later_approval_and_stops_at_its_revocation(
     _as(monkeypatch, keys, "alice")
     assert signed.cli("revoke", spec, "--by", "alice", "--reason", "over")[0] == 0
     assert refresh() is None
+
+
+def test_a_worker_whose_first_clearance_hits_an_outage_retries_into_the_same_launch(
+    signed: Team, keys, monkeypatch
+):
+    """A refused or cut-off call used nothing: its retry joins the launch it inherited."""
+    import gate
+
+    spec = signed.spec(8)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    _as(monkeypatch, keys, "launcher")
+    parent = gate.require_approval(spec, policy_dir=signed.policy_dir, tracking_uri=signed.uri)
+    assert parent.launch is not None
+    worker = (
+        "import gate, sys\n"
+        "from gate.errors import BackendError\n"
+        "try:\n"
+        "    gate.require_approval(sys.argv[1], policy_dir=sys.argv[2], tracking_uri=sys.argv[4])\n"
+        "except BackendError:\n"
+        "    pass\n"
+        "v = gate.require_approval(sys.argv[1], policy_dir=sys.argv[2], tracking_uri=sys.argv[3])\n"
+        "print(v.launch.launch_key)\n"
+    )
+    dead = f"http://127.0.0.1:{free_port()}"
+    argv = [sys.executable, "-c", worker, spec, str(signed.policy_dir), signed.uri, dead]
+    env = {**os.environ, "BUDGET_GATE_LEDGER_TIMEOUT": "2"}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == parent.launch.launch_key

@@ -206,6 +206,8 @@ def _status(text: str, notes: list[str]) -> RunStatus:
         return RunStatus.FAILED
 
 
+CLOCK_SLACK_MS = 10 * 60 * 1000
+"""How far a run's end may lie past this machine's now (clocks differ) and still be its end."""
 LAST_MS = 253_402_300_799_999
 """9999-12-31T23:59:59.999Z in epoch milliseconds: the last moment a datetime holds."""
 
@@ -228,7 +230,8 @@ def _held(
         return None, None, Decimal(0)
     start = moment(facts.start_ms)
     now_ms = int(now.timestamp() * 1000)
-    if status is RunStatus.RUNNING or facts.end_ms is None or facts.end_ms > now_ms:
+    future = facts.end_ms is not None and facts.end_ms > now_ms + CLOCK_SLACK_MS
+    if status is RunStatus.RUNNING or facts.end_ms is None or future:
         notes.append(
             "still running: charged up to now"
             if status is RunStatus.RUNNING
