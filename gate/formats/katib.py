@@ -61,26 +61,7 @@ def read(doc: LoadedDoc) -> Mapped:
     metadata = mapping(data.get("metadata"))
     if isinstance(metadata.get("name"), str):
         draft[("metadata", "name")] = file(metadata["name"], "metadata.name", "metadata", "name")
-    limit = spec.get("maxTrialCount")
-    if limit is None:
-        raise InputError(
-            "spec has no maxTrialCount: Katib runs trials until stopped, the worst case has "
-            "no bound",
-            location=at("spec"),
-            hint="add maxTrialCount: N under spec (Katib then stops after N trials)",
-        )
-    draft[("search", "max_trials")] = file(
-        limit, f"spec.maxTrialCount: {limit}", "spec", "maxTrialCount"
-    )
-    parallel = spec.get("parallelTrialCount")
-    draft[("search", "max_concurrent_trials")] = (
-        file(parallel, f"spec.parallelTrialCount: {parallel}", "spec", "parallelTrialCount")
-        if parallel is not None
-        else Traced(
-            DEFAULT_PARALLEL,
-            Source(Origin.ENGINE, "Katib's default parallelTrialCount 3", at("spec")),
-        )
-    )
+    _trial_counts(draft, spec, at)
     notes = [_failure_note(spec)]
     _search(draft, spec, doc, notes)
     notes.extend(_early_stopping(spec))
@@ -100,6 +81,37 @@ def read(doc: LoadedDoc) -> Mapped:
             if path == ("workload", "max_epochs")
             else _spell(path, value, names)
         ),
+    )
+
+
+def _trial_counts(draft: Draft, spec: dict[str, Any], at: Any) -> None:
+    """``maxTrialCount`` (required: without it Katib runs on) and ``parallelTrialCount``."""
+    limit = spec.get("maxTrialCount")
+    if limit is None:
+        raise InputError(
+            "spec has no maxTrialCount: Katib runs trials until stopped, the worst case has "
+            "no bound",
+            location=at("spec"),
+            hint="add maxTrialCount: N under spec (Katib then stops after N trials)",
+        )
+    draft[("search", "max_trials")] = Traced(
+        limit, Source(Origin.FILE, f"spec.maxTrialCount: {limit}", at("spec", "maxTrialCount"))
+    )
+    parallel = spec.get("parallelTrialCount")
+    draft[("search", "max_concurrent_trials")] = (
+        Traced(
+            parallel,
+            Source(
+                Origin.FILE,
+                f"spec.parallelTrialCount: {parallel}",
+                at("spec", "parallelTrialCount"),
+            ),
+        )
+        if parallel is not None
+        else Traced(
+            DEFAULT_PARALLEL,
+            Source(Origin.ENGINE, "Katib's default parallelTrialCount 3", at("spec")),
+        )
     )
 
 

@@ -60,24 +60,7 @@ def read(doc: LoadedDoc) -> Mapped:
     def traced(value: Any, detail: str, *path: str | int) -> Traced:
         return Traced(value, Source(Origin.FILE, detail, at(*path)))
 
-    if EXTENSION_KEY in data:
-        raise InputError(
-            f"a top-level {EXTENSION_KEY} key: W&B's local controller refuses it (the sweeps "
-            "schema allows no other top-level key)",
-            location=doc.source_map.locate((EXTENSION_KEY,), key=True),
-            hint=f"make the block a comment, which every W&B loader drops: {COMMENT} "
-            "then each of its lines as '#   key: value'",
-        )
-    for key in _SKYPILOT_KEYS:
-        if key in data:
-            raise InputError(
-                f"a top-level {key} key beside method and parameters: a SkyPilot task's key, "
-                "which W&B's sweeps schema refuses; read as a W&B sweep, the task's "
-                f"{key} would go unpriced",
-                location=doc.source_map.locate((key,), key=True),
-                hint="keep the sweep and the SkyPilot task in two files: the task names the "
-                "sweep in envs: {BUDGET_GATE_SPEC: path/to/sweep.yaml}",
-            )
+    _refuse_foreign_keys(doc)
     method = data.get("method")
     if method not in METHODS:
         raise InputError(
@@ -97,15 +80,7 @@ def read(doc: LoadedDoc) -> Mapped:
     _epochs(draft, params, data, at)
     _trials(draft, data, method, grid, at)
     notes = _early_terminate(draft, data, at)
-    metric = data.get("metric")
-    if isinstance(metric, dict) and "target" in metric and "name" in metric:
-        op = ">=" if metric.get("goal") == "maximize" else "<="
-        draft[("quality_gate",)] = traced(
-            [{"metric": metric["name"], "op": op, "value": metric["target"]}],
-            f"metric.target {metric['target']} ({metric.get('goal', 'minimize')})",
-            "metric",
-            "target",
-        )
+    _quality_gate(draft, data, at)
     notes.append(
         "W&B runs as many runs at once as agents are started; the sweep does not say "
         f"({COMMENT} {{max_concurrent_trials: N}} says it)"
@@ -118,6 +93,44 @@ def read(doc: LoadedDoc) -> Mapped:
         native=_NATIVE,
         spell=lambda path, value: _spell(path, value, params, data),
     )
+
+
+def _refuse_foreign_keys(doc: LoadedDoc) -> None:
+    """Top-level keys W&B's sweeps schema refuses: the extension block, a SkyPilot task's."""
+    data = doc.data
+    if EXTENSION_KEY in data:
+        raise InputError(
+            f"a top-level {EXTENSION_KEY} key: W&B's local controller refuses it (the sweeps "
+            "schema allows no other top-level key)",
+            location=doc.source_map.locate((EXTENSION_KEY,), key=True),
+            hint=f"make the block a comment, which every W&B loader drops: {COMMENT} "
+            "then each of its lines as '#   key: value'",
+        )
+    for key in _SKYPILOT_KEYS:
+        if key in data:
+            raise InputError(
+                f"a top-level {key} key beside method and parameters: a SkyPilot task's key, "
+                "which W&B's sweeps schema refuses; read as a W&B sweep, the task's "
+                f"{key} would go unpriced",
+                location=doc.source_map.locate((key,), key=True),
+                hint="keep the sweep and the SkyPilot task in two files: the task names the "
+                "sweep in envs: {BUDGET_GATE_SPEC: path/to/sweep.yaml}",
+            )
+
+
+def _quality_gate(draft: Draft, data: dict[str, Any], at: Any) -> None:
+    """``metric.target`` with its goal: the bar a qualified run meets."""
+    metric = data.get("metric")
+    if isinstance(metric, dict) and "target" in metric and "name" in metric:
+        op = ">=" if metric.get("goal") == "maximize" else "<="
+        draft[("quality_gate",)] = Traced(
+            [{"metric": metric["name"], "op": op, "value": metric["target"]}],
+            Source(
+                Origin.FILE,
+                f"metric.target {metric['target']} ({metric.get('goal', 'minimize')})",
+                at("metric", "target"),
+            ),
+        )
 
 
 def _where(fact: str, value: str) -> str:
