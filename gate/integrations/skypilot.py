@@ -172,7 +172,7 @@ def judge(
 def _relaunch_key(task: sky.Task) -> str:
     """The launch a managed job's cluster is part of: the key its admission gave the task.
 
-    Any other launch is never the task's own key: a task must not join another launch.
+    Every other request gets a new key: a task must not join another launch.
     """
     given = (task.envs or {}).get(LAUNCH_KEY_ENV, "").strip()
     if not given:
