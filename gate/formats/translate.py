@@ -87,10 +87,36 @@ class Context:
     """Facts of the task that launches this file (its accelerator, GPUs, spot)."""
 
 
+_SHAPE_FAILURES = (
+    TypeError,
+    ValueError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    OverflowError,
+    ZeroDivisionError,
+)
+"""What a mapper raises on a value of a shape it does not read (a list where a number goes)."""
+
+
 def read(doc: LoadedDoc, fmt: Format) -> Mapped:
-    """The format's mapper applied to ``doc`` (its module is imported only now)."""
+    """The format's mapper applied to ``doc`` (its module is imported only now).
+
+    NOTE: a mapper refuses the values it knows to be wrong at their line; one of a shape it
+    never expected (a mapping for ``eta``, NaN for a count) is refused too, at the file,
+    rather than crash the gate (exit 70) on a file its author controls.
+    """
     module: Mapper = importlib.import_module(_MODULES[fmt])
-    return module.read(doc)
+    try:
+        return module.read(doc)
+    except _SHAPE_FAILURES as exc:
+        raise InputError(
+            f"a value of this {fmt.value} has a shape budget-gate does not read "
+            f"({type(exc).__name__}: {exc})",
+            location=Location(doc.file, 1, 1),
+            hint=f"check the file against the {fmt.value}'s own schema: numbers where numbers "
+            "go, lists and mappings where they go",
+        ) from None
 
 
 def translate(doc: LoadedDoc, fmt: Format, context: Context) -> Imported:
