@@ -71,7 +71,7 @@ def test_a_gpu_quantity_is_read_as_kubernetes_reads_it(tmp_path, capsys, quantit
     assert gpus_of(result) == gpus
 
 
-@pytest.mark.parametrize("quantity", ['"8.5"', "many", "-1", "[8]"])
+@pytest.mark.parametrize("quantity", ['"8.5"', "many", "-1", "[8]", '"1e999999999E"'])
 def test_a_gpu_quantity_that_is_no_whole_number_is_refused(tmp_path, capsys, quantity) -> None:
     code, result = check(tmp_path, capsys, gpus=quantity)
     assert code == INVALID

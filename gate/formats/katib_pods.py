@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, DecimalException
 from typing import Any
 
 from gate.errors import InputError, Location
@@ -146,7 +146,7 @@ def quantity(value: Any, what: str, path: DataPath, locate: Locate) -> int:
             if match
             else None
         )
-    except InvalidOperation:
+    except DecimalException:  # InvalidOperation, or Overflow (1e999999999E)
         amount = None
     if amount is None or amount < 0 or amount != amount.to_integral_value():
         raise InputError(

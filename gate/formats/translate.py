@@ -93,8 +93,7 @@ _SHAPE_FAILURES = (
     AttributeError,
     KeyError,
     IndexError,
-    OverflowError,
-    ZeroDivisionError,
+    ArithmeticError,  # OverflowError, ZeroDivisionError, decimal's Overflow
 )
 """What a mapper raises on a value of a shape it does not read (a list where a number goes)."""
 
