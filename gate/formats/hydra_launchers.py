@@ -17,8 +17,6 @@ from gate.formats.model import Draft, Origin, Source, Traced, mapping
 
 SUBMITIT_TIMEOUT_MIN = 60
 """``BaseQueueConf.timeout_min`` (hydra_plugins/hydra_submitit_launcher/config.py)."""
-
-
 SUBMITIT_ARRAY_PARALLELISM = 256
 """``SlurmQueueConf.array_parallelism``: Submitit's jobs at once unless the file says."""
 
@@ -53,14 +51,14 @@ def basic_sweeper(draft: Draft, chosen: dict[str, str], at: Any, notes: list[str
 
 def launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: Any) -> None:
     """What the chosen launcher gives a job: GPUs, a time limit, jobs at once."""
-    launcher = mapping(hydra.get("launcher"))
+    config = mapping(hydra.get("launcher"))
     if chosen.get("hydra/launcher") == "joblib":
-        _joblib(draft, launcher, chosen, at)
+        _joblib(draft, config, chosen, at)
         return
     if not chosen.get("hydra/launcher", "").startswith("submitit"):
         return
-    nodes = _launcher_count(launcher, "nodes", at) or 1
-    per_node, shown = _gpus_per_node(launcher, at)
+    nodes = _launcher_count(config, "nodes", at) or 1
+    per_node, shown = _gpus_per_node(config, at)
     if per_node:
         draft[("resources", "gpus_per_trial")] = Traced(
             per_node * nodes,
@@ -70,7 +68,7 @@ def launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: An
                 at("hydra", "launcher", shown.split()[0]),
             ),
         )
-    timeout = launcher.get("timeout_min")
+    timeout = config.get("timeout_min")
     source = (
         Source(
             Origin.FILE,
@@ -84,7 +82,7 @@ def launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: An
     )
     minutes = timeout if isinstance(timeout, (int, float)) else SUBMITIT_TIMEOUT_MIN
     draft[("stopping", "max_trial_hours")] = Traced(minutes / 60, source)
-    parallel = _launcher_count(launcher, "array_parallelism", at)
+    parallel = _launcher_count(config, "array_parallelism", at)
     if (
         parallel is not None
         and ("search", "max_concurrent_trials") in draft
