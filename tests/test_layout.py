@@ -70,3 +70,33 @@ def test_every_package_docstring_says_what_it_owns(package):
     docstring = ast.get_docstring(ast.parse((GATE / package / "__init__.py").read_text()))
     assert docstring and len(docstring.split()) >= 8
     assert "import" in docstring.lower(), "say what the package may import"
+
+
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+
+def _sources() -> list[tuple[str, str]]:
+    return [
+        (str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
+        for path in sorted(GATE.rglob("*.py"))
+    ]
+
+
+def test_no_module_is_over_400_lines():
+    """A module a reader must scroll through for its parts is split where they would look."""
+    sizes = [(name, len(text.splitlines())) for name, text in _sources()]
+    assert [(name, n) for name, n in sizes if n > MAX_MODULE_LINES] == []
+
+
+def test_no_function_is_over_60_lines():
+    """Signature and docstring counted: a function longer than a screen is split."""
+    long = [
+        (name, node.name, node.end_lineno - node.lineno + 1)
+        for name, text in _sources()
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert long == []

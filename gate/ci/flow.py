@@ -137,15 +137,7 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
         calibration=_base_calibration(gh, pull, settings.policy_dir),
         spender=spender(gh, pull.author, policies) if present else None,
     )
-    evaluations: list[Evaluation] = []
-    diffs: list[SpecDiff] = []
-    for file in [*present, *removed]:
-        head_eval = None if file.removed else _evaluate(evaluator, file.path, gh, head)
-        base = _base_result(gh, evaluator, file, pull.base_sha)
-        if head_eval is not None:
-            evaluations.append(head_eval)
-        if base is not None or head_eval is not None:
-            diffs.append(compare(file.path, base, head_eval.result if head_eval else None))
+    evaluations, diffs = _evaluate_files(gh, evaluator, [*present, *removed], head, pull.base_sha)
     prepared = Prepared(pull, head, evaluator, [e.result for e in evaluations], diffs)
     prepared.shown = shown
     if activity is not None:
@@ -166,6 +158,22 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
     if any(e.result.outcome is Outcome.APPROVAL_REQUIRED for e in evaluations):
         _judge(gh, event, prepared, evaluations, settings.now, activity or _activity(gh, pull))
     return prepared
+
+
+def _evaluate_files(
+    gh: GitHub, evaluator: Evaluator, files: list[ChangedFile], head: str, base_sha: str
+) -> tuple[list[Evaluation], list[SpecDiff]]:
+    """Each changed spec judged at the head, and compared with its base version."""
+    evaluations: list[Evaluation] = []
+    diffs: list[SpecDiff] = []
+    for file in files:
+        head_eval = None if file.removed else _evaluate(evaluator, file.path, gh, head)
+        base = _base_result(gh, evaluator, file, base_sha)
+        if head_eval is not None:
+            evaluations.append(head_eval)
+        if base is not None or head_eval is not None:
+            diffs.append(compare(file.path, base, head_eval.result if head_eval else None))
+    return evaluations, diffs
 
 
 def _activity(gh: GitHub, pull: PullInfo) -> tuple[list[ReviewInfo], list[CommentInfo]]:

@@ -113,25 +113,21 @@ def judge_approvals(
         all_approvers.append(approvers)
         owner = evaluation.spec.metadata.owner if evaluation.spec else None
         change = history.last_change(result.file)
-        chosen: Candidate | None = None
+        verdicts = [
+            (candidate, _refusal(candidate, change, approvers, (pull.author, owner), access, gh))
+            for candidate in found
+        ]
+        chosen = next((c for c, refusal in reversed(verdicts) if refusal is None), None)
         # NOTE: why the ledger's approvals do not count (approval.sources, a revocation) is
         # kept; that it holds none at all is no news on a pull request.
         ledger = result.approval.stale if result.approval else ()
         stale = [reason for reason in ledger if not reason.startswith(NO_APPROVAL)]
-        for candidate in found:
-            refusal = (
-                timing_refusal(candidate, change)
-                or identity_refusal(candidate, approvers, pull.author, owner)
-                or _authority_refusal(candidate.login, approvers, access, gh.owner)
-            )
+        stale += [f"{c.describe()} does not count: {refusal}" for c, refusal in verdicts if refusal]
+        for candidate, refusal in verdicts:
             if candidate.via is Via.COMMENT and candidate.id == command:
                 accepted_command |= refusal is None
                 if refusal is not None:
                     command_reasons.append(f"{result.file}: {refusal}")
-            if refusal is None:
-                chosen = candidate
-            else:
-                stale.append(f"{candidate.describe()} does not count: {refusal}")
         if chosen is None:
             stale.append(
                 f"approvers: {approvers.describe()} — approve the pull request or "
@@ -144,6 +140,27 @@ def judge_approvals(
             accepted.append((evaluation, chosen))
     refusals = command_reasons if command is not None and not accepted_command else []
     return Judged(results, comments, bindings, all_approvers, accepted, refusals)
+
+
+def _refusal(
+    candidate: Candidate,
+    change: SpecChange,
+    approvers: Approvers,
+    people: tuple[str, str | None],
+    access: _AccessCache,
+    gh: Reader,
+) -> str | None:
+    """Why ``candidate`` does not approve the spec (``None``: it does): when, who, authority.
+
+    ``people`` is the pull request's author and the spec's owner, neither of whom may
+    approve it.
+    """
+    author, owner = people
+    return (
+        timing_refusal(candidate, change)
+        or identity_refusal(candidate, approvers, author, owner)
+        or _authority_refusal(candidate.login, approvers, access, gh.owner)
+    )
 
 
 def _bindings(

@@ -34,26 +34,7 @@ def add_check(commands: argparse._SubParsersAction[Any], parents: list[Parser]) 
     check.add_argument(
         "-q", "--quiet", action="store_true", help="text output: print only the findings"
     )
-    fail = check.add_mutually_exclusive_group()
-    fail.add_argument(
-        "--fail-on",
-        choices=("error", "approval", "warn"),
-        default="approval",
-        help="what fails the run: only policy errors (approvals exit 0, for pre-commit), "
-        "errors and missing approvals (exit 2), or warnings too (default: approval)",
-    )
-    fail.add_argument(
-        "--fail-on-warn",
-        action="store_const",
-        const="warn",
-        dest="fail_on",
-        help="the same as --fail-on warn",
-    )
-    check.add_argument(
-        "--allow-empty",
-        action="store_true",
-        help="pass when the directories hold no specs (default: no specs is an error, exit 3)",
-    )
+    _add_verdict_options(check)
     check.add_argument(
         "--format",
         action="append",
@@ -73,6 +54,30 @@ def add_check(commands: argparse._SubParsersAction[Any], parents: list[Parser]) 
         metavar="URL",
         help="where docs/rules.md is published; findings link to its sections "
         "(default: the copy in the budget-gate repository)",
+    )
+
+
+def _add_verdict_options(parser: argparse.ArgumentParser) -> None:
+    """What fails a ``check``: --fail-on (and its --fail-on-warn), --allow-empty."""
+    fail = parser.add_mutually_exclusive_group()
+    fail.add_argument(
+        "--fail-on",
+        choices=("error", "approval", "warn"),
+        default="approval",
+        help="what fails the run: only policy errors (approvals exit 0, for pre-commit), "
+        "errors and missing approvals (exit 2), or warnings too (default: approval)",
+    )
+    fail.add_argument(
+        "--fail-on-warn",
+        action="store_const",
+        const="warn",
+        dest="fail_on",
+        help="the same as --fail-on warn",
+    )
+    parser.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="pass when the directories hold no specs (default: no specs is an error, exit 3)",
     )
 
 

@@ -10,7 +10,6 @@ the middle of uncertain inputs and the expected pruning of asynchronous searches
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
@@ -20,15 +19,16 @@ from gate.estimate.assumptions import (
     reliability_notes,
     shared_notes,
 )
-from gate.estimate.caps import Cut, TrialCap, TrialPath, advance, cut_note, trial_cap
+from gate.estimate.caps import Cut, trial_cap
 from gate.estimate.flops import with_prior
 from gate.estimate.measured import Measured, measured_policy, minutes_for
 from gate.estimate.model import Drivers, Estimate, Saving, Scenario, SpotComparison
 from gate.estimate.plans import describe_plan, expected_stop, plan
 from gate.estimate.prices import Quote
 from gate.estimate.reliability import expected_retry_runs, preemption_factor
-from gate.estimate.schedule import RankPersistence, Stage, ceil_int, flat
+from gate.estimate.schedule import RankPersistence, Stage, flat
 from gate.estimate.settings import PricingPolicy, ScenarioName
+from gate.estimate.timeline import Clock, furthest_path, round_hours, walk_stage
 from gate.estimate.trials import count_trials
 from gate.money import to_decimal
 from gate.spec.experiment import Experiment
@@ -134,8 +134,6 @@ def _scenario(
 ) -> Scenario:
     """One scenario: trials run to ``top_epoch``, pruned, preempted and capped as asked."""
     spec, policy, quote, trials = inputs.spec, inputs.policy, inputs.quote, inputs.trials
-    persistence = inputs.persistence
-    measured_failures = inputs.measured is not None and inputs.measured.failure_rate is not None
     stages = inputs.plan(name, top_epoch) if prune else flat(trials, top_epoch)
     concurrency, limit_notes = _concurrency(spec, policy, trials)
     usage = _usage(inputs, name, stages, concurrency, preempt=preempt, capped=capped)
@@ -146,15 +144,12 @@ def _scenario(
     other = policy.spot.extra_ops_per_trial * trials if _is_spot(spec) else Decimal(0)
     notes = [
         *shared_notes(spec, trials, name, inputs.measured),
-        *(describe_plan(spec, name, stages, persistence) if prune else []),
+        *(describe_plan(spec, name, stages, inputs.persistence) if prune else []),
         _stop_line(spec, top_epoch, stop_note, usage.unfinished),
         *usage.cap_notes,
         *limit_notes,
-        *reliability_notes(policy, retry_runs, name, measured_failures),
-        *default_notes(policy),
+        *_cost_notes(inputs, name, retry_runs, usage.recompute_hours * units),
     ]
-    if usage.recompute_hours:
-        notes.append(preemption_note(spec, policy, usage.recompute_hours * units))
     return Scenario(
         name=name,
         trials=trials,
@@ -162,9 +157,9 @@ def _scenario(
         epochs_trained=usage.top_epoch,
         unfinished=usage.unfinished,
         hours_per_trial=usage.longest_trial,
-        gpu_hours=_round(exact_gpu_hours),
-        cost=_round(exact_gpu_hours * quote.per_gpu_hour) + other,
-        cost_per_trial=_round(units * usage.longest_trial * quote.per_gpu_hour),
+        gpu_hours=round_hours(exact_gpu_hours),
+        cost=round_hours(exact_gpu_hours * quote.per_gpu_hour) + other,
+        cost_per_trial=round_hours(units * usage.longest_trial * quote.per_gpu_hour),
         concurrency=concurrency,
         waves=usage.waves,
         wall_clock_hours=usage.wall_clock * (1 + retry_runs),
@@ -183,6 +178,21 @@ def _scenario(
         cut=usage.cut,
         work_steps=sum(stage.simulated + RUNG_STEPS * len(stage.rungs) for stage in stages),
     )
+
+
+def _cost_notes(
+    inputs: _Pricing, name: ScenarioName, retry_runs: Decimal, recompute_gpu_hours: Decimal
+) -> list[str]:
+    """What the scenario assumes of failures, retries, queues and preemptions."""
+    policy = inputs.policy
+    measured_failures = inputs.measured is not None and inputs.measured.failure_rate is not None
+    notes = [
+        *reliability_notes(policy, retry_runs, name, measured_failures),
+        *default_notes(policy),
+    ]
+    if recompute_gpu_hours:
+        notes.append(preemption_note(inputs.spec, policy, recompute_gpu_hours))
+    return notes
 
 
 def _usage(
@@ -213,93 +223,27 @@ def _usage(
         return run * factor
 
     queue = to_decimal(policy.estimation.queue_wait_hours)
-    trial_hours = recompute = longest = wall = Decimal(0)
-    waves = 0
+    clock = Clock()
     paths = []
     uncut: list[Decimal] = []  # what each stage's furthest trial would hold without a cap
-    first: Decimal | None = None
     for stage in stages:
-        path, stage_uncut, runs = _walk(stage, setup, per_epoch, cap, held)
+        path, stage_uncut, runs = walk_stage(stage, setup, per_epoch, cap, held)
         uncut.append(stage_uncut)
-        stage_work = Decimal(0)
-        last = (0, Decimal(0))
-        for trials, run, billed in runs:
-            trial_hours += trials * billed
-            recompute += trials * (billed - run)
-            stage_work += trials * billed
-            if stage.barrier or len(stage.rungs) == 1:
-                rung_waves = ceil_int(trials / concurrency)
-                waves += rung_waves
-                wall += rung_waves * (billed + queue)
-                last = (rung_waves, billed + queue)
-        if not (stage.barrier or len(stage.rungs) == 1):
-            # Asynchronous rungs keep every worker busy: work ÷ workers, at least one path.
-            stage_waves = ceil_int(stage.rungs[0].trials / concurrency)
-            if first is None:
-                first = wall + queue + path.held
-            waves += stage_waves
-            wall += max(stage_work / concurrency, path.held) + stage_waves * queue
-        elif first is None:
-            # The first wave of the top rung ends after every lower rung (a barrier each).
-            first = wall - (last[0] - 1) * last[1]
-        longest = max(longest, path.held)
         paths.append(path)
-    furthest, cut, notes = _furthest(stages, paths, uncut, cap)
+        clock.add(stage, runs, path.held, concurrency, queue)
+    furthest, cut, notes = furthest_path(stages, paths, uncut, cap)
     return _Usage(
-        trial_hours,
-        recompute,
-        longest,
+        clock.trial_hours,
+        clock.recompute,
+        max([Decimal(0), *(path.held for path in paths)]),
         furthest.trained,
-        waves,
-        wall,
+        clock.waves,
+        clock.wall,
         notes,
         furthest.cut,
-        first or Decimal(0),
+        clock.first or Decimal(0),
         cut,
     )
-
-
-def _walk(
-    stage: Stage,
-    setup: Decimal,
-    per_epoch: Decimal,
-    cap: TrialCap | None,
-    held: Callable[[Decimal], Decimal],
-) -> tuple[TrialPath, Decimal, list[tuple[Decimal, Decimal, Decimal]]]:
-    """One trial of ``stage`` taken up its rungs under the cap.
-
-    Returns its path, what it would hold without the cap, and per rung the trials, the
-    useful hours and the held hours each spends there.
-    """
-    path = TrialPath()
-    uncut = exact = counted = Decimal(0)
-    runs: list[tuple[Decimal, Decimal, Decimal]] = []
-    for rung in stage.rungs:
-        start = setup * rung.launches
-        # NOTE: rounded as a running total, so a trial's rungs add up to its whole path
-        # rounded once: rounded one by one, two rungs of a resumed trial came to a nanohour
-        # more than the same epochs in one, and the worst case fell below the expected.
-        exact += start + rung.epochs * per_epoch
-        run = _round(exact) - counted
-        counted += run
-        uncut += held(run)
-        run, billed = advance(path, rung, run, start, per_epoch, cap, held)
-        runs.append((rung.trials, run, billed))
-    return path, uncut, runs
-
-
-def _furthest(
-    stages: tuple[Stage, ...], paths: list[TrialPath], uncut: list[Decimal], cap: TrialCap | None
-) -> tuple[TrialPath, Cut | None, tuple[str, ...]]:
-    """The trial that trains furthest, and where the cap cut it, with the note saying so."""
-    index = max(range(len(paths)), key=lambda i: paths[i].trained)
-    furthest = paths[index]
-    if cap is None or not furthest.cut:
-        return furthest, None, ()
-    target = max(stage.rungs[-1].reached for stage in stages)
-    every = all(p.cut for p in paths)
-    cut = Cut(furthest.held, furthest.trained, target, cap.field, uncut[index])
-    return furthest, cut, (cut_note(cap, cut, every),)
 
 
 def _stop_line(spec: Experiment, top_epoch: int, stop_note: str | None, unfinished: bool) -> str:
@@ -375,12 +319,3 @@ def _range(spec: Experiment) -> tuple[Decimal, Decimal] | None:
     if isinstance(value, Range):
         return to_decimal(value.low), to_decimal(value.high)
     return None
-
-
-def _round(hours: Decimal) -> Decimal:
-    # NOTE: 7 min × 60 / 60 must be exactly 7 h, or a trial at a limit would "exceed" it by
-    # a 28th-digit rounding error; a nanohour is far below anything a scheduler measures.
-    return hours.quantize(_NANOHOUR) if hours.adjusted() < 18 else hours
-
-
-_NANOHOUR = Decimal("1e-9")

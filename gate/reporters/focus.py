@@ -102,14 +102,6 @@ def _row(line: RunLine, report: MonthReport) -> list[str]:
     quantity = _number(run.gpu_hours)
     start = run.start or report.generated_at
     end = run.end or max(report.generated_at, start)
-    tags = {
-        "team": priced.team,
-        "model": priced.model,
-        "spec": priced.spec,
-        "fingerprint": priced.plan.fingerprint,
-        "experiment": priced.experiment,
-        "trial": run.trial,
-    }
     provider = priced.provider or "budget-gate"  # the cloud whose prices it was charged at
     values = {
         "BilledCost": cost,
@@ -147,6 +139,23 @@ def _row(line: RunLine, report: MonthReport) -> list[str]:
         "ResourceName": run.name or run.run_id,
         "ResourceType": "MLflow run",
         "SkuId": f"{line.accelerator}/{line.capacity}",
+        **_our_columns(line),
+    }
+    return [values[c] if c in _NUMERIC else inert_cell(values[c]) for c in COLUMNS]
+
+
+def _our_columns(line: RunLine) -> dict[str, str]:
+    """``Tags`` and the ``x_`` columns: what budget-gate knows of the run beside its cost."""
+    run, priced = line.result, line.priced
+    tags = {
+        "team": priced.team,
+        "model": priced.model,
+        "spec": priced.spec,
+        "fingerprint": priced.plan.fingerprint,
+        "experiment": priced.experiment,
+        "trial": run.trial,
+    }
+    return {
         "Tags": json.dumps(tags, sort_keys=True, ensure_ascii=False),
         "x_CostSource": COST_SOURCE,
         "x_PriceBasis": priced.plan.quote.basis,
@@ -156,7 +165,6 @@ def _row(line: RunLine, report: MonthReport) -> list[str]:
         "x_Qualified": "true" if run.qualified else "false",
         "x_FocusVersion": VERSION,
     }
-    return [values[c] if c in _NUMERIC else inert_cell(values[c]) for c in COLUMNS]
 
 
 _NUMERIC = frozenset(

@@ -316,29 +316,35 @@ class _Walker:
         for key_node, merge in merges:
             sources = merge.value if isinstance(merge, SequenceNode) else [merge]
             for source in sources:
-                if not isinstance(source, MappingNode):
-                    raise InputError(
-                        "a merge key (<<) needs a mapping or a list of mappings",
-                        location=_loc(self.file, source),
-                        hint="point << at an anchored mapping, e.g. <<: *defaults",
-                    )
-                # NOTE: a merged mapping is walked here, not through walk(): guard it too,
-                # or ``r: &r {<<: *r}`` recurses until Python gives up.
-                self._spend(source)
-                if len(path) + self.merging >= MAX_DEPTH:
-                    raise InputError(
-                        f"nesting deeper than {MAX_DEPTH} levels, merges (<<) counted",
-                        location=_loc(self.file, key_node),
-                        hint="merge a flatter anchor, or copy the keys it brings",
-                    )
-                self._enter(source, at=key_node)
-                self.merging += 1
-                try:
-                    result.update(self._mapping(source, path, skip | frozenset(result)))
-                finally:
-                    self.merging -= 1
-                    self.open.discard(id(source))
+                result.update(self._merged(key_node, source, path, skip | frozenset(result)))
         return result
+
+    def _merged(
+        self, key_node: Node, source: Node, path: DataPath, skip: frozenset[str]
+    ) -> dict[str, Any]:
+        """The keys one merge source (``<<: *anchor``) brings that are not in ``skip``."""
+        if not isinstance(source, MappingNode):
+            raise InputError(
+                "a merge key (<<) needs a mapping or a list of mappings",
+                location=_loc(self.file, source),
+                hint="point << at an anchored mapping, e.g. <<: *defaults",
+            )
+        # NOTE: a merged mapping is walked here, not through walk(): guard it too,
+        # or ``r: &r {<<: *r}`` recurses until Python gives up.
+        self._spend(source)
+        if len(path) + self.merging >= MAX_DEPTH:
+            raise InputError(
+                f"nesting deeper than {MAX_DEPTH} levels, merges (<<) counted",
+                location=_loc(self.file, key_node),
+                hint="merge a flatter anchor, or copy the keys it brings",
+            )
+        self._enter(source, at=key_node)
+        self.merging += 1
+        try:
+            return self._mapping(source, path, skip)
+        finally:
+            self.merging -= 1
+            self.open.discard(id(source))
 
     def _key(self, node: Node) -> str:
         if isinstance(node, ScalarNode) and node.tag == STR:
