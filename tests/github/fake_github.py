@@ -24,6 +24,7 @@ import dataclasses
 import datetime as dt
 import json
 import math
+import posixpath
 import socket
 import threading
 import urllib.parse
@@ -491,6 +492,14 @@ class FakeGitHub(GitHubState):
         files = repo.files_at(ref)
         path = call.params["path"].strip("/")
         render = self._render(call)
+        link = repo.links_at(ref).get(path)
+        if link is not None:
+            # GitHub: a link to a file in the repository answers with that file (its own
+            # path and name); any other link, with an object describing the link itself.
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(path), link))
+            if target in files:
+                return 200, render.content(repo, target, ref, files[target])
+            return 200, render.symlink(repo, path, ref, link)
         if path in files:
             return 200, render.content(repo, path, ref, files[path])
         below = sorted(

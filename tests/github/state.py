@@ -248,6 +248,8 @@ class Repo:
     created_at: dt.datetime
     branches: dict[str, str] = field(default_factory=dict)
     contents: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    links: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Symbolic links per snapshot: path → target, relative to the link's folder as git keeps it."""
     commits: dict[str, Commit] = field(default_factory=dict)
     issues: dict[int, Issue] = field(default_factory=dict)
     comments: dict[int, Comment] = field(default_factory=dict)
@@ -309,6 +311,14 @@ class Repo:
     def files_at(self, ref: str | None) -> dict[str, bytes]:
         """All files (path → bytes) in the snapshot ``ref`` resolves to."""
         return self.contents.get(self.resolve(ref), {})
+
+    def put_link(self, path: str, target: str, *, ref: str | None = None) -> None:
+        """Store a symbolic link at ``path`` to ``target`` in the snapshot ``ref`` resolves to."""
+        self.links.setdefault(self.resolve(ref), {})[path.strip("/")] = target
+
+    def links_at(self, ref: str | None) -> dict[str, str]:
+        """The symbolic links (path → target) in the snapshot ``ref`` resolves to."""
+        return self.links.get(self.resolve(ref), {})
 
     # --- people ------------------------------------------------------------------------------
 

@@ -87,6 +87,28 @@ def test_an_approval_of_a_commit_before_the_last_spec_change_is_refused(
     )
 
 
+@pytest.mark.parametrize(
+    ("link", "shown"),
+    [("../data/grid.txt", "data/grid.txt"), ("/etc/budget.yaml", "/etc/budget.yaml")],
+)
+def test_a_spec_that_is_a_symbolic_link_is_refused_not_followed(
+    story: PullRequestStory, link: str, shown: str
+) -> None:
+    """GitHub answers a link to a file with the file; a push that changes only the target
+    lists the target, so a review of the link's old target would approve its new one."""
+    story.change("data/grid.txt", grid_spec(4), at=T0 + HOUR)
+    story.change(SPEC, grid_spec(4), at=T0 + HOUR)
+    story.repo.put_link(SPEC, link, ref=story.head)
+    ran = story.run("pull_request.opened", story.pull_request_event())
+    state, _ = story.status()
+    assert state == "failure", (state, ran.stderr)
+    comment = story.bot_comments()[0]
+    assert f"{SPEC}: a symbolic link (to {shown})" in comment
+    assert "commit the file itself in place of the link" in comment
+    story.run("pull_request_review", story.review_event("alice", at=T0 + 2 * HOUR))
+    assert story.status()[0] == "failure"  # no review approves a spec nobody could read
+
+
 PADDING = {f"assets/pad-{i:04d}.txt": "x\n" for i in range(3000)}
 """3,000 files: GitHub lists no more of a pull request or a commit (its REST docs)."""
 

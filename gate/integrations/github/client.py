@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import posixpath
 from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any
@@ -124,8 +125,19 @@ class GitHubClient:
                 if exc.status == 404:
                     return None
                 raise
-        if isinstance(found, list) or found.type != "file":
+        if isinstance(found, list) or found.type not in ("file", "symlink"):
             return None
+        if found.type == "symlink" or found.path != posixpath.normpath(path).lstrip("/"):
+            # NOTE: GitHub answers a link to a file with that file. A commit that changes only
+            # the target lists the target, not the link: an approval of the link's old target
+            # would count for its new one. A spec or policy is read from its own file only.
+            target = found.path if found.type == "file" else found.target
+            raise InputError(
+                f"{path}: a symbolic link (to {target}); "
+                "budget-gate reads a spec or policy from its own file only, since a change to "
+                "the link's target is no change to the link",
+                hint="commit the file itself in place of the link",
+            )
         if found.encoding != "base64":
             raise InputError(
                 f"{path}: {found.size:,} bytes, too large for GitHub's contents API "
