@@ -61,7 +61,9 @@ def parse_event(name: str, payload: Mapping[str, Any]) -> Event:
     """Decide from the event name and payload what this run is about."""
     try:
         return _parse(name, payload)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
+        # NOTE: a field of another shape (a string for an object) or a number past an int
+        # (1e999) is a payload GitHub does not send: an input error, never a crash.
         raise InputError(
             f"the {name or 'unnamed'} event payload is not what GitHub sends ({exc!r} missing "
             "or malformed)",

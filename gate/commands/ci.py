@@ -143,7 +143,7 @@ def _payload(path: str) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as handle:
             payload = json.load(handle)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep
         raise InputError(f"GITHUB_EVENT_PATH {path}: cannot read the event ({exc})") from None
     if not isinstance(payload, dict):
         raise InputError(f"GITHUB_EVENT_PATH {path}: the event is not a JSON object")

@@ -337,6 +337,45 @@ def test_a_broken_base_policy_is_invalid_input_with_its_position(story: PullRequ
 
 
 @pytest.mark.parametrize(
+    ("name", "payload", "message"),
+    [
+        ("issue_comment", '{"repository": {"full_name": "o/r"}, "issue": "2", "comment": {}}',
+         "payload is not what GitHub sends"),
+        ("issue_comment",
+         '{"action": "created", "repository": {"full_name": "o/r"}, '
+         '"issue": {"pull_request": {"url": "u"}}, "comment": []}',
+         "payload is not what GitHub sends"),
+        ("issue_comment",
+         '{"action": "edited", "repository": {"full_name": "o/r"}, '
+         '"issue": {"pull_request": {"url": "u"}}, "comment": "x"}',
+         "payload is not what GitHub sends"),
+        ("pull_request",
+         '{"action": "opened", "repository": {"full_name": "o/r"}, '
+         '"pull_request": {"number": 1e999, "head": {"sha": "a"}}}',
+         "payload is not what GitHub sends"),
+        ("pull_request", '{"a": ' + "[" * 200_000 + "]" * 200_000 + "}",
+         "cannot read the event"),
+    ],
+)  # fmt: skip
+def test_a_malformed_event_payload_is_an_input_error_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    name: str,
+    payload: str,
+    message: str,
+) -> None:
+    event = tmp_path / "event.json"
+    event.write_text(payload, encoding="utf-8")
+    monkeypatch.setenv("GITHUB_EVENT_NAME", name)
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+    assert main(["ci"]) == 3
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
     ("env", "message"),
     [
         ({}, "GITHUB_EVENT_NAME is not set"),
