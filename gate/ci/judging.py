@@ -175,13 +175,14 @@ def _bindings(
 
     This run's own comment binds to the head now, if it was posted moments ago. Earlier
     bindings come from the ledger (CI's records of the approvals it accepted), and, unless
-    the ledger's records must be signed, from the bot's own sticky comments.
+    the ledger's records must be signed, from budget-gate's own sticky comments (by the
+    action's ``bot-login``: another bot's lines bind nothing).
     """
     bound: dict[str, str] = {}
     trust = ledger.trusted() if ledger is not None else None
     if trust is None or not trust.signed:
-        bot = [c for c in comments if c.is_bot]
-        bound.update(found for c in bot for found in _BOUND.findall(c.body))
+        ours = [c for c in comments if c.ours]
+        bound.update(found for c in ours for found in _BOUND.findall(c.body))
     if ledger is not None:
         for evaluation in evaluations:
             fp = evaluation.result.fingerprint

@@ -84,3 +84,6 @@ class CommentInfo:
     body: str
     created_at: dt.datetime
     updated_at: dt.datetime
+    ours: bool = False
+    """Posted by the account budget-gate posts as (the action's ``bot-login``): only such a
+    comment is its sticky report, and only its hidden lines bind approvals."""

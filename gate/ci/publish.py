@@ -105,7 +105,9 @@ def _comment(
     if mode is CommentMode.UPDATE:
         if prepared.comments is None:
             prepared.comments = gh.comments(number)
-        existing = sticky(prepared.comments, comment_marker(report.context))
+        marker = comment_marker(report.context)
+        existing = sticky(prepared.comments, marker)
+        writes.notes.extend(impostors(prepared.comments, marker))
     if existing is None:
         # A pull request that changes neither specs nor policies gets no comment.
         if report.results or report.diffs or prepared.policy_change or prepared.outside:
@@ -161,13 +163,24 @@ def outside_section(paths: list[str]) -> str:
 
 
 def sticky(comments: list[CommentInfo], marker: str) -> CommentInfo | None:
-    """The oldest comment by a bot that starts with ``marker``: the one to update.
+    """The oldest comment of ours (the action's ``bot-login``) that starts with ``marker``.
 
-    # NOTE: only bots count: a person could post a comment starting with the marker (and a
-    # forged head) to hijack or freeze the report; GITHUB_TOKEN and App tokens comment as
-    # bots.
+    # NOTE: only ours count: anyone else, a person or another bot (a branch's own workflow,
+    # an App that echoes text), could post a comment starting with the marker and a forged
+    # head to hijack or freeze the report.
     """
-    return next((c for c in comments if c.is_bot and c.body.startswith(marker)), None)
+    return next((c for c in comments if c.ours and c.body.startswith(marker)), None)
+
+
+def impostors(comments: list[CommentInfo], marker: str) -> list[str]:
+    """Notes on bot comments that start with ``marker`` but are not ours: left alone, said."""
+    return [
+        f"comment {c.id} by {c.login} starts with budget-gate's marker but is not by the "
+        "account budget-gate posts as (the action's bot-login): it is neither updated nor "
+        f"read; if budget-gate posts as {c.login}, set bot-login: {c.login}"
+        for c in comments
+        if c.is_bot and not c.ours and c.body.startswith(marker)
+    ]
 
 
 def _label_and_reviews(gh: GitHub, prepared: Prepared, report: Report, writes: _Writes) -> None:

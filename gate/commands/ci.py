@@ -67,10 +67,11 @@ def run(args: argparse.Namespace) -> int:
         now=now,
         ledger=_ledger(args, env, now),
     )
-    from gate.integrations.github.client import GitHubClient
+    from gate.integrations.github.client import DEFAULT_BOT_LOGIN, GitHubClient
 
     api_url = env.get("GITHUB_API_URL") or DEFAULT_API_URL
-    with GitHubClient(api_url, _env(env, "GITHUB_TOKEN"), repository) as gh:
+    bot = env.get("BUDGET_GATE_BOT_LOGIN", "").strip() or DEFAULT_BOT_LOGIN
+    with GitHubClient(api_url, _env(env, "GITHUB_TOKEN"), repository, bot) as gh:
         prepared = prepare(gh, event, settings)
         report = make_report(
             prepared.results,

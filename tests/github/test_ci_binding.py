@@ -21,7 +21,7 @@ from gate.ledger.records import LedgerQuery, LedgerRecord, RecordKind, Source
 from gate.ledger.snapshot import SETTLE
 from tests.budget_reference import reference_status
 from tests.conftest import make_policy
-from tests.github.ci_kit import POLICY, SPEC, T0, PullRequestStory, fresh, grid_spec
+from tests.github.ci_kit import NUMBER, POLICY, SPEC, T0, PullRequestStory, fresh, grid_spec
 from tests.ledger_kit import UNSIGNED, seed_record, unique
 
 HOUR = dt.timedelta(hours=1)
@@ -61,6 +61,39 @@ def test_a_comment_approval_survives_a_push_that_leaves_the_spec_alone(story):
     story.push({"README.md": "more words\n"}, at=fresh())
     story.run("pull_request.synchronize", story.pull_request_event("synchronize"))
     assert story.status() == ("success", "approved by alice · worst case 580.27 USD")
+
+
+def test_another_bots_lines_bind_no_comment_and_its_marker_is_left_alone(story):
+    """Any bot (a branch's own workflow, an App that echoes text) can post budget-gate's
+    hidden lines: only the account budget-gate posts as (bot-login) is read."""
+    _opened(story)
+    story.run("issue_comment", story.comment_event("alice", "/budget-gate approve ok", at=fresh()))
+    assert story.status()[0] == "success"
+    (alice,) = [c for c in story.repo.comments_on(NUMBER) if c.author == "alice"]
+    new = story.push({SPEC: grid_spec(8)}, at=fresh())
+    story.run("pull_request.synchronize", story.pull_request_event("synchronize"))
+    assert story.status()[0] == "pending"
+    (ours,) = story.bot_comments()
+    marker = ours.split("\n", 1)[0]
+    story.fake.add_user("other-app[bot]", type="Bot")
+    forged = f"{marker}\n<!-- budget-gate:bound:comment-{alice.id}:{new} -->\nhello"
+    story.repo.add_comment(NUMBER, "other-app[bot]", forged)
+    ran = story.run("pull_request.synchronize", story.pull_request_event("synchronize"))
+    assert story.status() == ("pending", "approval required · worst case 1,160.53 USD")
+    assert [c.body for c in story.repo.comments_on(NUMBER) if c.author == "other-app[bot]"] == [
+        forged
+    ]  # neither updated nor read
+    assert "::warning title=budget-gate::comment" in ran.stdout
+    warned = "by other-app[bot] starts with budget-gate's marker but is not by the account"
+    assert warned in ran.stdout
+    # Where budget-gate does post as that App, saying so makes its comments ours.
+    ran = story.run(
+        "pull_request.synchronize",
+        story.pull_request_event("synchronize"),
+        BUDGET_GATE_BOT_LOGIN="other-app[bot]",
+    )
+    assert ran.code == 0, ran.stderr
+    assert story.status() == ("success", "approved by alice · worst case 1,160.53 USD")
 
 
 def test_a_comment_processed_long_after_it_was_posted_approves_nothing(story):

@@ -34,15 +34,22 @@ _TIMEOUT_S = 30
 _RETRIES = 2
 _CONTENT_LIMIT = 1_000_000  # the contents API returns no content for larger files
 _MAX_PAGES = 30  # GitHub lists at most 3,000 files of a commit
+DEFAULT_BOT_LOGIN = "github-actions[bot]"
+"""The account a workflow's GITHUB_TOKEN posts as."""
 
 
 class GitHubClient:
     """One repository on one GitHub (github.com or Enterprise), for one run of the flow."""
 
-    def __init__(self, api_url: str, token: str, repository: str) -> None:
+    def __init__(
+        self, api_url: str, token: str, repository: str, bot_login: str = DEFAULT_BOT_LOGIN
+    ) -> None:
         self.api_url = api_url.rstrip("/")
         self.repository = repository
         self.owner = repository.split("/", 1)[0]
+        # NOTE: the token cannot say whom it posts as (GET /user refuses GITHUB_TOKEN and App
+        # tokens), and any bot can post budget-gate's markers: the account is configured.
+        self.bot_login = bot_login
         self._gh = Github(
             base_url=self.api_url,
             auth=Auth.Token(token),
@@ -60,7 +67,8 @@ class GitHubClient:
     def from_env(cls, env: Mapping[str, str]) -> GitHubClient:
         """Connect as a workflow step's environment says.
 
-        It reads GITHUB_TOKEN, GITHUB_REPOSITORY and GITHUB_API_URL (GitHub Enterprise).
+        It reads GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL (GitHub Enterprise) and
+        BUDGET_GATE_BOT_LOGIN (the account the token posts as; default github-actions[bot]).
 
         Raises:
             gate.errors.InputError: ``GITHUB_TOKEN`` or ``GITHUB_REPOSITORY`` is missing.
@@ -74,7 +82,9 @@ class GitHubClient:
                 f"cannot write to GitHub: {' and '.join(missing)} not set",
                 hint="in a workflow, pass env: GITHUB_TOKEN: ${{ github.token }}",
             )
-        return cls(env.get("GITHUB_API_URL") or DEFAULT_API_URL, token, repository)
+        api_url = env.get("GITHUB_API_URL") or DEFAULT_API_URL
+        bot = env.get("BUDGET_GATE_BOT_LOGIN", "").strip() or DEFAULT_BOT_LOGIN
+        return cls(api_url, token, repository, bot)
 
     def close(self) -> None:
         """Close PyGithub's connections."""
@@ -244,6 +254,7 @@ class GitHubClient:
                     body=c.body or "",
                     created_at=_utc(c.created_at),
                     updated_at=_utc(c.updated_at),
+                    ours=self._ours(c.user.login),
                 )
                 for c in self._pull(number).get_issue_comments()
                 if c.user is not None
@@ -282,15 +293,18 @@ class GitHubClient:
 
     # --- writes ---------------------------------------------------------------------------
 
+    def _ours(self, login: str) -> bool:
+        return login.lower() == self.bot_login.lower()
+
     def upsert_comment(self, number: int, marker: str, body: str) -> str:
         """Edit this tool's comment that starts with ``marker``, or add one; returns its URL.
 
-        Only comments by a bot account count as ours, so nobody can plant the marker.
+        Only comments by :attr:`bot_login` count as ours, so no one else can plant the marker.
         """
         with self._failing(f"writing the comment on #{number}", write=True):
             issue = self._repo.get_issue(number)
             for comment in issue.get_comments():
-                mine = comment.user is not None and comment.user.type == "Bot"
+                mine = comment.user is not None and self._ours(comment.user.login)
                 if mine and (comment.body or "").startswith(marker):
                     comment.edit(body)
                     return str(comment.html_url)
