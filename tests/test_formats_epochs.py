@@ -472,3 +472,38 @@ def test_a_hugging_face_epochs_parameter_counts(tmp_path, capsys) -> None:
     code, result = check(tmp_path, capsys, text)
     assert code == INVALID
     assert "runs 1000 (the largest of parameters.num_train_epochs" in only_error(result)["message"]
+
+
+# A command a script repeats trains a number of times the file does not show.
+LOOPS = [
+    "for i in $(seq 1 100); do python train.py --epochs 5 --seed $i; done",
+    "while true; do\n  python train.py --epochs 5\ndone",
+    "python prep.py && until test -f done.txt; do bash -c 'python t.py --epochs=5'; done",
+    "seq 1 100 | xargs -I{} python train.py --epochs 5 --seed {}",
+]
+
+
+@pytest.mark.parametrize("script", LOOPS)
+@pytest.mark.parametrize("engine", ["katib", "wandb", "skypilot"])
+def test_an_epochs_flag_a_script_repeats_is_refused(tmp_path, capsys, engine, script) -> None:
+    argv = json.dumps(["sh", "-c", script])
+    if engine == "katib":
+        text, name = katib('{list: ["1"]}', command=argv, declared=""), "experiment.yaml"
+    elif engine == "wandb":
+        text, name = wandb("{values: [1]}", declared="") + f"command: {argv}\n", "sweep.yaml"
+    else:
+        text, name = SKYPILOT.format(declared="", run=json.dumps(script)), "task.yaml"
+    code, result = check(tmp_path, capsys, text, name)
+    assert code == INVALID
+    error = only_error(result)
+    assert "which runs it a number of times the file does not show" in error["message"]
+    assert error["line"] > 1
+
+
+def test_a_loop_that_trains_nothing_is_no_repeat(tmp_path, capsys) -> None:
+    script = "for f in a b; do cp $f /tmp; done\npython train.py --epochs 7"
+    code, result = check(
+        tmp_path, capsys, SKYPILOT.format(declared="", run=json.dumps(script)), "task.yaml"
+    )
+    assert code != INVALID, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == "7"

@@ -49,6 +49,54 @@ def commands_of(words: Words, depth: int = 0) -> list[Words]:
     return [plain, *found] if plain else found
 
 
+_LOOPS = frozenset({"for", "while", "until", "select"})
+"""Shell keywords whose body runs any number of times, up to its ``done``."""
+_REPEATERS = frozenset({"xargs", "parallel", "watch"})
+"""Commands that run the command they are given any number of times."""
+
+
+def repeated_flag(words: Words, depth: int = 0) -> tuple[str, str, DataPath] | None:
+    """An epochs flag in a command a script repeats (a loop, ``xargs``), else None.
+
+    Returns the repeater, the flag and the flag's path: such a command trains a number of
+    times the file does not show (``for i in $(seq 100); do python t.py --epochs 5; done``),
+    so no count of its epochs is the trial's.
+    """
+    for word, path in words:
+        if depth >= _MAX_SCRIPT_DEPTH or not any(c.isspace() for c in word):
+            continue
+        loops: list[str] = []
+        command: Words = []
+        for token in [*_shell_words(word), ";"]:
+            if token not in _SEPARATORS:
+                command.append((token, path))
+                continue
+            first = command[0][0] if command else ""
+            if first in _LOOPS:
+                loops.append(first)
+            repeater = loops[-1] if loops else first if first in _REPEATERS else None
+            flags = [f for part in commands_of(command, depth + 1) for f in epoch_flags(part)]
+            if repeater is not None and flags:
+                return repeater, flags[0].written, flags[0].path
+            inner = repeated_flag(command, depth + 1)
+            if inner is not None:
+                return inner
+            if first == "done" and loops:
+                loops.pop()
+            command = []
+    return None
+
+
+def repeated(found: tuple[str, str, DataPath], where: str) -> InputError:
+    """The error for an epochs flag in a command a script repeats."""
+    repeater, flag, _ = found
+    return InputError(
+        f"{flag} in {where} is inside `{repeater}`, which runs it a number of times the file "
+        "does not show: the epochs a trial trains are not in the file",
+        hint="write each training command out once, or make the repeats the engine's trials",
+    )
+
+
 def _shell_words(script: str) -> list[str]:
     """``script`` split as a POSIX shell splits it, lines and separators apart.
 

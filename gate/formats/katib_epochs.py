@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.errors import Location
-from gate.formats.command_lines import Words, commands_of, epoch_flags, unread
+from gate.formats.command_lines import (
+    Words,
+    commands_of,
+    epoch_flags,
+    repeated,
+    repeated_flag,
+    unread,
+)
 from gate.formats.model import mapping, most_epochs, whole_epochs, within
 from gate.spec.loader import DataPath, LoadedDoc
 
@@ -48,6 +55,10 @@ def epochs_in(
         for key in ("command", "args")
         for i, w in enumerate(container.get(key) or [])
     ]
+    if (loop := repeated_flag(words)) is not None:
+        error = repeated(loop, "the trial's command")
+        error.location = doc.source_map.locate(loop[2]) or doc.source_map.locate(here)
+        raise error
     found = []
     env = _env_of(container)
     for command in commands_of(words):

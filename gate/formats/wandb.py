@@ -17,7 +17,15 @@ import math
 from typing import Any
 
 from gate.errors import InputError
-from gate.formats.command_lines import Words, commands_of, epoch_flags, option_name, unread
+from gate.formats.command_lines import (
+    Words,
+    commands_of,
+    epoch_flags,
+    option_name,
+    repeated,
+    repeated_flag,
+    unread,
+)
 from gate.formats.extension import COMMENT, comment_facts
 from gate.formats.model import (
     Draft,
@@ -244,6 +252,10 @@ def _command_epochs(command: Any, params: Found, at: Any) -> list[tuple[int, str
         return []
     words: Words = [(str(w), ("command", i)) for i, w in enumerate(command)]
     swept = {option_name(name) for name in params}
+    if (loop := repeated_flag(words)) is not None:
+        error = repeated(loop, "command")
+        error.location = at(*loop[2])
+        raise error
     found = []
     for words_of_one in commands_of(words):
         macros = [i for i, (w, _) in enumerate(words_of_one) if any(m in w for m in _ARGS_MACROS)]
@@ -255,8 +267,8 @@ def _command_epochs(command: Any, params: Found, at: Any) -> list[tuple[int, str
                 error = unread(flag, "command", "write the number, or sweep it as a parameter")
                 error.location = at(*flag.path)
                 raise error
-            repeated = f" (the last of {flag.times})" if flag.times > 1 else ""
-            found.append((epochs, f"{flag.written} {flag.value} in command{repeated}", flag.path))
+            times = f" (the last of {flag.times})" if flag.times > 1 else ""
+            found.append((epochs, f"{flag.written} {flag.value} in command{times}", flag.path))
     return found
 
 
