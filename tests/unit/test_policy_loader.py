@@ -98,3 +98,37 @@ def test_extends_none_in_default_itself_changes_nothing() -> None:
     plain = DEFAULT + b"extends: none\n"
     loaded = PolicySet("policies", {"default.yaml": plain}).for_team(None)
     assert (loaded.chain, loaded.left_default) == (("default",), None)
+
+
+@pytest.mark.parametrize(
+    ("team", "key", "at"),
+    [
+        (b"limits: {max_trial_hours: ~}\n", "limits.max_trial_hours", "3:27"),
+        (b"limits:\n  max_trial_hours:\n", "limits.max_trial_hours", "4:19"),
+    ],
+)
+def test_an_empty_value_over_an_inherited_one_is_refused_at_its_line(
+    team: bytes, key: str, at: str
+) -> None:
+    """``max_trial_hours:`` with its number forgotten would lift default's limit unsaid."""
+    vision = b"apiVersion: budget-gate/v1\nkind: Policy\n" + team
+    policies = PolicySet("policies", {"default.yaml": DEFAULT, "vision.yaml": vision})
+    with pytest.raises(InputError) as err:
+        policies.for_team("vision")
+    assert str(err.value).startswith(
+        f"policies/vision.yaml:{at}: {key} is empty (null) in vision.yaml, which would lift "
+        "the value default.yaml sets"
+    )
+    own = vision.replace(b"~", b"30") if b"~" in team else vision.rstrip() + b" 30\n"
+    assert policies_with(own).for_team("vision").policy.limits.max_trial_hours == 30
+
+
+def test_an_empty_value_over_an_empty_one_is_no_lift() -> None:
+    vision = b"apiVersion: budget-gate/v1\nkind: Policy\nlimits: {max_trial_cost: ~}\n"
+    loaded = policies_with(vision).for_team("vision")
+    assert loaded.policy.limits.max_trial_cost is None
+    assert loaded.policy.limits.max_trial_hours == 10
+
+
+def policies_with(vision: bytes) -> PolicySet:
+    return PolicySet("policies", {"default.yaml": DEFAULT, "vision.yaml": vision})
