@@ -507,3 +507,72 @@ def test_a_loop_that_trains_nothing_is_no_repeat(tmp_path, capsys) -> None:
     )
     assert code != INVALID, result["errors"]
     assert field(result, "workload.max_epochs")["value"] == "7"
+
+
+# Any name argparse could take as the epochs: W&B hands a parameter over as --name=value.
+EPOCH_NAMES = ["max-epochs", "nb_epochs", "n_epoch", "max_epoch", "num_epoch", "EPOCHS", "epo"]
+
+
+@pytest.mark.parametrize("name", EPOCH_NAMES)
+def test_a_wandb_parameter_named_like_epochs_counts(tmp_path, capsys, name) -> None:
+    text = wandb("{values: [1000]}").replace("  epochs:", f"  {name}:")
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    assert (
+        f"the engine runs 1000 (the largest of parameters.{name}" in only_error(result)["message"]
+    )
+
+
+@pytest.mark.parametrize("name", ["eps", "step", "warmup_steps"])
+def test_a_wandb_parameter_not_named_like_epochs_is_no_epochs(tmp_path, capsys, name) -> None:
+    text = wandb("{values: [1000]}").replace("  epochs:", f"  {name}:")
+    code, result = check(tmp_path, capsys, text)
+    assert code != INVALID, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == "10"
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "model: {max_epochs: 1000}",
+        "n_epochs: 1000",
+        "training: {num_epochs: 1000}",
+        "optim: {epochs: 1000}",
+        "num_train_epochs: 1000",
+        "total: 1000\nscheduler: {total_epochs: '${total}'}",
+    ],
+)
+def test_a_hydra_key_named_like_epochs_anywhere_counts(tmp_path, capsys, config) -> None:
+    text = hydra("interval(0.001, 0.1)", key="lr2") + config + "\n"
+    code, result = check(tmp_path, capsys, text, "config.yaml")
+    assert code == INVALID
+    assert (
+        "x-budget-gate.max_epochs is 10, but the engine runs 1000" in only_error(result)["message"]
+    )
+
+
+@pytest.mark.parametrize(
+    "config", ["warmup_epochs: 0", "scheduler: {warmup_epochs: '${trainer.max_epochs}'}"]
+)
+def test_a_hydra_key_that_restates_or_zeroes_epochs_changes_nothing(
+    tmp_path, capsys, config
+) -> None:
+    text = hydra("interval(0.001, 0.1)", key="lr2") + config + "\n"
+    code, result = check(tmp_path, capsys, text, "config.yaml")
+    assert code == 0, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == "10"
+
+
+def test_a_hydra_trainer_epochs_beside_its_max_epochs_counts(tmp_path, capsys) -> None:
+    text = hydra("interval(0.001, 0.1)", key="lr2")
+    text = text.replace("trainer: {max_epochs: 10}", "trainer: {max_epochs: 10, epochs: 1000}")
+    code, result = check(tmp_path, capsys, text, "config.yaml")
+    assert code == INVALID
+    assert "the engine runs 1000 (trainer.epochs)" in only_error(result)["message"]
+
+
+def test_a_hydra_epochs_key_swept_under_another_group_counts(tmp_path, capsys) -> None:
+    text = hydra("choice(10, 1000)", key="model.max_epochs")
+    code, result = check(tmp_path, capsys, text, "config.yaml")
+    assert code == INVALID
+    assert "the engine runs 1000" in only_error(result)["message"]

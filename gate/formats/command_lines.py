@@ -118,6 +118,19 @@ EPOCH_FLAG = re.compile(r"^--?((?:[\w.-]*[._-])?ep(?:o(?:c(?:hs?)?)?)?)(?:=(.*))
 ``--trainer.max_epochs``, or a prefix argparse would complete to one (``--epo``)."""
 
 
+_EPOCH_NAME = re.compile(r"(?:[\w.-]*[._-])?ep(?:o(?:c(?:hs?)?)?)?")
+
+
+def names_epochs(name: str) -> bool:
+    """Whether a config key or parameter names the epochs, as :data:`EPOCH_FLAG` reads flags.
+
+    ``epochs``, ``max-epochs``, ``nb_epochs``, ``n_epoch``, ``EPOCHS``, ``num_train_epochs``
+    and a prefix argparse would complete (``epo``): a W&B parameter is handed to the program
+    as ``--name=value``, so every name its flag could be counts. Not ``eps`` or ``step``.
+    """
+    return _EPOCH_NAME.fullmatch(name.lower()) is not None
+
+
 @dataclass(frozen=True, slots=True)
 class Flag:
     """One epochs flag of a command: its last value, where it is, how often it is given."""

@@ -13,10 +13,12 @@ which refuses unknown keys).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from gate.errors import InputError
+from gate.formats.command_lines import names_epochs
 from gate.formats.extension import COMMENT, block_facts, comment_facts
 from gate.formats.hydra_launchers import basic_sweeper, launcher
 from gate.formats.hydra_sweeps import range_top, sweep
@@ -258,15 +260,15 @@ def _epochs(
     """
     swept = {str(name).lstrip("+"): name for name in params}  # +key, ++key: the same key
     found: list[_Epochs] = []
-    for path in EPOCH_KEYS:
+    for path in _epoch_paths(data, swept):
         dotted = ".".join(path)
         name = swept.get(dotted)
         text = str(params[name]) if name is not None else ""
         entry = _swept_epochs(draft, name, dotted, text, inclusive)
         if entry is None:
-            node: Any = data
-            for part in path:
-                node = node.get(part) if isinstance(node, dict) else None
+            node = _at(data, path)
+            if path not in EPOCH_KEYS:
+                node = _other_epochs(node, data, dotted, at(*path))
             _plain_epochs(node, dotted, at(*path))
             top = None if isinstance(node, str) else whole_epochs(node)
             if top is not None and top > 0:
@@ -279,6 +281,59 @@ def _epochs(
             best.top, Source(Origin.FILE, best.detail, best.location)
         )
     return found
+
+
+_MAX_DEPTH = 8
+_REFERENCE = re.compile(r"^\$\{([A-Za-z_][\w.]*)\}$")
+
+
+def _epoch_paths(data: dict[str, Any], swept: dict[str, Any]) -> list[tuple[str, ...]]:
+    """The keys that set epochs: the usual ones, then any other named like epochs.
+
+    Any key of the config outside ``hydra``, or swept, counts (``model.n_epochs``,
+    ``optim.epochs``: :func:`gate.formats.command_lines.names_epochs`).
+    """
+    paths = list(EPOCH_KEYS)
+    pending: list[tuple[tuple[str, ...], Any]] = [((), data)]
+    while pending:
+        path, node = pending.pop()
+        if not isinstance(node, dict) or len(path) >= _MAX_DEPTH:
+            continue
+        for key, value in node.items():
+            here = (*path, str(key))
+            if here in (("hydra",), ("defaults",)):
+                continue
+            if names_epochs(str(key)) and here not in paths:
+                paths.append(here)
+            pending.append((here, value))
+    for dotted in swept:
+        path = tuple(dotted.split("."))
+        if names_epochs(path[-1]) and path not in paths:
+            paths.append(path)
+    return paths
+
+
+def _at(data: dict[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = data
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _other_epochs(node: Any, data: dict[str, Any], dotted: str, where: Any) -> Any:
+    """An epochs key beyond the usual ones: ``${a.b}`` read where it points, 0 no epochs.
+
+    NOTE: such keys often restate the trainer's (``warmup_epochs: 0``,
+    ``scheduler.total_epochs: ${trainer.max_epochs}``); other interpolations and negative
+    values are refused as on the usual keys.
+    """
+    if isinstance(node, str) and (ref := _REFERENCE.match(node.strip())):
+        target = _at(data, tuple(ref.group(1).split(".")))
+        if whole_epochs(target) is not None:
+            return target
+    if isinstance(node, (int, float)) and not isinstance(node, bool) and node == 0:
+        return None
+    return node
 
 
 def _plain_epochs(node: Any, dotted: str, where: Any) -> None:

@@ -21,6 +21,7 @@ from gate.formats.command_lines import (
     Words,
     commands_of,
     epoch_flags,
+    names_epochs,
     option_name,
     repeated,
     repeated_flag,
@@ -43,16 +44,6 @@ from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import DataPath, LoadedDoc
 
 METHODS = {"grid": "grid", "random": "random", "bayes": "bayesian"}
-EPOCH_PARAMETERS = (
-    "epochs",
-    "max_epochs",
-    "num_epochs",
-    "n_epochs",
-    "epoch",
-    "num_train_epochs",  # Hugging Face TrainingArguments
-    "train_epochs",
-    "total_epochs",
-)
 _DEFAULT_ETA = 3
 _SKYPILOT_KEYS = ("resources", "num_nodes", "run")
 """A SkyPilot task's markers: no W&B sweep has them (its schema allows none of them)."""
@@ -273,7 +264,7 @@ def _command_epochs(command: Any, params: Found, at: Any) -> list[tuple[int, str
 
 
 def _is_epochs(name: str) -> bool:
-    return name.rsplit(".", 1)[-1] in EPOCH_PARAMETERS
+    return names_epochs(name.rsplit(".", 1)[-1])
 
 
 def _config_at(data: dict[str, Any], path: DataPath) -> Any:
