@@ -140,3 +140,94 @@ def test_odd_fields_are_refused_at_their_line_or_read_as_unset(
     assert code == INVALID
     (error,) = result["errors"]
     assert error["message"].startswith(message) and error["line"] > 1
+
+
+def check_text(tmp_path: Path, capsys: Any, text: str) -> tuple[int, Any]:
+    policies = tmp_path / "policies"
+    policies.mkdir(exist_ok=True)
+    (policies / "default.yaml").write_text("apiVersion: budget-gate/v1\nkind: Policy\n")
+    path = tmp_path / "experiment.yaml"
+    path.write_text(text)
+    capsys.readouterr()
+    code = main(["check", str(path), "--policy-dir", str(policies), "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)["results"][0]
+
+
+JOB = KATIB.format(gpus="8", job="", init="", goal="")
+PYTORCH = (
+    JOB.split("    trialSpec:\n")[0]
+    + """\
+    trialSpec:
+      apiVersion: kubeflow.org/v1
+      kind: PyTorchJob
+      spec:
+        elasticPolicy: {minReplicas: 1, maxReplicas: 4}
+        pytorchReplicaSpecs:
+          Worker:
+            replicas: 1
+            template:
+              spec:
+                containers:
+                  - {name: pytorch, command: [python3, train.py, --epochs=3],
+                     resources: {limits: {nvidia.com/gpu: 2}}}
+"""
+)
+TRAINJOB = (
+    JOB.split("    trialSpec:\n")[0]
+    + """\
+    trialSpec:
+      apiVersion: trainer.kubeflow.org/v1alpha1
+      kind: TrainJob
+      spec:
+        runtimeRef: {name: torch-distributed}
+        trainer: {command: [python3, train.py, --epochs=3]}
+"""
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "line"),
+    [
+        (
+            JOB.replace("kind: Job", "kind: JobSet"),
+            "the trial is a 'JobSet': budget-gate counts",
+            17,
+        ),
+        (JOB.replace("kind: Job", "kind: Workflow"), "the trial is a 'Workflow'", 17),
+        (
+            JOB.replace("nvidia.com/gpu: 8", "nvidia.com/mig-1g.10gb: 8"),
+            "resources.limits.nvidia.com/mig-1g.10gb: an accelerator budget-gate does not count",
+            24,
+        ),
+        (
+            TRAINJOB,
+            "the TrainJob has no trainer.resourcesPerNode: its GPUs come from its runtime",
+            20,
+        ),
+        (JOB.split("  trialTemplate:")[0], "the Experiment has no trialTemplate.trialSpec", 0),
+    ],
+)
+def test_a_trial_whose_gpus_are_not_in_the_file_is_refused_not_read_as_none(
+    tmp_path, capsys, text, message, line
+) -> None:
+    """Read as a Job, a JobSet's pods hold no GPU, and the annotations would be believed."""
+    text = text.replace(
+        "budget-gate/epoch_minutes", 'budget-gate/gpus_per_trial: "1", budget-gate/epoch_minutes'
+    )
+    code, result = check_text(tmp_path, capsys, text)
+    assert code == INVALID
+    (error,) = result["errors"]
+    assert message in error["message"]
+    assert line == 0 or error["line"] == line
+
+
+def test_amd_gpus_are_counted_as_gpus(tmp_path, capsys) -> None:
+    code, result = check_text(tmp_path, capsys, JOB.replace("nvidia.com/gpu", "amd.com/gpu"))
+    assert code != INVALID, result["errors"]
+    assert gpus_of(result) == 8
+
+
+def test_an_elastic_pytorch_job_is_priced_at_its_most_workers(tmp_path, capsys) -> None:
+    code, result = check_text(tmp_path, capsys, PYTORCH)
+    assert code != INVALID, result["errors"]
+    assert gpus_of(result) == 4 * 2

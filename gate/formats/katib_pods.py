@@ -23,6 +23,13 @@ from gate.formats.model import mapping
 from gate.spec.loader import DataPath
 
 GPU = "nvidia.com/gpu"
+GPUS = (GPU, "amd.com/gpu")
+"""The device-plugin resources counted as whole GPUs."""
+_ACCELERATOR_LIKE = re.compile(r"gpu|mig-|neuron|gaudi|tpu", re.IGNORECASE)
+"""Resource names of other accelerators (MIG slices, Intel, Habana, Trainium): not counted,
+so refused rather than read as no GPU."""
+REPLICA_KINDS = frozenset({"PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob"})
+"""Kubeflow Training Operator jobs: pods by ``*ReplicaSpecs``."""
 Locate = Callable[[DataPath], Location | None]
 
 
@@ -36,14 +43,42 @@ class Pod:
 
 
 def trial_pods(trial: dict[str, Any], base: DataPath, locate: Locate) -> list[Pod]:
-    """The pods of a Job, a PyTorchJob (any ``*ReplicaSpecs``) or a TrainJob."""
+    """The pods of a Job, a PyTorchJob (any ``*ReplicaSpecs``) or a TrainJob.
+
+    Another kind (a JobSet, an Argo Workflow) is refused: its pods are not where a Job
+    keeps them, and reading it as one would count no GPU and believe the annotations.
+    """
     spec = mapping(trial.get("spec"))
     here = (*base, "spec")
-    if trial.get("kind") == "TrainJob":
+    kind = trial.get("kind")
+    if not trial:
+        raise InputError(
+            "the Experiment has no trialTemplate.trialSpec (a template in a ConfigMap is not "
+            "in the file): the trial's pods and GPUs cannot be counted",
+            location=locate(base[:-1]) or locate(()),
+            hint="write the trial in trialTemplate.trialSpec",
+        )
+    if kind not in ("Job", "TrainJob", *REPLICA_KINDS):
+        raise InputError(
+            f"the trial is a {kind!r}: budget-gate counts the pods and GPUs of a Job, a "
+            "TrainJob or a Kubeflow training job (PyTorchJob, TFJob, MPIJob ...), not of this",
+            location=locate((*base, "kind")) or locate(base),
+            hint="run the trial as a Job or a Kubeflow training job, or write the experiment "
+            "as a budget-gate spec",
+        )
+    if kind == "TrainJob":
         trainer = mapping(spec.get("trainer"))
         where = (*here, "trainer")
         nodes = count(trainer.get("numNodes"), "trainer.numNodes", (*where, "numNodes"), locate)
-        per_node = trainer.get("resourcesPerNode") or {}
+        per_node = trainer.get("resourcesPerNode")
+        if not isinstance(per_node, dict):
+            raise InputError(
+                "the TrainJob has no trainer.resourcesPerNode: its GPUs come from its runtime "
+                "(runtimeRef), which is not in the file",
+                location=locate(where) or locate(here),
+                hint="write trainer.resourcesPerNode (limits: {nvidia.com/gpu: N}) and "
+                "trainer.numNodes in the trial",
+            )
         pod = {"containers": [{"resources": per_node, "command": trainer.get("command")}]}
         return [Pod(nodes, pod, where)]
     replica_sets = [k for k in spec if k.endswith("ReplicaSpecs") and isinstance(spec[k], dict)]
@@ -57,10 +92,21 @@ def trial_pods(trial: dict[str, Any], base: DataPath, locate: Locate) -> list[Po
                     n = count(
                         replica.get("replicas"), f"{role}.replicas", (*where, "replicas"), locate
                     )
+                    if role == "Worker":
+                        n = max(n, _elastic_top(spec, here, locate))
                     out.append(Pod(n, pod, (*where, "template", "spec")))
         return out
     pod = mapping(mapping(spec.get("template")).get("spec"))
     return [Pod(_job_at_once(spec, here, locate), pod, (*here, "template", "spec"))]
+
+
+def _elastic_top(spec: dict[str, Any], here: DataPath, locate: Locate) -> int:
+    """The most workers an elastic PyTorchJob scales to (``elasticPolicy.maxReplicas``)."""
+    elastic = mapping(spec.get("elasticPolicy"))
+    if elastic.get("maxReplicas") is None:
+        return 0
+    where = (*here, "elasticPolicy", "maxReplicas")
+    return count(elastic["maxReplicas"], "elasticPolicy.maxReplicas", where, locate)
 
 
 def _job_at_once(spec: dict[str, Any], here: DataPath, locate: Locate) -> int:
@@ -111,10 +157,21 @@ def container_gpus(
     """The GPUs a container asks for (its limit, else its request), and where."""
     resources = mapping(container.get("resources"))
     for section in ("limits", "requests"):
-        value = mapping(resources.get(section)).get(GPU)
-        if value is not None:
-            where = (*here, "resources", section, GPU)
-            return quantity(value, f"resources.{section}.{GPU}", where, locate), locate(where)
+        asked = mapping(resources.get(section))
+        for name in asked:
+            if name not in GPUS and _ACCELERATOR_LIKE.search(str(name)):
+                raise InputError(
+                    f"resources.{section}.{name}: an accelerator budget-gate does not count "
+                    f"({' or '.join(GPUS)} it does)",
+                    location=locate((*here, "resources", section, name)),
+                    hint="ask for whole GPUs, or write the experiment as a budget-gate spec "
+                    "(resources.mig_profile prices MIG slices)",
+                )
+        for name in GPUS:
+            if asked.get(name) is not None:
+                where = (*here, "resources", section, name)
+                gpus = quantity(asked[name], f"resources.{section}.{name}", where, locate)
+                return gpus, locate(where)
     return 0, None
 
 
