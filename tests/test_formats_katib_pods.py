@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from gate.cli import main
+from tests.test_formats_sniff import check as check_text
 
 INVALID = 3
 KATIB = """\
@@ -140,17 +141,6 @@ def test_odd_fields_are_refused_at_their_line_or_read_as_unset(
     assert code == INVALID
     (error,) = result["errors"]
     assert error["message"].startswith(message) and error["line"] > 1
-
-
-def check_text(tmp_path: Path, capsys: Any, text: str) -> tuple[int, Any]:
-    policies = tmp_path / "policies"
-    policies.mkdir(exist_ok=True)
-    (policies / "default.yaml").write_text("apiVersion: budget-gate/v1\nkind: Policy\n")
-    path = tmp_path / "experiment.yaml"
-    path.write_text(text)
-    capsys.readouterr()
-    code = main(["check", str(path), "--policy-dir", str(policies), "--format", "json"])
-    return code, json.loads(capsys.readouterr().out)["results"][0]
 
 
 JOB = KATIB.format(gpus="8", job="", init="", goal="")
