@@ -467,3 +467,50 @@ def test_a_worker_whose_first_clearance_hits_an_outage_retries_into_the_same_lau
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == parent.launch.launch_key
+
+
+@pytest.mark.parametrize("status", ["KILLED", "FAILED", "RUNNING"])
+def test_a_signed_launch_or_revocation_counts_whatever_its_runs_status(
+    signed: Team, keys, monkeypatch, status: str
+):
+    """A run's status is no part of what is signed: anyone who can write to the ledger can
+    set it, so under signers it hides no launch and undoes no revocation."""
+    signed.policy(limits=", monthly_budget: 1000")
+    spec = signed.spec(8)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    _as(monkeypatch, keys, "launcher")
+    monkeypatch.delenv("BUDGET_GATE_LAUNCH_KEY", raising=False)
+    assert signed.cli("verify", spec)[0] == 0
+    client = MlflowClient(signed.uri)
+    [launch] = [
+        r for r in signed.records(spec, trust=Trust_of(signed)) if r.kind is RecordKind.LAUNCH
+    ]
+    client.update_run(launch.run_id, status=status)
+    code, out, _ = signed.cli("verify", spec, "--dry-run")
+    assert code == 2 and "was used by the launch on" in out
+    budget = json.loads(signed.cli("check", signed.spec(2), "--format", "json")[1])
+    assert budget["results"][0]["budget"]["committed"] == "80.00"
+
+    other = signed.spec(9)  # approved, then revoked; the revocation's run set aside
+    _as(monkeypatch, keys, "alice")
+    assert signed.cli("approve", other, "--by", "alice", "--reason", "ok")[0] == 0
+    assert signed.cli("revoke", other, "--by", "alice", "--reason", "no")[0] == 0
+    [revocation] = [
+        r for r in signed.records(other, trust=Trust_of(signed)) if r.kind is RecordKind.REVOCATION
+    ]
+    client.update_run(revocation.run_id, status=status)
+    code, out, _ = signed.cli("verify", other, "--dry-run")
+    assert code == 2 and "was revoked" in out
+
+
+def test_a_negative_reconciliation_pays_nothing_back(signed: Team, keys, monkeypatch):
+    """A listed signer's reconciliation of -100,000 would give the month that much room."""
+    signed.policy(limits=", monthly_budget: 1000")
+    spec = signed.spec(8)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    _as(monkeypatch, keys, "launcher")
+    signed.reconcile(spec, "-100000", trust=Trust_of(signed), signer_env=keys.env("launcher"))
+    report = json.loads(signed.cli("check", signed.spec(2), "--format", "json")[1])
+    budget = report["results"][0]["budget"]
+    assert budget["actual"] == "0.00" and budget["committed"] == "80.00", budget
+    assert report["ledger"]["ignored"], report["ledger"]  # counted aloud

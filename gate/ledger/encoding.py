@@ -316,6 +316,8 @@ def _decimal(value: object) -> Decimal | None:
     amount = Decimal(_str(value))
     if not amount.is_finite():
         raise ValueError(f"amount {value!r} is not finite")
+    if amount < 0:  # NOTE: a negative reconciliation would pay the month back
+        raise ValueError(f"amount {value!r} is negative")
     return amount
 
 

@@ -1,9 +1,11 @@
 """Appending one ledger record, whatever carries the requests (REST or ``MlflowClient``).
 
 Writing is all-or-nothing for readers: the run is created with every tag in one request
-(one transaction in the tracking store), then a second request marks it FINISHED. Readers
-accept FINISHED runs only, so an outage between the two leaves a RUNNING run that no
-reader counts. Such a run does not stay RUNNING: the writer marks it FAILED as soon as it
+(one transaction in the tracking store), then a second request marks it FINISHED. In an
+unsigned ledger readers accept FINISHED runs only, so an outage between the two leaves a
+RUNNING run that no reader counts; under signers every status counts, since anyone who can
+write to the ledger can set one (the record was created whole). Such a run does not stay
+RUNNING: the writer marks it FAILED as soon as it
 sees the failure, and when it cannot (the server is gone), the next write marks FAILED
 every ledger run still RUNNING :data:`ABANDONED_AFTER` after it started. Two writers never
 collide: every record is its own run with its own id.

@@ -103,13 +103,14 @@ def search_rows(
 
 
 def read_records(source: RunSource, query: LedgerQuery, *, page: int = PAGE) -> list[LedgerRecord]:
-    """Every FINISHED record matching ``query``, oldest first."""
+    """Every counted record matching ``query``, oldest first (:func:`counted_only`)."""
     with source.failing("finding the ledger experiment"):
         experiment_id = source.experiment_id(create=False)
     if experiment_id is None:
         return []
     with source.failing("reading the ledger"):
-        rows = search_rows(source, experiment_id, filter_string(query), page=page)
+        search = filter_string(query, finished=counted_only(source))
+        rows = search_rows(source, experiment_id, search, page=page)
         return list(admitted(source, rows))
 
 
@@ -124,6 +125,18 @@ def admitted(source: RunSource, rows: Iterable[RunRow]) -> Iterator[LedgerRecord
             source.ignored[row.run_id] = record
         else:
             yield from launches_in(record)
+
+
+def counted_only(source: RunSource) -> bool:
+    """Whether only FINISHED runs count: in an unsigned ledger, not under signers.
+
+    A run's status is no part of what is signed, and anyone who can write to the ledger can
+    set it (``MlflowClient.set_terminated(run, "KILLED")``): under signers a status would
+    hide a signed launch or revocation, so every status counts, a write that failed half way
+    included (fail closed: it was created whole, in one request). Unsigned, FINISHED marks the
+    writes that completed.
+    """
+    return not source.trust.signed
 
 
 def filter_string(query: LedgerQuery, *, finished: bool = True) -> str:

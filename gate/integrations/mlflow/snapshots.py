@@ -2,9 +2,11 @@
 
 A *snapshot* is one more run in the ledger experiment. It holds the running sums
 (:class:`gate.ledger.spend.Spend`) of one budget scope (``team:NAME`` or
-``cost-center:KEY``) for one month, folded from every FINISHED record whose start time is
-before its *cut-off* — the snapshot run's own start time — plus the ids of the records
-before the cut-off that were still being written (RUNNING). A reader takes the newest
+``cost-center:KEY``) for one month, folded from every record that counts whose start time
+is before its *cut-off* — the snapshot run's own start time. Under signers a record counts
+whatever its run's status (:func:`gate.integrations.mlflow.search.counted_only`); unsigned,
+only FINISHED ones do, and the snapshot keeps the ids of the records before the cut-off
+that were still being written (RUNNING). A reader takes the newest
 complete snapshot whose cut-off is not after the moment judged, folds those ids if they
 have since completed, then the records from the cut-off on: one small search plus the
 month's last few records, however long the month has been.
@@ -40,6 +42,7 @@ from gate.integrations.mlflow.search import (
     RunRow,
     RunSource,
     admitted,
+    counted_only,
     filter_string,
     millis,
     quote,
@@ -77,13 +80,13 @@ def read_spend(source: RunSource, query: LedgerQuery, now: dt.datetime) -> Spend
     with source.failing("reading the ledger"):
         snap = _newest(source, experiment_id, scope, start, millis(now)) if scope else None
         snap = snap or Snapshot(millis(start))
-        spend = snap.spend
-        pending = [r for r in _by_ids(source, experiment_id, snap.pending) if r.status == FINISHED]
-        for record in admitted(source, pending):
+        spend, only = snap.spend, counted_only(source)
+        pending = _by_ids(source, experiment_id, snap.pending)
+        for record in admitted(source, [r for r in pending if r.status == FINISHED or not only]):
             fold(spend, record, start, now)
         tail = dataclasses.replace(query, since=None)  # the cut-off bounds it instead
         search = (
-            f"{filter_string(tail)} AND attributes.start_time >= {snap.cutoff_ms} "
+            f"{filter_string(tail, finished=only)} AND attributes.start_time >= {snap.cutoff_ms} "
             f"AND attributes.start_time <= {millis(now)}"
         )
         for record in admitted(source, search_rows(source, experiment_id, search)):
@@ -149,13 +152,17 @@ def roll(
     )
     rows = _by_ids(source, experiment_id, snap.pending)
     rows.extend(search_rows(source, experiment_id, search))
-    if sum(row.status == FINISHED for row in rows) < every:
+    if counted_only(source):  # an unsettled run is read again until it settles
+        pending = tuple(sorted({row.run_id for row in rows if row.status in UNSETTLED}))
+        rows = [row for row in rows if row.status == FINISHED]
+    else:
+        pending = ()
+    if len(rows) < every:
         return None
     spend = snap.spend
     cut = dt.datetime.fromtimestamp(cutoff_ms / 1000, dt.timezone.utc)
-    for record in admitted(source, [row for row in rows if row.status == FINISHED]):
+    for record in admitted(source, rows):
         fold(spend, record, start, cut)
-    pending = tuple(sorted({row.run_id for row in rows if row.status in UNSETTLED}))
     month = start.strftime("%Y-%m")
     tags = encode(Snapshot(cutoff_ms, spend, pending), scope, month, source.trust, signer)
     name = f"budget snapshot: {scope} {start:%Y-%m} ({spend.folded} records)"
