@@ -428,6 +428,32 @@ def test_hydra_submitit_gpus_are_read_however_the_launcher_asks(tmp_path, launch
     assert spec is not None and spec.resources.gpus_per_trial == gpus
 
 
+RAY_CONFIG = (
+    SUBMITIT_CONFIG.format(timeout="")
+    .replace("submitit_slurm", "ray")
+    .replace(
+        "    gpus_per_node: 4\n    nodes: 2\n    array_parallelism: 3\n",
+        "    ray:\n      remote: {num_gpus: 8}\n",
+    )
+)
+
+
+@pytest.mark.parametrize(("remote", "gpus"), [("{num_gpus: 8}", 8), ("{num_gpus: 0.5}", 1)])
+def test_hydra_ray_launcher_gpus_are_each_jobs(tmp_path, remote, gpus) -> None:
+    """hydra-ray-launcher hands each job ``ray.remote``'s num_gpus (a share holds a GPU)."""
+    spec = _hydra(tmp_path, RAY_CONFIG.replace("{num_gpus: 8}", remote)).spec
+    assert spec is not None and spec.resources.gpus_per_trial == gpus
+
+
+def test_a_launcher_budget_gate_does_not_read_that_asks_for_gpus_is_refused(tmp_path) -> None:
+    text = RAY_CONFIG.replace("override hydra/launcher: ray", "override hydra/launcher: rq")
+    text = text.replace("    ray:\n      remote: {num_gpus: 8}\n", "    resources: {gpus: 8}\n")
+    result = _hydra(tmp_path, text).result
+    assert result.outcome.value == "invalid"
+    (error,) = result.errors
+    assert "hydra.launcher.resources.gpus: the rq launcher's GPUs" in error.message
+
+
 @pytest.mark.parametrize("override", ["override /hydra/sweeper", "/hydra/sweeper"])
 def test_hydra_groups_chosen_by_absolute_path_count(tmp_path, override) -> None:
     """lightning-hydra-template writes ``override /hydra/sweeper: optuna``: the same group."""

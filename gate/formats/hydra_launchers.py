@@ -2,12 +2,14 @@
 
 The basic launcher runs one job at a time; Submitit runs ``array_parallelism`` (default
 256) with ``gpus_per_node`` (or ``gpus_per_task`` × ``tasks_per_node``, or Slurm's ``gres``)
-× ``nodes`` GPUs each, ended after ``timeout_min`` (default 60); joblib runs ``n_jobs``. Other
-launchers run jobs in parallel without saying how many in the file.
+× ``nodes`` GPUs each, ended after ``timeout_min`` (default 60); joblib runs ``n_jobs``; Ray
+gives each job ``ray.remote.num_gpus`` (a fraction as a whole GPU). Other launchers run jobs
+in parallel without saying how many in the file, and one that names GPUs is refused.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -52,10 +54,15 @@ def basic_sweeper(draft: Draft, chosen: dict[str, str], at: Any, notes: list[str
 def launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: Any) -> None:
     """What the chosen launcher gives a job: GPUs, a time limit, jobs at once."""
     config = mapping(hydra.get("launcher"))
-    if chosen.get("hydra/launcher") == "joblib":
+    name = chosen.get("hydra/launcher", "basic")
+    if name == "joblib":
         _joblib(draft, config, chosen, at)
         return
-    if not chosen.get("hydra/launcher", "").startswith("submitit"):
+    if name in ("ray", "ray_aws"):
+        _ray(draft, config, at)
+        return
+    if not name.startswith("submitit"):
+        _refuse_unread_gpus(name, config, ("hydra", "launcher"), at)
         return
     nodes = _launcher_count(config, "nodes", at) or 1
     per_node, shown = _gpus_per_node(config, at)
@@ -97,6 +104,45 @@ def launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: An
                 at("hydra", "launcher", "array_parallelism"),
             ),
         )
+
+
+def _ray(draft: Draft, config: dict[str, Any], at: Any) -> None:
+    """Ray's launcher gives each job the GPUs of ``ray.remote`` (Ray's ``num_gpus``)."""
+    where = ("hydra", "launcher", "ray", "remote", "num_gpus")
+    value = mapping(mapping(config.get("ray")).get("remote")).get("num_gpus")
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e6:
+        raise InputError(
+            f"hydra.launcher.ray.remote.num_gpus is {value!r}, not a number of GPUs",
+            location=at(*where),
+            hint="write num_gpus: N",
+        )
+    if value > 0:
+        gpus = math.ceil(value)  # NOTE: a share of a GPU still holds one: the worst case
+        draft[("resources", "gpus_per_trial")] = Traced(
+            gpus, Source(Origin.FILE, f"hydra.launcher.ray.remote.num_gpus {value}", at(*where))
+        )
+
+
+_GPU_KEY = re.compile(r"gpu|gres", re.IGNORECASE)
+
+
+def _refuse_unread_gpus(name: str, node: Any, path: tuple[str, ...], at: Any) -> None:
+    """Refuse a launcher budget-gate does not read when it asks for GPUs.
+
+    Read as no GPU, the declared ``gpus_per_trial`` would be believed.
+    """
+    for key, value in node.items() if isinstance(node, dict) else ():
+        here = (*path, str(key))
+        if _GPU_KEY.search(str(key)) and value not in (None, 0, "", False):
+            raise InputError(
+                f"{'.'.join(here)}: the {name} launcher's GPUs, which budget-gate does not read",
+                location=at(*here),
+                hint="use the basic, joblib, Submitit or Ray launcher, or write the experiment "
+                "as a budget-gate spec",
+            )
+        _refuse_unread_gpus(name, value, here, at)
 
 
 _GRES = re.compile(r"(?:^|,)gpu(?::[\w.-]+)?:(\d+)")
