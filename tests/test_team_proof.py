@@ -14,6 +14,7 @@ The budget cases read a real MLflow ledger (``tests/mlflow_server.py``).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -224,3 +225,43 @@ def test_ownership_is_not_inherited(tmp_path, capsys):
     assert "error BG104 worst-case cost 200.00 USD exceeds" in out  # nlp's limits are inherited
     assert code == 1 and "BG204" not in out  # nlp's owns.specs are not
     assert "note: team nlp-research is taken as the spec declares it" in out
+
+
+CLOUD_SPEC = """\
+apiVersion: budget-gate/v1
+kind: Experiment
+metadata: {{name: c, labels: {{cost-center: cc-1}}}}
+resources: {{accelerator: H100, gpus_per_trial: 8, precision: bf16{cloud}}}
+workload: {{max_epochs: 3, epoch_minutes: 20}}
+search: {{strategy: random, max_trials: 8}}
+quality_gate: [{{metric: val_f1, op: ">=", value: 0.8}}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("prices", "cloud", "said"),
+    [
+        ("prices: {cloud: aws}\n", ", cloud: lambda", "not at the policy's prices.cloud aws"),
+        ("", ", cloud: lambda", "not at the dearest cloud's, the policy naming none"),
+        ("prices: {cloud: aws}\n", ", cloud: aws", None),
+        ("prices: {cloud: aws}\n", "", None),
+    ],
+)
+def test_a_cloud_the_spec_names_over_the_policys_is_said(tmp_path, capsys, prices, cloud, said):
+    """A cheaper cloud halves the price on the spec's word alone: the output says so."""
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "default.yaml").write_text(f"apiVersion: budget-gate/v1\nkind: Policy\n{prices}")
+    spec = tmp_path / "c.yaml"
+    spec.write_text(CLOUD_SPEC.format(cloud=cloud))
+    main(["check", str(spec), "--policy-dir", str(policies), "--format", "json"])
+    notes = json.loads(capsys.readouterr().out)["results"][0]["notes"]
+    clouds = [n for n in notes if "resources.cloud" in n]
+    if said is None:
+        assert clouds == []
+    else:
+        assert clouds == [
+            f"priced at lambda's catalog price as resources.cloud says, {said}"
+            + (" (prices.cloud)" if not prices else "")
+            + ": the spec's word, which no launch check proves"
+        ]

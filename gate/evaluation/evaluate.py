@@ -262,14 +262,30 @@ class Evaluator:
         )
 
     def _notes(self, spec: Experiment, policy: Policy) -> tuple[str, ...]:
-        """What the verdict took as given: a team that no policy proves (``owns.specs``)."""
+        """What the verdict took as given, said beside it.
+
+        A team that no policy proves (``owns.specs``); a cloud the spec names over the
+        policy's ``prices.cloud`` (or over the dearest, its default).
+        """
+        notes = []
         team = spec.metadata.team
-        if team is None or (policy.owns is not None and policy.owns.specs):
-            return ()
-        return (
-            f"team {team} is taken as the spec declares it: no policy states which specs it "
-            f"owns (owns.specs in {team}.yaml), so any spec may claim it",
-        )
+        if team is not None and not (policy.owns is not None and policy.owns.specs):
+            notes.append(
+                f"team {team} is taken as the spec declares it: no policy states which specs "
+                f"it owns (owns.specs in {team}.yaml), so any spec may claim it"
+            )
+        cloud, default = spec.resources.cloud, policy.prices.cloud
+        if cloud is not None and cloud != default:
+            instead = (
+                f"the policy's prices.cloud {default}"
+                if default
+                else "the dearest cloud's, the policy naming none (prices.cloud)"
+            )
+            notes.append(
+                f"priced at {cloud}'s catalog price as resources.cloud says, not at {instead}: "
+                "the spec's word, which no launch check proves"
+            )
+        return tuple(notes)
 
     def _fixes(
         self,
