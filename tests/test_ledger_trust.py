@@ -190,8 +190,7 @@ def test_an_approval_after_a_reconciliation_counts(signed: Team, keys, monkeypat
     signed.policy(limits=", monthly_budget: 10000")
     spec = signed.spec(8)
     assert signed.cli("approve", spec, "--by", "alice", "--reason", "first")[0] == 0
-    _as(monkeypatch, keys, "launcher")
-    signed.reconcile(spec, "500", trust=Trust_of(signed), signer_env=keys.env("launcher"))
+    signed.reconcile(spec, "500", trust=Trust_of(signed), signer_env=keys.env(CI_PRINCIPAL))
     _as(monkeypatch, keys, "alice")
     assert signed.cli("approve", spec, "--by", "alice", "--reason", "second run")[0] == 0
     other = signed.spec(2)
@@ -508,9 +507,38 @@ def test_a_negative_reconciliation_pays_nothing_back(signed: Team, keys, monkeyp
     signed.policy(limits=", monthly_budget: 1000")
     spec = signed.spec(8)
     assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
-    _as(monkeypatch, keys, "launcher")
-    signed.reconcile(spec, "-100000", trust=Trust_of(signed), signer_env=keys.env("launcher"))
+    signed.reconcile(spec, "-100000", trust=Trust_of(signed), signer_env=keys.env(CI_PRINCIPAL))
     report = json.loads(signed.cli("check", signed.spec(2), "--format", "json")[1])
     budget = report["results"][0]["budget"]
     assert budget["actual"] == "0.00" and budget["committed"] == "80.00", budget
     assert report["ledger"]["ignored"], report["ledger"]  # counted aloud
+
+
+def test_only_ci_signs_what_lowers_the_month(signed: Team, keys, monkeypatch):
+    """A launcher's own key would release its launch with a zero reconciliation, or zero the
+    month with a snapshot it signs: reconciliations and snapshots count from CI only."""
+    from gate.integrations.mlflow.client import MlflowLedger
+    from gate.ledger.snapshot import Snapshot, encode
+    from gate.ledger.spend import Spend
+
+    signed.policy(limits=", monthly_budget: 1000")
+    spec = signed.spec(8)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    _as(monkeypatch, keys, "launcher")
+    assert signed.cli("verify", spec)[0] == 0  # commits 80
+    # written past the writer's own check (which refuses it), as a job with the key could
+    signed.reconcile(spec, "0", trust=UNSIGNED, signer_env=keys.env("launcher"))
+    writer = MlflowLedger(signed.uri, Trust_of(signed))
+    experiment = writer.experiment_id(create=False)
+    month = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m")
+    cutoff = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
+    launcher = signer_from(keys.env("launcher"), principal=None)
+    tags = encode(
+        Snapshot(cutoff, Spend()), f"team:{signed.name}", month, Trust_of(signed), launcher
+    )
+    writer.write_run(experiment, cutoff, tags, "a launcher's snapshot")
+    report = json.loads(signed.cli("check", signed.spec(2), "--format", "json")[1])
+    budget = report["results"][0]["budget"]
+    assert (budget["committed"], budget["actual"]) == ("80.00", "0.00"), budget
+    ignored = report["ledger"]["ignored"]
+    assert any("a reconciliation is signed by launcher, not CI" in why for why in ignored), ignored

@@ -262,10 +262,17 @@ class Trust:
 
 
 def may_sign(record: Signed) -> str | None:
-    """Why the record's signer may not sign a record like it, or ``None``."""
+    """Why the record's signer may not sign a record like it, or ``None``.
+
+    A reconciliation lowers what the month has committed (the launch's worst case gives way
+    to the actual cost), so only CI signs one, as it signs snapshots: a launcher's own key
+    would otherwise release its launches.
+    """
+    signer = record.signer or ""
+    if record.kind.value == "reconciliation" and signer != CI_PRINCIPAL:
+        return f"a reconciliation is signed by {signer}, not CI"
     if record.kind.value not in ("approval", "revocation"):
         return None
-    signer = record.signer or ""
     if record.source.value == "local":
         if signer != (record.by or ""):
             return f"a local {record.kind.value} by {record.by} is signed by {signer}"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from gate.ledger import tracking
 from gate.ledger.records import LedgerQuery, LedgerRecord
-from gate.ledger.signing import Signer, Trust, snapshot_message
+from gate.ledger.signing import CI_PRINCIPAL, Signer, Trust, snapshot_message
 from gate.ledger.spend import Spend
 
 SETTLE = dt.timedelta(minutes=15)
@@ -110,6 +110,8 @@ def decode(tags: Mapping[str, str], start_ms: int, trust: Trust) -> Snapshot | N
         if hashlib.sha256(blob).hexdigest() != checksum or tags.get(TRUST) != trust.digest:
             return None
         if trust.signers is not None:
+            if tags[SIGNER] != CI_PRINCIPAL:  # NOTE: a snapshot sets the month's sums
+                return None
             message = snapshot_message(tags[SCOPE], tags[MONTH], start_ms, trust.digest, checksum)
             at = dt.datetime.fromtimestamp(start_ms / 1000, dt.timezone.utc)
             if trust.signers.check(message, tags[SIGNATURE], tags[SIGNER], at) is not None:

@@ -50,7 +50,7 @@ from gate.integrations.mlflow.search import (
 )
 from gate.ledger.budget import month_start
 from gate.ledger.records import LedgerQuery, LedgerRecord
-from gate.ledger.signing import Signer
+from gate.ledger.signing import CI_PRINCIPAL, Signer
 from gate.ledger.snapshot import (
     MONTH,
     ROLL_EVERY,
@@ -108,8 +108,8 @@ def roll_snapshots(
     ``due`` says whether a scope is to be looked at now (a busy writer rolls each scope at
     most once a minute).
     """
-    if source.trust.signed and signer is None:
-        return
+    if source.trust.signed and (signer is None or signer.principal != CI_PRINCIPAL):
+        return  # NOTE: a snapshot sets the month's sums: only CI's count
     now = dt.datetime.now(dt.timezone.utc)
     for scope in scopes_of(record):
         if due(scope):
