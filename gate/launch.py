@@ -169,6 +169,7 @@ def _clear(
     )
     evaluation = evaluator.evaluate_spec(str(spec))
     result = evaluation.result
+    _say_ledger(view)
     _raise_unless_cleared(result)
     assert evaluation.spec is not None and result.fingerprint is not None
     approval = result.approval.approval if result.approval else None
@@ -190,6 +191,21 @@ def _clear(
     if launch_key is None:
         _cleared(key, call)
     return verification, evaluation, view
+
+
+def _say_ledger(view: LedgerView) -> None:
+    """What ``verify`` prints of its ledger read, logged: records unsigned, records ignored."""
+    if not view.opened or view.trust is None:
+        return
+    warning = view.trust.warning()
+    if warning:
+        _log.warning("ledger: %s", warning)
+    ignored = view.ignored()
+    if ignored:
+        why = "; ".join(f"{n} {reason}" for reason, n in sorted(ignored.items()))
+        _log.warning(
+            "ledger: %d records at %s ignored (%s)", sum(ignored.values()), view.where, why
+        )
 
 
 def _launch_key(given: str | None, call: str) -> str:

@@ -114,3 +114,27 @@ def test_importing_gate_stays_light():
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert proc.stdout == "[]\n['pydantic', 'yaml']\n"  # MLflow only once the ledger is read
+
+
+def test_an_unsigned_ledger_and_ignored_records_are_logged(team, caplog):
+    """The API says what ``verify`` prints: without signers anyone can approve."""
+    spec = team.spec(8)
+    assert team.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    with caplog.at_level("WARNING", logger="gate.launch"):
+        clear(team, spec)
+    assert "ledger: ledger records are not signed" in caplog.text
+
+
+def test_records_the_read_ignored_are_logged(team, keys, monkeypatch, caplog):
+    """A forged approval is ignored by require_approval as by verify, and counted aloud."""
+    from gate.ledger.signing import SIGNERS_FILE
+    from tests.test_ledger_trust import _forge
+
+    (Path(team.policy_dir) / SIGNERS_FILE).write_text(keys.signers("alice"), encoding="ascii")
+    for name, value in keys.env("alice").items():
+        monkeypatch.setenv(name, value)
+    spec = team.spec(8)
+    _forge(team, spec)
+    with caplog.at_level("WARNING", logger="gate.launch"), pytest.raises(gate.ApprovalRequired):
+        clear(team, spec)
+    assert "ignored (1 " in caplog.text and "not signed" not in caplog.text
