@@ -542,3 +542,28 @@ def test_only_ci_signs_what_lowers_the_month(signed: Team, keys, monkeypatch):
     assert (budget["committed"], budget["actual"]) == ("80.00", "0.00"), budget
     ignored = report["ledger"]["ignored"]
     assert any("a reconciliation is signed by launcher, not CI" in why for why in ignored), ignored
+
+
+def test_a_revocation_by_someone_who_may_not_approve_cancels_nothing(
+    signed: Team, keys, monkeypatch
+):
+    """``budget-gate revoke --by launcher`` is refused; a signed one written past it is no
+    revocation either, while the approver's own and another approver's are."""
+    spec = signed.spec(8)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    [approval] = signed.records(spec, trust=Trust_of(signed))
+    revocation = dataclasses.replace(
+        _record(signed, spec, RecordKind.REVOCATION, "0", "launcher"),
+        spec=approval.spec,
+        revokes=(approval.record_id,),
+    )
+    store = open_ledger(signed.uri, Trust_of(signed))
+    store.append(revocation, signer_from(keys.env("launcher"), principal=None))
+    assert signed.cli("verify", spec, "--dry-run")[0] == 0  # still approved
+    _as(monkeypatch, keys, "bob")  # bob may approve: his revocation counts
+    store.append(
+        dataclasses.replace(revocation, by="bob", record_id="b" * 32),
+        signer_from(keys.env("bob"), principal=None),
+    )
+    code, out, _ = signed.cli("verify", spec, "--dry-run")
+    assert code == 2 and "was revoked" in out

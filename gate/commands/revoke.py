@@ -14,8 +14,8 @@ from gate.commands.records import (
     signer_for,
 )
 from gate.errors import InputError
-from gate.ledger.approvals import authorize, live_approvals
-from gate.ledger.records import LedgerQuery, RecordKind, Source, short
+from gate.ledger.approvals import live_approvals, revoker_refusal
+from gate.ledger.records import LedgerQuery, RecordKind, short
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
         return draft
     view, now = draft.view, draft.now
     need = requirement(draft.evaluation)
-    refusal = None if by == need.owner else authorize(by, Source.LOCAL, need)
+    refusal = revoker_refusal(by, need)
     if refusal is not None:
         raise InputError(f"cannot revoke for {args.spec}: {refusal}")
     live = live_approvals(view.records(LedgerQuery(fingerprint=need.fingerprint)), now)

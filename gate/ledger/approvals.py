@@ -128,6 +128,26 @@ def revoked_by(approval: LedgerRecord, records: Iterable[LedgerRecord]) -> Ledge
     )
 
 
+def may_revoke(revocation: LedgerRecord, approval: LedgerRecord, need: Requirement) -> bool:
+    """Whether ``revocation`` may withdraw ``approval``.
+
+    CI's may (a GitHub approval withdrawn), the approver's own, and one by whom
+    :func:`revoker_refusal` lets revoke.
+
+    NOTE: ``budget-gate revoke`` refuses anyone else, but a listed key can write a signed
+    revocation past it; read, it must not cancel approvals its signer had no say in.
+    """
+    if revocation.source is not Source.LOCAL:
+        return True
+    by = revocation.by or ""
+    return by == (approval.by or "") or revoker_refusal(by, need) is None
+
+
+def revoker_refusal(by: str, need: Requirement) -> str | None:
+    """Why ``by`` may not revoke this spec's approvals, or ``None`` (approvers, the owner)."""
+    return None if by == need.owner else authorize(by, Source.LOCAL, need)
+
+
 def live_approvals(records: Iterable[LedgerRecord], now: dt.datetime) -> list[LedgerRecord]:
     """Approvals recorded by ``now`` and not revoked (expired ones included)."""
     known = [r for r in records if r.recorded_at <= now]
@@ -144,7 +164,7 @@ def stale_reason(
     what = approval.summary()
     if need.spec is not None and approval.spec != need.spec:
         return f"{what} is for {approval.spec}: a copy at {need.spec} needs its own approval"
-    revocation = revoked_by(approval, revocations)
+    revocation = revoked_by(approval, [r for r in revocations if may_revoke(r, approval, need)])
     if revocation is not None:
         why = f": {revocation.reason}" if revocation.reason else ""
         return f"{what} was revoked ({revocation.summary()}{why})"
