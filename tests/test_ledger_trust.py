@@ -567,3 +567,43 @@ def test_a_revocation_by_someone_who_may_not_approve_cancels_nothing(
     )
     code, out, _ = signed.cli("verify", spec, "--dry-run")
     assert code == 2 and "was revoked" in out
+
+
+def test_launches_decided_at_the_same_moment_take_no_more_than_the_approval_covers(
+    signed: Team, keys, monkeypatch
+):
+    """Two launchers read, both see the approval's one launch left, both write: read again
+    after writing, the first written goes ahead and the other is refused."""
+    from gate.errors import ApprovalRequired
+    from gate.estimate.prices import load_catalog
+    from gate.evaluation.evaluate import Evaluator
+    from gate.evaluation.launching import record_launch
+    from gate.integrations.git.repo import RepoPaths
+    from gate.ledger.view import LedgerView
+    from gate.policy.findings import Outcome
+    from gate.policy.loader import PolicySet
+
+    spec = signed.spec(8)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    now = dt.datetime.now(dt.timezone.utc)
+    policies = PolicySet(signed.policy_dir)
+
+    def cleared(key: str):
+        view = LedgerView(lambda trust: open_ledger(signed.uri, trust), now, approvals=True)
+        evaluator = Evaluator(
+            policies,
+            load_catalog(),
+            now.date(),
+            ledger=view,
+            repo_path=RepoPaths(signed.policy_dir),
+            launch_key=key,
+        )
+        return view, evaluator.evaluate_spec(spec)
+
+    first, second = cleared("launch-a"), cleared("launch-b")  # both decided before a write
+    assert first[1].result.outcome is second[1].result.outcome is Outcome.PASS
+    signer = signer_from(keys.env("launcher"), principal=None)
+    record_launch(*first, launch_key="launch-a", by="launcher", signer=signer)
+    with pytest.raises(ApprovalRequired, match="launches written at the same moment used"):
+        record_launch(*second, launch_key="launch-b", by="launcher", signer=signer)
+    assert signed.cli("verify", spec, "--launch-key", "launch-a", "--dry-run")[0] == 0

@@ -14,13 +14,14 @@ import dataclasses
 import datetime as dt
 import re
 
-from gate.errors import InputError
+from gate.errors import ApprovalRequired, InputError
 from gate.evaluation.evaluate import Evaluation
-from gate.ledger.approvals import joins
+from gate.ledger.approvals import joins, launch_group, launches_of
 from gate.ledger.records import LedgerQuery, LedgerRecord, RecordKind
 from gate.ledger.signing import Signer
 from gate.ledger.tracking import COST_CENTER_LABEL
 from gate.ledger.view import LedgerView
+from gate.words import counted
 
 LAUNCH_KEY_ENV = "BUDGET_GATE_LAUNCH_KEY"
 """The environment variable that carries a launch's key to the processes it starts."""
@@ -101,4 +102,42 @@ def record_launch(
     if not new:
         return record
     run_id = view.store().append(record, signer)
-    return dataclasses.replace(record, run_id=run_id)
+    record = dataclasses.replace(record, run_id=run_id)
+    _refuse_a_lost_race(view, evaluation, record)
+    return record
+
+
+def _refuse_a_lost_race(view: LedgerView, evaluation: Evaluation, launch: LedgerRecord) -> None:
+    """Refuse a launch that others written at the same moment beat to the approval's launches.
+
+    NOTE: launchers read, decide, then write: two at once both saw one launch left. Read
+    again after writing, the approval's launches in the order they were written decide, so
+    exactly as many as it covers go ahead; the others' records stay (they count, failing
+    closed) and their launchers are refused.
+    """
+    policy = evaluation.policy
+    if launch.approval is None or policy is None:
+        return
+    fresh = view.store().query(LedgerQuery(fingerprint=launch.fingerprint))
+    approval = next(
+        (r for r in fresh if r.kind is RecordKind.APPROVAL and r.record_id == launch.approval),
+        None,
+    )
+    if approval is None:
+        return
+    ordered = launches_of(approval, fresh)  # in the order written
+    ahead = next((i for i, r in enumerate(ordered) if _same_launch(r, launch)), None)
+    if ahead is not None and ahead >= policy.approval.launches:
+        raise ApprovalRequired(
+            f"{launch.spec} was cleared, but launches written at the same moment used "
+            f"{approval.summary()} first",
+            (
+                f"it covers {counted(policy.approval.launches, 'launch', 'launches')} "
+                "(approval.launches): approve again to launch again",
+            ),
+        )
+
+
+def _same_launch(record: LedgerRecord, launch: LedgerRecord) -> bool:
+    group = launch_group(launch)
+    return record.run_id == launch.run_id or (group is not None and launch_group(record) == group)

@@ -16,7 +16,7 @@ from pathlib import Path
 from gate.admission.asks import GpuAsk
 from gate.admission.clearance import Unjudged, judge_spec, refusal
 from gate.admission.spec_file import SpecRefError, read_spec
-from gate.errors import BackendError, InputError, InputErrors
+from gate.errors import ApprovalRequired, BackendError, InputError, InputErrors
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.launching import record_launch
@@ -101,6 +101,8 @@ def record_admission(view: LedgerView, evaluation: Evaluation, key: str) -> None
         signer = signer_from(os.environ, principal="skypilot-policy")
         by = signer.principal if signer else os.environ.get(SIGNER_ENV, "skypilot-policy")
         record_launch(view, evaluation, launch_key=key, by=by, signer=signer)
+    except ApprovalRequired as exc:
+        raise Rejection(str(exc)) from None
     except (BackendError, InputError) as exc:
         raise Rejection(
             f"{result.file} is cleared, but its launch could not be recorded ({exc}) — "

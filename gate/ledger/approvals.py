@@ -202,7 +202,7 @@ def launches_of(approval: LedgerRecord, launches: Iterable[LedgerRecord]) -> lis
     for launch in launches:
         if launch.kind is RecordKind.LAUNCH and launch.approval == approval.record_id:
             seen.setdefault(launch_group(launch) or launch.record_id or "", launch)
-    return sorted(seen.values(), key=lambda r: r.recorded_at)
+    return sorted(seen.values(), key=lambda r: (r.recorded_at, r.run_id or ""))
 
 
 def used_up(
@@ -210,9 +210,15 @@ def used_up(
 ) -> str | None:
     """Why ``approval``'s launches are used up, or ``None`` while one is left for this one.
 
-    A launch this one joins (same key, recorded within :data:`JOIN_WITHIN`) is not counted.
+    A launch this one joins (same key, recorded within :data:`JOIN_WITHIN`) is not counted,
+    and one among the first the approval covers (in the order written) is covered whatever
+    was written after it: a launch refused for losing a race to it leaves its record.
     """
-    used = [r for r in launches_of(approval, launches) if not joins(r, need.launch_key, now)]
+    ordered = launches_of(approval, launches)
+    mine = next((i for i, r in enumerate(ordered) if joins(r, need.launch_key, now)), None)
+    if mine is not None and mine < need.launches:
+        return None
+    used = [r for r in ordered if not joins(r, need.launch_key, now)]
     if len(used) < need.launches:
         return None
     return (
