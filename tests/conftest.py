@@ -16,7 +16,7 @@ from hypothesis import settings
 from gate.estimate.model import Estimate
 from gate.estimate.prices import Quote
 from gate.estimate.scenarios import estimate
-from gate.policy.loader import deep_merge
+from gate.policy.merge import deep_merge
 from gate.policy.model import Policy
 from gate.policy.rules.base import RuleContext, Violation
 from gate.spec.experiment import Experiment

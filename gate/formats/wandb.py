@@ -17,16 +17,7 @@ import math
 from typing import Any
 
 from gate.errors import InputError
-from gate.formats.command_lines import (
-    Words,
-    commands_of,
-    epoch_flags,
-    names_epochs,
-    option_name,
-    repeated,
-    repeated_flag,
-    unread,
-)
+from gate.formats.command_lines import names_epochs
 from gate.formats.extension import COMMENT, comment_facts
 from gate.formats.model import (
     Draft,
@@ -39,6 +30,7 @@ from gate.formats.model import (
     whole_epochs,
     within,
 )
+from gate.formats.wandb_command import command_epochs
 from gate.formats.wandb_parameters import Found, distribution, parameters
 from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import DataPath, LoadedDoc
@@ -220,47 +212,12 @@ def _epochs(draft: Draft, params: Found, data: dict[str, Any], at: Any) -> None:
         found = _epoch_top(name, spec_param, mapping(_config_at(data, path)), at(*path))
         if found is not None and (best is None or found[0] > best[0]):
             best = (*found, path)
-    for found_in_command in _command_epochs(data.get("command"), params, at):
+    for found_in_command in command_epochs(data.get("command"), params, at):
         if best is None or found_in_command[0] > best[0]:
             best = found_in_command
     if best is not None:
         top, detail, path = best
         draft[("workload", "max_epochs")] = Traced(top, Source(Origin.FILE, detail, at(*path)))
-
-
-_ARGS_MACROS = ("${args}", "${args_no_boolean_flags}")
-"""W&B's command macros that expand to ``--name=value`` for every swept parameter."""
-
-
-def _command_epochs(command: Any, params: Found, at: Any) -> list[tuple[int, str, DataPath]]:
-    """The epochs a literal flag of ``command`` hands every run (``--epochs=1000``).
-
-    A flag named as a swept parameter and followed by ``${args}`` is overruled by the
-    parameter's own flag (the last counts); any other literal trains what it says, though
-    the parameter says less. A value the file does not say is refused.
-    """
-    if not isinstance(command, list):
-        return []
-    words: Words = [(str(w), ("command", i)) for i, w in enumerate(command)]
-    swept = {option_name(name) for name in params}
-    if (loop := repeated_flag(words)) is not None:
-        error = repeated(loop, "command")
-        error.location = at(*loop[2])
-        raise error
-    found = []
-    for words_of_one in commands_of(words):
-        macros = [i for i, (w, _) in enumerate(words_of_one) if any(m in w for m in _ARGS_MACROS)]
-        for flag in epoch_flags(words_of_one):
-            if flag.name in swept and any(i > flag.index for i in macros):
-                continue
-            epochs = whole_epochs(flag.value)
-            if epochs is None:
-                error = unread(flag, "command", "write the number, or sweep it as a parameter")
-                error.location = at(*flag.path)
-                raise error
-            times = f" (the last of {flag.times})" if flag.times > 1 else ""
-            found.append((epochs, f"{flag.written} {flag.value} in command{times}", flag.path))
-    return found
 
 
 def _is_epochs(name: str) -> bool:

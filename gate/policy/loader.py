@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from gate.errors import InputError, InputErrors, Location
 from gate.ledger.tracking import COST_CENTER_LABEL
+from gate.policy.merge import deep_merge, refuse_lifted
 from gate.policy.model import BUILTIN_NAME, NO_BASE, Ownership, Policy
 from gate.policy.rules import all_rule_ids
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap, load_bytes, load_file
@@ -238,7 +239,7 @@ class PolicySet:
         data: dict[str, Any] = {}
         source_map = SourceMap()
         for doc in reversed(docs):
-            _refuse_lifted(data, doc, docs)
+            refuse_lifted(data, doc, docs)
             data = deep_merge(data, doc.data)
             source_map = source_map.merged(doc.source_map)
         data.pop("extends", None)  # resolved into the chain; "none" is not a policy name
@@ -305,55 +306,6 @@ def builtin_policies() -> PolicySet:
     """
     packaged = resources.files("gate").joinpath("data").joinpath("default-policy.yaml")
     return PolicySet(BUILTIN_DIR, {f"{DEFAULT}.yaml": packaged.read_bytes()}, builtin=True)
-
-
-def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """Merge mappings recursively; the override wins, and lists are replaced, not joined."""
-    result = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = deep_merge(result[key], value)
-        else:
-            result[key] = value
-    return result
-
-
-def _refuse_lifted(inherited: dict[str, Any], doc: LoadedDoc, chain: list[LoadedDoc]) -> None:
-    """Refuse an empty value (null) in ``doc`` over one the policies it extends set.
-
-    NOTE: null means "not enforced": ``cost_over:`` with its number forgotten would lift the
-    company's trigger without a word. A team may set its own value, or start from nothing
-    with ``extends: none`` (which every spec's verdict then says).
-    """
-    at = chain.index(doc) + 1
-    parent = Path(chain[at].file).name if at < len(chain) else "the policy it extends"
-    errors = []
-    for path in _nulls_over_values(inherited, doc.data):
-        key = ".".join(str(part) for part in path)
-        errors.append(
-            InputError(
-                f"{key} is empty (null) in {Path(doc.file).name}, which would lift the value "
-                f"{parent} sets",
-                location=doc.source_map.locate(path),
-                hint=f"give {key} a value of this team's, or drop the key to keep the inherited "
-                f"one (extends: {NO_BASE} starts from no policy, and says so)",
-            )
-        )
-    if len(errors) == 1:
-        raise errors[0]
-    if errors:
-        raise InputErrors(errors)
-
-
-def _nulls_over_values(
-    base: dict[str, Any], override: dict[str, Any], path: tuple[str, ...] = ()
-) -> Iterator[tuple[str, ...]]:
-    for key, value in override.items():
-        inherited = base.get(key)
-        if value is None and inherited is not None:
-            yield (*path, key)
-        elif isinstance(value, dict) and isinstance(inherited, dict):
-            yield from _nulls_over_values(inherited, value, (*path, key))
 
 
 def _parent(doc: LoadedDoc, name: str) -> str | None:

@@ -52,6 +52,14 @@ spec:
     - name: lr
       parameterType: double
       feasibleSpace: {{min: "0.01", max: "0.1"}}
+  trialTemplate:
+    trialSpec:
+      kind: Job
+      spec:
+        template:
+          spec:
+            containers:
+              - {{name: train, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}
 """
 SKYPILOT = """\
 name: train

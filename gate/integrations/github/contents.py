@@ -1,0 +1,107 @@
+"""A repository's files at a commit, through GitHub's contents API (part of the client).
+
+A spec or policy is read from its own file only: a symbolic link is refused, whatever its
+target. Large files (over the API's 1 MB) are refused too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import posixpath
+
+from github import GithubException
+from github.Repository import Repository
+
+from gate.errors import InputError
+from gate.ledger.signing import SIGNERS_FILE
+
+_CONTENT_LIMIT = 1_000_000  # the contents API returns no content for larger files
+
+
+class RepositoryContents:
+    """The contents reads of :class:`gate.integrations.github.client.GitHubClient`."""
+
+    _repo: Repository
+
+    def _failing(
+        self, doing: str, *, write: bool = False
+    ) -> contextlib.AbstractContextManager[None]:
+        raise NotImplementedError  # the client's: GitHub's failures as budget-gate errors
+
+    def read_file(self, path: str, ref: str) -> bytes | None:
+        """The file at ``ref``, or None when there is no file at ``path`` there."""
+        with self._failing(f"reading {path} at {ref[:12]}"):
+            try:
+                found = self._repo.get_contents(path, ref=ref)
+            except GithubException as exc:
+                if exc.status == 404:
+                    return None
+                raise
+        if isinstance(found, list) or found.type not in ("file", "symlink"):
+            return None
+        if found.type == "symlink" or found.path != posixpath.normpath(path).lstrip("/"):
+            # NOTE: GitHub answers a link to a file with that file. A commit that changes only
+            # the target lists the target, not the link: an approval of the link's old target
+            # would count for its new one. A spec or policy is read from its own file only.
+            target = found.path if found.type == "file" else found.target
+            raise InputError(
+                f"{path}: a symbolic link (to {target}); "
+                "budget-gate reads a spec or policy from its own file only, since a change to "
+                "the link's target is no change to the link",
+                hint="commit the file itself in place of the link",
+            )
+        if found.encoding != "base64":
+            raise InputError(
+                f"{path}: {found.size:,} bytes, too large for GitHub's contents API "
+                f"({_CONTENT_LIMIT:,} bytes at most)",
+                hint="keep specs and policies small",
+            )
+        return found.decoded_content
+
+    def read_dir(self, path: str, ref: str) -> dict[str, bytes] | None:
+        """The policy files directly in directory ``path`` at ``ref``, or None if absent.
+
+        Policy files: the ``*.yaml`` files and the ledger's signers file, and the files
+        named like policies that are not read (``nlp.yml``, ``NLP.yaml``), so that the
+        policy set refuses them here as it does on disk.
+        """
+        with self._failing(f"listing {path} at {ref[:12]}"):
+            try:
+                listing = self._repo.get_contents(path, ref=ref)
+            except GithubException as exc:
+                if exc.status == 404:
+                    return None
+                raise
+        if not isinstance(listing, list):
+            return None
+        names = sorted(
+            e.name
+            for e in listing
+            if e.type == "file"
+            and (e.name.lower().endswith((".yaml", ".yml")) or e.name == SIGNERS_FILE)
+        )
+        files = {name: self.read_file(f"{path}/{name}", ref) for name in names}
+        return {name: data for name, data in files.items() if data is not None}
+
+    def list_files(self, path: str, ref: str, limit: int) -> list[str] | None:
+        """Paths of the files under directory ``path`` at ``ref``, at any depth, sorted.
+
+        Walks the directory with the contents API (one request per directory) and stops
+        after ``limit`` files; None when ``path`` is not a directory there.
+        """
+        top = "" if path == "." else path.strip("/")
+        pending, files = [top], list[str]()
+        while pending and len(files) < limit:
+            current = pending.pop()
+            with self._failing(f"listing {current or 'the repository'} at {ref[:12]}"):
+                try:
+                    listing = self._repo.get_contents(current, ref=ref)
+                except GithubException as exc:
+                    if exc.status == 404 and current == top:
+                        return None
+                    raise
+            if not isinstance(listing, list):
+                return None
+            files.extend(e.path for e in listing if e.type == "file")
+            pending.extend(e.path for e in listing if e.type == "dir")
+        return sorted(files[:limit])
