@@ -185,6 +185,22 @@ def test_a_quoted_glob_judges_what_the_directory_judges(tmp_path, monkeypatch, c
     assert judged[0] == judged[1] == sorted(names)
 
 
+def test_a_linked_directory_is_not_searched_and_said(tmp_path, monkeypatch, capsys):
+    """A directory reached by a link is left out (no loops), aloud, whichever way named."""
+    spec = (ROOT / "examples" / "cifar-sweep.yaml").read_text()
+    (tmp_path / "experiments" / "real").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "experiments" / "real" / "a.yaml").write_text(spec)
+    (tmp_path / "elsewhere" / "b.yaml").write_text(spec)
+    (tmp_path / "experiments" / "link").symlink_to("../elsewhere")
+    monkeypatch.chdir(tmp_path)
+    for named in ("experiments", "experiments/**"):
+        assert check("--format", "json", named) in (0, 1)
+        out, err = capsys.readouterr()
+        assert [r["file"] for r in json.loads(out)["results"]] == ["experiments/real/a.yaml"]
+        assert "warning: experiments/link is a link to a directory, not searched" in err
+
+
 def test_every_format_says_the_built_in_policy_judged(tmp_path, monkeypatch, capsys):
     """Outside a repository with policies/, SARIF and annotations say so, as text does."""
     monkeypatch.chdir(tmp_path)

@@ -46,9 +46,9 @@ def expand_specs(patterns: list[str]) -> list[str]:
     found: list[str] = []
     for pattern in patterns:
         if os.path.isdir(pattern):
-            found.extend(
-                str(p) for p in sorted(Path(pattern).rglob("*")) if globs.is_spec_file(p.name)
-            )
+            entries = sorted(Path(pattern).rglob("*"))
+            found.extend(str(p) for p in entries if globs.is_spec_file(p.name))
+            _say_links([str(p) for p in entries if p.is_symlink() and p.is_dir()])
         elif glob.has_magic(pattern):
             matches = _glob(pattern)
             if not matches:
@@ -70,15 +70,28 @@ def _glob(pattern: str) -> list[str]:
     absolute = os.path.isabs(pattern)
     base = os.sep if absolute else os.curdir
     top = os.path.join(base, globs.literal_root(pattern))
-    found = []
+    found, links = [], []
     for directory, subdirs, files in os.walk(top):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+        links.extend(os.path.join(directory, d) for d in subdirs)
+        subdirs[:] = [d for d in subdirs if not os.path.islink(os.path.join(directory, d))]
         for name in files:
             path = os.path.join(directory, name)
             shown = path if absolute else os.path.relpath(path)
             if globs.is_spec_file(name) and globs.matches([pattern], shown):
                 found.append(shown)
+    _say_links([os.path.relpath(p) if not absolute else p for p in links if os.path.islink(p)])
     return sorted(found)
+
+
+def _say_links(links: list[str]) -> None:
+    """Directories reached by a symbolic link are not searched (no loops): say so."""
+    for link in links:
+        print(
+            f"budget-gate: warning: {link} is a link to a directory, not searched: "
+            f"check {os.path.realpath(link)} by its own path",
+            file=sys.stderr,
+        )
 
 
 POLICY_DIR = "policies"
