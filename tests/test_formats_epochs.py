@@ -312,7 +312,7 @@ def test_a_repeated_katib_epochs_flag_trains_its_last_value(
     ("command", "epochs"),
     [
         ('["sh", "-c", "python3 train.py --epochs 500 --lr=0.1"]', "500"),
-        ('["bash", "-c", "python3 pre.py --epochs=300 && python3 train.py --epochs 5"]', "300"),
+        ('["bash", "-c", "python3 pre.py --epochs=300 && python3 train.py --epochs 5"]', "305"),
         ('["sh", "-c", "su -c \'python3 train.py --epochs 700\'"]', "700"),
         ('["sh", "-c", "python3 train.py --epochs 1 --epochs 90; echo done"]', "90"),
     ],
@@ -361,7 +361,10 @@ envs:
     [
         ("python train.py --epochs 1 --lr 0.1 --epochs=200", "200"),
         ("python train.py --epochs $EPOCHS", "1000"),
-        ("python pretrain.py --epochs 500 && python train.py --epochs 5", "500"),
+        (
+            "python pretrain.py --epochs 500 && python train.py --epochs 5",
+            "505",
+        ),  # one, then the other
     ],
 )
 def test_a_skypilot_run_trains_each_flags_last_value(tmp_path, capsys, run, epochs) -> None:
@@ -385,7 +388,7 @@ def test_a_skypilot_run_above_the_declared_max_epochs_is_refused(tmp_path, capsy
 # What a shell and argparse make of a command line: each line a command, `#` inside a word
 # no comment, a prefix of --epochs the option itself, Hugging Face's and Lightning's names.
 SHELL_CASES = [
-    ("python3 train.py --epochs 1000\\npython3 eval.py --epochs 1", "1000"),
+    ("python3 train.py --epochs 1000\\npython3 eval.py --epochs 1", "1001"),  # they add up
     ("python3 train.py --run-name=exp#2 --epochs 1000", "1000"),
     ("python3 train.py --epochs=1 --epo=1000", "1000"),
     ("python3 run_glue.py --num_train_epochs 1000", "1000"),
@@ -463,7 +466,7 @@ def test_a_skypilot_setup_that_trains_counts(tmp_path, capsys) -> None:
     text = text.replace("run:", "setup: python train.py --epochs 700\nrun:")
     code, result = check(tmp_path, capsys, text, "task.yaml")
     assert code != INVALID, result["errors"]
-    assert field(result, "workload.max_epochs")["value"] == "700"
+    assert field(result, "workload.max_epochs")["value"] == "701"  # setup's 700, then run's 1
 
 
 def test_a_hugging_face_epochs_parameter_counts(tmp_path, capsys) -> None:

@@ -70,7 +70,8 @@ def _glob(pattern: str) -> list[str]:
     absolute = os.path.isabs(pattern)
     base = os.sep if absolute else os.curdir
     top = os.path.join(base, globs.literal_root(pattern))
-    found, links = [], []
+    found: list[str] = []
+    links: list[str] = []
     for directory, subdirs, files in os.walk(top):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
         links.extend(os.path.join(directory, d) for d in subdirs)

@@ -38,6 +38,8 @@ class Epochs:
     flag: str
     parameter: tuple[int, dict[str, Any]] | None = None
     """The swept parameter it takes (its index in spec.parameters, its feasibleSpace)."""
+    summed: bool = False
+    """The epochs of several commands, one after another (no one flag to lower)."""
 
 
 def epochs_in(
@@ -59,10 +61,13 @@ def epochs_in(
         error = repeated(loop, "the trial's command")
         error.location = doc.source_map.locate(loop[2]) or doc.source_map.locate(here)
         raise error
-    found = []
     env = _env_of(container)
-    for command in commands_of(words):
-        found.extend(_flags_in(command, here, spec, doc, env))
+    per_command = [f for c in commands_of(words) if (f := _flags_in(c, here, spec, doc, env))]
+    found = [entry for flags in per_command for entry in flags]
+    if len(per_command) > 1:  # NOTE: a script's commands run one after another: they add up
+        tops = [max(flags, key=lambda e: e.top) for flags in per_command]
+        detail = " + ".join(e.detail for e in tops) + ", one command after another"
+        found.append(Epochs(sum(e.top for e in tops), detail, tops[0].location, "", summed=True))
     return found
 
 
@@ -143,6 +148,9 @@ def fewer_epochs(found: list[Epochs], value: Any) -> str | None:
     edits = []
     for entry in found:
         if entry.top <= value:
+            continue
+        if entry.summed:
+            edits.append(f"at most {value} epochs over the trial's commands together")
             continue
         if entry.parameter is None:
             edits.append(f"{entry.flag}={value} as the last {entry.flag} in the trial's command")

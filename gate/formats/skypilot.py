@@ -95,10 +95,11 @@ def _run_epochs(data: dict[str, Any], at: Any) -> tuple[int, str, str] | None:
     In each command each epochs flag's last value counts (:mod:`gate.formats.command_lines`).
     ``--epochs $EPOCHS`` takes the task's ``envs`` value; one the file does not set (set in
     the script, or at launch with ``--env``) is refused. ``setup`` runs on the task's GPU
-    nodes too. Of several commands and flags, the largest counts.
+    nodes too. Of a command's flags the largest counts; commands run one after another,
+    so theirs add up.
     """
     envs = data.get("envs")
-    best: tuple[int, str, str] | None = None
+    each: list[tuple[int, str, str]] = []
     for key in ("setup", "run"):
         script = data.get(key)
         if not isinstance(script, str):
@@ -108,6 +109,7 @@ def _run_epochs(data: dict[str, Any], at: Any) -> tuple[int, str, str] | None:
             error.location = at(key)
             raise error
         for command in commands_of([(script, (key,))]):
+            best: tuple[int, str, str] | None = None
             for flag in epoch_flags(command):
                 number = _env_number(flag.value, envs, script)
                 if number is None:
@@ -128,7 +130,12 @@ def _run_epochs(data: dict[str, Any], at: Any) -> tuple[int, str, str] | None:
                 )
                 if best is None or number > best[0]:
                     best = (number, f"{shown} in {key}", key)
-    return best
+            if best is not None:
+                each.append(best)
+    if len(each) <= 1:
+        return each[0] if each else None
+    detail = " + ".join(d for _, d, _ in each) + ", one command after another"
+    return sum(n for n, _, _ in each), detail, each[0][2]
 
 
 def _env_number(value: str, envs: Any, script: str) -> int | None:

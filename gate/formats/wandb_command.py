@@ -40,8 +40,9 @@ def command_epochs(command: Any, params: Found, at: Any) -> list[tuple[int, str,
         error = repeated(loop, "command")
         error.location = at(*loop[2])
         raise error
-    found = []
+    found, tops = [], []
     for words_of_one in commands_of(words):
+        mine: list[tuple[int, str, DataPath]] = []
         macros = [i for i, (w, _) in enumerate(words_of_one) if any(m in w for m in _ARGS_MACROS)]
         for flag in epoch_flags(words_of_one):
             if flag.name in swept and any(i > flag.index for i in macros):
@@ -52,5 +53,11 @@ def command_epochs(command: Any, params: Found, at: Any) -> list[tuple[int, str,
                 error.location = at(*flag.path)
                 raise error
             times = f" (the last of {flag.times})" if flag.times > 1 else ""
-            found.append((epochs, f"{flag.written} {flag.value} in command{times}", flag.path))
+            mine.append((epochs, f"{flag.written} {flag.value} in command{times}", flag.path))
+        found.extend(mine)
+        if mine:
+            tops.append(max(mine, key=lambda entry: entry[0]))
+    if len(tops) > 1:  # NOTE: a script's commands run one after another: they add up
+        detail = " + ".join(d for _, d, _ in tops) + ", one command after another"
+        found.append((sum(n for n, _, _ in tops), detail, tops[0][2]))
     return found
