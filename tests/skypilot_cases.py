@@ -314,28 +314,72 @@ def test_every_skypilot_request_kind_is_judged_refused_or_known_to_launch_nothin
     assert kinds == CHECKED_REQUESTS | SERVICE_REQUESTS | passing
 
 
-def test_gpus_asked_through_a_kubernetes_pod_config_are_refused(repo, tmp_path):
-    """SkyPilot merges config.kubernetes.pod_config into the pods it makes: eight GPUs there
-    made a 'CPU task' that needed no spec."""
-    limits = {"limits": {"nvidia.com/gpu": 8}, "requests": {"nvidia.com/gpu": 8}}
+GPU_LIMITS = {"limits": {"nvidia.com/gpu": 8}, "requests": {"nvidia.com/gpu": 8}}
+POD_CONFIGS = {
+    "kubernetes.pod_config": {
+        "kubernetes": {"pod_config": {"spec": {"containers": [{"resources": GPU_LIMITS}]}}}
+    },
+    "a context's pod_config": {
+        "kubernetes": {
+            "context_configs": {
+                "my-ctx": {"pod_config": {"spec": {"containers": [{"resources": GPU_LIMITS}]}}}
+            }
+        }
+    },
+    "an init container": {
+        "kubernetes": {"pod_config": {"spec": {"initContainers": [{"resources": GPU_LIMITS}]}}}
+    },
+    "ssh.pod_config": {
+        "ssh": {"pod_config": {"spec": {"containers": [{"resources": GPU_LIMITS}]}}}
+    },
+    "NVIDIA_VISIBLE_DEVICES": {
+        "kubernetes": {
+            "pod_config": {
+                "spec": {
+                    "containers": [{"env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}]
+                }
+            }
+        }
+    },
+}
+
+
+@pytest.mark.parametrize("placed", sorted(POD_CONFIGS))
+@pytest.mark.parametrize("where", ["config", "the client's SkyPilot config"])
+def test_gpus_asked_through_a_pod_config_are_refused(repo, tmp_path, placed, where):
+    """SkyPilot merges pod configs (the task's config:, a context's, the client's own
+    ~/.sky/config.yaml) into the pods it makes: eight GPUs there made a 'CPU task' that
+    needed no spec."""
     config = {
         "name": "cpu",
         "resources": {"cpus": 8, "infra": "kubernetes"},
         "run": "python train.py",
-        "config": {"kubernetes": {"pod_config": {"spec": {"containers": [{"resources": limits}]}}}},
+    }
+    if where == "config":
+        config["config"] = POD_CONFIGS[placed]
+    path = tmp_path / "pod.yaml"
+    path.write_text(json.dumps(config))
+    asked = request(sky.Task.from_yaml(str(path)))
+    if where != "config":
+        asked.skypilot_config = sky.Config(POD_CONFIGS[placed])
+    message = rejection(asked, settings(repo))
+    shown = "NVIDIA_VISIBLE_DEVICES" if placed == "NVIDIA_VISIBLE_DEVICES" else "nvidia.com/gpu"
+    assert message == (
+        f"budget-gate: task 'cpu' asks for {shown} through a pod config in {where}, which "
+        "budget-gate does not count — ask for the GPUs in resources.accelerators (e.g. "
+        "H100:8) and name the spec"
+    )
+
+
+def test_a_pod_config_that_asks_for_no_gpu_passes(repo, tmp_path):
+    config = {
+        "name": "cpu",
+        "resources": {"cpus": 8, "infra": "kubernetes"},
+        "run": "python train.py",
+        "config": {"kubernetes": {"pod_config": {"metadata": {"labels": {"a": "b"}}}}},
     }
     path = tmp_path / "pod.yaml"
     path.write_text(json.dumps(config))
-    message = rejection(request(sky.Task.from_yaml(str(path))), settings(repo))
-    assert message == (
-        "budget-gate: task 'cpu' asks for nvidia.com/gpu through config.kubernetes.pod_config, "
-        "which budget-gate does not count — ask for the GPUs in resources.accelerators (e.g. "
-        "H100:8) and name the spec"
-    )
-    plain = dict(
-        config, config={"kubernetes": {"pod_config": {"metadata": {"labels": {"a": "b"}}}}}
-    )
-    path.write_text(json.dumps(plain))
     assert apply_policy(request(sky.Task.from_yaml(str(path))), settings(repo))  # no GPUs
 
 

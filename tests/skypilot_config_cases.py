@@ -69,6 +69,15 @@ def test_a_task_that_says_what_it_runs_is_judged_by_itself(repo, tmp_path):
     assert tags["budget_gate.gpus"] == "1" and tags["budget_gate.accelerator"] == "L4"
 
 
+def test_a_task_judged_by_itself_is_priced_with_its_setup(repo, tmp_path):
+    """setup runs on the task's GPU nodes too: dropped, its 5,000 epochs went unpriced."""
+    task = _task(tmp_path, _facts(repo, 2))
+    task.setup = "python pretrain.py --epochs 50"
+    cleared = apply_policy(request(task), settings(repo))
+    tags = json.loads(cleared.task.envs["BUDGET_GATE_RUN_TAGS"])
+    assert tags["budget_gate.max_epochs"] == "60"  # setup's 50, then run's 10
+
+
 def test_a_task_that_needs_an_approval_is_told_how_to_get_one(repo, tmp_path):
     message = rejection(request(_task(tmp_path, _facts(repo, 8))), settings(repo))
     assert "skypilot-task:train needs an approval, and an approval is bound to a spec's path" in (

@@ -236,6 +236,12 @@ def _pod_request(pod: Mapping[str, Any]) -> dict[str, int]:
 
 
 def _container_gpus(container: Mapping[str, Any]) -> dict[str, int]:
+    if (visible := visible_devices(container)) is not None:
+        raise ValueError(
+            f"container {container.get('name', '(unnamed)')!r} sets NVIDIA_VISIBLE_DEVICES="
+            f"{visible}, which reaches the node's GPUs without asking for them — ask for "
+            "nvidia.com/gpu in its resources, and drop the variable"
+        )
     resources = container.get("resources") or {}
     # NOTE: an extended resource's request defaults to its limit; both set must be equal.
     asked = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
@@ -246,6 +252,24 @@ def _container_gpus(container: Mapping[str, Any]) -> dict[str, int]:
                 f"{', '.join(GPU_RESOURCES)} or nvidia.com/mig-<profile>"
             )
     return {r: _whole(r, v) for r, v in asked.items() if _priced(r)}
+
+
+_NO_DEVICES = ("", "void", "none")
+"""NVIDIA_VISIBLE_DEVICES values that show no GPU (the container toolkit's)."""
+
+
+def visible_devices(container: Mapping[str, Any]) -> str | None:
+    """The GPUs a container's ``NVIDIA_VISIBLE_DEVICES`` shows it, when it shows any.
+
+    NOTE: with the NVIDIA container toolkit's defaults, an unprivileged container that sets
+    it sees those GPUs (``all``: every one of its node's) while asking for none.
+    """
+    env = container.get("env")
+    for entry in env if isinstance(env, list) else []:
+        if isinstance(entry, Mapping) and entry.get("name") == "NVIDIA_VISIBLE_DEVICES":
+            value = str(entry.get("value", "")).strip()
+            return None if value.lower() in _NO_DEVICES else value
+    return None
 
 
 _ACCELERATOR_VENDORS = (

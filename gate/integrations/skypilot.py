@@ -25,7 +25,7 @@ import logging
 import math
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import sky
@@ -33,7 +33,7 @@ from sky import exceptions as sky_exceptions
 
 from gate.admission.asks import GpuAsk
 from gate.admission.asks import matches as _matches
-from gate.admission.workload import counts_as_accelerator
+from gate.admission.workload import counts_as_accelerator, visible_devices
 from gate.errors import InputError
 from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key
 from gate.formats import Format
@@ -109,7 +109,8 @@ def apply_policy(
     task = user_request.task
     request = getattr(user_request.request_name, "value", str(user_request.request_name))
     try:
-        envs = judge(task, request, settings, now or dt.datetime.now(dt.timezone.utc))
+        moment = now or dt.datetime.now(dt.timezone.utc)
+        envs = judge(task, request, settings, moment, user_request.skypilot_config)
     except Rejection as exc:
         log.info("rejected %s of task %r by %s: %s", request, task.name, _who(user_request), exc)
         raise sky_exceptions.UserRequestRejectedByPolicy(f"budget-gate: {exc}") from None
@@ -128,14 +129,22 @@ def _who(user_request: sky.UserRequest) -> str:
 
 
 def judge(
-    task: sky.Task, request: str, settings: PolicySettings, now: dt.datetime
+    task: sky.Task,
+    request: str,
+    settings: PolicySettings,
+    now: dt.datetime,
+    client_config: Any = None,
 ) -> dict[str, str]:
-    """The env vars a cleared task gets (empty: passed unchanged), or :class:`Rejection`."""
+    """The env vars a cleared task gets (empty: passed unchanged), or :class:`Rejection`.
+
+    ``client_config`` is the request's ``skypilot_config`` (the client's own config, which
+    SkyPilot merges into the task's).
+    """
     if request in SERVICE_REQUESTS:
-        return _no_service(task, request, settings)
+        return _no_service(task, request, settings, client_config)
     if request not in CHECKED_REQUESTS:
         return {}
-    _refuse_pod_config_devices(task)
+    _refuse_pod_config_devices(task, client_config)
     asks = gpu_asks(task)
     named = (task.envs or {}).get(SPEC_ENV, "").strip()
     key = _relaunch_key(task) if request == RELAUNCH else uuid.uuid4().hex
@@ -198,34 +207,50 @@ def tracking_env(tag: str) -> str:
     return tag.upper().replace(".", "_")
 
 
-def _refuse_pod_config_devices(task: sky.Task) -> None:
-    """Refuse GPUs asked for through ``config.kubernetes.pod_config`` (a task override).
+def _refuse_pod_config_devices(task: sky.Task, client_config: Any) -> None:
+    """Refuse GPUs asked for through a pod config (a task's ``config:``, the client's own).
 
-    SkyPilot merges that pod config into the pods it makes, so ``nvidia.com/gpu: 8`` there
-    holds eight GPUs while ``resources.accelerators`` says none: the gate would see a CPU
-    task needing no spec.
+    SkyPilot merges pod configs into the pods it makes (``kubernetes.pod_config``, a
+    context's ``context_configs.<ctx>.pod_config``, ``ssh.pod_config``; containers and init
+    containers), so ``nvidia.com/gpu: 8`` there holds eight GPUs while
+    ``resources.accelerators`` says none: the gate would see a CPU task needing no spec.
+    ``NVIDIA_VISIBLE_DEVICES`` in a container reaches them without asking.
     """
-    for resources in task.resources:
-        devices = _pod_config_devices(resources)
+    configs = [
+        ("config", getattr(resources, "cluster_config_overrides", None))
+        for resources in task.resources
+    ]
+    configs.append(("the client's SkyPilot config", _plain(client_config)))
+    for where, config in configs:
+        devices = sorted(set(_devices(config)))
         if devices:
             raise Rejection(
-                f"task {task.name or '(unnamed)'!r} asks for {', '.join(sorted(devices))} "
-                "through config.kubernetes.pod_config, which budget-gate does not count — "
-                "ask for the GPUs in resources.accelerators (e.g. H100:8) and name the spec"
+                f"task {task.name or '(unnamed)'!r} asks for {', '.join(devices)} through "
+                f"a pod config in {where}, which budget-gate does not count — ask for the "
+                "GPUs in resources.accelerators (e.g. H100:8) and name the spec"
             )
 
 
-def _pod_config_devices(resources: Any) -> set[str]:
-    """The accelerator resources a candidate's Kubernetes pod config asks for."""
-    overrides = _dict(getattr(resources, "cluster_config_overrides", None))
-    spec = _dict(_dict(_dict(overrides.get("kubernetes")).get("pod_config")).get("spec"))
-    containers = spec.get("containers")
-    found: set[str] = set()
-    for container in containers if isinstance(containers, list) else []:
-        asked = _dict(_dict(container).get("resources"))
-        for part in ("limits", "requests"):
-            found |= {str(n) for n in _dict(asked.get(part)) if counts_as_accelerator(str(n))}
-    return found
+def _devices(node: Any) -> Iterator[str]:
+    """The accelerator resources and NVIDIA_VISIBLE_DEVICES anywhere in a config tree."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _devices(item)
+        return
+    if not isinstance(node, dict):
+        return
+    if visible_devices(node) is not None:
+        yield "NVIDIA_VISIBLE_DEVICES"
+    asked = _dict(node.get("resources"))
+    for part in ("limits", "requests"):
+        yield from (str(n) for n in _dict(asked.get(part)) if counts_as_accelerator(str(n)))
+    for value in node.values():
+        yield from _devices(value)
+
+
+def _plain(config: Any) -> Any:
+    """A SkyPilot config object (a dict subclass, or None) as plain data."""
+    return config if isinstance(config, dict) else {}
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -266,9 +291,11 @@ def _no_spec(task: sky.Task, asks: list[GpuAsk], settings: PolicySettings) -> di
     )
 
 
-def _no_service(task: sky.Task, request: str, settings: PolicySettings) -> dict[str, str]:
+def _no_service(
+    task: sky.Task, request: str, settings: PolicySettings, client_config: Any
+) -> dict[str, str]:
     """A service or pool passes without GPUs; with them, only where spec-less GPUs may."""
-    _refuse_pod_config_devices(task)
+    _refuse_pod_config_devices(task, client_config)
     asks = gpu_asks(task)
     if not asks:
         return {}
@@ -301,7 +328,11 @@ def _task_yaml(task: sky.Task) -> bytes:
     import yaml
 
     config = task.to_yaml_config()
-    kept = {k: config[k] for k in ("name", "resources", "num_nodes", "run", "envs") if k in config}
+    kept = {
+        k: config[k]
+        for k in ("name", "resources", "num_nodes", "setup", "run", "envs")
+        if k in config
+    }
     return yaml.safe_dump(kept, sort_keys=False).encode()
 
 

@@ -430,6 +430,7 @@ def test_a_workload_whose_gpus_cannot_be_read_is_rejected(repo, kube):
         ({"nvidia.com/gpu.shared": "8"}, "nvidia.com/gpu.shared is an accelerator budget-gate"),
         ({"habana.ai/gaudi": "8"}, "habana.ai/gaudi is an accelerator budget-gate does not"),
         (None, "asks for devices through resourceClaims (dynamic resource allocation)"),
+        ("visible", "sets NVIDIA_VISIBLE_DEVICES=all, which reaches the node's GPUs without"),
     ],
 )
 def test_accelerators_it_cannot_count_are_rejected_not_taken_as_no_gpu(repo, kube, ask, said):
@@ -440,6 +441,8 @@ def test_accelerators_it_cannot_count_are_rejected_not_taken_as_no_gpu(repo, kub
     limits.pop("nvidia.com/gpu", None)
     if ask is None:
         pod["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}]
+    elif ask == "visible":  # the container toolkit shows every GPU of the node
+        pod["containers"][0]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
     else:
         limits.update(ask)
     workload = submit(kube, (job, pod_sets))
