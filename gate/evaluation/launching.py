@@ -108,12 +108,12 @@ def record_launch(
 
 
 def _refuse_a_lost_race(view: LedgerView, evaluation: Evaluation, launch: LedgerRecord) -> None:
-    """Refuse a launch that others written at the same moment beat to the approval's launches.
+    """Refuse a launch when, read again after writing, others have used the approval up.
 
-    NOTE: launchers read, decide, then write: two at once both saw one launch left. Read
-    again after writing, the approval's launches in the order they were written decide, so
-    exactly as many as it covers go ahead; the others' records stay (they count, failing
-    closed) and their launchers are refused.
+    NOTE: launchers read, decide, then write: two at once both saw one launch left. A record's
+    time is its writer's to set, so no order of records can pick a winner; every launch that
+    finds the approval's launches used up by others once its own is written is refused (two
+    at once: both), its record kept (failing closed). Launch again under a new approval.
     """
     policy = evaluation.policy
     if launch.approval is None or policy is None:
@@ -125,12 +125,11 @@ def _refuse_a_lost_race(view: LedgerView, evaluation: Evaluation, launch: Ledger
     )
     if approval is None:
         return
-    ordered = launches_of(approval, fresh)  # in the order written
-    ahead = next((i for i, r in enumerate(ordered) if _same_launch(r, launch)), None)
-    if ahead is not None and ahead >= policy.approval.launches:
+    others = [r for r in launches_of(approval, fresh) if not _same_launch(r, launch)]
+    if len(others) >= policy.approval.launches:
         raise ApprovalRequired(
             f"{launch.spec} was cleared, but launches written at the same moment used "
-            f"{approval.summary()} first",
+            f"{approval.summary()} up",
             (
                 f"it covers {counted(policy.approval.launches, 'launch', 'launches')} "
                 "(approval.launches): approve again to launch again",

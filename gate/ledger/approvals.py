@@ -210,15 +210,9 @@ def used_up(
 ) -> str | None:
     """Why ``approval``'s launches are used up, or ``None`` while one is left for this one.
 
-    A launch this one joins (same key, recorded within :data:`JOIN_WITHIN`) is not counted,
-    and one among the first the approval covers (in the order written) is covered whatever
-    was written after it: a launch refused for losing a race to it leaves its record.
+    A launch this one joins (same key, recorded within :data:`JOIN_WITHIN`) is not counted.
     """
-    ordered = launches_of(approval, launches)
-    mine = next((i for i, r in enumerate(ordered) if joins(r, need.launch_key, now)), None)
-    if mine is not None and mine < need.launches:
-        return None
-    used = [r for r in ordered if not joins(r, need.launch_key, now)]
+    used = [r for r in launches_of(approval, launches) if not joins(r, need.launch_key, now)]
     if len(used) < need.launches:
         return None
     return (
