@@ -180,10 +180,14 @@ TRAINJOB = (
     [
         (
             JOB.replace("kind: Job", "kind: JobSet"),
-            "the trial is a 'JobSet': budget-gate counts",
+            "the trial is a 'JobSet' of apiVersion 'batch/v1': budget-gate counts",
             17,
         ),
-        (JOB.replace("kind: Job", "kind: Workflow"), "the trial is a 'Workflow'", 17),
+        (
+            JOB.replace("kind: Job", "kind: Workflow"),
+            "the trial is a 'Workflow' of apiVersion 'batch/v1'",
+            17,
+        ),
         (
             JOB.replace("nvidia.com/gpu: 8", "nvidia.com/mig-1g.10gb: 8"),
             "resources.limits.nvidia.com/mig-1g.10gb: an accelerator budget-gate does not count",
@@ -221,3 +225,38 @@ def test_an_elastic_pytorch_job_is_priced_at_its_most_workers(tmp_path, capsys) 
     code, result = check_text(tmp_path, capsys, PYTORCH)
     assert code != INVALID, result["errors"]
     assert gpus_of(result) == 4 * 2
+
+
+@pytest.mark.parametrize(
+    "api", ["batch.volcano.sh/v1alpha1", "jobset.x-k8s.io/v1alpha2", "kubeflow.org/v1"]
+)
+def test_a_job_of_another_api_group_is_refused_not_read_as_a_batch_job(tmp_path, capsys, api):
+    """A Volcano Job (4 replicas × 8 GPUs in its tasks) read as a batch/v1 Job held no GPU."""
+    code, result = check_text(
+        tmp_path, capsys, JOB.replace("apiVersion: batch/v1", f"apiVersion: {api}")
+    )
+    assert code == INVALID
+    (error,) = result["errors"]
+    assert f"the trial is a 'Job' of apiVersion '{api}'" in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "gpus"), [({"nvidia.com/gpumem": 3000}, 8), ({"nvidia.com/gpucores": 30}, 8)]
+)
+def test_hamis_gpu_shares_beside_whole_gpus_are_no_refusal(tmp_path, capsys, extra, gpus):
+    text = JOB.replace(
+        "{nvidia.com/gpu: 8}",
+        "{nvidia.com/gpu: 8, " + ", ".join(f"{k}: {v}" for k, v in extra.items()) + "}",
+    )
+    code, result = check_text(tmp_path, capsys, text)
+    assert code != INVALID, result["errors"]
+    assert gpus_of(result) == gpus
+
+
+def test_an_mxjob_trial_is_read_as_a_kubeflow_job(tmp_path, capsys):
+    text = PYTORCH.replace("kind: PyTorchJob", "kind: MXJob").replace(
+        "pytorchReplicaSpecs", "mxReplicaSpecs"
+    )
+    code, result = check_text(tmp_path, capsys, text)
+    assert code != INVALID, result["errors"]
+    assert gpus_of(result) == 2

@@ -102,7 +102,8 @@ def test_a_katib_experiment_with_top_level_sweep_keys_stays_katib(tmp_path, caps
         "  objective: {type: minimize, objectiveMetricName: loss}\n"
         '  parameters:\n    - {name: lr, parameterType: double, feasibleSpace: {min: "0.1", '
         'max: "0.2"}}\n'
-        "  trialTemplate:\n    trialSpec:\n      kind: Job\n      spec:\n        template:\n"
+        "  trialTemplate:\n    trialSpec:\n      apiVersion: batch/v1\n      kind: Job\n"
+        "      spec:\n        template:\n"
         "          spec:\n            containers:\n"
         "              - {name: t, resources: {limits: {nvidia.com/gpu: 1}}}\n"
     )

@@ -28,8 +28,14 @@ GPUS = (GPU, "amd.com/gpu")
 _ACCELERATOR_LIKE = re.compile(r"gpu|mig-|neuron|gaudi|tpu", re.IGNORECASE)
 """Resource names of other accelerators (MIG slices, Intel, Habana, Trainium): not counted,
 so refused rather than read as no GPU."""
-REPLICA_KINDS = frozenset({"PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob"})
+_GPU_SHARES = ("nvidia.com/gpumem", "nvidia.com/gpucores")
+"""HAMi's memory and core shares beside ``nvidia.com/gpu``: no GPUs of their own."""
+REPLICA_KINDS = frozenset(
+    {"PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob", "MXJob"}
+)
 """Kubeflow Training Operator jobs: pods by ``*ReplicaSpecs``."""
+_GROUPS = {"Job": ("batch",), "TrainJob": ("trainer.kubeflow.org",)}
+"""The API group each kind is read for (the Training Operator's: ``kubeflow.org``)."""
 Locate = Callable[[DataPath], Location | None]
 
 
@@ -58,10 +64,14 @@ def trial_pods(trial: dict[str, Any], base: DataPath, locate: Locate) -> list[Po
             location=locate(base[:-1]) or locate(()),
             hint="write the trial in trialTemplate.trialSpec",
         )
-    if kind not in ("Job", "TrainJob", *REPLICA_KINDS):
+    group = str(trial.get("apiVersion") or "").rpartition("/")[0]
+    if kind not in ("Job", "TrainJob", *REPLICA_KINDS) or group not in _GROUPS.get(
+        str(kind), ("kubeflow.org",)
+    ):
         raise InputError(
-            f"the trial is a {kind!r}: budget-gate counts the pods and GPUs of a Job, a "
-            "TrainJob or a Kubeflow training job (PyTorchJob, TFJob, MPIJob ...), not of this",
+            f"the trial is a {kind!r} of apiVersion {trial.get('apiVersion')!r}: budget-gate "
+            "counts the pods and GPUs of a batch/v1 Job, a TrainJob or a Kubeflow training job "
+            "(PyTorchJob, TFJob, MPIJob ...), not of this",
             location=locate((*base, "kind")) or locate(base),
             hint="run the trial as a Job or a Kubeflow training job, or write the experiment "
             "as a budget-gate spec",
@@ -92,7 +102,7 @@ def trial_pods(trial: dict[str, Any], base: DataPath, locate: Locate) -> list[Po
                     n = count(
                         replica.get("replicas"), f"{role}.replicas", (*where, "replicas"), locate
                     )
-                    if role == "Worker":
+                    if role == "Worker" and kind == "PyTorchJob":
                         n = max(n, _elastic_top(spec, here, locate))
                     out.append(Pod(n, pod, (*where, "template", "spec")))
         return out
@@ -159,7 +169,8 @@ def container_gpus(
     for section in ("limits", "requests"):
         asked = mapping(resources.get(section))
         for name in asked:
-            if name not in GPUS and _ACCELERATOR_LIKE.search(str(name)):
+            shares = str(name).startswith(_GPU_SHARES)
+            if name not in GPUS and not shares and _ACCELERATOR_LIKE.search(str(name)):
                 raise InputError(
                     f"resources.{section}.{name}: an accelerator budget-gate does not count "
                     f"({' or '.join(GPUS)} it does)",

@@ -54,6 +54,7 @@ spec:
       feasibleSpace: {{min: "0.01", max: "0.1"}}
   trialTemplate:
     trialSpec:
+      apiVersion: batch/v1
       kind: Job
       spec:
         template:
