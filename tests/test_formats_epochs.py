@@ -526,7 +526,7 @@ def test_a_wandb_parameter_named_like_epochs_counts(tmp_path, capsys, name) -> N
     )
 
 
-@pytest.mark.parametrize("name", ["eps", "step", "warmup_steps"])
+@pytest.mark.parametrize("name", ["eps", "step", "warmup_steps", "steps_per_epoch"])
 def test_a_wandb_parameter_not_named_like_epochs_is_no_epochs(tmp_path, capsys, name) -> None:
     text = wandb("{values: [1000]}").replace("  epochs:", f"  {name}:")
     code, result = check(tmp_path, capsys, text)
@@ -555,7 +555,14 @@ def test_a_hydra_key_named_like_epochs_anywhere_counts(tmp_path, capsys, config)
 
 
 @pytest.mark.parametrize(
-    "config", ["warmup_epochs: 0", "scheduler: {warmup_epochs: '${trainer.max_epochs}'}"]
+    "config",
+    [
+        "warmup_epochs: 0",
+        "warmup_epochs: 0.5",
+        "scheduler: {warmup_epochs: -1}",
+        "scheduler: {warmup_epochs: '${trainer.max_epochs}'}",
+        "data: {steps_per_epoch: 1000, samples_per_epoch: 50000}",
+    ],
 )
 def test_a_hydra_key_that_restates_or_zeroes_epochs_changes_nothing(
     tmp_path, capsys, config

@@ -119,6 +119,8 @@ EPOCH_FLAG = re.compile(r"^--?((?:[\w.-]*[._-])?ep(?:o(?:c(?:hs?)?)?)?)(?:=(.*))
 
 
 _EPOCH_NAME = re.compile(r"(?:[\w.-]*[._-])?ep(?:o(?:c(?:hs?)?)?)?")
+_PER_EPOCH = re.compile(r"(?:^|[._-])per[._-]ep(?:o(?:c(?:hs?)?)?)?$")
+"""``steps_per_epoch``, ``samples_per_epoch``: a count in each epoch, not of them."""
 
 
 def names_epochs(name: str) -> bool:
@@ -126,9 +128,11 @@ def names_epochs(name: str) -> bool:
 
     ``epochs``, ``max-epochs``, ``nb_epochs``, ``n_epoch``, ``EPOCHS``, ``num_train_epochs``
     and a prefix argparse would complete (``epo``): a W&B parameter is handed to the program
-    as ``--name=value``, so every name its flag could be counts. Not ``eps`` or ``step``.
+    as ``--name=value``, so every name its flag could be counts. Not ``eps``, ``step`` or
+    ``steps_per_epoch``.
     """
-    return _EPOCH_NAME.fullmatch(name.lower()) is not None
+    lowered = name.lower()
+    return _EPOCH_NAME.fullmatch(lowered) is not None and not _PER_EPOCH.search(lowered)
 
 
 @dataclass(frozen=True, slots=True)

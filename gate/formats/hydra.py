@@ -324,15 +324,15 @@ def _other_epochs(node: Any, data: dict[str, Any], dotted: str, where: Any) -> A
     """An epochs key beyond the usual ones: ``${a.b}`` read where it points, 0 no epochs.
 
     NOTE: such keys often restate the trainer's (``warmup_epochs: 0``,
-    ``scheduler.total_epochs: ${trainer.max_epochs}``); other interpolations and negative
-    values are refused as on the usual keys.
+    ``scheduler.total_epochs: ${trainer.max_epochs}``) or say less than one epoch (0.5,
+    -1): those count nothing; other interpolations are refused as on the usual keys.
     """
     if isinstance(node, str) and (ref := _REFERENCE.match(node.strip())):
         target = _at(data, tuple(ref.group(1).split(".")))
         if whole_epochs(target) is not None:
             return target
-    if isinstance(node, (int, float)) and not isinstance(node, bool) and node == 0:
-        return None
+    if isinstance(node, (int, float)) and not isinstance(node, bool) and node < 1:
+        return None  # a warmup of 0.5 epochs, or -1 for "as the trainer": no count of its own
     return node
 
 
