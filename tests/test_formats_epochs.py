@@ -483,6 +483,11 @@ LOOPS = [
     "while true; do\n  python train.py --epochs 5\ndone",
     "python prep.py && until test -f done.txt; do bash -c 'python t.py --epochs=5'; done",
     "seq 1 100 | xargs -I{} python train.py --epochs 5 --seed {}",
+    "(for i in 1 2 3; do python train.py --epochs 5; done)",
+    'time for i in 1 2 3; do echo "done"; python train.py --epochs 5; done',
+    "seq 100 | nice /usr/bin/xargs -I{} python train.py --epochs 5",
+    "find . -name '*.cfg' -exec python train.py --epochs 5 --cfg {} ';'",
+    "f() { python train.py --epochs 5; }; f; f; f",
 ]
 
 
@@ -499,15 +504,22 @@ def test_an_epochs_flag_a_script_repeats_is_refused(tmp_path, capsys, engine, sc
     code, result = check(tmp_path, capsys, text, name)
     assert code == INVALID
     error = only_error(result)
-    assert "which runs it a number of times the file does not show" in error["message"]
+    assert "which may run it a number of times the file does not show" in error["message"]
     assert error["line"] > 1
 
 
-def test_a_loop_that_trains_nothing_is_no_repeat(tmp_path, capsys) -> None:
+def test_a_loop_beside_an_epochs_flag_is_refused_failing_closed(tmp_path, capsys) -> None:
+    """Where a loop ends is a shell's to say (a quoted "done", a subshell): any loop, repeater
+    or function in a script that trains refuses it."""
     script = "for f in a b; do cp $f /tmp; done\npython train.py --epochs 7"
-    code, result = check(
-        tmp_path, capsys, SKYPILOT.format(declared="", run=json.dumps(script)), "task.yaml"
+    text = SKYPILOT.format(declared="", run=json.dumps(script))
+    code, result = check(tmp_path, capsys, text, "task.yaml")
+    assert code == INVALID
+    assert "a script that also runs `for`" in only_error(result)["message"]
+    plain = SKYPILOT.format(
+        declared="", run=json.dumps("pip install -e . && python t.py --epochs 7")
     )
+    code, result = check(tmp_path, capsys, plain, "task.yaml")
     assert code != INVALID, result["errors"]
     assert field(result, "workload.max_epochs")["value"] == "7"
 

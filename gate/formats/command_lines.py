@@ -50,50 +50,61 @@ def commands_of(words: Words, depth: int = 0) -> list[Words]:
 
 
 _LOOPS = frozenset({"for", "while", "until", "select"})
-"""Shell keywords whose body runs any number of times, up to its ``done``."""
+"""Shell keywords whose body runs any number of times."""
 _REPEATERS = frozenset({"xargs", "parallel", "watch"})
 """Commands that run the command they are given any number of times."""
+_EXECS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+"""``find``'s actions that run a command once per file found."""
 
 
 def repeated_flag(words: Words, depth: int = 0) -> tuple[str, str, DataPath] | None:
-    """An epochs flag in a command a script repeats (a loop, ``xargs``), else None.
+    """An epochs flag in a script that repeats commands (a loop, ``xargs``), else None.
 
-    Returns the repeater, the flag and the flag's path: such a command trains a number of
+    Returns the repeater, the flag and the flag's path: such a script trains a number of
     times the file does not show (``for i in $(seq 100); do python t.py --epochs 5; done``),
-    so no count of its epochs is the trial's.
+    so no count of its epochs is the trial's. The repeater is looked for anywhere in the
+    script (``(for ...)``, ``time for``, ``nice /usr/bin/xargs``, ``find -exec``, a shell
+    function called again), not only where a command starts: a word ``for`` beside an
+    epochs flag is refused, failing closed.
     """
     for word, path in words:
         if depth >= _MAX_SCRIPT_DEPTH or not any(c.isspace() for c in word):
             continue
-        loops: list[str] = []
-        command: Words = []
-        for token in [*_shell_words(word), ";"]:
-            if token not in _SEPARATORS:
-                command.append((token, path))
-                continue
-            first = command[0][0] if command else ""
-            if first in _LOOPS:
-                loops.append(first)
-            repeater = loops[-1] if loops else first if first in _REPEATERS else None
-            flags = [f for part in commands_of(command, depth + 1) for f in epoch_flags(part)]
-            if repeater is not None and flags:
-                return repeater, flags[0].written, flags[0].path
-            inner = repeated_flag(command, depth + 1)
-            if inner is not None:
-                return inner
-            if first == "done" and loops:
-                loops.pop()
-            command = []
+        tokens = _shell_words(word)
+        flags = [f for part in commands_of([(word, path)], depth) for f in epoch_flags(part)]
+        if not flags:
+            continue
+        found = next((r for token in tokens if (r := _repeater(token)) is not None), None)
+        if found is not None:
+            return found, flags[0].written, flags[0].path
+        inner = repeated_flag([(token, path) for token in tokens], depth + 1)
+        if inner is not None:
+            return inner
+    return None
+
+
+def _repeater(token: str) -> str | None:
+    """What repeats commands in a shell word: a loop keyword, a repeater, a function."""
+    bare = token.strip("(){}")
+    if bare in _LOOPS:
+        return bare
+    if bare.rsplit("/", 1)[-1] in _REPEATERS:
+        return bare.rsplit("/", 1)[-1]
+    if bare in _EXECS:
+        return f"find {bare}"
+    if token.endswith("()") or bare == "function":
+        return "a shell function"
     return None
 
 
 def repeated(found: tuple[str, str, DataPath], where: str) -> InputError:
-    """The error for an epochs flag in a command a script repeats."""
+    """The error for an epochs flag in a script that repeats commands."""
     repeater, flag, _ = found
     return InputError(
-        f"{flag} in {where} is inside `{repeater}`, which runs it a number of times the file "
-        "does not show: the epochs a trial trains are not in the file",
-        hint="write each training command out once, or make the repeats the engine's trials",
+        f"{flag} in {where}, a script that also runs `{repeater}`, which may run it a number of "
+        "times the file does not show: the epochs a trial trains are not in the file",
+        hint="write the training command once, with no loop, repeater or function in the "
+        "script (move them to a script of their own), or make the repeats the engine's trials",
     )
 
 
