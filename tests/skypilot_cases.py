@@ -188,6 +188,22 @@ def test_a_managed_jobs_cluster_is_judged_and_joins_only_its_own_launch(repo, tm
     assert "is not a launch key" in rejection(request(bad, relaunch), settings(repo))
 
 
+@pytest.mark.parametrize("count", ["5", "many"])
+def test_the_clusters_of_many_jobs_launched_at_once_are_refused(repo, tmp_path, count):
+    """``sky jobs launch --num-jobs 5`` is judged once as jobs.launch, then five clusters
+    join its one launch: SkyPilot says how many only on the clusters' requests."""
+    spec = write_spec(repo, 8)
+    approve(repo, spec)
+    jobs = sky.AdminPolicyRequestName.JOBS_LAUNCH
+    admitted = apply_policy(request(task(tmp_path, spec), jobs), settings(repo)).task
+    admitted.update_envs({"SKYPILOT_NUM_JOBS": count})
+    relaunch = sky.AdminPolicyRequestName.JOBS_LAUNCH_CLUSTER
+    message = rejection(request(admitted, relaunch), settings(repo))
+    assert f"is one of {count} managed jobs launched at once" in message
+    admitted.update_envs({"SKYPILOT_NUM_JOBS": "1"})
+    assert apply_policy(request(admitted, relaunch), settings(repo))  # one job: its launch
+
+
 def test_unapproved_task_is_rejected_with_the_approve_command(repo, tmp_path):
     spec = write_spec(repo, 8)
     message = rejection(request(task(tmp_path, spec)), settings(repo))

@@ -147,6 +147,8 @@ def judge(
     _refuse_pod_config_devices(task, client_config)
     asks = gpu_asks(task)
     named = (task.envs or {}).get(SPEC_ENV, "").strip()
+    if request == RELAUNCH:
+        _refuse_many_jobs(task)
     key = _relaunch_key(task) if request == RELAUNCH else uuid.uuid4().hex
     if not named and not _carries_facts(task):
         return _no_spec(task, asks, settings)
@@ -176,6 +178,22 @@ def judge(
     )
     tags[tracking.SUBMITTED_AT] = now.isoformat(timespec="seconds")
     return tag_envs(tags) | {LAUNCH_KEY_ENV: key}
+
+
+def _refuse_many_jobs(task: sky.Task) -> None:
+    """Refuse the clusters of ``sky jobs launch --num-jobs N``, N over 1.
+
+    NOTE: SkyPilot judges ``jobs.launch`` once, then submits the task N times, each on a
+    cluster of its own that joins the one launch; it says N (``SKYPILOT_NUM_JOBS``) only on
+    those clusters' requests.
+    """
+    count = (task.envs or {}).get("SKYPILOT_NUM_JOBS", "1").strip()
+    if count != "1":
+        raise Rejection(
+            f"task {task.name or '(unnamed)'!r} is one of {count} managed jobs launched at once "
+            "(sky jobs launch --num-jobs), which budget-gate clears as one launch — launch "
+            "each job on its own, or run them as the trials of the spec's search"
+        )
 
 
 def _relaunch_key(task: sky.Task) -> str:
