@@ -138,6 +138,7 @@ def open_guard(
             verification.fingerprint,
             verification.approval.record_id or "",  # none: no match, the first refresh stops
             limits.ceiling,
+            (evaluation.policy.approval.approvers, evaluation.spec.metadata.owner),
         )
     return Guard(limits, clock=time.monotonic, refresh=refresh)
 

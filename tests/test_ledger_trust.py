@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+import gate
 from gate.integrations import open_ledger
 from gate.integrations.signing import signer_from
 from gate.ledger.encoding import to_tags
@@ -560,6 +561,10 @@ def test_a_revocation_by_someone_who_may_not_approve_cancels_nothing(
     store = open_ledger(signed.uri, Trust_of(signed))
     store.append(revocation, signer_from(keys.env("launcher"), principal=None))
     assert signed.cli("verify", spec, "--dry-run")[0] == 0  # still approved
+    _as(monkeypatch, keys, "launcher")
+    guard = gate.open_guard(spec, policy_dir=signed.policy_dir, tracking_uri=signed.uri)
+    ceiling = guard._refresh  # what the running search re-reads once a minute
+    assert ceiling is not None and ceiling() is not None  # the search goes on
     _as(monkeypatch, keys, "bob")  # bob may approve: his revocation counts
     store.append(
         dataclasses.replace(revocation, by="bob", record_id="b" * 32),
@@ -567,6 +572,7 @@ def test_a_revocation_by_someone_who_may_not_approve_cancels_nothing(
     )
     code, out, _ = signed.cli("verify", spec, "--dry-run")
     assert code == 2 and "was revoked" in out
+    assert ceiling() is None  # an approver's revocation stops it
 
 
 def test_launches_decided_at_the_same_moment_take_no_more_than_the_approval_covers(

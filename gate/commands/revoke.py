@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
         return draft
     view, now = draft.view, draft.now
     need = requirement(draft.evaluation)
-    refusal = revoker_refusal(by, need)
+    refusal = revoker_refusal(by, need.approvers, need.owner)
     if refusal is not None:
         raise InputError(f"cannot revoke for {args.spec}: {refusal}")
     live = live_approvals(view.records(LedgerQuery(fingerprint=need.fingerprint)), now)

@@ -21,6 +21,7 @@ from gate.errors import BackendError
 from gate.guard.limits import Ceiling
 from gate.integrations import open_ledger
 from gate.ledger.approvals import live_approvals
+from gate.ledger.approvers import Approvers
 from gate.ledger.records import LedgerQuery
 from gate.ledger.signing import Trust
 
@@ -37,6 +38,8 @@ class LedgerCeiling:
     approval: str
     """The record id of the approval the launch was cleared with."""
     last: Ceiling
+    revokers: tuple[Approvers, str | None] | None = None
+    """The policy's approvers and the spec's owner: only their revocations stop the search."""
 
     def __call__(self) -> Ceiling | None:
         """The launch's approval while unrevoked, ``None`` once revoked; ``last`` on an outage."""
@@ -48,7 +51,8 @@ class LedgerCeiling:
             log.warning("budget-gate guard: ledger not read (%s); keeping the ceiling", error)
             return self.last
         now = dt.datetime.now(dt.timezone.utc)
-        mine = [r for r in live_approvals(records, now) if r.record_id == self.approval]
+        live = live_approvals(records, now, self.revokers)
+        mine = [r for r in live if r.record_id == self.approval]
         if not mine or mine[0].worst_cost is None:
             return None
         return Ceiling(mine[0].worst_cost, f"approved amount ({mine[0].record_id})")

@@ -128,7 +128,9 @@ def revoked_by(approval: LedgerRecord, records: Iterable[LedgerRecord]) -> Ledge
     )
 
 
-def may_revoke(revocation: LedgerRecord, approval: LedgerRecord, need: Requirement) -> bool:
+def may_revoke(
+    revocation: LedgerRecord, approval: LedgerRecord, approvers: Approvers, owner: str | None
+) -> bool:
     """Whether ``revocation`` may withdraw ``approval``.
 
     CI's may (a GitHub approval withdrawn), the approver's own, and one by whom
@@ -140,18 +142,34 @@ def may_revoke(revocation: LedgerRecord, approval: LedgerRecord, need: Requireme
     if revocation.source is not Source.LOCAL:
         return True
     by = revocation.by or ""
-    return by == (approval.by or "") or revoker_refusal(by, need) is None
+    return by == (approval.by or "") or revoker_refusal(by, approvers, owner) is None
 
 
-def revoker_refusal(by: str, need: Requirement) -> str | None:
+def revoker_refusal(by: str, approvers: Approvers, owner: str | None) -> str | None:
     """Why ``by`` may not revoke this spec's approvals, or ``None`` (approvers, the owner)."""
-    return None if by == need.owner else authorize(by, Source.LOCAL, need)
+    if by == owner:
+        return None
+    need = Requirement("", Decimal(0), "", approvers, owner)
+    return authorize(by, Source.LOCAL, need)
 
 
-def live_approvals(records: Iterable[LedgerRecord], now: dt.datetime) -> list[LedgerRecord]:
-    """Approvals recorded by ``now`` and not revoked (expired ones included)."""
+def live_approvals(
+    records: Iterable[LedgerRecord],
+    now: dt.datetime,
+    revokers: tuple[Approvers, str | None] | None = None,
+) -> list[LedgerRecord]:
+    """Approvals recorded by ``now`` and not revoked (expired ones included).
+
+    ``revokers`` (the policy's approvers, the spec's owner) limits the revocations that
+    count to those :func:`may_revoke` allows.
+    """
     known = [r for r in records if r.recorded_at <= now]
-    return [r for r in known if r.kind is RecordKind.APPROVAL and not is_revoked(r, known)]
+    approvals = [r for r in known if r.kind is RecordKind.APPROVAL]
+    if revokers is None:
+        return [r for r in approvals if not is_revoked(r, known)]
+    return [
+        r for r in approvals if not is_revoked(r, [v for v in known if may_revoke(v, r, *revokers)])
+    ]
 
 
 def stale_reason(
@@ -164,7 +182,8 @@ def stale_reason(
     what = approval.summary()
     if need.spec is not None and approval.spec != need.spec:
         return f"{what} is for {approval.spec}: a copy at {need.spec} needs its own approval"
-    revocation = revoked_by(approval, [r for r in revocations if may_revoke(r, approval, need)])
+    allowed = [r for r in revocations if may_revoke(r, approval, need.approvers, need.owner)]
+    revocation = revoked_by(approval, allowed)
     if revocation is not None:
         why = f": {revocation.reason}" if revocation.reason else ""
         return f"{what} was revoked ({revocation.summary()}{why})"
