@@ -33,7 +33,14 @@ from gate.commands.records import signer_for
 from gate.errors import BackendError, InputError, one_line
 from gate.evaluation.report import DOCS_URL, RenderContext, Report
 from gate.ledger.approvals import live_approvals
-from gate.ledger.records import DEFAULT_EXPIRY, MAX_EXPIRY, LedgerQuery, parse_expiry
+from gate.ledger.records import (
+    DEFAULT_EXPIRY,
+    MAX_EXPIRY,
+    LedgerQuery,
+    RecordKind,
+    Source,
+    parse_expiry,
+)
 from gate.ledger.signing import CI_PRINCIPAL, Signer
 from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
@@ -227,7 +234,12 @@ def _revoke_withdrawn(
             note = f"withdrawn approvals of {result.file} were not checked in the ledger: {exc}"
             print(message_command("warning", note, "budget-gate"))
             return
-        for approval in live_approvals(records, now):
+        # NOTE: CI's own revocations only: a local one by a signer who may not revoke counts
+        # nowhere, and taken as done here it would leave a withdrawn approval in force.
+        ours = [
+            r for r in records if not (r.kind is RecordKind.REVOCATION and r.source is Source.LOCAL)
+        ]
+        for approval in live_approvals(ours, now):
             why = withdrawn(approval, number, prepared.shown)
             if why is None or approval.record_id is None:
                 continue

@@ -163,7 +163,9 @@ def _plan(
     assert result.estimate is not None and result.fingerprint is not None
     records = ledger.query(LedgerQuery(fingerprint=result.fingerprint))
     counted = policy.approval.sources  # approval.sources: [github] ignores local ones here too
-    approvals = [a for a in live_approvals(records, now) if a.source.origin in counted]
+    revokers = (policy.approval.approvers, spec.metadata.owner)
+    live = live_approvals(records, now, revokers)
+    approvals = [a for a in live if a.source.origin in counted]
     approval = max(approvals, key=lambda r: r.recorded_at) if approvals else None
     return Plan(
         spec=spec,

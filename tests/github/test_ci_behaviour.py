@@ -255,6 +255,41 @@ def test_an_approval_withdrawn_on_github_is_revoked_in_the_ledger(
     assert main([*argv, "--tracking-uri", mlflow_server.uri]) == 2  # nothing clears a launch
 
 
+def test_a_revocation_by_one_who_may_not_revoke_does_not_stop_ci_revoking(
+    story: PullRequestStory, mlflow_server
+) -> None:
+    """A local revocation by someone who may not revoke counts nowhere; taken as done by CI's
+    sweep, it left a dismissed review's ledger copy in force at launch."""
+    import dataclasses
+
+    from gate.integrations import open_ledger
+    from gate.ledger.records import LedgerQuery, RecordKind, Source
+
+    story.extra_env = {"MLFLOW_TRACKING_URI": mlflow_server.uri}
+    team = f"ci-mallory-{dt.datetime.now().timestamp():.0f}"
+    story.change(SPEC, grid_spec(4).replace("team: nlp", f"team: {team}"), at=T0 + HOUR)
+    story.run("pull_request.opened", story.pull_request_event())
+    story.run("pull_request_review", story.review_event("alice", at=T0 + 2 * HOUR))
+    ledger = open_ledger(mlflow_server.uri, UNSIGNED)
+    records = ledger.query(LedgerQuery(team=team))  # the server holds others' of this path
+    (approval,) = [r for r in records if r.kind is RecordKind.APPROVAL]
+    forged = dataclasses.replace(
+        approval,
+        kind=RecordKind.REVOCATION,
+        by="mallory",
+        source=Source.LOCAL,
+        revokes=(approval.record_id or "",),
+        record_id=None,
+        run_id=None,
+    )
+    ledger.append(forged)
+    (review,) = story.repo.pull(NUMBER).reviews
+    review.state = "DISMISSED"
+    ran = story.run("pull_request.labeled", story.pull_request_event("labeled"))
+    assert ran.code == 0, ran.stderr
+    assert "budget-gate: revoked approval by alice" in ran.stdout
+
+
 READ_ONCE = ("pulls/list-reviews", "issues/list-comments")
 
 
