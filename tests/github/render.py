@@ -325,23 +325,10 @@ class Render:
 
     def symlink(self, repo: Repo, path: str, ref: str, target: str) -> dict[str, Any]:
         """A ``content-symlink``: a link whose target is no file in the repository."""
-        sha = fake_sha(path, target)
-        self_url = f"{self.repo_api(repo)}/contents/{_quote(path)}?ref={ref}"
-        html = f"{self.web}/{repo.full_name}/blob/{ref}/{path}"
-        git = f"{self.repo_api(repo)}/git/blobs/{sha}"
-        return {
-            "type": "symlink",
-            "target": target,
-            "size": len(target),
-            "name": posixpath.basename(path),
-            "path": path,
-            "sha": sha,
-            "url": self_url,
-            "git_url": git,
-            "html_url": html,
-            "download_url": f"{self.web}/raw/{repo.full_name}/{ref}/{path}",
-            "_links": {"self": self_url, "git": git, "html": html},
-        }
+        body = self.content(repo, path, ref, target.encode())
+        for key in ("encoding", "content"):
+            del body[key]
+        return {**body, "type": "symlink", "target": target}
 
     # --- issues, pull requests, conversation -------------------------------------------------
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import posixpath
+from collections.abc import Callable
 
 from github import GithubException
+from github.ContentFile import ContentFile
 from github.Repository import Repository
 
-from gate.errors import InputError
+from gate.errors import BackendError, InputError
 from gate.ledger.signing import SIGNERS_FILE
 
 _CONTENT_LIMIT = 1_000_000  # the contents API returns no content for larger files
@@ -22,22 +24,23 @@ class RepositoryContents:
     """The contents reads of :class:`gate.integrations.github.client.GitHubClient`."""
 
     _repo: Repository
+    _failing: Callable[[str], contextlib.AbstractContextManager[None]]
+    """The client's: GitHub's failures as budget-gate errors naming what was being done."""
 
-    def _failing(
-        self, doing: str, *, write: bool = False
-    ) -> contextlib.AbstractContextManager[None]:
-        raise NotImplementedError  # the client's: GitHub's failures as budget-gate errors
-
-    def read_file(self, path: str, ref: str) -> bytes | None:
-        """The file at ``ref``, or None when there is no file at ``path`` there."""
-        with self._failing(f"reading {path} at {ref[:12]}"):
+    def _contents(self, path: str, ref: str, doing: str) -> ContentFile | list[ContentFile] | None:
+        """What the contents API answers for ``path`` at ``ref``; None when nothing is there."""
+        with self._failing(f"{doing} at {ref[:12]}"):
             try:
-                found = self._repo.get_contents(path, ref=ref)
+                return self._repo.get_contents(path, ref=ref)
             except GithubException as exc:
                 if exc.status == 404:
                     return None
                 raise
-        if isinstance(found, list) or found.type not in ("file", "symlink"):
+
+    def read_file(self, path: str, ref: str) -> bytes | None:
+        """The file at ``ref``, or None when there is no file at ``path`` there."""
+        found = self._contents(path, ref, f"reading {path}")
+        if found is None or isinstance(found, list) or found.type not in ("file", "symlink"):
             return None
         if found.type == "symlink" or found.path != posixpath.normpath(path).lstrip("/"):
             # NOTE: GitHub answers a link to a file with that file. A commit that changes only
@@ -65,13 +68,7 @@ class RepositoryContents:
         named like policies that are not read (``nlp.yml``, ``NLP.yaml``), so that the
         policy set refuses them here as it does on disk.
         """
-        with self._failing(f"listing {path} at {ref[:12]}"):
-            try:
-                listing = self._repo.get_contents(path, ref=ref)
-            except GithubException as exc:
-                if exc.status == 404:
-                    return None
-                raise
+        listing = self._contents(path, ref, f"listing {path}")
         if not isinstance(listing, list):
             return None
         names = sorted(
@@ -93,13 +90,9 @@ class RepositoryContents:
         pending, files = [top], list[str]()
         while pending and len(files) < limit:
             current = pending.pop()
-            with self._failing(f"listing {current or 'the repository'} at {ref[:12]}"):
-                try:
-                    listing = self._repo.get_contents(current, ref=ref)
-                except GithubException as exc:
-                    if exc.status == 404 and current == top:
-                        return None
-                    raise
+            listing = self._contents(current, ref, f"listing {current or 'the repository'}")
+            if listing is None and current != top:  # a folder listed a moment ago is gone
+                raise BackendError(f"{current} at {ref[:12]} vanished while it was listed")
             if not isinstance(listing, list):
                 return None
             files.extend(e.path for e in listing if e.type == "file")
