@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from gate.errors import InputError
+from gate.errors import InputError, Location
 from gate.spec.loader import DataPath
 
 Words = list[tuple[str, DataPath]]
@@ -57,7 +58,22 @@ _EXECS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 """``find``'s actions that run a command once per file found."""
 
 
-def repeated_flag(words: Words, depth: int = 0) -> tuple[str, str, DataPath] | None:
+def refuse_repeats(words: Words, where: str, locate: Callable[[DataPath], Location | None]) -> None:
+    """Refuse an epochs flag in a script that repeats commands, at the flag's place."""
+    found = _repeated_flag(words)
+    if found is None:
+        return
+    repeater, flag, path = found
+    raise InputError(
+        f"{flag} in {where}, a script that also runs `{repeater}`, which may run it a number of "
+        "times the file does not show: the epochs a trial trains are not in the file",
+        location=locate(path),
+        hint="write the training command once, with no loop, repeater or function in the "
+        "script (move them to a script of their own), or make the repeats the engine's trials",
+    )
+
+
+def _repeated_flag(words: Words, depth: int = 0) -> tuple[str, str, DataPath] | None:
     """An epochs flag in a script that repeats commands (a loop, ``xargs``), else None.
 
     Returns the repeater, the flag and the flag's path: such a script trains a number of
@@ -77,7 +93,7 @@ def repeated_flag(words: Words, depth: int = 0) -> tuple[str, str, DataPath] | N
         found = next((r for token in tokens if (r := _repeater(token)) is not None), None)
         if found is not None:
             return found, flags[0].written, flags[0].path
-        inner = repeated_flag([(token, path) for token in tokens], depth + 1)
+        inner = _repeated_flag([(token, path) for token in tokens], depth + 1)
         if inner is not None:
             return inner
     return None
@@ -95,17 +111,6 @@ def _repeater(token: str) -> str | None:
     if token.endswith("()") or bare == "function":
         return "a shell function"
     return None
-
-
-def repeated(found: tuple[str, str, DataPath], where: str) -> InputError:
-    """The error for an epochs flag in a script that repeats commands."""
-    repeater, flag, _ = found
-    return InputError(
-        f"{flag} in {where}, a script that also runs `{repeater}`, which may run it a number of "
-        "times the file does not show: the epochs a trial trains are not in the file",
-        hint="write the training command once, with no loop, repeater or function in the "
-        "script (move them to a script of their own), or make the repeats the engine's trials",
-    )
 
 
 def _shell_words(script: str) -> list[str]:

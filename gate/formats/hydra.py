@@ -31,6 +31,7 @@ from gate.formats.model import (
     Traced,
     mapping,
     most_epochs,
+    value_at,
     whole_epochs,
     within,
 )
@@ -266,7 +267,7 @@ def _epochs(
         text = str(params[name]) if name is not None else ""
         entry = _swept_epochs(draft, name, dotted, text, inclusive)
         if entry is None:
-            node = _at(data, path)
+            node = value_at(data, path)
             if path not in EPOCH_KEYS:
                 node = _other_epochs(node, data, dotted, at(*path))
             _plain_epochs(node, dotted, at(*path))
@@ -313,13 +314,6 @@ def _epoch_paths(data: dict[str, Any], swept: dict[str, Any]) -> list[tuple[str,
     return paths
 
 
-def _at(data: dict[str, Any], path: tuple[str, ...]) -> Any:
-    node: Any = data
-    for part in path:
-        node = node.get(part) if isinstance(node, dict) else None
-    return node
-
-
 def _other_epochs(node: Any, data: dict[str, Any], dotted: str, where: Any) -> Any:
     """An epochs key beyond the usual ones: ``${a.b}`` read where it points, 0 no epochs.
 
@@ -328,7 +322,7 @@ def _other_epochs(node: Any, data: dict[str, Any], dotted: str, where: Any) -> A
     -1): those count nothing; other interpolations are refused as on the usual keys.
     """
     if isinstance(node, str) and (ref := _REFERENCE.match(node.strip())):
-        target = _at(data, tuple(ref.group(1).split(".")))
+        target = value_at(data, tuple(ref.group(1).split(".")))
         if whole_epochs(target) is not None:
             return target
     if isinstance(node, (int, float)) and not isinstance(node, bool) and node < 1:

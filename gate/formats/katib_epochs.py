@@ -18,8 +18,7 @@ from gate.formats.command_lines import (
     Words,
     commands_of,
     epoch_flags,
-    repeated,
-    repeated_flag,
+    refuse_repeats,
     unread,
 )
 from gate.formats.model import mapping, most_epochs, whole_epochs, within
@@ -57,10 +56,8 @@ def epochs_in(
         for key in ("command", "args")
         for i, w in enumerate(container.get(key) or [])
     ]
-    if (loop := repeated_flag(words)) is not None:
-        error = repeated(loop, "the trial's command")
-        error.location = doc.source_map.locate(loop[2]) or doc.source_map.locate(here)
-        raise error
+    locate = doc.source_map.locate
+    refuse_repeats(words, "the trial's command", lambda path: locate(path) or locate(here))
     env = _env_of(container)
     per_command = [f for c in commands_of(words) if (f := _flags_in(c, here, spec, doc, env))]
     found = [entry for flags in per_command for entry in flags]

@@ -161,6 +161,14 @@ def within(values: list[Any], most: int) -> list[Any]:
     return [v for v in values if (epochs := whole_epochs(v)) is not None and epochs <= most]
 
 
+def value_at(data: dict[str, Any], path: DataPath) -> Any:
+    """The value at ``path`` of nested mappings, or None where a part is missing."""
+    node: Any = data
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
 def mapping(value: Any) -> dict[str, Any]:
     """``value`` when it is a mapping, else an empty one (engine files are loosely shaped)."""
     return value if isinstance(value, dict) else {}

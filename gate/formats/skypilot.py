@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.errors import InputError, Location
-from gate.formats.command_lines import commands_of, epoch_flags, repeated, repeated_flag, unread
+from gate.formats.command_lines import commands_of, epoch_flags, refuse_repeats, unread
 from gate.formats.extension import env_facts
 from gate.formats.model import Draft, Mapped, Origin, Source, Traced, whole_epochs
 from gate.spec.facts import ENV_PREFIX
@@ -104,10 +104,7 @@ def _run_epochs(data: dict[str, Any], at: Any) -> tuple[int, str, str] | None:
         script = data.get(key)
         if not isinstance(script, str):
             continue
-        if (loop := repeated_flag([(script, (key,))])) is not None:
-            error = repeated(loop, key)
-            error.location = at(key)
-            raise error
+        refuse_repeats([(script, (key,))], key, lambda path: at(*path))
         for command in commands_of([(script, (key,))]):
             best: tuple[int, str, str] | None = None
             for flag in epoch_flags(command):

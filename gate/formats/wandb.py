@@ -27,6 +27,7 @@ from gate.formats.model import (
     Traced,
     mapping,
     most_epochs,
+    value_at,
     whole_epochs,
     within,
 )
@@ -154,9 +155,7 @@ def _spell(
                 for name, (spec_param, _, where) in sorted(params.items())
                 if _is_epochs(name)
                 and (
-                    edit := _fewer_epochs(
-                        spec_param, mapping(_config_at(data, where)), where, value
-                    )
+                    edit := _fewer_epochs(spec_param, mapping(value_at(data, where)), where, value)
                 )
             ]
             return "; ".join(edits) or None
@@ -209,7 +208,7 @@ def _epochs(draft: Draft, params: Found, data: dict[str, Any], at: Any) -> None:
     for name, (spec_param, _, path) in sorted(params.items()):
         if not _is_epochs(name):
             continue
-        found = _epoch_top(name, spec_param, mapping(_config_at(data, path)), at(*path))
+        found = _epoch_top(name, spec_param, mapping(value_at(data, path)), at(*path))
         if found is not None and (best is None or found[0] > best[0]):
             best = (*found, path)
     for found_in_command in command_epochs(data.get("command"), params, at):
@@ -222,13 +221,6 @@ def _epochs(draft: Draft, params: Found, data: dict[str, Any], at: Any) -> None:
 
 def _is_epochs(name: str) -> bool:
     return names_epochs(name.rsplit(".", 1)[-1])
-
-
-def _config_at(data: dict[str, Any], path: DataPath) -> Any:
-    node: Any = data
-    for part in path:
-        node = node.get(part) if isinstance(node, dict) else None
-    return node
 
 
 _UNBOUNDED = ("normal", "q_normal", "log_normal", "q_log_normal")

@@ -13,8 +13,7 @@ from gate.formats.command_lines import (
     commands_of,
     epoch_flags,
     option_name,
-    repeated,
-    repeated_flag,
+    refuse_repeats,
     unread,
 )
 from gate.formats.model import whole_epochs
@@ -36,10 +35,7 @@ def command_epochs(command: Any, params: Found, at: Any) -> list[tuple[int, str,
         return []
     words: Words = [(str(w), ("command", i)) for i, w in enumerate(command)]
     swept = {option_name(name) for name in params}
-    if (loop := repeated_flag(words)) is not None:
-        error = repeated(loop, "command")
-        error.location = at(*loop[2])
-        raise error
+    refuse_repeats(words, "command", lambda path: at(*path))
     found, tops = [], []
     for words_of_one in commands_of(words):
         mine: list[tuple[int, str, DataPath]] = []
