@@ -74,11 +74,10 @@ def run(args: argparse.Namespace) -> int:
         now=now,
         ledger=_ledger(args, env, now),
     )
-    from gate.integrations.github.client import DEFAULT_BOT_LOGIN, GitHubClient
+    from gate.integrations.github.client import GitHubClient, bot_login
 
     api_url = env.get("GITHUB_API_URL") or DEFAULT_API_URL
-    bot = env.get("BUDGET_GATE_BOT_LOGIN", "").strip() or DEFAULT_BOT_LOGIN
-    with GitHubClient(api_url, _env(env, "GITHUB_TOKEN"), repository, bot) as gh:
+    with GitHubClient(api_url, _env(env, "GITHUB_TOKEN"), repository, bot_login(env)) as gh:
         prepared = prepare(gh, event, settings)
         report = make_report(
             prepared.results,

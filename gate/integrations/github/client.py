@@ -36,6 +36,11 @@ DEFAULT_BOT_LOGIN = "github-actions[bot]"
 """The account a workflow's GITHUB_TOKEN posts as."""
 
 
+def bot_login(env: Mapping[str, str]) -> str:
+    """The account the token posts as: BUDGET_GATE_BOT_LOGIN (the action's ``bot-login``)."""
+    return env.get("BUDGET_GATE_BOT_LOGIN", "").strip() or DEFAULT_BOT_LOGIN
+
+
 class GitHubClient(RepositoryContents):
     """One repository on one GitHub (github.com or Enterprise), for one run of the flow."""
 
@@ -81,8 +86,7 @@ class GitHubClient(RepositoryContents):
                 hint="in a workflow, pass env: GITHUB_TOKEN: ${{ github.token }}",
             )
         api_url = env.get("GITHUB_API_URL") or DEFAULT_API_URL
-        bot = env.get("BUDGET_GATE_BOT_LOGIN", "").strip() or DEFAULT_BOT_LOGIN
-        return cls(api_url, token, repository, bot)
+        return cls(api_url, token, repository, bot_login(env))
 
     def close(self) -> None:
         """Close PyGithub's connections."""
