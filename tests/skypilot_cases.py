@@ -263,6 +263,39 @@ def test_a_task_must_ask_for_what_the_spec_was_cleared_for(repo, tmp_path):
     assert "asks for no GPU" in rejection(request(task(tmp_path, spec, None)), s)
 
 
+def test_a_spec_priced_at_the_cloud_it_names_runs_only_there(repo, tmp_path):
+    """``resources.cloud: lambda`` prices the spec at Lambda's (lower) price, over the policy's."""
+    path = spec_of(repo)
+    text = A100_SPEC.format(trials=8, team=repo.name)
+    text = text.replace("precision: bf16}", "precision: bf16, cloud: lambda}")
+    (repo.root / path).write_text(text)
+    approve(repo, path)
+    s = settings(repo)
+
+    def on(*clouds: str | None) -> sky.Task:
+        t = task(tmp_path, path, "A100:8")
+        candidates = [task(tmp_path, path, "A100:8").resources for _ in clouds]
+        pinned = [
+            next(iter(c)).copy(infra=cloud) if cloud else next(iter(c))
+            for c, cloud in zip(candidates, clouds, strict=True)
+        ]
+        t.set_resources(pinned if len(pinned) > 1 else pinned[0])
+        return t
+
+    assert apply_policy(request(on("lambda")), s).task.envs["BUDGET_GATE_SPEC"] == path
+    unpinned = rejection(request(on(None)), s)
+    assert unpinned == (
+        f"budget-gate: task 'train' may run on any cloud SkyPilot picks, but {path} is priced "
+        "at lambda's price (resources.cloud) — set resources: {infra: lambda} in every "
+        f"candidate, or drop resources.cloud from the spec and clear it again (budget-gate "
+        f"check {path})"
+    )
+    assert "may run on AWS, but" in rejection(request(on("aws")), s)
+    assert "may run on GCP, but" in rejection(request(on("lambda", "gcp")), s)
+    jobs = sky.AdminPolicyRequestName.JOBS_LAUNCH
+    assert "may run on any cloud" in rejection(request(on(None), jobs), s)
+
+
 def test_exec_and_jobs_launch_are_judged_too(repo, tmp_path):
     spec = write_a100_spec(repo, trials=8)
     s = settings(repo)

@@ -7,12 +7,13 @@ spec prices (:data:`SERVICE_REQUESTS`). A launched task names its spec in the en
 ``BUDGET_GATE_SPEC`` (a path in the repository the policy is configured with); the spec is
 judged by the same evaluator, with the same ledger view, as ``budget-gate verify`` (valid,
 no error findings, a fresh approval when one is needed, room in the monthly budget); the
-task's accelerator, GPU count (per node × nodes) and spot setting must match the spec's
-``resources`` (a MIG spec is priced as whole GPUs, which SkyPilot asks for, and refused). A
-cleared task is mutated to carry the spec's run tags as env vars. Every rejection is one
-line: what, why, and the command that fixes it. This module reads the task; the settings
-are :mod:`gate.integrations.skypilot_settings`'s, and reading, judging and recording the
-spec a task names is :mod:`gate.integrations.skypilot_spec`'s (neither imports SkyPilot).
+task must ask for what the spec's ``resources`` were priced with
+(:mod:`gate.integrations.skypilot_match`; a MIG spec is priced as whole GPUs, which SkyPilot
+asks for, and refused). A cleared task is mutated to carry the spec's run tags as env vars.
+Every rejection is one line: what, why, and the command that fixes it. This module reads the
+task; the settings are :mod:`gate.integrations.skypilot_settings`'s, and reading, judging
+and recording the spec a task names is :mod:`gate.integrations.skypilot_spec`'s (neither
+imports SkyPilot).
 Imports SkyPilot; nothing else in ``gate`` imports this module except the HTTP side
 (:mod:`gate.integrations.skypilot_endpoint`) and ``budget-gate serve skypilot-policy``.
 """
@@ -22,7 +23,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import math
 import os
 import uuid
 from collections.abc import Iterator, Mapping
@@ -32,12 +32,12 @@ import sky
 from sky import exceptions as sky_exceptions
 
 from gate.admission.asks import GpuAsk
-from gate.admission.asks import matches as _matches
 from gate.admission.workload import counts_as_accelerator, visible_devices
 from gate.errors import InputError
 from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key
 from gate.formats import Format
 from gate.formats.model import FactMap, Origin, Source, Traced
+from gate.integrations.skypilot_match import check_match, gpu_asks
 from gate.integrations.skypilot_settings import MissingSpec, PolicySettings
 from gate.integrations.skypilot_spec import (
     SPEC_ENV,
@@ -52,9 +52,7 @@ from gate.integrations.skypilot_spec import (
     whole_gpu_cost,
 )
 from gate.ledger import tracking
-from gate.spec.experiment import Experiment
 from gate.spec.facts import ENV_PREFIX
-from gate.spec.trial import Capacity
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +160,7 @@ def judge(
     if not named:
         check_self_cleared(evaluation.result, relative)
     if evaluation.spec is not None:
-        _check_match(task, asks, evaluation.spec, relative, exec_request=request == "exec")
+        check_match(task, asks, evaluation.spec, relative, exec_request=request == "exec")
         if evaluation.spec.resources.mig_profile is not None and asks:
             whole = whole_gpu_cost(relative, content, settings, now)
             raise mig_rejection(task.name or "(unnamed)", asks[0], evaluation, relative, whole)
@@ -275,27 +273,6 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def gpu_asks(task: sky.Task) -> list[GpuAsk]:
-    """Every resource candidate of ``task`` that asks for an accelerator.
-
-    SkyPilot reads ``A100:inf`` and ``A100:nan`` as counts; they are no number of GPUs.
-    """
-    nodes = int(task.num_nodes or 1)
-    asks = [
-        GpuAsk(name, float(count), nodes, bool(resources.use_spot))
-        for resources in task.resources
-        for name, count in (resources.accelerators or {}).items()
-    ]
-    for ask in asks:
-        if not math.isfinite(ask.per_node) or ask.per_node <= 0:
-            raise Rejection(
-                f"task {task.name or '(unnamed)'!r} asks for {ask.accelerator}:{ask.per_node} — "
-                "not a number of GPUs; ask for a whole count, e.g. "
-                f"{ask.accelerator}:8"
-            )
-    return asks
-
-
 def _no_spec(task: sky.Task, asks: list[GpuAsk], settings: PolicySettings) -> dict[str, str]:
     if not asks:
         return {}
@@ -367,31 +344,3 @@ def _launch_facts(task: sky.Task, asks: list[GpuAsk]) -> FactMap:
     if ask.total == int(ask.total):
         facts["gpus_per_trial"] = Traced(int(ask.total), source)
     return facts
-
-
-def _check_match(
-    task: sky.Task, asks: list[GpuAsk], spec: Experiment, relative: str, *, exec_request: bool
-) -> None:
-    """The task asks for what the spec was priced with: accelerator, GPUs, spot or not.
-
-    An ``exec`` that names no accelerator runs on its cluster as launched (checked then).
-    """
-    want = spec.resources
-    spot = want.capacity is Capacity.SPOT
-    slices = f" {want.mig_profile} MIG slices" if want.mig_profile else ""
-    cleared = f"{relative} is cleared for {want.gpus_per_trial} × {want.accelerator}{slices}"
-    name = task.name or "(unnamed)"
-    if not asks and not exec_request:
-        raise Rejection(
-            f"task {name!r} asks for no GPU, but {cleared} (resources.gpus_per_trial) — "
-            f"set resources: {{accelerators: {want.accelerator}:{want.gpus_per_trial}}}"
-        )
-    for ask in asks:
-        if not _matches(ask, spec):
-            offer = "spot" if ask.spot else "on-demand"
-            raise Rejection(
-                f"task {name!r} asks for {ask} {offer}, but {cleared} {want.capacity.value} "
-                f"(resources.gpus_per_trial) — ask for {want.accelerator}:{want.gpus_per_trial} "
-                f"in all with use_spot: {str(spot).lower()}, or change the spec and clear it "
-                f"again (budget-gate check {relative})"
-            )

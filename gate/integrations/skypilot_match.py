@@ -1,0 +1,92 @@
+"""What a SkyPilot task asks for, against what its spec was priced with.
+
+The task's accelerator, GPU count (per node × nodes) and spot setting must match the spec's
+``resources``, and a spec that names its cloud runs there. Reads SkyPilot's task objects
+without importing SkyPilot.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gate.admission.asks import GpuAsk
+from gate.admission.asks import matches as _matches
+from gate.integrations.skypilot_spec import Rejection
+from gate.spec.experiment import Experiment
+from gate.spec.trial import Capacity
+
+Task = Any
+"""A ``sky.Task``: named here without importing SkyPilot (only the policy module does)."""
+
+
+def gpu_asks(task: Task) -> list[GpuAsk]:
+    """Every resource candidate of ``task`` that asks for an accelerator.
+
+    SkyPilot reads ``A100:inf`` and ``A100:nan`` as counts; they are no number of GPUs.
+    """
+    nodes = int(task.num_nodes or 1)
+    asks = [
+        GpuAsk(name, float(count), nodes, bool(resources.use_spot))
+        for resources in task.resources
+        for name, count in (resources.accelerators or {}).items()
+    ]
+    for ask in asks:
+        if not math.isfinite(ask.per_node) or ask.per_node <= 0:
+            raise Rejection(
+                f"task {task.name or '(unnamed)'!r} asks for {ask.accelerator}:{ask.per_node} — "
+                "not a number of GPUs; ask for a whole count, e.g. "
+                f"{ask.accelerator}:8"
+            )
+    return asks
+
+
+def check_match(
+    task: Task, asks: list[GpuAsk], spec: Experiment, relative: str, *, exec_request: bool
+) -> None:
+    """The task asks for what the spec was priced with: accelerator, GPUs, spot or not.
+
+    An ``exec`` that names no accelerator runs on its cluster as launched (checked then).
+    """
+    want = spec.resources
+    spot = want.capacity is Capacity.SPOT
+    slices = f" {want.mig_profile} MIG slices" if want.mig_profile else ""
+    cleared = f"{relative} is cleared for {want.gpus_per_trial} × {want.accelerator}{slices}"
+    name = task.name or "(unnamed)"
+    if not asks and not exec_request:
+        raise Rejection(
+            f"task {name!r} asks for no GPU, but {cleared} (resources.gpus_per_trial) — "
+            f"set resources: {{accelerators: {want.accelerator}:{want.gpus_per_trial}}}"
+        )
+    for ask in asks:
+        if not _matches(ask, spec):
+            offer = "spot" if ask.spot else "on-demand"
+            raise Rejection(
+                f"task {name!r} asks for {ask} {offer}, but {cleared} {want.capacity.value} "
+                f"(resources.gpus_per_trial) — ask for {want.accelerator}:{want.gpus_per_trial} "
+                f"in all with use_spot: {str(spot).lower()}, or change the spec and clear it "
+                f"again (budget-gate check {relative})"
+            )
+    if want.cloud is not None:
+        _check_cloud(task, want.cloud, relative)
+
+
+def _check_cloud(task: Task, cloud: str, relative: str) -> None:
+    """A spec priced at a cloud it names runs there: every GPU candidate names that cloud.
+
+    NOTE: ``resources.cloud`` is the spec author's claim, priced over the policy's
+    ``prices.cloud`` (a cheaper catalog price); a candidate without a cloud lets SkyPilot's
+    optimizer choose any enabled one.
+    """
+    for resources in task.resources:
+        if not resources.accelerators:
+            continue
+        runs_on = str(resources.cloud).lower() if resources.cloud is not None else None
+        if runs_on != cloud.lower():
+            where = f"on {resources.cloud}" if runs_on else "on any cloud SkyPilot picks"
+            raise Rejection(
+                f"task {task.name or '(unnamed)'!r} may run {where}, but {relative} is priced "
+                f"at {cloud}'s price (resources.cloud) — set resources: {{infra: {cloud}}} in "
+                f"every candidate, or drop resources.cloud from the spec and clear it again "
+                f"(budget-gate check {relative})"
+            )
