@@ -276,6 +276,32 @@ def test_a_spec_cannot_launch_under_a_team_that_does_not_own_it(repo, tmp_path):
     )
 
 
+def test_only_the_users_a_team_lists_launch_its_specs(repo, tmp_path):
+    owns = "owns: {specs: [experiments/**], skypilot_users: [carol, dev-bot]}"
+    (Path(repo.policy_dir) / f"{repo.name}.yaml").write_text(
+        f"apiVersion: budget-gate/v1\nkind: Policy\n{owns}\n"
+    )
+    spec = write_spec(repo, 2)  # needs no approval: only who launches it is judged
+    s = settings(repo)
+    assert (
+        apply_policy(request(task(tmp_path, spec), user="carol"), s).task.envs["BUDGET_GATE_SPEC"]
+        == spec
+    )
+    message = rejection(request(task(tmp_path, spec), user="mallory"), s)
+    assert message == (
+        f"budget-gate: task 'train' is launched by user 'mallory', but {spec} spends team "
+        f"{repo.name}'s budget, which only carol, dev-bot may spend (owns.skypilot_users) — "
+        "ask one of them to launch it, or add the user to owns.skypilot_users in team "
+        f"{repo.name}'s policy"
+    )
+    assert "launched by an unnamed user" in rejection(request(task(tmp_path, spec)), s)
+    jobs = sky.AdminPolicyRequestName.JOBS_LAUNCH
+    assert "by user 'mallory'" in rejection(request(task(tmp_path, spec), jobs, "mallory"), s)
+    # a managed job's cluster joins its checked jobs.launch; named, its user is judged too
+    relaunch = request(task(tmp_path, spec), "jobs.launch_cluster", "mallory")
+    assert "by user 'mallory'" in rejection(relaunch, s)
+
+
 def test_a_spec_without_its_team_cannot_launch_outside_the_budget(repo, tmp_path):
     repo.policy(limits=", monthly_budget: 50")
     spec = write_spec(repo, 2)

@@ -263,5 +263,5 @@ def test_a_cloud_the_spec_names_over_the_policys_is_said(tmp_path, capsys, price
         assert clouds == [
             f"priced at lambda's catalog price as resources.cloud says, {said}"
             + (" (prices.cloud)" if not prices else "")
-            + ": the spec's word, which no launch check proves"
+            + ": the spec's word, held at launch by the SkyPilot policy only"
         ]

@@ -26,6 +26,7 @@ from typing import Any
 from gate.admission.clearance import Block, Unjudged, refusal
 from gate.admission.labels import RUN_TAGS_ANNOTATION, SPEC_ANNOTATION, pod_annotations, pod_labels
 from gate.admission.spec_file import SpecRefError
+from gate.admission.spenders import namespace_refusal
 from gate.admission.workload import GPU_RESOURCES, MIG_PREFIX, Workload, is_mig, placement
 from gate.evaluation.evaluate import Evaluation
 from gate.ledger import tracking
@@ -100,6 +101,9 @@ def decide(
         wrong = mismatch(workload, spec, relative, flavors, names | {spec.resources.accelerator})
         if wrong is not None:
             return _say(State.REJECTED, wrong)
+        stray = namespace_refusal(judged, workload.namespace, workload.key)
+        if stray is not None:
+            return _say(State.REJECTED, stray)
     refused = refusal(judged)
     if refused is not None:
         return _refused(refused.block, refused.reason, refused.why, relative, options, now)

@@ -283,7 +283,7 @@ class Evaluator:
             )
             notes.append(
                 f"priced at {cloud}'s catalog price as resources.cloud says, not at {instead}: "
-                "the spec's word, which no launch check proves"
+                "the spec's word, held at launch by the SkyPilot policy only"
             )
         return tuple(notes)
 

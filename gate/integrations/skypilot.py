@@ -32,6 +32,7 @@ import sky
 from sky import exceptions as sky_exceptions
 
 from gate.admission.asks import GpuAsk
+from gate.admission.spenders import user_refusal
 from gate.admission.workload import counts_as_accelerator, visible_devices
 from gate.errors import InputError
 from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key
@@ -108,7 +109,9 @@ def apply_policy(
     request = getattr(user_request.request_name, "value", str(user_request.request_name))
     try:
         moment = now or dt.datetime.now(dt.timezone.utc)
-        envs = judge(task, request, settings, moment, user_request.skypilot_config)
+        envs = judge(
+            task, request, settings, moment, user_request.skypilot_config, _user(user_request)
+        )
     except Rejection as exc:
         log.info("rejected %s of task %r by %s: %s", request, task.name, _who(user_request), exc)
         raise sky_exceptions.UserRequestRejectedByPolicy(f"budget-gate: {exc}") from None
@@ -122,8 +125,13 @@ def apply_policy(
 
 
 def _who(user_request: sky.UserRequest) -> str:
+    return _user(user_request) or "an unnamed user"
+
+
+def _user(user_request: sky.UserRequest) -> str | None:
+    """The requesting user's name, as the API server authenticated it (None: unnamed)."""
     user = user_request.user
-    return user.name if user is not None and user.name else "an unnamed user"
+    return str(user.name) if user is not None and user.name else None
 
 
 def judge(
@@ -132,11 +140,12 @@ def judge(
     settings: PolicySettings,
     now: dt.datetime,
     client_config: Any = None,
+    user: str | None = None,
 ) -> dict[str, str]:
     """The env vars a cleared task gets (empty: passed unchanged), or :class:`Rejection`.
 
     ``client_config`` is the request's ``skypilot_config`` (the client's own config, which
-    SkyPilot merges into the task's).
+    SkyPilot merges into the task's); ``user`` is who asks (``owns.skypilot_users``).
     """
     if request in SERVICE_REQUESTS:
         return _no_service(task, request, settings, client_config)
@@ -161,6 +170,11 @@ def judge(
         check_self_cleared(evaluation.result, relative)
     if evaluation.spec is not None:
         check_match(task, asks, evaluation.spec, relative, exec_request=request == "exec")
+        # NOTE: a controller launching a managed job's cluster may carry no user; the
+        # jobs.launch it joins was checked with the user who asked.
+        stranger = user_refusal(evaluation, user, task.name or "(unnamed)")
+        if stranger is not None and not (request == RELAUNCH and user is None):
+            raise Rejection(stranger)
         if evaluation.spec.resources.mig_profile is not None and asks:
             whole = whole_gpu_cost(relative, content, settings, now)
             raise mig_rejection(task.name or "(unnamed)", asks[0], evaluation, relative, whole)

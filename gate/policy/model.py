@@ -197,6 +197,10 @@ OwnedGlob = Annotated[
 """A gitignore-style glob of spec paths (``!glob`` takes back what an earlier one matched)."""
 
 
+Namespace = Annotated[str, Field(max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")]
+"""A Kubernetes namespace name (an RFC 1123 label)."""
+
+
 class Ownership(Model):
     """What a team's policy owns: which specs may claim the team, and who may spend for it.
 
@@ -205,7 +209,9 @@ class Ownership(Model):
     gitignore-style globs of spec paths relative to the repository root: a spec outside
     them cannot say ``team: <team>`` (BG204), and one inside them must. On pull requests,
     the author must be a member of one of ``github_teams`` (``org/slug``, or ``slug`` in the
-    repository's organization) to change a spec of the team (BG205).
+    repository's organization) to change a spec of the team (BG205). At launch, Kueue
+    workloads outside ``namespaces`` and SkyPilot users outside ``skypilot_users`` may not
+    spend the team's budget.
     """
 
     specs: list[OwnedGlob] = Field(default_factory=list)
@@ -214,6 +220,12 @@ class Ownership(Model):
     github_teams: list[Name] = Field(default_factory=list)
     """On pull requests: GitHub teams (org/slug, or slug) whose members may spend the team's
     budget; the author must be in one."""
+    namespaces: list[Namespace] = Field(default_factory=list)
+    """Kubernetes namespaces whose Kueue workloads may spend the team's budget; a workload
+    elsewhere that names one of the team's specs is rejected (none listed: any namespace)."""
+    skypilot_users: list[Name] = Field(default_factory=list)
+    """SkyPilot users (as the API server authenticates them) who may launch the team's specs
+    (none listed: any user)."""
 
 
 class Waiver(Model):

@@ -383,6 +383,26 @@ def test_an_invalid_spec_and_a_policy_violation_are_rejected(repo, kube):
     assert kube.check(costly)["message"].startswith(f"budget-gate: {spec} breaks the policy: BG")
 
 
+def test_only_the_namespaces_a_team_lists_spend_its_budget(repo, kube):
+    (repo.root / "policies" / f"{repo.name}.yaml").write_text(
+        "apiVersion: budget-gate/v1\nkind: Policy\n"
+        "owns: {specs: [experiments/**], namespaces: [ml-team, ml-batch]}\n"
+    )
+    spec = write_spec(repo, trials=2)  # needs no approval: only where it runs is judged
+    ours = submit(kube, objects.batch_job("ours", namespace="ml-team", spec=spec))
+    theirs = submit(kube, objects.batch_job("theirs", namespace="ml", spec=spec))
+    states = {o.workload.split("/")[0]: o.state for o in controller(repo, kube).sync()}
+    assert states == {"ml-team": "Ready", "ml": "Rejected"}
+    assert kube.check(ours)["message"].startswith(f"budget-gate: cleared under {spec} (")
+    key = f"ml/{theirs['metadata']['name']}"
+    assert kube.check(theirs)["message"] == (
+        f"budget-gate: workload {key} runs in namespace 'ml', but {spec} spends team "
+        f"{repo.name}'s budget, which only namespaces ml-team, ml-batch may spend "
+        f"(owns.namespaces) — submit it there, or add ml to owns.namespaces in team "
+        f"{repo.name}'s policy"
+    )
+
+
 def test_a_policy_that_cannot_be_read_is_retried(repo, kube):
     spec = write_spec(repo, trials=2)
     (repo.root / "policies" / "default.yaml").write_text("kind: Policy\nlimits: [\n")
