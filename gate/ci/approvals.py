@@ -2,11 +2,12 @@
 
 An approval is a pull request review in state APPROVED (the reviewer's latest decisive
 review: a later "changes requested" withdraws it) or a comment whose first line is
-``/budget-gate approve [reason]``. It counts for a spec when all of these hold:
+``/budget-gate approve [commit] [reason]``. It counts for a spec when all of these hold:
 
 1. it approved the last commit that changed the spec or a later one: a review the commit
    it was given on (its ``commit_id``), a comment the head of the pull request when
    budget-gate processed it (its *binding*, kept in the ledger and in the sticky comment).
+   A comment that names a commit counts only if that commit was the head it was bound to.
    Commit dates never order anything: the author sets them. A comment whose binding is
    unknown (budget-gate never saw it while it was the newest) does not count, and an
    edited comment never counts (someone else may have edited it);
@@ -27,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from gate.ci.event import parse_command
+from gate.ci.event import named_commit, parse_command
 from gate.ci.model import CommentInfo, ReviewInfo
 from gate.ledger.approvers import Approvers
 from gate.ledger.records import LedgerRecord, RecordKind, Source, when
@@ -57,6 +58,9 @@ class Candidate:
     commit_id: str | None = None
     """The commit it approves: a review's own, a comment's binding (``None``: unknown)."""
     edited: bool = False
+    named: str | None = None
+    """The commit a comment names (``/budget-gate approve <commit>``): it must be the head
+    budget-gate bound the comment to."""
 
     @property
     def source(self) -> Source:
@@ -118,8 +122,9 @@ def candidates(
         if r.state == "APPROVED" and r.submitted_at is not None
     ]
     for comment in comments:
-        reason = parse_command(comment.body)
-        if reason is not None:
+        command = parse_command(comment.body)
+        if command is not None:
+            named, reason = named_commit(command)
             edited = comment.updated_at != comment.created_at
             found.append(
                 Candidate(
@@ -131,6 +136,7 @@ def candidates(
                     reason or None,
                     commit_id=bound.get(f"{Via.COMMENT.value}-{comment.id}"),
                     edited=edited,
+                    named=named,
                 )
             )
     return sorted(found, key=lambda c: (c.at, c.id))
@@ -190,6 +196,11 @@ def timing_refusal(candidate: Candidate, change: SpecChange) -> str | None:
     last = f"the spec's last change (commit {change.commit[:7]})"
     if candidate.edited:
         return "the comment was edited after it was posted; post a new one"
+    if candidate.named is not None and not (candidate.commit_id or "").startswith(candidate.named):
+        return (
+            f"it names commit {candidate.named[:12]}, which was not the head when budget-gate "
+            "processed it; comment again naming the head"
+        )
     if candidate.commit_id is None:
         return (
             "budget-gate did not process it while it was the newest word on the pull "

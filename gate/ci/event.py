@@ -125,6 +125,21 @@ def parse_command(body: str) -> str | None:
     return found.group("reason") or ""
 
 
+_COMMIT = re.compile(r"^(?P<commit>[0-9a-fA-F]{7,40})(?:[ \t]+(?P<rest>\S.*))?$")
+
+
+def named_commit(reason: str) -> tuple[str | None, str]:
+    """The commit ``/budget-gate approve <commit> [reason]`` names (lowercase), and the rest.
+
+    Naming the head the approver reviewed closes the moments between the comment and its
+    workflow run, in which a push would otherwise be what the comment approves.
+    """
+    found = _COMMIT.match(reason)
+    if found is None:
+        return None, reason
+    return found.group("commit").lower(), found.group("rest") or ""
+
+
 def _skip(base: Event, reason: str) -> Event:
     return Event(base.name, base.action, base.repository, skip=reason)
 

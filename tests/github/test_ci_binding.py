@@ -166,3 +166,23 @@ def _run_json(argv: list[str]) -> dict:
     with contextlib.redirect_stdout(buffer):
         main(argv)
     return json.loads(buffer.getvalue())
+
+
+def test_a_comment_that_names_the_head_it_reviewed_approves_that_head_only(story):
+    """The author pushes in the moments between alice's comment and its workflow run: a
+    comment that names the commit alice reviewed does not approve the push."""
+    _opened(story)
+    reviewed = story.head
+    story.push({SPEC: grid_spec(8)}, at=fresh())
+    named = story.comment_event("alice", f"/budget-gate approve {reviewed[:7]} ok", at=fresh())
+    assert story.run("issue_comment", named).code == 0
+    assert story.status() == ("pending", "approval required · worst case 1,160.53 USD")
+    said = " ".join(story.comments()[-1].split())
+    assert f"it names commit {reviewed[:7]}, which was not the head when budget-gate" in said
+    story.run("pull_request.synchronize", story.pull_request_event("synchronize"))
+    assert story.status()[0] == "pending"  # and no later run binds it to the head
+    head = story.head.upper()[:12]  # any case, any length from 7
+    story.run(
+        "issue_comment", story.comment_event("alice", f"/budget-gate approve {head}", at=fresh())
+    )
+    assert story.status() == ("success", "approved by alice · worst case 1,160.53 USD")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gate.ci.event import parse_command, parse_event
+from gate.ci.event import named_commit, parse_command, parse_event
 from gate.errors import InputError
 from tests.github.events import DELETE, load_event
 
@@ -123,3 +123,19 @@ def test_unknown_events_do_nothing_and_broken_payloads_are_input_errors() -> Non
 )
 def test_only_a_first_line_command_counts(body: str, reason: str | None) -> None:
     assert parse_command(body) == reason
+
+
+@pytest.mark.parametrize(
+    ("reason", "named"),
+    [
+        ("ec26c3e", ("ec26c3e", "")),
+        ("EC26C3E57CA3 worth it", ("ec26c3e57ca3", "worth it")),
+        (HEAD + " ok", (HEAD, "ok")),
+        ("ec26c3", (None, "ec26c3")),  # under 7: a word of the reason
+        ("ec26c3eg worth it", (None, "ec26c3eg worth it")),
+        ("worth it", (None, "worth it")),
+        ("", (None, "")),
+    ],
+)
+def test_a_command_may_name_the_commit_it_approves(reason: str, named: tuple) -> None:
+    assert named_commit(reason) == named
