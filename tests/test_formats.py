@@ -525,3 +525,64 @@ def test_skypilot_hardware_it_cannot_price_is_refused(tmp_path, resources, messa
     )
     (error,) = evaluate(path).result.errors
     assert message in str(error) and error.location is not None and error.location.line == line
+
+
+@pytest.mark.parametrize(
+    "swept",
+    [
+        "range(1, stop=1000)",
+        "range(start=1, stop=1000)",
+        "range(1, 1000, step=3)",
+        "range(1, 1000, 3)",
+        "range(7)",
+        "range(0.5, stop=2.5, step=0.5)",
+        "choice(1, 2, 3)",
+        "1,2,3,4",
+    ],
+)
+def test_hydra_sweeps_are_counted_as_hydras_own_parser_counts_them(swept) -> None:
+    """Hydra's functions are Python functions: ``range(1, stop=1000)`` is 999 jobs, not 1."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from gate.formats.hydra_sweeps import sweep
+
+    override = OverridesParser.create().parse_override(f"x={swept}")
+    hydras = list(override.sweep_iterator())
+    value, count = sweep(swept, "x", None)
+    assert count == len(hydras)
+    assert [float(v) for v in value["values"]] == [float(v) for v in hydras]
+
+
+@pytest.mark.parametrize("swept", ["range(stop=5)", "range(1, 10, stop=3)", "range(1, 2, 3, 4)"])
+def test_hydra_arguments_hydra_refuses_are_refused(swept) -> None:
+    from gate.errors import InputError
+    from gate.formats.hydra_sweeps import sweep
+
+    with pytest.raises(InputError, match="range needs start, stop"):
+        sweep(swept, "x", None)
+
+
+@pytest.mark.parametrize(
+    ("terminate", "first"),
+    [
+        ("max_iter: 27, s: 2, eta: 3", 3),  # bands 9, 3
+        ("max_iter: 27, s: 9, eta: 3", 1),  # bands 9, 3, 1: no band below 1
+        ("max_iter: 1000000, s: 1000000000000, eta: 1.1", 1),  # computed, not looped
+        ("max_iter: 27, s: 1000000000000, eta: 1", None),  # eta 1 halves nothing
+        ("max_iter: 27, s: 2, eta: true", None),
+        ("max_iter: .inf, s: 2, eta: 3", "max_iter: .inf is not a finite number"),
+        ("max_iter: abc, s: 2, eta: 3", None),
+    ],
+)
+def test_wandb_hyperband_bands_from_max_iter(tmp_path, terminate, first) -> None:
+    text = (RULES / "wandb-random-capped.yaml").read_text()
+    text = text.replace("min_iter: 3, eta: 3", terminate)
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text)
+    evaluation = evaluate(path)
+    if first is None or isinstance(first, str):
+        (error,) = evaluation.result.errors
+        assert (first or "early_terminate has no band W&B can stop runs at") in str(error)
+        assert error.location is not None and error.location.line == 5
+    else:
+        assert evaluation.spec.search.scheduler.min_epochs == first

@@ -45,12 +45,7 @@ def sweep(text: str, name: str, where: Any) -> tuple[dict[str, Any], int]:
         return {"values": values}, len(values)
     numbers, keywords = _arguments(args, name, where)
     if func == "range":
-        start, stop = (
-            [*numbers, None, None][:2]
-            if len(numbers) >= 2
-            else (0, numbers[0] if numbers else None)
-        )
-        step = keywords.get("step", numbers[2] if len(numbers) > 2 else 1)
+        start, stop, step = _range_bounds(numbers, keywords) or (None, None, None)
         if start is None or stop is None or not step:
             raise InputError(
                 f"hydra.sweeper.params.{name}: range needs start, stop",
@@ -69,8 +64,9 @@ def sweep(text: str, name: str, where: Any) -> tuple[dict[str, Any], int]:
         if all(isinstance(v, int) for v in (start, stop, step)):
             return {"values": list(range(start, stop, step))}, count
         return {"values": [start + i * step for i in range(count)]}, count
-    if func == "interval" and len(numbers) == 2:
-        return {"low": float(numbers[0]), "high": float(numbers[1])}, 1
+    bound = _bind(("start", "end"), numbers, keywords) if func == "interval" else None
+    if bound is not None and len(bound) == 2:
+        return {"low": float(bound["start"]), "high": float(bound["end"])}, 1
     raise InputError(
         f"hydra.sweeper.params.{name}: {func}() is not a sweep budget-gate reads",
         location=where,
@@ -140,12 +136,43 @@ def range_top(text: str) -> tuple[int, Any, str] | None:
         numbers, keywords = _arguments(call.group(2), "", None)
     except InputError:
         return None
-    start, stop = (numbers[0], numbers[1]) if len(numbers) >= 2 else (0, (numbers or [None])[0])
-    step = keywords.get("step", numbers[2] if len(numbers) > 2 else 1)
-    if stop is None or not step or step < 0 or stop < start:
+    bounds = _range_bounds(numbers, keywords)
+    if bounds is None:
+        return None
+    start, stop, step = bounds
+    if not step or step < 0 or stop < start:
         return None
     try:
         top = whole_epochs(start + ((stop - start) // step) * step)
     except OverflowError:  # range(1, 1e400): no top a trial could train to
         return None
     return None if top is None else (top, start, f"range({start}, {{}}, step={step})")
+
+
+def _range_bounds(numbers: list[Any], keywords: dict[str, Any]) -> tuple[Any, Any, Any] | None:
+    """``range``'s start, stop and step as Hydra binds them, or None where Hydra refuses.
+
+    ``range(start, stop=None, step=1)``: a start alone is the stop.
+    """
+    bound = _bind(("start", "stop", "step"), numbers, keywords)
+    if bound is None or "start" not in bound:
+        return None
+    start, stop = bound["start"], bound.get("stop")
+    if stop is None:
+        start, stop = 0, start
+    return start, stop, bound.get("step", 1)
+
+
+def _bind(
+    names: tuple[str, ...], numbers: list[Any], keywords: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Arguments bound to ``names`` as Python binds them (None: too many, unknown, repeated).
+
+    NOTE: Hydra's sweep functions are Python functions; ``range(1, stop=1000)`` is theirs.
+    """
+    if len(numbers) > len(names) or set(keywords) - set(names):
+        return None
+    bound = dict(zip(names, numbers, strict=False))
+    if set(bound) & set(keywords):
+        return None
+    return bound | keywords

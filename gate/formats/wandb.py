@@ -311,17 +311,10 @@ def _early_terminate(draft: Draft, data: dict[str, Any], at: Any) -> list[str]:
             hint="W&B supports early_terminate: {type: hyperband, min_iter: N}",
         )
     eta = config.get("eta", _DEFAULT_ETA)
-    if "max_iter" in config:
-        band, bands = float(config["max_iter"]), []
-        for _ in range(int(config.get("s", 0))):
-            band /= eta
-            if band < 1:
-                break
-            bands.append(int(band))
-        first = min(bands) if bands else None
-    else:
-        first = config.get("min_iter")
-    if not isinstance(first, int) or first < 1 or not isinstance(eta, (int, float)) or eta <= 1:
+    first = config.get("min_iter")
+    if "max_iter" in config and _number(eta) and eta > 1:
+        first = _first_band(config.get("max_iter"), config.get("s", 0), eta)
+    if not isinstance(first, int) or first < 1 or not _number(eta) or eta <= 1:
         raise InputError(
             "early_terminate has no band W&B can stop runs at",
             location=at("early_terminate"),
@@ -350,3 +343,25 @@ def _early_terminate(draft: Draft, data: dict[str, Any], at: Any) -> list[str]:
     metric = data.get("metric")
     name = metric.get("name") if isinstance(metric, dict) else None
     return [f"W&B counts hyperband bands in logged steps of {name or 'the metric'}; read as epochs"]
+
+
+def _number(value: Any) -> bool:
+    """A finite int or float (not a bool, which YAML's ``true`` is)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _first_band(max_iter: Any, brackets: Any, eta: float) -> int | None:
+    """W&B's lowest band: ``max_iter / eta^k`` for the largest ``k <= s`` that keeps it >= 1.
+
+    NOTE: computed, not looped: ``s`` is the file's number (a trillion hung the reader).
+    """
+    if not _number(max_iter) or max_iter < 1:
+        return None
+    if not isinstance(brackets, int) or isinstance(brackets, bool) or brackets < 1:
+        return None
+    k = min(brackets, math.floor(math.log(max_iter) / math.log(eta)))
+    while k > 0 and max_iter / eta**k < 1:  # the logarithm's rounding, either way
+        k -= 1
+    while k < brackets and max_iter / eta ** (k + 1) >= 1:
+        k += 1
+    return int(max_iter / eta**k) if k > 0 else None
