@@ -514,6 +514,10 @@ def test_hydra_epochs_it_cannot_see_are_refused(tmp_path, epochs, message) -> No
         ("{instance_type: p5.48xlarge}", "resources.instance_type p5.48xlarge holds", 2),
         # SkyPilot reads h100 as H100: dropping an unpriced candidate priced the T4
         ("{accelerators: [T4:1, h100:8]}", "the task's candidate h100:8 has no price", 2),
+        # SkyPilot refuses both; skipped or read by bool(), they priced a T4 or spot
+        ('{any_of: ["H100:8", {accelerators: T4:1}]}', "resources.any_of is not a list of", 2),
+        ("{ordered: {accelerators: H100:8}}", "resources.ordered is not a list of", 2),
+        ('{accelerators: T4:1, use_spot: "false"}', "resources.use_spot is 'false', not", 2),
     ],
 )
 def test_skypilot_hardware_it_cannot_price_is_refused(tmp_path, resources, message, line) -> None:
@@ -586,3 +590,24 @@ def test_wandb_hyperband_bands_from_max_iter(tmp_path, terminate, first) -> None
         assert error.location is not None and error.location.line == 5
     else:
         assert evaluation.spec.search.scheduler.min_epochs == first
+
+
+def test_wandb_parameters_that_unnest_to_one_name_are_refused(tmp_path) -> None:
+    """A nested ``opt.parameters.lr`` and a key ``opt.lr`` are both W&B's ``opt.lr``."""
+    text = (RULES / "wandb-random-capped.yaml").read_text()
+    sweep = {
+        "method": "grid",
+        "metric": {"name": "val_loss", "goal": "minimize"},
+        "parameters": {
+            "opt": {"parameters": {"lr": {"values": [1, 2, 3, 4, 5, 6, 7, 8]}}},
+            "opt.lr": {"values": [1]},
+        },
+    }
+    path = tmp_path / "sweep.yaml"
+    path.write_text(json.dumps(sweep) + "\n" + text.splitlines()[-1] + "\n")
+    (error,) = evaluate(path).result.errors
+    assert str(error).startswith(
+        f"{path}:1:"
+    ) and "parameters: parameters.opt.parameters.lr and parameters.opt.lr are both parameter" in (
+        str(error)
+    )

@@ -203,16 +203,32 @@ def _candidates(resources: Any, path: DataPath, where: SourceMap) -> list[Candid
         return []
     found: list[Candidate] = []
     for key in ("any_of", "ordered"):
-        for i, alternative in enumerate(resources.get(key) or []):
-            if isinstance(alternative, dict):
-                merged = {
-                    **{k: v for k, v in resources.items() if k not in ("any_of", "ordered")},
-                    **alternative,
-                }
-                found.extend(_candidates(merged, (*path, key, i), where))
+        alternatives = resources.get(key)
+        if alternatives is None:
+            continue
+        # NOTE: SkyPilot refuses anything but a list of mappings; skipped, a candidate
+        # ("H100:8" as a string) would go unpriced.
+        if not isinstance(alternatives, list) or not all(isinstance(a, dict) for a in alternatives):
+            raise InputError(
+                f"resources.{key} is not a list of resource mappings",
+                location=where.locate((*path, key)),
+                hint=f"write {key}: [{{accelerators: H100:8}}, {{accelerators: A100:8}}]",
+            )
+        for i, alternative in enumerate(alternatives):
+            merged = {
+                **{k: v for k, v in resources.items() if k not in ("any_of", "ordered")},
+                **alternative,
+            }
+            found.extend(_candidates(merged, (*path, key, i), where))
     if found:
         return found
-    spot = bool(resources.get("use_spot", False))
+    spot = resources.get("use_spot", False)
+    if not isinstance(spot, bool):  # "false" is true to bool(); SkyPilot refuses it
+        raise InputError(
+            f"resources.use_spot is {spot!r}, not true or false",
+            location=where.locate((*path, "use_spot")),
+            hint="write use_spot: true or use_spot: false, without quotes",
+        )
     here = (*path, "accelerators")
     location = where.locate(here)
     instance = resources.get("instance_type")

@@ -37,15 +37,39 @@ def parameters(section: Any, path: DataPath, doc: LoadedDoc, grid: bool) -> Foun
         here = (*path, key)
         if isinstance(config, dict) and "parameters" in config and not _is_leaf(config):
             nested = parameters(config["parameters"], (*here, "parameters"), doc, grid)
-            found.update({f"{key}.{name}": entry for name, entry in nested.items()})
+            for name, entry in nested.items():
+                _add(found, f"{key}.{name}", entry, doc, errors)
             continue
         try:
-            found[str(key)] = (*_parameter(config, grid, here, doc), here)
+            _add(found, str(key), (*_parameter(config, grid, here, doc), here), doc, errors)
         except InputError as exc:
             errors.append(exc)
     if errors:
         raise InputErrors(errors)
     return found
+
+
+def _add(found: Found, name: str, entry: Any, doc: LoadedDoc, errors: list[InputError]) -> None:
+    """One parameter by its dotted name; a second of that name is an error, not a swap.
+
+    NOTE: ``opt: {parameters: {lr: ...}}`` and a key ``opt.lr`` both unnest to ``opt.lr``:
+    keeping either one silently prices a grid of the other's size.
+    """
+    if name in found:
+        first, second = found[name][-1], entry[-1]
+        errors.append(
+            InputError(
+                f"parameters: {_dotted(first)} and {_dotted(second)} are both parameter {name}",
+                location=doc.source_map.locate(second),
+                hint="rename one of them",
+            )
+        )
+        return
+    found[name] = entry
+
+
+def _dotted(path: DataPath) -> str:
+    return ".".join(str(p) for p in path)
 
 
 def _is_leaf(config: dict[str, Any]) -> bool:
