@@ -343,3 +343,27 @@ def test_policy_test_judges_waivers_at_the_fixtures_path_and_date(tmp_path: Path
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "3 fixtures: 3 passed, 0 failed" in proc.stdout
     assert "  BG902 unused-waiver\n" in proc.stdout  # waivers exist, but none went unused
+
+
+def test_accelerator_names_no_spec_can_match_are_refused(tmp_path: Path) -> None:
+    """A spec writes H200 as the catalog does: ``h200`` in approval.accelerators never fired
+    its approval, and an ``a100-80gb`` override never priced an A100-80GB spec."""
+    team = (
+        "apiVersion: budget-gate/v1\nkind: Policy\n"
+        "approval: {accelerators: [h200, B200, H100-80G, MI999]}\n"
+        "prices: {overrides: {a100-80gb: {on-demand: 40}, MI999: {on-demand: 9}}}\n"
+    )
+    root = repo(tmp_path, {"policies/default.yaml": DEFAULT, "policies/nlp.yaml": team})
+    proc = gate("policy", "check", cwd=root)
+    assert proc.returncode == 3, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[:3] == [
+        "policies/nlp.yaml:3:27: approval.accelerators: 'h200' is no accelerator the catalog "
+        "or the policy's prices name, so no spec ever matches it — did you mean 'H200'?",
+        "policies/nlp.yaml:3:39: approval.accelerators: 'H100-80G' is no accelerator the "
+        "catalog or the policy's prices name, so no spec ever matches it — did you mean "
+        "'A100-80GB'?",
+        "policies/nlp.yaml:4:22: prices.overrides: 'a100-80gb' is the catalog's 'A100-80GB' in "
+        "another case, so a spec that names A100-80GB is not priced by it — write A100-80GB",
+    ]
+    assert "MI999" not in proc.stderr  # an accelerator the policy prices itself

@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gate.errors import InputError, InputErrors, Location
+from gate.estimate.prices import load_catalog
 from gate.ledger.tracking import COST_CENTER_LABEL
 from gate.policy.merge import deep_merge, refuse_lifted
 from gate.policy.model import BUILTIN_NAME, NO_BASE, Ownership, Policy
+from gate.policy.names import check_accelerator_names
 from gate.policy.rules import all_rule_ids
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap, load_bytes, load_file
 from gate.spec.validation import validate
@@ -249,6 +251,7 @@ class PolicySet:
         policy = validate(Policy, merged)
         _check_rule_ids(policy, source_map)
         _check_budget_keys(policy, source_map)
+        check_accelerator_names(policy, source_map, load_catalog().prices)
         chain = tuple(Path(d.file).stem for d in docs)
         return LoadedPolicy(policy, source_map, chain, left, self.builtin)
 
