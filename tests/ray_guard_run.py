@@ -61,6 +61,52 @@ def flaky(config: dict) -> None:
         )
 
 
+def retrying(config: dict) -> None:
+    """Each trial fails in epoch 3 on its first two runs (Tune retries it), then trains all."""
+    from ray import tune
+
+    runs = os.path.join(config["marker"], f"trial-{config['trial']}")
+    with open(runs, "a") as log:
+        log.write("run\n")
+    with open(runs) as log:
+        attempt = len(log.readlines())
+    for epoch in range(1, EPOCHS + 1):
+        if attempt <= 2 and epoch == 3:
+            raise RuntimeError("node lost")
+        time.sleep(0.05)
+        tune.report(
+            {"val_loss": 1.0 / epoch, "epoch": epoch, "budget_gate_held_seconds": epoch * 360.0}
+        )
+
+
+def retried(storage: str) -> dict:
+    """Two trials, each retried twice by Tune: 2 + 2 + 12 epochs each, all of them charged."""
+    from ray import tune
+
+    from gate.guard.core import Guard
+    from gate.guard.ray import RayGuard
+    from tests.guard_kit import approved_limits
+
+    policy = {"guard": {"max_failed_in_a_row": 10}}
+    guard = RayGuard(Guard(approved_limits(policy), clock=time.monotonic))
+    marker = os.path.join(storage, "retried-runs")
+    os.makedirs(marker)
+    tune.Tuner(
+        retrying,
+        param_space={"trial": tune.grid_search([0, 1]), "marker": marker},
+        tune_config=tune.TuneConfig(max_concurrent_trials=2),
+        run_config=tune.RunConfig(
+            storage_path=storage,
+            stop=guard,
+            callbacks=[guard],
+            verbose=0,
+            name="retried",
+            failure_config=tune.FailureConfig(max_failures=2),
+        ),
+    ).fit()
+    return {"spend": str(guard.guard.spend), "stop": guard.guard.check().reason}
+
+
 def restored(storage: str) -> dict:
     """Two trials finish and two fail; after ``Tuner.restore`` the guard goes on counting.
 
@@ -145,9 +191,10 @@ def main(storage: str) -> int:
         budget = search(storage, "budget", fail=False)
         failing = search(storage, "failing", fail=True)
         after_restore = restored(storage)
+        retries = retried(storage)
     finally:
         ray.shutdown()
-    found = {"budget": budget, "failing": failing, "restored": after_restore}
+    found = {"budget": budget, "failing": failing, "restored": after_restore, "retried": retries}
     print(json.dumps({**found, "unraisable": _UNRAISABLE}))
     return 0
 

@@ -83,6 +83,22 @@ def test_the_pruner_stops_trials_through_should_prune():
     assert trials[-1].user_attrs[GPU_SECONDS_ATTR] == 10 * 360.0 * 8
 
 
+def test_one_guard_over_two_studies_counts_both(tmp_path):
+    """A coarse study, then a fine one, under one approval: each numbers its trials from 0,
+    and the fine study's spend must not hide under the coarse one's numbers."""
+    guard = OptunaGuard(Guard(make_limits(guard_spec_4_trials()), clock=time.monotonic))
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    coarse = optuna.create_study(study_name="coarse", storage=storage)
+    coarse.optimize(_objective(guard), n_trials=2, callbacks=[guard.callback])
+    assert guard.guard.spend == Decimal("32.00")  # 2 trials × 10 epochs × 1.60
+    fine = optuna.create_study(study_name="fine", storage=storage)
+    fine.optimize(_objective(guard), n_trials=4, callbacks=[guard.callback])
+    # the 2nd fine trial takes the spend to 64.00: the study stops, no other trial starts
+    assert [t.state.name for t in fine.get_trials()] == ["COMPLETE", "COMPLETE"]
+    assert guard.guard.spend == Decimal("64.00")
+    assert guard.guard.check().kind is not None
+
+
 def test_failed_trials_in_a_row_stop_the_study():
     limits = make_limits(guard_spec_4_trials(), {"guard": {"max_failed_in_a_row": 3}})
     guard = OptunaGuard(Guard(limits, clock=time.monotonic))

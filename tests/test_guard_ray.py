@@ -61,10 +61,19 @@ def test_failed_trials_in_a_row_stop_the_search(searches):
 def test_a_restored_search_carries_on_from_what_the_guard_counted(searches):
     restored = searches["restored"]
     assert restored["first_errors"] == 2 and Decimal(restored["first_spend"]) == Decimal("44.8")
-    # The retried trials are charged from their third epoch (the first attempt's two were
-    # counted). With 44.80 USD carried over they stop once 12 more epochs reach the 64.00
-    # ceiling, give or take one report per running trial; counted afresh, both would have
-    # trained all 12 epochs (20 more).
-    more = sum(epoch - 2 for epoch in restored["retried_epochs"])
+    # The reruns train from epoch 1 again, each a new attempt whose epochs all count. With
+    # 44.80 USD carried over they stop once 12 more epochs reach the 64.00 ceiling, give or
+    # take one report per running trial; counted afresh, both would have trained all 12
+    # epochs (24 more).
+    more = sum(restored["retried_epochs"])
     assert 12 <= more <= 12 + 2, restored
     assert restored["errors"] == 0
+
+
+def test_each_retry_of_a_trial_is_charged_for_what_it_trains(searches):
+    """Tune retries a failed trial from scratch (FailureConfig): each run reports its own
+    held seconds from 0, and each is an attempt whose GPU time adds to the others'. Two
+    trials × (2 + 2 + 12 epochs) at 1.60 USD: 51.20 USD, not the 38.40 of their last runs."""
+    retried = searches["retried"]
+    assert Decimal(retried["spend"]) == 32 * EPOCH_COST, retried
+    assert retried["stop"] == ""

@@ -81,6 +81,7 @@ class Guard:
         self._total = 0.0
         self._curves: dict[str, _Curve] = {}
         self._ended: dict[tuple[str, int], bool] = {}
+        self._taken: set[tuple[str, int]] = set()
         self._in_a_row = 0
         self._failed = 0
         self._stopped: Decision | None = None
@@ -105,9 +106,19 @@ class Guard:
         return self.limits.cost(self._trials.get(trial, 0.0))
 
     def new_attempt(self, trial: str) -> int:
-        """An attempt number of ``trial`` not reported or ended yet (0 for a new trial)."""
-        known = [a for t, a in (*self._attempts, *self._ended) if t == trial]
-        return max(known) + 1 if known else 0
+        """An attempt number of ``trial`` no other attempt has had (0 for a new trial).
+
+        The number is taken at once: two attempts opened before either reports (a retry
+        beside a straggler) get two numbers, so neither hides the other's spend.
+        """
+        known = [a for t, a in (*self._attempts, *self._ended, *self._taken) if t == trial]
+        attempt = max(known) + 1 if known else 0
+        self._taken.add((trial, attempt))
+        return attempt
+
+    def has_ended(self, trial: str, attempt: int) -> bool:
+        """Whether that attempt's end was counted (a later report is a new attempt's)."""
+        return (trial, attempt) in self._ended
 
     def record(self, trial: str, gpu_seconds: float, attempt: int = 0) -> None:
         """Count an attempt's cumulative GPU-seconds (the largest value reported wins).
@@ -182,7 +193,9 @@ class Guard:
         if self._refresh is None:
             return
         now = self._clock()
-        if now - self._refreshed < self._refresh_seconds:
+        # NOTE: a guard unpickled on another host (a restored Ray Tune search) holds that
+        # host's monotonic reading, which may be ahead of this one's: refresh then too.
+        if 0 <= now - self._refreshed < self._refresh_seconds:
             return
         self._refreshed = now
         ceiling = self._refresh()
@@ -231,8 +244,10 @@ class Guard:
         if threshold is None:
             return None
         start = bisect.bisect_right(curve.epochs, report.epoch - threshold.window) - 1
-        if start < 0 or math.isnan(curve.best[start]):
+        if start < 0:
             return None
+        if math.isnan(curve.best[start]):
+            return self._never_finite(report, curve, start)
         epochs = report.epoch - curve.epochs[start]
         gpu_hours = max(curve.held[-1] - curve.held[start], 0.0) / 3600
         cost = gpu_hours * float(limits.price_per_gpu_hour)
@@ -248,6 +263,22 @@ class Guard:
             f"{curve.epochs[start]}–{report.epoch}, no more than the {need:.3g} the policy "
             f"accepts ({threshold.describe(limits.currency)}): plateau at epoch "
             f"{curve.epochs[start]}",
+        )
+
+    def _never_finite(self, report: Report, curve: _Curve, start: int) -> Decision | None:
+        """A trial whose metric has had no finite value over the whole window gains nothing.
+
+        NOTE: a loss that went NaN at epoch 1 (a learning rate too high) is the plainest
+        plateau of all; left alone, it trained to max_epochs.
+        """
+        if not math.isnan(curve.best[-1]):
+            return None  # its first finite value came within the window: a gain
+        return self._decide(
+            Action.STOP_TRIAL,
+            report,
+            StopKind.PLATEAU,
+            f"{self.limits.monitor} has had no finite value over epochs {curve.epochs[start]}–"
+            f"{report.epoch}: nothing gained, plateau at epoch {curve.epochs[start]}",
         )
 
     def _decide(

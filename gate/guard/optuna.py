@@ -22,7 +22,9 @@ spend and raises :class:`optuna.TrialPruned` when the guard stops the trial; a s
 search also calls ``study.stop()`` so this worker starts no new trial. Objectives that
 prefer ``trial.should_prune()`` call :meth:`OptunaGuard.report` and use
 :meth:`OptunaGuard.pruner`, which wraps their own pruner. The callback counts failed trials
-(every worker's, from the storage) and stops the worker once the search is over.
+(every worker's, from the storage) and stops the worker once the search is over. One guard
+may hold several studies (a coarse search, then a fine one) under its approval: their
+trials are counted apart.
 """
 
 from __future__ import annotations
@@ -55,10 +57,12 @@ class OptunaGuard:
     def __init__(self, guard: Guard, tracking_uri: str | None = None) -> None:
         self.guard = guard
         self.tracking_uri = tracking_uri
-        self._seen = 0
-        """Trials numbered below this were read at least once."""
-        self._open: set[int] = set()
-        """Trials read before that had not finished: read again at every sync."""
+        self._seen: dict[str, int] = {}
+        """Per study: its trials numbered below this were read at least once."""
+        self._open: dict[str, set[int]] = {}
+        """Per study: trials read before that had not finished, read again at every sync."""
+        self._home: str | None = None
+        """The first study's name: its trials are named by number alone."""
 
     def report(
         self,
@@ -84,7 +88,8 @@ class OptunaGuard:
         if value is not None:
             trial.report(float(value), epoch)
         self._sync(trial.study, skip=trial.number)
-        decision = self.guard.observe(Report(str(trial.number), epoch, metrics, gpu_seconds))
+        key = self._key(trial.study, trial.number)
+        decision = self.guard.observe(Report(key, epoch, metrics, gpu_seconds))
         if decision.stop:
             for key, text in decision.tags().items():
                 trial.set_user_attr(key, text)
@@ -138,20 +143,22 @@ class OptunaGuard:
         however many trials have ended.
         """
         trials = study.get_trials(deepcopy=False)
-        numbers = [*sorted(self._open), *range(self._seen, len(trials))]
+        opened = self._open.setdefault(study.study_name, set())
+        seen = self._seen.get(study.study_name, 0)
+        numbers = [*sorted(opened), *range(seen, len(trials))]
         by_number: Sequence[FrozenTrial] | dict[int, FrozenTrial] = trials
         if any(trials[n].number != n for n in numbers):
             by_number = {t.number: t for t in trials}  # NOTE: numbered otherwise: read all
             numbers = sorted(by_number)
-        self._seen = len(trials)
+        self._seen[study.study_name] = len(trials)
         ended = []
         for number in numbers:
             other = by_number[number]
             if other.state in _FINISHED and other.datetime_complete is not None:
                 ended.append(other)
-                self._open.discard(number)
+                opened.discard(number)
             else:
-                self._open.add(number)
+                opened.add(number)
             held = other.user_attrs.get(GPU_SECONDS_ATTR)
             if number == skip:
                 continue
@@ -163,10 +170,20 @@ class OptunaGuard:
                 whole = max(span, 0.0) * float(self.guard.limits.gpus)
                 held = max(float(held), whole) if isinstance(held, (int, float)) else whole
             if isinstance(held, (int, float)):
-                self.guard.record(str(number), float(held))
+                self.guard.record(self._key(study, number), float(held))
         for other in sorted(ended, key=_completed):
             failed = other.state is optuna.trial.TrialState.FAIL
-            self.guard.end(str(other.number), failed=failed)
+            self.guard.end(self._key(study, other.number), failed=failed)
+
+    def _key(self, study: optuna.Study, number: int) -> str:
+        """The guard's name of a trial: its number, and another study's name before it.
+
+        NOTE: every study numbers its trials from 0; named by number alone, a second
+        study's trials hid under the first's (the larger spend of the two counted).
+        """
+        if self._home is None:
+            self._home = study.study_name
+        return str(number) if study.study_name == self._home else f"{study.study_name}#{number}"
 
 
 def _completed(trial: FrozenTrial) -> tuple[dt.datetime, int]:

@@ -13,10 +13,13 @@
 Tune calls the stopper with every result in the driver: the guard stops that trial (a red
 line, the plateau) or, through ``stop_all``, every trial (the ceiling, too many failures),
 so the spend overshoots by at most one report per running trial. The callback counts
-errored and completed trials. GPU time is the result's ``budget_gate_held_seconds`` when
-the trainable reports it (seconds this trial has held its GPUs), else the sum of Tune's
-``time_this_iter_s`` per trial in the driver, which charges a trial restarted from a
-checkpoint for the epochs it trains again (``time_total_s`` goes back to the checkpoint's).
+errored, retried and completed trials. Each run of a trial is an attempt: a retry after a
+failure (Tune's ``FailureConfig``) and an errored trial run again by ``Tuner.restore`` add
+their GPU time to the earlier attempts', and each failed attempt counts as a failure. GPU
+time is the result's ``budget_gate_held_seconds`` when the trainable reports it (seconds
+this run of the trainable has held its GPUs), else the sum of Tune's ``time_this_iter_s``
+per attempt in the driver, which charges a trial restarted from a checkpoint for the
+epochs it trains again (``time_total_s`` goes back to the checkpoint's).
 A search resumed with ``Tuner.restore`` carries on from what the guard had counted: Tune
 restores the stopper with the experiment (``tests/test_guard_ray.py`` checks it).
 The epoch is the result's ``epoch``, else ``training_iteration``. The object pickles (Tune
@@ -41,20 +44,22 @@ class RayGuard(Stopper, Callback):
     def __init__(self, guard: Guard) -> None:
         self.guard = guard
         self.decisions: dict[str, Decision] = {}
-        self._iter_seconds: dict[str, float] = {}
+        self._iter_seconds: dict[tuple[str, int], float] = {}
+        self._attempts: dict[str, int] = {}
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
         """Whether the trial that produced ``result`` stops."""
+        attempt = self._attempt(trial_id)
         held = result.get(HELD_SECONDS)
         if held is None:
-            held = self._iter_seconds.get(trial_id, 0.0) + float(
+            held = self._iter_seconds.get((trial_id, attempt), 0.0) + float(
                 result.get("time_this_iter_s") or 0.0
             )
-            self._iter_seconds[trial_id] = held
+            self._iter_seconds[(trial_id, attempt)] = held
         epoch = int(result.get("epoch") or result.get("training_iteration") or 0)
         metrics = {k: v for k, v in result.items() if isinstance(v, (int, float))}
         gpu_seconds = float(held) * float(self.guard.limits.gpus)
-        decision = self.guard.observe(Report(trial_id, epoch, metrics, gpu_seconds))
+        decision = self.guard.observe(Report(trial_id, epoch, metrics, gpu_seconds, attempt))
         if decision.stop:
             self.decisions.setdefault(trial_id, decision)
         return decision.stop
@@ -63,10 +68,29 @@ class RayGuard(Stopper, Callback):
         """Whether the search stops (the ceiling, the approval, failures)."""
         return self.guard.check().stop_search
 
+    def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        """Count a failed attempt that Tune retries: the retry is an attempt of its own."""
+        trial_id = str(trial.trial_id)
+        self.guard.end(trial_id, failed=True, attempt=self._attempt(trial_id))
+
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         """Count a failed trial."""
-        self.guard.end(str(trial.trial_id), failed=True)
+        trial_id = str(trial.trial_id)
+        self.guard.end(trial_id, failed=True, attempt=self._attempt(trial_id))
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         """Count a trial that ended without an error (stopped ones included)."""
-        self.guard.end(str(trial.trial_id), failed=False)
+        trial_id = str(trial.trial_id)
+        self.guard.end(trial_id, failed=False, attempt=self._attempt(trial_id))
+
+    def _attempt(self, trial_id: str) -> int:
+        """The trial's running attempt; after an ended one, a new one.
+
+        A retry, or a restored search's rerun of an errored trial, adds its GPU time to
+        the earlier attempts'.
+        """
+        attempt = self._attempts.get(trial_id)
+        if attempt is None or self.guard.has_ended(trial_id, attempt):
+            attempt = self.guard.new_attempt(trial_id)
+            self._attempts[trial_id] = attempt
+        return attempt

@@ -206,3 +206,45 @@ def test_a_loop_that_fails_before_its_first_step_is_charged_the_time_it_held():
     clock.now += 1800
     again.step(1, {"val_loss": 1.0})
     assert guard.spend == D(2)  # reports from zero no longer hide under the first's total
+
+
+def test_a_metric_with_no_finite_value_stops_at_the_window():
+    """A loss NaN from epoch 1 gains nothing: it stops where a flat one does, not at 400."""
+    stopped = {}
+    for name, values in {
+        "flat": lambda e: 0.5,
+        "nan": lambda e: float("nan"),
+        "late": lambda e: float("nan") if e < 5 else 1.0 / e,
+    }.items():
+        guard = make_guard(make_limits(SEED))
+        for epoch in range(1, 401):
+            report = Report(name, epoch, {"val_loss": values(epoch)}, epoch * EPOCH_GPU_SECONDS)
+            decision = guard.observe(report)
+            if decision.stop:
+                stopped[name] = (decision.epoch, decision.kind, decision.reason)
+                break
+    assert stopped["flat"][:2] == stopped["nan"][:2] == (11, StopKind.PLATEAU)
+    assert "val_loss has had no finite value over epochs 1–11" in stopped["nan"][2]
+    assert "late" not in stopped or stopped["late"][0] > 11  # its first value is a gain
+
+
+def test_a_clock_behind_the_guards_last_refresh_refreshes_at_once():
+    """A Ray Tune search restored on another host unpickles the first host's monotonic
+    reading: a clock behind it must not put off the ledger's reads (and its revocations)."""
+    clock = Clock()
+    clock.now = 8_652_523.0  # the first host's uptime
+    calls = []
+    guard = make_guard(make_limits(), clock, refresh=lambda: calls.append(clock.now))
+    clock.now = 12_528.0  # the new host's
+    decision = guard.check()
+    assert calls == [12_528.0]
+    assert decision.kind is StopKind.APPROVAL
+
+
+def test_attempts_opened_before_either_reports_are_two():
+    guard = make_guard(make_limits(policy={"guard": {"stop_at_plateau": False}}))
+    first, second = guard.new_attempt("t"), guard.new_attempt("t")
+    assert (first, second) == (0, 1)
+    for attempt in (first, second):
+        guard.observe(Report("t", 10, gpu_seconds=10 * EPOCH_GPU_SECONDS, attempt=attempt))
+    assert guard.gpu_seconds == 20 * EPOCH_GPU_SECONDS
