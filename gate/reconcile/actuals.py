@@ -317,7 +317,11 @@ def _phases(facts: RunFacts, gpus: Decimal, held: Decimal, notes: list[str]) -> 
 
 
 def _number(metric: float | None, param: str | None) -> Decimal | None:
-    """A phase duration from a metric or else a param; negative or non-finite is ignored."""
+    """A phase duration from a metric or else a param; an impossible one is ignored.
+
+    Negative, non-finite, or past a trillion seconds (``1e999999999``: no duration, and
+    past Decimal's range once divided, which crashed every report of the server).
+    """
     for raw in (metric, param):
         if raw is None:
             continue
@@ -325,9 +329,12 @@ def _number(metric: float | None, param: str | None) -> Decimal | None:
             value = Decimal(str(raw))
         except InvalidOperation:
             continue
-        if value.is_finite() and value >= 0:
+        if value.is_finite() and 0 <= value <= _MAX_SECONDS:
             return value
     return None
+
+
+_MAX_SECONDS = Decimal(10**12)
 
 
 def _attempt(text: str | None) -> int | None:

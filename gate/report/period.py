@@ -99,6 +99,12 @@ def last_full_month(now: dt.datetime, trend: int = 2) -> Period:
     return Period(month, month, trend)
 
 
+EARLIEST = Month(1970, 1)
+"""The first month a run can start in (MLflow's times count from 1970)."""
+LATEST = Month(9999, 11)
+"""The last month whose end ``datetime`` can hold (9999-12 ends in the year 10000)."""
+
+
 def parse_period(text: str, trend: int = 2) -> Period:
     """``2026-11`` or ``2026-09..2026-11`` (inclusive), as given to ``--month``.
 
@@ -113,6 +119,12 @@ def parse_period(text: str, trend: int = 2) -> Period:
             f"--month {text!r} ends before it starts", hint="write the earlier month first"
         )
     period = Period(first, last, trend)
+    if period.window[0] < EARLIEST or period.window[-1] > LATEST:
+        raise InputError(
+            f"--month {text!r} with --trend {trend} reaches outside {EARLIEST}..{LATEST}",
+            hint="report months from 1970-01 (MLflow's times start there), trend months "
+            "included, to 9999-11",
+        )
     if len(period.window) > MAX_MONTHS:
         raise InputError(
             f"--month {text!r} with --trend {trend} spans {len(period.window)} months, over "

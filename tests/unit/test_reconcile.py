@@ -195,8 +195,11 @@ def test_phases_longer_than_the_run_are_scaled_to_the_time_held():
     assert result.notes == ("phases add up to more than the time held: scaled to fit",)
 
 
-def test_phase_values_that_are_not_durations_are_ignored():
-    params = {tracking.SETUP_SECONDS: "soon", tracking.TRAIN_SECONDS: "-5"}
+@pytest.mark.parametrize("train", ["-5", "1e999999999", "1e999999", "1e13"])
+def test_phase_values_that_are_not_durations_are_ignored(train):
+    """``1e999999999`` is a finite Decimal: it overflowed once divided, and one run's param
+    crashed reconcile and every team's monthly report (exit 70)."""
+    params = {tracking.SETUP_SECONDS: "soon", tracking.TRAIN_SECONDS: train}
     assert price_run(facts("r", params=params), make_plan()).phases is None
 
 

@@ -217,3 +217,13 @@ def test_out_of_range_times_and_tag_claims_do_not_move_the_figures():
         Decimal(16),
         ("vision",),
     )
+
+
+@pytest.mark.parametrize("text", ["9999-12", "0001-01", "0001-01..0001-05", "1970-01", "1970-02"])
+def test_months_a_datetime_cannot_hold_or_before_mlflows_times_are_input_errors(text):
+    """``9999-12`` ends in the year 10000, and ``0001-01``'s trend months fall before year 1:
+    both crashed the report (exit 70). 1970-01 and 02 reach back before 1970 for the trend."""
+    with pytest.raises(InputError, match=r"reaches outside 1970-01\.\.9999-11"):
+        parse_period(text)
+    assert parse_period("1970-03").window[0] == Month(1970, 1)
+    assert parse_period("9999-11").months == (Month(9999, 11),)
