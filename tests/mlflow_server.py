@@ -35,7 +35,7 @@ import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -299,8 +299,10 @@ class KillingProxy:
         max_line: int | None = None,
         fail_once_on: str | None = None,
         fail_times: int = 1,
+        before_answer: Callable[[str], None] | None = None,
     ) -> None:
         self.server = server
+        self.before_answer = before_answer  # runs with the path, before the answer is sent
         self.kill_on = kill_on
         self.max_line = max_line  # answer 400, as gunicorn does, to longer request lines
         self.fail_once_on = fail_once_on
@@ -349,6 +351,8 @@ class KillingProxy:
                 upstream.request(self.command, self.path, body=body, headers=headers)
                 answer = upstream.getresponse()
                 payload = answer.read()
+                if proxy.before_answer is not None:
+                    proxy.before_answer(self.path)  # e.g. another writer, between two pages
                 self.send_response(answer.status)
                 for key, value in answer.getheaders():
                     if key.lower() not in ("transfer-encoding", "connection", "content-length"):

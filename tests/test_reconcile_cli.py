@@ -13,7 +13,7 @@ from gate.integrations import open_ledger
 from gate.ledger.records import LedgerRecord, RecordKind
 from tests import seed_curve
 from tests.ledger_kit import UNSIGNED, fingerprint_of
-from tests.reconcile_kit import GOOD, T0, Lab
+from tests.reconcile_kit import GOOD, T0, Lab, log_run
 
 
 def test_domain_c_600_spent_3_qualified_is_200_per_qualified_model(lab):
@@ -206,6 +206,27 @@ def test_only_this_version_unless_all_versions(lab):
         fingerprint_of(lab.spec),
         fingerprint_of(older),
     }
+
+
+def test_runs_retagged_away_from_this_version_are_said_with_their_hours(lab):
+    """A job that rewrites its run's fingerprint leaves this version's total: reconcile says
+    how many runs, and GPU-hours, the experiment holds that it did not count."""
+    lab.log(hours=10, metrics=GOOD)
+    tags = tracking.run_tags(lab.spec, trial_id=1)
+    tags[tracking.FINGERPRINT] = "sha256:" + "f" * 64
+    log_run(lab.client, lab.experiment_id, tags=tags, hours=50, status="FAILED")
+    tags = {**tracking.run_tags(lab.spec, trial_id=2), tracking.FINGERPRINT: "made-up"}
+    del tags[tracking.GPUS], tags[tracking.TEAM]
+    log_run(lab.client, lab.experiment_id, tags=tags, hours=5)
+    code, _, err = lab.reconcile("--dry-run")
+    assert code == 0, err
+    assert (
+        f"budget-gate: MLflow experiment {lab.experiment} also holds 2 run(s) tagged with 2 "
+        "other fingerprint(s) (55.00 GPU-h), not counted here — pass "
+        "--all-versions to reconcile them"
+    ) in err
+    _, doc = lab.json("--dry-run", "--all-versions")
+    assert doc["totals"]["runs"] == 3 and Decimal(doc["totals"]["cost"]) == 650
 
 
 def test_the_ledger_experiment_is_never_read_as_runs(lab):

@@ -180,3 +180,22 @@ def test_the_server_dying_mid_read_is_exit_4_and_nothing_is_recorded(lab: Lab, d
     said = [line for line in err.splitlines() if "ledger records are not signed" not in line]
     assert len(said) == 1 and "Traceback" not in err
     assert not [s for s in proxy.seen if "/runs/create" in s]  # no ledger write was tried
+
+
+def test_a_run_written_between_two_pages_is_read_once(mlflow_server, experiment):
+    """MLflow pages by offset: a run created with an earlier start after page 1 answered
+    shifts page 2 back by one, which then repeats page 1's last run; it is charged once."""
+    client, experiment_id = experiment
+    ids = [log(client, experiment_id, start=i + 1) for i in range(4)]
+    written: list[str] = []
+
+    def backdate(path: str) -> None:
+        if "/runs/search" in path and not written:
+            written.append(log(client, experiment_id, start=0))
+
+    with KillingProxy(mlflow_server, kill_on="no-such-path", before_answer=backdate) as proxy:
+        query = RunQuery(experiment_id, FP, None, page_size=2, batch_size=2, workers=1)
+        found = [f.run_id for f in MlflowRuns(proxy.uri).facts(query)]
+    assert len([s for s in proxy.seen if "/runs/search" in s]) >= 2
+    assert len(found) == len(set(found))  # page 2 (runs 2–3 by offset) repeated ids[1]
+    assert set(found) <= {*ids, *written} and set(ids[2:]) <= set(found)

@@ -18,6 +18,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from gate import __version__
@@ -35,7 +36,7 @@ from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerStore, Rec
 from gate.money import to_decimal
 from gate.policy.findings import Outcome
 from gate.policy.model import Policy
-from gate.reconcile.actuals import Plan, RunFacts, RunStatus
+from gate.reconcile.actuals import Plan, RunFacts, RunStatus, price_run
 from gate.reconcile.quality import monitor_for
 from gate.reconcile.reconciler import Reconciler, ReconcileReport, Reconciliation
 from gate.spec.experiment import Experiment
@@ -91,8 +92,9 @@ def run(args: argparse.Namespace) -> int:
     fingerprint = None if args.all_versions else plan.fingerprint
     query = RunQuery(experiment_id, fingerprint, plan.monitor.metric)
     result = _reconcile(plan, runs.facts, query)
-    if not result.runs and fingerprint is not None:
-        _other_versions(runs.facts, RunQuery(experiment_id, None, None), experiment, fingerprint)
+    if fingerprint is not None:
+        others = RunQuery(experiment_id, None, None)
+        _other_versions(runs.facts, others, experiment, fingerprint, plan, bool(result.runs))
     record_id, why_not = _record(args, evaluation, ledger, result, now)
     report = ReconcileReport(
         file=args.spec,
@@ -133,19 +135,37 @@ def _other_versions(
     query: RunQuery,
     experiment: str,
     fingerprint: str,
+    plan: Plan,
+    found: bool,
 ) -> None:
-    """After a spec edit its new version has no runs: say what the other versions have."""
-    versions = Counter(facts.tags.get(tracking.FINGERPRINT) for facts in read(query, None))
-    runs, count = sum(versions.values()), len(versions)
-    found = (
-        f"{runs} run(s) of {count} other version(s) are there — pass --all-versions to "
-        "reconcile them"
-        if runs
-        else "no runs of other versions either"
-    )
+    """Say what the experiment's runs of other fingerprints hold, uncounted here.
+
+    After a spec edit its new version has no runs; and a run whose job retagged it (another
+    fingerprint, or none) would leave this version's total without a word.
+    """
+    others = [f for f in read(query, None) if f.tags.get(tracking.FINGERPRINT) != fingerprint]
+    versions = Counter(facts.tags.get(tracking.FINGERPRINT) for facts in others)
+    runs, count = len(others), len(versions)
+    if found and not runs:
+        return
+    if not found:
+        also = (
+            f"{runs} run(s) of {count} other version(s) are there — pass --all-versions to "
+            "reconcile them"
+            if runs
+            else "no runs of other versions either"
+        )
+        print(
+            f"budget-gate: no runs of this version ({short(fingerprint)}) in MLflow experiment "
+            f"{experiment}; {also}",
+            file=sys.stderr,
+        )
+        return
+    hours = sum((price_run(facts, plan).gpu_hours for facts in others), Decimal(0))
     print(
-        f"budget-gate: no runs of this version ({short(fingerprint)}) in MLflow experiment "
-        f"{experiment}; {found}",
+        f"budget-gate: MLflow experiment {experiment} also holds {runs} run(s) tagged with "
+        f"{count} other fingerprint(s) ({hours:.2f} GPU-h), not counted "
+        "here — pass --all-versions to reconcile them",
         file=sys.stderr,
     )
 

@@ -153,14 +153,21 @@ class MlflowRuns:
             yield page
 
     def _group_pages(self, ids: list[str], search: str, size: int) -> Iterator[list[RawRun]]:
-        """One search's pages; the next page is searched while the caller works on this one."""
+        """One search's pages; the next page is searched while the caller works on this one.
+
+        NOTE: MLflow's page token is an offset: a run created with an earlier start between
+        two pages shifts the next one, which then repeats a run. Each run is read once.
+        """
+        seen: set[str] = set()
         with ThreadPoolExecutor(1, thread_name_prefix="budget-gate-search") as pager:
             ahead = pager.submit(self._source.search, ids, search, size, None)
             while True:
                 page, token = ahead.result()
                 if token:
                     ahead = pager.submit(self._source.search, ids, search, size, token)
-                yield page
+                fresh = [run for run in page if run.run_id not in seen]
+                seen.update(run.run_id for run in fresh)
+                yield fresh
                 if not token:
                     return
 
