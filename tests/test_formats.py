@@ -611,3 +611,39 @@ def test_wandb_parameters_that_unnest_to_one_name_are_refused(tmp_path) -> None:
     ) and "parameters: parameters.opt.parameters.lr and parameters.opt.lr are both parameter" in (
         str(error)
     )
+
+
+@pytest.mark.parametrize(
+    ("parameter", "message"),
+    [
+        ("{distribution: q_uniform, min: 0, max: 1, q: 0}", "lr: q is 0, not a step above 0"),
+        ("{distribution: q_uniform, min: 0, max: 1, q: -1}", "lr: q is -1, not a step above 0"),
+        ("{distribution: log_uniform, min: 0, max: 1000}", "lr: log_uniform's max 1000 is an"),
+    ],
+)
+def test_wandb_values_that_crashed_the_reader_are_refused_at_their_line(
+    tmp_path, parameter, message
+) -> None:
+    """Once a ZeroDivisionError or an OverflowError, reported at 1:1 in Python's words."""
+    method = "grid" if "q_uniform" in parameter else "random\nrun_cap: 4"
+    path = tmp_path / "sweep.yaml"
+    path.write_text(
+        f"method: {method}\nmetric: {{name: val_loss, goal: minimize}}\n"
+        f"parameters:\n  lr: {parameter}\n"
+        "# x-budget-gate: {accelerator: A100-80GB, gpus_per_trial: 1, epoch_minutes: 2, "
+        "max_epochs: 27}\n"
+    )
+    (error,) = evaluate(path).result.errors
+    assert message in str(error) and "Error" not in str(error)
+    assert error.location is not None and error.location.line > 1
+
+
+def test_a_skypilot_count_that_is_no_number_is_refused_at_its_line(tmp_path) -> None:
+    path = tmp_path / "task.yaml"
+    path.write_text(
+        "name: train\nresources: {accelerators: H100:inf}\nenvs:\n"
+        "  X_BUDGET_GATE_EPOCH_MINUTES: 1\nrun: python train.py --epochs 1\n"
+    )
+    (error,) = evaluate(path).result.errors
+    assert "accelerator 'H100:inf' has no count SkyPilot reads" in str(error)
+    assert error.location is not None and error.location.line == 2

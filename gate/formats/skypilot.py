@@ -10,6 +10,7 @@ envs, which ``sky.Task.from_yaml`` accepts as any other env.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -270,11 +271,13 @@ def _one(text: str, location: Location | None) -> tuple[str, int]:
     try:
         number = float(count) if count else 1.0
     except ValueError:
+        number = math.nan
+    if not math.isfinite(number):  # H100:inf and H100:nan are floats, and no count
         raise InputError(
             f"accelerator {text!r} has no count SkyPilot reads",
             location=location,
             hint="write NAME:COUNT, e.g. H100:8",
-        ) from None
+        )
     if number != int(number) or number < 1:
         raise InputError(
             f"accelerator {text!r} asks for a fraction of a GPU",

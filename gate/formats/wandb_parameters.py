@@ -107,10 +107,23 @@ def _parameter(
             location=where,
             hint="give numbers min and max",
         )
+    return _numeric(config, kind, low, high, grid, shown, where)
+
+
+def _numeric(
+    config: dict[str, Any], kind: str, low: float, high: float, grid: bool, shown: str, where: Any
+) -> tuple[dict[str, Any] | None, int]:
+    """A numeric distribution: a grid's values, or the range a random search draws from."""
     if grid and kind == "int_uniform":
         return _grid_values(range(int(low), int(high) + 1), shown, where)
     if grid and kind == "q_uniform":
         q = config.get("q", 1)
+        if not isinstance(q, (int, float)) or isinstance(q, bool) or not q > 0:
+            raise InputError(
+                f"{shown}: q is {q!r}, not a step above 0",
+                location=where,
+                hint="give q: a number above 0 (the grid's step)",
+            )
         count = max(0, math.ceil((high - low) / q))  # numpy.arange(min, max, q)
         return _grid_values(
             [low + i * q for i in range(min(count, MAX_GRID_VALUES + 1))], shown, where
@@ -123,9 +136,21 @@ def _parameter(
             "with run_cap",
         )
     if kind in ("log_uniform",):  # W&B v1: min and max are natural-log exponents
+        if high > _MAX_EXPONENT:
+            raise InputError(
+                f"{shown}: log_uniform's max {high} is an exponent of e past any number",
+                location=where,
+                hint="log_uniform takes natural-log exponents (max: 2.3 for 10); for the "
+                "values themselves use log_uniform_values",
+            )
         return {"low": math.exp(low), "high": math.exp(high), "log": True}, 1
     log = kind in ("log_uniform_values", "q_log_uniform_values", "inv_log_uniform_values")
     return {"low": float(low), "high": float(high), "log": log}, 1
+
+
+_MAX_EXPONENT = 700
+"""``e**709`` is the largest a float holds: past it, a W&B v1 ``log_uniform`` bound is no
+number (``max: 1000`` overflowed)."""
 
 
 def _grid_values(values: Any, shown: str, where: Any) -> tuple[dict[str, Any], int]:
