@@ -226,3 +226,15 @@ def test_a_malformed_setting_is_an_input_error_for_the_launch_api(team, monkeypa
     monkeypatch.setenv("BUDGET_GATE_LEDGER_TIMEOUT", "soon")
     with ledger_down("refused") as uri, pytest.raises(InputError, match="LEDGER_TIMEOUT is 'soon'"):
         gate.require_approval(team.spec(8), policy_dir=team.policy_dir, tracking_uri=uri)
+
+
+@pytest.mark.parametrize("uri", ["ftp://x", "htp://mlflow:5000"])
+def test_a_tracking_uri_mlflow_keeps_no_runs_at_is_bad_input(team, uri):
+    """A mistyped scheme is the user's to fix (exit 3), not an outage (exit 4)."""
+    argv = ("--policy-dir", team.policy_dir, "--tracking-uri", uri, team.spec(8))
+    proc, _ = _cli(dict(os.environ), "verify", *argv)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr == (
+        f"budget-gate: the tracking URI {uri} has a scheme MLflow keeps no runs at — use "
+        "http(s)://HOST:PORT (a tracking server), sqlite:///PATH or a directory\n"
+    )

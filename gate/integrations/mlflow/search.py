@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from gate.errors import BackendError
+from gate.errors import BackendError, InputError
 from gate.ledger import tracking
 from gate.ledger.encoding import KIND, read_record
 from gate.ledger.launches import launches_in
@@ -175,6 +175,12 @@ def failing_on(where: str, doing: str, failures: tuple[type[BaseException], ...]
     try:
         yield
     except failures as exc:
+        if type(exc).__name__.startswith("Unsupported") and "URI" in type(exc).__name__:
+            # NOTE: ftp://x is the user's typo, not a store that failed: bad input (exit 3).
+            raise InputError(
+                f"the tracking URI {where} has a scheme MLflow keeps no runs at",
+                hint="use http(s)://HOST:PORT (a tracking server), sqlite:///PATH or a directory",
+            ) from None
         raise BackendError(f"MLflow at {where} failed while {doing}: {reason(exc)}") from exc
 
 
