@@ -80,14 +80,17 @@ def retrying(config: dict) -> None:
 
 
 def retried(storage: str) -> dict:
-    """Two trials, each retried twice by Tune: 2 + 2 + 12 epochs each, all of them charged."""
+    """Two trials, each retried twice by Tune: 2 + 2 + 12 epochs each, all of them charged.
+
+    Four retried runs under max_failed_in_a_row 3: a run Tune retries is no failed trial.
+    """
     from ray import tune
 
     from gate.guard.core import Guard
     from gate.guard.ray import RayGuard
     from tests.guard_kit import approved_limits
 
-    policy = {"guard": {"max_failed_in_a_row": 10}}
+    policy = {"guard": {"max_failed_in_a_row": 3}}
     guard = RayGuard(Guard(approved_limits(policy), clock=time.monotonic))
     marker = os.path.join(storage, "retried-runs")
     os.makedirs(marker)

@@ -294,6 +294,10 @@ def test_a_spec_priced_at_the_cloud_it_names_runs_only_there(repo, tmp_path):
     assert "may run on GCP, but" in rejection(request(on("lambda", "gcp")), s)
     jobs = sky.AdminPolicyRequestName.JOBS_LAUNCH
     assert "may run on any cloud" in rejection(request(on(None), jobs), s)
+    # an exec runs on its cluster, whose cloud its launch was checked for; another it names
+    exec_ = sky.AdminPolicyRequestName.CLUSTER_EXEC
+    assert apply_policy(request(on(None), exec_), s).task.envs["BUDGET_GATE_SPEC"] == path
+    assert "may run on AWS, but" in rejection(request(on("aws"), exec_), s)
 
 
 def test_exec_and_jobs_launch_are_judged_too(repo, tmp_path):

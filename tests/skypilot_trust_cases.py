@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import requests
 import sky
-from sky import admin_policy, exceptions
+from sky import admin_policy, exceptions, models
 
 from gate.integrations.skypilot import BudgetGatePolicy, apply_policy
 from gate.integrations.skypilot_endpoint import answer_http
@@ -300,6 +300,20 @@ def test_only_the_users_a_team_lists_launch_its_specs(repo, tmp_path):
     # a managed job's cluster joins its checked jobs.launch; named, its user is judged too
     relaunch = request(task(tmp_path, spec), "jobs.launch_cluster", "mallory")
     assert "by user 'mallory'" in rejection(relaunch, s)
+    # unnamed, it passes only with the launch key its jobs.launch gave it
+    assert "by an unnamed user" in rejection(
+        request(task(tmp_path, spec), "jobs.launch_cluster"), s
+    )
+    # anyone may create a service account and name it: it is matched by its id alone
+    impostor = request(task(tmp_path, spec))
+    impostor.user = models.User(id="sa-1f2e3d", name="carol")
+    assert "by user 'carol'" in rejection(impostor, s)
+    listed = request(task(tmp_path, spec))
+    listed.user = models.User(id="sa-dev-bot", name="ci")
+    (Path(repo.policy_dir) / f"{repo.name}.yaml").write_text(
+        f"apiVersion: budget-gate/v1\nkind: Policy\n{owns.replace('dev-bot', 'sa-dev-bot')}\n"
+    )
+    assert apply_policy(listed, settings(repo)).task.envs["BUDGET_GATE_SPEC"] == spec
 
 
 def test_a_spec_without_its_team_cannot_launch_outside_the_budget(repo, tmp_path):

@@ -576,6 +576,8 @@ def test_hydra_arguments_hydra_refuses_are_refused(swept) -> None:
         ("max_iter: 27, s: 2, eta: true", None),
         ("max_iter: .inf, s: 2, eta: 3", "max_iter: .inf is not a finite number"),
         ("max_iter: abc, s: 2, eta: 3", None),
+        ("max_iter: 1" + "0" * 400 + ", s: 2, eta: 3", None),  # past any float
+        ("min_iter: 3, eta: 1" + "0" * 400, None),
     ],
 )
 def test_wandb_hyperband_bands_from_max_iter(tmp_path, terminate, first) -> None:

@@ -76,4 +76,4 @@ def test_each_retry_of_a_trial_is_charged_for_what_it_trains(searches):
     trials × (2 + 2 + 12 epochs) at 1.60 USD: 51.20 USD, not the 38.40 of their last runs."""
     retried = searches["retried"]
     assert Decimal(retried["spend"]) == 32 * EPOCH_COST, retried
-    assert retried["stop"] == ""
+    assert retried["stop"] == ""  # four retried runs, no failed trial (policy: 3 in a row)

@@ -351,7 +351,10 @@ def test_accelerator_names_no_spec_can_match_are_refused(tmp_path: Path) -> None
     team = (
         "apiVersion: budget-gate/v1\nkind: Policy\n"
         "approval: {accelerators: [h200, B200, H100-80G, MI999]}\n"
-        "prices: {overrides: {a100-80gb: {on-demand: 40}, MI999: {on-demand: 9}}}\n"
+        "prices: {overrides: {a100-80gb: {on-demand: 40}, MI999: {on-demand: 9}}, "
+        "owned: {'H100 ': {purchase_price: 30000, amortization_years: 3, power_kw: 1, "
+        "electricity_per_kwh: 0.1, "
+        "utilization: 0.5}}}\n"
     )
     root = repo(tmp_path, {"policies/default.yaml": DEFAULT, "policies/nlp.yaml": team})
     proc = gate("policy", "check", cwd=root)
@@ -364,6 +367,10 @@ def test_accelerator_names_no_spec_can_match_are_refused(tmp_path: Path) -> None
         "catalog or the policy's prices name, so no spec ever matches it — did you mean "
         "'A100-80GB'?",
         "policies/nlp.yaml:4:22: prices.overrides: 'a100-80gb' is the catalog's 'A100-80GB' in "
-        "another case, so a spec that names A100-80GB is not priced by it — write A100-80GB",
+        "another case or with spaces, so a spec that names A100-80GB is not priced by it — write "
+        "A100-80GB",
     ]
+    assert "prices.owned: 'H100 ' is the catalog's 'H100' in another case or with spaces" in (
+        proc.stderr
+    )
     assert "MI999" not in proc.stderr  # an accelerator the policy prices itself

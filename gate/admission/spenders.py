@@ -26,11 +26,18 @@ def namespace_refusal(evaluation: Evaluation, namespace: str, workload: str) -> 
     )
 
 
-def user_refusal(evaluation: Evaluation, user: str | None, task: str) -> str | None:
-    """Why a SkyPilot ``user`` may not launch ``task`` under its spec's team, or None."""
+def user_refusal(
+    evaluation: Evaluation, user: str | None, task: str, identities: tuple[str, ...] = ()
+) -> str | None:
+    """Why a SkyPilot ``user`` may not launch ``task`` under its spec's team, or None.
+
+    ``identities`` are what a listed entry may match: the user's id, and their name unless
+    anyone may choose it (a service account's); default: ``user`` itself.
+    """
     team, owns = _team_owns(evaluation)
     owned = owns.skypilot_users if owns else []
-    if not owned or (user is not None and user in owned):
+    matched = identities or ((user,) if user else ())
+    if not owned or any(entry in owned for entry in matched):
         return None
     who = f"user {user!r}" if user else "an unnamed user (the API server authenticates none)"
     return (

@@ -125,19 +125,28 @@ def parse_command(body: str) -> str | None:
     return found.group("reason") or ""
 
 
-_COMMIT = re.compile(r"^(?P<commit>[0-9a-fA-F]{7,40})(?:[ \t]+(?P<rest>\S.*))?$")
+_COMMIT = re.compile(
+    r"^(?P<open>[`(]?)(?P<commit>[0-9a-fA-F]{7,40})(?P<close>[`)]?)[:,]?(?:[ \t]+(?P<rest>\S.*))?$"
+)
 
 
 def named_commit(reason: str) -> tuple[str | None, str]:
     """The commit ``/budget-gate approve <commit> [reason]`` names (lowercase), and the rest.
 
     Naming the head the approver reviewed closes the moments between the comment and its
-    workflow run, in which a push would otherwise be what the comment approves.
+    workflow run, in which a push would otherwise be what the comment approves. The commit
+    may be wrapped in backticks or parentheses and followed by ``:`` or ``,``. A first word
+    of 7 to 11 hex digits names a commit only with both digits and letters a-f, so a reason
+    that starts ``20240115`` or ``defaced`` is a reason; 12 or more name one always.
     """
     found = _COMMIT.match(reason)
-    if found is None:
+    if found is None or {"`": "`", "(": ")"}.get(found.group("open"), "") != found.group("close"):
         return None, reason
-    return found.group("commit").lower(), found.group("rest") or ""
+    commit = found.group("commit").lower()
+    mixed = any(c.isdigit() for c in commit) and any(c.isalpha() for c in commit)
+    if len(commit) < 12 and not mixed:
+        return None, reason
+    return commit, found.group("rest") or ""
 
 
 def _skip(base: Event, reason: str) -> Event:

@@ -347,7 +347,12 @@ def _early_terminate(draft: Draft, data: dict[str, Any], at: Any) -> list[str]:
 
 def _number(value: Any) -> bool:
     """A finite int or float (not a bool, which YAML's ``true`` is)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # a 400-digit YAML integer is past any float
+        return False
 
 
 def _first_band(max_iter: Any, brackets: Any, eta: float) -> int | None:

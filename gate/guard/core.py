@@ -116,6 +116,17 @@ class Guard:
         self._taken.add((trial, attempt))
         return attempt
 
+    def take_attempt(self, trial: str, attempt: int) -> None:
+        """Hold an attempt number given by the caller, so :meth:`new_attempt` skips it."""
+        self._taken.add((trial, attempt))
+
+    def retire(self, trial: str, attempt: int) -> None:
+        """End an attempt that will be retried, counting no failure.
+
+        A lost node or a spot preemption: the trial's later reports are a new attempt's.
+        """
+        self._ended.setdefault((trial, attempt), False)
+
     def has_ended(self, trial: str, attempt: int) -> bool:
         """Whether that attempt's end was counted (a later report is a new attempt's)."""
         return (trial, attempt) in self._ended

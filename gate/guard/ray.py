@@ -15,7 +15,7 @@ line, the plateau) or, through ``stop_all``, every trial (the ceiling, too many 
 so the spend overshoots by at most one report per running trial. The callback counts
 errored, retried and completed trials. Each run of a trial is an attempt: a retry after a
 failure (Tune's ``FailureConfig``) and an errored trial run again by ``Tuner.restore`` add
-their GPU time to the earlier attempts', and each failed attempt counts as a failure. GPU
+their GPU time to the earlier attempts'; a trial that fails for good counts as a failure. GPU
 time is the result's ``budget_gate_held_seconds`` when the trainable reports it (seconds
 this run of the trainable has held its GPUs), else the sum of Tune's ``time_this_iter_s``
 per attempt in the driver, which charges a trial restarted from a checkpoint for the
@@ -69,9 +69,13 @@ class RayGuard(Stopper, Callback):
         return self.guard.check().stop_search
 
     def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        """Count a failed attempt that Tune retries: the retry is an attempt of its own."""
+        """End an attempt Tune retries: the retry is an attempt of its own.
+
+        NOTE: not a failed trial: Tune retries lost nodes and spot preemptions too, and one
+        preemption of three trials would stop the search at max_failed_in_a_row.
+        """
         trial_id = str(trial.trial_id)
-        self.guard.end(trial_id, failed=True, attempt=self._attempt(trial_id))
+        self.guard.retire(trial_id, self._attempt(trial_id))
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         """Count a failed trial."""

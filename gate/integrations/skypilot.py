@@ -110,7 +110,13 @@ def apply_policy(
     try:
         moment = now or dt.datetime.now(dt.timezone.utc)
         envs = judge(
-            task, request, settings, moment, user_request.skypilot_config, _user(user_request)
+            task,
+            request,
+            settings,
+            moment,
+            user_request.skypilot_config,
+            _user(user_request),
+            _identities(user_request),
         )
     except Rejection as exc:
         log.info("rejected %s of task %r by %s: %s", request, task.name, _who(user_request), exc)
@@ -128,6 +134,21 @@ def _who(user_request: sky.UserRequest) -> str:
     return _user(user_request) or "an unnamed user"
 
 
+def _identities(user_request: sky.UserRequest) -> tuple[str, ...]:
+    """What an ``owns.skypilot_users`` entry may match: the user's id, and their name.
+
+    NOTE: a service account's name is whatever its creator typed (any user may create
+    one), so it is matched by its id alone.
+    """
+    user = user_request.user
+    if user is None:
+        return ()
+    found: tuple[str, ...] = (str(user.id),) if user.id else ()
+    if user.name and not str(user.id or "").lower().startswith("sa-"):
+        found += (str(user.name),)
+    return found
+
+
 def _user(user_request: sky.UserRequest) -> str | None:
     """The requesting user's name, as the API server authenticated it (None: unnamed)."""
     user = user_request.user
@@ -141,6 +162,7 @@ def judge(
     now: dt.datetime,
     client_config: Any = None,
     user: str | None = None,
+    identities: tuple[str, ...] = (),
 ) -> dict[str, str]:
     """The env vars a cleared task gets (empty: passed unchanged), or :class:`Rejection`.
 
@@ -171,9 +193,10 @@ def judge(
     if evaluation.spec is not None:
         check_match(task, asks, evaluation.spec, relative, exec_request=request == "exec")
         # NOTE: a controller launching a managed job's cluster may carry no user; the
-        # jobs.launch it joins was checked with the user who asked.
-        stranger = user_refusal(evaluation, user, task.name or "(unnamed)")
-        if stranger is not None and not (request == RELAUNCH and user is None):
+        # jobs.launch whose key it carries was checked with the user who asked.
+        stranger = user_refusal(evaluation, user, task.name or "(unnamed)", identities)
+        joins = request == RELAUNCH and bool((task.envs or {}).get(LAUNCH_KEY_ENV, "").strip())
+        if stranger is not None and not (joins and user is None):
             raise Rejection(stranger)
         if evaluation.spec.resources.mig_profile is not None and asks:
             whole = whole_gpu_cost(relative, content, settings, now)

@@ -68,10 +68,10 @@ def check_match(
                 f"again (budget-gate check {relative})"
             )
     if want.cloud is not None:
-        _check_cloud(task, want.cloud, relative)
+        _check_cloud(task, want.cloud, relative, exec_request=exec_request)
 
 
-def _check_cloud(task: Task, cloud: str, relative: str) -> None:
+def _check_cloud(task: Task, cloud: str, relative: str, *, exec_request: bool = False) -> None:
     """A spec priced at a cloud it names runs there: every GPU candidate names that cloud.
 
     NOTE: ``resources.cloud`` is the spec author's claim, priced over the policy's
@@ -82,6 +82,8 @@ def _check_cloud(task: Task, cloud: str, relative: str) -> None:
         if not resources.accelerators:
             continue
         runs_on = str(resources.cloud).lower() if resources.cloud is not None else None
+        if exec_request and runs_on is None:
+            continue  # an exec runs on its cluster, whose cloud was checked at its launch
         if runs_on != cloud.lower():
             where = f"on {resources.cloud}" if runs_on else "on any cloud SkyPilot picks"
             raise Rejection(

@@ -2,8 +2,10 @@
 
 A spec names its accelerator exactly as the price catalog does (``H200``); the policy's
 ``approval.accelerators`` and the keys of ``prices.overrides`` and ``prices.owned`` are
-compared with it exactly too. Spelt in another case (``h200``) or misspelt, they match no
-spec: the approval rule or the price silently never applies. So they are refused here.
+compared with it exactly too. Spelt in another case (``h200``), with spaces, or (in
+``approval.accelerators``) as no name anything prices, they match no spec: the approval rule
+or the price silently never applies. So they are refused here; a price key the catalog does
+not know at all is an accelerator the policy prices itself.
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ def check_accelerator_names(policy: Policy, source_map: SourceMap, catalog: Iter
     errors: list[InputError] = []
     for section, names in (("overrides", policy.prices.overrides), ("owned", policy.prices.owned)):
         for name in names:
-            meant = by_lower.get(name.lower())
+            meant = by_lower.get(name.strip().lower())
             if name not in known and meant is not None:
                 errors.append(
                     InputError(
                         f"prices.{section}: {name!r} is the catalog's {meant!r} in another "
-                        f"case, so a spec that names {meant} is not priced by it",
+                        f"case or with spaces, so a spec that names {meant} is not priced by it",
                         location=source_map.locate(("prices", section, name), key=True),
                         hint=f"write {meant}",
                     )

@@ -133,6 +133,13 @@ def test_only_a_first_line_command_counts(body: str, reason: str | None) -> None
         (HEAD + " ok", (HEAD, "ok")),
         ("ec26c3", (None, "ec26c3")),  # under 7: a word of the reason
         ("ec26c3eg worth it", (None, "ec26c3eg worth it")),
+        ("`ec26c3e` worth it", ("ec26c3e", "worth it")),  # as GitHub shows a commit
+        ("(ec26c3e), worth it", ("ec26c3e", "worth it")),
+        ("ec26c3e: worth it", ("ec26c3e", "worth it")),
+        ("(ec26c3e` worth it", (None, "(ec26c3e` worth it")),
+        ("20240115 nightly", (None, "20240115 nightly")),  # digits alone: a reason
+        ("defaced", (None, "defaced")),  # letters alone: a reason
+        ("202401150000 nightly", ("202401150000", "nightly")),  # 12 or more: a commit
         ("worth it", (None, "worth it")),
         ("", (None, "")),
     ],

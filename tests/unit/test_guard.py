@@ -248,3 +248,5 @@ def test_attempts_opened_before_either_reports_are_two():
     for attempt in (first, second):
         guard.observe(Report("t", 10, gpu_seconds=10 * EPOCH_GPU_SECONDS, attempt=attempt))
     assert guard.gpu_seconds == 20 * EPOCH_GPU_SECONDS
+    given = LoopGuard(guard, "u", attempt=0)  # a number the caller gives is taken too
+    assert (given.attempt, LoopGuard(guard, "u").attempt) == (0, 1)
