@@ -130,6 +130,21 @@ class Imported:
     words: Words
 
 
+def dotted(path: DataPath) -> str:
+    """``search.parameters.lr``: a data path as a file's author writes it."""
+    return ".".join(str(p) for p in path)
+
+
+def finite_number(value: Any) -> bool:
+    """A finite int or float (not a bool, which YAML's ``true`` is, nor an int past floats)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # a 400-digit YAML integer is past any float
+        return False
+
+
 def whole_epochs(value: Any) -> int | None:
     """An epoch count as a trainer takes it, rounded up (``1000.0``, ``"1000"``), or None.
 

@@ -32,6 +32,7 @@ from gate.formats.model import (
     Source,
     Spell,
     Traced,
+    dotted,
 )
 from gate.formats.spelling import EngineWords
 from gate.spec.facts import FACT_PATHS, Facts
@@ -330,16 +331,16 @@ _SHOWN: tuple[DataPath, ...] = (
 
 def _provenance(draft: Draft) -> tuple[Provenance, ...]:
     """One line per spec field: set ones first, then the defaults and what nothing set."""
-    rows = [Provenance(_dotted(p), _shown(t.value), t.source) for p, t in sorted(draft.items())]
+    rows = [Provenance(dotted(p), _shown(t.value), t.source) for p, t in sorted(draft.items())]
     defaults = dict(_GATE_DEFAULTS)
     for path in _SHOWN:
         if any(p[: len(path)] == path for p in draft):
             continue
         if path in defaults:
             source = Source(Origin.GATE, "no source gives it; the spec's default applies")
-            rows.append(Provenance(_dotted(path), defaults[path], source))
+            rows.append(Provenance(dotted(path), defaults[path], source))
         elif path != ("workload", "epoch_minutes"):
-            rows.append(Provenance(_dotted(path), "not set", Source(Origin.GATE, "no source")))
+            rows.append(Provenance(dotted(path), "not set", Source(Origin.GATE, "no source")))
     return tuple(rows)
 
 
@@ -353,10 +354,6 @@ def _shown(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_shown(v) for v in value) + "]"
     return str(value)
-
-
-def _dotted(path: DataPath) -> str:
-    return ".".join(str(p) for p in path)
 
 
 def _assemble(draft: Draft, doc: LoadedDoc) -> tuple[dict[str, Any], SourceMap]:

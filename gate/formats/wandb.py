@@ -25,6 +25,8 @@ from gate.formats.model import (
     Origin,
     Source,
     Traced,
+    dotted,
+    finite_number,
     mapping,
     most_epochs,
     value_at,
@@ -65,7 +67,7 @@ def read(doc: LoadedDoc) -> Mapped:
     grid = 1
     for name, (spec_param, count, path) in params.items():
         if spec_param is not None:
-            shown = ".".join(str(p) for p in path)
+            shown = dotted(path)
             draft[("search", "parameters", name)] = traced(spec_param, shown, *path)
         grid *= count
     _name(draft, data, at)
@@ -144,7 +146,7 @@ def _spell(
         case ("search", "max_trials"):
             return f"run_cap: {json.dumps(value)}"
         case ("search", "parameters", str(name), "values") if name in params:
-            return f"{_dotted(params[name][2])}: {{values: {json.dumps(value)}}}"
+            return f"{dotted(params[name][2])}: {{values: {json.dumps(value)}}}"
         case ("search", "strategy") if value in _METHOD_OF:
             return f"method: {_METHOD_OF[value]}"
         case ("search", "strategy") if value in ("asha", "hyperband"):
@@ -171,23 +173,19 @@ def _fewer_epochs(
         top = most_epochs(values)
         if top is None or top <= value:
             return None
-        return f"{_dotted(path)}: {{values: {json.dumps(within(values, value) or [value])}}}"
+        return f"{dotted(path)}: {{values: {json.dumps(within(values, value) or [value])}}}"
     kind = distribution(config)
     low, high = config.get("min"), config.get("max")
     if kind in _UNBOUNDED or kind in _EXPONENTS or kind.startswith("q_"):
-        return f"{_dotted(path)}: {{value: {value}}}"
+        return f"{dotted(path)}: {{value: {value}}}"
     if isinstance(high, (int, float)) and high <= value:
         return None
     if isinstance(low, (int, float)) and low <= value:
-        return f"{_dotted(path)}.max: {value}"
-    return f"{_dotted(path)}: {{value: {value}}}"
+        return f"{dotted(path)}.max: {value}"
+    return f"{dotted(path)}: {{value: {value}}}"
 
 
 _METHOD_OF = {spec: wandb for wandb, spec in METHODS.items()}
-
-
-def _dotted(path: DataPath) -> str:
-    return ".".join(str(p) for p in path)
 
 
 def _name(draft: Draft, data: dict[str, Any], at: Any) -> None:
@@ -312,9 +310,9 @@ def _early_terminate(draft: Draft, data: dict[str, Any], at: Any) -> list[str]:
         )
     eta = config.get("eta", _DEFAULT_ETA)
     first = config.get("min_iter")
-    if "max_iter" in config and _number(eta) and eta > 1:
+    if "max_iter" in config and finite_number(eta) and eta > 1:
         first = _first_band(config.get("max_iter"), config.get("s", 0), eta)
-    if not isinstance(first, int) or first < 1 or not _number(eta) or eta <= 1:
+    if not isinstance(first, int) or first < 1 or not finite_number(eta) or eta <= 1:
         raise InputError(
             "early_terminate has no band W&B can stop runs at",
             location=at("early_terminate"),
@@ -345,22 +343,12 @@ def _early_terminate(draft: Draft, data: dict[str, Any], at: Any) -> list[str]:
     return [f"W&B counts hyperband bands in logged steps of {name or 'the metric'}; read as epochs"]
 
 
-def _number(value: Any) -> bool:
-    """A finite int or float (not a bool, which YAML's ``true`` is)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # a 400-digit YAML integer is past any float
-        return False
-
-
 def _first_band(max_iter: Any, brackets: Any, eta: float) -> int | None:
     """W&B's lowest band: ``max_iter / eta^k`` for the largest ``k <= s`` that keeps it >= 1.
 
     NOTE: computed, not looped: ``s`` is the file's number (a trillion hung the reader).
     """
-    if not _number(max_iter) or max_iter < 1:
+    if not finite_number(max_iter) or max_iter < 1:
         return None
     if not isinstance(brackets, int) or isinstance(brackets, bool) or brackets < 1:
         return None

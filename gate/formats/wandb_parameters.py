@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from gate.errors import InputError, InputErrors
+from gate.formats.model import dotted, finite_number
 from gate.spec.loader import DataPath, LoadedDoc
 
 MAX_GRID_VALUES = 100_000
@@ -59,17 +60,13 @@ def _add(found: Found, name: str, entry: Any, doc: LoadedDoc, errors: list[Input
         first, second = found[name][-1], entry[-1]
         errors.append(
             InputError(
-                f"parameters: {_dotted(first)} and {_dotted(second)} are both parameter {name}",
+                f"parameters: {dotted(first)} and {dotted(second)} are both parameter {name}",
                 location=doc.source_map.locate(second),
                 hint="rename one of them",
             )
         )
         return
     found[name] = entry
-
-
-def _dotted(path: DataPath) -> str:
-    return ".".join(str(p) for p in path)
 
 
 def _is_leaf(config: dict[str, Any]) -> bool:
@@ -81,7 +78,7 @@ def _parameter(
 ) -> tuple[dict[str, Any] | None, int]:
     """One parameter as a spec Parameter and its count in a grid."""
     where = doc.source_map.locate(path)
-    shown = ".".join(str(p) for p in path)
+    shown = dotted(path)
     if not isinstance(config, dict):
         raise InputError(f"{shown} is not a mapping", location=where, hint="write values: [...]")
     kind = distribution(config)
@@ -118,7 +115,7 @@ def _numeric(
         return _grid_values(range(int(low), int(high) + 1), shown, where)
     if grid and kind == "q_uniform":
         q = config.get("q", 1)
-        if not isinstance(q, (int, float)) or isinstance(q, bool) or not q > 0:
+        if not finite_number(q) or not q > 0:
             raise InputError(
                 f"{shown}: q is {q!r}, not a step above 0",
                 location=where,
