@@ -174,9 +174,14 @@ def _convert(usd: Decimal, policy: PricingPolicy) -> Decimal:
     return usd * rate
 
 
-def _known_hint(name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+def closest_accelerator(name: str, known: list[str]) -> str | None:
+    """The known name ``name`` most likely means: the same in another case, else a close one."""
     lower = {k.lower(): k for k in known}
-    suggestion = lower.get(name.lower()) or (close[0] if close else None)
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return lower.get(name.lower()) or (close[0] if close else None)
+
+
+def _known_hint(name: str, known: list[str]) -> str:
+    suggestion = closest_accelerator(name, known)
     prefix = f"did you mean {suggestion!r}? " if suggestion else ""
     return f"{prefix}known accelerators: {', '.join(sorted(set(known)))}"

@@ -10,10 +10,10 @@ not know at all is an accelerator the policy prices itself.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 from gate.errors import InputError, InputErrors
+from gate.estimate.prices import closest_accelerator
 from gate.policy.model import Policy
 from gate.spec.loader import SourceMap
 
@@ -52,8 +52,5 @@ def check_accelerator_names(policy: Policy, source_map: SourceMap, catalog: Iter
 
 
 def _spelling(name: str, known: list[str]) -> str:
-    lower = {k.lower(): k for k in known}
-    close = lower.get(name.lower()) or next(
-        iter(difflib.get_close_matches(name, known, n=1, cutoff=0.6)), None
-    )
+    close = closest_accelerator(name, known)
     return f"did you mean {close!r}?" if close else "use a name budget-gate prices lists"
