@@ -27,17 +27,16 @@ def namespace_refusal(evaluation: Evaluation, namespace: str, workload: str) -> 
 
 
 def user_refusal(
-    evaluation: Evaluation, user: str | None, task: str, identities: tuple[str, ...] = ()
+    evaluation: Evaluation, user: str | None, identities: tuple[str, ...], task: str
 ) -> str | None:
     """Why a SkyPilot ``user`` may not launch ``task`` under its spec's team, or None.
 
     ``identities`` are what a listed entry may match: the user's id, and their name unless
-    anyone may choose it (a service account's); default: ``user`` itself.
+    anyone may choose it (a service account's).
     """
     team, owns = _team_owns(evaluation)
     owned = owns.skypilot_users if owns else []
-    matched = identities or ((user,) if user else ())
-    if not owned or any(entry in owned for entry in matched):
+    if not owned or any(entry in owned for entry in identities):
         return None
     who = f"user {user!r}" if user else "an unnamed user (the API server authenticates none)"
     return (

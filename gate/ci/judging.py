@@ -30,7 +30,7 @@ from gate.ci.approvals import (
     team_ref,
     timing_refusal,
 )
-from gate.ci.event import Event, named_commit, parse_command
+from gate.ci.event import Event, named_commit
 from gate.ci.model import CommentInfo, CommitInfo, PullInfo, ReviewInfo
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.report import SpecResult
@@ -191,7 +191,7 @@ def _bindings(
     command = event.command
     if command is not None and f"comment-{command.comment_id}" not in bound:
         comment = next((c for c in comments if c.id == command.comment_id), None)
-        named, _ = named_commit(parse_command(comment.body) or "") if comment else (None, "")
+        named, _ = named_commit(command.reason or "")
         fresh = comment is not None and now - comment.created_at <= BIND_WITHIN
         if fresh and (named is None or head_sha.startswith(named)):
             bound[f"comment-{command.comment_id}"] = head_sha

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     query = RunQuery(experiment_id, fingerprint, plan.monitor.metric)
     result = _reconcile(plan, runs.facts, query)
     if fingerprint is not None:
-        others = RunQuery(experiment_id, None, None)
+        others = RunQuery(experiment_id, None, None, other_than=fingerprint)
         _other_versions(runs.facts, others, experiment, fingerprint, plan, bool(result.runs))
     record_id, why_not = _record(args, evaluation, ledger, result, now)
     report = ReconcileReport(
@@ -143,7 +143,7 @@ def _other_versions(
     After a spec edit its new version has no runs; and a run whose job retagged it (another
     fingerprint, or none) would leave this version's total without a word.
     """
-    others = [f for f in read(query, None) if f.tags.get(tracking.FINGERPRINT) != fingerprint]
+    others = list(read(query, None))
     versions = Counter(facts.tags.get(tracking.FINGERPRINT) for facts in others)
     runs, count = len(others), len(versions)
     if found and not runs:

@@ -194,7 +194,7 @@ def judge(
         check_match(task, asks, evaluation.spec, relative, exec_request=request == "exec")
         # NOTE: a controller launching a managed job's cluster may carry no user; the
         # jobs.launch whose key it carries was checked with the user who asked.
-        stranger = user_refusal(evaluation, user, task.name or "(unnamed)", identities)
+        stranger = user_refusal(evaluation, user, identities, task.name or "(unnamed)")
         joins = request == RELAUNCH and bool((task.envs or {}).get(LAUNCH_KEY_ENV, "").strip())
         if stranger is not None and not (joins and user is None):
             raise Rejection(stranger)

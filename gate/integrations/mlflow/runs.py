@@ -50,7 +50,8 @@ Progress = Callable[[int, int, bool], None]
 class RunQuery:
     """Which runs to read and how: the experiment, the spec version, the history to fetch.
 
-    ``fingerprint`` ``None`` reads every run tagged with any spec version. ``history_tag``
+    ``fingerprint`` ``None`` reads every run tagged with any spec version, or with any but
+    ``other_than``. ``history_tag``
     names a tag that holds each run's own history key (calibrate reads each run's monitored
     metric, which differs between specs), used where ``history_key`` is ``None``.
     ``more_experiments`` are searched with ``experiment_id`` in one search, and ``started``
@@ -69,6 +70,7 @@ class RunQuery:
     workers: int = 4
     point_budget: int = 20_000
     max_points: int = MAX_POINTS
+    other_than: str | None = None
 
 
 class MlflowRuns:
@@ -135,7 +137,7 @@ class MlflowRuns:
         """
         ids = [query.experiment_id, *query.more_experiments]
         groups = [ids[g :: query.workers] for g in range(min(query.workers, len(ids)))]
-        search = filter_string(query.fingerprint, query.started)
+        search = filter_string(query.fingerprint, query.started, other_than=query.other_than)
         if len(groups) == 1:
             yield from self._group_pages(groups[0], search, query.page_size)
             return
@@ -195,7 +197,12 @@ def _history_key(raw: RawRun, query: RunQuery) -> str | None:
     return raw.tags.get(query.history_tag)
 
 
-def filter_string(fingerprint: str | None, started: tuple[int, int] | None = None) -> str:
+def filter_string(
+    fingerprint: str | None,
+    started: tuple[int, int] | None = None,
+    *,
+    other_than: str | None = None,
+) -> str:
     """Training runs of one spec version (or of any): the runs tagged with a fingerprint.
 
     ``started`` keeps the runs that started from its first epoch-ms time, before its second.
@@ -203,11 +210,12 @@ def filter_string(fingerprint: str | None, started: tuple[int, int] | None = Non
     no reader searches for runs; a tag is not what sets them apart, since a training job
     could set the ledger's ``kind`` tag on its run and so drop out of reconcile.
     """
-    clause = (
-        f"tags.{tracking.FINGERPRINT} = '{_safe(fingerprint)}'"
-        if fingerprint is not None
-        else f"tags.{tracking.FINGERPRINT} IS NOT NULL"
-    )
+    if fingerprint is not None:
+        clause = f"tags.{tracking.FINGERPRINT} = '{_safe(fingerprint)}'"
+    elif other_than is not None:
+        clause = f"tags.{tracking.FINGERPRINT} != '{_safe(other_than)}'"
+    else:
+        clause = f"tags.{tracking.FINGERPRINT} IS NOT NULL"
     window = (
         ""
         if started is None
