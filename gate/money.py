@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Annotated
 
-from pydantic import Field, WithJsonSchema
+from gate.model import Field, JsonSchema
 
 MAX_MONEY = Decimal(10**15)
 """The largest amount: a quadrillion in any currency is a typo, and past 10^15 the estimate's
@@ -17,7 +17,7 @@ MONEY_PLACES = 6
 Money = Annotated[
     Decimal,
     Field(ge=0, le=MAX_MONEY, decimal_places=MONEY_PLACES, allow_inf_nan=False),
-    WithJsonSchema(
+    JsonSchema(
         {
             "anyOf": [
                 {"type": "number", "minimum": 0, "maximum": 10**15},

@@ -52,7 +52,6 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
 
 from gate.calibrate.model import Calibration, dump
 from gate.cli import main
@@ -60,6 +59,7 @@ from gate.commands.common import load_calibration
 from gate.errors import InputError, InputErrors
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluator
+from gate.model import ValidationError
 from gate.policy.loader import CALIBRATION_FILE, PolicySet
 from tests.calibration_fuzz import CALIBRATION_FOUND, calibrated
 from tests.conftest import ROOT, TODAY

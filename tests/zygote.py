@@ -105,12 +105,9 @@ def _program(preload: tuple[str, ...]) -> tuple[Child, Callable[[], None]]:
 
     It runs as ``python -m gate`` runs from ``cwd`` and ends as that process would: the
     program's ``SystemExit`` leaves this module's loop and Python exits with its code,
-    running what the program registered with ``atexit``. The preloaded modules see the
-    setting :func:`gate.cli.run` makes before it imports a command (no pydantic plugins).
-    Unlike fresh processes, every child shares this process's hash seed.
+    running what the program registered with ``atexit``. Unlike fresh processes, every
+    child shares this process's hash seed.
     """
-
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # as gate.cli.run
     import gate.cli
 
     for name in preload:

@@ -13,9 +13,8 @@ import json
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, StrictFloat, StrictInt
-
-from gate.spec.base import LARGEST, SMALLEST, Model
+from gate.model import Field, Model, StrictFloat, StrictInt
+from gate.spec.base import LARGEST, SMALLEST
 from gate.spec.loader import LoadedDoc
 from gate.spec.validation import validate
 

@@ -47,15 +47,7 @@ def _complete(parser: argparse.ArgumentParser) -> None:
 
 
 def run() -> NoReturn:
-    """The ``budget-gate`` program (and ``python -m gate``): :func:`main`, then exit.
-
-    NOTE: pydantic looks through every installed distribution's entry points for its
-    plugins the first time it builds a validator, 13–20 ms of a 330 ms ``check``; the
-    program asks for none (``PYDANTIC_DISABLE_PLUGINS``, unless the environment sets it).
-    Plugins watch validation, they do not change it. :func:`main` called in a process of
-    the caller's leaves that process's environment alone.
-    """
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    """The ``budget-gate`` program (and ``python -m gate``): :func:`main`, then exit."""
     sys.exit(main())
 
 

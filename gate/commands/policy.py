@@ -16,16 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field
-
 from gate.commands.common import as_of, load_calibration
 from gate.errors import InputError, one_line
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import SpecResult
+from gate.model import Field, Model
 from gate.policy.loader import LoadedPolicy, PolicySet
 from gate.policy.rules import all_rule_ids, rule_info
-from gate.spec.base import Model
 from gate.spec.loader import LoadedDoc, load_file
 from gate.spec.validation import validate
 

@@ -16,33 +16,36 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from gate.commands.output import write_atomically
 from gate.commands.schema_docs import render_all
 from gate.errors import InputError
+from gate.model import Model, fields_of
+from gate.model.mirror import mirror
 from gate.policy.model import Policy
 from gate.spec.experiment import Experiment
 from gate.spec.facts import Facts
 
-SCHEMAS: dict[str, type[BaseModel]] = {
+SCHEMAS: dict[str, type[Model]] = {
     "experiment.schema.json": Experiment,
     "policy.schema.json": Policy,
     "x-budget-gate.schema.json": Facts,
 }
 
 
-def render_schema(model: type[BaseModel]) -> str:
-    """The model's JSON Schema (draft 2020-12), as committed under ``schemas/``."""
+def render_schema(model: type[Model]) -> str:
+    """The model's JSON Schema (draft 2020-12), as committed under ``schemas/``.
+
+    pydantic writes it, from the model's mirror (:mod:`gate.model.mirror`).
+    """
     schema = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        **model.model_json_schema(by_alias=True, mode="validation"),
+        **mirror(model).model_json_schema(by_alias=True, mode="validation"),
     }
     _describe_fields(schema, model)
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
 
-def _describe_fields(schema: dict[str, Any], model: type[BaseModel]) -> None:
+def _describe_fields(schema: dict[str, Any], model: type[Model]) -> None:
     """Give each property the docstring written under its field, as one line."""
     classes = {cls.__name__: cls for cls in _reachable(model)}
     nodes = [(model.__name__, schema), *schema.get("$defs", {}).items()]
@@ -52,7 +55,7 @@ def _describe_fields(schema: dict[str, Any], model: type[BaseModel]) -> None:
             continue
         properties = node.get("properties", {})
         for field, doc in field_docstrings(cls).items():
-            prop = properties.get(cls.model_fields[field].alias or field)
+            prop = properties.get(fields_of(cls)[field].key)
             if prop is not None and "description" not in prop:
                 prop["description"] = " ".join(doc.split())
 
@@ -74,17 +77,17 @@ def field_docstrings(cls: type) -> dict[str, str]:
     return docs
 
 
-def _reachable(model: type[BaseModel]) -> list[type[BaseModel]]:
+def _reachable(model: type[Model]) -> list[type[Model]]:
     """``model`` and every model its fields hold, however nested (the schema's ``$defs``)."""
-    found: list[type[BaseModel]] = []
+    found: list[type[Model]] = []
     todo: list[Any] = [model]
     while todo:
         kind = todo.pop()
-        if isinstance(kind, type) and issubclass(kind, BaseModel):
+        if isinstance(kind, type) and issubclass(kind, Model):
             if kind in found:
                 continue
             found.append(kind)
-            todo.extend(f.annotation for f in kind.model_fields.values())
+            todo.extend(f.type for f in fields_of(kind).values())
         todo.extend(typing.get_args(kind))
     return found
 

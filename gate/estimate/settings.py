@@ -10,10 +10,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, Literal, Protocol
 
-from pydantic import Field, StrictBool, StrictFloat
-
+from gate.model import Field, Model, StrictBool, StrictFloat, StrictInt
 from gate.money import Money
-from gate.spec.base import Model, Name
+from gate.spec.base import Name
 from gate.spec.search import LearningCurve
 from gate.spec.trial import Capacity
 
@@ -125,7 +124,7 @@ class Calibration(Model):
 
     use: StrictBool = True
     """Whether measured figures price the spec when the calibration has them."""
-    min_runs: Annotated[int, Field(ge=1, le=100_000)] = 5
+    min_runs: Annotated[StrictInt, Field(ge=1, le=100_000)] = 5
     """Runs a key needs before its measurements count."""
     tolerance: Annotated[StrictFloat, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.2
     """How far (a fraction) a declared epoch time may fall below the measured 10th percentile
@@ -149,7 +148,7 @@ class Returns(Model):
     """The gain per GPU-hour a patience window must bring."""
     min_gain_per_cost: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] | None = None
     """The gain per unit of the policy's currency a patience window must bring."""
-    patience_epochs: Annotated[int, Field(ge=1, le=100_000)] = 10
+    patience_epochs: Annotated[StrictInt, Field(ge=1, le=100_000)] = 10
     """Epochs of the window, when the spec's early stopping names no patience."""
 
 
@@ -158,7 +157,7 @@ class Reliability(Model):
 
     failure_rate: Annotated[StrictFloat, Field(ge=0, lt=1)] = 0.0
     """The probability that a trial attempt fails."""
-    max_retries: Annotated[int, Field(ge=0, le=10)] = 0
+    max_retries: Annotated[StrictInt, Field(ge=0, le=10)] = 0
     """How often a failed trial is retried."""
     failure_point: Annotated[StrictFloat, Field(gt=0, le=1)] = 0.5
     """How far into a trial a failure happens on average (a fraction)."""

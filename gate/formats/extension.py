@@ -19,7 +19,7 @@ from typing import Any
 
 from gate.errors import InputError, InputErrors, Location
 from gate.formats.model import FactMap, Origin, Source, Traced
-from gate.spec.facts import ANNOTATION_PREFIX, ENV_PREFIX, EXTENSION_KEY, Facts
+from gate.spec.facts import ANNOTATION_PREFIX, ENV_PREFIX, EXTENSION_KEY, FACT_PATHS, Facts
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap, load_bytes
 from gate.spec.validation import validate
 
@@ -117,8 +117,8 @@ def _flat(
     values: dict[DataPath, Location] = {}
     for name, (raw, at) in named.items():
         location = where.locate(at)
-        if name not in Facts.model_fields:
-            close = difflib.get_close_matches(name, list(Facts.model_fields), n=1, cutoff=0.6)
+        if name not in FACT_PATHS:
+            close = difflib.get_close_matches(name, list(FACT_PATHS), n=1, cutoff=0.6)
             shown = f"{spelled}{name}" if spelled.endswith("/") else f"{spelled}{name.upper()}"
             raise InputError(
                 f"{shown} is not a budget-gate fact",

@@ -9,9 +9,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Literal
 
-from pydantic import Field, StrictBool
-
-from gate.spec.base import Model, Name
+from gate.model import Field, Model, StrictBool
+from gate.spec.base import Name
 
 
 class Origin(str, Enum):

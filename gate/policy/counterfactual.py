@@ -12,14 +12,13 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from pydantic import ValidationError
-
 from gate.errors import InputError
 from gate.estimate.measured import EpochTime, Measured
 from gate.estimate.model import Estimate
 from gate.estimate.prices import Quote
 from gate.estimate.scenarios import estimate
 from gate.estimate.settings import PricingPolicy
+from gate.model import ValidationError
 from gate.policy.findings import Edit
 from gate.spec.experiment import Experiment
 from gate.spec.trial import Range

@@ -12,8 +12,6 @@ import re
 from enum import Enum
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StrictBool, StrictFloat, StrictInt, model_validator
-
 from gate.estimate.settings import (
     Calibration,
     Estimation,
@@ -24,8 +22,9 @@ from gate.estimate.settings import (
     Spot,
 )
 from gate.ledger.approvers import ALL_ORIGINS, Approvers, Origin
+from gate.model import Check, Field, Model, StrictBool, StrictFloat, StrictInt, model_check
 from gate.money import Money
-from gate.spec.base import Model, Name, PositiveFloat, PositiveInt
+from gate.spec.base import Name, PositiveFloat, PositiveInt
 from gate.spec.facts import Facts
 
 
@@ -128,7 +127,7 @@ _POLICY_NAME = r"^[a-z0-9][a-z0-9_-]*$"
 _WAIVER_GLOB = r"^(?![!#\s])[^\x00-\x1f\x7f-\x9f]+$"
 
 
-def _matching(pattern: str, problem: str) -> AfterValidator:
+def _matching(pattern: str, problem: str) -> Check:
     """A validator that says what is wrong in words a pattern mismatch does not."""
 
     def check(value: str) -> str:
@@ -136,7 +135,7 @@ def _matching(pattern: str, problem: str) -> AfterValidator:
             raise ValueError(f"{value!r} {problem}")
         return value
 
-    return AfterValidator(check)
+    return Check(check)
 
 
 PolicyName = Annotated[
@@ -302,11 +301,10 @@ class Policy(Model):
     """Facts the team's W&B, Katib, SkyPilot and Hydra files lack (accelerator, epoch time,
     quality gate); never applied to a budget-gate spec. name and team cannot be defaulted."""
 
-    @model_validator(mode="after")
-    def _no_identity_defaults(self) -> Policy:
+    @model_check
+    def _no_identity_defaults(self) -> None:
         if self.defaults.name is not None or self.defaults.team is not None:
             raise ValueError(
                 "defaults cannot set name or team — the file names its experiment, and its "
                 "team selects this policy"
             )
-        return self

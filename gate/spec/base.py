@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
+from gate.model import Field, StrictFloat, StrictInt
 
 MAX_COUNT = 10**12
 """The most of anything countable (trials, epochs, GPUs, samples): past it, a typo."""
@@ -27,11 +27,3 @@ _PRINTABLE = r"^[^\x00-\x1f\x7f-\x9f]*$"
 """No control characters: spec strings reach terminals, CI logs and PR comments."""
 Name = Annotated[str, Field(min_length=1, max_length=200, pattern=_PRINTABLE)]
 Text = Annotated[str, Field(max_length=200, pattern=_PRINTABLE)]
-
-
-class Model(BaseModel):
-    """Base for every spec and policy model: unknown keys are errors, values are immutable."""
-
-    # NOTE: a docstring under a field is its description in the JSON Schema (editors show
-    # it); ``budget-gate schema`` reads them from the source, so validation pays nothing.
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)

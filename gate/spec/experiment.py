@@ -1,4 +1,4 @@
-"""The ``kind: Experiment`` spec: what a team plans to run, as strict pydantic models.
+"""The ``kind: Experiment`` spec: what a team plans to run, as strict models.
 
 Field names equal the YAML keys so that validation errors map straight back to a line
 and column. Every model forbids unknown keys; :mod:`gate.spec.validation` adds "did you mean".
@@ -10,11 +10,10 @@ its metadata, quality gate and tracking.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictFloat, ValidationInfo, field_validator
-
-from gate.spec.base import Model, Name, PositiveFloat, Text
+from gate.model import Field, Model, StrictFloat, field_check
+from gate.spec.base import Name, PositiveFloat, Text
 from gate.spec.search import HALVING, Search, Stopping
 from gate.spec.trial import Resources, Workload
 
@@ -76,18 +75,17 @@ class Experiment(Model):
     tracking: Tracking = Field(default_factory=Tracking)
     """Where the runs are tracked."""
 
-    @field_validator("search")
-    @classmethod
-    def _one_epoch_bound(cls, search: Search, info: ValidationInfo) -> Search:
+    @field_check("search")
+    @staticmethod
+    def _one_epoch_bound(search: Search, data: dict[str, Any]) -> None:
         # NOTE: a scheduler's max_epochs below the workload's stops every trial there: two
         # numbers for one bound, one of them silently unused. One must give way.
-        workload, scheduler = info.data.get("workload"), search.scheduler
+        workload, scheduler = data.get("workload"), search.scheduler
         halving = search.strategy in HALVING
         top = scheduler.max_epochs if scheduler is not None and halving else None
-        if isinstance(workload, Workload) and top is not None and top < workload.max_epochs:
+        if workload is not None and top is not None and top < workload.max_epochs:
             raise ValueError(
                 f"scheduler.max_epochs {top} is below workload.max_epochs "
                 f"{workload.max_epochs}, so no trial trains past epoch {top} — set "
                 f"workload.max_epochs: {top}, or drop scheduler.max_epochs"
             )
-        return search

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
-
+from gate.model import Field, Model, StrictInt, fields_of
 from gate.money import Money
-from gate.spec.base import Model, Name, NonNegativeFloat, PositiveFloat, PositiveInt, Text
+from gate.spec.base import Name, NonNegativeFloat, PositiveFloat, PositiveInt, Text
 from gate.spec.experiment import Condition
 from gate.spec.search import EarlyStopping
 from gate.spec.trial import Capacity, Precision, Range
@@ -64,7 +63,7 @@ class Facts(Model):
     """Minutes a trial holds its GPUs before training (workload.setup_minutes)."""
     eval_overhead: NonNegativeFloat | None = None
     """Fraction added to each epoch for validation (workload.eval_overhead)."""
-    seeds: list[int] | None = None
+    seeds: list[StrictInt] | None = None
     """Seeds each configuration runs with (search.seeds)."""
     max_trials: PositiveInt | None = None
     """Trials a SkyPilot task's sweep runs (search.max_trials); the engines' own counts win."""
@@ -113,4 +112,4 @@ FACT_PATHS: dict[str, tuple[str, ...]] = {
 }
 """Each fact's place in the spec."""
 
-assert set(FACT_PATHS) == set(Facts.model_fields)
+assert set(FACT_PATHS) == set(fields_of(Facts))

@@ -5,10 +5,9 @@ from __future__ import annotations
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, model_validator
-
+from gate.model import Field, Model, StrictBool, StrictFloat, StrictInt, model_check
 from gate.money import Money
-from gate.spec.base import Model, Name, NonNegativeFloat, PositiveFloat, PositiveInt
+from gate.spec.base import Name, NonNegativeFloat, PositiveFloat, PositiveInt
 
 
 class Strategy(str, Enum):
@@ -38,8 +37,8 @@ class Parameter(Model):
     log: StrictBool = False
     """Sample the range on a log scale."""
 
-    @model_validator(mode="after")
-    def _values_or_range(self) -> Parameter:
+    @model_check
+    def _values_or_range(self) -> None:
         has_range = self.low is not None or self.high is not None
         if self.values is None and not has_range:
             raise ValueError("no values — give values: [...] or a range with low and high")
@@ -47,7 +46,6 @@ class Parameter(Model):
             raise ValueError("both values and a range — keep values: [...] or low/high")
         if has_range and (self.low is None or self.high is None or self.low > self.high):
             raise ValueError("the range is empty or open — give low and high with low <= high")
-        return self
 
     @property
     def is_continuous(self) -> bool:
@@ -71,8 +69,8 @@ class Scheduler(Model):
     synchronous: StrictBool | None = None
     """Rungs wait for every trial (Li et al.) or promote as trials report (ASHA, Optuna)."""
 
-    @model_validator(mode="after")
-    def _halving_possible(self) -> Scheduler:
+    @model_check
+    def _halving_possible(self) -> None:
         if self.reduction_factor < 1.1:
             raise ValueError(
                 f"reduction_factor {self.reduction_factor:g} keeps (nearly) every trial — use "
@@ -80,7 +78,6 @@ class Scheduler(Model):
             )
         if self.max_epochs is not None and self.max_epochs < self.min_epochs:
             raise ValueError("max_epochs is below min_epochs — raise max_epochs")
-        return self
 
 
 class Search(Model):
@@ -99,8 +96,8 @@ class Search(Model):
     scheduler: Scheduler | None = None
     """The successive-halving family's rungs."""
 
-    @model_validator(mode="after")
-    def _trials_bounded(self) -> Search:
+    @model_check
+    def _trials_bounded(self) -> None:
         # NOTE: Hyperband's brackets fix the number of configurations when max_trials is unset.
         unbounded = self.strategy not in (Strategy.GRID, Strategy.HYPERBAND)
         if unbounded and self.max_trials is None:
@@ -108,7 +105,6 @@ class Search(Model):
                 f"strategy {self.strategy.value} has no max_trials — add max_trials: N, "
                 "or use strategy: grid"
             )
-        return self
 
 
 class LearningCurve(Model):

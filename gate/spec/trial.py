@@ -11,16 +11,8 @@ from decimal import Decimal
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BeforeValidator,
-    Field,
-    StrictFloat,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
-
-from gate.spec.base import Model, Name, NonNegativeFloat, PositiveFloat, PositiveInt
+from gate.model import Before, Field, Model, StrictFloat, field_check, model_check
+from gate.spec.base import Name, NonNegativeFloat, PositiveFloat, PositiveInt
 from gate.spec.mig import mig_problem, slice_share
 
 
@@ -62,15 +54,14 @@ class Resources(Model):
     checkpoint_every_minutes: PositiveFloat | None = None
     """How often a trial checkpoints; on spot, the work lost to each preemption."""
 
-    @field_validator("mig_profile")
-    @classmethod
-    def _real_mig_slice(cls, profile: str | None, info: ValidationInfo) -> str | None:
-        accelerator, slices = info.data.get("accelerator"), info.data.get("gpus_per_trial")
+    @field_check("mig_profile")
+    @staticmethod
+    def _real_mig_slice(profile: str | None, data: dict[str, Any]) -> None:
+        accelerator, slices = data.get("accelerator"), data.get("gpus_per_trial")
         if profile is not None and isinstance(accelerator, str) and isinstance(slices, int):
             problem = mig_problem(accelerator, profile, slices)
             if problem is not None:
                 raise ValueError(problem)
-        return profile
 
     @property
     def gpu_share(self) -> Decimal:
@@ -91,11 +82,10 @@ class Range(Model):
     high: PositiveFloat
     """The highest value of the range."""
 
-    @model_validator(mode="after")
-    def _ordered(self) -> Range:
+    @model_check
+    def _ordered(self) -> None:
         if self.low > self.high:
             raise ValueError("low is above high — swap them, or give a single number")
-        return self
 
 
 def _exponent(value: Any) -> Any:
@@ -107,7 +97,7 @@ def _exponent(value: Any) -> Any:
 
 Size = Annotated[
     float,
-    BeforeValidator(_exponent),
+    Before(_exponent),
     Field(gt=0, le=1e30, allow_inf_nan=False, strict=True),
 ]
 """A model size or FLOP count: a positive number; ``8.0e9`` is read as a number."""
@@ -132,8 +122,8 @@ class ModelSize(Model):
         description="Training FLOPs per sample (forward and backward); with train_samples.",
     )
 
-    @model_validator(mode="after")
-    def _one_size(self) -> ModelSize:
+    @model_check
+    def _one_size(self) -> None:
         by_tokens = self.parameters is not None or self.tokens_per_epoch is not None
         if by_tokens == (self.flops_per_sample is not None):
             raise ValueError(
@@ -142,7 +132,6 @@ class ModelSize(Model):
             )
         if by_tokens and (self.parameters is None or self.tokens_per_epoch is None):
             raise ValueError("the model size is incomplete — give parameters and tokens_per_epoch")
-        return self
 
 
 class Workload(Model):
@@ -169,10 +158,11 @@ class Workload(Model):
     eval_overhead: Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
     """Fraction added to each epoch for validation and checkpoints (0.1 = 10 %; at most 1)."""
 
-    @model_validator(mode="after")
-    def _one_epoch_time(self) -> Workload:
+    @model_check
+    def _one_epoch_time(self) -> None:
         if self.model is not None:
-            return self._model_only()
+            self._model_only()
+            return
         has_rate = self.samples_per_second is not None or self.train_samples is not None
         if self.epoch_minutes is None and not has_rate:
             raise ValueError(
@@ -187,9 +177,8 @@ class Workload(Model):
             raise ValueError(
                 "throughput is incomplete — give both samples_per_second and train_samples"
             )
-        return self
 
-    def _model_only(self) -> Workload:
+    def _model_only(self) -> None:
         assert self.model is not None
         if self.epoch_minutes is not None or self.samples_per_second is not None:
             raise ValueError(
@@ -197,7 +186,6 @@ class Workload(Model):
             )
         if (self.model.flops_per_sample is not None) != (self.train_samples is not None):
             raise ValueError("flops_per_sample and train_samples go together — give both")
-        return self
 
     @property
     def epoch_flops(self) -> float | None:

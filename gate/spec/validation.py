@@ -1,40 +1,38 @@
-"""Pydantic validation with errors that point at a file, line and column and say how to fix it."""
+"""Model validation with errors that point at a file, line and column and say how to fix it."""
 
 from __future__ import annotations
 
 import difflib
 import re
-import types
-import typing
 from collections.abc import Callable
-from typing import Any, TypeVar, Union
-
-from pydantic import BaseModel, ValidationError
+from typing import Any, TypeVar
 
 from gate.errors import InputError, InputErrors
+from gate.model import Model, ValidationError
+from gate.model.compile import model_of, model_shape, step
+from gate.model.shapes import ModelShape
+from gate.model.values import Shape
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap
 from gate.spec.units import percent_fix, unit_fix
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound=Model)
 MAX_REPORTED = 20
 
 
 def validate(model: type[M], doc: LoadedDoc) -> M:
-    """Validate a loaded document, turning every pydantic error into a located InputError.
+    """Validate a loaded document, turning every validation error into a located InputError.
 
-    Messages name keys as the YAML does (``workload.epoch_minutes``), never pydantic's
-    union labels, classes or patterns; a value that fits no member of a union (a number or
-    a range) gets one error saying what it may be.
+    Messages name keys as the YAML does (``workload.epoch_minutes``), never classes or
+    patterns; a value that fits no member of a union (a number or a range) gets one error
+    saying what it may be.
     """
     if doc.ambiguous:  # a spec or policy is edited with YAML 1.2 tools: never guess
         raise InputErrors(list(doc.ambiguous))
     try:
         return model.model_validate(doc.data)
     except ValidationError as exc:
-        found = exc.errors(include_url=False)
-        errors = [
-            _to_input_error(model, err, doc.source_map) for err in _one_per_union(model, found)
-        ][:MAX_REPORTED]
+        errors = [_to_input_error(model, err, doc.source_map) for err in exc.errors()]
+        errors = errors[:MAX_REPORTED]
         errors.sort(key=lambda e: (e.location.line, e.location.col) if e.location else (0, 0))
         raise InputErrors(list({str(e): e for e in errors}.values())) from None
 
@@ -64,62 +62,8 @@ _SHAPE_ERRORS = frozenset(
 """Errors that say only that a value has the wrong shape for one member of a union."""
 
 
-def _one_per_union(root: type[BaseModel], errors: list[Any]) -> list[Any]:
-    """Each union's errors cut to those of the member the value was meant for.
-
-    The value fits a member's shape (a mapping for a range) and breaks its rules: that
-    member's errors. It fits none: one ``union`` error listing what it may be.
-    """
-    kept: list[Any] = []
-    unions: dict[DataPath, dict[str, list[Any]]] = {}
-    for err in errors:
-        loc = tuple(err["loc"])
-        at = _union_point(root, loc)
-        if at is None:
-            kept.append(err)
-            continue
-        unions.setdefault(loc[:at], {}).setdefault(str(loc[at]), []).append(err)
-    for where, members in unions.items():
-        fitting = [
-            errs
-            for errs in members.values()
-            if not all(e["type"] in _SHAPE_ERRORS and len(e["loc"]) == len(where) + 1 for e in errs)
-        ]
-        if fitting:
-            kept.extend(fitting[0])
-            continue
-        first = next(iter(members.values()))[0]
-        kinds = [errs[0]["type"] for errs in members.values()]
-        kept.append({**first, "loc": where, "type": "union", "ctx": {"kinds": kinds}})
-    return kept
-
-
-def _union_point(root: type[BaseModel], loc: DataPath) -> int | None:
-    """The index in ``loc`` of the first union member's label, or None when it has none."""
-    current: Any = root
-    for index, part in enumerate(loc):
-        step = _step(current, part) if current is not None else None
-        if step is None and isinstance(part, str) and len(_args(current)) > 1:
-            return index
-        current = step
-    return None
-
-
-def _field_path(root: type[BaseModel], loc: DataPath) -> DataPath:
-    """``loc`` without union members' labels: the keys as written in the YAML."""
-    current: Any = root
-    path: list[str | int] = []
-    for part in loc:
-        step = _step(current, part) if current is not None else None
-        if step is None and isinstance(part, str) and len(_args(current)) > 1:
-            continue  # e.g. "constrained-float" or "function-after[...]": not a key
-        path.append(part)
-        current = step
-    return tuple(path)
-
-
-def _to_input_error(root: type[BaseModel], err: Any, source_map: SourceMap) -> InputError:
-    loc = _field_path(root, tuple(err["loc"]))
+def _to_input_error(root: type[Model], err: Any, source_map: SourceMap) -> InputError:
+    loc: DataPath = tuple(err["loc"])
     kind: str = err["type"]
     dotted = _dotted(loc) or "document"
     if kind == "missing":
@@ -186,9 +130,7 @@ _WORDS = {
 }
 
 
-def _wrong_shape(
-    root: type[BaseModel], loc: DataPath, err: Any, source_map: SourceMap
-) -> InputError:
+def _wrong_shape(root: type[Model], loc: DataPath, err: Any, source_map: SourceMap) -> InputError:
     """A value that is not the mapping (or any member of the union) the key takes."""
     keys = _allowed_keys(root, loc)
     name = str(loc[-1]) if loc else "document"
@@ -267,7 +209,7 @@ def _hint(kind: str, err: Any) -> str:
     return "fix this value"
 
 
-def _did_you_mean(root: type[BaseModel], loc: DataPath) -> str:
+def _did_you_mean(root: type[Model], loc: DataPath) -> str:
     """The key meant: the same key in another section, else a close one here, else one there."""
     name, here, allowed = str(loc[-1]), loc[:-1], _allowed_keys(root, loc[:-1])
     elsewhere = [(path, key) for path, key in _every_key(root) if path != here]
@@ -286,22 +228,21 @@ def _did_you_mean(root: type[BaseModel], loc: DataPath) -> str:
     return "remove it"
 
 
-def _every_key(root: type[BaseModel]) -> list[tuple[DataPath, str]]:
+def _every_key(root: type[Model]) -> list[tuple[DataPath, str]]:
     """Every key of the model's nested mappings, with the path of its mapping.
 
     Mappings under lists and dicts (a quality-gate condition, a parameter) are left out:
     a key meant for one of them is seldom misplaced at a fixed path.
     """
     found: list[tuple[DataPath, str]] = []
-    pending: list[tuple[DataPath, type[BaseModel]]] = [((), root)]
+    pending: list[tuple[DataPath, ModelShape]] = [((), model_shape(root))]
     while pending:
         path, model = pending.pop(0)
-        for name, info in model.model_fields.items():
-            key = info.alias or name
-            found.append((path, key))
-            inner = _unwrap_model(info.annotation)
+        for field in model.fields:
+            found.append((path, field.key))
+            inner = model_of(field.shape)
             if inner is not None and len(path) < 4:
-                pending.append(((*path, key), inner))
+                pending.append(((*path, field.key), inner))
     return found
 
 
@@ -312,47 +253,10 @@ def _dotted(loc: DataPath) -> str:
     return out
 
 
-def _allowed_keys(root: type[BaseModel], loc: DataPath) -> list[str]:
-    """Walk the model classes along ``loc`` and list the keys the mapping there accepts."""
-    current: Any = root
+def _allowed_keys(root: type[Model], loc: DataPath) -> list[str]:
+    """Walk the model's shapes along ``loc`` and list the keys the mapping there accepts."""
+    current: Shape | None = model_shape(root)
     for part in loc:
-        current = _step(current, part)
-        if current is None:
-            return []
-    current = _unwrap_model(current)
-    if current is None:
-        return []
-    return [field.alias or name for name, field in current.model_fields.items()]
-
-
-def _step(annotation: Any, part: str | int) -> Any:
-    model = _unwrap_model(annotation)
-    if model is not None:
-        for name, field in model.model_fields.items():
-            if part in (name, field.alias):
-                return field.annotation
-        return None
-    for arg in _args(annotation):
-        origin = typing.get_origin(arg)
-        if origin is list and isinstance(part, int):
-            return typing.get_args(arg)[0]
-        if origin is dict and isinstance(part, str):
-            return typing.get_args(arg)[1]
-    return None
-
-
-def _unwrap_model(annotation: Any) -> type[BaseModel] | None:
-    for arg in _args(annotation):
-        if isinstance(arg, type) and issubclass(arg, BaseModel):
-            return arg
-    return None
-
-
-def _args(annotation: Any) -> list[Any]:
-    """Flatten Optional/Union/Annotated into the plain types they wrap."""
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _args(typing.get_args(annotation)[0])
-    if origin in (Union, types.UnionType):
-        return [t for arg in typing.get_args(annotation) for t in _args(arg)]
-    return [annotation]
+        current = step(current, part) if current is not None else None
+    model = model_of(current) if current is not None else None
+    return [field.key for field in model.fields] if model is not None else []

@@ -284,7 +284,7 @@ def test_epoch_time_range_worst_high_expected_middle():
 
 @pytest.mark.parametrize("eta", [1, 0.5, 1.0001])
 def test_reduction_factor_must_prune(eta):
-    from pydantic import ValidationError
+    from gate.model import ValidationError
 
     with pytest.raises(ValidationError, match=r"keeps \(nearly\) every trial"):
         _halving_spec("successive_halving", reduction_factor=eta)
