@@ -3,10 +3,11 @@
 The checks of single values (what YAML 1.1 and 1.2 read apart) are
 :mod:`gate.spec.yaml_scalars`'s.
 
-The node tree from a safe ``compose()`` is walked once. The walk builds plain Python
-values and a :class:`SourceMap` from each data path to its 1-based position, so later
-stages (pydantic, rules) can point at the exact line and column without marker keys in
-the data. Aliases are expanded under a node budget, which defuses "billion laughs".
+The node tree from a safe compose (:mod:`gate.spec.yaml_compose`, nesting bounded) is
+walked once. The walk builds plain Python values and a :class:`SourceMap` from each data
+path to its 1-based position, so later stages (validation, rules) can point at the exact
+line and column without marker keys in the data. Aliases are expanded under a node
+budget, which defuses "billion laughs".
 """
 
 from __future__ import annotations
@@ -21,22 +22,19 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from gate.errors import InputError, Location
+from gate.spec.yaml_compose import MAX_DEPTH, compose
 from gate.spec.yaml_scalars import BOOL, STR, TRUE, scalar_value, short_tag
 
 MAX_FILE_BYTES = 1024 * 1024
 """Specs and policies are hand-written; anything larger is a mistake or an attack."""
 MAX_NODES = 100_000
 """Budget of values produced while expanding aliases (a spec has a few hundred)."""
-MAX_DEPTH = 64
 
 DataPath = tuple[str | int, ...]
 
 _MERGE = "tag:yaml.org,2002:merge"
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
-_CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +110,7 @@ def load_bytes(raw: bytes, file: str) -> LoadedDoc:
         )
     text = _decode(raw, file)
     try:
-        _check_depth(text, file)
-        root = yaml.compose(text, Loader=_LOADER)
+        root = compose(text, file)
     except yaml.MarkedYAMLError as exc:
         raise _yaml_error(exc, text, file) from None
     except yaml.reader.ReaderError as exc:
@@ -154,23 +151,6 @@ def _yaml_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> InputError:
     message = f"{context}: {problem}" if context else problem
     hint = _yaml_hint(message, text, mark.index if mark else 0)
     return InputError(f"invalid YAML: {message}", location=where, hint=hint)
-
-
-def _check_depth(text: str, file: str) -> None:
-    """Refuse deep nesting before composing: libyaml's composer recurses and can crash."""
-    depth = 0
-    for event in yaml.parse(text, Loader=_LOADER):
-        if isinstance(event, _OPEN):
-            depth += 1
-            if depth > MAX_DEPTH:
-                mark = event.start_mark
-                raise InputError(
-                    f"nesting deeper than {MAX_DEPTH} levels",
-                    location=Location(file, mark.line + 1, mark.column + 1) if mark else None,
-                    hint="flatten the structure",
-                )
-        elif isinstance(event, _CLOSE):
-            depth -= 1
 
 
 def _decode(raw: bytes, file: str) -> str:
