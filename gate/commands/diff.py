@@ -8,7 +8,6 @@ Exits 0, or 3 when either version is invalid (the change is then reported as not
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -18,6 +17,7 @@ from gate.evaluation.diff import compare
 from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import SpecResult
 from gate.policy.findings import Outcome
+from gate.reporters import indented_json
 from gate.reporters.change import diff_lines
 from gate.reporters.json import SCHEMA_VERSION, diff_document
 
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
             "head": args.head,
             "diff": diff_document(diff),
         }
-        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(indented_json.dumps(document) + "\n")
     else:
         lines = diff_lines(diff, args.base)
         sys.stdout.write("\n".join([f"{diff.file}: {lines[0]}", *lines[1:]]) + "\n")

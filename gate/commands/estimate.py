@@ -11,6 +11,7 @@ from gate.estimate.model import Estimate, Scenario
 from gate.evaluation.report import SpecResult
 from gate.money import format_amount, format_nonzero
 from gate.policy.findings import Outcome
+from gate.reporters import indented_json
 from gate.reporters.json import JsonReporter
 from gate.reporters.text import alternative_lines
 from gate.words import counted
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             "invalid": invalid,
             "price_catalog": document["price_catalog"],
         }
-        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(indented_json.dumps(out) + "\n")
     else:
         blocks = [_render_text(r) for r in valid]
         catalog = evaluator.catalog

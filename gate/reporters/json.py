@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -14,6 +13,7 @@ from gate.ledger.approvals import ApprovalCheck
 from gate.ledger.budget import BudgetStatus
 from gate.money import fixed
 from gate.policy.findings import Edit, Finding
+from gate.reporters import indented_json
 from gate.reporters.change import explain
 
 if TYPE_CHECKING:  # loaded by the evaluator only when asked for
@@ -51,7 +51,7 @@ class JsonReporter:
                 if rule_id in fired
             },
         }
-        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        return indented_json.dumps(document) + "\n"
 
 
 def _ledger(report: Report) -> dict[str, Any] | None:

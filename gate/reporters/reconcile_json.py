@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 from typing import Any
 
 from gate.reconcile.actuals import RunResult
 from gate.reconcile.reconciler import ReconcileReport, Reconciliation, TrialRetries
 from gate.reconcile.waste import Variance, Waste
+from gate.reporters import indented_json
 
 SCHEMA_VERSION = "1"
 
@@ -70,7 +70,7 @@ def render(report: ReconcileReport) -> str:
             "exit_code": result.verdict.exit_code,
         },
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return indented_json.dumps(document) + "\n"
 
 
 def _dec(value: Decimal | None) -> str | None:

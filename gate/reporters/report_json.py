@@ -8,12 +8,12 @@ rank). Runs are not listed: ``--format focus=FILE`` writes one row per run.
 from __future__ import annotations
 
 import dataclasses
-import json
 from decimal import Decimal
 from typing import Any
 
 from gate.calibrate.backtest import Accuracy
 from gate.report.model import MonthReport, TeamRow, WasteSplit
+from gate.reporters import indented_json
 
 SCHEMA_VERSION = "1"
 
@@ -55,7 +55,7 @@ def render(report: MonthReport) -> str:
         "unpriced": _unpriced(report),
         "notes": list(report.notes),
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return indented_json.dumps(document) + "\n"
 
 
 def _models(report: MonthReport) -> list[dict[str, Any]]:

@@ -11,7 +11,6 @@ reproducible.
 
 from __future__ import annotations
 
-import json
 from pathlib import PurePath
 from typing import Any, ClassVar
 from urllib.parse import quote
@@ -22,6 +21,7 @@ from gate.errors import Location, Problem
 from gate.evaluation.report import Report, SpecResult
 from gate.policy.findings import Finding, RuleInfo
 from gate.policy.model import Severity
+from gate.reporters import indented_json
 from gate.reporters.docstring import to_markdown
 
 SCHEMA_URI = (
@@ -58,7 +58,7 @@ class SarifReporter:
             ],
         }
         log = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
-        return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+        return indented_json.dumps(log) + "\n"
 
 
 INVALID_INPUT_RULE: dict[str, Any] = {
