@@ -68,6 +68,13 @@ def port(text: str) -> int:
     return int(text)
 
 
+def positive_int(text: str) -> int:
+    """A whole number from 1 (``--jobs``); at most a thousand."""
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 1000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1 to 1000")
+    return int(text)
+
+
 def pr_number(text: str) -> int:
     """A pull request number, from 1."""
     if not text.isdigit() or int(text) == 0:

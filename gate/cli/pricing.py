@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from gate.cli.base import EPILOG, Parser, text_or_json
+from gate.cli.base import EPILOG, Parser, positive_int, text_or_json
 from gate.commands.output import parse_target
 from gate.reporters import REPORTERS
 
@@ -35,6 +35,14 @@ def add_check(commands: argparse._SubParsersAction[Any], parents: list[Parser]) 
         "-q", "--quiet", action="store_true", help="text output: print only the findings"
     )
     _add_verdict_options(check)
+    check.add_argument(
+        "-j",
+        "--jobs",
+        type=positive_int,
+        metavar="N",
+        help="evaluate the specs in N processes (default: one per core, for 25 specs or more "
+        "each; Linux only, and one process whenever the ledger may be read)",
+    )
     check.add_argument(
         "--format",
         action="append",

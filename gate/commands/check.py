@@ -17,7 +17,8 @@ from gate.commands.common import (
     render_context,
 )
 from gate.commands.output import append_step_summary, emit, plan_targets
-from gate.errors import InputError
+from gate.commands.workers import evaluate_all, workers_for
+from gate.errors import GateError, InputError
 from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import SpecResult
 from gate.integrations.git.repo import STDIN_NAME
@@ -62,7 +63,10 @@ def run(args: argparse.Namespace) -> int:
     if args.base_ref:
         results, diffs = evaluate_against(evaluator, args.base_ref, args.specs)
     else:
-        results = [_evaluate(evaluator, path) for path in expand_specs(args.specs)]
+        paths = expand_specs(args.specs)
+        alone = STDIN in paths or _ledger_may_be_read(args, evaluator)
+        workers = 1 if alone else workers_for(len(paths), args.jobs)
+        results = evaluate_all(lambda path: _evaluate(evaluator, path), paths, workers)
         diffs = []
     if not results and not diffs and not args.allow_empty:
         raise InputError(
@@ -77,6 +81,22 @@ def run(args: argparse.Namespace) -> int:
     if any(t.name == "github" for t in targets):
         append_step_summary(report, os.environ)
     return exit_code(report.outcome, fail_on)
+
+
+def _ledger_may_be_read(args: argparse.Namespace, evaluator: Evaluator) -> bool:
+    """Whether a spec's evaluation may read the ledger: approvals count, or a budget is set.
+
+    Every policy is loaded anyway (who owns a spec's path is a question about all of them);
+    one that fails to load is left to the evaluation to report, in one process.
+    """
+    if args.tracking_uri is not None:
+        return True
+    policies = evaluator.policies
+    try:
+        loaded = [policies.load(name) for name in policies.names()]
+    except GateError:
+        return True
+    return any(p.policy.limits.monthly_budget is not None for p in loaded)
 
 
 def _evaluate(evaluator: Evaluator, path: str) -> SpecResult:

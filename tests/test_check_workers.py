@@ -1,0 +1,127 @@
+"""``check`` over many specs in worker processes gives what one process gives, byte for byte.
+
+The specs are variants of the examples (some invalid, some over their limits, with fixes),
+checked with ``--jobs 1`` and ``--jobs 3`` in real processes; a broken policy, a bad spec
+and a policy with a monthly budget (whose ledger only the parent may read) must come out
+the same too.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gate.commands.workers import MIN_PER_WORKER, evaluate_all, workers_for
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="workers fork on Linux only")
+
+
+def _specs(root: Path, count: int) -> None:
+    """``count`` specs under experiments/vision: the examples, edited, one of them broken."""
+    examples = [
+        yaml.safe_load((ROOT / "examples" / name).read_text())
+        for name in ("cifar-sweep.yaml", "imagenet-bruteforce.yaml", "llm-finetune-grid.yaml")
+    ]
+    folder = root / "experiments" / "vision"
+    folder.mkdir(parents=True)
+    for i in range(count):
+        spec = examples[i % len(examples)]
+        spec["metadata"]["name"] = f"spec-{i:03d}"
+        spec["metadata"]["team"] = "vision"
+        spec["workload"]["max_epochs"] = 10 + i
+        text = yaml.safe_dump(spec, sort_keys=False)
+        if i == count // 2:
+            text = text.replace("max_epochs: ", "max_epochs: many ", 1)
+        (folder / f"spec-{i:03d}.yaml").write_text(text)
+
+
+def _check(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gate", "check", "experiments", "--policy-dir", "policies", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+@pytest.fixture
+def batch(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "policies", tmp_path / "policies")
+    _specs(tmp_path, 3 * MIN_PER_WORKER + 7)
+    return tmp_path
+
+
+@pytest.mark.parametrize("fmt", ["json", "text", "sarif"])
+def test_workers_give_what_one_process_gives(batch, fmt):
+    one = _check(batch, "--format", fmt, "--jobs", "1")
+    three = _check(batch, "--format", fmt, "--jobs", "3")
+    assert one.returncode == 3  # the broken spec: invalid input wins
+    assert (three.returncode, three.stdout, three.stderr) == (
+        one.returncode,
+        one.stdout,
+        one.stderr,
+    )
+    assert one.stdout.count("spec-") >= 3 * MIN_PER_WORKER
+
+
+def test_a_broken_policy_fails_as_in_one_process(batch):
+    policy = batch / "policies" / "vision.yaml"
+    policy.write_text(policy.read_text().replace("max_trial_cost: 400", "max_trial_cost: lots"))
+    one, three = _check(batch, "--jobs", "1"), _check(batch, "--jobs", "3")
+    assert one.returncode == 3 and "vision.yaml" in one.stderr
+    assert (three.returncode, three.stdout, three.stderr) == (
+        one.returncode,
+        one.stdout,
+        one.stderr,
+    )
+
+
+def test_with_a_monthly_budget_the_ledger_is_read_once_in_one_process(batch):
+    policy = batch / "policies" / "vision.yaml"
+    policy.write_text(
+        policy.read_text().replace("# monthly_budget: 60000", "monthly_budget: 60000")
+    )
+    uri = f"sqlite:///{batch / 'mlflow.db'}"
+    one = _check(batch, "--jobs", "1", "--format", "json", "--tracking-uri", uri)
+    three = _check(batch, "--format", "json", "--tracking-uri", uri)
+    assert (three.returncode, three.stdout) == (one.returncode, one.stdout)
+    assert '"ledger": {' in one.stdout
+
+
+def test_workers_only_for_enough_specs_each():
+    assert workers_for(MIN_PER_WORKER * 2 - 1, None) == 1
+    assert workers_for(MIN_PER_WORKER * 8, 3) == 3
+    assert workers_for(MIN_PER_WORKER * 2, 8) == 2
+
+
+def test_results_come_back_in_the_order_given():
+    paths = [f"p{i}" for i in range(7 * MIN_PER_WORKER)]
+    assert evaluate_all(str.upper, paths, 4) == [p.upper() for p in paths]
+    pids = {pid for _, pid in evaluate_all(lambda p: (p, os.getpid()), paths, 4)}
+    assert len(pids) == 4  # three workers and this process
+
+
+def test_a_worker_that_fails_makes_the_parent_raise_the_first_failure():
+    paths = [f"p{i}" for i in range(4 * MIN_PER_WORKER)]
+
+    def evaluate(path: str) -> str:
+        if path in ("p5", "p9"):  # p5 falls to a worker, p9 to another (every 4th)
+            raise ValueError(path)
+        return path
+
+    with pytest.raises(ValueError, match="p5"):
+        evaluate_all(evaluate, paths, 4)
+
+
+def test_jobs_must_be_a_whole_number_from_one(batch):
+    proc = _check(batch, "--jobs", "0")
+    assert proc.returncode == 3 and "--jobs" in proc.stderr
