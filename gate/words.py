@@ -1,4 +1,4 @@
-"""Words for messages: counts (``1 trial``, ``2 trials``, ``1,000 GPUs``) and aligned tables."""
+"""Words for messages: counts (``1 trial``, ``2 trials``), the word meant, aligned tables."""
 
 from __future__ import annotations
 
@@ -16,6 +16,14 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``n`` with ``noun`` in the right number; the plural adds ``s`` unless given."""
     word = noun if n == 1 else (plural or _IRREGULAR.get(noun, noun + "s"))
     return f"{n:,} {word}"
+
+
+def closest(word: str, options: Collection[str], cutoff: float = 0.6) -> str | None:
+    """The option ``word`` most likely means (a typo's "did you mean"), if one is close."""
+    import difflib  # NOTE: here, not at the top: only a mistake needs it (5 ms of a check)
+
+    found = difflib.get_close_matches(word, list(options), n=1, cutoff=cutoff)
+    return found[0] if found else None
 
 
 def aligned(rows: Sequence[Sequence[str]], left: Collection[int] = (0,)) -> list[str]:

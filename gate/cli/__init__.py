@@ -20,7 +20,7 @@ from keyword import iskeyword
 from typing import NoReturn
 
 from gate.cli.base import EXIT_USAGE
-from gate.cli.parser import build_parser
+from gate.cli.parser import build_parser, command_named
 from gate.errors import GateError, InputError, InputErrors, one_line
 
 __all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_USAGE", "build_parser", "main", "run"]
@@ -53,9 +53,10 @@ def run() -> NoReturn:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code."""
-    parser = build_parser()
     if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (argcomplete extra)
-        _complete(parser)
+        _complete(build_parser())
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(command_named(words))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, usage errors

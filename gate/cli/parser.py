@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from gate import __version__
 from gate.cli import afterwards, approvals, pricing
@@ -27,8 +29,12 @@ examples:
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full parser, with one sub-parser per command."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, with one sub-parser per command.
+
+    With ``command`` (a name of :data:`EXITS`) only that command's sub-parser is built (and
+    those built with it): a ``check`` in a pre-commit hook parses its own options only.
+    """
     parser = Parser(
         prog="budget-gate",
         description=_DESCRIPTION,
@@ -39,6 +45,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
+    policies, places, evaluation, ledger = _groups()
+    adders: list[tuple[tuple[str, ...], Callable[[], None]]] = [
+        (("check",), lambda: pricing.add_check(commands, [evaluation, ledger])),
+        (("estimate",), lambda: pricing.add_estimate(commands, evaluation)),
+        (("diff",), lambda: pricing.add_diff(commands, evaluation)),
+        (("import",), lambda: pricing.add_import(commands, places)),
+        (("rules", "schema", "prices", "init"), lambda: pricing.add_reference(commands)),
+        (
+            ("verify", "request-approval", "approve", "revoke"),
+            lambda: approvals.add_ledger_commands(commands, [evaluation, ledger], [places, ledger]),
+        ),
+        (("ci",), lambda: approvals.add_ci(commands)),
+        (("serve",), lambda: approvals.add_serve(commands, [ledger])),
+        (("reconcile",), lambda: afterwards.add_reconcile(commands, [places, _runs()])),
+        (("calibrate",), lambda: afterwards.add_calibrate(commands, [policies, _learning()])),
+        (("report",), lambda: afterwards.add_report(commands, [policies, _month()])),
+        (("policy",), lambda: pricing.add_policy(commands)),
+    ]
+    for names, add in adders:
+        if command is None or command in names:
+            add()
+    _epilogs(commands)
+    return parser
+
+
+def _groups() -> tuple[Parser, Parser, Parser, Parser]:
+    """The option groups commands share: the policies, prices, the date, the ledger."""
     policies = Parser(add_help=False)
     policies.add_argument(
         "--policy-dir",
@@ -61,31 +94,44 @@ def build_parser() -> argparse.ArgumentParser:
         help="judge waivers, approvals and the budget month as of this date (YYYY-MM-DD, "
         "midnight UTC) or time (YYYY-MM-DDTHH:MM[+zone]) (default: now)",
     )
+    return policies, places, evaluation, ledger
 
-    pricing.add_check(commands, [evaluation, ledger])
-    pricing.add_estimate(commands, evaluation)
-    pricing.add_diff(commands, evaluation)
-    pricing.add_import(commands, places)
-    pricing.add_reference(commands)
-    approvals.add_ledger_commands(commands, [evaluation, ledger], [places, ledger])
-    approvals.add_ci(commands)
-    approvals.add_serve(commands, [ledger])
-    runs = _tracking(
-        "MLflow tracking store of the training runs, where the ledger records their actual cost"
-    )
-    afterwards.add_reconcile(commands, [places, runs])
-    learning = _tracking("MLflow tracking store of the training runs to learn from")
-    afterwards.add_calibrate(commands, [policies, learning])  # it writes the calibration
-    month = _tracking("MLflow tracking store of the training runs and the approvals ledger")
-    afterwards.add_report(commands, [policies, month])
-    pricing.add_policy(commands)
-    for name, command in commands.choices.items():
-        command.epilog = exit_codes(*EXITS[name])
-        for action in command._actions:  # policy check|test, serve skypilot-policy|...
+
+def _epilogs(commands: argparse._SubParsersAction[Any]) -> None:
+    """Each command's (and sub-command's) exit codes, under its --help."""
+    for name, sub_parser in commands.choices.items():
+        sub_parser.epilog = exit_codes(*EXITS[name])
+        for action in sub_parser._actions:  # policy check|test, serve skypilot-policy|...
             if isinstance(action, argparse._SubParsersAction):
                 for sub, parser_of in action.choices.items():
                     parser_of.epilog = exit_codes(*EXITS[f"{name} {sub}"])
-    return parser
+
+
+def _runs() -> Parser:
+    return _tracking(
+        "MLflow tracking store of the training runs, where the ledger records their actual cost"
+    )
+
+
+def _learning() -> Parser:
+    return _tracking("MLflow tracking store of the training runs to learn from")
+
+
+def _month() -> Parser:
+    return _tracking("MLflow tracking store of the training runs and the approvals ledger")
+
+
+def command_named(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` runs, when it names one plainly (``--debug check ...``).
+
+    ``None`` when it names none, or asks for help or the version first: the full parser
+    answers those.
+    """
+    for arg in argv:
+        if arg == "--debug":
+            continue
+        return arg if arg in EXITS and " " not in arg else None
+    return None
 
 
 def _tracking(what: str, *, rest: bool = False) -> Parser:

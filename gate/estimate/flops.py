@@ -15,12 +15,15 @@ import functools
 import json
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from importlib import resources
+from pathlib import Path
 
 from gate.errors import InputError
 from gate.estimate.measured import EpochTime, Measured
 from gate.money import to_decimal
 from gate.spec.experiment import Experiment
+
+_DATA = Path(__file__).resolve().parent.parent / "data"
+"""The package's data (see :data:`gate.estimate.prices._DATA`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +42,7 @@ class Peaks:
 @functools.cache
 def load_peaks() -> Peaks:
     """The packaged table (read once)."""
-    raw = json.loads(resources.files("gate").joinpath("data/peak_flops.json").read_text("utf-8"))
+    raw = json.loads((_DATA / "peak_flops.json").read_text("utf-8"))
     return Peaks(raw["source"], raw["date"], raw["peaks"])
 
 

@@ -8,11 +8,9 @@ other policy; only ``extends: none`` leaves it out, and the loaded policy says s
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +23,7 @@ from gate.policy.names import check_accelerator_names
 from gate.policy.rules import all_rule_ids
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap, load_bytes, load_file
 from gate.spec.validation import validate
+from gate.words import closest
 
 if TYPE_CHECKING:
     from gate.ledger.signing import Trust
@@ -298,8 +297,8 @@ def _nearby_dir(missing: Path) -> str | None:
         beside = [d.name for d in parent.iterdir() if (d / f"{DEFAULT}.yaml").is_file()]
     except OSError:
         return None
-    close = difflib.get_close_matches(missing.name, beside, n=1, cutoff=0.6)
-    return f"did you mean {(parent / close[0]).as_posix()!r}?" if close else None
+    close = closest(missing.name, beside)
+    return f"did you mean {(parent / close).as_posix()!r}?" if close else None
 
 
 def builtin_policies() -> PolicySet:
@@ -307,7 +306,7 @@ def builtin_policies() -> PolicySet:
 
     Positions name ``<built-in>/default.yaml``; every report labels it ``built-in default``.
     """
-    packaged = resources.files("gate").joinpath("data").joinpath("default-policy.yaml")
+    packaged = Path(__file__).resolve().parent.parent / "data" / "default-policy.yaml"
     return PolicySet(BUILTIN_DIR, {f"{DEFAULT}.yaml": packaged.read_bytes()}, builtin=True)
 
 

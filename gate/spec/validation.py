@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -14,6 +13,7 @@ from gate.model.shapes import ModelShape
 from gate.model.values import Shape
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap
 from gate.spec.units import percent_fix, unit_fix
+from gate.words import closest
 
 M = TypeVar("M", bound=Model)
 MAX_REPORTED = 20
@@ -82,11 +82,11 @@ def _to_input_error(root: type[Model], err: Any, source_map: SourceMap) -> Input
     if kind in ("enum", "literal_error"):
         expected = str((err.get("ctx") or {}).get("expected", ""))
         choices = [c.strip(" '") for c in expected.replace(" or ", ",").split(",") if c.strip()]
-        close = difflib.get_close_matches(str(err["input"]), choices, n=1, cutoff=0.5)
+        meant = closest(str(err["input"]), choices, cutoff=0.5)
         return InputError(
             f"{dotted}: {err['input']!r} is not allowed",
             location=source_map.locate(loc),
-            hint=f"did you mean {close[0]!r}?" if close else f"use {expected}",
+            hint=f"did you mean {meant!r}?" if meant else f"use {expected}",
         )
     field = str(loc[-1]) if loc else ""
     fixed = unit_fix(field, err.get("input")) if kind in _SHAPE_ERRORS | {"union"} else None
@@ -216,13 +216,13 @@ def _did_you_mean(root: type[Model], loc: DataPath) -> str:
     exact = [path for path, key in elsewhere if key == name]
     if exact:
         return f"{name} belongs under {_dotted(exact[0]) or 'the top level'}: move it there"
-    close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
+    close = closest(name, allowed)
     if close:
-        return f"did you mean {close[0]!r}?"
-    near = difflib.get_close_matches(name, [key for _, key in elsewhere], n=1, cutoff=0.8)
+        return f"did you mean {close!r}?"
+    near = closest(name, [key for _, key in elsewhere], cutoff=0.8)
     if near:
-        path = next(p for p, key in elsewhere if key == near[0])
-        return f"did you mean {_dotted((*path, near[0]))!r}?"
+        path = next(p for p, key in elsewhere if key == near)
+        return f"did you mean {_dotted((*path, near))!r}?"
     if allowed:
         return "allowed keys: " + ", ".join(sorted(allowed))
     return "remove it"

@@ -21,11 +21,11 @@ Fails (an error: a typo of ``atlas``; a warning for a team no known one is close
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
 from gate.policy.model import Severity
 from gate.policy.rules.base import RuleContext, Violation
+from gate.words import closest
 
 ID = "BG203"
 SLUG = "unknown-team"
@@ -49,7 +49,8 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
         return
     known = sorted({*ctx.team_policies, *(listed or ())})
     typo = [name for name in known if _edits(team, name) <= _allowed_edits(name)]
-    close = typo[:1] or difflib.get_close_matches(team, known, n=1, cutoff=0.6)
+    meant = typo[0] if typo else closest(team, known)
+    close = [meant] if meant else []
     hint = f" — did you mean {close[0]!r}?" if close else ""
     if not close and listed is not None:
         hint = f" — add it to the policy's teams: or create {team}.yaml"
