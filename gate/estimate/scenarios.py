@@ -49,6 +49,7 @@ def estimate(
     measured: Measured | None = None,
     *,
     savings: bool = True,
+    notes: bool = True,
 ) -> Estimate:
     """Price ``spec`` under ``policy`` at ``quote``, as a worst and an expected case.
 
@@ -56,18 +57,19 @@ def estimate(
     capacity really saves money. ``measured`` holds calibrated figures that overrule the
     spec's epoch time and plateau and the policy's failure rate, each said in the notes.
     Without ``savings`` what stop conditions and pruning save is not priced (each is a
-    scenario more, a simulation more for ASHA): a candidate fix is judged by the rules and
-    the enforced scenario, which never read them.
+    scenario more, a simulation more for ASHA), and without ``notes`` the scenarios state no
+    assumptions: a candidate fix is judged by the rules and the enforced scenario, which
+    read neither.
     """
     measured = with_prior(spec, measured, policy.estimation.mfu)
     policy = measured_policy(policy, measured)
     trials = count_trials(spec.search, spec.workload.max_epochs)
     stop, stop_note = expected_stop(spec, policy, measured)
-    inputs = _Pricing(spec, policy, quote, measured, trials)
+    inputs = _Pricing(spec, policy, quote, measured, trials, notes)
     worst = _scenario(inputs, "worst", spec.workload.max_epochs)
     expected = _scenario(inputs, "expected", stop, stop_note)
     spot = _spot(inputs, on_demand, stop)
-    if spot is not None and (worst.unfinished or expected.unfinished):
+    if spot is not None and notes and (worst.unfinished or expected.unfinished):
         note = "spot is compared with on-demand for the same training work: per-trial caps left out"
         expected = replace(expected, assumptions=(*expected.assumptions, note))
     return Estimate(
@@ -91,6 +93,8 @@ class _Pricing:
     quote: Quote
     measured: Measured | None
     trials: int
+    notes: bool = True
+    """Whether the scenarios state their assumptions (a fix's re-estimate needs none)."""
     plans: dict[tuple[ScenarioName, int], tuple[Stage, ...]] = field(default_factory=dict)
     """The plans priced so far: spot's comparison and the savings price the same plan again."""
 
@@ -142,14 +146,18 @@ def _scenario(
     trial_hours = usage.trial_hours * (1 + retry_runs)
     exact_gpu_hours = units * trial_hours
     other = policy.spot.extra_ops_per_trial * trials if _is_spot(spec) else Decimal(0)
-    notes = [
-        *shared_notes(spec, trials, name, inputs.measured),
-        *(describe_plan(spec, name, stages, inputs.persistence) if prune else []),
-        _stop_line(spec, top_epoch, stop_note, usage.unfinished),
-        *usage.cap_notes,
-        *limit_notes,
-        *_cost_notes(inputs, name, retry_runs, usage.recompute_hours * units),
-    ]
+    notes = (
+        [
+            *shared_notes(spec, trials, name, inputs.measured),
+            *(describe_plan(spec, name, stages, inputs.persistence) if prune else []),
+            _stop_line(spec, top_epoch, stop_note, usage.unfinished),
+            *usage.cap_notes,
+            *limit_notes,
+            *_cost_notes(inputs, name, retry_runs, usage.recompute_hours * units),
+        ]
+        if inputs.notes
+        else []
+    )
     return Scenario(
         name=name,
         trials=trials,

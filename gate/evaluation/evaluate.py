@@ -322,10 +322,11 @@ class Evaluator:
     ) -> Estimate:
         """An edited spec's estimate, priced from the same calibration as the original.
 
-        What its stop conditions save is left out: no rule reads it (nor a fix's summary).
+        What its stop conditions save and its assumptions are left out: no rule reads them
+        (nor a fix's summary, nor a cheaper plan's).
         """
         measured = self._measured(spec, policy)
-        return estimate(spec, policy, price, on_demand, measured, savings=False)
+        return estimate(spec, policy, price, on_demand, measured, savings=False, notes=False)
 
     def _measured(self, spec: Experiment, policy: Policy) -> Measured | None:
         """The calibration's figures for ``spec``, unless there is none or the policy opts out."""

@@ -9,7 +9,14 @@ the only module here that imports pydantic).
 Pure; imports nothing of gate.
 """
 
-from gate.model.base import Model, ValidationError, field_check, fields_of, model_check
+from gate.model.base import (
+    Model,
+    ValidationError,
+    edited,
+    field_check,
+    fields_of,
+    model_check,
+)
 from gate.model.fields import (
     Before,
     Check,
@@ -32,6 +39,7 @@ __all__ = [
     "StrictFloat",
     "StrictInt",
     "ValidationError",
+    "edited",
     "field_check",
     "fields_of",
     "model_check",

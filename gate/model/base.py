@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from enum import Enum
 from typing import Any, ClassVar, Literal, TypeVar
@@ -113,6 +113,32 @@ class Model:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return new_instance, (type(self), self.__dict__, self.model_fields_set)
+
+
+def edited(model: M, changes: Iterable[tuple[tuple[str, ...], Any]]) -> M:
+    """``model`` with the value at each key path replaced, validated again.
+
+    Equal to dumping the fields given, setting the values and validating it all, but only
+    the mappings along the paths are validated again: the models beside them are kept as
+    they are (validated already). A path through an unset mapping makes it. Raises
+    :class:`ValidationError`.
+    """
+    data = _given(model)
+    for path, value in changes:
+        node = data
+        for key in path[:-1]:
+            child = node.get(key)
+            opened = _given(child) if isinstance(child, Model) else dict(child or {})
+            node[key] = opened
+            node = opened
+        node[path[-1]] = value
+    return type(model).model_validate(data)
+
+
+def _given(model: Model) -> dict[str, Any]:
+    """The fields the model was given, by key (what ``model_dump(exclude_unset)`` keeps)."""
+    values, given = model.__dict__, model.model_fields_set
+    return {f.key: values[f.name] for f in model_shape(type(model)).fields if f.name in given}
 
 
 def fields_of(cls: type[Model]) -> dict[str, FieldShape]:

@@ -46,14 +46,17 @@ from gate.model.values import (
 class ModelRef(Shape):
     """A model class, compiled when first checked (models refer to models declared later)."""
 
-    __slots__ = ("cls",)
+    __slots__ = ("cls", "compiled")
 
     def __init__(self, cls: type) -> None:
         self.cls = cls
+        self.compiled: ModelShape | None = None
 
     def check(self, value: Any, loc: Loc, errors: Errors) -> Any:
         """The model's value, compiled on first use."""
-        return model_shape(self.cls).check(value, loc, errors)
+        if self.compiled is None:
+            self.compiled = model_shape(self.cls)
+        return self.compiled.check(value, loc, errors)
 
 
 def shape_of(annotation: Any) -> Shape:

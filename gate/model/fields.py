@@ -105,6 +105,7 @@ class Constraints:
 
     __slots__ = (
         "allow_inf_nan",
+        "bounded",
         "decimal_places",
         "ge",
         "gt",
@@ -130,8 +131,5 @@ class Constraints:
         self.allow_inf_nan = merged.get("allow_inf_nan")
         self.decimal_places = merged.get("decimal_places")
         self.strict = strict or bool(merged.get("strict"))
-
-    @property
-    def bounded(self) -> bool:
+        self.bounded = any(merged.get(name) is not None for name in _BOUNDS)
         """Whether any of gt, ge, lt, le is set."""
-        return any(getattr(self, name) is not None for name in _BOUNDS)

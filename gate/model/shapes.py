@@ -170,7 +170,18 @@ class HookShape(Shape):
 class FieldShape:
     """One field of a model: its name, its YAML key, its shape and its default."""
 
-    __slots__ = ("checks", "default", "factory", "info", "key", "loose", "name", "shape", "type")
+    __slots__ = (
+        "checks",
+        "default",
+        "factory",
+        "info",
+        "key",
+        "loose",
+        "name",
+        "required",
+        "shape",
+        "type",
+    )
 
     def __init__(self, name: str, annotation: Any, declared: Any, shape: Shape) -> None:
         info = declared if isinstance(declared, FieldInfo) else None
@@ -183,17 +194,10 @@ class FieldShape:
         self.factory: Callable[[], Any] | None = options.get("default_factory")
         self.shape = shape
         self.checks: list[Callable[[Any, dict[str, Any]], Any]] = []
+        self.required = self.default is MISSING and self.factory is None
+        """Whether the field has no default."""
         self.loose = _holds_any(self.shape)
         """Whether the field holds values of any type (JSON writes their infinities null)."""
-
-    @property
-    def required(self) -> bool:
-        """Whether the field has no default."""
-        return self.default is MISSING and self.factory is None
-
-    def default_value(self) -> Any:
-        """A fresh default (a factory is called each time, as pydantic does)."""
-        return self.factory() if self.factory is not None else self.default
 
 
 def _holds_any(shape: Shape) -> bool:
@@ -256,12 +260,14 @@ class ModelShape(Shape):
                     if f.required:
                         error(errors, "missing", (*loc, key), "Field required", value)
                     else:
-                        values[f.name] = f.default_value()
+                        values[f.name] = f.factory() if f.factory is not None else f.default
                     continue
                 key = f.name
             given.add(f.name)
             checked = f.shape.check(value[key], (*loc, key), errors)
-            if checked is INVALID:
+            if checked is INVALID or not f.checks:
+                if checked is not INVALID:
+                    values[f.name] = checked
                 continue
             for check in f.checks:
                 try:

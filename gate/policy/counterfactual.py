@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 from decimal import Decimal
-from typing import Any
 
 from gate.errors import InputError
 from gate.estimate.measured import EpochTime, Measured
@@ -18,7 +17,7 @@ from gate.estimate.model import Estimate
 from gate.estimate.prices import Quote
 from gate.estimate.scenarios import estimate
 from gate.estimate.settings import PricingPolicy
-from gate.model import ValidationError
+from gate.model import ValidationError, edited
 from gate.policy.findings import Edit
 from gate.spec.experiment import Experiment
 from gate.spec.trial import Range
@@ -52,14 +51,8 @@ BF16_SPEEDUP = Decimal(2)
 
 def apply_edits(spec: Experiment, edits: Iterable[Edit]) -> Experiment | None:
     """The spec with ``edits`` applied, validated again; ``None`` when it is no longer valid."""
-    data: dict[str, Any] = spec.model_dump(by_alias=True, exclude_unset=True)
-    for edit in edits:
-        node = data
-        for key in edit.path[:-1]:
-            node = node.setdefault(key, {})
-        node[edit.path[-1]] = edit.value
     try:
-        return Experiment.model_validate(data)
+        return edited(spec, ((edit.path, edit.value) for edit in edits))
     except ValidationError:
         return None
 
@@ -81,7 +74,7 @@ def reprice(
     if edited is None:
         return None
     try:
-        return estimate(edited, policy, quote, measured=measured)
+        return estimate(edited, policy, quote, measured=measured, savings=False, notes=False)
     except InputError:
         return None
 
