@@ -8,16 +8,19 @@ import pickle
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gate.calibrate.model import Calibration
 from gate.errors import InputErrors
 from gate.estimate.settings import Reliability, Returns
-from gate.model import ValidationError
+from gate.model import ValidationError, edited
 from gate.policy.model import Waiver
 from gate.spec.experiment import Condition, Experiment
+from gate.spec.fingerprint import fingerprint
 from gate.spec.loader import load_bytes
 from gate.spec.validation import validate
-from tests.conftest import spec_data
+from tests.conftest import ROOT, spec_data
 
 
 def _waiver(expires: object) -> Waiver:
@@ -103,3 +106,66 @@ def test_a_model_validates_its_keyword_arguments():
         )
     with pytest.raises(ValidationError, match="Field required"):
         Calibration()
+
+
+_EXAMPLE_SPECS = [
+    yaml.safe_load(p.read_text())
+    for p in sorted((ROOT / "examples").glob("*.yaml"))
+    if yaml.safe_load(p.read_text()).get("kind") == "Experiment"
+]
+_EDIT_PATHS = [
+    ("search", "max_trials"),
+    ("search", "max_concurrent_trials"),
+    ("search", "strategy"),
+    ("search", "scheduler", "max_epochs"),
+    ("search", "parameters", "lr", "values"),
+    ("workload", "max_epochs"),
+    ("workload", "epoch_minutes"),
+    ("stopping", "max_trial_hours"),
+    ("stopping", "early_stopping", "patience"),
+    ("resources", "gpus_per_trial"),
+    ("resources", "precision"),
+    ("deadline_hours",),
+]
+
+
+def _by_dump(spec: Experiment, changes: list[tuple[tuple[str, ...], object]]) -> object:
+    """The edit as it was made before gate.model.edited: dump what was given, set, validate."""
+    data = spec.model_dump(by_alias=True, exclude_unset=True)
+    for path, value in changes:
+        node = data
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = value
+    try:
+        return Experiment.model_validate(data)
+    except ValidationError:
+        return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(_EXAMPLE_SPECS),
+    st.lists(
+        st.tuples(
+            st.sampled_from(_EDIT_PATHS),
+            st.one_of(
+                st.integers(-1, 500),
+                st.sampled_from(["asha", "grid", "bf16", "x", 0.5, 2.5, [1e-3, 1e-2], None]),
+            ),
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_an_edit_validates_as_dumping_and_validating_it_all(data, changes):
+    spec = Experiment.model_validate(data)
+    try:
+        mine: object = edited(spec, changes)
+    except ValidationError:
+        mine = None
+    theirs = _by_dump(spec, changes)
+    assert mine == theirs
+    if mine is not None and theirs is not None:
+        assert fingerprint(mine) == fingerprint(theirs)
+        assert mine.model_dump(exclude_unset=True) == theirs.model_dump(exclude_unset=True)
