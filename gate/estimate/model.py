@@ -7,6 +7,7 @@ the guard's limits) never imports how it is computed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -98,18 +99,53 @@ class SpotComparison:
         return self.on_demand_cost - self.spot_cost - self.recompute_cost - self.extra_ops_cost
 
 
-@dataclass(frozen=True, slots=True)
 class Estimate:
-    """Both scenarios, the price and search strategy behind them, and what stop conditions save."""
+    """Both scenarios, the price and search strategy behind them, and what stop conditions save.
 
-    worst: Scenario
-    expected: Scenario
-    quote: Quote
-    strategy: Strategy
-    savings: tuple[Saving, ...] = ()
-    spot: SpotComparison | None = None
-    epoch_minutes_range: tuple[Decimal, Decimal] | None = None
-    measured: Measured | None = None
+    The expected case and the spot comparison may be given as functions that price them
+    when first read: a fix's probe reads the enforced (worst) case only, most often, and an
+    asynchronous search's expected case is a simulation.
+    """
+
+    __slots__ = (
+        "_expected",
+        "_spot",
+        "epoch_minutes_range",
+        "measured",
+        "quote",
+        "savings",
+        "strategy",
+        "worst",
+    )
+
+    def __init__(
+        self,
+        worst: Scenario,
+        expected: Scenario | Callable[[], Scenario],
+        quote: Quote,
+        strategy: Strategy,
+        savings: tuple[Saving, ...] = (),
+        spot: SpotComparison | Callable[[], SpotComparison | None] | None = None,
+        epoch_minutes_range: tuple[Decimal, Decimal] | None = None,
+        measured: Measured | None = None,
+    ) -> None:
+        self.worst, self._expected, self.quote, self.strategy = worst, expected, quote, strategy
+        self.savings, self._spot = savings, spot
+        self.epoch_minutes_range, self.measured = epoch_minutes_range, measured
+
+    @property
+    def expected(self) -> Scenario:
+        """The expected case: early stopping and pruning as configured or calibrated."""
+        if callable(self._expected):
+            self._expected = self._expected()
+        return self._expected
+
+    @property
+    def spot(self) -> SpotComparison | None:
+        """Spot against on-demand for the same work, for a spot spec with an on-demand price."""
+        if callable(self._spot):
+            self._spot = self._spot()
+        return self._spot
 
     def scenario(self, name: ScenarioName) -> Scenario:
         """The scenario a policy enforces (``worst`` unless it says otherwise)."""
@@ -119,3 +155,26 @@ class Estimate:
     def work_steps(self) -> int:
         """What pricing this spec takes (its two scenarios): a measure no clock gives."""
         return self.worst.work_steps + self.expected.work_steps
+
+    def _fields(self) -> tuple[object, ...]:
+        return (
+            self.worst,
+            self.expected,
+            self.quote,
+            self.strategy,
+            self.savings,
+            self.spot,
+            self.epoch_minutes_range,
+            self.measured,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Estimate and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Estimate(worst={self.worst!r}, expected={self.expected!r}, quote={self.quote!r})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return Estimate, self._fields()

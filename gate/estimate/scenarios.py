@@ -50,6 +50,7 @@ def estimate(
     *,
     savings: bool = True,
     notes: bool = True,
+    lazy: bool = False,
 ) -> Estimate:
     """Price ``spec`` under ``policy`` at ``quote``, as a worst and an expected case.
 
@@ -59,7 +60,8 @@ def estimate(
     Without ``savings`` what stop conditions and pruning save is not priced (each is a
     scenario more, a simulation more for ASHA), and without ``notes`` the scenarios state no
     assumptions: a candidate fix is judged by the rules and the enforced scenario, which
-    read neither.
+    read neither. ``lazy`` prices the expected case and the spot comparison when first read
+    (a fix's probe reads the worst case, most often); it takes neither savings nor notes.
     """
     measured = with_prior(spec, measured, policy.estimation.mfu)
     policy = measured_policy(policy, measured)
@@ -67,6 +69,17 @@ def estimate(
     stop, stop_note = expected_stop(spec, policy, measured)
     inputs = _Pricing(spec, policy, quote, measured, trials, notes)
     worst = _scenario(inputs, "worst", spec.workload.max_epochs)
+    if lazy:
+        assert not (savings or notes), "a lazy estimate prices no savings and says no notes"
+        return Estimate(
+            worst,
+            lambda: _scenario(inputs, "expected", stop, stop_note),
+            quote,
+            spec.search.strategy,
+            spot=lambda: _spot(inputs, on_demand, stop),
+            epoch_minutes_range=_range(spec),
+            measured=measured,
+        )
     expected = _scenario(inputs, "expected", stop, stop_note)
     spot = _spot(inputs, on_demand, stop)
     if spot is not None and notes and (worst.unfinished or expected.unfinished):

@@ -192,7 +192,7 @@ STARTUP_TRIALS = 10
 """Trials a model-based sampler draws at random before it models (Optuna's TPE default)."""
 
 _SIMULATED_ARRIVALS = 2_000
-_SIMULATED_WORK = 20_000  # arrivals × runs: a few hundredths of a second
+_SIMULATED_WORK = 10_000  # arrivals × runs: a hundredth of a second
 _MIN_RUNS = 4
 
 

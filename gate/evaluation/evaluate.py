@@ -326,7 +326,9 @@ class Evaluator:
         (nor a fix's summary, nor a cheaper plan's).
         """
         measured = self._measured(spec, policy)
-        return estimate(spec, policy, price, on_demand, measured, savings=False, notes=False)
+        return estimate(
+            spec, policy, price, on_demand, measured, savings=False, notes=False, lazy=True
+        )
 
     def _measured(self, spec: Experiment, policy: Policy) -> Measured | None:
         """The calibration's figures for ``spec``, unless there is none or the policy opts out."""
