@@ -23,12 +23,19 @@ _NANOHOUR = Decimal("1e-9")
 class TrialCap:
     """The tighter of a spec's per-trial caps, in hours held, and its name for the notes.
 
-    ``field`` is the spec key under ``stopping:`` that sets it.
+    ``field`` is the spec key under ``stopping:`` that sets it, ``amount`` what the spec
+    wrote there (hours, or money).
     """
 
     hours: Decimal
-    label: str
+    amount: Decimal
     field: str = "max_trial_hours"
+
+    @property
+    def label(self) -> str:
+        """``max_trial_hours 6.00 h`` or ``max_trial_cost 300.00``, as the notes say it."""
+        unit = " h" if self.field == "max_trial_hours" else ""
+        return f"{self.field} {format_amount(self.amount)}{unit}"
 
 
 def trial_cap(spec: Experiment, rate_per_hour: Decimal) -> TrialCap | None:
@@ -37,12 +44,11 @@ def trial_cap(spec: Experiment, rate_per_hour: Decimal) -> TrialCap | None:
     stop = spec.stopping
     if stop.max_trial_hours is not None:
         hours = to_decimal(stop.max_trial_hours)
-        caps.append(TrialCap(hours, f"max_trial_hours {format_amount(hours)} h", "max_trial_hours"))
+        caps.append(TrialCap(hours, hours, "max_trial_hours"))
     if stop.max_trial_cost is not None and rate_per_hour > 0:
         # NOTE: rounded down, so a trial capped at the cost never costs a hair more than it.
         hours = floor_hours(stop.max_trial_cost / rate_per_hour)
-        label = f"max_trial_cost {format_amount(stop.max_trial_cost)}"
-        caps.append(TrialCap(hours, label, "max_trial_cost"))
+        caps.append(TrialCap(hours, stop.max_trial_cost, "max_trial_cost"))
     return min(caps, key=lambda cap: cap.hours) if caps else None
 
 

@@ -10,8 +10,10 @@ the middle of uncertain inputs and the expected pruning of asynchronous searches
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from typing import NamedTuple
 
 from gate.estimate.assumptions import (
     default_notes,
@@ -125,8 +127,7 @@ class _Pricing:
         return self.plans[key]
 
 
-@dataclass(frozen=True, slots=True)
-class _Usage:
+class _Usage(NamedTuple):
     trial_hours: Decimal
     recompute_hours: Decimal
     longest_trial: Decimal
@@ -236,13 +237,14 @@ def _usage(
     factors: dict[Decimal, Decimal] = {}  # a plan of many brackets repeats a few run lengths
 
     def held(run: Decimal) -> Decimal:
-        if not preempt:
+        if not spot:
             return run
         factor = factors.get(run)
         if factor is None:
             factor = factors[run] = _preemption(spec, policy, run, setup)
         return run * factor
 
+    spot = preempt and _is_spot(spec)  # NOTE: on-demand holds what it runs: no factor of 1
     queue = to_decimal(policy.estimation.queue_wait_hours)
     clock = Clock()
     paths = []
@@ -252,7 +254,7 @@ def _usage(
         uncut.append(stage_uncut)
         paths.append(path)
         clock.add(stage, runs, path.held, concurrency, queue)
-    furthest, cut, notes = furthest_path(stages, paths, uncut, cap)
+    furthest, cut, notes = furthest_path(stages, paths, uncut, cap, inputs.notes)
     return _Usage(
         clock.trial_hours,
         clock.recompute,
@@ -332,7 +334,11 @@ def _spot(inputs: _Pricing, on_demand: Quote | None, stop: int) -> SpotCompariso
 
 def _retry(policy: PricingPolicy) -> Decimal:
     r = policy.reliability
-    return expected_retry_runs(r.failure_rate, r.max_retries, r.failure_point)
+    return _retry_runs(r.failure_rate, r.max_retries, r.failure_point)
+
+
+_retry_runs = functools.lru_cache(maxsize=64)(expected_retry_runs)
+"""The policy's retries, computed once per policy (every scenario reads them)."""
 
 
 def _range(spec: Experiment) -> tuple[Decimal, Decimal] | None:

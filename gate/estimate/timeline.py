@@ -89,7 +89,11 @@ def walk_stage(
 
 
 def furthest_path(
-    stages: tuple[Stage, ...], paths: list[TrialPath], uncut: list[Decimal], cap: TrialCap | None
+    stages: tuple[Stage, ...],
+    paths: list[TrialPath],
+    uncut: list[Decimal],
+    cap: TrialCap | None,
+    notes: bool = True,
 ) -> tuple[TrialPath, Cut | None, tuple[str, ...]]:
     """The trial that trains furthest, and where the cap cut it, with the note saying so."""
     index = max(range(len(paths)), key=lambda i: paths[i].trained)
@@ -99,7 +103,7 @@ def furthest_path(
     target = max(stage.rungs[-1].reached for stage in stages)
     every = all(p.cut for p in paths)
     cut = Cut(furthest.held, furthest.trained, target, cap.field, uncut[index])
-    return furthest, cut, (cut_note(cap, cut, every),)
+    return furthest, cut, (cut_note(cap, cut, every),) if notes else ()
 
 
 def round_hours(hours: Decimal) -> Decimal:

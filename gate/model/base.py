@@ -187,7 +187,14 @@ def _dump_model(model: Model, how: _Dump) -> dict[str, Any]:
     return out
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})
+"""What every mode dumps as it is (the spec fingerprint dumps a few hundred of them)."""
+
+
 def _dump(value: Any, how: _Dump, loose: bool) -> Any:
+    kind = type(value)
+    if kind in _PLAIN or (kind is float and not (loose and how.json)):
+        return value
     if isinstance(value, Model):
         return _dump_model(value, how)
     if isinstance(value, list | tuple):

@@ -168,7 +168,9 @@ def _field(name: str, annotation: Any, declared: Any) -> FieldShape:
     options = declared.options if isinstance(declared, FieldInfo) else {}
     bounds = {k: v for k, v in options.items() if k not in _NOT_BOUNDS}
     shape = shape_of(Annotated[annotation, FieldInfo(bounds)] if bounds else annotation)
-    return FieldShape(name, annotation, declared, shape)
+    inner = shape.inner if isinstance(shape, NullableShape) else shape
+    held = inner.cls if isinstance(inner, ModelRef) else None
+    return FieldShape(name, annotation, declared, shape, held)
 
 
 def step(shape: Shape, part: str | int) -> Shape | None:

@@ -175,6 +175,7 @@ class FieldShape:
         "default",
         "factory",
         "info",
+        "instance_of",
         "key",
         "loose",
         "name",
@@ -183,7 +184,14 @@ class FieldShape:
         "type",
     )
 
-    def __init__(self, name: str, annotation: Any, declared: Any, shape: Shape) -> None:
+    def __init__(
+        self,
+        name: str,
+        annotation: Any,
+        declared: Any,
+        shape: Shape,
+        instance_of: type | None = None,
+    ) -> None:
         info = declared if isinstance(declared, FieldInfo) else None
         options = info.options if info is not None else {}
         self.name = name
@@ -198,6 +206,8 @@ class FieldShape:
         """Whether the field has no default."""
         self.loose = _holds_any(self.shape)
         """Whether the field holds values of any type (JSON writes their infinities null)."""
+        self.instance_of = instance_of
+        """The model class the field holds, whose instances pass as they are (an edit)."""
 
 
 def _holds_any(shape: Shape) -> bool:
@@ -264,7 +274,8 @@ class ModelShape(Shape):
                     continue
                 key = f.name
             given.add(f.name)
-            checked = f.shape.check(value[key], (*loc, key), errors)
+            raw = value[key]
+            checked = raw if type(raw) is f.instance_of else f.shape.check(raw, (*loc, key), errors)
             if checked is INVALID or not f.checks:
                 if checked is not INVALID:
                     values[f.name] = checked

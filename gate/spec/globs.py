@@ -58,6 +58,12 @@ def normalized(path: str) -> str:
 
 def matches(patterns: Iterable[str], path: str) -> bool:
     """Whether the patterns (gitignore rules, in order) select ``path``."""
+    return _matches(tuple(patterns), path)
+
+
+@lru_cache(maxsize=4096)
+def _matches(patterns: tuple[str, ...], path: str) -> bool:
+    """:func:`matches`, once per patterns and path (every rule run of every fix asks again)."""
     cleaned = tuple(_pattern(p) for p in patterns if p.strip())
     target = normalized(path)
     plain = _plain(cleaned)

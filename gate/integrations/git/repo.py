@@ -81,6 +81,8 @@ class RepoPaths:
     def __init__(self, policy_dir: str | Path) -> None:
         self.policy_dir = Path(policy_dir)
         self._root: Path | None = None
+        self._seen: dict[str, str] = {}
+        self._folders: dict[str, Path] = {}
 
     @property
     def root(self) -> Path:
@@ -98,10 +100,29 @@ class RepoPaths:
         """
         if spec_file == STDIN_NAME:
             return spec_file
+        found = self._seen.get(spec_file)
+        if found is None:
+            found = self._seen[spec_file] = self._relative(spec_file)
+        return found
+
+    def _relative(self, spec_file: str) -> str:
         try:
-            return Path(spec_file).resolve().relative_to(self.root).as_posix()
+            return self._resolved(spec_file).relative_to(self.root).as_posix()
         except (ValueError, OSError):
             return Path(os.path.normpath(spec_file)).as_posix()
+
+    def _resolved(self, spec_file: str) -> Path:
+        """``Path(spec_file).resolve()``, each folder resolved once (a thousand specs share one).
+
+        A file that is a symbolic link is resolved whole: its target's path is its path.
+        """
+        folder, name = os.path.split(spec_file)
+        if name in ("", ".", "..") or os.path.islink(spec_file):
+            return Path(spec_file).resolve()
+        resolved = self._folders.get(folder)
+        if resolved is None:
+            resolved = self._folders[folder] = Path(folder).resolve()
+        return resolved / name
 
 
 def toplevel(directory: Path) -> Path:
