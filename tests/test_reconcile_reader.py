@@ -10,7 +10,8 @@ from mlflow.tracking import MlflowClient
 
 from gate import tracking
 from gate.errors import BackendError
-from gate.integrations.mlflow.runs import MlflowRuns, RunQuery, filter_string
+from gate.integrations.mlflow.run_sources import filter_string
+from gate.integrations.mlflow.runs import MlflowRuns, RunQuery
 from tests.ledger_kit import unique
 from tests.mlflow_server import KillingProxy, free_port
 from tests.reconcile_kit import GOOD, Lab, log_run, ms

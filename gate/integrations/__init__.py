@@ -37,7 +37,9 @@ def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
     A tracking server (``http://``, ``https://``) is read and written over its REST API
     without importing MLflow (:mod:`gate.integrations.mlflow.rest`),
     unless ``MLFLOW_TRACKING_AUTH`` names an MLflow auth plugin, which only MLflow's client
-    can apply. Any other store (``sqlite:///``, a path) is MLflow's client.
+    can apply. A SQLite store is read with SQL and written through MLflow's client
+    (:mod:`gate.integrations.mlflow.sql_ledger`); any other store (a path) is MLflow's
+    client.
 
     Raises:
         gate.errors.MissingExtra: MLflow is needed and not installed (exit 3, naming the extra).
@@ -48,6 +50,12 @@ def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
         from gate.integrations.mlflow.rest import RestLedger
 
         return RestLedger(tracking_uri, trust)
+    from gate.integrations.mlflow.sql_ledger import SqlLedger
+    from gate.integrations.mlflow.sql_source import open_sql
+
+    source = open_sql(tracking_uri)
+    if source is not None:
+        return SqlLedger(tracking_uri, trust, source)
     with needs_mlflow("the approvals ledger"):
         from gate.integrations.mlflow.client import MlflowLedger
 

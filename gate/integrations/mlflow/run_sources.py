@@ -13,10 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from gate.errors import BackendError
 from gate.integrations.mlflow.http import AJAX_API, Rest, RestError, experiment_by_name
 from gate.integrations.mlflow.patience import Patience
 from gate.integrations.mlflow.search import failing_on
 from gate.integrations.mlflow.tracking_uri import redact
+from gate.ledger import tracking
 
 if TYPE_CHECKING:
     from mlflow.entities import Run
@@ -50,6 +52,56 @@ class RawRun:
     experiment_id: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Criteria:
+    """Which runs a search keeps: those of a spec version (or of any, or of any but one).
+
+    ``started`` keeps the runs that started from its first epoch-ms time, before its second.
+    """
+
+    fingerprint: str | None = None
+    other_than: str | None = None
+    started: tuple[int, int] | None = None
+
+    def filter_string(self) -> str:
+        """The criteria in MLflow's search syntax."""
+        return filter_string(self.fingerprint, self.started, other_than=self.other_than)
+
+
+def filter_string(
+    fingerprint: str | None,
+    started: tuple[int, int] | None = None,
+    *,
+    other_than: str | None = None,
+) -> str:
+    """Training runs of one spec version (or of any): the runs tagged with a fingerprint.
+
+    ``started`` keeps the runs that started from its first epoch-ms time, before its second.
+    Ledger records carry a fingerprint too, but live in the ledger's own experiment, which
+    no reader searches for runs; a tag is not what sets them apart, since a training job
+    could set the ledger's ``kind`` tag on its run and so drop out of reconcile.
+    """
+    if fingerprint is not None:
+        clause = f"tags.{tracking.FINGERPRINT} = '{_safe(fingerprint)}'"
+    elif other_than is not None:
+        clause = f"tags.{tracking.FINGERPRINT} != '{_safe(other_than)}'"
+    else:
+        clause = f"tags.{tracking.FINGERPRINT} IS NOT NULL"
+    window = (
+        ""
+        if started is None
+        else f" AND attributes.start_time >= {int(started[0])}"
+        f" AND attributes.start_time < {int(started[1])}"
+    )
+    return f"{clause}{window}"
+
+
+def _safe(value: str) -> str:
+    if "'" in value:
+        raise BackendError(f"cannot search MLflow for the fingerprint {value!r}")
+    return value
+
+
 class RunSource(Protocol):
     """What the reader asks of a tracking store."""
 
@@ -65,9 +117,9 @@ class RunSource(Protocol):
         ...
 
     def search(
-        self, experiment_ids: Sequence[str], search: str, page_size: int, token: str | None
+        self, experiment_ids: Sequence[str], criteria: Criteria, page_size: int, token: str | None
     ) -> tuple[list[RawRun], str | None]:
-        """One page of the runs of ``experiment_ids`` that ``search`` keeps, and the next token."""
+        """One page of the runs of ``experiment_ids`` the criteria keep, and the next token."""
         ...
 
     def histories(self, run_ids: Sequence[str], key: str, cap: int) -> dict[str, Points]:
@@ -76,7 +128,10 @@ class RunSource(Protocol):
 
 
 def open_source(tracking_uri: str) -> RunSource:
-    """The REST source for a tracking server, MLflow's client for any other store."""
+    """The REST source for a tracking server, MLflow's client for any other store.
+
+    (A SQLite file is read with SQL before either: :func:`gate.integrations.mlflow.runs`.)
+    """
     if tracking_uri.startswith(("http://", "https://")):
         return RestSource(tracking_uri, os.environ)
     return ClientSource(tracking_uri)
@@ -121,12 +176,12 @@ class RestSource:
             body["page_token"] = answer["next_page_token"]
 
     def search(
-        self, experiment_ids: Sequence[str], search: str, page_size: int, token: str | None
+        self, experiment_ids: Sequence[str], criteria: Criteria, page_size: int, token: str | None
     ) -> tuple[list[RawRun], str | None]:
         """See :meth:`RunSource.search`."""
         body: dict[str, Any] = {
             "experiment_ids": list(experiment_ids),
-            "filter": search,
+            "filter": criteria.filter_string(),
             "run_view_type": "ACTIVE_ONLY",
             "max_results": page_size,
             "order_by": ["attributes.start_time ASC"],
@@ -217,14 +272,14 @@ class ClientSource:
                 return found
 
     def search(
-        self, experiment_ids: Sequence[str], search: str, page_size: int, token: str | None
+        self, experiment_ids: Sequence[str], criteria: Criteria, page_size: int, token: str | None
     ) -> tuple[list[RawRun], str | None]:
         """See :meth:`RunSource.search`."""
         from mlflow.entities import ViewType
 
         page = self._client.search_runs(
             list(experiment_ids),
-            search,
+            criteria.filter_string(),
             run_view_type=ViewType.ACTIVE_ONLY,
             max_results=page_size,
             order_by=["attributes.start_time ASC"],

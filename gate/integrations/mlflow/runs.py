@@ -17,8 +17,9 @@ however many runs there are. Many experiments (the monthly report reads them all
 searched in up to ``workers`` groups at once and merged in start order. A server is read
 with the standard library, so no MLflow import (:mod:`gate.integrations.mlflow.run_sources`);
 its auth and TLS settings are MLflow's own (``MLFLOW_TRACKING_TOKEN``, …), and
-``MLFLOW_HTTP_REQUEST_TIMEOUT`` bounds each request. Other stores (``sqlite:///``, file
-paths) are read with ``MlflowClient``, one history at a time. This module is imported only
+``MLFLOW_HTTP_REQUEST_TIMEOUT`` bounds each request. A ``sqlite:///`` store is read with SQL
+(:mod:`gate.integrations.mlflow.sql_source`); other stores (file paths, a SQLite store of an
+older MLflow) with ``MlflowClient``, one history at a time. This module is imported only
 by the commands that read training runs (reconcile, calibrate, report).
 """
 
@@ -32,11 +33,16 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from gate.errors import BackendError
-from gate.integrations.mlflow.run_sources import MAX_POINTS, Points, RawRun, open_source
+from gate.integrations.mlflow.run_sources import (
+    MAX_POINTS,
+    Criteria,
+    Points,
+    RawRun,
+    open_source,
+)
 from gate.integrations.mlflow.search import failing_on
+from gate.integrations.mlflow.sql_source import open_sql
 from gate.integrations.mlflow.tracking_uri import redact
-from gate.ledger import tracking
 from gate.reconcile.actuals import RunFacts
 
 GPU_UTILIZATION = re.compile(r"^system/(?:.+/)?gpu_\d+_utilization_percentage$")
@@ -80,7 +86,7 @@ class MlflowRuns:
         self.tracking_uri = tracking_uri
         self.where = redact(tracking_uri)
         with failing_on(self.where, "opening the tracking store", (OSError,)):
-            self._source = open_source(tracking_uri)
+            self._source = open_sql(tracking_uri) or open_source(tracking_uri)
 
     def experiment_id(self, name: str) -> str | None:
         """The id of the active experiment ``name``, or ``None`` when there is none."""
@@ -137,7 +143,7 @@ class MlflowRuns:
         """
         ids = [query.experiment_id, *query.more_experiments]
         groups = [ids[g :: query.workers] for g in range(min(query.workers, len(ids)))]
-        search = filter_string(query.fingerprint, query.started, other_than=query.other_than)
+        search = Criteria(query.fingerprint, query.other_than, query.started)
         if len(groups) == 1:
             yield from self._group_pages(groups[0], search, query.page_size)
             return
@@ -154,7 +160,7 @@ class MlflowRuns:
         if page:
             yield page
 
-    def _group_pages(self, ids: list[str], search: str, size: int) -> Iterator[list[RawRun]]:
+    def _group_pages(self, ids: list[str], search: Criteria, size: int) -> Iterator[list[RawRun]]:
         """One search's pages; the next page is searched while the caller works on this one.
 
         NOTE: MLflow's page token is an offset: a run created with an earlier start between
@@ -195,40 +201,6 @@ def _history_key(raw: RawRun, query: RunQuery) -> str | None:
     if query.history_key is not None or query.history_tag is None:
         return query.history_key
     return raw.tags.get(query.history_tag)
-
-
-def filter_string(
-    fingerprint: str | None,
-    started: tuple[int, int] | None = None,
-    *,
-    other_than: str | None = None,
-) -> str:
-    """Training runs of one spec version (or of any): the runs tagged with a fingerprint.
-
-    ``started`` keeps the runs that started from its first epoch-ms time, before its second.
-    Ledger records carry a fingerprint too, but live in the ledger's own experiment, which
-    no reader searches for runs; a tag is not what sets them apart, since a training job
-    could set the ledger's ``kind`` tag on its run and so drop out of reconcile.
-    """
-    if fingerprint is not None:
-        clause = f"tags.{tracking.FINGERPRINT} = '{_safe(fingerprint)}'"
-    elif other_than is not None:
-        clause = f"tags.{tracking.FINGERPRINT} != '{_safe(other_than)}'"
-    else:
-        clause = f"tags.{tracking.FINGERPRINT} IS NOT NULL"
-    window = (
-        ""
-        if started is None
-        else f" AND attributes.start_time >= {int(started[0])}"
-        f" AND attributes.start_time < {int(started[1])}"
-    )
-    return f"{clause}{window}"
-
-
-def _safe(value: str) -> str:
-    if "'" in value:
-        raise BackendError(f"cannot search MLflow for the fingerprint {value!r}")
-    return value
 
 
 def _chunks(members: list[tuple[str, int]], budget: int) -> Iterator[list[str]]:

@@ -1,0 +1,222 @@
+"""A ``sqlite:///`` tracking store read with SQL: a month of runs in seconds, not minutes.
+
+MLflow's client reads a SQLite store through its ORM, one run's objects at a time and one
+metric history per request: 20,000 runs took almost six minutes. The store is MLflow's
+own schema (``runs``, ``tags``, ``params``, ``latest_metrics``, ``metrics``,
+``experiments``), read here with the standard library's ``sqlite3`` in read-only mode,
+with what MLflow's search gives: active runs of active experiments, in start order (no
+start time last, then by run id), with their tags, params and latest metrics (NaN where
+MLflow kept NaN). A store whose tables lack a column this reader needs (an older MLflow)
+is read with MLflow's client instead, as before. ``tests/test_sql_source.py`` holds this
+reader to MLflow's client on stores MLflow itself wrote.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from gate.integrations.mlflow.run_sources import Criteria, Points, RawRun
+from gate.ledger import tracking
+
+NEEDED = {
+    "experiments": {"experiment_id", "name", "lifecycle_stage"},
+    "runs": {
+        "run_uuid",
+        "name",
+        "status",
+        "start_time",
+        "end_time",
+        "lifecycle_stage",
+        "experiment_id",
+    },
+    "tags": {"run_uuid", "key", "value"},
+    "params": {"run_uuid", "key", "value"},
+    "latest_metrics": {"run_uuid", "key", "value", "step", "is_nan"},
+    "metrics": {"run_uuid", "key", "value", "step", "timestamp", "is_nan"},
+}
+"""The columns this reader reads, by table (MLflow 2 and 3 have them all)."""
+
+_CHUNK = 500
+"""Run ids in one ``IN (...)``: well under SQLite's bound on a statement's variables."""
+
+
+def store_path(tracking_uri: str) -> Path | None:
+    """The file of a ``sqlite:///`` URI (``sqlite:////abs.db``, ``sqlite:///relative.db``).
+
+    ``None`` for any other URI, an in-memory store, or a URI with options.
+    """
+    if not tracking_uri.startswith("sqlite:///") or "?" in tracking_uri:
+        return None
+    path = tracking_uri.removeprefix("sqlite:///")
+    return Path(path) if path else None
+
+
+def open_sql(tracking_uri: str) -> SqlSource | None:
+    """The store at ``tracking_uri`` read with SQL, or ``None`` where MLflow's client must.
+
+    ``None`` for another kind of URI, a file that does not exist (MLflow's client makes an
+    empty store there, as it always did), or tables this reader does not know.
+    """
+    path = store_path(tracking_uri)
+    if path is None or not path.is_file():
+        return None
+    source = SqlSource(f"{path.resolve().as_uri()}?mode=ro")
+    try:
+        known = {
+            table: {row[1] for row in source.db.execute(f"PRAGMA table_info({table})")}
+            for table in NEEDED
+        }
+    except sqlite3.DatabaseError:
+        return None
+    if any(not columns <= known[table] for table, columns in NEEDED.items()):
+        return None
+    return source
+
+
+class SqlSource:
+    """MLflow's SQLite store, read with SQL (see the module's description).
+
+    The reader searches and reads histories in threads: each thread opens its own read-only
+    connection (a SQLite connection belongs to the thread that made it).
+    """
+
+    failures: tuple[type[BaseException], ...] = (sqlite3.Error, OSError)
+
+    def __init__(self, uri: str) -> None:
+        self._uri = uri
+        self._local = threading.local()
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """This thread's connection to the store."""
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = sqlite3.connect(self._uri, uri=True)
+            connection.execute("PRAGMA query_only = ON")
+            self._local.connection = connection
+        return connection
+
+    def experiment_id(self, name: str) -> str | None:
+        """See :meth:`gate.integrations.mlflow.run_sources.RunSource.experiment_id`."""
+        row = self.db.execute(
+            "SELECT experiment_id FROM experiments WHERE name = ? AND lifecycle_stage = 'active'",
+            (name,),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def experiments(self) -> list[tuple[str, str]]:
+        """See :meth:`gate.integrations.mlflow.run_sources.RunSource.experiments`."""
+        rows = self.db.execute(
+            "SELECT experiment_id, name FROM experiments WHERE lifecycle_stage = 'active'"
+        )
+        return [(str(eid), name) for eid, name in rows]
+
+    def search(
+        self, experiment_ids: Sequence[str], criteria: Criteria, page_size: int, token: str | None
+    ) -> tuple[list[RawRun], str | None]:
+        """See :meth:`gate.integrations.mlflow.run_sources.RunSource.search`.
+
+        The token is the offset of the next page, as MLflow's is.
+        """
+        offset = int(token) if token else 0
+        where, values = _where(experiment_ids, criteria)
+        rows = self.db.execute(
+            "SELECT run_uuid, name, status, start_time, end_time, experiment_id FROM runs r "
+            f"WHERE {where} ORDER BY start_time IS NULL, start_time, run_uuid LIMIT ? OFFSET ?",
+            (*values, page_size + 1, offset),
+        ).fetchall()
+        more = len(rows) > page_size
+        rows = rows[:page_size]
+        ids = [row[0] for row in rows]
+        tags = self._pairs("tags", ids)
+        params = self._pairs("params", ids)
+        latest = self._latest(ids)
+        runs = [
+            RawRun(
+                run_id=run_id,
+                name=name or tags.get(run_id, {}).get("mlflow.runName", ""),
+                status=status,
+                start_ms=start,
+                end_ms=end,
+                tags=tags.get(run_id, {}),
+                params=params.get(run_id, {}),
+                latest=latest.get(run_id, {}),
+                experiment_id=str(experiment_id),
+            )
+            for run_id, name, status, start, end, experiment_id in rows
+        ]
+        return runs, str(offset + page_size) if more else None
+
+    def histories(self, run_ids: Sequence[str], key: str, cap: int) -> dict[str, Points]:
+        """See :meth:`gate.integrations.mlflow.run_sources.RunSource.histories` (no cap here)."""
+        found: dict[str, Points] = {run_id: [] for run_id in run_ids}
+        for chunk, marks in _chunks(run_ids):
+            rows = self.db.execute(
+                "SELECT run_uuid, step, timestamp, value, is_nan FROM metrics "
+                f"WHERE key = ? AND run_uuid IN ({marks}) ORDER BY run_uuid, step, timestamp",
+                (key, *chunk),
+            )
+            for run_id, step, timestamp, value, is_nan in rows:
+                found[run_id].append((int(step), int(timestamp), _number(value, is_nan)))
+        return found
+
+    def tags(self, run_ids: list[str]) -> dict[str, dict[str, str]]:
+        """Every tag of each run, by run id (a run without tags is left out)."""
+        return self._pairs("tags", run_ids)
+
+    def _pairs(self, table: str, run_ids: list[str]) -> dict[str, dict[str, str]]:
+        found: dict[str, dict[str, str]] = {}
+        for chunk, marks in _chunks(run_ids):
+            rows = self.db.execute(
+                f"SELECT run_uuid, key, value FROM {table} WHERE run_uuid IN ({marks})", chunk
+            )
+            for run_id, key, value in rows:
+                found.setdefault(run_id, {})[key] = value
+        return found
+
+    def _latest(self, run_ids: list[str]) -> dict[str, dict[str, tuple[float, int]]]:
+        found: dict[str, dict[str, tuple[float, int]]] = {}
+        for chunk, marks in _chunks(run_ids):
+            rows = self.db.execute(
+                "SELECT run_uuid, key, value, step, is_nan FROM latest_metrics "
+                f"WHERE run_uuid IN ({marks})",
+                chunk,
+            )
+            for run_id, key, value, step, is_nan in rows:
+                found.setdefault(run_id, {})[key] = (_number(value, is_nan), int(step))
+        return found
+
+
+def _where(experiment_ids: Sequence[str], criteria: Criteria) -> tuple[str, list[Any]]:
+    """The runs MLflow's search keeps: active, of these experiments, tagged as asked."""
+    marks = ", ".join("?" for _ in experiment_ids)
+    clauses = [f"experiment_id IN ({marks})", "lifecycle_stage = 'active'"]
+    values: list[Any] = [int(eid) for eid in experiment_ids]
+    tagged = "SELECT 1 FROM tags t WHERE t.run_uuid = r.run_uuid AND t.key = ?"
+    values.append(tracking.FINGERPRINT)
+    if criteria.fingerprint is not None:
+        tagged += " AND t.value = ?"
+        values.append(criteria.fingerprint)
+    elif criteria.other_than is not None:
+        tagged += " AND t.value != ?"
+        values.append(criteria.other_than)
+    clauses.append(f"EXISTS ({tagged})")
+    if criteria.started is not None:
+        clauses.append("start_time >= ? AND start_time < ?")
+        values.extend(int(moment) for moment in criteria.started)
+    return " AND ".join(clauses), values
+
+
+def _chunks(run_ids: Iterable[str]) -> Iterable[tuple[list[str], str]]:
+    ids = list(run_ids)
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        yield chunk, ", ".join("?" for _ in chunk)
+
+
+def _number(value: float, is_nan: object) -> float:
+    return float("nan") if is_nan else float(value)

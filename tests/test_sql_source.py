@@ -1,0 +1,155 @@
+"""A SQLite tracking store read with SQL gives what MLflow's own client reads from it.
+
+MLflow writes the store here (experiments, runs of every status, deleted runs and
+experiments, tags, params, metrics with NaN and repeated steps); the SQL source and
+MLflow's ``MlflowClient`` (the source the store was read with before) then answer the same
+questions, and must answer them alike: the experiments, every page of every search, in
+order, and the histories.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from pathlib import Path
+
+import pytest
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.tracking import MlflowClient
+
+from gate import tracking
+from gate.integrations.mlflow.run_sources import ClientSource, Criteria, RawRun
+from gate.integrations.mlflow.runs import MlflowRuns
+from gate.integrations.mlflow.sql_source import NEEDED, SqlSource, open_sql, store_path
+
+FP, OTHER = "sha256:" + "ab" * 32, "sha256:" + "cd" * 32
+T0 = 1_780_000_000_000
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A store MLflow wrote: two live experiments, a deleted one, thirty-odd runs."""
+    uri = f"sqlite:///{tmp_path_factory.mktemp('sql') / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    first, second = client.create_experiment("first"), client.create_experiment("second")
+    gone = client.create_experiment("gone")
+    for i in range(30):
+        experiment = (first, second)[i % 2]
+        fingerprint = (FP, OTHER, None)[i % 3]
+        tags = {"note": f"run {i} with 'quotes' and \"doubles\"", "mlflow.runName": f"r{i}"}
+        if fingerprint:
+            tags[tracking.FINGERPRINT] = fingerprint
+        start = T0 + (i * 7 % 11) * 60_000  # repeated start times: the run id breaks ties
+        run = client.create_run(experiment, start_time=start, tags=tags, run_name=f"r{i}")
+        run_id = run.info.run_id
+        metrics = [Metric("val_loss", 1.0 / (s + 1), start + s, s) for s in range(i % 5)]
+        metrics += [Metric("val_loss", 9.0, start + 100, 1)] if i % 4 == 0 else []  # step again
+        metrics += [Metric("odd", math.nan, start, 0)] if i % 6 == 0 else []
+        client.log_batch(run_id, metrics=metrics, params=[Param("lr", str(i / 10))], tags=[
+            RunTag("later", "set after creation")
+        ])  # fmt: skip
+        if i % 7 == 3:
+            continue  # left RUNNING, no end time
+        status = ("FINISHED", "FAILED", "KILLED")[i % 3]
+        client.set_terminated(run_id, status, end_time=start + 3_600_000)
+        if i % 10 == 9:
+            client.delete_run(run_id)
+    ghost = client.create_run(gone, start_time=T0, tags={tracking.FINGERPRINT: FP})
+    client.set_terminated(ghost.info.run_id, "FINISHED")
+    client.delete_experiment(gone)
+    return uri
+
+
+def _every_page(source: object, ids: list[str], criteria: Criteria, size: int) -> list[RawRun]:
+    found: list[RawRun] = []
+    token = None
+    while True:
+        page, token = source.search(ids, criteria, size, token)  # type: ignore[attr-defined]
+        found.extend(page)
+        if not token:
+            return found
+
+
+def _comparable(run: RawRun) -> tuple[object, ...]:
+    latest = {k: "nan" if math.isnan(v) else v for k, (v, _) in run.latest.items()}
+    return (run.run_id, run.name, run.status, run.start_ms, run.end_ms, run.tags, run.params,
+            latest, run.experiment_id)  # fmt: skip
+
+
+def test_a_sqlite_uri_is_read_with_sql_and_anything_else_is_not(store, tmp_path):
+    assert isinstance(MlflowRuns(store)._source, SqlSource)
+    assert open_sql(f"sqlite:///{tmp_path / 'none.db'}") is None  # MLflow's client makes it
+    assert open_sql("http://127.0.0.1:5000") is None
+    assert store_path("sqlite:////abs/x.db") == Path("/abs/x.db")
+    assert store_path("sqlite:///rel/x.db") == Path("rel/x.db")
+    assert store_path("sqlite:///x.db?mode=ro") is None
+
+
+def test_a_store_without_a_needed_column_is_left_to_mlflow(tmp_path):
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:
+        for table, columns in NEEDED.items():
+            kept = sorted(columns - ({"is_nan"} if table == "metrics" else set()))
+            db.execute(f"CREATE TABLE {table} ({', '.join(kept)})")
+    assert open_sql(f"sqlite:///{path}") is None
+
+
+def test_the_experiments_are_mlflows(store):
+    sql, client = open_sql(store), ClientSource(store)
+    assert sql is not None
+    assert sorted(sql.experiments()) == sorted(client.experiments())
+    for name in ("first", "second", "gone", "nothing"):
+        assert sql.experiment_id(name) == client.experiment_id(name)
+
+
+@pytest.mark.parametrize(
+    "criteria",
+    [
+        Criteria(),
+        Criteria(fingerprint=FP),
+        Criteria(other_than=FP),
+        Criteria(fingerprint=OTHER, started=(T0 + 120_000, T0 + 480_000)),
+        Criteria(started=(T0, T0 + 300_000)),
+    ],
+    ids=["tagged", "one version", "all but one", "version and window", "window"],
+)
+@pytest.mark.parametrize("size", [4, 1000])
+def test_every_search_page_by_page_is_mlflows(store, criteria, size):
+    sql, client = open_sql(store), ClientSource(store)
+    assert sql is not None
+    ids = [eid for eid, name in client.experiments() if name in ("first", "second")]
+    for experiments in (ids, ids[:1]):
+        ours = _every_page(sql, experiments, criteria, size)
+        theirs = _every_page(client, experiments, criteria, size)
+        assert [_comparable(r) for r in ours] == [_comparable(r) for r in theirs]
+        assert ours, "the store holds runs for every criteria"
+
+
+def test_histories_are_mlflows(store):
+    sql, client = open_sql(store), ClientSource(store)
+    assert sql is not None
+    ids = [eid for eid, name in client.experiments() if name in ("first", "second")]
+    runs = [r.run_id for r in _every_page(client, ids, Criteria(), 1000)]
+    for key in ("val_loss", "odd", "missing"):
+        ours, theirs = sql.histories(runs, key, 25_000), client.histories(runs, key, 25_000)
+        assert _points(ours) == _points(theirs)
+        assert any(ours.values()) or key == "missing"
+
+
+def _points(found: dict[str, list[tuple[int, int, float]]]) -> dict[str, list[tuple[object, ...]]]:
+    """Histories in one order, NaN as a word (NaN equals nothing, itself included)."""
+    return {
+        run: sorted((s, t, "nan" if math.isnan(v) else v) for s, t, v in points)  # type: ignore[misc]
+        for run, points in found.items()
+    }
+
+
+def test_nan_is_read_as_nan(store):
+    sql = open_sql(store)
+    assert sql is not None
+    ids = [eid for eid, _ in sql.experiments()]
+    runs = _every_page(sql, ids, Criteria(), 1000)
+    odd = [r.latest["odd"][0] for r in runs if "odd" in r.latest]
+    assert odd and all(math.isnan(v) for v in odd)
+    history = sql.histories([r.run_id for r in runs], "odd", 25_000)
+    assert all(math.isnan(v) for points in history.values() for _, _, v in points)
