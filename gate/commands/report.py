@@ -171,7 +171,7 @@ class SpecPlans:
         if version is None:
             return NO_SPEC
         evaluation = (
-            self.evaluator.evaluate_doc(version.path, version.doc)
+            self.evaluator.evaluate_doc(version.path, version.doc, parsed=version.spec)
             if version.doc is not None
             else self.evaluator.evaluate_spec(version.path, version.content)
         )

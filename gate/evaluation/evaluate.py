@@ -135,11 +135,18 @@ class Evaluator:
         return self._docs[key]
 
     def evaluate_doc(
-        self, spec_file: str, doc: LoadedDoc, launch: FactMap | None = None
+        self,
+        spec_file: str,
+        doc: LoadedDoc,
+        launch: FactMap | None = None,
+        *,
+        parsed: Experiment | None = None,
     ) -> Evaluation:
         """Evaluate a spec document already loaded (``policy test`` strips its ``expect:``).
 
         A W&B, Katib, SkyPilot or Hydra file is read as the spec it stands for first.
+        ``parsed`` is the document validated already (the monthly report finds each spec
+        version by the fingerprint of its validated document).
         """
         fmt = sniff(doc.data)
         imported = None
@@ -147,7 +154,7 @@ class Evaluator:
             if fmt is not Format.BUDGET_GATE:
                 imported = self.import_doc(doc, fmt, launch or {})
                 doc = imported.doc
-            spec = parse_spec(doc)
+            spec = parsed if parsed is not None and imported is None else parse_spec(doc)
         except (InputError, InputErrors) as exc:
             return Evaluation(invalid_result(spec_file, exc, fmt))
         loaded = self.policies.for_team(spec.metadata.team)

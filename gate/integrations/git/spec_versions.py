@@ -38,6 +38,8 @@ class SpecVersion:
     path: str
     where: str
     doc: LoadedDoc | None = None
+    spec: Experiment | None = None
+    """``doc`` validated (as its fingerprint was computed)."""
 
 
 class SpecVersions:
@@ -115,4 +117,4 @@ def _add(versions: dict[str, SpecVersion], version: SpecVersion) -> None:
         spec = validate(Experiment, doc)
     except (InputError, InputErrors):
         return
-    versions.setdefault(fingerprint(spec), dataclasses.replace(version, doc=doc))
+    versions.setdefault(fingerprint(spec), dataclasses.replace(version, doc=doc, spec=spec))
