@@ -95,8 +95,11 @@ def test_check_imports_no_heavy_dependency():
 
 # What a plain check (no budget, no --tracking-uri, no calibration) must never load: the
 # ledger's records, signatures, approvals and sums, MLflow, reconciliation, learning a
-# calibration, a base version's diff, the glob engine for plain owned paths.
+# calibration, a base version's diff, the glob engine for plain owned paths; nor PyYAML,
+# for specs and policies in the plain style, which are read a line at a time.
 NOT_ON_THE_CHECK_PATH = (
+    "yaml",
+    "gate.spec.yaml_walk",
     "mlflow",
     "sqlalchemy",
     "pathspec",

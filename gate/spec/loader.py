@@ -1,13 +1,11 @@
 """YAML bytes → plain data plus a source map, through every YAML safety check.
 
-The checks of single values (what YAML 1.1 and 1.2 read apart) are
-:mod:`gate.spec.yaml_scalars`'s.
-
-The node tree from a safe compose (:mod:`gate.spec.yaml_compose`, nesting bounded) is
-walked once. The walk builds plain Python values and a :class:`SourceMap` from each data
-path to its 1-based position, so later stages (validation, rules) can point at the exact
-line and column without marker keys in the data. Aliases are expanded under a node
-budget, which defuses "billion laughs".
+A text in the plain block style specs are written in is read a line at a time
+(:mod:`gate.spec.yaml_lines`, no PyYAML imported); any other through libyaml
+(:mod:`gate.spec.yaml_walk`), which also says what is wrong with a broken one. Both give
+plain Python values and a :class:`SourceMap` from each data path to its 1-based position,
+so later stages (validation, rules) can point at the exact line and column without
+marker keys in the data.
 """
 
 from __future__ import annotations
@@ -18,23 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-
 from gate.errors import InputError, Location
-from gate.spec.yaml_compose import MAX_DEPTH, compose
-from gate.spec.yaml_scalars import BOOL, STR, TRUE, scalar_value, short_tag
+from gate.spec.yaml_lines import read_lines
+from gate.spec.yaml_tags import MAX_NODES
 
 MAX_FILE_BYTES = 1024 * 1024
 """Specs and policies are hand-written; anything larger is a mistake or an attack."""
-MAX_NODES = 100_000
-"""Budget of values produced while expanding aliases (a spec has a few hundred)."""
 
 DataPath = tuple[str | int, ...]
-
-_MERGE = "tag:yaml.org,2002:merge"
-_MAP = "tag:yaml.org,2002:map"
-_SEQ = "tag:yaml.org,2002:seq"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,48 +98,14 @@ def load_bytes(raw: bytes, file: str) -> LoadedDoc:
             hint="specs and policies are small; split or trim this file",
         )
     text = _decode(raw, file)
-    try:
-        root = compose(text, file)
-    except yaml.MarkedYAMLError as exc:
-        raise _yaml_error(exc, text, file) from None
-    except yaml.reader.ReaderError as exc:
-        raise InputError(
-            f"invalid YAML: {exc.reason} (character 0x{exc.character:02x})",
-            location=_offset_location(text, exc.position, file),
-            hint="remove the control character, or quote and escape it",
-        ) from None
-    except yaml.YAMLError as exc:
-        raise InputError(
-            f"invalid YAML: {exc}", location=Location(file, 1, 1), hint="fix the YAML syntax"
-        ) from None
-    if root is None:
-        raise InputError(
-            "file is empty", location=Location(file, 1, 1), hint="write a mapping with a kind: key"
-        )
-    if not isinstance(root, MappingNode):
-        raise InputError(
-            f"document is a {_node_kind(root)}, not a mapping",
-            location=_loc(file, root),
-            hint="the top level must be a mapping with apiVersion, kind and the other sections",
-        )
-    walker = _Walker(file)
-    data = walker.walk(root, ())
-    source_map = SourceMap(walker.values, walker.keys)
-    return LoadedDoc(file, data, source_map, text, tuple(walker.ambiguous))
+    read = read_lines(text, file)
+    if read is not None and len(read[1]) <= MAX_NODES:
+        data, values, keys = read
+        return LoadedDoc(file, data, SourceMap(values, keys), text)
+    from gate.spec.yaml_walk import read_yaml  # NOTE: PyYAML, for texts past the plain style
 
-
-def _yaml_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> InputError:
-    """Say what libyaml said, at the place where the broken construct starts."""
-    context = exc.context or ""
-    # NOTE: for an unclosed quote or bracket the problem mark is the end of the file; the
-    # context mark ("while scanning a quoted scalar") is where the user must look.
-    opened = context.startswith(("while scanning", "while parsing a flow"))
-    mark = (exc.context_mark if opened else None) or exc.problem_mark or exc.context_mark
-    where = Location(file, mark.line + 1, mark.column + 1) if mark else Location(file, 1, 1)
-    problem = exc.problem or "invalid YAML"
-    message = f"{context}: {problem}" if context else problem
-    hint = _yaml_hint(message, text, mark.index if mark else 0)
-    return InputError(f"invalid YAML: {message}", location=where, hint=hint)
+    data, values, keys, ambiguous = read_yaml(text, file)
+    return LoadedDoc(file, data, SourceMap(values, keys), text, ambiguous)
 
 
 def _decode(raw: bytes, file: str) -> str:
@@ -166,181 +121,3 @@ def _decode(raw: bytes, file: str) -> str:
             location=Location(file, line, col),
             hint="save the file as UTF-8",
         ) from None
-
-
-def _offset_location(text: str, offset: int, file: str) -> Location:
-    before = text[:offset]
-    return Location(file, before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1)
-
-
-def _yaml_hint(problem: str, text: str, index: int) -> str:
-    if "tab" in problem or text[index : index + 1] == "\t":
-        return "indent with spaces, not tabs"
-    if "quoted scalar" in problem:
-        return "close the quote that starts here"
-    if "while parsing a flow" in problem:
-        return "close the bracket or brace that starts here"
-    if "single document" in problem or "another document" in problem:
-        return "keep one document per file (remove the extra ---)"
-    return "check the indentation and quoting here"
-
-
-def _loc(file: str, node: Node) -> Location:
-    return Location(file, node.start_mark.line + 1, node.start_mark.column + 1)
-
-
-def _node_kind(node: Node) -> str:
-    if isinstance(node, SequenceNode):
-        return "list"
-    return "scalar"
-
-
-class _Walker:
-    """Expands one node tree into plain data under a node budget, recording positions."""
-
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.budget = MAX_NODES
-        self.values: dict[DataPath, Location] = {}
-        self.keys: dict[DataPath, Location] = {}
-        self.open: set[int] = set()  # collections being walked: an alias back to one is a cycle
-        self.merging = 0  # merge sources being walked, one inside another
-        self.ambiguous: list[InputError] = []
-
-    def walk(self, node: Node, path: DataPath) -> Any:
-        self._spend(node)
-        if len(path) > MAX_DEPTH:
-            raise InputError(
-                f"nesting deeper than {MAX_DEPTH} levels",
-                location=_loc(self.file, node),
-                hint="flatten the structure",
-            )
-        if path not in self.values:  # a mapping's child has its place already
-            self.values[path] = _loc(self.file, node)
-        if isinstance(node, ScalarNode):
-            return self._scalar(node, path)
-        self._enter(node)
-        try:
-            if isinstance(node, MappingNode):
-                self._plain_tag(node, _MAP)
-                return self._mapping(node, path)
-            assert isinstance(node, SequenceNode)
-            self._plain_tag(node, _SEQ)
-            return [self.walk(item, (*path, i)) for i, item in enumerate(node.value)]
-        finally:
-            self.open.discard(id(node))
-
-    def _spend(self, node: Node) -> None:
-        """Charge one value to the budget: a value walked, a merge source, a key it skips."""
-        self.budget -= 1
-        if self.budget < 0:
-            raise InputError(
-                f"document expands to more than {MAX_NODES:,} values",
-                location=_loc(self.file, node),
-                hint="this looks like an alias bomb; reuse anchors less deeply",
-            )
-
-    def _enter(self, node: Node, at: Node | None = None) -> None:
-        """Mark ``node`` as being walked; an alias or merge (at ``at``) back into it is a cycle."""
-        if id(node) in self.open:
-            raise InputError(
-                "an alias refers to a mapping or list that contains it (a cycle)",
-                location=_loc(self.file, at or node),
-                hint="an anchor cannot be used inside itself; copy the values instead",
-            )
-        self.open.add(id(node))
-
-    def _plain_tag(self, node: Node, expected: str) -> None:
-        if node.tag != expected:
-            raise InputError(
-                f"unsupported YAML tag {short_tag(node.tag)}",
-                location=_loc(self.file, node),
-                hint="remove the tag; only plain YAML values are allowed",
-            )
-
-    def _mapping(
-        self, node: MappingNode, path: DataPath, skip: frozenset[str] = frozenset()
-    ) -> dict[str, Any]:
-        """Explicit keys first, then merge keys (<<) for the names still missing.
-
-        ``skip`` names are left out (already set by the mapping that merges this one), so
-        their positions stay those of the explicit keys. Merge sources and the keys they
-        skip are charged to the budget, and a merge inside a merge counts as a level of
-        nesting: anchors merged into one another, ten times over at each of seven levels
-        (470 bytes), or a thousand deep, cost no more than the values they make.
-        """
-        result: dict[str, Any] = {}
-        first_seen: dict[str, Location] = {}
-        merges = []
-        for key_node, value_node in node.value:
-            if key_node.tag == _MERGE:
-                merges.append((key_node, value_node))
-                continue
-            key_loc = _loc(self.file, key_node)
-            name = self._key(key_node)
-            if name in first_seen:
-                seen = first_seen[name]
-                raise InputError(
-                    f"duplicate key {name!r} (first defined at line {seen.line})",
-                    location=key_loc,
-                    hint="remove one of them; YAML would silently keep only the last",
-                )
-            first_seen[name] = key_loc
-            if name in skip:
-                self._spend(value_node)
-                continue
-            child = (*path, name)
-            self.keys[child] = key_loc
-            self.values[child] = _loc(self.file, value_node)
-            result[name] = self.walk(value_node, child)
-        for key_node, merge in merges:
-            sources = merge.value if isinstance(merge, SequenceNode) else [merge]
-            for source in sources:
-                result.update(self._merged(key_node, source, path, skip | frozenset(result)))
-        return result
-
-    def _merged(
-        self, key_node: Node, source: Node, path: DataPath, skip: frozenset[str]
-    ) -> dict[str, Any]:
-        """The keys one merge source (``<<: *anchor``) brings that are not in ``skip``."""
-        if not isinstance(source, MappingNode):
-            raise InputError(
-                "a merge key (<<) needs a mapping or a list of mappings",
-                location=_loc(self.file, source),
-                hint="point << at an anchored mapping, e.g. <<: *defaults",
-            )
-        # NOTE: a merged mapping is walked here, not through walk(): guard it too,
-        # or ``r: &r {<<: *r}`` recurses until Python gives up.
-        self._spend(source)
-        if len(path) + self.merging >= MAX_DEPTH:
-            raise InputError(
-                f"nesting deeper than {MAX_DEPTH} levels, merges (<<) counted",
-                location=_loc(self.file, key_node),
-                hint="merge a flatter anchor, or copy the keys it brings",
-            )
-        self._enter(source, at=key_node)
-        self.merging += 1
-        try:
-            return self._mapping(source, path, skip)
-        finally:
-            self.merging -= 1
-            self.open.discard(id(source))
-
-    def _key(self, node: Node) -> str:
-        if isinstance(node, ScalarNode) and node.tag == STR:
-            return str(node.value)
-        if isinstance(node, ScalarNode) and node.tag == BOOL:
-            raise InputError(
-                f"key {node.value!r} is read as the boolean {node.value.lower() in TRUE}",
-                location=_loc(self.file, node),
-                hint=f'quote it: "{node.value}":',
-            )
-        shown = node.value if isinstance(node, ScalarNode) else _node_kind(node)
-        raise InputError(
-            f"key {shown!r} is not a string",
-            location=_loc(self.file, node),
-            hint=f'keys must be strings; quote it: "{shown}":',
-        )
-
-    def _scalar(self, node: ScalarNode, path: DataPath) -> Any:
-        return scalar_value(node, path, self.file, self.ambiguous)

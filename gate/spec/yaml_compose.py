@@ -29,31 +29,9 @@ from yaml.events import (
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from gate.errors import InputError, Location
-
-MAX_DEPTH = 64
-"""Mappings and lists nested in one another, at most."""
+from gate.spec.yaml_tags import MAP, MAX_DEPTH, SEQ, STR, resolve
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_STR = yaml.SafeLoader.DEFAULT_SCALAR_TAG
-_SEQ = yaml.SafeLoader.DEFAULT_SEQUENCE_TAG
-_MAP = yaml.SafeLoader.DEFAULT_MAPPING_TAG
-_RESOLVED: dict[str, str] = {}
-_RESOLVED_MAX = 4096
-
-
-def resolve(value: str) -> str:
-    """The tag YAML 1.1 (PyYAML's SafeLoader) gives a plain scalar: int, bool, null, ..."""
-    found = _RESOLVED.get(value)
-    if found is None:
-        found = _STR
-        resolvers = LOADER.yaml_implicit_resolvers
-        for tag, regexp in (*resolvers.get(value[:1], ()), *resolvers.get(None, ())):
-            if regexp.match(value):
-                found = tag
-                break
-        if len(_RESOLVED) < _RESOLVED_MAX:
-            _RESOLVED[value] = found
-    return found
 
 
 def compose(text: str, file: str) -> Node | None:
@@ -164,10 +142,10 @@ def _node(event: Any, kind: type) -> Node:
     tag = event.tag
     if kind is ScalarEvent:
         if tag is None or tag == "!":
-            tag = resolve(event.value) if event.implicit[0] else _STR
+            tag = resolve(event.value) if event.implicit[0] else STR
         return ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
     if kind is MappingStartEvent:
-        tag = _MAP if tag is None or tag == "!" else tag
+        tag = MAP if tag is None or tag == "!" else tag
         return MappingNode(tag, [], event.start_mark, None, event.flow_style)
-    tag = _SEQ if tag is None or tag == "!" else tag
+    tag = SEQ if tag is None or tag == "!" else tag
     return SequenceNode(tag, [], event.start_mark, None, event.flow_style)

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gate.errors import InputError
-from gate.spec.yaml_compose import LOADER, MAX_DEPTH, compose
+from gate.spec.yaml_compose import LOADER, compose
+from gate.spec.yaml_tags import MAX_DEPTH
 from tests.conftest import ROOT
 
 
