@@ -130,10 +130,31 @@ def test_histories_are_mlflows(store):
     assert sql is not None
     ids = [eid for eid, name in client.experiments() if name in ("first", "second")]
     runs = [r.run_id for r in _every_page(client, ids, Criteria(), 1000)]
-    for key in ("val_loss", "odd", "missing"):
-        ours, theirs = sql.histories(runs, key, 25_000), client.histories(runs, key, 25_000)
-        assert _points(ours) == _points(theirs)
-        assert any(ours.values()) or key == "missing"
+    assert sql.by_run  # MLflow indexes its metrics by run
+    for by_run in (True, False):  # through that index, or a store's primary key alone
+        sql.by_run = by_run
+        for key in ("val_loss", "odd", "missing"):
+            ours, theirs = sql.histories(runs, key, 25_000), client.histories(runs, key, 25_000)
+            assert _points(ours) == _points(theirs)
+            assert any(ours.values()) or key == "missing"
+
+
+def test_a_history_is_read_through_the_run_index_not_every_point_of_its_key(store):
+    """The primary key leads with the metric's key: through it, every run's points are read."""
+    sql = open_sql(store)
+    assert sql is not None and sql.by_run
+    query = (
+        "SELECT run_uuid, step, timestamp, value, is_nan FROM metrics "
+        "WHERE {} = ? AND run_uuid IN (?, ?) ORDER BY run_uuid, step, timestamp"
+    )
+    plan = {
+        column: " ".join(str(row[-1]) for row in sql.db.execute(
+            "EXPLAIN QUERY PLAN " + query.format(column), ("val_loss", "a", "b")
+        ))
+        for column in ("+key", "key")
+    }  # fmt: skip
+    assert "(run_uuid=?)" in plan["+key"]
+    assert "(key=?)" in plan["key"]  # what SQLite picks when let free
 
 
 def _points(found: dict[str, list[tuple[int, int, float]]]) -> dict[str, list[tuple[object, ...]]]:

@@ -70,11 +70,25 @@ def open_sql(tracking_uri: str) -> SqlSource | None:
             table: {row[1] for row in source.db.execute(f"PRAGMA table_info({table})")}
             for table in NEEDED
         }
+        source.by_run = _indexed_by_run(source.db)
     except sqlite3.DatabaseError:
         return None
     if any(not columns <= known[table] for table, columns in NEEDED.items()):
         return None
     return source
+
+
+def _indexed_by_run(db: sqlite3.Connection) -> bool:
+    """Whether an index of ``metrics`` leads with ``run_uuid`` (MLflow makes two)."""
+    for index in db.execute("PRAGMA index_list(metrics)").fetchall():
+        columns = db.execute(f"PRAGMA index_info({_quoted(index[1])})").fetchall()
+        if columns and columns[0][2] == "run_uuid":
+            return True
+    return False
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 class SqlSource:
@@ -89,6 +103,8 @@ class SqlSource:
     def __init__(self, uri: str) -> None:
         self._uri = uri
         self._local = threading.local()
+        self.by_run = False
+        """Whether ``metrics`` has an index by run: a history is then read through it."""
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -154,10 +170,15 @@ class SqlSource:
     def histories(self, run_ids: Sequence[str], key: str, cap: int) -> dict[str, Points]:
         """See :meth:`gate.integrations.mlflow.run_sources.RunSource.histories` (no cap here)."""
         found: dict[str, Points] = {run_id: [] for run_id in run_ids}
+        # NOTE: ``+key`` keeps SQLite off the primary key, which leads with the metric's key:
+        # through it, each batch of runs scanned every point of that metric in the store
+        # (200,000 for a month of 20,000 runs, 200 times over); by run it reads its own.
+        key_column = "+key" if self.by_run else "key"
         for chunk, marks in _chunks(run_ids):
             rows = self.db.execute(
                 "SELECT run_uuid, step, timestamp, value, is_nan FROM metrics "
-                f"WHERE key = ? AND run_uuid IN ({marks}) ORDER BY run_uuid, step, timestamp",
+                f"WHERE {key_column} = ? AND run_uuid IN ({marks}) "
+                "ORDER BY run_uuid, step, timestamp",
                 (key, *chunk),
             )
             for run_id, step, timestamp, value, is_nan in rows:
