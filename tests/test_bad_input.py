@@ -118,6 +118,22 @@ GENERATED = [
         "larger than the 1024 KiB limit",
     ),
     Case("zero-bytes", _generated("zero.yaml", b""), 1, 1, "file is empty"),
+    # Python turns no decimal of over 4,300 digits into an int: each form is refused
+    *(
+        Case(
+            f"number-of-{len(digits)}-characters-{name}",
+            _generated(f"{name}.yaml", (_SPEC + f"  setup_minutes: {digits}\n").encode()),
+            11,
+            18,
+            f"is a number of {len(digits):,} characters",
+        )
+        for name, digits in (
+            ("decimal", "1" * 4400),
+            ("octal", "0" + "1" * 4400),
+            ("binary", "0b" + "1" * 16000),
+            ("hex", "0x" + "f" * 1000),
+        )
+    ),
     Case(
         "crlf-line-endings-duplicate-key",
         _generated("crlf.yaml", _CRLF_DUPLICATE.replace("\n", "\r\n").encode()),

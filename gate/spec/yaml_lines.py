@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from gate.errors import Location
-from gate.spec.yaml_tags import MAX_DEPTH, STR, resolve
+from gate.spec.yaml_tags import MAX_DEPTH, MAX_NUMBER_CHARS, STR, resolve
 
 DataPath = tuple[str | int, ...]
 
@@ -38,7 +38,8 @@ _FLOW_PLAIN = rf"{_PLAIN_FIRST}(?:{_PLAIN_CHAR}| +(?={_PLAIN_CHAR}))*"
 """A plain value in a flow: no ``:``, no ``#``, no ``,[]{}``."""
 _QUOTED = r"\"(?P<dq>[^\"\\]*)\"|'(?P<sq>[^']*)'"
 """A quoted value with nothing escaped in it."""
-_KEY = r"[A-Za-z0-9_][A-Za-z0-9_./-]*"
+_KEY = r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,1023}"
+"""A plain key: libyaml takes one of up to 1,024 characters before its ``:``, no longer."""
 _TAIL = r"(?: +(?:#.*)?)?$"
 """Where a line ends: spaces, and a comment after them."""
 
@@ -277,6 +278,8 @@ def _scalar(found: re.Match[str]) -> Any:
     if kind == "int":
         digits = text[1:] if text[0] == "-" else text
         if digits.isdigit() and (digits[0] != "0" or digits == "0"):
+            if len(text) > MAX_NUMBER_CHARS:
+                raise _Unread  # the loader says why
             return int(text)
     elif kind == "float" and not ("_" in text or ":" in text or text[0] == "+"):
         try:

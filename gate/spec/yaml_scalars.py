@@ -18,6 +18,7 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import Node, ScalarNode
 
 from gate.errors import InputError, Location
+from gate.spec.yaml_tags import MAX_NUMBER_CHARS
 
 STR = "tag:yaml.org,2002:str"
 BOOL = "tag:yaml.org,2002:bool"
@@ -48,6 +49,13 @@ def scalar_value(
             location=_at(file, node),
             hint="remove the tag; only plain YAML values are allowed",
         )
+    if node.tag == _INT and len(node.value) > MAX_NUMBER_CHARS:
+        # NOTE: Python refuses to turn a decimal of over 4,300 digits into an int (or back)
+        raise InputError(
+            f"{_shown(node.value)} is a number of {len(node.value):,} characters",
+            location=_at(file, node),
+            hint=f"write a number of at most {MAX_NUMBER_CHARS:,} characters, or quote it",
+        )
     if node.tag in (_INT, _FLOAT) and not node.style and ":" in node.value:
         raise InputError(
             f"{node.value!r} reads as a YAML 1.1 base-60 number",
@@ -77,7 +85,7 @@ def scalar_value(
     except (ValueError, KeyError, IndexError, AttributeError, yaml.YAMLError):
         # NOTE: PyYAML's constructors raise all of these for values forced by a tag.
         raise InputError(
-            f"cannot read {node.value!r} as {short_tag(node.tag)}",
+            f"cannot read {_shown(node.value)} as {short_tag(node.tag)}",
             location=_at(file, node),
             hint="quote the value if it is meant as a string",
         ) from None
@@ -95,6 +103,11 @@ TRUE = ("yes", "y", "true", "on")
 _YAML11_BOOLS = ("yes", "no", "y", "n", "on", "off")
 _YAML11_RADIX = re.compile(r"[-+]?0[0-7_]+|[-+]?0b[01_]+")
 """YAML 1.1's octal and binary integers, which YAML 1.2 reads as a decimal and a string."""
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    """``text`` quoted for a message, cut short past ``limit`` characters."""
+    return repr(text) if len(text) <= limit else repr(text[: limit - 10] + "…" + text[-9:])
 
 
 def _decimal(text: str) -> int:

@@ -13,6 +13,9 @@ import re
 
 MAX_DEPTH = 64
 """Mappings and lists nested in one another, at most, however the text is read."""
+MAX_NUMBER_CHARS = 1000
+"""The longest integer read: no count or amount needs more, and any form of it (``0x``
+included) stays within the 4,300 digits Python turns into text and back."""
 MAX_NODES = 100_000
 """Values in one document at most, aliases expanded (a spec has a few hundred): what
 defuses "billion laughs". A text read a line at a time has no aliases, but may be long."""

@@ -130,6 +130,26 @@ def test_edge_cases_read_alike_or_go_to_libyaml(text: str) -> None:
     _agree(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" * 1025 + ": 1\n",  # libyaml takes a plain key of 1,024 characters at most
+        "x: {" + "a" * 1025 + ": 1}\n",
+        "x:\n  " + "b" * 1025 + ": 1\n",
+        "a: " + "1" * 1001 + "\n",  # longer than any number read (4,301 digits: no int)
+        "a: [" + "1" * 4301 + "]\n",
+    ],
+)
+def test_what_libyaml_or_the_loader_refuses_is_not_read_by_lines(text: str) -> None:
+    assert not _agree(text)
+
+
+def test_the_longest_key_and_number_are_read_by_lines() -> None:
+    assert _agree("a" * 1024 + ": 1\n")
+    assert _agree("x: {" + "a" * 1024 + ": 1}\n")
+    assert _agree("a: " + "1" * 1000 + "\n")
+
+
 def test_the_styles_specs_use_are_read_by_lines() -> None:
     for path in ("examples/cifar-sweep.yaml", "policies/vision.yaml"):
         assert _agree((ROOT / path).read_text(encoding="utf-8"))
