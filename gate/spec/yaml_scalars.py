@@ -49,31 +49,9 @@ def scalar_value(
             location=_at(file, node),
             hint="remove the tag; only plain YAML values are allowed",
         )
-    if node.tag == _INT and len(node.value) > MAX_NUMBER_CHARS:
-        # NOTE: Python refuses to turn a decimal of over 4,300 digits into an int (or back)
-        raise InputError(
-            f"{_shown(node.value)} is a number of {len(node.value):,} characters",
-            location=_at(file, node),
-            hint=f"write a number of at most {MAX_NUMBER_CHARS:,} characters, or quote it",
-        )
-    if node.tag in (_INT, _FLOAT) and not node.style and ":" in node.value:
-        raise InputError(
-            f"{node.value!r} reads as a YAML 1.1 base-60 number",
-            location=_at(file, node),
-            hint=f'write the number you mean, or quote it ("{node.value}") for a string',
-        )
+    _check_number(node, file)
     if node.tag == _INT and not node.style and _YAML11_RADIX.fullmatch(node.value):
-        # NOTE: 0100 is 64 to YAML 1.1 (PyYAML) and 100 to YAML 1.2 (editors, yq).
-        binary = "b" in node.value
-        meant = construct(_CONSTRUCTOR, node) if binary else _decimal(node.value)
-        ambiguous.append(
-            InputError(
-                f"{node.value!r} reads as a YAML 1.1 {'binary' if binary else 'octal'} "
-                f"number ({construct(_CONSTRUCTOR, node)})",
-                location=_at(file, node),
-                hint=f'write {meant} for the number, or quote it ("{node.value}") for a string',
-            )
-        )
+        ambiguous.append(_read_apart(node, file, construct))
     if node.tag == BOOL and not node.style and node.value.lower() in _YAML11_BOOLS:
         raise InputError(
             f"{node.value!r} reads as a YAML 1.1 boolean",
@@ -97,6 +75,35 @@ def scalar_value(
             hint="use a real number; NaN and infinity are not allowed",
         )
     return value
+
+
+def _check_number(node: ScalarNode, file: str) -> None:
+    """Refuse a number too long to hold, or one YAML 1.1 reads in base 60 (``1:30``)."""
+    if node.tag == _INT and len(node.value) > MAX_NUMBER_CHARS:
+        # NOTE: Python refuses to turn a decimal of over 4,300 digits into an int (or back)
+        raise InputError(
+            f"{_shown(node.value)} is a number of {len(node.value):,} characters",
+            location=_at(file, node),
+            hint=f"write a number of at most {MAX_NUMBER_CHARS:,} characters, or quote it",
+        )
+    if node.tag in (_INT, _FLOAT) and not node.style and ":" in node.value:
+        raise InputError(
+            f"{node.value!r} reads as a YAML 1.1 base-60 number",
+            location=_at(file, node),
+            hint=f'write the number you mean, or quote it ("{node.value}") for a string',
+        )
+
+
+def _read_apart(node: ScalarNode, file: str, construct: Any) -> InputError:
+    """A YAML 1.1 octal or binary number: 0100 is 64 to PyYAML and 100 to YAML 1.2 (yq)."""
+    binary = "b" in node.value
+    meant = construct(_CONSTRUCTOR, node) if binary else _decimal(node.value)
+    return InputError(
+        f"{node.value!r} reads as a YAML 1.1 {'binary' if binary else 'octal'} "
+        f"number ({construct(_CONSTRUCTOR, node)})",
+        location=_at(file, node),
+        hint=f'write {meant} for the number, or quote it ("{node.value}") for a string',
+    )
 
 
 TRUE = ("yes", "y", "true", "on")
