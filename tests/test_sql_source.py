@@ -10,16 +10,19 @@ order, and the histories.
 from __future__ import annotations
 
 import math
+import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from gate import tracking
 from gate.integrations.mlflow.run_sources import ClientSource, Criteria, RawRun
-from gate.integrations.mlflow.runs import MlflowRuns
+from gate.integrations.mlflow.runs import MlflowRuns, _by_step
 from gate.integrations.mlflow.sql_source import NEEDED, SqlSource, open_sql, store_path
 
 FP, OTHER = "sha256:" + "ab" * 32, "sha256:" + "cd" * 32
@@ -54,6 +57,10 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
         client.set_terminated(run_id, status, end_time=start + 3_600_000)
         if i % 10 == 9:
             client.delete_run(run_id)
+    # one step logged twice at one time (the larger is MLflow's latest), and a step of 1.5
+    ties = client.create_run(first, start_time=T0 + 900_000, tags={tracking.FINGERPRINT: FP})
+    for value, step in ((5.0, 1), (1.0, 1), (2.0, 1.5)):
+        client.log_metric(ties.info.run_id, "val_loss", value, timestamp=T0 + 1, step=step)  # type: ignore[arg-type]
     ghost = client.create_run(gone, start_time=T0, tags={tracking.FINGERPRINT: FP})
     client.set_terminated(ghost.info.run_id, "FINISHED")
     client.delete_experiment(gone)
@@ -137,6 +144,32 @@ def test_histories_are_mlflows(store):
             ours, theirs = sql.histories(runs, key, 25_000), client.histories(runs, key, 25_000)
             assert _points(ours) == _points(theirs)
             assert any(ours.values()) or key == "missing"
+            by_step = {r: repr(_by_step(p)) for r, p in ours.items()}  # repr: NaN as a word
+            assert by_step == {r: repr(_by_step(p)) for r, p in theirs.items()}
+    tied = [points for points in sql.histories(runs, "val_loss", 25_000).values() if 1.5 in
+            [step for step, _, _ in points]]  # fmt: skip
+    assert tied == [[(1, T0 + 1, 1.0), (1, T0 + 1, 5.0), (1.5, T0 + 1, 2.0)]]  # MLflow's order
+    assert _by_step(tied[0]) == (5.0, 2.0)  # no step cut to a whole one, the larger wins
+
+
+@given(st.permutations([(1, 7, 5.0), (1, 7, 1.0), (2, 8, math.nan), (2, 8, 0.0), (2, 9, -1.0)]))
+def test_a_history_means_the_same_in_any_order(points):
+    assert _by_step(points) == (5.0, -1.0)
+    assert _by_step([p for p in points if p[1] != 9]) == (5.0, 0.0)  # a NaN counts as 0, and loses
+
+
+def test_a_store_with_mlflows_workspaces_is_left_to_mlflow(store, tmp_path, monkeypatch):
+    """A job writing to another workspace must not add its runs to the default one's."""
+    path = tmp_path / "workspaces.db"
+    shutil.copyfile(store_path(store), path)  # type: ignore[arg-type]
+    uri = f"sqlite:///{path}"
+    assert open_sql(uri) is not None
+    monkeypatch.setenv("MLFLOW_ENABLE_WORKSPACES", "True")
+    assert open_sql(uri) is None
+    monkeypatch.delenv("MLFLOW_ENABLE_WORKSPACES")
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE experiments SET workspace = 'evil' WHERE name = 'second'")
+    assert open_sql(uri) is None
 
 
 def test_a_history_is_read_through_the_run_index_not_every_point_of_its_key(store):
@@ -145,7 +178,7 @@ def test_a_history_is_read_through_the_run_index_not_every_point_of_its_key(stor
     assert sql is not None and sql.by_run
     query = (
         "SELECT run_uuid, step, timestamp, value, is_nan FROM metrics "
-        "WHERE {} = ? AND run_uuid IN (?, ?) ORDER BY run_uuid, step, timestamp"
+        "WHERE {} = ? AND run_uuid IN (?, ?) ORDER BY run_uuid, timestamp, step, value"
     )
     plan = {
         column: " ".join(str(row[-1]) for row in sql.db.execute(
@@ -158,9 +191,9 @@ def test_a_history_is_read_through_the_run_index_not_every_point_of_its_key(stor
 
 
 def _points(found: dict[str, list[tuple[int, int, float]]]) -> dict[str, list[tuple[object, ...]]]:
-    """Histories in one order, NaN as a word (NaN equals nothing, itself included)."""
+    """Histories in the order given, NaN as a word (NaN equals nothing, itself included)."""
     return {
-        run: sorted((s, t, "nan" if math.isnan(v) else v) for s, t, v in points)  # type: ignore[misc]
+        run: [(s, t, "nan" if math.isnan(v) else v) for s, t, v in points]
         for run, points in found.items()
     }
 

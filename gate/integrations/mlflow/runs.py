@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import math
 import re
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -218,11 +219,18 @@ def _chunks(members: list[tuple[str, int]], budget: int) -> Iterator[list[str]]:
 
 
 def _by_step(points: Points) -> tuple[float, ...]:
-    """One value per step in step order; the latest logged wins a step (MLflow's rule)."""
-    last: dict[int, tuple[int, float]] = {}
+    """One value per step in step order; the latest logged wins a step (MLflow's rule).
+
+    At the same time the larger value wins, as in MLflow's latest metric (a NaN counted as
+    0, as MLflow stores it, and losing a tie with 0): the same history, in whatever order a
+    source lists equal points, gives the same values.
+    """
+    last: dict[int, tuple[tuple[int, float, bool], float]] = {}
     for step, timestamp, value in points:
-        if step not in last or timestamp >= last[step][0]:
-            last[step] = (timestamp, value)
+        nan = math.isnan(value)
+        rank = (timestamp, 0.0 if nan else value, not nan)
+        if step not in last or rank > last[step][0]:
+            last[step] = (rank, value)
     return tuple(last[step][1] for step in sorted(last))
 
 

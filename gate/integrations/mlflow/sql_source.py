@@ -13,6 +13,7 @@ reader to MLflow's client on stores MLflow itself wrote.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -75,7 +76,24 @@ def open_sql(tracking_uri: str) -> SqlSource | None:
         return None
     if any(not columns <= known[table] for table, columns in NEEDED.items()):
         return None
+    if _workspaces(source.db, known["experiments"]):
+        return None
     return source
+
+
+def _workspaces(db: sqlite3.Connection, columns: set[str]) -> bool:
+    """Whether MLflow's workspaces are in play: in the environment, or in the store.
+
+    A store that holds an experiment outside the default workspace is MLflow's to read: its
+    client refuses it with workspaces off, and reads one workspace with them on (a job
+    writing to another workspace must not add its runs to the default one's).
+    """
+    if os.environ.get("MLFLOW_ENABLE_WORKSPACES", "").strip().lower() in ("true", "1"):
+        return True
+    if "workspace" not in columns:
+        return False
+    query = "SELECT 1 FROM experiments WHERE workspace IS NOT 'default' LIMIT 1"
+    return db.execute(query).fetchone() is not None
 
 
 def _indexed_by_run(db: sqlite3.Connection) -> bool:
@@ -178,11 +196,13 @@ class SqlSource:
             rows = self.db.execute(
                 "SELECT run_uuid, step, timestamp, value, is_nan FROM metrics "
                 f"WHERE {key_column} = ? AND run_uuid IN ({marks}) "
-                "ORDER BY run_uuid, step, timestamp",
+                "ORDER BY run_uuid, timestamp, step, value",  # get_metric_history's order
                 (key, *chunk),
             )
+            # NOTE: a step or a time as MLflow's client reads it: 1.5 stays 1.5 (the client's
+            # log_metric takes it, SQLite keeps it), not the 1 that would merge two epochs
             for run_id, step, timestamp, value, is_nan in rows:
-                found[run_id].append((int(step), int(timestamp), _number(value, is_nan)))
+                found[run_id].append((step, timestamp, _number(value, is_nan)))
         return found
 
     def tags(self, run_ids: list[str]) -> dict[str, dict[str, str]]:
