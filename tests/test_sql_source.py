@@ -164,8 +164,12 @@ def test_a_store_with_mlflows_workspaces_is_left_to_mlflow(store, tmp_path, monk
     shutil.copyfile(store_path(store), path)  # type: ignore[arg-type]
     uri = f"sqlite:///{path}"
     assert open_sql(uri) is not None
-    monkeypatch.setenv("MLFLOW_ENABLE_WORKSPACES", "True")
-    assert open_sql(uri) is None
+    for off in ("false", "0", "FALSE"):
+        monkeypatch.setenv("MLFLOW_ENABLE_WORKSPACES", off)
+        assert open_sql(uri) is not None
+    for on in ("True", "1", "yes"):  # MLflow refuses "yes": its client says so
+        monkeypatch.setenv("MLFLOW_ENABLE_WORKSPACES", on)
+        assert open_sql(uri) is None
     monkeypatch.delenv("MLFLOW_ENABLE_WORKSPACES")
     with sqlite3.connect(path) as db:
         db.execute("UPDATE experiments SET workspace = 'evil' WHERE name = 'second'")

@@ -88,7 +88,8 @@ def _workspaces(db: sqlite3.Connection, columns: set[str]) -> bool:
     client refuses it with workspaces off, and reads one workspace with them on (a job
     writing to another workspace must not add its runs to the default one's).
     """
-    if os.environ.get("MLFLOW_ENABLE_WORKSPACES", "").strip().lower() in ("true", "1"):
+    flag = os.environ.get("MLFLOW_ENABLE_WORKSPACES")
+    if flag is not None and flag.lower() not in ("false", "0"):  # MLflow refuses other words
         return True
     if "workspace" not in columns:
         return False
