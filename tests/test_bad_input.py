@@ -325,6 +325,25 @@ def test_a_file_name_with_control_characters_is_shown_escaped(
         assert "gone\\n::error title=budget-gate::approved.yaml: no such file" in out + err
 
 
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown", "sarif", "github"])
+def test_a_file_name_that_is_not_utf8_is_refused_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    """No report can name such a file: SARIF's URI and Markdown's widths crashed on it."""
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    name = os.fsdecode(b"bad\xff.yaml")
+    (folder / name).write_text(_SPEC, encoding="utf-8")
+    code = main(["check", str(folder), "--policy-dir", str(POLICIES), "--format", fmt])
+    out, err = capsys.readouterr()
+    assert code == EXIT_INVALID
+    assert out == ""
+    assert err == (
+        f"budget-gate: {folder}/bad\\udcff.yaml: the file name is not UTF-8 — rename the "
+        "file: reports (JSON, SARIF, Markdown) name each spec in UTF-8\n"
+    )
+
+
 def test_a_fifo_with_no_writer_is_an_empty_file_not_a_hang(tmp_path: Path) -> None:
     """Opened as usual, a FIFO nobody writes to would block the open forever (and the CI
     job with it); a device is read to its size limit; a pipe that carries a spec is read."""

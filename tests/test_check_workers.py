@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gate.commands.workers import MIN_PER_WORKER, evaluate_all, workers_for
+from gate.commands.workers import MIN_PER_WORKER, _gather, evaluate_all, workers_for
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="workers fork on Linux only")
@@ -95,6 +95,44 @@ def test_with_a_monthly_budget_the_ledger_is_read_once_in_one_process(batch):
     three = _check(batch, "--format", "json", "--tracking-uri", uri)
     assert (three.returncode, three.stdout) == (one.returncode, one.stdout)
     assert '"ledger": {' in one.stdout
+
+
+def test_a_spec_that_is_no_regular_file_is_read_in_one_process(batch):
+    """A pipe reads once, and ``/dev/fd/4`` in a worker may be the workers' own pipe: read
+    there, it hung the check (the worker waited on itself) or stole another's results."""
+    folder = batch / "experiments" / "vision"
+    for fd in range(3, 9):
+        (folder / f"fd-{fd}.yaml").symlink_to(f"/dev/fd/{fd}")
+    for name in ("stdin-a.yaml", "stdin-b.yaml"):
+        (folder / name).symlink_to("/dev/stdin")
+    spec = (ROOT / "examples" / "cifar-sweep.yaml").read_text()
+
+    def check(jobs: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "gate", "check", "experiments", "--policy-dir", "policies",
+             "--jobs", jobs, "--format", "json"],
+            input=spec, capture_output=True, text=True, check=False, cwd=batch, timeout=120,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+
+    one, three = check("1"), check("3")
+    assert one.returncode == 3, one.stderr
+    assert (three.returncode, three.stdout, three.stderr) == (
+        one.returncode,
+        one.stdout,
+        one.stderr,
+    )
+    assert one.stdout.count("cifar10-resnet18-sweep") == 1  # the first link read stdin
+
+
+def test_a_payload_cut_short_is_a_failed_worker_not_a_crash():
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a worker whose results another process half read
+        os.write(write, b"\x80\x05garbage")
+        os._exit(0)
+    os.close(write)
+    assert _gather(pid, read) is None
 
 
 def test_workers_only_for_enough_specs_each():

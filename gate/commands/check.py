@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 
 from gate.commands.common import (
@@ -64,7 +65,9 @@ def run(args: argparse.Namespace) -> int:
         results, diffs = evaluate_against(evaluator, args.base_ref, args.specs)
     else:
         paths = expand_specs(args.specs)
-        alone = STDIN in paths or _ledger_may_be_read(args, evaluator)
+        alone = (
+            STDIN in paths or not all(map(_regular, paths)) or _ledger_may_be_read(args, evaluator)
+        )
         workers = 1 if alone else workers_for(len(paths), args.jobs)
         results = evaluate_all(lambda path: _evaluate(evaluator, path), paths, workers)
         diffs = []
@@ -97,6 +100,18 @@ def _ledger_may_be_read(args: argparse.Namespace, evaluator: Evaluator) -> bool:
     except GateError:
         return True
     return any(p.policy.limits.monthly_budget is not None for p in loaded)
+
+
+def _regular(path: str) -> bool:
+    """Whether ``path`` is a file a worker may read as the parent would (links followed).
+
+    A pipe, a terminal or a ``/dev/fd`` link reads once, and in a worker it may be a pipe of
+    the workers' own: such a list is read in one process, in the order given.
+    """
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False  # NOTE: /dev/fd/4 is missing here and may be a worker's own pipe there
 
 
 def _evaluate(evaluator: Evaluator, path: str) -> SpecResult:

@@ -56,7 +56,20 @@ def expand_specs(patterns: list[str]) -> list[str]:
             found.extend(matches)
         else:
             found.append(pattern)
+    for path in found:
+        _refuse_unnamable(path)
     return list(dict.fromkeys(found))
+
+
+def _refuse_unnamable(path: str) -> None:
+    """Refuse a path whose name is not UTF-8: no report could name the spec it holds."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(
+            f"{one_line(path)}: the file name is not UTF-8",
+            hint="rename the file: reports (JSON, SARIF, Markdown) name each spec in UTF-8",
+        ) from None
 
 
 def _glob(pattern: str) -> list[str]:

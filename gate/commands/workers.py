@@ -46,7 +46,9 @@ def evaluate_all(evaluate: Callable[[str], R], paths: list[str], workers: int) -
         return [evaluate(path) for path in paths]
     shares = [paths[i::workers] for i in range(workers)]
     gc.freeze()  # NOTE: what is loaded stays shared with the workers, not copied on write
-    children = [_fork(evaluate, shares[i]) for i in range(1, workers)]
+    children: list[tuple[int, int]] = []
+    for share in shares[1:]:
+        children.append(_fork(evaluate, share, [pipe for _, pipe in children]))
     gathered: list[list[R] | None] = []
     try:
         try:
@@ -69,13 +71,16 @@ def evaluate_all(evaluate: Callable[[str], R], paths: list[str], workers: int) -
     return results
 
 
-def _fork(evaluate: Callable[[str], R], share: list[str]) -> tuple[int, int]:
+def _fork(evaluate: Callable[[str], R], share: list[str], others: list[int]) -> tuple[int, int]:
+    """A worker evaluating ``share``; ``others``: the earlier workers' pipes, not its own."""
     read, write = os.pipe()
     pid = os.fork()
     if pid:
         os.close(write)
         return pid, read
-    os.close(read)  # the worker: evaluate, send, and leave without the parent's exit hooks
+    for pipe in (read, *others):  # NOTE: no worker can read another's results
+        os.close(pipe)
+    # the worker: evaluate, send, and leave without the parent's exit hooks
     import pickle  # NOTE: here, not at the top: a check of a few specs never forks
 
     try:
@@ -98,7 +103,10 @@ def _gather(pid: int, pipe: int) -> list[R] | None:
         return None
     import pickle
 
-    done: list[R] = pickle.loads(payload)
+    try:
+        done: list[R] = pickle.loads(payload)
+    except Exception:  # a payload cut short: the parent evaluates them all again
+        return None
     return done
 
 

@@ -81,4 +81,4 @@ def link(text: str, url: str) -> str:
 
 def utf16_length(text: str) -> int:
     """Length as GitHub counts it (UTF-16 code units: an emoji can count twice)."""
-    return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2

@@ -11,6 +11,7 @@ reproducible.
 
 from __future__ import annotations
 
+import os
 from pathlib import PurePath
 from typing import Any, ClassVar
 from urllib.parse import quote
@@ -165,4 +166,5 @@ def _location(location: Location | None, fallback_file: str) -> dict[str, Any]:
 def artifact_uri(path: str) -> str:
     """A path as a URI reference: relative paths stay relative, absolute ones ``file://``."""
     native = PurePath(path)
-    return native.as_uri() if native.is_absolute() else quote(native.as_posix())
+    # NOTE: as bytes, as as_uri() quotes them: a name that is not UTF-8 is its bytes
+    return native.as_uri() if native.is_absolute() else quote(os.fsencode(native.as_posix()))

@@ -196,6 +196,7 @@ def test_a_small_report_is_not_cut():
 
 def test_emoji_count_twice_towards_the_limit():
     assert utf16_length("✅") == 1 and utf16_length("🗑️") == 3
+    assert utf16_length("bad\udcff") == 4  # a byte of a name that is not UTF-8
 
 
 def test_invalid_spec_lists_its_problems_and_no_table():

@@ -137,6 +137,9 @@ def test_a_rule_missing_from_the_report_still_gets_a_rules_entry():
     [
         ("experiments/a b#1.yaml", "experiments/a%20b%231.yaml"),
         ("/abs/x.yaml", "file:///abs/x.yaml"),
+        ("é/x.yaml", "%C3%A9/x.yaml"),
+        ("bad\udcff.yaml", "bad%FF.yaml"),  # a name that is not UTF-8: its bytes
+        ("/abs/bad\udcff.yaml", "file:///abs/bad%FF.yaml"),
     ],
 )
 def test_artifact_uri(path, uri):
