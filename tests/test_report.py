@@ -338,13 +338,28 @@ def test_an_unreachable_tracking_server_is_exit_4(month, capsys):
 def test_without_the_mlflow_extra_it_is_exit_3_naming_it(month, tmp_path):
     from tests.test_without_mlflow import _CLI, FIX, _run
 
+    # a file store (mlruns/) is MLflow's to read; a sqlite store needs no MLflow (SQL)
     proc = _run(
         _CLI, "report", "--policy-dir", month.policy_dir,
-        "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", cwd=tmp_path,
+        "--tracking-uri", (tmp_path / "mlruns").as_uri(), cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 3, proc.stderr
     assert FIX in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_sqlite_store_that_is_not_there_is_exit_3_not_an_empty_month(month, capsys, tmp_path):
+    """MLflow's client would make an empty store at a mistyped path: a month of no runs."""
+    typo = tmp_path / "typo" / "mlfow.db"
+    capsys.readouterr()
+    code = main(["report", "--policy-dir", month.policy_dir, "--tracking-uri", f"sqlite:///{typo}"])
+    _, err = capsys.readouterr()
+    assert code == 3, err
+    assert err == (
+        f"budget-gate: sqlite:///{typo}: no MLflow store at {typo} — check the path: the "
+        "sqlite file the runs were logged to\n"
+    )
+    assert not typo.parent.exists()
 
 
 def test_a_sqlite_store_reports_the_same_month(month, capsys, report_server):

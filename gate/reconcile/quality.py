@@ -62,7 +62,7 @@ def evaluate_gate(conditions: Sequence[Condition], metrics: Mapping[str, float])
 
 
 def _holds(value: float, op: str, limit: float) -> bool:
-    if math.isnan(value):
+    if not math.isfinite(value):  # NOTE: a job's inf or NaN is no model, at any gate
         return False
     match op:
         case ">=":

@@ -32,6 +32,7 @@ import io
 import json
 from decimal import Decimal
 
+from gate.errors import one_line
 from gate.report.model import MonthReport
 from gate.report.runs import RunLine
 from gate.spec.trial import Capacity
@@ -186,9 +187,11 @@ def inert_cell(text: str) -> str:
     """A text cell a spreadsheet shows as text, not a formula it runs.
 
     A run name or tag a training job chose that starts with ``=``, ``+``, ``-`` or ``@``
-    gets a leading ``'``.
+    (after spaces too) gets a leading ``'``; a control character (a NUL, an escape, a line
+    break) is written as its escape, as every other output shows it.
     """
-    return f"'{text}" if text.startswith(_FORMULA) else text
+    text = one_line(text)
+    return f"'{text}" if text.lstrip(" ").startswith(_FORMULA) else text
 
 
 def _number(amount: Decimal) -> str:

@@ -72,6 +72,12 @@ def test_nan_never_passes():
     assert not evaluate_gate([Condition(metric="m", op="<=", value=1)], {"m": math.nan}).passed
 
 
+@pytest.mark.parametrize(("op", "value"), [(">=", math.inf), ("<=", -math.inf)])
+def test_an_infinite_metric_is_no_model(op, value):
+    """A job that logs val_f1 = inf would make a qualified model of any run."""
+    assert not evaluate_gate([Condition(metric="m", op=op, value=0.8)], {"m": value}).passed
+
+
 def test_no_conditions_pass():
     assert evaluate_gate([], {}).passed
 

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from gate.errors import InputError
 from gate.integrations.mlflow.run_sources import (
     MAX_POINTS,
     Criteria,
@@ -42,7 +43,7 @@ from gate.integrations.mlflow.run_sources import (
     open_source,
 )
 from gate.integrations.mlflow.search import failing_on
-from gate.integrations.mlflow.sql_source import open_sql
+from gate.integrations.mlflow.sql_source import open_sql, store_path
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.reconcile.actuals import RunFacts
 
@@ -86,6 +87,13 @@ class MlflowRuns:
     def __init__(self, tracking_uri: str) -> None:
         self.tracking_uri = tracking_uri
         self.where = redact(tracking_uri)
+        stored = store_path(tracking_uri)
+        if stored is not None and not stored.is_file():
+            # NOTE: MLflow's client would make an empty store there: a month of no runs
+            raise InputError(
+                f"{self.where}: no MLflow store at {stored}",
+                hint="check the path: the sqlite file the runs were logged to",
+            )
         with failing_on(self.where, "opening the tracking store", (OSError,)):
             self._source = open_sql(tracking_uri) or open_source(tracking_uri)
 
