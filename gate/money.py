@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Annotated
+from typing import Annotated, Any
 
-from gate.model import Field, JsonSchema
+from gate.model import Before, Field, JsonSchema
 
 MAX_MONEY = Decimal(10**15)
 """The largest amount: a quadrillion in any currency is a typo, and past 10^15 the estimate's
@@ -13,10 +14,25 @@ arithmetic (28 significant digits) could no longer round to a nanohour."""
 MONEY_PLACES = 6
 """Amounts have at most six decimals (a millionth): 1e-30 per GPU-hour is not a price."""
 
+_AMOUNT_TEXT = re.compile(r"[0-9]{1,16}(\.[0-9]{1,6})?")
+
+
+def _amount_text(value: Any) -> Any:
+    """A quoted amount in the schema's digits only: no ``٣``, ``1_000``, ``1e3`` or `` 2 ``.
+
+    Python's Decimal (and pydantic) read those as numbers, the JSON Schema and every other
+    tool as text: a spec's ``max_trial_cost: "٣"`` was a cap of 3 to the gate alone.
+    """
+    if isinstance(value, str) and not _AMOUNT_TEXT.fullmatch(value):
+        raise ValueError("a quoted amount is digits with at most six decimals, like '12.50'")
+    return value
+
+
 # NOTE: the JSON Schema is spelled out so it does not change with pydantic's Decimal schema.
 Money = Annotated[
     Decimal,
     Field(ge=0, le=MAX_MONEY, decimal_places=MONEY_PLACES, allow_inf_nan=False),
+    Before(_amount_text),  # NOTE: after Field, so pydantic checks the bounds as we do
     JsonSchema(
         {
             "anyOf": [

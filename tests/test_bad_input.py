@@ -118,6 +118,27 @@ GENERATED = [
         "larger than the 1024 KiB limit",
     ),
     Case("zero-bytes", _generated("zero.yaml", b""), 1, 1, "file is empty"),
+    # a quoted amount in the JSON Schema's digits only: Decimal reads these, no other tool
+    *(
+        Case(
+            f"quoted-amount-{name}",
+            _generated(
+                f"amount-{name}.yaml",
+                (_SPEC + f'stopping:\n  max_trial_cost: "{text}"\n').encode(),
+            ),
+            12,
+            19,
+            "a quoted amount is digits with at most six decimals",
+        )
+        for name, text in (
+            ("arabic-indic", "\u0663"),
+            ("fullwidth", "\uff11\uff12"),
+            ("underscores", "1_000"),
+            ("exponent", "1e3"),
+            ("sign", "+5"),
+            ("spaces", " 2 "),
+        )
+    ),
     # Python turns no decimal of over 4,300 digits into an int: each form is refused
     *(
         Case(

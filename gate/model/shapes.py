@@ -154,8 +154,11 @@ class HookShape(Shape):
 
     def check(self, value: Any, loc: Loc, errors: Errors) -> Any:
         """The value converted, checked, then checked again by each hook."""
-        for convert in self.before:
-            value = convert(value)
+        try:
+            for convert in self.before:
+                value = convert(value)
+        except ValueError as exc:  # as pydantic's BeforeValidator: a located error
+            return value_error(errors, loc, value, exc)
         checked = self.inner.check(value, loc, errors)
         if checked is INVALID:
             return INVALID

@@ -20,3 +20,9 @@ from gate.money import format_amount
 )
 def test_amounts_round_half_up_and_zero_has_no_sign(amount, places, shown):
     assert format_amount(amount, places) == shown
+
+
+def test_a_quoted_amount_in_plain_digits_is_read_exactly():
+    from gate.spec.search import Stopping
+
+    assert Stopping.model_validate({"max_trial_cost": "300.50"}).max_trial_cost == Decimal("300.50")
