@@ -97,8 +97,8 @@ def _exponent(value: Any) -> Any:
 
 Size = Annotated[
     float,
-    Before(_exponent),
     Field(gt=0, le=1e30, allow_inf_nan=False, strict=True),
+    Before(_exponent),  # NOTE: after Field, or pydantic's schema writes gt/le as raw keys
 ]
 """A model size or FLOP count: a positive number; ``8.0e9`` is read as a number."""
 
