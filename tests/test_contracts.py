@@ -50,6 +50,37 @@ def test_the_json_schema_rejects_what_the_models_reject():
         jsonschema.validate(bad, schema)
 
 
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("workload", "model", "parameters"), -8.0e9),  # a size's bounds are keywords
+        (("workload", "model", "tokens_per_epoch"), 0),
+        (("stopping", "max_trial_cost"), "\u0663"),  # an amount is the schema's digits
+        (("stopping", "max_trial_cost"), "1e3"),
+    ],
+)
+def test_the_json_schema_and_check_refuse_the_same_numbers(path, value, tmp_path):
+    schema = json.loads((ROOT / "schemas" / "experiment.schema.json").read_text(encoding="utf-8"))
+    data = json.loads(json.dumps(load_file(ROOT / "examples" / "llm-finetune-grid.yaml").data))
+    node = data
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+    if path[1] == "model":
+        node.setdefault("parameters", 8.0e9)
+        node.setdefault("tokens_per_epoch", 1.0e9)
+        data["workload"].pop("epoch_minutes", None)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, schema)
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(data), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "gate", "check", str(spec)],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize("team", [p.stem for p in POLICIES])
 def test_every_shipped_policy_loads(team):
     loaded = PolicySet(ROOT / "policies").for_team(team)
