@@ -83,12 +83,23 @@ def test_the_child_really_cannot_import_mlflow(tmp_path):
 )
 def test_ledger_commands_exit_3_and_name_the_extra(bare, tmp_path, command):
     spec = bare.spec(10)  # 10 trials > 4: needs approval, so verify reads the ledger
+    if command[0] == "reconcile":
+        # NOTE: a store that is not there is refused before anything (exit 3, no MLflow
+        # needed to say so); one the SQL reader does not know is MLflow's client's to read
+        (tmp_path / "mlflow.db").write_bytes(b"")
     proc = _run(_CLI, command[0], spec, "--policy-dir", bare.policy_dir, *command[1:], cwd=tmp_path)
     assert proc.returncode == 3, proc.stderr
     assert FIX in proc.stderr
     assert "internal error" not in proc.stderr
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_reconcile_of_a_store_that_is_not_there_says_so_without_mlflow(bare, tmp_path):
+    proc = _run(_CLI, "reconcile", bare.spec(10), "--policy-dir", bare.policy_dir, cwd=tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    assert f"no MLflow store at {tmp_path / 'mlflow.db'}" in proc.stderr
+    assert not (tmp_path / "mlflow.db").exists()
 
 
 def test_check_without_a_budget_or_ledger_needs_no_mlflow(tmp_path):
