@@ -14,7 +14,9 @@ arithmetic (28 significant digits) could no longer round to a nanohour."""
 MONEY_PLACES = 6
 """Amounts have at most six decimals (a millionth): 1e-30 per GPU-hour is not a price."""
 
-_AMOUNT_TEXT = re.compile(r"[0-9]{1,16}(\.[0-9]{1,6})?")
+AMOUNT_PATTERN = r"^[0-9]{1,16}(\.[0-9]{1,6})?$"
+"""A quoted amount, as the JSON Schema and the models both take it."""
+_AMOUNT_TEXT = re.compile(AMOUNT_PATTERN)
 
 
 def _amount_text(value: Any) -> Any:
@@ -37,7 +39,7 @@ Money = Annotated[
         {
             "anyOf": [
                 {"type": "number", "minimum": 0, "maximum": 10**15},
-                {"type": "string", "pattern": r"^[0-9]{1,16}(\.[0-9]{1,6})?$"},
+                {"type": "string", "pattern": AMOUNT_PATTERN},
             ],
             "description": "An amount in the policy's currency: 0 to 10^15, at most six decimals.",
         }
