@@ -9,6 +9,7 @@ themselves are :mod:`gate.admission`'s.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
@@ -75,12 +76,36 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    _stop_on_sigterm(stop)
     try:
         worker.run(stop)
     except api.KubeError as exc:
         raise BackendError(f"the Kubernetes API at {cluster.host} failed: {exc}") from None
     return 0
+
+
+def _stop_on_sigterm(stop: threading.Event) -> None:
+    """SIGTERM sets ``stop``, by way of a pipe and a thread.
+
+    NOTE: not in the handler itself: a handler runs between two bytecodes of the main
+    thread, and ``Event.set`` there deadlocks when that thread holds the Event's lock
+    (inside its own ``stop.wait``).
+    """
+    readable, writable = os.pipe()
+    os.set_blocking(writable, False)
+    signal.signal(signal.SIGTERM, lambda *_: _poke(writable))
+    waiter = threading.Thread(target=_set_on_read, args=(readable, stop), daemon=True)
+    waiter.start()
+
+
+def _poke(writable: int) -> None:
+    with contextlib.suppress(BlockingIOError):  # a full pipe has a byte to read already
+        os.write(writable, b"\0")
+
+
+def _set_on_read(readable: int, stop: threading.Event) -> None:
+    os.read(readable, 1)
+    stop.set()
 
 
 def _log_decisions() -> None:

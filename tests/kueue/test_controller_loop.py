@@ -93,8 +93,9 @@ def test_serve_kueue_admission_runs_until_sigterm(repo, kube, tmp_path):
     spec = write_spec(repo, trials=2)
     config = kube.kubeconfig(tmp_path / "kubeconfig")
     command = [
-        sys.executable, "-m", "gate", "serve", "kueue-admission", "--kubeconfig", str(config),
-        "--repo", str(repo.root), "--tracking-uri", repo.uri, "--resync", "5",
+        sys.executable, "-X", "faulthandler", "-m", "gate", "serve", "kueue-admission",
+        "--kubeconfig", str(config),
+        "--repo", str(repo.root), "--tracking-uri", repo.uri, "--resync", "600",
     ]  # fmt: skip
     env = {**os.environ, **CLIENT_ENV}
     env.pop("KUBERNETES_SERVICE_HOST", None)
@@ -109,12 +110,23 @@ def test_serve_kueue_admission_runs_until_sigterm(repo, kube, tmp_path):
         )
         workload = submit(kube, objects.batch_job("served", spec=spec))
         wait_for(lambda: kube.check(workload)["state"] == "Ready")
+        time.sleep(1)  # idle, waiting for a change until the resync 600 s away
     finally:
         process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=30)
+        err = _stopped(process)
     assert process.returncode == 0, err
     assert f"Ready ml/{workload['metadata']['name']}: budget-gate: cleared under {spec}" in err
     assert "Traceback" not in err
+
+
+def _stopped(process: subprocess.Popen[str]) -> str:
+    """Its stderr once it exits; if it does not within 30 s, its threads' stacks, then fail."""
+    try:
+        return process.communicate(timeout=30)[1]
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack
+        _, err = process.communicate(timeout=30)
+        raise AssertionError(f"still running 30 s after SIGTERM:\n{err}") from None
 
 
 @pytest.mark.parametrize(
