@@ -19,6 +19,7 @@ from pathlib import Path
 
 from gate.admission.check_state import Options
 from gate.errors import BackendError, InputError
+from gate.evaluation.report import absent_ledger
 from gate.integrations import open_ledger
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.policy.loader import PolicySet
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         resync=float(args.resync),
     )
     # NOTE: a missing MLflow extra or a bad signers file is exit 3 now, not per workload
-    open_ledger(settings.tracking_uri, PolicySet(settings.policy_dir).trust())
+    ledger = open_ledger(settings.tracking_uri, PolicySet(settings.policy_dir).trust())
     try:
         cluster = api.connect(args.kubeconfig, args.context)
     except api.KubeError as exc:
@@ -64,19 +65,21 @@ def run(args: argparse.Namespace) -> int:
             ) from None
         raise BackendError(f"the Kubernetes API at {cluster.host} failed: {exc}") from None
     _log_decisions()
+    ledger_at = redact(settings.tracking_uri)
     named = ", ".join(sorted(checks)) or (
         f"none yet (an AdmissionCheck with controllerName {settings.controller_name} is "
         f"picked up within {args.resync} s)"
     )
     print(
         f"budget-gate: Kueue admission check controller on {cluster.host} — checks: {named}; "
-        f"specs in {repo}, policies in {settings.policy_dir}, ledger "
-        f"{redact(settings.tracking_uri)}; GPU workloads without a spec: {args.missing_spec}",
+        f"specs in {repo}, policies in {settings.policy_dir}, ledger {ledger_at}; "
+        f"GPU workloads without a spec: {args.missing_spec}",
         file=sys.stderr,
         flush=True,
     )
-    stop = threading.Event()
-    _stop_on_sigterm(stop)
+    if ledger.absent:
+        print(f"budget-gate: warning: {absent_ledger(ledger_at)}", file=sys.stderr, flush=True)
+    stop = _stop_on_sigterm()
     try:
         worker.run(stop)
     except api.KubeError as exc:
@@ -84,18 +87,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stop_on_sigterm(stop: threading.Event) -> None:
-    """SIGTERM sets ``stop``, by way of a pipe and a thread.
+def _stop_on_sigterm() -> threading.Event:
+    """An event SIGTERM sets, by way of a pipe and a thread.
 
     NOTE: not in the handler itself: a handler runs between two bytecodes of the main
     thread, and ``Event.set`` there deadlocks when that thread holds the Event's lock
     (inside its own ``stop.wait``).
     """
+    stop = threading.Event()
     readable, writable = os.pipe()
     os.set_blocking(writable, False)
     signal.signal(signal.SIGTERM, lambda *_: _poke(writable))
     waiter = threading.Thread(target=_set_on_read, args=(readable, stop), daemon=True)
     waiter.start()
+    return stop
 
 
 def _poke(writable: int) -> None:

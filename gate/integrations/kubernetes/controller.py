@@ -328,9 +328,7 @@ class Controller:
             daemon=True,
         )
         watcher.start()
-        # NOTE: ``stop`` wakes the loop at once, not at the next resync (30 s by default, as
-        # long as Kubernetes waits between SIGTERM and SIGKILL)
-        threading.Thread(target=_wake_on, args=(stop, inbox), name="stop", daemon=True).start()
+        inbox.wake_on(stop)  # NOTE: at once, not at the next resync (a pod's whole grace)
         next_sync = time.monotonic() + self.settings.resync
         while not stop.is_set():
             due = min([next_sync, *(at for at, _ in self._parked.values())])
@@ -366,11 +364,6 @@ class Controller:
                 fresh = self.api.get_workload(namespace, name)
                 if fresh is not None:
                     self._parked[outcome.uid] = (now, fresh)
-
-
-def _wake_on(stop: threading.Event, inbox: Inbox) -> None:
-    stop.wait()
-    inbox.put(())
 
 
 def _stamp(moment: dt.datetime) -> str:

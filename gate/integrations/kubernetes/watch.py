@@ -79,6 +79,14 @@ class Inbox:
         """Wait until something is put, at most ``timeout`` seconds."""
         self._ready.wait(timeout)
 
+    def wake_on(self, stop: threading.Event) -> None:
+        """Wake whoever waits once ``stop`` is set, as if something were put."""
+        threading.Thread(target=self._wake_after, args=(stop,), daemon=True).start()
+
+    def _wake_after(self, stop: threading.Event) -> None:
+        stop.wait()
+        self._ready.set()
+
     def take(self) -> dict[str, Mapping[str, Any]]:
         """Everything put since the last take, by uid; the inbox is empty after."""
         with self._lock:
