@@ -63,3 +63,23 @@ def test_a_missing_cost_center_label_spends_no_budget():
 def test_unset_budget_checks_nothing():
     assert _run({}, {"teams": ["nlp"]}) == []
     assert _run({"team": "ghost"}, {}) == []
+
+
+def test_with_no_key_listed_it_says_to_list_one_first():
+    budget = {"limits": {"monthly_budget": 1000}}
+    [missing] = _run({}, budget, files=())
+    assert missing.message == (
+        "metadata.team is missing, and the monthly budget is per team: the spec would spend "
+        "no budget — list the teams (a policy file or teams:), then set it to one: none is "
+        "listed yet"
+    )
+    [unknown] = _run({"team": "ml"}, budget, files=())
+    assert unknown.message == (
+        "team 'ml' has no monthly budget: no team is listed (a policy file or teams:) — use a "
+        "known team once it is listed there"
+    )
+    [cc] = _run({}, {"limits": {"monthly_budget": 1000, "budget_scope": "cost-center"}})
+    assert cc.message.endswith(
+        "— list the cost centers (labels.allowed.cost-center), then set it to one: none is "
+        "listed yet"
+    )

@@ -49,16 +49,21 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
         name = f"label {COST_CENTER_LABEL}"
         source = f"labels.allowed.{COST_CENTER_LABEL}"
     scope = "team" if policy.limits.budget_scope == "team" else "cost center"
-    choices = ", ".join(known) if known else f"none is listed ({source})"
     if key is None:
+        fix = (
+            f"set it to one of {', '.join(known)}"
+            if known
+            else f"list the {scope}s ({source}), then set it to one: none is listed yet"
+        )
         yield Violation(
             f"{name} is missing, and the monthly budget is per {scope}: the spec would "
-            f"spend no budget — set it to one of {choices}",
+            f"spend no budget — {fix}",
             where[:-1],  # the mapping the key is missing from
         )
     elif key not in known:
+        listed = f"it is not one of {', '.join(known)}" if known else f"no {scope} is listed"
         yield Violation(
-            f"{scope} {key!r} has no monthly budget: it is not one of {choices} ({source}) — "
-            f"use a known {scope}",
+            f"{scope} {key!r} has no monthly budget: {listed} ({source}) — use a known {scope}"
+            + ("" if known else " once it is listed there"),
             where,
         )
