@@ -323,6 +323,10 @@ def test_an_empty_month_reports_nothing_spent(month, capsys):
     assert code == 0, err
     assert "0 runs, 0.00 USD actual" in out
     assert "no team spent anything" in out
+    code, out, err = cli(month, capsys, "--month", "2019-02", "--format", "json")
+    rows = {t["team"]: t for t in json.loads(out)["teams"]}
+    for team in month.teams.values():  # each budget is shown, at 0 spent
+        assert (rows[team]["budget"], rows[team]["actual"], rows[team]["runs"]) == ("1000", "0", 0)
 
 
 def test_an_unreachable_tracking_server_is_exit_4(month, capsys):

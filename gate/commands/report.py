@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     currency = evaluator.policies.for_team(args.team).policy.currency
     found = commitments(records, period, currency)
     teams = {g.priced.team for g in month_runs.experiments} | set(found.approved)
+    teams |= _known_teams(evaluator.policies)  # a budget with nothing spent is shown at 0
     report = build_report(
         ReportInputs(
             period=period,
@@ -198,6 +199,11 @@ class SpecPlans:
             provider=spec.resources.cloud or policy.prices.cloud or "",
             tracked_in=spec.tracking.mlflow_experiment or spec.metadata.name,
         )
+
+
+def _known_teams(policies: PolicySet) -> set[str]:
+    """The teams the policies name: a file of their own, or the default policy's ``teams``."""
+    return {*policies.teams(), *(policies.for_team(None).policy.teams or ())}
 
 
 def _budget(policies: PolicySet, team: str, currency: str) -> Decimal | None:

@@ -41,11 +41,16 @@ def team_rows(
     now: dt.datetime,
     wanted: Callable[[str], bool],
 ) -> tuple[TeamRow, ...]:
-    """One row per team with runs or approvals in the period (and ``wanted``), by name."""
+    """One row per team with runs, approvals or a monthly budget (and ``wanted``), by name.
+
+    A team with a budget has its row at 0 spent in a month it spent nothing: the table is
+    what each budget came to.
+    """
     by_team: dict[str, list[ExperimentMonth]] = defaultdict(list)
     for group in current:
         by_team[group.priced.team].append(group)
-    names = {*by_team, *found.approved, *found.launched}
+    budgeted = (team for team, budget in budgets.items() if budget is not None)
+    names = {*by_team, *found.approved, *found.launched, *budgeted}
     rows = []
     for team in sorted(t for t in names if wanted(t)):
         groups = by_team.get(team, [])

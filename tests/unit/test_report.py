@@ -120,6 +120,16 @@ def test_the_forecast_of_the_month_in_progress_is_its_pace():
     assert any("not over" in note for note in report.notes)
 
 
+def test_a_team_with_a_budget_and_nothing_spent_has_its_row_at_zero():
+    priced = Priced(make_plan(price="10"), "t", "m", "s.yaml", "e")
+    budgets = {"t": Decimal(1000), "idle": Decimal(500), "free": None}
+    report = _month_report(priced, hours=3.0, budgets=budgets)  # type: ignore[arg-type]
+    assert [t.team for t in report.teams] == ["idle", "t"]  # "free": no budget, no activity
+    idle = report.teams[0]
+    assert (idle.budget, idle.actual, idle.forecast, idle.runs) == (Decimal(500), 0, 0, 0)
+    assert all("idle" not in dict(r.teams) for r in report.rankings)  # nothing to rank
+
+
 def test_a_run_without_a_plan_is_counted_not_priced():
     period = Period(Month(2026, 11), Month(2026, 11), trend=0)
     runs = MonthRuns(lambda f: "no spec", period)
