@@ -28,7 +28,7 @@ from gate.errors import ApprovalRequired, InputError, PolicyViolation
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key, record_launch
-from gate.evaluation.report import SpecResult
+from gate.evaluation.report import SpecResult, absent_ledger
 from gate.guard.core import Guard
 from gate.guard.ledger import LedgerCeiling
 from gate.guard.limits import limits_for
@@ -198,6 +198,8 @@ def _say_ledger(view: LedgerView) -> None:
     """What ``verify`` prints of its ledger read, logged: records unsigned, records ignored."""
     if not view.opened or view.trust is None:
         return
+    if view.absent:
+        _log.warning("ledger: %s", absent_ledger(view.where))
     warning = view.trust.warning()
     if warning:
         _log.warning("ledger: %s", warning)

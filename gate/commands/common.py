@@ -349,7 +349,7 @@ def ledger_note(view: LedgerView | None) -> LedgerNote | None:
     if view is None or not view.opened or view.trust is None:  # opened: its trust is set
         return None
     ignored = tuple(sorted(view.ignored().items(), key=lambda item: (-item[1], item[0])))
-    return LedgerNote(view.where, view.trust.signed, view.trust.warning(), ignored)
+    return LedgerNote(view.where, view.trust.signed, view.trust.warning(), ignored, view.absent)
 
 
 def render_context(args: argparse.Namespace, env: Mapping[str, str]) -> RenderContext:

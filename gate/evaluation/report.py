@@ -90,18 +90,28 @@ class RenderContext:
         return f"{self.docs_url}#{rule.anchor}"
 
 
+def absent_ledger(where: str) -> str:
+    """What a command says when the ledger it read was not there."""
+    return (
+        f"no ledger at {where}: read as empty, nothing approved or spent is recorded there — "
+        "if the ledger is elsewhere, give its URI (--tracking-uri or MLFLOW_TRACKING_URI)"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class LedgerNote:
     """What a run read of the ledger: where, under which signers, and what it left out.
 
     ``warning`` is said when records are not signed; ``ignored`` counts, by reason, the
-    records that did not count (unsigned, a bad signature, malformed, …).
+    records that did not count (unsigned, a bad signature, malformed, …); ``absent``: there
+    was no store at all (a ``sqlite:///`` file not there), so everything read as empty.
     """
 
     where: str
     signed: bool
     warning: str | None = None
     ignored: tuple[tuple[str, int], ...] = ()
+    absent: bool = False
 
     @property
     def ignored_total(self) -> int:
@@ -110,7 +120,9 @@ class LedgerNote:
 
     def lines(self) -> list[str]:
         """The note in words, one line per fact (nothing when there is nothing to say)."""
-        lines = [f"warning: {self.warning}"] if self.warning else []
+        lines = [f"warning: {absent_ledger(self.where)}"] if self.absent else []
+        if self.warning:
+            lines.append(f"warning: {self.warning}")
         if self.ignored:
             why = "; ".join(f"{n} {reason}" for reason, n in self.ignored)
             total = self.ignored_total

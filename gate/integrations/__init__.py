@@ -38,7 +38,9 @@ def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
     without importing MLflow (:mod:`gate.integrations.mlflow.rest`),
     unless ``MLFLOW_TRACKING_AUTH`` names an MLflow auth plugin, which only MLflow's client
     can apply. A SQLite store is read with SQL and written through MLflow's client
-    (:mod:`gate.integrations.mlflow.sql_ledger`); any other store (a path) is MLflow's
+    (:mod:`gate.integrations.mlflow.sql_ledger`); one whose file is not there reads as empty,
+    says so, and is made on the first write
+    (:mod:`gate.integrations.mlflow.absent_ledger`); any other store (a path) is MLflow's
     client.
 
     Raises:
@@ -51,8 +53,13 @@ def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
 
         return RestLedger(tracking_uri, trust)
     from gate.integrations.mlflow.sql_ledger import SqlLedger
-    from gate.integrations.mlflow.sql_source import open_sql
+    from gate.integrations.mlflow.sql_source import open_sql, store_path
 
+    stored = store_path(tracking_uri)
+    if stored is not None and not stored.exists():
+        from gate.integrations.mlflow.absent_ledger import AbsentLedger
+
+        return AbsentLedger(tracking_uri, trust)
     source = open_sql(tracking_uri)
     if source is not None:
         return SqlLedger(tracking_uri, trust, source)

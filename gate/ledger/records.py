@@ -137,10 +137,12 @@ class LedgerStore(Protocol):
     """Append-only storage of ledger records, read under one :class:`Trust`.
 
     ``ignored`` holds the runs reads left out and why (unsigned, a bad signature, malformed),
-    so the command can say so.
+    and ``absent`` whether there was a store at all, so the command can say so.
     """
 
     ignored: dict[str, str]
+    absent: bool
+    """No store was at the URI when it was opened (a ``sqlite:///`` file): reads are empty."""
 
     def append(self, record: LedgerRecord, signer: Signer | None = None) -> str:
         """Store one complete record atomically (stamped and signed) and return its run id."""

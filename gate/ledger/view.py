@@ -89,6 +89,11 @@ class LedgerView:
             if query.matches(record):
                 records.append(record)
 
+    @property
+    def absent(self) -> bool:
+        """Whether the store was opened and was not there (read as empty)."""
+        return self._store is not None and self._store.absent
+
     def ignored(self) -> Counter[str]:
         """How many records the reads so far left out, by reason (empty when none was read)."""
         return Counter(self._store.ignored.values()) if self._store is not None else Counter()

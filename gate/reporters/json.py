@@ -63,6 +63,7 @@ def _ledger(report: Report) -> dict[str, Any] | None:
         "signed": note.signed,
         "warning": note.warning,
         "ignored": dict(note.ignored),
+        "absent": note.absent,
     }
 
 

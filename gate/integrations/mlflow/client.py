@@ -41,6 +41,8 @@ _FAILURES = (MlflowException, OSError)
 class MlflowLedger(RunWriter):
     """A :class:`gate.ledger.records.LedgerStore` backed by an MLflow tracking store."""
 
+    absent = False
+
     failures: tuple[type[BaseException], ...] = _FAILURES
 
     def __init__(self, tracking_uri: str, trust: Trust) -> None:

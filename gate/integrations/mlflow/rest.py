@@ -41,6 +41,8 @@ from gate.ledger.spend import Spend
 class RestLedger(RunWriter):
     """A :class:`gate.ledger.records.LedgerStore` on a tracking server, over REST."""
 
+    absent = False
+
     # LookupError: an answer without the fields MLflow's carry
     # NOTE: TypeError and AttributeError too: an answer of the wrong shape (a number where
     # a run is) is the server's failure, exit 4, not ours.

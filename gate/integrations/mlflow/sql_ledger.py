@@ -52,6 +52,8 @@ class Unsupported(ValueError):
 class SqlLedger:
     """A :class:`gate.ledger.records.LedgerStore` in a SQLite store (see the module)."""
 
+    absent = False
+
     failures: tuple[type[BaseException], ...] = SqlSource.failures
 
     def __init__(self, tracking_uri: str, trust: Trust, source: SqlSource) -> None:

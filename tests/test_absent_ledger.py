@@ -1,0 +1,83 @@
+"""A ``sqlite:///`` ledger that is not there: read as empty, said aloud, made only by a write.
+
+MLflow's client makes a store wherever a sqlite URI points, so a mistyped ledger path read
+as a month with nothing approved or spent (a monthly budget passed on it without a word)
+and left an empty file that read as a ledger from then on.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gate.ledger.signing import SIGNERS_FILE
+
+WARNING = "no ledger at sqlite:///{path}: read as empty, nothing approved or spent is recorded"
+
+
+@pytest.fixture
+def team(team):
+    team.policy(trials_over=35, limits=", monthly_budget: 1000")
+    return team
+
+
+def test_check_says_the_ledger_is_not_there_and_makes_nothing(team, tmp_path):
+    typo = tmp_path / "mlfow.db"
+    spec = team.spec(20)  # 200 USD of a 1,000 USD month
+    code, out, _ = team.cli("check", spec, uri=f"sqlite:///{typo}")
+    assert code == 0
+    assert f"ledger: warning: {WARNING.format(path=typo)}" in out
+    assert "give its URI (--tracking-uri or MLFLOW_TRACKING_URI)" in out
+    code, out, _ = team.cli("check", spec, "--format", "json", uri=f"sqlite:///{typo}")
+    assert (code, json.loads(out)["ledger"]["absent"]) == (0, True)
+    code, out, _ = team.cli("check", spec, "--format", "markdown", uri=f"sqlite:///{typo}")
+    assert code == 0
+    assert "> Ledger: warning: no ledger at sqlite:&#8203;////" in out  # no link, escaped
+    assert "/mlfow.db: read as empty, nothing approved or spent is recorded there" in out
+    assert not typo.exists()
+
+
+def test_a_ledger_that_is_there_draws_no_warning(team, tmp_path):
+    store = tmp_path / "ledger.db"
+    team.reconcile(team.spec(1), "300", uri=f"sqlite:///{store}")
+    code, out, _ = team.cli("check", team.spec(20), "--format", "json", uri=f"sqlite:///{store}")
+    assert code == 0
+    ledger = json.loads(out)["ledger"]
+    assert ledger["absent"] is False
+    assert json.loads(out)["results"][0]["budget"]["spent"] == "300.00"
+
+
+def test_verify_warns_then_makes_the_ledger_with_its_launch(team, tmp_path):
+    store = tmp_path / "new.db"
+    spec = team.spec(20)
+    code, out, _ = team.cli("verify", spec, uri=f"sqlite:///{store}")
+    assert code == 0
+    assert f"ledger: warning: {WARNING.format(path=store)}" in out
+    assert store.is_file()
+    code, out, _ = team.cli("verify", spec, uri=f"sqlite:///{store}")
+    assert code == 0
+    assert "no ledger at" not in out
+    assert "200.00 USD of 1,000.00 USD spent" in out  # the first launch, read back
+
+
+def test_the_launch_api_logs_it(team, tmp_path, caplog):
+    import gate
+
+    store = tmp_path / "new.db"
+    with caplog.at_level("WARNING", logger="gate.launch"):
+        gate.require_approval(
+            team.spec(20), policy_dir=team.policy_dir, tracking_uri=f"sqlite:///{store}"
+        )
+    assert f"ledger: {WARNING.format(path=store)}" in caplog.text
+
+
+def test_a_launch_that_cannot_be_signed_makes_no_store(team, keys, tmp_path, monkeypatch):
+    (Path(team.policy_dir) / SIGNERS_FILE).write_text(keys.signers("alice"), encoding="ascii")
+    monkeypatch.delenv("BUDGET_GATE_SIGNING_KEY", raising=False)
+    store = tmp_path / "new.db"
+    code, _, err = team.cli("verify", team.spec(20), uri=f"sqlite:///{store}")
+    assert code == 3
+    assert "no signing key is set" in err
+    assert not store.exists()  # else the next read finds an empty ledger there, unwarned
