@@ -39,7 +39,7 @@ def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
     unless ``MLFLOW_TRACKING_AUTH`` names an MLflow auth plugin, which only MLflow's client
     can apply. A SQLite store is read with SQL and written through MLflow's client
     (:mod:`gate.integrations.mlflow.sql_ledger`); one whose file is not there reads as empty,
-    says so, and is made on the first write
+    says so, and is made on the first write, so it needs MLflow installed
     (:mod:`gate.integrations.mlflow.absent_ledger`); any other store (a path) is MLflow's
     client.
 
@@ -57,8 +57,13 @@ def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
 
     stored = store_path(tracking_uri)
     if stored is not None and not stored.exists():
+        import importlib.util
+
         from gate.integrations.mlflow.absent_ledger import AbsentLedger
 
+        with needs_mlflow("the approvals ledger"):  # NOTE: only MLflow can ever make it
+            if importlib.util.find_spec("mlflow") is None:
+                raise ModuleNotFoundError("No module named 'mlflow'", name="mlflow")
         return AbsentLedger(tracking_uri, trust)
     source = open_sql(tracking_uri)
     if source is not None:

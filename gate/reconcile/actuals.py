@@ -8,7 +8,7 @@ turns them into a small :class:`RunResult`, following the run conventions of
 
 - a run holds ``gpus × (end − start)`` GPU-hours (a RUNNING run up to ``now``, flagged; a
   SCHEDULED one nothing yet) and costs that × the price of the spec's quote, the same one
-  the estimate used;
+  the estimate used (hours and price cut to 12 and 8 decimals, so sums of costs are exact);
 - logged phase seconds split the held time into setup, training and evaluation, and what
   they leave out is the idle tail;
 - only a FINISHED run that passes the quality gate is a qualified model.
@@ -28,12 +28,19 @@ from gate.estimate.model import Estimate
 from gate.estimate.prices import Quote
 from gate.ledger import tracking
 from gate.ledger.records import LedgerRecord
+from gate.money import fixed
 from gate.reconcile.quality import ChartMetric, Monitor, chart_metric, evaluate_gate, plateau_epoch
 from gate.reconcile.stops import GuardStop, guard_stop
 from gate.spec.experiment import Experiment
 from gate.spec.trial import Capacity
 
 MS_PER_HOUR = Decimal(3_600_000)
+HOUR_PLACES = 12
+"""A run's GPU-hours are kept to twelve decimals (its times are milliseconds, 2.8e-7 hours)
+and a price per GPU-hour to eight (a currency's exchange rate can give it 28): a cost, GPU-hours
+× price, is then exact, and so is every sum of costs up to 10^8 (a team's month, a FOCUS
+file's rows), in any order."""
+PRICE_PLACES = 8
 _PHASES = (
     ("setup", tracking.SETUP_SECONDS),
     ("training", tracking.TRAIN_SECONDS),
@@ -131,6 +138,9 @@ class RunResult:
     guard_stop: GuardStop | None = None
     price: Decimal = Decimal(0)
     """The price per GPU-hour the run was charged at."""
+    charged_as: tuple[str, str] = ("", "")
+    """The accelerator and capacity whose price it was charged at: its tags where they
+    priced it, else the spec's (a tag may only raise a run's charge)."""
 
     @property
     def epochs_after_plateau(self) -> int:
@@ -153,9 +163,10 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
     status = _status(facts.status, notes)
     start, end, held = _held(facts, status, plan.now, notes)
     gpus = _gpus(facts, plan, notes) * plan.spec.resources.gpu_share
-    price = _price(facts, plan, notes)
+    price, charged_as = _price(facts, plan, notes)
+    price = exact(price, PRICE_PLACES)
     phases = _phases(facts, gpus, held, notes)
-    gpu_hours = gpus * held
+    gpu_hours = exact(gpus * held)
     cost = run_cost(gpu_hours, price)
     gate = evaluate_gate(plan.spec.quality_gate, facts.metrics)
     qualified = status is RunStatus.FINISHED and gate.passed and held > 0  # no model for nothing
@@ -184,8 +195,8 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
         phases=phases,
         epochs=epochs,
         plateau=plateau,
-        plateau_gpu_hours=gpus * plateau_hours,
-        plateau_cost=run_cost(gpus * plateau_hours, price),
+        plateau_gpu_hours=exact(gpus * plateau_hours),
+        plateau_cost=run_cost(exact(gpus * plateau_hours), price),
         utilization=_utilization(facts.utilization),
         quality=_quality(facts, chart_metric(plan.spec, plan.monitor), status),
         submitted=_submitted(facts.tags.get(tracking.SUBMITTED_AT), notes),
@@ -195,7 +206,20 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
             facts.tags, epochs, plan.spec.workload.max_epochs, run_cost(gpus * train, price)
         ),
         price=price,
+        charged_as=charged_as,
     )
+
+
+def exact(amount: Decimal, places: int = HOUR_PLACES) -> Decimal:
+    """``amount`` to at most ``places`` decimals (112 stays 112, not 112.000000000000)."""
+    exponent = amount.as_tuple().exponent
+    if not isinstance(exponent, int) or exponent >= -places:
+        return amount
+    rounded = fixed(amount, places)
+    if rounded is amount:  # past what the context can round: astronomically large
+        return amount
+    trimmed = rounded.normalize()  # 1.2500000000 is 1.25, and 100.0000000000 is 1E+2, so:
+    return trimmed.quantize(Decimal(1)) if trimmed == trimmed.to_integral_value() else trimmed
 
 
 def _status(text: str, notes: list[str]) -> RunStatus:
@@ -268,12 +292,14 @@ def _gpus(facts: RunFacts, plan: Plan, notes: list[str]) -> Decimal:
     return Decimal(planned)
 
 
-def _price(facts: RunFacts, plan: Plan, notes: list[str]) -> Decimal:
+def _price(facts: RunFacts, plan: Plan, notes: list[str]) -> tuple[Decimal, tuple[str, str]]:
+    """The price per GPU-hour the run is charged at, and whose price it is."""
     quote = plan.quote
+    spec_price = quote.per_gpu_hour, (quote.accelerator, quote.capacity.value)
     accelerator = facts.tags.get(tracking.ACCELERATOR, quote.accelerator)
     capacity_text = facts.tags.get(tracking.CAPACITY, quote.capacity.value)
     if accelerator == quote.accelerator and capacity_text == quote.capacity.value:
-        return quote.per_gpu_hour
+        return spec_price
     other: Quote | None = None
     try:
         capacity = Capacity(capacity_text)
@@ -286,15 +312,15 @@ def _price(facts: RunFacts, plan: Plan, notes: list[str]) -> Decimal:
             f"ran on {accelerator} {capacity_text}, which has no price: charged at the spec's "
             f"{quote.accelerator} {quote.capacity.value} price"
         )
-        return quote.per_gpu_hour
+        return spec_price
     if other.per_gpu_hour < quote.per_gpu_hour:  # NOTE: the tags are the job's claim
         notes.append(
             f"tagged as run on {accelerator} {capacity_text}, cheaper than the spec's "
             f"{quote.accelerator} {quote.capacity.value}: charged at the spec's price"
         )
-        return quote.per_gpu_hour
+        return spec_price
     notes.append(f"ran on {accelerator} {capacity_text}: charged at its own price")
-    return other.per_gpu_hour
+    return other.per_gpu_hour, (accelerator, capacity_text)
 
 
 def _phases(facts: RunFacts, gpus: Decimal, held: Decimal, notes: list[str]) -> Phases | None:

@@ -59,7 +59,11 @@ BACKWARDS = "their end is before their start, so what they held is not known"
 
 @dataclass(frozen=True, slots=True)
 class RunLine:
-    """One priced run, with what the FOCUS rows and the spot comparison need of its tags."""
+    """One priced run, with the accelerator and capacity it was charged as (FOCUS' SKU, spot).
+
+    Those of its tags where they priced it, else the spec's: a job that tags its run spot
+    is charged, and shown, at the spec's on-demand price.
+    """
 
     result: RunResult
     month: Month
@@ -148,15 +152,7 @@ class MonthRuns:
             group = ExperimentMonth(month, priced, fingerprint, Reconciler(priced.plan))
             self._groups[key] = group
         result = group.reconciler.add(facts)
-        group.lines.append(
-            RunLine(
-                result,
-                month,
-                priced,
-                facts.tags.get(tracking.ACCELERATOR, priced.plan.quote.accelerator),
-                facts.tags.get(tracking.CAPACITY, priced.plan.quote.capacity.value),
-            )
-        )
+        group.lines.append(RunLine(result, month, priced, *result.charged_as))
 
     def _elsewhere(self, facts: RunFacts, priced: Priced) -> bool:
         if self._experiments is None:

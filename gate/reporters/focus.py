@@ -21,7 +21,10 @@ Text that a training job writes (a run name, a tag) reaches the cells: one that 
 spreadsheet would read as a formula (a leading ``=``, ``+``, ``-`` or ``@``) gets a leading
 ``'``. Columns prefixed ``x_`` are budget-gate's own (FOCUS allows custom columns so
 prefixed).
-Amounts are exact decimals, so ``EffectiveCost`` sums to the report's actual total.
+Amounts are exact decimals (a run's GPU-hours to 12 decimals, its price to 8: see
+:data:`gate.reconcile.actuals.HOUR_PLACES`), so ``EffectiveCost`` sums to the report's
+actual total exactly, whatever the order or precision of the sum. The SKU and pricing
+category are what the run was charged as, not what its job tagged.
 """
 
 from __future__ import annotations

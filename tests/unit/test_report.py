@@ -237,3 +237,90 @@ def test_months_a_datetime_cannot_hold_or_before_mlflows_times_are_input_errors(
         parse_period(text)
     assert parse_period("1970-03").window[0] == Month(1970, 1)
     assert parse_period("9999-11").months == (Month(9999, 11),)
+
+
+def test_focus_effective_cost_sums_to_the_reports_actual_to_the_last_digit():
+    """2,000 runs of 7 min 0.013 s at 4.11706 a GPU-hour over three teams: repeating decimals.
+
+    Summed exactly, as a database's NUMERIC does: each run's cost at 28 significant digits
+    summed at 28 digits missed the rows' exact sum at the 25th decimal.
+    """
+    import csv
+    import decimal
+    import io
+    import json
+
+    from gate.reporters import focus, report_json
+
+    plans = [Priced(make_plan(price="4.11706"), t, "m", f"{t}.yaml", "e") for t in "abc"]
+    runs = MonthRuns(lambda f: plans[int(f.run_id[1:]) % 3], NOVEMBER)
+    for i in range(2000):
+        run = facts(f"r{i}", start=i / 100, gpus=3)
+        runs.add(dataclasses.replace(run, end_ms=run.start_ms + 420_013 + i % 7))
+    report = build_report(
+        ReportInputs(
+            period=NOVEMBER,
+            now=DECEMBER_1,
+            currency="USD",
+            where="test",
+            experiments=runs.experiments,
+            commitments=commitments([], NOVEMBER, "USD"),
+            budgets={},
+        )
+    )
+    rows = list(csv.DictReader(io.StringIO(focus.render(report))))
+    totals = json.loads(report_json.render(report))["totals"]
+    assert len(rows) == 2000
+    with decimal.localcontext(decimal.Context(prec=100)):
+        assert sum(Decimal(r["EffectiveCost"]) for r in rows) == Decimal(totals["actual"])
+        assert sum(Decimal(r["ConsumedQuantity"]) for r in rows) == Decimal(totals["gpu_hours"])
+        for row in rows:  # FOCUS: ListUnitPrice × PricingQuantity is ListCost
+            product = Decimal(row["ListUnitPrice"]) * Decimal(row["PricingQuantity"])
+            assert product == Decimal(row["ListCost"])
+    # within a hundred-millionth of the unrounded figure: 2,000 runs × 3 GPUs × 4.11706
+    held = sum(Decimal(420_013 + i % 7) for i in range(2000)) / 3_600_000
+    assert abs(Decimal(totals["actual"]) - held * 3 * Decimal("4.11706")) < Decimal("1e-7")
+
+
+@pytest.mark.parametrize(
+    ("tags", "sku", "category", "cost"),
+    [
+        ({"budget_gate.capacity": "spot"}, "A100-80GB/on-demand", "Standard", 10),  # cheaper
+        ({"budget_gate.accelerator": "H100"}, "H100/on-demand", "Standard", 30),  # dearer
+        ({"budget_gate.capacity": "borrowed"}, "A100-80GB/on-demand", "Standard", 10),  # no price
+        ({}, "A100-80GB/on-demand", "Standard", 10),
+    ],
+)
+def test_focus_names_the_sku_a_run_was_charged_at_not_the_one_its_job_tagged(
+    tags, sku, category, cost
+):
+    """A tag may only raise a run's charge; the row then names what it was charged as."""
+    import csv
+    import io
+
+    from gate.reporters import focus
+    from gate.spec.trial import Capacity
+    from tests.conftest import make_quote
+
+    def requote(accelerator, capacity):
+        if capacity is Capacity.SPOT:
+            return make_quote("4", accelerator, capacity)
+        return make_quote("30", "H100") if accelerator == "H100" else None
+
+    priced = Priced(make_plan(price="10", requote=requote), "t", "m", "s.yaml", "e")
+    runs = MonthRuns(lambda f: priced, NOVEMBER)
+    runs.add(facts("r1", hours=1.0, tags=tags))
+    report = build_report(
+        ReportInputs(
+            period=NOVEMBER,
+            now=DECEMBER_1,
+            currency="USD",
+            where="test",
+            experiments=runs.experiments,
+            commitments=commitments([], NOVEMBER, "USD"),
+            budgets={},
+        )
+    )
+    [row] = list(csv.DictReader(io.StringIO(focus.render(report))))
+    assert (row["SkuId"], row["PricingCategory"]) == (sku, category)
+    assert Decimal(row["EffectiveCost"]) == cost
