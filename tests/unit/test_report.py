@@ -96,6 +96,17 @@ def _month_report(
     """November's report of one run ``r1`` of ``hours`` under ``priced``, and ``records``."""
     runs = MonthRuns(lambda f: priced, NOVEMBER)
     runs.add(facts("r1", hours=hours))
+    return _report_of(runs, records, now=now, budgets=budgets)
+
+
+def _report_of(
+    runs: MonthRuns,
+    records: list[LedgerRecord] | None = None,
+    *,
+    now: dt.datetime = DECEMBER_1,
+    budgets: dict[str, Decimal] | None = None,
+):
+    """November's report of ``runs`` and ``records``."""
     return build_report(
         ReportInputs(
             period=NOVEMBER,
@@ -257,17 +268,7 @@ def test_focus_effective_cost_sums_to_the_reports_actual_to_the_last_digit():
     for i in range(2000):
         run = facts(f"r{i}", start=i / 100, gpus=3)
         runs.add(dataclasses.replace(run, end_ms=run.start_ms + 420_013 + i % 7))
-    report = build_report(
-        ReportInputs(
-            period=NOVEMBER,
-            now=DECEMBER_1,
-            currency="USD",
-            where="test",
-            experiments=runs.experiments,
-            commitments=commitments([], NOVEMBER, "USD"),
-            budgets={},
-        )
-    )
+    report = _report_of(runs)
     rows = list(csv.DictReader(io.StringIO(focus.render(report))))
     totals = json.loads(report_json.render(report))["totals"]
     assert len(rows) == 2000
@@ -310,17 +311,7 @@ def test_focus_names_the_sku_a_run_was_charged_at_not_the_one_its_job_tagged(
     priced = Priced(make_plan(price="10", requote=requote), "t", "m", "s.yaml", "e")
     runs = MonthRuns(lambda f: priced, NOVEMBER)
     runs.add(facts("r1", hours=1.0, tags=tags))
-    report = build_report(
-        ReportInputs(
-            period=NOVEMBER,
-            now=DECEMBER_1,
-            currency="USD",
-            where="test",
-            experiments=runs.experiments,
-            commitments=commitments([], NOVEMBER, "USD"),
-            budgets={},
-        )
-    )
+    report = _report_of(runs)
     [row] = list(csv.DictReader(io.StringIO(focus.render(report))))
     assert (row["SkuId"], row["PricingCategory"]) == (sku, category)
     assert Decimal(row["EffectiveCost"]) == cost
