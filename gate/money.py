@@ -62,6 +62,22 @@ def fixed(amount: Decimal, places: int) -> Decimal:
     return amount.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
 
 
+def at_most(amount: Decimal, places: int) -> Decimal:
+    """``amount`` rounded half-up to at most ``places`` decimals, and no longer than it was.
+
+    112 stays 112 (not 112.000000000000), 1.2500000000001 is 1.25; astronomically large
+    values keep their precision, as in :func:`fixed`.
+    """
+    exponent = amount.as_tuple().exponent
+    if not isinstance(exponent, int) or exponent >= -places:
+        return amount
+    rounded = fixed(amount, places)
+    if rounded is amount:
+        return amount
+    trimmed = rounded.normalize()  # NOTE: 100.0000000000 normalizes to 1E+2, so:
+    return trimmed.quantize(Decimal(1)) if trimmed == trimmed.to_integral_value() else trimmed
+
+
 def format_amount(amount: Decimal, places: int = 2) -> str:
     """Round half-up for display, with thousands separators (1,234.50); zero is never -0."""
     rounded = fixed(amount, places)

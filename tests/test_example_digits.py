@@ -10,6 +10,7 @@ from decimal import Decimal
 
 from gate.cli import main
 from gate.ledger.records import RecordKind
+from gate.money import fixed
 from tests.conftest import ROOT
 from tests.ledger_kit import UNSIGNED, fingerprint_of
 from tests.mlflow_server import CLIENT_ENV
@@ -54,8 +55,9 @@ def test_the_digits_grid_trains_logs_and_reconciles(mlflow_server, capsys, monke
     cost = Decimal(totals["cost"])
     assert Decimal(totals["cost_per_qualified_model"]) == cost / totals["qualified"]
     price = Decimal(doc["price"]["per_gpu_hour"])
-    held = sum(Decimal(r["held_hours"]) for r in runs)
-    assert round(cost, 20) == round(held * price, 20)  # 1 "GPU" per trial
+    # 1 "GPU" per trial; a run's GPU-hours are kept to 12 decimals, its cost is their product
+    held = sum(fixed(Decimal(r["held_hours"]), 12) for r in runs)
+    assert cost == held * price
     assert Decimal(totals["effective_training_ratio"]) < 1
     plateau = next(w for w in doc["waste"] if w["kind"] == "epochs-after-plateau")
     assert plateau["measured"] and plateau["advice"]

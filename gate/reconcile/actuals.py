@@ -28,7 +28,7 @@ from gate.estimate.model import Estimate
 from gate.estimate.prices import Quote
 from gate.ledger import tracking
 from gate.ledger.records import LedgerRecord
-from gate.money import fixed
+from gate.money import at_most
 from gate.reconcile.quality import ChartMetric, Monitor, chart_metric, evaluate_gate, plateau_epoch
 from gate.reconcile.stops import GuardStop, guard_stop
 from gate.spec.experiment import Experiment
@@ -164,9 +164,9 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
     start, end, held = _held(facts, status, plan.now, notes)
     gpus = _gpus(facts, plan, notes) * plan.spec.resources.gpu_share
     price, charged_as = _price(facts, plan, notes)
-    price = exact(price, PRICE_PLACES)
+    price = at_most(price, PRICE_PLACES)
     phases = _phases(facts, gpus, held, notes)
-    gpu_hours = exact(gpus * held)
+    gpu_hours = at_most(gpus * held, HOUR_PLACES)
     cost = run_cost(gpu_hours, price)
     gate = evaluate_gate(plan.spec.quality_gate, facts.metrics)
     qualified = status is RunStatus.FINISHED and gate.passed and held > 0  # no model for nothing
@@ -195,8 +195,8 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
         phases=phases,
         epochs=epochs,
         plateau=plateau,
-        plateau_gpu_hours=exact(gpus * plateau_hours),
-        plateau_cost=run_cost(exact(gpus * plateau_hours), price),
+        plateau_gpu_hours=at_most(gpus * plateau_hours, HOUR_PLACES),
+        plateau_cost=run_cost(at_most(gpus * plateau_hours, HOUR_PLACES), price),
         utilization=_utilization(facts.utilization),
         quality=_quality(facts, chart_metric(plan.spec, plan.monitor), status),
         submitted=_submitted(facts.tags.get(tracking.SUBMITTED_AT), notes),
@@ -208,18 +208,6 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
         price=price,
         charged_as=charged_as,
     )
-
-
-def exact(amount: Decimal, places: int = HOUR_PLACES) -> Decimal:
-    """``amount`` to at most ``places`` decimals (112 stays 112, not 112.000000000000)."""
-    exponent = amount.as_tuple().exponent
-    if not isinstance(exponent, int) or exponent >= -places:
-        return amount
-    rounded = fixed(amount, places)
-    if rounded is amount:  # past what the context can round: astronomically large
-        return amount
-    trimmed = rounded.normalize()  # 1.2500000000 is 1.25, and 100.0000000000 is 1E+2, so:
-    return trimmed.quantize(Decimal(1)) if trimmed == trimmed.to_integral_value() else trimmed
 
 
 def _status(text: str, notes: list[str]) -> RunStatus:
