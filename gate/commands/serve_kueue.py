@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
             ) from None
         raise BackendError(f"the Kubernetes API at {cluster.host} failed: {exc}") from None
     _log_decisions()
+    stop = _stop_on_sigterm()  # NOTE: before it says it runs, so a stop then is clean
     ledger_at = redact(settings.tracking_uri)
     named = ", ".join(sorted(checks)) or (
         f"none yet (an AdmissionCheck with controllerName {settings.controller_name} is "
@@ -79,7 +80,6 @@ def run(args: argparse.Namespace) -> int:
     )
     if ledger.absent:
         print(f"budget-gate: warning: {absent_ledger(ledger_at)}", file=sys.stderr, flush=True)
-    stop = _stop_on_sigterm()
     try:
         worker.run(stop)
     except api.KubeError as exc:

@@ -119,6 +119,28 @@ def test_serve_kueue_admission_runs_until_sigterm(repo, kube, tmp_path):
     assert "Traceback" not in err
 
 
+def test_serve_kueue_admission_says_a_ledger_that_is_not_there(repo, kube, tmp_path):
+    store = tmp_path / "mlfow.db"  # a typo: MLflow's client would make an empty store there
+    command = [
+        sys.executable, "-m", "gate", "serve", "kueue-admission", "--kubeconfig",
+        str(kube.kubeconfig(tmp_path / "kubeconfig")), "--repo", str(repo.root),
+        "--tracking-uri", f"sqlite:///{store}",
+    ]  # fmt: skip
+    env = {**os.environ, **CLIENT_ENV}
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    try:
+        assert process.stderr is not None
+        process.stderr.readline()  # the start-up line
+        second = process.stderr.readline()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        err = _stopped(process)
+    assert second.startswith(f"budget-gate: warning: no ledger at sqlite:///{store}: read as ")
+    assert process.returncode == 0, err
+    assert not store.exists()  # nothing launched, nothing made
+
+
 def _stopped(process: subprocess.Popen[str]) -> str:
     """Its stderr once it exits; if it does not within 30 s, its threads' stacks, then fail."""
     try:
