@@ -124,6 +124,9 @@ class RunResult:
     gpu_hours: Decimal
     cost: Decimal
     qualified: bool
+    charged_as: tuple[str, str]
+    """The accelerator and capacity whose price it was charged at: its tags where they
+    priced it, else the spec's (a tag may only raise a run's charge)."""
     gate_failures: tuple[str, ...] = ()
     phases: Phases | None = None
     epochs: int | None = None
@@ -138,9 +141,6 @@ class RunResult:
     guard_stop: GuardStop | None = None
     price: Decimal = Decimal(0)
     """The price per GPU-hour the run was charged at."""
-    charged_as: tuple[str, str] = ("", "")
-    """The accelerator and capacity whose price it was charged at: its tags where they
-    priced it, else the spec's (a tag may only raise a run's charge)."""
 
     @property
     def epochs_after_plateau(self) -> int:
@@ -178,6 +178,7 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
     )
     after = (epochs - plateau) if epochs and plateau else 0
     plateau_hours = train * after / epochs if epochs and not status.failed else Decimal(0)
+    plateau_gpu_hours = at_most(gpus * plateau_hours, HOUR_PLACES)
     return RunResult(
         run_id=facts.run_id,
         name=facts.name,
@@ -191,12 +192,13 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
         gpu_hours=gpu_hours,
         cost=cost,
         qualified=qualified,
+        charged_as=charged_as,
         gate_failures=gate.failures,
         phases=phases,
         epochs=epochs,
         plateau=plateau,
-        plateau_gpu_hours=at_most(gpus * plateau_hours, HOUR_PLACES),
-        plateau_cost=run_cost(at_most(gpus * plateau_hours, HOUR_PLACES), price),
+        plateau_gpu_hours=plateau_gpu_hours,
+        plateau_cost=run_cost(plateau_gpu_hours, price),
         utilization=_utilization(facts.utilization),
         quality=_quality(facts, chart_metric(plan.spec, plan.monitor), status),
         submitted=_submitted(facts.tags.get(tracking.SUBMITTED_AT), notes),
@@ -206,7 +208,6 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
             facts.tags, epochs, plan.spec.workload.max_epochs, run_cost(gpus * train, price)
         ),
         price=price,
-        charged_as=charged_as,
     )
 
 

@@ -91,15 +91,7 @@ def test_the_loop_decides_workloads_as_they_come_and_recovers_from_an_outage(rep
 
 def test_serve_kueue_admission_runs_until_sigterm(repo, kube, tmp_path):
     spec = write_spec(repo, trials=2)
-    config = kube.kubeconfig(tmp_path / "kubeconfig")
-    command = [
-        sys.executable, "-X", "faulthandler", "-m", "gate", "serve", "kueue-admission",
-        "--kubeconfig", str(config),
-        "--repo", str(repo.root), "--tracking-uri", repo.uri, "--resync", "600",
-    ]  # fmt: skip
-    env = {**os.environ, **CLIENT_ENV}
-    env.pop("KUBERNETES_SERVICE_HOST", None)
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    process = _serve(repo, kube, tmp_path, "--tracking-uri", repo.uri, "--resync", "600")
     try:
         assert process.stderr is not None
         first = process.stderr.readline()
@@ -121,14 +113,7 @@ def test_serve_kueue_admission_runs_until_sigterm(repo, kube, tmp_path):
 
 def test_serve_kueue_admission_says_a_ledger_that_is_not_there(repo, kube, tmp_path):
     store = tmp_path / "mlfow.db"  # a typo: MLflow's client would make an empty store there
-    command = [
-        sys.executable, "-m", "gate", "serve", "kueue-admission", "--kubeconfig",
-        str(kube.kubeconfig(tmp_path / "kubeconfig")), "--repo", str(repo.root),
-        "--tracking-uri", f"sqlite:///{store}",
-    ]  # fmt: skip
-    env = {**os.environ, **CLIENT_ENV}
-    env.pop("KUBERNETES_SERVICE_HOST", None)
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    process = _serve(repo, kube, tmp_path, "--tracking-uri", f"sqlite:///{store}")
     try:
         assert process.stderr is not None
         process.stderr.readline()  # the start-up line
@@ -139,6 +124,18 @@ def test_serve_kueue_admission_says_a_ledger_that_is_not_there(repo, kube, tmp_p
     assert second.startswith(f"budget-gate: warning: no ledger at sqlite:///{store}: read as ")
     assert process.returncode == 0, err
     assert not store.exists()  # nothing launched, nothing made
+
+
+def _serve(repo, kube, tmp_path, *options: str) -> subprocess.Popen[str]:
+    """``serve kueue-admission`` on ``repo`` against ``kube``, its stderr piped."""
+    command = [
+        sys.executable, "-X", "faulthandler", "-m", "gate", "serve", "kueue-admission",
+        "--kubeconfig", str(kube.kubeconfig(tmp_path / "kubeconfig")),
+        "--repo", str(repo.root), *options,
+    ]  # fmt: skip
+    env = {**os.environ, **CLIENT_ENV}
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    return subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
 
 
 def _stopped(process: subprocess.Popen[str]) -> str:

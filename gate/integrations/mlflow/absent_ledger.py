@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
+from gate.integrations.mlflow.sql_ledger import mlflow_ledger
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger.encoding import seal
 from gate.ledger.records import LedgerQuery, LedgerRecord
@@ -41,13 +42,8 @@ class AbsentLedger:
             # empty file left there would read as a ledger, without this warning, next time
             seal(record, now=dt.datetime.now(dt.timezone.utc), record_id="-", signer=signer,
                  trust=self.trust)  # fmt: skip
-            from gate.integrations import needs_mlflow
-
-            with needs_mlflow("the approvals ledger"):
-                from gate.integrations.mlflow.client import MlflowLedger
-
-                self._writer = MlflowLedger(self.tracking_uri, self.trust)
-                self.ignored = self._writer.ignored
+            self._writer = mlflow_ledger(self.tracking_uri, self.trust)
+            self.ignored = self._writer.ignored
         return self._writer.append(record, signer)
 
     def query(self, query: LedgerQuery) -> list[LedgerRecord]:

@@ -45,6 +45,16 @@ _CLAUSE = re.compile(
 _TOKEN = re.compile(rf"(?:{_QUOTED}|[^'\"\s]+|\s+)")
 
 
+def mlflow_ledger(tracking_uri: str, trust: Trust) -> MlflowLedger:
+    """MLflow's client on the store, for a write (MLflow imported now; exit 3 without it)."""
+    from gate.integrations import needs_mlflow
+
+    with needs_mlflow("the approvals ledger"):
+        from gate.integrations.mlflow.client import MlflowLedger
+
+        return MlflowLedger(tracking_uri, trust)
+
+
 class Unsupported(ValueError):
     """A filter with a clause this translation does not know: MLflow's client answers it."""
 
@@ -79,12 +89,7 @@ class SqlLedger:
     def writer(self) -> MlflowLedger:
         """MLflow's client on the same store, made on the first write."""
         if self._writer is None:
-            from gate.integrations import needs_mlflow
-
-            with needs_mlflow("the approvals ledger"):
-                from gate.integrations.mlflow.client import MlflowLedger
-
-                self._writer = MlflowLedger(self.tracking_uri, self.trust)
+            self._writer = mlflow_ledger(self.tracking_uri, self.trust)
         return self._writer
 
     # The RunSource side (gate.integrations.mlflow.search), for the snapshots' reads.
