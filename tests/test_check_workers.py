@@ -12,12 +12,22 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from gate.commands.workers import MIN_PER_WORKER, _gather, evaluate_all, workers_for
+from gate.commands.workers import (
+    _FRAME,
+    MAX_BATCHES,
+    MIN_PER_WORKER,
+    _Lost,
+    _Worker,
+    batch_size,
+    evaluate_all,
+    workers_for,
+)
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="workers fork on Linux only")
@@ -129,10 +139,45 @@ def test_a_payload_cut_short_is_a_failed_worker_not_a_crash():
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # a worker whose results another process half read
-        os.write(write, b"\x80\x05garbage")
+        os.write(write, _FRAME.pack(100) + b"\x80\x05garbage")
         os._exit(0)
     os.close(write)
-    assert _gather(pid, read) is None
+    results = [None]
+    with pytest.raises(_Lost):
+        _Worker(pid, read).take(results, wait=True)
+
+
+def test_a_garbled_message_is_a_lost_worker_not_a_crash():
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(write, _FRAME.pack(7) + b"garbage")
+        os._exit(0)
+    os.close(write)
+    with pytest.raises(_Lost):
+        _Worker(pid, read).take([None], wait=True)
+
+
+def test_a_worker_killed_mid_way_makes_the_parent_evaluate_them_all():
+    parent = os.getpid()
+    paths = [f"p{i}" for i in range(8 * MIN_PER_WORKER)]
+
+    def evaluate(path: str) -> str:
+        time.sleep(0.002)
+        if os.getpid() != parent and path == "p20":
+            os.kill(os.getpid(), 9)  # a worker killed by the OOM killer, mid-batch
+        return path.upper()
+
+    assert evaluate_all(evaluate, paths, 3) == [p.upper() for p in paths]
+
+
+def test_the_batches_fill_no_more_than_any_pipe_holds():
+    assert batch_size(1000, 2) == 8  # 125 batches of 8: the processes end together
+    assert batch_size(10, 2) == 1
+    for count in (1, 999, 10**6):
+        for workers in (2, 64, 4096):
+            size = batch_size(count, workers)
+            assert -(-count // size) <= MAX_BATCHES
 
 
 def test_workers_only_for_enough_specs_each():
@@ -144,8 +189,27 @@ def test_workers_only_for_enough_specs_each():
 def test_results_come_back_in_the_order_given():
     paths = [f"p{i}" for i in range(7 * MIN_PER_WORKER)]
     assert evaluate_all(str.upper, paths, 4) == [p.upper() for p in paths]
-    pids = {pid for _, pid in evaluate_all(lambda p: (p, os.getpid()), paths, 4)}
-    assert len(pids) == 4  # three workers and this process
+
+    def slow(path: str) -> tuple[str, int]:
+        time.sleep(0.005)
+        return path, os.getpid()
+
+    done = evaluate_all(slow, paths, 4)
+    assert [path for path, _ in done] == paths
+    assert len({pid for _, pid in done}) == 4  # three workers and this process share the queue
+
+
+def test_a_slow_process_claims_fewer_specs():
+    """The specs are claimed, not dealt: a worker on costly specs leaves the rest to others."""
+    parent = os.getpid()
+    paths = [f"p{i}" for i in range(4 * MIN_PER_WORKER)]
+
+    def evaluate(path: str) -> int:
+        time.sleep(0.02 if os.getpid() != parent else 0.002)
+        return os.getpid()
+
+    pids = evaluate_all(evaluate, paths, 2)
+    assert pids.count(parent) > len(paths) * 3 // 4
 
 
 def test_a_worker_that_fails_makes_the_parent_raise_the_first_failure():
