@@ -109,6 +109,7 @@ class Estimate:
 
     __slots__ = (
         "_expected",
+        "_expected_cut",
         "_spot",
         "epoch_minutes_range",
         "measured",
@@ -128,10 +129,12 @@ class Estimate:
         spot: SpotComparison | Callable[[], SpotComparison | None] | None = None,
         epoch_minutes_range: tuple[Decimal, Decimal] | None = None,
         measured: Measured | None = None,
+        expected_cut: Callable[[], Cut | None] | None = None,
     ) -> None:
         self.worst, self._expected, self.quote, self.strategy = worst, expected, quote, strategy
         self.savings, self._spot = savings, spot
         self.epoch_minutes_range, self.measured = epoch_minutes_range, measured
+        self._expected_cut: Callable[[], Cut | None] | tuple[Cut | None] | None = expected_cut
 
     @property
     def expected(self) -> Scenario:
@@ -139,6 +142,19 @@ class Estimate:
         if callable(self._expected):
             self._expected = self._expected()
         return self._expected
+
+    @property
+    def expected_cut(self) -> Cut | None:
+        """Where a per-trial cap stops the expected case's furthest trial (``None``: it finishes).
+
+        The expected case's own ``cut``; a lazy estimate finds it from the plan's rungs
+        without pricing the case (an ASHA search's expected case is a simulation).
+        """
+        if callable(self._expected) and self._expected_cut is not None:
+            if callable(self._expected_cut):
+                self._expected_cut = (self._expected_cut(),)
+            return self._expected_cut[0]
+        return self.expected.cut
 
     @property
     def spot(self) -> SpotComparison | None:

@@ -37,10 +37,15 @@ def plan(
     trials: int,
     top_epoch: int,
     persistence: RankPersistence | None = None,
+    *,
+    rungs_only: bool = False,
 ) -> tuple[Stage, ...]:
     """The stages the search runs, with trials counted over all seeds.
 
-    ``persistence`` is how well trials keep their ranks in ASHA's expected case.
+    ``persistence`` is how well trials keep their ranks in ASHA's expected case. With
+    ``rungs_only`` an asynchronous expected case is laid out without simulating ASHA: its
+    rungs (epochs, marks, relaunches) are the plan's, but their trial counts are not: good
+    for where one trial goes (how far a per-trial cap lets it), never for what all cost.
     """
     search = spec.search
     if search.strategy not in HALVING:
@@ -61,7 +66,7 @@ def plan(
     brackets = [(n, _stop_at(marks, top_epoch)) for n, marks in pairs]
     shares = simulation_shares(brackets)  # the brackets share ASHA's one bound on simulation
     stages = [
-        _bracket(spec, scenario, scheduler, n, marks, eta, persistence, steps)
+        _bracket(spec, scenario, scheduler, n, marks, eta, persistence, steps, rungs_only)
         for (n, marks), steps in zip(brackets, shares, strict=True)
     ]
     return tuple(_times(stage, seeds) for stage in stages)
@@ -90,12 +95,15 @@ def _bracket(
     eta: Decimal,
     persistence: RankPersistence | None,
     steps: int,
+    rungs_only: bool,
 ) -> Stage:
     n = Decimal(configurations)
     if is_synchronous(spec, scheduler):
         return halving(n, marks, eta, resume=scheduler.resume, exact=True, barrier=True)
     if scenario == "worst":
         return no_pruning(n, marks, resume=scheduler.resume)
+    if rungs_only:  # NOTE: the same rungs as ASHA's simulated counts get, with floored ones
+        return halving(n, marks, eta, resume=scheduler.resume, exact=True, barrier=False)
     return halving(
         n,
         marks,

@@ -21,7 +21,7 @@ from gate.estimate.assumptions import (
     reliability_notes,
     shared_notes,
 )
-from gate.estimate.caps import Cut, trial_cap
+from gate.estimate.caps import Cut, TrialCap, TrialPath, trial_cap
 from gate.estimate.flops import with_prior
 from gate.estimate.measured import Measured, measured_policy, minutes_for
 from gate.estimate.model import Drivers, Estimate, Saving, Scenario, SpotComparison
@@ -81,6 +81,7 @@ def estimate(
             spot=lambda: _spot(inputs, on_demand, stop),
             epoch_minutes_range=_range(spec),
             measured=measured,
+            expected_cut=lambda: _expected_cut(inputs, stop),
         )
     expected = _scenario(inputs, "expected", stop, stop_note)
     spot = _spot(inputs, on_demand, stop)
@@ -125,6 +126,10 @@ class _Pricing:
         if key not in self.plans:
             self.plans[key] = plan(self.spec, name, self.trials, top_epoch, self.persistence)
         return self.plans[key]
+
+
+Walked = tuple[TrialPath, Decimal, list[tuple[Decimal, Decimal, Decimal]]]
+"""A stage's trial up its rungs: its path, what it would hold uncapped, each rung's runs."""
 
 
 class _Usage(NamedTuple):
@@ -227,6 +232,32 @@ def _usage(
     capped: bool,
 ) -> _Usage:
     """Hours held, recomputed and waited over the plan's stages, rung by rung."""
+    cap, walked = _walk(inputs, name, stages, preempt=preempt, capped=capped)
+    queue = to_decimal(inputs.policy.estimation.queue_wait_hours)
+    clock = Clock()
+    for stage, (path, _, runs) in zip(stages, walked, strict=True):
+        clock.add(stage, runs, path.held, concurrency, queue)
+    paths = [path for path, _, _ in walked]
+    uncut = [held for _, held, _ in walked]  # what each stage's furthest trial held uncapped
+    furthest, cut, notes = furthest_path(stages, paths, uncut, cap, inputs.notes)
+    return _Usage(
+        clock.trial_hours,
+        clock.recompute,
+        max([Decimal(0), *(path.held for path in paths)]),
+        furthest.trained,
+        clock.waves,
+        clock.wall,
+        notes,
+        furthest.cut,
+        clock.first or Decimal(0),
+        cut,
+    )
+
+
+def _walk(
+    inputs: _Pricing, name: ScenarioName, stages: tuple[Stage, ...], *, preempt: bool, capped: bool
+) -> tuple[TrialCap | None, list[Walked]]:
+    """The per-trial cap, and one trial of each stage taken up its rungs under it."""
     spec, policy, quote = inputs.spec, inputs.policy, inputs.quote
     work = spec.workload
     setup = to_decimal(work.setup_minutes) / 60
@@ -245,28 +276,22 @@ def _usage(
         return run * factor
 
     spot = preempt and _is_spot(spec)  # NOTE: on-demand holds what it runs: no factor of 1
-    queue = to_decimal(policy.estimation.queue_wait_hours)
-    clock = Clock()
-    paths = []
-    uncut: list[Decimal] = []  # what each stage's furthest trial would hold without a cap
-    for stage in stages:
-        path, stage_uncut, runs = walk_stage(stage, setup, per_epoch, cap, held)
-        uncut.append(stage_uncut)
-        paths.append(path)
-        clock.add(stage, runs, path.held, concurrency, queue)
-    furthest, cut, notes = furthest_path(stages, paths, uncut, cap, inputs.notes)
-    return _Usage(
-        clock.trial_hours,
-        clock.recompute,
-        max([Decimal(0), *(path.held for path in paths)]),
-        furthest.trained,
-        clock.waves,
-        clock.wall,
-        notes,
-        furthest.cut,
-        clock.first or Decimal(0),
-        cut,
+    return cap, [walk_stage(stage, setup, per_epoch, cap, held) for stage in stages]
+
+
+def _expected_cut(inputs: _Pricing, top_epoch: int) -> Cut | None:
+    """Where a per-trial cap cuts the expected case's furthest trial, if it does.
+
+    The very cut the expected scenario finds, from its rungs alone: how far one trial gets
+    does not depend on how many trials ASHA promotes, so no simulation is run for it.
+    """
+    key: tuple[ScenarioName, int] = ("expected", top_epoch)
+    stages = inputs.plans.get(key) or plan(
+        inputs.spec, "expected", inputs.trials, top_epoch, inputs.persistence, rungs_only=True
     )
+    cap, walked = _walk(inputs, "expected", stages, preempt=True, capped=True)
+    paths = [path for path, _, _ in walked]
+    return furthest_path(stages, paths, [held for _, held, _ in walked], cap, notes=False)[1]
 
 
 def _stop_line(spec: Experiment, top_epoch: int, stop_note: str | None, unfinished: bool) -> str:

@@ -79,7 +79,7 @@ def _direct(rule_id: str, ctx: RuleContext) -> Iterator[tuple[Edit, ...]]:
     if rule_id == "BG105" and limits.max_concurrent_gpus is not None:
         fit = max(1, limits.max_concurrent_gpus // spec.resources.gpus_per_trial)
         yield (Edit(("search", "max_concurrent_trials"), fit),)
-    cut = ctx.estimate.expected.cut
+    cut = ctx.estimate.expected_cut
     needed = cap_stops_every_trial.needed_cap(ctx)
     if rule_id == _CAP_RULE and cut is not None and needed is not None:
         yield (Edit(("stopping", cut.field), _plain(needed)),)
@@ -196,7 +196,7 @@ def _guess(knob: Knob, ctx: RuleContext, rule_id: str) -> int | None:
 def _overshoot(rule_id: str, ctx: RuleContext) -> Decimal | None:
     """How many times over its limit the rule's number is (``None`` when not a ratio)."""
     s, limits, approval = ctx.enforced, ctx.policy.limits, ctx.policy.approval
-    cut = ctx.estimate.expected.cut
+    cut = ctx.estimate.expected_cut
     if rule_id == _CAP_RULE:
         return cut.needed_hours / cut.hours if cut is not None and cut.hours > 0 else None
     pairs: dict[str, tuple[Decimal, Any]] = {

@@ -8,13 +8,16 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
+from gate.estimate import schedule
 from gate.estimate.prices import (
     electricity_per_gpu_year,
     load_catalog,
     owned_price_per_gpu_hour,
     quote,
 )
+from gate.estimate.scenarios import estimate
 from gate.estimate.schedule import expected_promotions
+from gate.model import edited
 from gate.spec.experiment import Experiment
 from gate.spec.trial import Capacity
 from tests.conftest import make_estimate, make_policy, make_quote, make_spec, spec_data
@@ -447,3 +450,43 @@ def test_the_assumptions_name_the_defaults_they_use():
     assert "policy defaults: failed attempts are not retried (reliability.max_retries 0)" in (
         make_estimate(make_spec(), unretried).expected.assumptions
     )
+
+
+_caps = st.fixed_dictionaries(
+    {
+        "max_trial_hours": st.none() | st.floats(0.05, 60),
+        "max_trial_cost": st.none() | st.integers(1, 600),
+    }
+)
+
+
+def _capped(d, caps):
+    stops = [(("stopping", key), value) for key, value in caps.items() if value is not None]
+    return edited(_spec(d), stops)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_search, _caps)
+@example({**RESUMED_ROUNDING, "max_epochs": 40, "low": 30.0}, {"max_trial_hours": 5.0,
+         "max_trial_cost": None})  # fmt: skip
+def test_a_lazy_estimate_finds_the_expected_cut_without_pricing_the_case(d, caps):
+    """BG307 reads where a cap cuts the expected case; a fix's probe finds it from the rungs
+    alone, and it must be the very cut that pricing the whole case finds."""
+    spec, policy, quote = _capped(d, caps), _policy(d), make_quote("4")
+    whole = estimate(spec, policy, quote).expected
+    lazy = estimate(spec, policy, quote, savings=False, notes=False, lazy=True)
+    assert lazy.expected_cut == whole.cut
+    assert (whole.cut is not None) is whole.unfinished
+    assert lazy.expected.cut == whole.cut
+
+
+def test_the_expected_cut_of_an_asha_search_simulates_nothing():
+    d = {**RESUMED_ROUNDING, "trials": 64, "max_epochs": 81, "eta": 3, "low": 30.0}
+    spec = _capped(d, {"max_trial_hours": 20.0})
+    lazy = estimate(spec, _policy(d), make_quote("4"), savings=False, notes=False, lazy=True)
+    schedule._simulate.cache_clear()
+    cut = lazy.expected_cut
+    assert cut is not None and cut.field == "max_trial_hours" and cut.hours <= 20
+    assert schedule._simulate.cache_info().misses == 0  # no ASHA simulation ran
+    assert lazy.expected.cut == cut
+    assert schedule._simulate.cache_info().misses == 1  # the case itself simulates

@@ -39,9 +39,8 @@ DEFAULT_SEVERITY = Severity.ERROR
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
     """Flag an expected case in which no trial trains all its epochs."""
-    expected = ctx.estimate.expected
-    cut = expected.cut
-    if expected.unfinished and cut is not None:
+    cut = ctx.estimate.expected_cut
+    if cut is not None:  # NOTE: a cut is where the furthest trial stopped: it is unfinished
         yield Violation(
             f"no trial finishes its epochs: {_cap(ctx, cut.field)} stops even the furthest one "
             f"after {format_amount(cut.epochs)} of {plural(cut.target, 'epoch')} "
@@ -52,7 +51,7 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
 
 def needed_cap(ctx: RuleContext) -> Decimal | None:
     """The cap that lets the furthest trial finish: its hours or their cost, rounded up."""
-    cut = ctx.estimate.expected.cut
+    cut = ctx.estimate.expected_cut
     if cut is None:
         return None
     if cut.field == "max_trial_hours":
