@@ -330,6 +330,7 @@ def make_report(
     evaluator: Evaluator,
     context: RenderContext | None = None,
     diffs: list[SpecDiff] | None = None,
+    rendered: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Report:
     """Assemble the report, with the docs of every rule evaluated and what the ledger said."""
     return Report(
@@ -341,6 +342,7 @@ def make_report(
         context=context or RenderContext(),
         diffs=tuple(diffs or ()),
         ledger=ledger_note(evaluator.ledger),
+        rendered=rendered or {},
     )
 
 

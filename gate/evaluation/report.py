@@ -6,6 +6,7 @@ these and never decide pass or fail; :mod:`gate.policy.verdict` does.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -149,6 +150,9 @@ class Report:
     diffs: tuple[SpecDiff, ...] = ()
     ledger: LedgerNote | None = None
     """What the run read of the ledger, when it read it."""
+    rendered: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Each result as a format renders it on its own (``json``), in order: rendered by the
+    process that evaluated it, so a thousand results are not rendered one by one at the end."""
 
     @property
     def outcome(self) -> Outcome:

@@ -4,6 +4,8 @@ With ``indent`` the standard library leaves its C encoder for a pure-Python gene
 report of a thousand specs spent a fifth of a second there. This writer takes the plain
 types a report holds (dicts with string keys, lists, strings, ints, floats, booleans,
 ``None``) and hands anything else to ``json.dumps``, so its output is always the same.
+A part rendered already (:class:`Raw`, a result rendered by the worker that made it) is
+written as it is.
 """
 
 from __future__ import annotations
@@ -20,14 +22,39 @@ class _Unplain(Exception):
     """A value of a type this writer leaves to ``json.dumps``."""
 
 
-def dumps(value: Any) -> str:
-    """``value`` as ``json.dumps(value, indent=2, ensure_ascii=False)`` writes it."""
+class Raw:
+    """JSON text rendered already by :func:`dumps` at the depth where it is to stand."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def dumps(value: Any, depth: int = 0) -> str:
+    """``value`` as ``json.dumps(value, indent=2, ensure_ascii=False)`` writes it.
+
+    ``depth``: the text's lines indented as they stand that many levels into a document.
+    """
     out: list[str] = []
+    newline = "\n" + "  " * depth
     try:
-        _write(value, "\n", out.append)
+        _write(value, newline, out.append)
     except _Unplain:
-        return json.dumps(value, indent=2, ensure_ascii=False)
+        text = json.dumps(_parsed(value), indent=2, ensure_ascii=False)
+        return text.replace("\n", newline)  # NOTE: a JSON string holds no raw line break
     return "".join(out)
+
+
+def _parsed(value: Any) -> Any:
+    """``value`` with each :class:`Raw` part read back, for ``json.dumps``."""
+    if type(value) is Raw:
+        return json.loads(value.text)
+    if type(value) is dict:
+        return {key: _parsed(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_parsed(item) for item in value]
+    return value
 
 
 def _write(value: Any, newline: str, emit: Any) -> None:
@@ -68,5 +95,7 @@ def _write(value: Any, newline: str, emit: Any) -> None:
         emit(_INT(value))
     elif kind is float and value == value and value not in (float("inf"), float("-inf")):
         emit(_FLOAT(value))
+    elif kind is Raw:
+        emit(value.text)
     else:
         raise _Unplain

@@ -38,7 +38,7 @@ class JsonReporter:
             "outcome": report.outcome.value,
             "exit_code": report.outcome.exit_code,
             "price_catalog": {"source": report.catalog_source, "date": report.catalog_date},
-            "results": [_result(r) for r in report.results],
+            "results": _results(report),
             "diff": _diffs(report),
             "ledger": _ledger(report),
             "rules": {
@@ -52,6 +52,18 @@ class JsonReporter:
             },
         }
         return indented_json.dumps(document) + "\n"
+
+
+def render_result(result: SpecResult) -> str:
+    """One result as the report's ``results`` list holds it, for :attr:`Report.rendered`."""
+    return indented_json.dumps(_result(result), depth=2)
+
+
+def _results(report: Report) -> list[Any]:
+    rendered = report.rendered.get(JsonReporter.name)
+    if rendered is not None and len(rendered) == len(report.results):
+        return [indented_json.Raw(text) for text in rendered]
+    return [_result(r) for r in report.results]
 
 
 def _ledger(report: Report) -> dict[str, Any] | None:

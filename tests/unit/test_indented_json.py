@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gate.reporters.indented_json import dumps
+from gate.reporters.indented_json import Raw, dumps
 
 _LEAVES = st.one_of(
     st.none(),
@@ -49,3 +49,14 @@ def test_edge_cases(value):
             dumps(value)
         return
     assert dumps(value) == expected
+
+
+@settings(max_examples=300)
+@given(st.lists(_VALUES, max_size=4), st.lists(_VALUES, max_size=4))
+def test_parts_rendered_apart_stand_as_if_rendered_in_place(items, others):
+    """A worker renders each result at its depth; spliced in, the document is the same."""
+    document = {"head": others, "results": items, "tail": {"n": len(items)}}
+    parts = [Raw(dumps(item, depth=2)) for item in items]
+    assert dumps({**document, "results": parts}) == json.dumps(
+        document, indent=2, ensure_ascii=False
+    )
