@@ -67,12 +67,24 @@ def batch_size(count: int, workers: int) -> int:
 
 
 def evaluate_all(evaluate: Callable[[str], R], paths: list[str], workers: int) -> list[R]:
-    """``evaluate`` of each path, in order, over ``workers`` processes (this one included)."""
-    if workers <= 1:
-        return [evaluate(path) for path in paths]
+    """``evaluate`` of each path, in order, over ``workers`` processes (this one included).
+
+    What is loaded before (modules, policies, prices) is frozen out of the garbage
+    collector's passes while they run: it lives as long as the process, and the passes
+    over it took about 4 % of a thousand specs' evaluation.
+    """
+    gc.freeze()  # NOTE: and what is loaded stays shared with the workers, not copied on write
+    try:
+        if workers <= 1:
+            return [evaluate(path) for path in paths]
+        return _in_processes(evaluate, paths, workers)
+    finally:
+        gc.unfreeze()
+
+
+def _in_processes(evaluate: Callable[[str], R], paths: list[str], workers: int) -> list[R]:
     size = batch_size(len(paths), workers)
     queue = _queue(len(paths), size)
-    gc.freeze()  # NOTE: what is loaded stays shared with the workers, not copied on write
     children: list[_Worker] = []
     try:
         for _ in range(workers - 1):
@@ -84,7 +96,6 @@ def evaluate_all(evaluate: Callable[[str], R], paths: list[str], workers: int) -
         os.close(queue)
         for child in children:  # interrupted or failed: no worker outlives the call
             child.stop()
-        gc.unfreeze()
     # NOTE: a spec failed somewhere (a broken policy, a ledger outage) or a worker was
     # lost: a serial run raises the first failure in the order given, with all it carries.
     return [evaluate(path) for path in paths]
