@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
 from gate.policy.findings import Edit
@@ -57,11 +57,16 @@ def candidates(rule_id: str, ctx: RuleContext, probe: Probe) -> list[tuple[Edit,
         edited = probe(edits)
         return edited is not None and not any(rule.check(edited))
 
+    def overshoot(edits: tuple[Edit, ...]) -> Decimal | None:
+        edited = probe(edits)  # NOTE: probed already, by passes: the probe keeps each
+        return _overshoot(rule_id, edited) if edited is not None else None
+
     found = [edits for edits in _direct(rule_id, ctx) if passes(edits)]
     for knob in _knobs(rule_id, ctx):
         if len(found) >= MAX_FIXES:
             break
-        value = _search(knob, _guess(knob, ctx, rule_id), passes)
+        guess = _guess(knob, ctx, rule_id)
+        value = _search(knob, guess, passes, _Line(knob, _overshoot(rule_id, ctx), overshoot))
         if value is not None:
             found.append(knob.edits(value))
     return found
@@ -147,11 +152,16 @@ def _trials_knob(spec: Experiment) -> Knob | None:
     )
 
 
-def _search(knob: Knob, guess: int | None, passes: Callable[..., bool]) -> int | None:
+def _search(
+    knob: Knob, guess: int | None, passes: Callable[..., bool], line: _Line | None = None
+) -> int | None:
     """The passing value nearest ``knob.current``, or ``None``; at most MAX_PROBES probes.
 
     Start at the proportional guess (else the bound); from a passing value gallop toward
-    the current one, from a failing one fall back to the bound; then bisect the gap.
+    the current one. From a failing one, try where the straight ``line`` through the last
+    two failing values crosses the limit (a rule's number is often affine in the knob:
+    epochs plus a fixed setup), a few times, and gallop from the first that passes; else
+    fall back to the bound. Then bisect the gap.
     """
     near, far = knob.current, knob.bound
     toward = 1 if knob.lower else -1
@@ -162,25 +172,69 @@ def _search(knob: Knob, guess: int | None, passes: Callable[..., bool]) -> int |
     if not within(far):
         return None
     start = guess if guess is not None and within(guess) else far
-    probes = 1
+    probes, good, bad, gallop = 1, None, near, True
     if passes(knob.edits(start)):
-        good, bad, step = start, near, 1
-        while probes < MAX_PROBES and within(good + toward * step):
+        good = start
+    else:
+        failed, bad = near, start
+        while line is not None and probes < MAX_SECANTS + 1:
+            crossing = line.crossing(failed, bad)
+            if crossing is None or not within(crossing) or (crossing - bad) * toward >= 0:
+                break
+            probes += 1
+            if passes(knob.edits(crossing)):
+                good = crossing
+                break
+            failed, bad = bad, crossing
+        if good is None:
+            if bad == far or not passes(knob.edits(far)):
+                return None
+            good, gallop = far, False  # NOTE: the bound passes: bisect, the gap is wide
+            probes += 1
+    if gallop:  # a passing start or crossing: the limit is likely near, gallop toward bad
+        step = 1
+        while probes < MAX_PROBES and (good + toward * step - bad) * toward < 0:
             probes += 1
             if not passes(knob.edits(good + toward * step)):
                 bad = good + toward * step
                 break
             good, step = good + toward * step, step * 2
-    else:
-        if start == far or not passes(knob.edits(far)):
-            return None
-        good, bad = far, start
-        probes += 1
     while abs(bad - good) > 1 and probes < MAX_PROBES:
         mid = (good + bad) // 2
         probes += 1
         good, bad = (mid, bad) if passes(knob.edits(mid)) else (good, mid)
     return good
+
+
+MAX_SECANTS = 3
+"""Crossings tried from a failing start before falling back to the bound."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """How far over its limit the rule is at each value of a knob probed (1: at it)."""
+
+    knob: Knob
+    at_current: Decimal | None
+    overshoot: Callable[[tuple[Edit, ...]], Decimal | None]
+
+    def at(self, value: int) -> Decimal | None:
+        """The overshoot at ``value``: the spec's own, or the probed edit's."""
+        if value == self.knob.current:
+            return self.at_current
+        return self.overshoot(self.knob.edits(value))
+
+    def crossing(self, a: int, b: int) -> int | None:
+        """Where the straight line through values ``a`` and ``b`` reaches the limit.
+
+        Rounded to the passing side (below it for a knob that helps lower), or ``None``
+        without two distinct overshoots to draw the line through.
+        """
+        at_a, at_b = self.at(a), self.at(b)
+        if at_a is None or at_b is None or at_a == at_b:
+            return None
+        exact = b + (1 - at_b) * (a - b) / (at_a - at_b)
+        return int(exact.to_integral_value(ROUND_FLOOR if self.knob.lower else ROUND_CEILING))
 
 
 def _guess(knob: Knob, ctx: RuleContext, rule_id: str) -> int | None:

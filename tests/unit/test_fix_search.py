@@ -1,0 +1,91 @@
+"""The knob search of gate.policy.fixes: the passing value nearest the spec's, in few probes.
+
+A rule's number against a knob is checked with real searches on functions whose answer is
+known by trying every value: affine ones (epochs plus a fixed setup, where the line through
+two failing probes lands on the limit) and any monotone one (where bisection must still
+find it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gate.policy.findings import Edit
+from gate.policy.fixes import MAX_PROBES, Knob, _Line, _search
+
+Rule = Callable[[int], Fraction]
+"""How many times over its limit the rule is at a knob's value (at most 1 passes)."""
+
+
+def _run(rule: Rule, current: int, bound: int, lower: bool, guess: int | None):
+    knob = Knob(current, lower, lambda n: (Edit(("knob",), n),), bound=bound)
+    probed: list[int] = []
+
+    def passes(edits: tuple[Edit, ...]) -> bool:
+        probed.append(edits[0].value)
+        return rule(edits[0].value) <= 1
+
+    def overshoot(edits: tuple[Edit, ...]) -> Decimal:
+        return Decimal(rule(edits[0].value).numerator) / rule(edits[0].value).denominator
+
+    line = _Line(knob, overshoot(knob.edits(current)), overshoot)
+    return _search(knob, guess, passes, line), probed
+
+
+def _nearest(rule: Rule, current: int, bound: int, lower: bool) -> int | None:
+    values = range(current - 1, bound - 1, -1) if lower else range(current + 1, bound + 1)
+    return next((v for v in values if rule(v) <= 1), None)
+
+
+@given(
+    setup=st.integers(0, 500),
+    per_unit=st.integers(1, 50),
+    current=st.integers(2, 400),
+    share=st.fractions(Fraction(1, 20), Fraction(19, 20)),
+)
+def test_an_affine_number_is_found_from_a_failing_proportional_guess_in_few_probes(
+    setup, per_unit, current, share
+):
+    """Cost = setup + epochs × per epoch, over a limit a share of today's: the proportional
+    guess ignores the setup and fails; the line through it and today's value does not."""
+    limit = (setup + per_unit * current) * share
+
+    def rule(v: int) -> Fraction:
+        return (setup + per_unit * v) / limit
+
+    guess = int(current / (rule(current)))
+    found, probed = _run(rule, current, 1, True, guess)
+    assert found == _nearest(rule, current, 1, True)
+    assert len(probed) <= 4 or found is None or setup == 0
+
+
+@given(
+    data=st.data(),
+    current=st.integers(2, 60),
+    lower=st.booleans(),
+)
+def test_any_monotone_number_gives_the_nearest_passing_value(data, current, lower):
+    bound = data.draw(st.integers(1, current - 1) if lower else st.integers(current + 1, 120))
+    low, high = min(bound, current), max(bound, current)
+    steps = sorted(data.draw(st.lists(st.integers(low, high), max_size=8)))
+
+    def rule(v: int) -> Fraction:  # a staircase, rising with the value (falling for a raise)
+        height = sum(1 for s in steps if s <= v)
+        return Fraction(height if lower else len(steps) - height, 2)
+
+    guess = data.draw(st.none() | st.integers(low, high))
+    found, probed = _run(rule, current, bound, lower, guess)
+    nearest = _nearest(rule, current, bound, lower)
+    assert len(probed) <= MAX_PROBES
+    if nearest is None:
+        assert found is None
+    elif len(probed) < MAX_PROBES:  # converged: the very value
+        assert found == nearest
+    else:  # out of probes: a passing value, none nearer than the nearest
+        assert found is not None and rule(found) <= 1
+        assert (nearest - found) * (1 if lower else -1) >= 0
