@@ -10,12 +10,18 @@ the verdict or :mod:`gate.integrations`.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 if TYPE_CHECKING:  # NOTE: the CLI parser imports this module; it must stay stdlib-only
     from gate.evaluation.report import Report
     from gate.report.model import MonthReport
+
+if sys.version_info >= (3, 11):  # the reporters' exhaustive matches
+    from typing import assert_never as assert_never
+else:  # pragma: no cover - Python 3.10 (typing_extensions costs a report 4 ms to import)
+    from typing_extensions import assert_never as assert_never
 
 
 class Reporter(Protocol):

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from typing_extensions import assert_never
-
 from gate.estimate.model import Estimate, Scenario
 from gate.estimate.settings import ScenarioName
 from gate.evaluation.diff import Change, Driver, DriverChange, ScenarioDiff, SpecDiff
 from gate.money import fixed, format_amount
+from gate.reporters import assert_never
 
 
 def format_ratio(ratio: Decimal) -> str:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from typing_extensions import assert_never
-
 from gate.errors import Location
 from gate.evaluation.report import Report, SpecResult
 from gate.policy.findings import Finding
 from gate.policy.model import Severity
+from gate.reporters import assert_never
 
 _DATA_ESCAPES = (("%", "%25"), ("\r", "%0D"), ("\n", "%0A"))
 _PROPERTY_ESCAPES = (*_DATA_ESCAPES, (":", "%3A"), (",", "%2C"))

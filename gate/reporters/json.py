@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gate.errors import Location, Problem
 from gate.estimate.model import Estimate, Scenario
-from gate.evaluation.diff import Driver, ScenarioDiff, SpecDiff
 from gate.evaluation.report import Report, SpecResult
-from gate.ledger.approvals import ApprovalCheck
-from gate.ledger.budget import BudgetStatus
 from gate.money import fixed
 from gate.policy.findings import Edit, Finding
 from gate.reporters import indented_json
-from gate.reporters.change import explain
 
-if TYPE_CHECKING:  # loaded by the evaluator only when asked for
+if TYPE_CHECKING:  # loaded by the evaluator only when asked for, or for a diff (--base-ref)
     from gate.evaluation.alternatives import Alternative
+    from gate.evaluation.diff import ScenarioDiff, SpecDiff
     from gate.formats.model import ImportSummary
+    from gate.ledger.approvals import ApprovalCheck
+    from gate.ledger.budget import BudgetStatus
 
 SCHEMA_VERSION = "2"
 """2: ``errors`` are objects (message, file, line, col, hint), like findings."""
@@ -198,6 +198,8 @@ def _diffs(report: Report) -> dict[str, Any] | None:
 
 def diff_document(diff: SpecDiff) -> dict[str, Any]:
     """One spec's cost change: both sides per scenario, the changed drivers, in words too."""
+    from gate.reporters.change import explain  # NOTE: a check without --base-ref has no diff
+
     return {
         "file": diff.file,
         "change": diff.change.value,
@@ -210,6 +212,7 @@ def diff_document(diff: SpecDiff) -> dict[str, Any]:
 
 
 def _scenario_diff(s: ScenarioDiff) -> dict[str, Any]:
+    places = _driver_places()
     return {
         "base_cost": _fixed(s.base_cost, 2),
         "head_cost": _fixed(s.head_cost, 2),
@@ -218,8 +221,8 @@ def _scenario_diff(s: ScenarioDiff) -> dict[str, Any]:
         "drivers": [
             {
                 "driver": c.driver.value,
-                "base": _fixed(c.base, _DRIVER_PLACES[c.driver]),
-                "head": _fixed(c.head, _DRIVER_PLACES[c.driver]),
+                "base": _fixed(c.base, places[c.driver]),
+                "head": _fixed(c.head, places[c.driver]),
                 "ratio": _fixed(c.ratio, 6) if c.ratio is not None else None,
             }
             for c in s.drivers
@@ -227,12 +230,17 @@ def _scenario_diff(s: ScenarioDiff) -> dict[str, Any]:
     }
 
 
-_DRIVER_PLACES = {
-    Driver.TRIALS: 0,
-    Driver.GPUS_PER_TRIAL: 0,
-    Driver.HOURS_PER_TRIAL: 4,
-    Driver.PRICE_PER_GPU_HOUR: 5,
-}
+@functools.cache
+def _driver_places() -> dict[Any, int]:
+    """The decimals each cost driver is written with."""
+    from gate.evaluation.diff import Driver
+
+    return {
+        Driver.TRIALS: 0,
+        Driver.GPUS_PER_TRIAL: 0,
+        Driver.HOURS_PER_TRIAL: 4,
+        Driver.PRICE_PER_GPU_HOUR: 5,
+    }
 
 
 def _error(p: Problem, file: str) -> dict[str, Any]:

@@ -15,11 +15,10 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from typing import ClassVar
 
-from typing_extensions import assert_never
-
 from gate.evaluation.report import Report, SpecResult
 from gate.policy.findings import Finding, Outcome
 from gate.policy.model import Severity
+from gate.reporters import assert_never
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _COUNTED = ("failure", "error", "skipped")

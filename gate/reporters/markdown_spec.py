@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from typing_extensions import assert_never
-
 from gate.estimate.model import Estimate, Scenario
 from gate.evaluation.diff import Change, SpecDiff
 from gate.evaluation.report import Report, SpecResult
@@ -21,6 +19,7 @@ from gate.ledger.records import short, when
 from gate.money import format_amount, format_nonzero
 from gate.policy.findings import Finding, Outcome
 from gate.policy.model import Severity
+from gate.reporters import assert_never
 from gate.reporters.change import cost_change, explain, gpu_hours_change, signed, status
 from gate.reporters.imported import provenance, read_as
 from gate.reporters.markup import escape, link

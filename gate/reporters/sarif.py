@@ -16,13 +16,11 @@ from pathlib import PurePath
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-from typing_extensions import assert_never
-
 from gate.errors import Location, Problem
 from gate.evaluation.report import Report, SpecResult
 from gate.policy.findings import Finding, RuleInfo
 from gate.policy.model import Severity
-from gate.reporters import indented_json
+from gate.reporters import assert_never, indented_json
 from gate.reporters.docstring import to_markdown
 
 SCHEMA_URI = (
