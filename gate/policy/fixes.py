@@ -89,12 +89,15 @@ def _direct(rule_id: str, ctx: RuleContext) -> Iterator[tuple[Edit, ...]]:
     if rule_id == _CAP_RULE and cut is not None and needed is not None:
         yield (Edit(("stopping", cut.field), _plain(needed)),)
     trigger = ctx.policy.approval.trials_over
-    if rule_id == "BG110" and trigger is not None and spec.search.strategy is not Strategy.ASHA:
+    if rule_id == "BG110" and trigger is not None:
         per_seed = max(1, trigger // len(spec.search.seeds))
-        yield (
-            Edit(("search", "strategy"), Strategy.ASHA.value),
-            Edit(("search", "max_trials"), per_seed),
-        )
+        if spec.search.strategy is not Strategy.ASHA:
+            yield (
+                Edit(("search", "strategy"), Strategy.ASHA.value),
+                Edit(("search", "max_trials"), per_seed),
+            )
+        if _counts_max_trials(spec):  # NOTE: max_trials × seeds trials: the search's answer
+            yield (Edit(("search", "max_trials"), per_seed),)
 
 
 def _knobs(rule_id: str, ctx: RuleContext) -> Iterator[Knob]:
@@ -111,10 +114,17 @@ def _knobs(rule_id: str, ctx: RuleContext) -> Iterator[Knob]:
             lambda n: (Edit(("search", "max_concurrent_trials"), n),),
             bound=most,
         )
-    if rule_id in ("BG402", "BG110", *_COST_RULES) and trials is not None:
+    if rule_id in ("BG402", *_COST_RULES) and trials is not None:
         yield trials
+    if rule_id == "BG110" and trials is not None and not _counts_max_trials(spec):
+        yield trials  # a grid's values: its count is their product
     if rule_id in ("BG402", "BG102", "BG103", _CAP_RULE, *_COST_RULES):
         yield _epochs_knob(spec)
+
+
+def _counts_max_trials(spec: Experiment) -> bool:
+    """Whether the search runs exactly ``max_trials`` × seeds trials (any but a grid)."""
+    return spec.search.max_trials is not None and spec.search.strategy is not Strategy.GRID
 
 
 def _epochs_knob(spec: Experiment) -> Knob:

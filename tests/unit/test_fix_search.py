@@ -9,14 +9,18 @@ find it).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gate.policy.counterfactual import apply_edits
 from gate.policy.findings import Edit
-from gate.policy.fixes import MAX_PROBES, Knob, _Line, _search
+from gate.policy.fixes import MAX_PROBES, Knob, _Line, _search, candidates
+from gate.policy.rules.base import RuleContext
+from tests.conftest import TODAY, make_estimate, make_policy, make_spec
 
 Rule = Callable[[int], Fraction]
 """How many times over its limit the rule is at a knob's value (at most 1 passes)."""
@@ -89,3 +93,28 @@ def test_any_monotone_number_gives_the_nearest_passing_value(data, current, lowe
     else:  # out of probes: a passing value, none nearer than the nearest
         assert found is not None and rule(found) <= 1
         assert (nearest - found) * (1 if lower else -1) >= 0
+
+
+def test_a_search_over_the_trial_trigger_gets_its_trials_without_a_search():
+    """Trials are max_trials × seeds for any search but a grid: the largest max_trials under
+    the trigger is its quotient, proven by one probe (a search spent two, one failing)."""
+    spec = make_spec({"search": {"strategy": "random", "max_trials": 40, "seeds": [0, 1, 2]}})
+    policy = make_policy({"approval": {"trials_over": 32}})
+    ctx = RuleContext(spec, make_estimate(spec, policy), policy, "exp/spec.yaml", TODAY)
+    probed: list[tuple[Edit, ...]] = []
+
+    def probe(edits: tuple[Edit, ...]) -> RuleContext | None:
+        probed.append(edits)
+        edited = apply_edits(spec, edits)
+        return (
+            None
+            if edited is None
+            else replace(ctx, spec=edited, estimate=make_estimate(edited, policy))
+        )
+
+    found = candidates("BG110", ctx, probe)
+    assert found == [
+        (Edit(("search", "strategy"), "asha"), Edit(("search", "max_trials"), 10)),
+        (Edit(("search", "max_trials"), 10),),  # 10 × 3 seeds = 30 ≤ 32 < 11 × 3
+    ]
+    assert probed == found
