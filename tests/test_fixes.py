@@ -19,7 +19,7 @@ import yaml
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluator
 from gate.policy.findings import Finding
-from gate.policy.loader import PolicySet
+from gate.policy.loader import LoadedPolicy, PolicySet
 from gate.policy.model import Severity
 from tests.conftest import ROOT, TODAY
 
@@ -203,3 +203,49 @@ def test_a_spec_that_simulates_gets_fewer_estimates_for_its_fixes(tmp_path: Path
     assert any(f.active for f in result.findings)
     attach_fixes(list(result.findings), ctx, loaded, str(file), price, 64)
     assert len(priced) == (WORK_STEPS - steps) // steps == 1
+
+
+def _rules_a_proof_runs(severity: dict[str, str]) -> set[str]:
+    from gate.evaluation.findings import _blocking_rules
+    from gate.spec.loader import SourceMap
+    from tests.conftest import make_policy
+
+    policy = make_policy({"severity": severity})
+    loaded = LoadedPolicy(policy, SourceMap(), ("test",))
+    return {rule.ID for rule in _blocking_rules(loaded)}
+
+
+def test_a_fix_s_proof_runs_every_rule_that_may_block_under_the_policy() -> None:
+    """A proof asks only whether a blocking finding is new: a warning rule (spot against
+    on-demand: a second ASHA simulation) is left out unless the policy makes it block."""
+    default = _rules_a_proof_runs({})
+    assert {"BG110", "BG307", "BG402"} <= default
+    assert "BG306" not in default and "BG304" not in default
+    assert "BG203" in default  # a warning that grades a typo of a team as an error
+    tightened = _rules_a_proof_runs({"BG306": "error", "BG110": "warn", "BG203": "off"})
+    assert "BG306" in tightened
+    assert not {"BG110", "BG203"} & tightened
+
+
+def test_a_rule_that_grades_a_violation_must_say_so() -> None:
+    """Else a proof that leaves out its warnings could miss one it makes an error."""
+    from gate.evaluation.findings import _severity_of
+    from gate.policy.rules import REGISTRY, large_search, unknown_team
+    from gate.policy.rules.base import Violation
+
+    graded = Violation("x", (), Severity.ERROR)
+    assert _severity_of(unknown_team, graded) is Severity.ERROR
+    with pytest.raises(AssertionError, match="BG110"):
+        _severity_of(large_search, graded)
+    assert REGISTRY["BG203"] is unknown_team
+
+
+def test_the_asha_example_is_simulated_once_per_plan_not_again_for_a_proof() -> None:
+    from gate.estimate import schedule
+
+    schedule._simulate.cache_clear()
+    evaluator = Evaluator(PolicySet(str(ROOT / "policies")), load_catalog(), TODAY)
+    result = evaluator.evaluate(str(ROOT / "examples" / "asha-bert-spot.yaml"))
+    assert any(f.fixes for f in result.findings)
+    # the expected case, and what early stopping saves; a proof's spot comparison is not run
+    assert schedule._simulate.cache_info().misses == 2

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 from gate.policy.findings import Finding
 from gate.policy.loader import LoadedPolicy
+from gate.policy.model import Severity
 from gate.policy.rules import REGISTRY
-from gate.policy.rules.base import RuleContext
+from gate.policy.rules.base import Rule, RuleContext, Violation
 from gate.policy.verdict import RawFinding, apply_policy
 from gate.spec.loader import DataPath, LoadedDoc
 
@@ -23,26 +24,66 @@ def rule_findings(
     *,
     doc: LoadedDoc | None = None,
     words: Words | None = None,
+    blocking_only: bool = False,
 ) -> list[Finding]:
     """What every rule finds in ``ctx``, as the policy ``loaded`` grades and waives it.
 
     With ``doc`` each finding is located in it; with ``words`` (an engine's file) its
     message says where in that file to add a field. Ordered by file, line, column, rule.
+    ``blocking_only`` runs only the rules whose findings block (error or approval) under
+    this policy: a fix's proof asks nothing else, and a warning rule may price a lot (spot
+    against on-demand, a counterfactual plan).
     """
     say = _where_to_add(words)
+    rules = _blocking_rules(loaded) if blocking_only else REGISTRY.values()
     raw = [
         RawFinding(
             rule.ID,
-            v.severity or rule.DEFAULT_SEVERITY,
+            _severity_of(rule, v),
             say(rule.ID, v.message, v.path),
             doc.source_map.locate(v.path) if doc is not None else None,
         )
-        for rule in REGISTRY.values()
+        for rule in rules
         for v in rule.check(ctx)
     ]
     findings = apply_policy(raw, loaded, repo_path, ctx.today)
     findings.sort(key=_finding_order)
     return findings
+
+
+def _blocking_rules(loaded: LoadedPolicy) -> list[Rule]:
+    """The rules whose findings may block under this policy.
+
+    By the policy's ``severity:`` setting, else by the rule's own severity (any, for a rule
+    that grades each violation).
+    """
+    setting = loaded.policy.severity
+    return [
+        rule
+        for rule in REGISTRY.values()
+        if (
+            setting[rule.ID] in _BLOCKING
+            if rule.ID in setting
+            else rule.DEFAULT_SEVERITY in _BLOCKING or _grades_each(rule)
+        )
+    ]
+
+
+_BLOCKING = (Severity.ERROR, Severity.APPROVAL)
+"""What blocks (a policy's ``severity:`` setting is the same string: ``error``, ...)."""
+
+
+def _grades_each(rule: Rule) -> bool:
+    return bool(getattr(rule, "VIOLATION_SEVERITY", False))
+
+
+def _severity_of(rule: Rule, violation: Violation) -> Severity:
+    """The violation's own severity, from a rule that says it grades each; else the rule's."""
+    if violation.severity is None:
+        return rule.DEFAULT_SEVERITY
+    if not _grades_each(rule):  # NOTE: a fix's proof skips a warning rule that says nothing
+        raise AssertionError(f"{rule.ID} grades a violation without VIOLATION_SEVERITY")
+    return violation.severity
 
 
 def _where_to_add(words: Words | None) -> Callable[[str, str, DataPath], str]:

@@ -90,7 +90,7 @@ def attach_fixes(
             edited = probe(edits)
             if edited is None:
                 continue
-            after = _blocking(rule_findings(edited, loaded, repo_path))
+            after = _blocking(rule_findings(edited, loaded, repo_path, blocking_only=True))
             if finding.rule_id not in after and after <= before:
                 proven.append(Fix(edits, describe(edited)))
         fixed[finding.rule_id] = tuple(proven)

@@ -67,7 +67,8 @@ class Violation:
     """A rule's raw result: what is wrong and where in the spec; the engine adds severity.
 
     ``severity``, when set, replaces the rule's default for this violation (a rule whose
-    default depends on the policy); the policy's ``severity:`` overrides still win.
+    default depends on the policy; it says so with ``VIOLATION_SEVERITY = True``); the
+    policy's ``severity:`` overrides still win.
     """
 
     message: str

@@ -31,6 +31,8 @@ ID = "BG203"
 SLUG = "unknown-team"
 TITLE = "Unknown team"
 DEFAULT_SEVERITY = Severity.WARN
+VIOLATION_SEVERITY = True
+"""An error when the policy lists its teams or the team is a typo of a known one."""
 
 
 def check(ctx: RuleContext) -> Iterator[Violation]:
