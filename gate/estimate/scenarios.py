@@ -328,6 +328,7 @@ def _savings(
     found = []
     spec = inputs.spec
     max_epochs = spec.workload.max_epochs
+    inputs = replace(inputs, notes=False)  # NOTE: a baseline's figures, never its words
     if stop < max_epochs:
         baseline = _scenario(inputs, "expected", max_epochs)
         found.append(_saving("early stopping", expected, baseline))
@@ -347,6 +348,7 @@ def _spot(inputs: _Pricing, on_demand: Quote | None, stop: int) -> SpotCompariso
         return None
     # The same training work on both sides: per-trial caps would stop spot and on-demand
     # trials at different epochs (a cost cap buys more hours at the spot price).
+    inputs = replace(inputs, notes=False)  # NOTE: the comparison's figures, never its words
     at_on_demand = replace(inputs, quote=on_demand)
     plain = _scenario(at_on_demand, "expected", stop, preempt=False, capped=False)
     spot = _scenario(inputs, "expected", stop, capped=False)
