@@ -8,6 +8,7 @@ the same too.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -227,3 +228,23 @@ def test_a_worker_that_fails_makes_the_parent_raise_the_first_failure():
 def test_jobs_must_be_a_whole_number_from_one(batch):
     proc = _check(batch, "--jobs", "0")
     assert proc.returncode == 3 and "--jobs" in proc.stderr
+
+
+def test_a_report_through_a_pipe_is_whole_and_a_reader_that_leaves_early_is_no_crash(batch):
+    """``check`` leaves without the interpreter's teardown once its output is flushed: every
+    byte still reaches the reader, and one that stops reading (``| head``) gets no traceback."""
+    argv = [sys.executable, "-m", "gate", "check", "experiments", "--policy-dir", "policies",
+            "--format", "json"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    whole = subprocess.run(argv, capture_output=True, cwd=batch, env=env, check=False)
+    assert whole.returncode == 3 and whole.stdout.endswith(b"}\n")
+    assert len(json.loads(whole.stdout)["results"]) == 3 * MIN_PER_WORKER + 7
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=batch, env=env
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    with proc.stderr:
+        assert proc.stdout.read(10) == whole.stdout[:10]
+        proc.stdout.close()  # the reader leaves
+        assert b"Traceback" not in proc.stderr.read()
+    assert proc.wait(timeout=60) in (3, 120)  # 120: Python's own exit when stdout is gone

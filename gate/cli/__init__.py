@@ -47,8 +47,26 @@ def _complete(parser: argparse.ArgumentParser) -> None:
 
 
 def run() -> NoReturn:
-    """The ``budget-gate`` program (and ``python -m gate``): :func:`main`, then exit."""
-    sys.exit(main())
+    """The ``budget-gate`` program (and ``python -m gate``): :func:`main`, then exit.
+
+    A command that holds nothing to finish at exit (``QUICK_EXIT``: no ledger write, no
+    client thread) leaves without the interpreter's teardown, once its output is flushed:
+    freeing a thousand specs' results took ``check`` 20 ms.
+    """
+    code = main()
+    if _quick_exit:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BrokenPipeError:  # the reader left (``| head``): nothing more to say
+            pass
+        else:
+            os._exit(code)
+    sys.exit(code)
+
+
+_quick_exit = False
+"""Set by :func:`main` when the command it ran says it may leave that way."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -66,7 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         module = importlib.import_module(
             f"gate.commands.{name}_" if iskeyword(name) else f"gate.commands.{name}"
         )
-        return int(module.run(args))
+        code = int(module.run(args))
+        global _quick_exit
+        _quick_exit = getattr(module, "QUICK_EXIT", False)
+        return code
     except GateError as exc:
         located = isinstance(exc, InputErrors) or getattr(exc, "location", None) is not None
         # NOTE: located errors start with file:line:col so editors and CI can jump to them.

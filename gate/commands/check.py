@@ -28,6 +28,8 @@ from gate.policy.findings import Outcome
 from gate.policy.verdict import FailOn, exit_code
 from gate.spec.loader import MAX_FILE_BYTES
 
+QUICK_EXIT = True
+"""``check`` writes no ledger and starts no thread: it may exit without a teardown."""
 STDIN = "-"
 BLOCKED = frozenset({Outcome.VIOLATION, Outcome.APPROVAL_REQUIRED})
 """The outcomes whose specs get cheaper plans in the pull-request comment."""
