@@ -70,8 +70,14 @@ def _write(value: Any, newline: str, emit: Any) -> None:
         for key, item in value.items():
             if type(key) is not str:
                 raise _Unplain
-            emit(separator + encode_basestring(key) + ": ")
-            _write(item, inner, emit)
+            # NOTE: most values are strings or null: written with their key, no call deeper
+            if type(item) is str:
+                emit(separator + encode_basestring(key) + ": " + encode_basestring(item))
+            elif item is None:
+                emit(separator + encode_basestring(key) + ": null")
+            else:
+                emit(separator + encode_basestring(key) + ": ")
+                _write(item, inner, emit)
             separator = "," + inner
         emit(newline + "}")
     elif kind is list:
@@ -81,8 +87,11 @@ def _write(value: Any, newline: str, emit: Any) -> None:
         inner = newline + "  "
         separator = "[" + inner
         for item in value:
-            emit(separator)
-            _write(item, inner, emit)
+            if type(item) is str:
+                emit(separator + encode_basestring(item))
+            else:
+                emit(separator)
+                _write(item, inner, emit)
             separator = "," + inner
         emit(newline + "]")
     elif value is None:
