@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import struct
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -88,7 +89,8 @@ def _in_processes(evaluate: Callable[[str], R], paths: list[str], workers: int) 
     children: list[_Worker] = []
     try:
         for _ in range(workers - 1):
-            children.append(_Worker.fork(evaluate, paths, size, queue, children))
+            if _Worker.fork(evaluate, paths, size, queue, children) is None:
+                break  # NOTE: no process more to be had: fewer share the same queue
         return _share(evaluate, paths, size, queue, children)
     except _Lost:
         pass
@@ -154,18 +156,41 @@ class _Worker:
         size: int,
         queue: int,
         others: list[_Worker],
-    ) -> _Worker:
-        """Fork a worker that evaluates the batches it claims and sends their results."""
-        read, write = os.pipe()
+    ) -> _Worker | None:
+        """Fork a worker that evaluates the batches it claims and sends their results.
+
+        ``None`` when the system gives no process or pipe more (``EAGAIN``, no descriptors
+        left at a high ``-j``): the processes there are share the queue without it.
+        """
+        try:
+            read, write = os.pipe()
+        except OSError:
+            return None
         _widen(write)
-        pid = os.fork()
+        # NOTE: Ctrl-C waits until the worker is known (then the parent kills it), and the
+        # worker never takes it: its parent decides, so it is never reported twice.
+        interrupt = {signal.SIGINT}
+        signal.pthread_sigmask(signal.SIG_BLOCK, interrupt)
+        try:
+            pid = os.fork()
+        except OSError:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupt)
+            os.close(read)
+            os.close(write)
+            return None
         if pid:
             os.close(write)
             os.set_blocking(read, False)
-            return cls(pid, read)
-        for pipe in (read, *(other.pipe for other in others)):  # NOTE: not another's results
-            os.close(pipe)
-        _work(evaluate, paths, size, queue, write)  # never returns
+            worker = cls(pid, read)
+            others.append(worker)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupt)
+            return worker
+        try:
+            for pipe in (read, *(other.pipe for other in others)):  # NOTE: not another's
+                os.close(pipe)
+            _work(evaluate, paths, size, queue, write)  # never returns
+        finally:
+            os._exit(1)
 
     def take(self, results: list[Any], *, wait: bool) -> None:
         """Put the results received so far in their places; ``wait``: all, till it exits."""
