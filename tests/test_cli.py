@@ -543,3 +543,35 @@ def test_check_imports_no_pydantic_so_no_plugin_of_it_runs(tmp_path, setting):
     proc = _console("check", "examples/cifar-sweep.yaml", env=env)
     assert proc.returncode == 0, proc.stderr
     assert not mark.exists()
+
+
+def _check_to(stdout: int | None, spec: str = "imagenet-bruteforce.yaml") -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "gate", "check", f"examples/{spec}", "--policy-dir", "policies"],
+        stdout=stdout, stderr=subprocess.PIPE, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+
+
+def test_a_failing_spec_whose_reader_leaves_early_does_not_exit_0():
+    """``check spec | head -1`` under ``pipefail`` must not pass a violation: a reader that
+    leaves before the report is written gets 141 (128 + SIGPIPE), never 0."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before a byte is written
+    proc = _check_to(write)
+    os.close(write)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode in (1, 141), err
+    assert b"Traceback" not in err and b"Exception ignored" not in err
+
+
+def test_a_report_that_cannot_be_written_is_one_line_not_a_traceback():
+    with open("/dev/full", "wb") as full:
+        failing = _check_to(full.fileno())
+        passing = _check_to(full.fileno(), "cifar-sweep.yaml")
+        _, failing_err = failing.communicate(timeout=60)
+        _, passing_err = passing.communicate(timeout=60)
+    assert failing.returncode == passing.returncode == 3  # no report written: never a pass
+    said = "budget-gate: cannot write the output (No space left on device)"
+    for err in (failing_err.decode(), passing_err.decode()):
+        assert len(err.splitlines()) == 1 and err.startswith(said), err

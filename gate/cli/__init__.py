@@ -12,6 +12,7 @@ requests) and :mod:`~gate.cli.afterwards` (after the runs), over :mod:`~gate.cli
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -21,12 +22,24 @@ from typing import NoReturn
 
 from gate.cli.base import EXIT_USAGE
 from gate.cli.parser import build_parser, command_named
+from gate.commands.output import drop_stdout
 from gate.errors import GateError, InputError, InputErrors, one_line
 
-__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_USAGE", "build_parser", "main", "run"]
+__all__ = [
+    "EXIT_BROKEN_PIPE",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_USAGE",
+    "build_parser",
+    "main",
+    "run",
+]
 
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+"""The output's reader left before it was written (``| head``): 128 + SIGPIPE, as a shell
+reports a process a closed pipe stopped; never 0, which would pass a failing spec."""
 
 
 def _shown(exc: GateError, located: bool) -> str:
@@ -53,15 +66,9 @@ def run() -> NoReturn:
     client thread) leaves without the interpreter's teardown, once its output is flushed:
     freeing a thousand specs' results took ``check`` 20 ms.
     """
-    code = main()
+    code = _flushed(main())
     if _quick_exit:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except BrokenPipeError:  # the reader left (``| head``): nothing more to say
-            pass
-        else:
-            os._exit(code)
+        os._exit(code)
     sys.exit(code)
 
 
@@ -69,8 +76,30 @@ _quick_exit = False
 """Set by :func:`main` when the command it ran says it may leave that way."""
 
 
+def _flushed(code: int) -> int:
+    """``code``, once the output still buffered is written; a write that fails says so.
+
+    A reader that left (``| head``) leaves the verdict as it is; any other failure (a full
+    disk) is one line on stderr, and a passing run that could not write its report is not
+    a pass (exit 3, as for a ``--format NAME=FILE`` that cannot be written).
+    """
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        drop_stdout()
+    except OSError as exc:
+        drop_stdout()
+        print(f"budget-gate: cannot write the output ({exc.strerror or exc})", file=sys.stderr)
+        code = code or EXIT_USAGE
+    with contextlib.suppress(OSError):  # nowhere left to say it
+        sys.stderr.flush()
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code."""
+    global _quick_exit
+    _quick_exit = False
     if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (argcomplete extra)
         _complete(build_parser())
     words = sys.argv[1:] if argv is None else argv
@@ -85,7 +114,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"gate.commands.{name}_" if iskeyword(name) else f"gate.commands.{name}"
         )
         code = int(module.run(args))
-        global _quick_exit
         _quick_exit = getattr(module, "QUICK_EXIT", False)
         return code
     except GateError as exc:
@@ -96,8 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("budget-gate: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        return 0
+    except BrokenPipeError:  # the reader left before the report was written: no verdict
+        drop_stdout()
+        return EXIT_BROKEN_PIPE
     except Exception as exc:
         if args.debug:
             raise

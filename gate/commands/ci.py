@@ -28,7 +28,7 @@ from gate.ci.policy_change import log_lines
 from gate.ci.policy_change import render as render_policy_change
 from gate.ci.publish import publish
 from gate.commands.common import ledger_view, make_report, print_errors, utc_now
-from gate.commands.output import append_step_summary, write_atomically
+from gate.commands.output import append_step_summary, write_atomically, write_stdout
 from gate.commands.records import signer_for
 from gate.errors import BackendError, InputError, one_line
 from gate.evaluation.report import DOCS_URL, RenderContext, Report
@@ -190,7 +190,7 @@ def _context(
 def _write_local(report: Report, env: Mapping[str, str], report_json: str | None) -> None:
     """Annotations on stdout, the job summary, the JSON report file and the step outputs."""
     print_errors(list(report.results))
-    sys.stdout.write(load_reporter("github").render(report))
+    write_stdout(load_reporter("github").render(report))
     sys.stdout.flush()
     append_step_summary(report, env)
     path = report_json or os.path.join(

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from gate.commands.common import make_evaluator, print_errors
+from gate.commands.output import write_stdout
 from gate.errors import InputError
 from gate.evaluation.diff import compare
 from gate.evaluation.evaluate import Evaluator
@@ -38,10 +38,10 @@ def run(args: argparse.Namespace) -> int:
             "head": args.head,
             "diff": diff_document(diff),
         }
-        sys.stdout.write(indented_json.dumps(document) + "\n")
+        write_stdout(indented_json.dumps(document) + "\n")
     else:
         lines = diff_lines(diff, args.base)
-        sys.stdout.write("\n".join([f"{diff.file}: {lines[0]}", *lines[1:]]) + "\n")
+        write_stdout("\n".join([f"{diff.file}: {lines[0]}", *lines[1:]]) + "\n")
     invalid = any(r.outcome is Outcome.INVALID for r in present)
     return Outcome.INVALID.exit_code if invalid else 0
 

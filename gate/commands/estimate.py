@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from gate.commands.common import expand_specs, make_evaluator, make_report, print_errors
+from gate.commands.output import write_stdout
 from gate.estimate.model import Estimate, Scenario
 from gate.evaluation.report import SpecResult
 from gate.money import format_amount, format_nonzero
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     print_errors(results)
     valid = [r for r in results if r.outcome is not Outcome.INVALID]
     if args.summary:
-        sys.stdout.write(render_summary(valid))
+        write_stdout(render_summary(valid))
     elif args.format == "json":
         document = json.loads(JsonReporter().render(make_report(results, evaluator)))
         estimates = [
@@ -53,11 +53,11 @@ def run(args: argparse.Namespace) -> int:
             "invalid": invalid,
             "price_catalog": document["price_catalog"],
         }
-        sys.stdout.write(indented_json.dumps(out) + "\n")
+        write_stdout(indented_json.dumps(out) + "\n")
     else:
         blocks = [_render_text(r) for r in valid]
         catalog = evaluator.catalog
-        sys.stdout.write("\n".join([*blocks, f"prices: {catalog.source}; {catalog.date}\n"]))
+        write_stdout("\n".join([*blocks, f"prices: {catalog.source}; {catalog.date}\n"]))
     return 3 if len(valid) < len(results) else 0
 
 

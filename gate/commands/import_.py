@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from gate.commands.common import make_evaluator
-from gate.commands.output import write_atomically
+from gate.commands.output import write_atomically, write_stdout
 from gate.errors import InputError
 from gate.formats import Format, sniff
 from gate.formats.model import Imported, Source
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         write_atomically(args.write, text)
         print(f"budget-gate: wrote {args.write} from {args.file}", file=sys.stderr)
     else:
-        sys.stdout.write(text)
+        write_stdout(text)
     return 0
 
 

@@ -65,7 +65,37 @@ def emit(report: Report, targets: Sequence[FormatTarget]) -> None:
             write_atomically(target.path, text)
     for target, text in rendered:
         if target.path is None:
-            sys.stdout.write(text)
+            write_stdout(text)
+
+
+def write_stdout(text: str) -> None:
+    """Write ``text`` to stdout, all of it; a stdout that cannot take it is bad output (3).
+
+    A full disk or a closed device gets one line and exit 3, as a ``--format NAME=FILE``
+    that cannot be written does (never exit 0 for a report that went nowhere, never 70);
+    a reader that left (``| head``) is the CLI's to answer.
+    """
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        drop_stdout()
+        raise InputError(
+            f"cannot write the output ({exc.strerror or exc})",
+            hint="free the space where stdout goes, or write the report to a file: "
+            "--format NAME=FILE",
+        ) from None
+
+
+def drop_stdout() -> None:
+    """Point stdout at /dev/null: what is still buffered goes nowhere, without a complaint."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, sys.stdout.fileno())
+    finally:
+        os.close(null)
 
 
 def write_atomically(path: str, text: str) -> None:

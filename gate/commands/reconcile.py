@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from gate import __version__
 from gate.commands.common import make_evaluator, print_errors, quiet_mlflow, utc_now
+from gate.commands.output import write_stdout
 from gate.commands.progress import progress_for
 from gate.commands.records import new_record, say_ignored, signer_for, warn_unsigned
 from gate.errors import InputError
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if github is not None:
         _comment(github, args.pr, report)
-    sys.stdout.write(_renderer(args.format)(report))
+    write_stdout(_renderer(args.format)(report))
     return result.verdict.exit_code
 
 

@@ -18,6 +18,7 @@ from gate.commands.common import (
     print_errors,
     utc_now,
 )
+from gate.commands.output import write_stdout
 from gate.errors import InputError, one_line
 from gate.evaluation.evaluate import Evaluation
 from gate.evaluation.report import SpecResult
@@ -65,7 +66,7 @@ def begin(args: argparse.Namespace, *, approvals: bool) -> Draft | int:
 def refuse_violation(args: argparse.Namespace, evaluation: Evaluation, doing: str) -> int:
     """Print the report of a spec that breaks the policy, and exit 1: approvals can't help."""
     report = make_report([evaluation.result], make_evaluator(args))
-    sys.stdout.write(TextReporter().render(report))
+    write_stdout(TextReporter().render(report))
     print(
         f"budget-gate: cannot {doing} {args.spec}: it breaks the policy, and an approval "
         "never lifts an error — fix the spec first",
