@@ -205,14 +205,14 @@ def test_a_spec_that_simulates_gets_fewer_estimates_for_its_fixes(tmp_path: Path
     assert len(priced) == (WORK_STEPS - steps) // steps == 1
 
 
-def _rules_a_proof_runs(severity: dict[str, str]) -> set[str]:
-    from gate.evaluation.findings import _blocking_rules
+def _rules_a_proof_runs(policy: dict[str, Any], *, fail_on_warn: bool = False) -> set[str]:
+    from gate.evaluation.findings import _rules_that_may
     from gate.spec.loader import SourceMap
     from tests.conftest import make_policy
 
-    policy = make_policy({"severity": severity})
-    loaded = LoadedPolicy(policy, SourceMap(), ("test",))
-    return {rule.ID for rule in _blocking_rules(loaded)}
+    loaded = LoadedPolicy(make_policy(policy), SourceMap(), ("test",))
+    blocking = (Severity.ERROR, Severity.APPROVAL, *((Severity.WARN,) if fail_on_warn else ()))
+    return {rule.ID for rule in _rules_that_may(blocking, loaded)}
 
 
 def test_a_fix_s_proof_runs_every_rule_that_may_block_under_the_policy() -> None:
@@ -222,9 +222,40 @@ def test_a_fix_s_proof_runs_every_rule_that_may_block_under_the_policy() -> None
     assert {"BG110", "BG307", "BG402"} <= default
     assert "BG306" not in default and "BG304" not in default
     assert "BG203" in default  # a warning that grades a typo of a team as an error
-    tightened = _rules_a_proof_runs({"BG306": "error", "BG110": "warn", "BG203": "off"})
+    tightened = _rules_a_proof_runs(
+        {"severity": {"BG306": "error", "BG110": "warn", "BG203": "off"}}
+    )
     assert "BG306" in tightened
     assert not {"BG110", "BG203"} & tightened
+    # a waived warning rule runs, so its waiver is used as in a full run (no BG902 invented)
+    waiver = {"rule": "BG303", "reason": "tracked elsewhere", "expires": "2099-01-01"}
+    assert "BG303" in _rules_a_proof_runs({"waivers": [waiver]})
+    # under --fail-on warn a warning blocks: every rule the policy does not turn off runs
+    assert {"BG306", "BG304", "BG303"} <= _rules_a_proof_runs({}, fail_on_warn=True)
+
+
+def test_a_waived_warning_rule_does_not_make_a_proof_refuse_every_fix(tmp_path: Path) -> None:
+    """Skipping a waived warning rule in a proof left its waiver unused: an unused-waiver
+    finding (BG902), made an error by the policy, then refused every candidate fix."""
+    shutil.copytree(ROOT / "policies", tmp_path / "policies")
+    vision = tmp_path / "policies" / "vision.yaml"
+    data = yaml.safe_load(vision.read_text())
+    data.setdefault("waivers", []).append(
+        {"rule": "BG304", "specs": "**", "reason": "fp32 on purpose: a numerics study",
+         "expires": "2099-01-01"}
+    )  # fmt: skip
+    data.setdefault("severity", {})["BG902"] = "error"
+    vision.write_text(yaml.safe_dump(data, sort_keys=False))
+    spec = yaml.safe_load((ROOT / "examples" / "cifar-sweep.yaml").read_text())
+    spec["resources"]["precision"] = "fp32"  # BG304, a warning, fires and is waived
+    spec["search"]["max_trials"] = 200  # over the trial trigger: BG110 with fixes
+    file = tmp_path / "experiments" / "vision" / "spec.yaml"
+    file.parent.mkdir(parents=True)
+    file.write_text(yaml.safe_dump(spec, sort_keys=False))
+    result = _evaluate(tmp_path / "policies", file).result
+    assert "BG902" not in _blocking(result.findings)
+    large = [f for f in result.findings if f.rule_id == "BG110"]
+    assert large and large[0].fixes
 
 
 def test_a_rule_that_grades_a_violation_must_say_so() -> None:

@@ -307,7 +307,9 @@ class Evaluator:
             return findings  # NOTE: nothing blocks, nothing to fix: a passing check loads less
         from gate.evaluation.fixing import attach_fixes
 
-        return attach_fixes(findings, ctx, loaded, repo_path, price, self.fix_estimates)
+        return attach_fixes(
+            findings, ctx, loaded, repo_path, price, self.fix_estimates, self.fail_on_warn
+        )
 
     def _alternatives(
         self, spec: Experiment, est: Estimate, policy: Policy, doc: LoadedDoc

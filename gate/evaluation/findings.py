@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from gate.policy.findings import Finding
@@ -24,18 +24,20 @@ def rule_findings(
     *,
     doc: LoadedDoc | None = None,
     words: Words | None = None,
-    blocking_only: bool = False,
+    blocking: Collection[Severity] | None = None,
 ) -> list[Finding]:
     """What every rule finds in ``ctx``, as the policy ``loaded`` grades and waives it.
 
     With ``doc`` each finding is located in it; with ``words`` (an engine's file) its
     message says where in that file to add a field. Ordered by file, line, column, rule.
-    ``blocking_only`` runs only the rules whose findings block (error or approval) under
-    this policy: a fix's proof asks nothing else, and a warning rule may price a lot (spot
-    against on-demand, a counterfactual plan).
+    With ``blocking`` (the severities that block: error and approval, warnings too under
+    ``--fail-on warn``) only the rules whose findings may have one of them under this policy
+    run, and those its waivers name (so a waiver is used as in a full run): a fix's proof
+    asks nothing else, and a warning rule may price a lot (spot against on-demand, a
+    counterfactual plan).
     """
     say = _where_to_add(words)
-    rules = _blocking_rules(loaded) if blocking_only else REGISTRY.values()
+    rules = REGISTRY.values() if blocking is None else _rules_that_may(blocking, loaded)
     raw = [
         RawFinding(
             rule.ID,
@@ -51,26 +53,24 @@ def rule_findings(
     return findings
 
 
-def _blocking_rules(loaded: LoadedPolicy) -> list[Rule]:
-    """The rules whose findings may block under this policy.
+def _rules_that_may(blocking: Collection[Severity], loaded: LoadedPolicy) -> list[Rule]:
+    """The rules whose findings may have a ``blocking`` severity, and those a waiver names.
 
-    By the policy's ``severity:`` setting, else by the rule's own severity (any, for a rule
-    that grades each violation).
+    A finding's severity is the policy's ``severity:`` setting for its rule, else the rule's
+    own (any, for a rule that grades each violation).
     """
     setting = loaded.policy.severity
+    waived = {waiver.rule for waiver in loaded.policy.waivers}
     return [
         rule
         for rule in REGISTRY.values()
-        if (
-            setting[rule.ID] in _BLOCKING
+        if rule.ID in waived
+        or (
+            setting[rule.ID] in blocking
             if rule.ID in setting
-            else rule.DEFAULT_SEVERITY in _BLOCKING or _grades_each(rule)
+            else rule.DEFAULT_SEVERITY in blocking or _grades_each(rule)
         )
     ]
-
-
-_BLOCKING = (Severity.ERROR, Severity.APPROVAL)
-"""What blocks (a policy's ``severity:`` setting is the same string: ``error``, ...)."""
 
 
 def _grades_each(rule: Rule) -> bool:

@@ -1,8 +1,9 @@
 """Proven fixes: the candidate edits of :mod:`gate.policy.fixes` that re-evaluation confirms.
 
 A candidate is applied to the spec, the edited spec is validated and priced again, and every
-rule runs on it under the same policy, waivers and budget. It is kept only when the finding
-it fixes is gone and no rule fires at ``error`` or ``approval`` that did not before.
+rule that may block runs on it under the same policy, waivers and budget. It is kept only
+when the finding it fixes is gone and no rule fires at ``error`` or ``approval`` (or
+``warn``, under ``--fail-on warn``) that did not before.
 
 The search is bounded twice, both times by counts: a handful of re-estimates per knob
 (:mod:`gate.policy.fixes`) and a number of re-estimates per spec
@@ -53,6 +54,7 @@ def attach_fixes(
     repo_path: str,
     price: Pricer,
     estimates: int,
+    fail_on_warn: bool = False,
 ) -> list[Finding]:
     """``findings`` with the proven fixes of each active limit finding attached.
 
@@ -76,7 +78,8 @@ def attach_fixes(
             cache[key] = _edited(ctx, edits, price)
         return cache[key]
 
-    before = _blocking(findings)
+    blocking = (*_BLOCKING, Severity.WARN) if fail_on_warn else _BLOCKING
+    before = _blocking(findings, blocking)
     fixed: dict[str, tuple[Fix, ...]] = {}
     for finding in targets:
         if finding.rule_id in fixed:
@@ -90,7 +93,7 @@ def attach_fixes(
             edited = probe(edits)
             if edited is None:
                 continue
-            after = _blocking(rule_findings(edited, loaded, repo_path, blocking_only=True))
+            after = _blocking(rule_findings(edited, loaded, repo_path, blocking=blocking), blocking)
             if finding.rule_id not in after and after <= before:
                 proven.append(Fix(edits, describe(edited)))
         fixed[finding.rule_id] = tuple(proven)
@@ -118,5 +121,5 @@ def _edited(ctx: RuleContext, edits: tuple[Edit, ...], price: Pricer) -> RuleCon
     return dataclasses.replace(ctx, spec=spec, estimate=price(spec))
 
 
-def _blocking(findings: list[Finding]) -> set[str]:
-    return {f.rule_id for f in findings if f.active and f.severity in _BLOCKING}
+def _blocking(findings: list[Finding], blocking: tuple[Severity, ...]) -> set[str]:
+    return {f.rule_id for f in findings if f.active and f.severity in blocking}

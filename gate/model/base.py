@@ -156,8 +156,8 @@ def _edit_field(model: M, path: tuple[str, ...], value: Any) -> M | None:
         return None
     if len(path) > 1:
         child = model.__dict__[field.name]
-        if not isinstance(child, Model) or field.name not in model.model_fields_set:
-            return None
+        if type(child) is not field.instance_of or field.name not in model.model_fields_set:
+            return None  # NOTE: a union or a hook around the model: its own shape decides
         value = _edit_field(child, path[1:], value)
         if value is None:
             return None
