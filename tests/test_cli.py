@@ -575,3 +575,36 @@ def test_a_report_that_cannot_be_written_is_one_line_not_a_traceback():
     said = "budget-gate: cannot write the output (No space left on device)"
     for err in (failing_err.decode(), passing_err.decode()):
         assert len(err.splitlines()) == 1 and err.startswith(said), err
+
+
+def test_check_under_a_profiler_still_lets_it_save_at_exit(tmp_path):
+    """``check`` skips the interpreter's teardown, but not under a profiler or coverage,
+    which write what they measured at exit."""
+    out = tmp_path / "check.prof"
+    proc = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "gate", "check",
+         "examples/cifar-sweep.yaml", "--policy-dir", "policies"],
+        capture_output=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert out.stat().st_size > 10_000
+
+
+def test_check_with_an_exit_hook_registered_leaves_the_usual_way(tmp_path):
+    """Coverage (and any tool) that saves in an atexit hook gets its hook run."""
+    mark = tmp_path / "saved"
+    code = (
+        "import atexit, sys\n"
+        f"atexit.register(lambda: open({str(mark)!r}, 'w').write('saved'))\n"
+        "sys.argv = ['budget-gate', 'check', 'examples/cifar-sweep.yaml', '--policy-dir', "
+        "'policies']\n"
+        "from gate.cli import run\n"
+        "run()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, cwd=ROOT, check=False, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert mark.read_text() == "saved"

@@ -67,9 +67,24 @@ def run() -> NoReturn:
     freeing a thousand specs' results took ``check`` 20 ms.
     """
     code = _flushed(main())
-    if _quick_exit:
+    if _quick_exit and _nothing_waits_for_exit():
         os._exit(code)
     sys.exit(code)
+
+
+def _nothing_waits_for_exit() -> bool:
+    """No profiler, tracer (coverage), exit hook or other thread that the teardown serves."""
+    import atexit
+
+    hooks = getattr(atexit, "_ncallbacks", None)  # NOTE: CPython's; elsewhere, no quick exit
+    threads = sys.modules.get("threading")  # NOTE: not imported, no thread was started by it
+    return (
+        sys.gettrace() is None
+        and sys.getprofile() is None
+        and hooks is not None
+        and hooks() == 0
+        and (threads is None or threads.active_count() == 1)
+    )
 
 
 _quick_exit = False
