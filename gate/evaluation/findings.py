@@ -10,7 +10,7 @@ from gate.policy.loader import LoadedPolicy
 from gate.policy.model import Severity
 from gate.policy.rules import REGISTRY
 from gate.policy.rules.base import Rule, RuleContext, Violation
-from gate.policy.verdict import RawFinding, apply_policy
+from gate.policy.verdict import RawFinding, apply_policy, severity_for
 from gate.spec.loader import DataPath, LoadedDoc
 
 if TYPE_CHECKING:  # an engine's file only: a spec's check loads no engine mapper
@@ -59,17 +59,14 @@ def _rules_that_may(blocking: Collection[Severity], loaded: LoadedPolicy) -> lis
     A finding's severity is the policy's ``severity:`` setting for its rule, else the rule's
     own (any, for a rule that grades each violation).
     """
-    setting = loaded.policy.severity
-    waived = {waiver.rule for waiver in loaded.policy.waivers}
+    policy = loaded.policy
+    waived = {waiver.rule for waiver in policy.waivers}
     return [
         rule
         for rule in REGISTRY.values()
         if rule.ID in waived
-        or (
-            setting[rule.ID] in blocking
-            if rule.ID in setting
-            else rule.DEFAULT_SEVERITY in blocking or _grades_each(rule)
-        )
+        or severity_for(policy, rule.ID, rule.DEFAULT_SEVERITY) in blocking
+        or (rule.ID not in policy.severity and _grades_each(rule))
     ]
 
 

@@ -30,6 +30,7 @@ from gate.policy.fixes import LIMIT_RULES, candidates
 from gate.policy.loader import LoadedPolicy
 from gate.policy.model import Severity
 from gate.policy.rules.base import RuleContext, hours, money, plural
+from gate.policy.verdict import blocking_severities
 from gate.spec.experiment import Experiment
 
 Pricer = Callable[[Experiment], Estimate]
@@ -43,8 +44,6 @@ WORK_STEPS = 1_000_000
 """Work steps (:attr:`gate.estimate.model.Estimate.work_steps`) one spec's pricing may cost,
 its own estimate and its fixes' re-estimates together: about half a second here. A spec
 whose own estimate takes more than half of it gets no fixes searched."""
-
-_BLOCKING = (Severity.ERROR, Severity.APPROVAL)
 
 
 def attach_fixes(
@@ -78,7 +77,7 @@ def attach_fixes(
             cache[key] = _edited(ctx, edits, price)
         return cache[key]
 
-    blocking = (*_BLOCKING, Severity.WARN) if fail_on_warn else _BLOCKING
+    blocking = blocking_severities(fail_on_warn=fail_on_warn)
     before = _blocking(findings, blocking)
     fixed: dict[str, tuple[Fix, ...]] = {}
     for finding in targets:

@@ -47,7 +47,7 @@ def apply_policy(
     used: set[int] = set()
     findings: list[Finding] = []
     for item in raw:
-        severity = _severity(policy, item.rule_id, item.default_severity)
+        severity = severity_for(policy, item.rule_id, item.default_severity)
         if severity is None:
             continue
         waiver = find_waiver(policy.waivers, item.rule_id, repo_path, today)
@@ -78,7 +78,7 @@ def _policy_findings(
     )
     findings = []
     for module, message, location in located:
-        severity = _severity(policy, module.ID, module.DEFAULT_SEVERITY)
+        severity = severity_for(policy, module.ID, module.DEFAULT_SEVERITY)
         if severity is not None:
             findings.append(Finding(module.ID, severity, message, location))
     return findings
@@ -127,8 +127,18 @@ def exit_code(outcome: Outcome, fail_on: FailOn) -> int:
     return outcome.exit_code
 
 
-def _severity(policy: Policy, rule_id: str, default: Severity) -> Severity | None:
+def severity_for(policy: Policy, rule_id: str, default: Severity) -> Severity | None:
+    """A rule's findings' severity under ``policy``; ``None`` when it is set ``off``.
+
+    The policy's ``severity:`` setting wins over ``default`` (the rule's own, or a graded
+    violation's).
+    """
     setting = policy.severity.get(rule_id)
     if setting is None:
         return default
     return None if setting == "off" else Severity(setting)
+
+
+def blocking_severities(*, fail_on_warn: bool = False) -> tuple[Severity, ...]:
+    """The severities that keep a spec from passing (as :func:`decide` judges them)."""
+    return (Severity.ERROR, Severity.APPROVAL, *((Severity.WARN,) if fail_on_warn else ()))
