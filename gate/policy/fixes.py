@@ -246,7 +246,16 @@ class _Line:
         if at_a is None or at_b is None or at_a == at_b:
             return None
         exact = b + (1 - at_b) * (a - b) / (at_a - at_b)
+        if abs(exact) > _MOST_KNOB:
+            return None
+        # NOTE: to the nanounit first: a line through 51 read as 50.99999… would round away
+        exact = exact.quantize(_NANO)
         return int(exact.to_integral_value(ROUND_FLOOR if self.knob.lower else ROUND_CEILING))
+
+
+_NANO = Decimal("1e-9")
+_MOST_KNOB = Decimal(10) ** 15
+"""Past any knob's value (counts are at most 10¹²): no crossing there to try."""
 
 
 def _guess(knob: Knob, ctx: RuleContext, rule_id: str) -> int | None:
