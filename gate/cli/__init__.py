@@ -22,7 +22,7 @@ from typing import NoReturn
 
 from gate.cli.base import EXIT_USAGE
 from gate.cli.parser import build_parser, command_named
-from gate.commands.output import drop_stdout
+from gate.commands.output import drop_stdout, stdout_error
 from gate.errors import GateError, InputError, InputErrors, one_line
 
 __all__ = [
@@ -104,7 +104,7 @@ def _flushed(code: int) -> int:
         drop_stdout()
     except OSError as exc:
         drop_stdout()
-        print(f"budget-gate: cannot write the output ({exc.strerror or exc})", file=sys.stderr)
+        print(_shown(stdout_error(exc), located=False), file=sys.stderr)
         code = code or EXIT_USAGE
     with contextlib.suppress(OSError):  # nowhere left to say it
         sys.stderr.flush()

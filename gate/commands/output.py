@@ -82,11 +82,15 @@ def write_stdout(text: str) -> None:
         raise
     except OSError as exc:
         drop_stdout()
-        raise InputError(
-            f"cannot write the output ({exc.strerror or exc})",
-            hint="free the space where stdout goes, or write the report to a file: "
-            "--format NAME=FILE",
-        ) from None
+        raise stdout_error(exc) from None
+
+
+def stdout_error(exc: OSError) -> InputError:
+    """What a stdout that cannot take the report (a full disk) is: bad output, exit 3."""
+    return InputError(
+        f"cannot write the output ({exc.strerror or exc})",
+        hint="free the space where stdout goes, or write the report to a file: --format NAME=FILE",
+    )
 
 
 def drop_stdout() -> None:

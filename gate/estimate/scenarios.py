@@ -238,8 +238,7 @@ def _usage(
     for stage, (path, _, runs) in zip(stages, walked, strict=True):
         clock.add(stage, runs, path.held, concurrency, queue)
     paths = [path for path, _, _ in walked]
-    uncut = [held for _, held, _ in walked]  # what each stage's furthest trial held uncapped
-    furthest, cut, notes = furthest_path(stages, paths, uncut, cap, inputs.notes)
+    furthest, cut, notes = _furthest(stages, walked, cap, inputs.notes)
     return _Usage(
         clock.trial_hours,
         clock.recompute,
@@ -290,8 +289,16 @@ def _expected_cut(inputs: _Pricing, top_epoch: int) -> Cut | None:
         inputs.spec, "expected", inputs.trials, top_epoch, inputs.persistence, rungs_only=True
     )
     cap, walked = _walk(inputs, "expected", stages, preempt=True, capped=True)
+    return _furthest(stages, walked, cap, notes=False)[1]
+
+
+def _furthest(
+    stages: tuple[Stage, ...], walked: list[Walked], cap: TrialCap | None, notes: bool
+) -> tuple[TrialPath, Cut | None, tuple[str, ...]]:
+    """The trial that trains furthest over the walked stages, where the cap cut it, and why."""
     paths = [path for path, _, _ in walked]
-    return furthest_path(stages, paths, [held for _, held, _ in walked], cap, notes=False)[1]
+    uncut = [held for _, held, _ in walked]  # what each stage's furthest trial held uncapped
+    return furthest_path(stages, paths, uncut, cap, notes)
 
 
 def _stop_line(spec: Experiment, top_epoch: int, stop_note: str | None, unfinished: bool) -> str:
