@@ -206,13 +206,13 @@ def test_a_spec_that_simulates_gets_fewer_estimates_for_its_fixes(tmp_path: Path
 
 
 def _rules_a_proof_runs(policy: dict[str, Any], *, fail_on_warn: bool = False) -> set[str]:
-    from gate.evaluation.findings import _rules_that_may
+    from gate.evaluation.findings import rules_that_may
     from gate.spec.loader import SourceMap
     from tests.conftest import make_policy
 
     loaded = LoadedPolicy(make_policy(policy), SourceMap(), ("test",))
     blocking = (Severity.ERROR, Severity.APPROVAL, *((Severity.WARN,) if fail_on_warn else ()))
-    return {rule.ID for rule in _rules_that_may(blocking, loaded)}
+    return {rule.ID for rule in rules_that_may(blocking, loaded)}
 
 
 def test_a_fix_s_proof_runs_every_rule_that_may_block_under_the_policy() -> None:

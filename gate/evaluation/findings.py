@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
 from gate.policy.findings import Finding
@@ -24,20 +24,15 @@ def rule_findings(
     *,
     doc: LoadedDoc | None = None,
     words: Words | None = None,
-    blocking: Collection[Severity] | None = None,
+    rules: Sequence[Rule] | None = None,
 ) -> list[Finding]:
     """What every rule finds in ``ctx``, as the policy ``loaded`` grades and waives it.
 
     With ``doc`` each finding is located in it; with ``words`` (an engine's file) its
     message says where in that file to add a field. Ordered by file, line, column, rule.
-    With ``blocking`` (the severities that block: error and approval, warnings too under
-    ``--fail-on warn``) only the rules whose findings may have one of them under this policy
-    run, and those its waivers name (so a waiver is used as in a full run): a fix's proof
-    asks nothing else, and a warning rule may price a lot (spot against on-demand, a
-    counterfactual plan).
+    With ``rules`` only those run (a fix's proof runs :func:`rules_that_may` block).
     """
     say = _where_to_add(words)
-    rules = REGISTRY.values() if blocking is None else _rules_that_may(blocking, loaded)
     raw = [
         RawFinding(
             rule.ID,
@@ -45,7 +40,7 @@ def rule_findings(
             say(rule.ID, v.message, v.path),
             doc.source_map.locate(v.path) if doc is not None else None,
         )
-        for rule in rules
+        for rule in (REGISTRY.values() if rules is None else rules)
         for v in rule.check(ctx)
     ]
     findings = apply_policy(raw, loaded, repo_path, ctx.today)
@@ -53,11 +48,14 @@ def rule_findings(
     return findings
 
 
-def _rules_that_may(blocking: Collection[Severity], loaded: LoadedPolicy) -> list[Rule]:
+def rules_that_may(blocking: Collection[Severity], loaded: LoadedPolicy) -> list[Rule]:
     """The rules whose findings may have a ``blocking`` severity, and those a waiver names.
 
-    A finding's severity is the policy's ``severity:`` setting for its rule, else the rule's
-    own (any, for a rule that grades each violation).
+    What a fix's proof runs: it asks only whether a blocking finding is new, and a warning
+    rule may price a lot (spot against on-demand, a counterfactual plan); a waiver's rule
+    runs so that the waiver is used as in a full run. A finding's severity is the policy's
+    ``severity:`` setting for its rule, else the rule's own (any, for a rule that grades each
+    violation).
     """
     policy = loaded.policy
     waived = {waiver.rule for waiver in policy.waivers}

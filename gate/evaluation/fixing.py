@@ -23,7 +23,7 @@ import dataclasses
 from collections.abc import Callable
 
 from gate.estimate.model import Estimate
-from gate.evaluation.findings import rule_findings
+from gate.evaluation.findings import rule_findings, rules_that_may
 from gate.policy.counterfactual import apply_edits
 from gate.policy.findings import Edit, Finding, Fix
 from gate.policy.fixes import LIMIT_RULES, candidates
@@ -79,6 +79,7 @@ def attach_fixes(
 
     blocking = blocking_severities(fail_on_warn=fail_on_warn)
     before = _blocking(findings, blocking)
+    rules = rules_that_may(blocking, loaded)
     fixed: dict[str, tuple[Fix, ...]] = {}
     for finding in targets:
         if finding.rule_id in fixed:
@@ -92,7 +93,7 @@ def attach_fixes(
             edited = probe(edits)
             if edited is None:
                 continue
-            after = _blocking(rule_findings(edited, loaded, repo_path, blocking=blocking), blocking)
+            after = _blocking(rule_findings(edited, loaded, repo_path, rules=rules), blocking)
             if finding.rule_id not in after and after <= before:
                 proven.append(Fix(edits, describe(edited)))
         fixed[finding.rule_id] = tuple(proven)
