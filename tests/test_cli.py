@@ -7,8 +7,10 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
+import yaml
 
 from gate.cli import main
 from tests.conftest import ROOT
@@ -199,6 +201,52 @@ def test_a_linked_directory_is_not_searched_and_said(tmp_path, monkeypatch, caps
         out, err = capsys.readouterr()
         assert [r["file"] for r in json.loads(out)["results"]] == ["experiments/real/a.yaml"]
         assert "warning: experiments/link is a link to a directory, not searched" in err
+
+
+def test_a_directory_s_specs_come_in_path_order(tmp_path, monkeypatch, capsys):
+    """Directory by directory, names in order: ``a/x.yaml`` before ``a-c/`` and ``a.yaml``
+    (as paths compare by their parts), hidden files included."""
+    spec = (ROOT / "examples" / "cifar-sweep.yaml").read_text()
+    names = ["e/a/x.yaml", "e/a-c/d.json", "e/a.yaml", "e/b/.c.yaml", "e/b.YML"]
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        text = spec if name.endswith("ml") else json.dumps(yaml.safe_load(spec))
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    for named in ("e", "./e/", "."):
+        assert check("--format", "json", named) in (0, 1)
+        files = [r["file"] for r in json.loads(capsys.readouterr().out)["results"]]
+        assert files == names, named
+
+
+def test_a_directory_that_cannot_be_read_is_bad_input(tmp_path, monkeypatch, capsys):
+    """Its specs would go unjudged: exit 3 and the directory named, whichever way named."""
+    spec = (ROOT / "examples" / "cifar-sweep.yaml").read_text()
+    (tmp_path / "e" / "locked").mkdir(parents=True)
+    (tmp_path / "e" / "locked" / "a.yaml").write_text(spec)
+    (tmp_path / "e" / "b.yaml").write_text(spec)
+    monkeypatch.chdir(tmp_path)
+    locked = tmp_path / "e" / "locked"
+    if os.geteuid() == 0:  # NOTE: root reads any directory: the system's refusal, injected
+        scandir = os.scandir
+
+        def refusing(path: Any = ".") -> Any:
+            if os.path.realpath(path) == str(locked):
+                raise PermissionError(13, "Permission denied", str(path))
+            return scandir(path)
+
+        monkeypatch.setattr(os, "scandir", refusing)
+    else:
+        locked.chmod(0)
+    try:
+        for named in ("e", "e/**"):
+            assert main(["check", "--format", "json", named]) == 3
+            out, err = capsys.readouterr()
+            assert out == ""
+            assert "e/locked: cannot read the directory (Permission denied)" in err
+            assert len(err.strip().splitlines()) <= 2 and "Traceback" not in err
+    finally:
+        locked.chmod(0o755)
 
 
 def test_every_format_says_the_built_in_policy_judged(tmp_path, monkeypatch, capsys):

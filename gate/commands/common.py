@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from gate import __version__
 from gate.errors import InputError, one_line
@@ -46,9 +46,10 @@ def expand_specs(patterns: list[str]) -> list[str]:
     found: list[str] = []
     for pattern in patterns:
         if os.path.isdir(pattern):
-            entries = sorted(Path(pattern).rglob("*"))
-            found.extend(str(p) for p in entries if globs.is_spec_file(p.name))
-            _say_links([str(p) for p in entries if p.is_symlink() and p.is_dir()])
+            links: list[str] = []
+            top = str(Path(pattern))
+            _spec_files(top if top != "." else "", top, found, links)
+            _say_links(links)
         elif glob.has_magic(pattern):
             matches = _glob(pattern)
             if not matches:
@@ -59,6 +60,48 @@ def expand_specs(patterns: list[str]) -> list[str]:
     for path in found:
         _refuse_unnamable(path)
     return list(dict.fromkeys(found))
+
+
+def _spec_files(prefix: str, directory: str, found: list[str], links: list[str]) -> None:
+    """Add the spec files under ``directory`` to ``found``, in path order, and links to ``links``.
+
+    Every entry whose name ends as a spec's counts, hidden or not; a link to a directory is
+    not followed. ``prefix`` is how the paths found start (``""`` for the current directory).
+    """
+    stack = [iter(_listing(prefix, directory))]  # NOTE: not recursion: no depth limit to hit
+    while stack:
+        item = next(stack[-1], None)
+        if item is None:
+            stack.pop()
+            continue
+        path, entry = item
+        if globs.is_spec_file(entry.name):
+            found.append(path)
+        if entry.is_dir(follow_symlinks=False):
+            stack.append(iter(_listing(path, entry.path)))
+        elif entry.is_symlink() and entry.is_dir():
+            links.append(path)
+
+
+def _listing(prefix: str, directory: str) -> list[tuple[str, os.DirEntry[str]]]:
+    """A directory's entries by name, each with its path as the report names it.
+
+    A directory that cannot be read is bad input, not a place without specs: the specs in
+    it would go unjudged.
+    """
+    try:
+        with os.scandir(directory) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+    except OSError as exc:
+        _unreadable(directory, exc)
+    return [(os.path.join(prefix, e.name) if prefix else e.name, e) for e in entries]
+
+
+def _unreadable(directory: str, exc: OSError) -> NoReturn:
+    raise InputError(
+        f"{one_line(directory)}: cannot read the directory ({exc.strerror})",
+        hint="let the check read every directory it searches, or name the ones it may",
+    ) from None
 
 
 def _refuse_unnamable(path: str) -> None:
@@ -85,7 +128,11 @@ def _glob(pattern: str) -> list[str]:
     top = os.path.join(base, globs.literal_root(pattern))
     found: list[str] = []
     links: list[str] = []
-    for directory, subdirs, files in os.walk(top):
+
+    def refuse(exc: OSError) -> NoReturn:
+        _unreadable(exc.filename or top, exc)
+
+    for directory, subdirs, files in os.walk(top, onerror=refuse):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
         links.extend(os.path.join(directory, d) for d in subdirs)
         subdirs[:] = [d for d in subdirs if not os.path.islink(os.path.join(directory, d))]
