@@ -11,13 +11,13 @@ import sys
 from gate.commands.common import (
     as_of,
     evaluate_against,
-    expand_specs,
     ledger_view,
     make_evaluator,
     make_report,
     print_errors,
     render_context,
 )
+from gate.commands.discovery import expand_specs
 from gate.commands.output import FormatTarget, append_step_summary, emit, plan_targets
 from gate.commands.workers import evaluate_all, workers_for
 from gate.errors import GateError, InputError

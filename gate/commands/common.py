@@ -1,4 +1,4 @@
-"""Shared plumbing of the evaluating commands: spec discovery, the evaluator, the report.
+"""Shared plumbing of the evaluating commands: the evaluator, the ledger, the report.
 
 What only some runs need (the calibration, git, the ledger and MLflow, a base version's
 diff) is imported when a run needs it, so a plain ``check`` loads the pure core alone.
@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import glob
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from gate import __version__
+from gate.commands.discovery import expand_specs
 from gate.errors import InputError, one_line
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluator
@@ -24,7 +24,7 @@ from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
 from gate.policy.loader import CALIBRATION_FILE, PolicySet
 from gate.policy.rules import all_rule_ids, rule_info
-from gate.spec import globs
+from gate.spec.globs import SPEC_SUFFIXES
 from gate.spec.loader import load_bytes, load_file
 
 if TYPE_CHECKING:
@@ -32,128 +32,6 @@ if TYPE_CHECKING:
     from gate.evaluation.diff import SpecDiff
     from gate.ledger.records import LedgerStore
     from gate.ledger.signing import Trust
-
-SPEC_SUFFIXES = globs.SPEC_SUFFIXES
-
-
-def expand_specs(patterns: list[str]) -> list[str]:
-    """Expand directories and quoted globs into spec paths, keeping the order given.
-
-    A directory gives every spec file under it (``.yaml``, ``.yml``, ``.json``, any case); a
-    quoted glob is matched by the rules of :mod:`gate.spec.globs` (gitignore's, as in the
-    Action and the waivers) against paths relative to the current directory.
-    """
-    found: list[str] = []
-    for pattern in patterns:
-        if os.path.isdir(pattern):
-            links: list[str] = []
-            top = str(Path(pattern))
-            _spec_files(top if top != "." else "", top, found, links)
-            _say_links(links)
-        elif glob.has_magic(pattern):
-            matches = _glob(pattern)
-            if not matches:
-                raise InputError(f"{pattern}: no file matches", hint="check the glob")
-            found.extend(matches)
-        else:
-            found.append(pattern)
-    for path in found:
-        _refuse_unnamable(path)
-    return list(dict.fromkeys(found))
-
-
-def _spec_files(prefix: str, directory: str, found: list[str], links: list[str]) -> None:
-    """Add the spec files under ``directory`` to ``found``, in path order, and links to ``links``.
-
-    Every entry whose name ends as a spec's counts, hidden or not; a link to a directory is
-    not followed. ``prefix`` is how the paths found start (``""`` for the current directory).
-    """
-    stack = [iter(_listing(prefix, directory))]  # NOTE: not recursion: no depth limit to hit
-    while stack:
-        item = next(stack[-1], None)
-        if item is None:
-            stack.pop()
-            continue
-        path, entry = item
-        if globs.is_spec_file(entry.name):
-            found.append(path)
-        if entry.is_dir(follow_symlinks=False):
-            stack.append(iter(_listing(path, entry.path)))
-        elif entry.is_symlink() and entry.is_dir():
-            links.append(path)
-
-
-def _listing(prefix: str, directory: str) -> list[tuple[str, os.DirEntry[str]]]:
-    """A directory's entries by name, each with its path as the report names it.
-
-    A directory that cannot be read is bad input, not a place without specs: the specs in
-    it would go unjudged.
-    """
-    try:
-        with os.scandir(directory) as listing:
-            entries = sorted(listing, key=lambda entry: entry.name)
-    except OSError as exc:
-        _unreadable(directory, exc)
-    return [(os.path.join(prefix, e.name) if prefix else e.name, e) for e in entries]
-
-
-def _unreadable(directory: str, exc: OSError) -> NoReturn:
-    raise InputError(
-        f"{one_line(directory)}: cannot read the directory ({exc.strerror})",
-        hint="let the check read every directory it searches, or name the ones it may",
-    ) from None
-
-
-def _refuse_unnamable(path: str) -> None:
-    """Refuse a path whose name is not UTF-8: no report could name the spec it holds."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InputError(
-            f"{one_line(path)}: the file name is not UTF-8",
-            hint="rename the file: reports (JSON, SARIF, Markdown) name each spec in UTF-8",
-        ) from None
-
-
-def _glob(pattern: str) -> list[str]:
-    """The spec files under the glob's literal directory that it selects.
-
-    Spec files only (``.yaml``, ``.yml``, ``.json``), as ``check DIR`` and the Action take
-    them, so ``'experiments/**'`` passes over a ``.gitkeep``. Hidden files count as they do
-    there: skipped, ``experiments/.big.yaml`` would pass unjudged. Hidden directories
-    (``.git``, ``.venv``) are not searched.
-    """
-    absolute = os.path.isabs(pattern)
-    base = os.sep if absolute else os.curdir
-    top = os.path.join(base, globs.literal_root(pattern))
-    found: list[str] = []
-    links: list[str] = []
-
-    def refuse(exc: OSError) -> NoReturn:
-        _unreadable(exc.filename or top, exc)
-
-    for directory, subdirs, files in os.walk(top, onerror=refuse):
-        subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
-        links.extend(os.path.join(directory, d) for d in subdirs)
-        subdirs[:] = [d for d in subdirs if not os.path.islink(os.path.join(directory, d))]
-        for name in files:
-            path = os.path.join(directory, name)
-            shown = path if absolute else os.path.relpath(path)
-            if globs.is_spec_file(name) and globs.matches([pattern], shown):
-                found.append(shown)
-    _say_links([os.path.relpath(p) if not absolute else p for p in links if os.path.islink(p)])
-    return sorted(found)
-
-
-def _say_links(links: list[str]) -> None:
-    """Directories reached by a symbolic link are not searched (no loops): say so."""
-    for link in links:
-        print(
-            f"budget-gate: warning: {link} is a link to a directory, not searched: "
-            f"check {os.path.realpath(link)} by its own path",
-            file=sys.stderr,
-        )
-
 
 POLICY_DIR = "policies"
 """Where policies are looked for (at the repository root) unless --policy-dir says otherwise."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from gate.commands.common import expand_specs, make_evaluator, make_report, print_errors
+from gate.commands.common import make_evaluator, make_report, print_errors
+from gate.commands.discovery import expand_specs
 from gate.commands.output import write_stdout
 from gate.estimate.model import Estimate, Scenario
 from gate.evaluation.report import SpecResult
