@@ -78,7 +78,7 @@ def test_katib_api_models_load_the_annotated_experiment() -> None:
 def test_optuna_sweeper_defaults_are_the_plugins_own() -> None:
     from hydra_plugins.hydra_optuna_sweeper.config import OptunaSweeperConf
 
-    from gate.formats.hydra import OPTUNA_DEFAULTS
+    from gate.formats.hydra_sweepers import OPTUNA_DEFAULTS
 
     conf = OptunaSweeperConf()
     assert {"n_trials": conf.n_trials, "n_jobs": conf.n_jobs} == OPTUNA_DEFAULTS

@@ -36,6 +36,7 @@ def test_the_fixtures_the_suite_reads_are_vendored():
     assert {p.relative_to(FIXTURES).as_posix() for p in FOLDERS} == {
         "configs",
         "configs/hydra",
+        "configs/hydra/db",
         "configs/katib",
         "configs/rules",
         "configs/skypilot",

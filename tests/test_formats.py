@@ -454,6 +454,145 @@ def test_a_launcher_budget_gate_does_not_read_that_asks_for_gpus_is_refused(tmp_
     assert "hydra.launcher.resources.gpus: the rq launcher's GPUs" in error.message
 
 
+@pytest.mark.parametrize(
+    "asks",
+    [
+        "    additional_parameters: {gres: gpu:8}\n",
+        "    additional_parameters: {gpus: 8}\n",
+        "    srun_args: [--gpus-per-task=8]\n",
+        "    setup: ['#SBATCH --gres=gpu:8']\n",
+        "    gres: gpu\n",  # Slurm's one GPU, in no form read for a count
+    ],
+)
+def test_submitit_gpus_asked_for_where_they_are_not_read_are_refused(tmp_path, asks) -> None:
+    """Read as no GPU, the x-budget-gate block's gpus_per_trial: 1 would be believed."""
+    text = SUBMITIT_CONFIG.format(timeout="").replace("    gpus_per_node: 4\n", asks)
+    text = text.replace("  max_epochs: 10\n", "  max_epochs: 10\n  gpus_per_trial: 1\n")
+    result = _hydra(tmp_path, text).result
+    assert result.outcome is Outcome.INVALID, result.findings
+    (error,) = result.errors
+    assert "GPUs" in error.message and error.location is not None
+    assert error.location.line == text.splitlines().index(asks.splitlines()[0]) + 1
+
+
+def test_submitit_memory_and_cpus_per_gpu_only_qualify_the_gpus_read(tmp_path) -> None:
+    text = SUBMITIT_CONFIG.format(timeout="").replace(
+        "    gpus_per_node: 4\n",
+        "    gpus_per_node: 4\n    cpus_per_gpu: 8\n    mem_per_gpu: 40G\n",
+    )
+    spec = _hydra(tmp_path, text).spec
+    assert spec is not None and spec.resources.gpus_per_trial == 8
+
+
+@pytest.mark.parametrize("sweeper", ["nevergrad", "ax", "my_sweeper"])
+def test_a_sweeper_budget_gate_does_not_read_is_refused_not_taken_for_a_grid(
+    tmp_path, sweeper
+) -> None:
+    """Nevergrad's optim.budget or Ax's max_trials run 1,000 jobs; the grid of lr has 2."""
+    text = SUBMITIT_CONFIG.format(timeout="").replace(
+        "defaults:\n", f"defaults:\n  - override hydra/sweeper: {sweeper}\n"
+    )
+    text = text.replace("  sweeper:\n", "  sweeper:\n    optim: {budget: 1000}\n")
+    result = _hydra(tmp_path, text).result
+    assert result.outcome is Outcome.INVALID
+    (error,) = result.errors
+    assert f"hydra/sweeper: {sweeper} is a sweeper budget-gate does not read" in error.message
+    assert error.location is not None and error.location.line == 2  # the entry that picks it
+
+
+GROUPED = """\
+defaults:
+{entries}
+  - override hydra/launcher: submitit_slurm
+trainer:
+  max_epochs: 1
+hydra:
+  sweeper:
+    params:
+      lr: 0.1,0.01
+  launcher: {{gpus_per_node: 1}}
+x-budget-gate: {{accelerator: A100-80GB, epoch_minutes: 6}}
+"""
+
+
+def _grouped(tmp_path: Path, entries: str, files: dict[str, str]):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return _hydra(tmp_path, GROUPED.format(entries=entries))
+
+
+def _composed_epochs(tmp_path: Path) -> int:
+    import warnings
+
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(str(tmp_path), version_base=None), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a defaults list without _self_
+        return int(compose("config").trainer.max_epochs)
+
+
+@pytest.mark.parametrize(
+    ("entries", "files", "where"),
+    [  # Hydra runs 1,000 epochs in each: the group's value wins, or the config has none
+        ("  - _self_\n  - trainer: long", {"trainer/long.yaml": "max_epochs: 1000\n"}, 1),
+        (
+            "  - _self_\n  - trainer: long",
+            {"trainer/long.yaml": "# @package _global_\ntrainer: {max_epochs: 1000}\n"},
+            2,
+        ),
+        (
+            "  - _self_\n  - run/long",
+            {"run/long.yaml": "# @package trainer\nmax_epochs: 1000\n"},
+            2,
+        ),
+    ],
+)
+def test_a_config_group_that_sets_the_epochs_hydra_runs_is_refused(
+    tmp_path, entries, files, where
+) -> None:
+    """The config says 1 epoch; the group it composes says 1,000, and Hydra runs those."""
+    result = _grouped(tmp_path, entries, files).result
+    assert _composed_epochs(tmp_path) == 1000
+    assert result.outcome is Outcome.INVALID
+    (error,) = result.errors
+    assert "which budget-gate does not compose with the config" in error.message
+    assert error.location is not None and error.location.line == where
+    assert error.location.file.endswith(next(iter(files)))
+
+
+def test_a_group_the_config_overrides_or_that_sets_no_epochs_is_read_as_hydra_runs_it(
+    tmp_path,
+) -> None:
+    files = {"trainer/long.yaml": "max_epochs: 1000\n", "model/small.yaml": "width: 64\n"}
+    evaluation = _grouped(tmp_path, "  - trainer: long\n  - model: small\n  - _self_", files)
+    assert _composed_epochs(tmp_path) == 1  # _self_ last: the config's own value wins
+    assert evaluation.spec is not None and evaluation.spec.workload.max_epochs == 1
+
+
+@pytest.mark.parametrize(
+    ("entries", "files", "said"),
+    [
+        ("  - trainer: long", {}, "is not beside the config"),
+        ("  - trainer: ???", {}, "chosen on the command line"),
+        (
+            "  - trainer: long",
+            {"trainer/long.yaml": "defaults:\n  - schedule: cosine\nwidth: 1\n"},
+            "picks further groups",
+        ),
+        ("  - _self_\n  - opt: fast", {"opt/fast.yaml": "# @package _global_\nhydra: {}\n"}, ""),
+    ],
+)
+def test_a_config_group_budget_gate_cannot_read_is_refused(tmp_path, entries, files, said) -> None:
+    result = _grouped(tmp_path, entries, files).result
+    if not said:  # an empty hydra: key sets nothing: nothing to refuse
+        assert result.outcome is not Outcome.INVALID, result.errors
+        return
+    assert result.outcome is Outcome.INVALID
+    (error,) = result.errors
+    assert said in error.message
+
+
 @pytest.mark.parametrize("override", ["override /hydra/sweeper", "/hydra/sweeper"])
 def test_hydra_groups_chosen_by_absolute_path_count(tmp_path, override) -> None:
     """lightning-hydra-template writes ``override /hydra/sweeper: optuna``: the same group."""

@@ -3,11 +3,12 @@
 Optuna sweeper (``override hydra/sweeper: optuna``): ``n_trials`` trials (default 20),
 ``n_jobs`` at once (default 2), its sampler (``grid`` stops at the grid's size). Basic
 sweeper: one job per combination of ``hydra.sweeper.params`` (comma lists, ``range``,
-``choice``), one at a time unless the launcher runs them in parallel. Submitit's
-``gpus_per_node`` × ``nodes`` are a trial's GPUs, and ``timeout_min`` (default 60) ends a
-trial. Facts go in an ``x-budget-gate:`` block, which Hydra keeps as any other key, or in
-a ``# x-budget-gate:`` comment block (for a config checked against a structured schema,
-which refuses unknown keys).
+``choice``), one at a time unless the launcher runs them in parallel. Any other sweeper
+(Nevergrad, Ax) is refused: its trial count is in a form of its own, and read as the basic
+sweeper's grid it would be a guess. Submitit's ``gpus_per_node`` × ``nodes`` are a trial's
+GPUs, and ``timeout_min`` (default 60) ends a trial. Facts go in an ``x-budget-gate:``
+block, which Hydra keeps as any other key, or in a ``# x-budget-gate:`` comment block (for a
+config checked against a structured schema, which refuses unknown keys).
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from typing import Any
 from gate.errors import InputError
 from gate.formats.command_lines import names_epochs
 from gate.formats.extension import COMMENT, block_facts, comment_facts
-from gate.formats.hydra_launchers import basic_sweeper, launcher
+from gate.formats.hydra_defaults import chosen as chosen_groups
+from gate.formats.hydra_defaults import refuse_unread_groups
+from gate.formats.hydra_launchers import launcher
+from gate.formats.hydra_sweepers import sweeper_trials
 from gate.formats.hydra_sweeps import range_top, sweep
 from gate.formats.model import (
     Draft,
@@ -38,17 +42,6 @@ from gate.formats.model import (
 from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import LoadedDoc
 
-OPTUNA_DEFAULTS = {"n_trials": 20, "n_jobs": 2}
-"""``OptunaSweeperConf`` (hydra_plugins/hydra_optuna_sweeper/config.py)."""
-SAMPLERS = {
-    "tpe": "bayesian",
-    "cmaes": "bayesian",
-    "gp": "bayesian",
-    "nsgaii": "bayesian",
-    "qmc": "random",
-    "random": "random",
-    "grid": "grid",
-}
 EPOCH_KEYS = (
     ("trainer", "max_epochs"),
     ("max_epochs",),
@@ -66,7 +59,8 @@ def read(doc: LoadedDoc) -> Mapped:
     def at(*path: str | int) -> Any:
         return doc.source_map.locate(tuple(path))
 
-    chosen = _chosen(data.get("defaults"))
+    refuse_unread_groups(doc)
+    chosen = chosen_groups(data.get("defaults"))
     hydra = mapping(data.get("hydra"))
     sweeper = mapping(hydra.get("sweeper"))
     draft: Draft = {}
@@ -89,10 +83,7 @@ def read(doc: LoadedDoc) -> Mapped:
             "method and parameters are read as the app's own keys, not as a W&B sweep (a "
             "sweep has no top-level hydra or defaults): keep a W&B sweep in a file of its own"
         )
-    if chosen.get("hydra/sweeper") == "optuna":
-        _optuna(draft, sweeper, chosen, counts, at)
-    else:
-        basic_sweeper(draft, chosen, at, notes)
+    sweeper_trials(draft, sweeper, chosen, counts, at, notes, data.get("defaults"))
     launcher(draft, hydra, chosen, at)
     inclusive = chosen.get("hydra/sweeper") == "optuna" and (
         chosen.get("hydra/sweeper/sampler") != "grid"
@@ -165,72 +156,6 @@ def _spell(
 
 
 _SAMPLER_OF = {"random": "random", "bayesian": "tpe", "grid": "grid"}
-
-
-def _chosen(defaults: Any) -> dict[str, str]:
-    """Config groups the defaults list picks: ``override hydra/sweeper: optuna`` → optuna."""
-    out: dict[str, str] = {}
-    for item in defaults or []:
-        if isinstance(item, dict):
-            for key, value in item.items():
-                # NOTE: /hydra/sweeper is the same group as hydra/sweeper (an absolute path)
-                out[str(key).removeprefix("override ").strip().lstrip("/")] = str(value)
-    return out
-
-
-def _optuna(
-    draft: Draft, sweeper: dict[str, Any], chosen: dict[str, str], counts: dict[str, int], at: Any
-) -> None:
-    for key, path in (
-        ("n_trials", ("search", "max_trials")),
-        ("n_jobs", ("search", "max_concurrent_trials")),
-    ):
-        if key in sweeper:
-            if not isinstance(sweeper[key], int) or isinstance(sweeper[key], bool):
-                raise InputError(
-                    f"hydra.sweeper.{key} is {sweeper[key]!r}, not a whole number",
-                    location=at("hydra", "sweeper", key),
-                    hint=f"write {key}: N",
-                )
-            draft[path] = Traced(
-                sweeper[key],
-                Source(Origin.FILE, f"hydra.sweeper.{key}", at("hydra", "sweeper", key)),
-            )
-        else:
-            default = OPTUNA_DEFAULTS[key]
-            draft[path] = Traced(
-                default,
-                Source(
-                    Origin.ENGINE,
-                    f"the Optuna sweeper's default {key} {default}",
-                    at("hydra", "sweeper"),
-                ),
-            )
-    sampler = chosen.get("hydra/sweeper/sampler", "tpe")
-    strategy = SAMPLERS.get(sampler, "bayesian")
-    where = at("defaults")
-    if strategy == "grid":
-        grid = math.prod(counts.values())
-        trials = draft[("search", "max_trials")]
-        if grid < trials.value:
-            draft[("search", "max_trials")] = Traced(
-                grid,
-                Source(
-                    Origin.ENGINE,
-                    f"the grid sampler stops after {grid} points (n_trials {trials.value})",
-                    where,
-                ),
-            )
-        strategy = "random"  # n_trials or the grid, whichever is smaller: a count, not a product
-    draft[("search", "strategy")] = Traced(
-        strategy, Source(Origin.FILE, f"sampler {sampler}", where)
-    )
-    if (n_jobs := draft.get(("search", "max_concurrent_trials"))) and n_jobs.value == -1:
-        raise InputError(
-            "hydra.sweeper.n_jobs is -1 (as many as CPUs): the wall-clock cannot be read",
-            location=at("hydra", "sweeper", "n_jobs"),
-            hint="give n_jobs: N",
-        )
 
 
 @dataclass(frozen=True, slots=True)

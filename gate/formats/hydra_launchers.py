@@ -64,6 +64,8 @@ def launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: An
     if not name.startswith("submitit"):
         _refuse_unread_gpus(name, config, ("hydra", "launcher"), at)
         return
+    unread = {k: v for k, v in config.items() if k not in _SUBMITIT_READ}
+    _refuse_unread_gpus(name, unread, ("hydra", "launcher"), at)
     nodes = _launcher_count(config, "nodes", at) or 1
     per_node, shown = _gpus_per_node(config, at)
     if per_node:
@@ -126,20 +128,35 @@ def _ray(draft: Draft, config: dict[str, Any], at: Any) -> None:
 
 
 _GPU_KEY = re.compile(r"gpu|gres", re.IGNORECASE)
+_SUBMITIT_READ = frozenset(
+    {"gpus_per_node", "gpus_per_task", "tasks_per_node", "gres", "cpus_per_gpu", "mem_per_gpu"}
+)
+"""Submitit's keys that are read (or only qualify the GPUs read: CPUs and memory per GPU);
+GPUs asked for anywhere else (``additional_parameters: {gres: gpu:8}``, ``srun_args``) are
+refused."""
 
 
-def _refuse_unread_gpus(name: str, node: Any, path: tuple[str, ...], at: Any) -> None:
-    """Refuse a launcher budget-gate does not read when it asks for GPUs.
+def _refuse_unread_gpus(name: str, node: Any, path: tuple[str | int, ...], at: Any) -> None:
+    """Refuse GPUs a launcher asks for where budget-gate does not read them.
 
-    Read as no GPU, the declared ``gpus_per_trial`` would be believed.
+    A key that names GPUs, or a string in a list that does (``srun_args: [--gpus=8]``): read
+    as no GPU, the declared ``gpus_per_trial`` would be believed.
     """
-    for key, value in node.items() if isinstance(node, dict) else ():
-        here = (*path, str(key))
-        if _GPU_KEY.search(str(key)) and value not in (None, 0, "", False):
+    if isinstance(node, dict):
+        items: list[tuple[str | int, Any]] = [(str(k), v) for k, v in node.items()]
+    else:
+        items = list(enumerate(node)) if isinstance(node, list) else []
+    for key, value in items:
+        here = (*path, key)
+        named = _GPU_KEY.search(key) if isinstance(key, str) else None
+        said = isinstance(key, int) and isinstance(value, str) and _GPU_KEY.search(value)
+        if (named and value not in (None, 0, "", False)) or said:
             raise InputError(
-                f"{'.'.join(here)}: the {name} launcher's GPUs, which budget-gate does not read",
+                f"{'.'.join(map(str, here))}: the {name} launcher's GPUs, asked for where "
+                "budget-gate does not read them",
                 location=at(*here),
-                hint="use the basic, joblib, Submitit or Ray launcher, or write the experiment "
+                hint="ask for GPUs by gpus_per_node, gpus_per_task or gres with the Submitit "
+                "launcher (or use the basic, joblib or Ray launcher), or write the experiment "
                 "as a budget-gate spec",
             )
         _refuse_unread_gpus(name, value, here, at)
@@ -162,6 +179,12 @@ def _gpus_per_node(launcher: dict[str, Any], at: Any) -> tuple[int, str]:
     gres = launcher.get("gres")
     if isinstance(gres, str) and (match := _GRES.search(gres)):
         found.append((int(match.group(1)), f"gres {gres}"))
+    elif gres not in (None, "") and _GPU_KEY.search(str(gres)):
+        raise InputError(
+            f"hydra.launcher.gres is {gres!r}: its GPUs are not in a form budget-gate reads",
+            location=at("hydra", "launcher", "gres"),
+            hint="write gres: gpu:N (or gpu:TYPE:N), or gpus_per_node: N",
+        )
     return max(found)
 
 
