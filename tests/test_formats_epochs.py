@@ -128,6 +128,8 @@ def test_a_nested_wandb_epochs_parameter_counts(tmp_path, capsys) -> None:
         ("[python, train.py, --epochs=1000]", "1000"),
         ("[python, train.py, --max-epochs, '400', '${args}']", "400"),
         ("[sh, -c, 'python train.py --epochs 700']", "700"),
+        ("[python, train.py, --nEpochs=400, '${args}']", "400"),  # a parameter named lr only
+        ("[python, train.py, --epoch_count, '300']", "300"),
         # ${args} after it hands every run the parameter's own --epochs: the last counts
         ("['${env}', python, train.py, --epochs=1000, '${args}']", "10"),
     ],
@@ -525,7 +527,11 @@ def test_a_loop_beside_an_epochs_flag_is_refused_failing_closed(tmp_path, capsys
 
 
 # Any name argparse could take as the epochs: W&B hands a parameter over as --name=value.
-EPOCH_NAMES = ["max-epochs", "nb_epochs", "n_epoch", "max_epoch", "num_epoch", "EPOCHS", "epo"]
+EPOCH_NAMES = [
+    *["max-epochs", "nb_epochs", "n_epoch", "max_epoch", "num_epoch", "EPOCHS", "epo"],
+    # camelCase (pytorch/examples' super_resolution takes --nEpochs) and a count after it
+    *["nEpochs", "maxEpochs", "numTrainEpochs", "epoch_count", "epochs_total", "epochCount"],
+]
 
 
 @pytest.mark.parametrize("name", EPOCH_NAMES)
@@ -538,7 +544,9 @@ def test_a_wandb_parameter_named_like_epochs_counts(tmp_path, capsys, name) -> N
     )
 
 
-@pytest.mark.parametrize("name", ["eps", "step", "warmup_steps", "steps_per_epoch"])
+@pytest.mark.parametrize(
+    "name", ["eps", "step", "warmup_steps", "steps_per_epoch", "stepsPerEpoch", "keep", "deepNet"]
+)
 def test_a_wandb_parameter_not_named_like_epochs_is_no_epochs(tmp_path, capsys, name) -> None:
     text = wandb("{values: [1000]}").replace("  epochs:", f"  {name}:")
     code, result = check(tmp_path, capsys, text)
@@ -554,6 +562,7 @@ def test_a_wandb_parameter_not_named_like_epochs_is_no_epochs(tmp_path, capsys, 
         "training: {num_epochs: 1000}",
         "optim: {epochs: 1000}",
         "num_train_epochs: 1000",
+        "model: {maxEpochs: 1000}",
         "total: 1000\nscheduler: {total_epochs: '${total}'}",
     ],
 )

@@ -5,7 +5,8 @@ its commands (lines, or ``;``, ``&&``, ``||``, ``&`` and pipes between them) are
 POSIX shell splits them, ``#`` no comment (a commented-out flag counts: the worst case).
 In each command an epochs flag's last value counts, as argparse keeps it, under any
 spelling argparse accepts for it: ``--epochs``, ``--max-epochs``, ``--num_train_epochs``,
-``--trainer.max_epochs``, and their unique prefixes (``--epo``, argparse's ``allow_abbrev``).
+``--trainer.max_epochs``, and their unique prefixes (``--epo``, argparse's ``allow_abbrev``),
+and any flag :func:`names_epochs` reads as the epochs (``--nEpochs``, ``--epoch_count``).
 """
 
 from __future__ import annotations
@@ -134,20 +135,25 @@ EPOCH_FLAG = re.compile(r"^--?((?:[\w.-]*[._-])?ep(?:o(?:c(?:hs?)?)?)?)(?:=(.*))
 ``--trainer.max_epochs``, or a prefix argparse would complete to one (``--epo``)."""
 
 
-_EPOCH_NAME = re.compile(r"(?:[\w.-]*[._-])?ep(?:o(?:c(?:hs?)?)?)?")
+_EPOCH_NAME = re.compile(
+    r"(?:[\w.-]*[._-])?ep(?:o(?:c(?:hs?)?)?)?"
+    r"|(?:[\w.-]*[._-])?epochs?[._-](?:count|total|num|number|n|max|limit)"
+)
 _PER_EPOCH = re.compile(r"(?:^|[._-])per[._-]ep(?:o(?:c(?:hs?)?)?)?$")
 """``steps_per_epoch``, ``samples_per_epoch``: a count in each epoch, not of them."""
+_WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+"""Where camelCase starts a word: ``nEpochs`` is ``n_epochs``."""
 
 
 def names_epochs(name: str) -> bool:
-    """Whether a config key or parameter names the epochs, as :data:`EPOCH_FLAG` reads flags.
+    """Whether a config key, parameter or flag names the epochs.
 
-    ``epochs``, ``max-epochs``, ``nb_epochs``, ``n_epoch``, ``EPOCHS``, ``num_train_epochs``
-    and a prefix argparse would complete (``epo``): a W&B parameter is handed to the program
-    as ``--name=value``, so every name its flag could be counts. Not ``eps``, ``step`` or
-    ``steps_per_epoch``.
+    ``epochs``, ``max-epochs``, ``nb_epochs``, ``n_epoch``, ``EPOCHS``, ``num_train_epochs``,
+    ``nEpochs``, ``maxEpochs``, ``epoch_count``, ``epochs_total`` and a prefix argparse would
+    complete (``epo``): a W&B parameter is handed to the program as ``--name=value``, so every
+    name its flag could be counts. Not ``eps``, ``step`` or ``steps_per_epoch``.
     """
-    lowered = name.lower()
+    lowered = _WORD_START.sub("_", name).lower()
     return _EPOCH_NAME.fullmatch(lowered) is not None and not _PER_EPOCH.search(lowered)
 
 
@@ -170,7 +176,7 @@ def epoch_flags(command: Words) -> list[Flag]:
     """Each epochs option of one command, with its last value (argparse keeps the last)."""
     last: dict[str, Flag] = {}
     for i, (word, path) in enumerate(command):
-        match = EPOCH_FLAG.match(word)
+        match = EPOCH_FLAG.match(word) or _named_flag(word)
         if match is None:
             continue
         written, value = word.split("=", 1)[0], match.group(2)
@@ -181,6 +187,15 @@ def epoch_flags(command: Words) -> list[Flag]:
             seen = last.get(name)
             last[name] = Flag(name, written, value, path, (seen.times if seen else 0) + 1, i)
     return list(last.values())
+
+
+_FLAG = re.compile(r"^--?([A-Za-z_][\w.-]*)(?:=(.*))?$", re.DOTALL)
+
+
+def _named_flag(word: str) -> re.Match[str] | None:
+    """A flag :func:`names_epochs` reads as the epochs (``--nEpochs``), as :data:`EPOCH_FLAG`."""
+    match = _FLAG.match(word)
+    return match if match is not None and names_epochs(match.group(1)) else None
 
 
 def option_name(flag: str) -> str:
