@@ -137,6 +137,30 @@ def test_waivers_suppress_until_they_expire(write_yaml, capsys):
     assert "default.yaml:6:5: warn BG901 waiver for BG104" in out
 
 
+def test_a_moment_other_than_now_is_said_in_every_format(write_yaml, capsys):
+    """A past --as-of revives an expired waiver: a pass judged then says it was judged then."""
+    write_yaml(
+        "p/default.yaml",
+        POLICY + "limits: {max_experiment_cost: 1}\nwaivers:\n"
+        "  - {rule: BG104, specs: 'big.yaml', reason: old, expires: 2025-01-01}\n",
+    )
+    spec = write_yaml("big.yaml", SPEC.replace("TEAM", "x"))
+    pdir = spec.rsplit("/", 1)[0] + "/p"
+    said = "judged as of 2024-06-01 (--as-of), not now"
+    assert main(["check", "--policy-dir", pdir, "--as-of", "2024-06-01", spec]) == 0
+    assert said in capsys.readouterr().out
+    assert (
+        main(["check", "--policy-dir", pdir, "--as-of", "2024-06-01", "--format", "json", spec])
+        == 0
+    )
+    (result,) = json.loads(capsys.readouterr().out)["results"]
+    assert any(note.startswith(said) for note in result["notes"])
+    assert main(["verify", "--policy-dir", pdir, "--as-of", "2024-06-01", spec]) == 0
+    assert said in capsys.readouterr().out
+    assert main(["check", "--policy-dir", pdir, spec]) == 1
+    assert "--as-of" not in capsys.readouterr().out
+
+
 def test_bad_policy_is_exit_3_with_its_position(write_yaml, capsys):
     write_yaml("p/default.yaml", POLICY + "limits: {max_trial_cost: -5}\n")
     spec = write_yaml("s.yaml", SPEC.replace("TEAM", "x"))

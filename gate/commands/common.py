@@ -60,6 +60,7 @@ def make_evaluator(
         policies=policies,
         catalog=load_catalog(),
         today=as_of(args)[0],
+        as_of=getattr(args, "as_of", None),
         fail_on_warn=fail_on_warn,
         ledger=ledger,
         repo_path=RepoPaths(policy_dir if not policies.builtin else POLICY_DIR),

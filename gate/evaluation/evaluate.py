@@ -92,6 +92,8 @@ class Evaluator:
     """The launch this evaluation is part of: its own launch does not use its approval up."""
     spender: Spender | None = None
     """Who would spend: the pull request's author and their GitHub teams (only in the flow)."""
+    as_of: str | None = None
+    """The moment ``--as-of`` judges at instead of now, as given: every result says it."""
     _spends: dict[LedgerQuery, Spend] = field(default_factory=dict, repr=False, compare=False)
     _docs: dict[tuple[str, bytes], LoadedDoc] = field(
         default_factory=dict, repr=False, compare=False
@@ -271,10 +273,15 @@ class Evaluator:
     def _notes(self, spec: Experiment, policy: Policy) -> tuple[str, ...]:
         """What the verdict took as given, said beside it.
 
-        A team that no policy proves (``owns.specs``); a cloud the spec names over the
-        policy's ``prices.cloud`` (or over the dearest, its default).
+        A moment other than now (``--as-of``); a team that no policy proves (``owns.specs``);
+        a cloud the spec names over the policy's ``prices.cloud`` (or over the dearest).
         """
         notes = []
+        if self.as_of is not None:
+            notes.append(
+                f"judged as of {self.as_of} (--as-of), not now: waivers, approvals and the "
+                "budget month are those of that moment"
+            )
         team = spec.metadata.team
         if team is not None and not (policy.owns is not None and policy.owns.specs):
             notes.append(
