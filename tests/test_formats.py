@@ -189,6 +189,37 @@ def test_skypilot_any_of_prices_the_dearest_candidate() -> None:
     assert evaluation.result.estimate.worst.trials == 6
 
 
+@pytest.mark.parametrize(
+    ("resources", "said"),
+    [  # the cheapest launches: H200:1 (9.49 an hour) before L4:8 (13.35), the one priced
+        ("accelerators: {H200: 1, L4: 8}", "H200 needs an approval under the team's policy"),
+        (
+            "any_of: [{accelerators: 'H200:1'}, {accelerators: 'L4:8'}]",
+            "H200 needs an approval under the team's policy",
+        ),
+        ("accelerators: {H100: 2, L4: 8}", "8 GPUs a trial, more than the 2 of the H100 priced"),
+    ],
+)
+def test_a_candidate_the_priced_one_does_not_stand_for_is_refused(
+    tmp_path, resources, said
+) -> None:
+    text = (RULES / "skypilot-any-of.yaml").read_text()
+    text = text.replace(
+        "  any_of:\n    - {accelerators: A100-80GB:8}\n    - {accelerators: H100:8}\n",
+        f"  {resources}\n",
+    )
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "default.yaml").write_text(
+        "apiVersion: budget-gate/v1\nkind: Policy\napproval: {accelerators: [H200]}\n"
+    )
+    (tmp_path / "task.yaml").write_text(text)
+    result = evaluate(tmp_path / "task.yaml", PolicySet(policies)).result
+    assert result.outcome is Outcome.INVALID
+    (error,) = result.errors
+    assert said in error.message and error.location is not None
+
+
 def test_annotated_skypilot_task_still_loads_in_skypilot() -> None:
     # sky.Task.from_yaml refuses unknown keys; X_BUDGET_GATE_ envs are envs like any other
     code = (

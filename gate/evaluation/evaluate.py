@@ -276,12 +276,8 @@ class Evaluator:
         A moment other than now (``--as-of``); a team that no policy proves (``owns.specs``);
         a cloud the spec names over the policy's ``prices.cloud`` (or over the dearest).
         """
-        notes = []
-        if self.as_of is not None:
-            notes.append(
-                f"judged as of {self.as_of} (--as-of), not now: waivers, approvals and the "
-                "budget month are those of that moment"
-            )
+        when = f"judged as of {self.as_of} (--as-of), not now: waivers, approvals and the "
+        notes = [when + "budget month are those of that moment"] if self.as_of else []
         team = spec.metadata.team
         if team is not None and not (policy.owns is not None and policy.owns.specs):
             notes.append(

@@ -65,6 +65,7 @@ def import_doc(
             calibration=calibration if policy.calibration.use else None,
             min_runs=policy.calibration.min_runs,
             price=price,
+            needs_approval=frozenset(policy.approval.accelerators),
         )
 
     return translate(doc, fmt, Context(team, launch))

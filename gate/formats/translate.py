@@ -21,6 +21,7 @@ from gate.calibrate.lookup import EPOCH_LEVELS, by_key, epoch_minutes, finest
 from gate.calibrate.model import Calibration, Key
 from gate.errors import InputError, InputErrors, Location
 from gate.formats import Format
+from gate.formats.candidates import dearest, refuse_unjudged
 from gate.formats.model import (
     Draft,
     FactMap,
@@ -72,6 +73,8 @@ class Team:
     price: Callable[[str, bool], Decimal | None] | None = None
     """Price per GPU-hour of an accelerator (on spot or not) under the team's policy, to
     find the dearest candidate."""
+    needs_approval: frozenset[str] = frozenset()
+    """The accelerators the team's policy approves each use of (``approval.accelerators``)."""
 
 
 def _no_team(team: str | None) -> Team:
@@ -124,7 +127,8 @@ def translate(doc: LoadedDoc, fmt: Format, context: Context) -> Imported:
     mapped = read(doc, fmt)
     draft = dict(mapped.draft)
     team = context.team(_team(mapped.facts, context.launch))
-    _dearest(draft, mapped, team.price)
+    dearest(draft, mapped, team.price)
+    refuse_unjudged(draft, mapped, team.needs_approval)
     _merge_facts(draft, mapped.facts, doc.file, mapped.spell)
     _fill(draft, context.launch)
     _fill(draft, _policy_facts(team.defaults, team.policy))
@@ -146,37 +150,6 @@ def _team(facts: FactMap, launch: FactMap) -> str | None:
     """
     found = facts.get("team") or launch.get("team")
     return str(found.value) if found is not None else None
-
-
-def _dearest(
-    draft: Draft, mapped: Mapped, price: Callable[[str, bool], Decimal | None] | None
-) -> None:
-    """Of several candidate accelerators, the one whose trial costs most per hour."""
-    if len(mapped.candidates) < 2 or price is None:
-        return
-
-    def hourly(candidate: tuple[str, int, bool, Location | None]) -> Decimal:
-        found = price(candidate[0], candidate[2])
-        if found is None:  # NOTE: dropped, a dearer candidate would go unpriced
-            raise InputError(
-                f"the task's candidate {candidate[0]}:{candidate[1]} has no price, so the "
-                "dearest of its candidates is not known",
-                location=candidate[3],
-                hint="name each accelerator as the price catalog does (budget-gate prices "
-                "lists them), or add it to the policy's prices.overrides",
-            )
-        return found * candidate[1]
-
-    name, gpus, spot, where = max(mapped.candidates, key=hourly)
-    detail = f"the dearest of the task's {len(mapped.candidates)} candidates"
-    draft[("resources", "accelerator")] = Traced(name, Source(Origin.FILE, detail, where))
-    draft[("resources", "gpus_per_trial")] = Traced(
-        gpus, Source(Origin.FILE, f"{gpus} GPUs per trial on {name}", where)
-    )
-    if spot:
-        draft[("resources", "capacity")] = Traced("spot", Source(Origin.FILE, "use_spot", where))
-    else:
-        draft.pop(("resources", "capacity"), None)
 
 
 def _merge_facts(draft: Draft, facts: FactMap, file: str, spell: Spell) -> None:
