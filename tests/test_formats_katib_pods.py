@@ -260,3 +260,57 @@ def test_an_mxjob_trial_is_read_as_a_kubeflow_job(tmp_path, capsys):
     code, result = check_text(tmp_path, capsys, text)
     assert code != INVALID, result["errors"]
     assert gpus_of(result) == 2
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        "            resourceClaims: [{name: gpus, resourceClaimTemplateName: eight-h100}]\n",
+        "            initContainers:\n              - {name: w, resources: {claims: [name: g]}}\n",
+    ],
+)
+def test_gpus_claimed_through_dynamic_resource_allocation_are_refused(
+    tmp_path, capsys, claims
+) -> None:
+    """The claim template holding the devices is not in the file: read as no claim, the
+    annotations' GPUs would be believed."""
+    code, result = check(tmp_path, capsys, init=claims)
+    assert code == INVALID
+    (error,) = result["errors"]
+    assert "claimed through Dynamic Resource Allocation" in error["message"]
+
+
+AFFINITY = """\
+            affinity:
+              nodeAffinity:
+                requiredDuringSchedulingIgnoredDuringExecution:
+                  nodeSelectorTerms:
+                    - matchExpressions:
+                        - key: cloud.google.com/gke-accelerator
+                          operator: In
+                          values: [{models}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("pinned", "refused"),
+    [
+        ("            nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}\n", True),
+        ("            nodeSelector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}\n", False),
+        (AFFINITY.format(models="nvidia-a100-80gb"), False),
+        (AFFINITY.format(models="nvidia-tesla-a100"), True),  # GKE's A100 of 40 GB
+        (AFFINITY.format(models="nvidia-a100-80gb, nvidia-h100-80gb"), True),
+        ("            nodeSelector: {kubernetes.io/os: linux}\n", False),
+    ],
+)
+def test_a_gpu_model_the_pods_are_pinned_to_must_be_the_one_priced(
+    tmp_path, capsys, pinned, refused
+) -> None:
+    """The annotation says A100-80GB; pods that land on H200s would be priced as A100s."""
+    code, result = check(tmp_path, capsys, init=pinned)
+    if not refused:
+        assert code != INVALID, result["errors"]
+        return
+    assert code == INVALID
+    (error,) = result["errors"]
+    assert "but the accelerator priced is A100-80GB" in error["message"]

@@ -17,6 +17,7 @@ from typing import Any
 from gate.errors import InputError
 from gate.formats.extension import annotation_facts
 from gate.formats.katib_epochs import Epochs, epochs_in, fewer_epochs
+from gate.formats.katib_nodes import gpu_labels, refuse_claims, refuse_other_models
 from gate.formats.katib_pods import GPU, containers, pod_gpus, trial_pods
 from gate.formats.model import (
     Draft,
@@ -66,9 +67,10 @@ def read(doc: LoadedDoc) -> Mapped:
     _search(draft, spec, doc, notes)
     notes.extend(_early_stopping(spec))
     _objective(draft, spec, at)
-    epochs = _trial(draft, spec, doc)
+    epochs, labels = _trial(draft, spec, doc)
     annotations = metadata.get("annotations")
     facts = annotation_facts(annotations, doc.file, doc.source_map, ("metadata", "annotations"))
+    refuse_other_models(labels, facts, doc.source_map.locate)
     names = [p.get("name") if isinstance(p, dict) else None for p in spec.get("parameters") or []]
     return Mapped(
         draft,
@@ -264,15 +266,20 @@ def _objective(draft: Draft, spec: dict[str, Any], at: Any) -> None:
     )
 
 
-def _trial(draft: Draft, spec: dict[str, Any], doc: LoadedDoc) -> list[Epochs]:
-    """GPUs per trial (its pods' GPUs × pods at once) and epochs from the commands."""
+def _trial(
+    draft: Draft, spec: dict[str, Any], doc: LoadedDoc
+) -> tuple[list[Epochs], list[tuple[str, str, DataPath]]]:
+    """GPUs per trial (its pods' GPUs × pods at once), epochs, the GPU models pods pick."""
     base: DataPath = ("spec", "trialTemplate", "trialSpec")
     template = mapping(spec.get("trialTemplate"))
     trial = mapping(template.get("trialSpec"))
     locate = doc.source_map.locate
     gpus, gpu_at = 0, None
     epochs: list[Epochs] = []
+    labels = []
     for pod in trial_pods(trial, base, locate):
+        refuse_claims(pod.spec, pod.path, locate)
+        labels.extend(gpu_labels(pod.spec, pod.path))
         held, where = pod_gpus(pod.spec, pod.path, locate)
         gpus += pod.replicas * held
         gpu_at = gpu_at or where
@@ -288,4 +295,4 @@ def _trial(draft: Draft, spec: dict[str, Any], doc: LoadedDoc) -> list[Epochs]:
         draft[("workload", "max_epochs")] = Traced(
             best.top, Source(Origin.FILE, best.detail, best.location)
         )
-    return epochs
+    return epochs, labels

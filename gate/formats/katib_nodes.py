@@ -1,0 +1,86 @@
+"""What a trial's pods say of their GPUs beyond their limits: claims and node selectors.
+
+A pod may claim its GPUs through Dynamic Resource Allocation (``resourceClaims``, a
+container's ``resources.claims``): the devices are in a claim template outside the file, so
+the claim is refused rather than read as no GPU. A pod may pick its GPU model by a node
+label (``nvidia.com/gpu.product: NVIDIA-H200``, GKE's ``gke-accelerator``): the accelerator
+priced (``budget-gate/accelerator``) must then be that model, or the file is refused — the
+annotation would price an A100 for pods that run on H200s.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gate.errors import InputError, Location
+from gate.formats.model import FactMap, mapping
+from gate.spec.loader import DataPath
+
+Locate = Any
+_GPU_LABEL = re.compile(r"gpu\.product|gke-accelerator|instance-gpu-name|(?:^|/)accelerator$")
+"""Node labels that name a GPU model (NVIDIA's feature discovery, GKE, Karpenter, custom)."""
+_TOKENS = re.compile(r"[A-Za-z0-9]+")
+
+
+def refuse_claims(pod: dict[str, Any], path: DataPath, locate: Locate) -> None:
+    """Refuse devices a pod claims through Dynamic Resource Allocation: not in the file."""
+    claimed = [((*path, "resourceClaims"), pod.get("resourceClaims"))]
+    for key in ("initContainers", "containers"):
+        listed = pod.get(key)
+        for j, container in enumerate(listed if isinstance(listed, list) else []):
+            resources = mapping(mapping(container).get("resources"))
+            claimed.append(((*path, key, j, "resources", "claims"), resources.get("claims")))
+    for where, claims in claimed:
+        if claims:
+            raise InputError(
+                f"{'.'.join(map(str, where[-2:]))}: devices claimed through Dynamic Resource "
+                "Allocation, whose count is in a claim template outside the file",
+                location=locate(where),
+                hint="ask for GPUs as resources.limits (nvidia.com/gpu: N), or write the "
+                "experiment as a budget-gate spec",
+            )
+
+
+def gpu_labels(pod: dict[str, Any], path: DataPath) -> list[tuple[str, str, DataPath]]:
+    """The GPU models a pod's node selector and required node affinity pick: label, value."""
+    found = []
+    for label, value in mapping(pod.get("nodeSelector")).items():
+        if _GPU_LABEL.search(str(label)):
+            found.append((str(label), str(value), (*path, "nodeSelector", label)))
+    affinity = mapping(mapping(pod.get("affinity")).get("nodeAffinity"))
+    required = mapping(affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    terms = required.get("nodeSelectorTerms")
+    for i, term in enumerate(terms if isinstance(terms, list) else []):
+        expressions = mapping(term).get("matchExpressions")
+        for j, rule in enumerate(expressions if isinstance(expressions, list) else []):
+            rule = mapping(rule)
+            if rule.get("operator") == "In" and _GPU_LABEL.search(str(rule.get("key"))):
+                where: DataPath = (*path, "affinity", "nodeAffinity", "nodeSelectorTerms", i, j)
+                key = str(rule.get("key"))
+                found.extend((key, str(value), where) for value in rule.get("values") or [])
+    return found
+
+
+def refuse_other_models(
+    labels: list[tuple[str, str, DataPath]], facts: FactMap, locate: Locate
+) -> None:
+    """Refuse a GPU model the pods are pinned to that is not the accelerator priced."""
+    declared = facts.get("accelerator")
+    for label, value, where in labels:
+        named = str(declared.value) if declared is not None else None
+        if named is not None and _tokens(named) <= _tokens(value):
+            continue
+        at: Location | None = declared.source.location if declared is not None else None
+        raise InputError(
+            f"the pods run on {label}: {value}, but the accelerator priced is "
+            + (f"{named} ({declared.source.detail})" if declared else "not named in the file"),
+            location=locate(where) or at,
+            hint=f"annotate budget-gate/accelerator with the model {value} names (as the price "
+            "catalog spells it), or write the experiment as a budget-gate spec",
+        )
+
+
+def _tokens(name: str) -> set[str]:
+    """A GPU name's parts, in capitals: NVIDIA-A100-SXM4-80GB → {NVIDIA, A100, SXM4, 80GB}."""
+    return {part.upper() for part in _TOKENS.findall(name)}
