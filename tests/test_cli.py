@@ -243,6 +243,22 @@ def test_a_directory_s_specs_come_in_path_order(tmp_path, monkeypatch, capsys):
         assert files == names, named
 
 
+def test_links_that_loop_in_a_searched_directory_are_bad_input_not_a_crash(
+    tmp_path, monkeypatch, capsys
+):
+    spec = (ROOT / "examples" / "cifar-sweep.yaml").read_text()
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / "a.yaml").write_text(spec)
+    for a, b in (("l1", "l2"), ("l2", "l1"), ("l3.yaml", "l4.yaml"), ("l4.yaml", "l3.yaml")):
+        (tmp_path / "e" / a).symlink_to(b)
+    monkeypatch.chdir(tmp_path)
+    for named in ("e", "e/**"):
+        assert main(["check", "--format", "json", named]) == 3
+        results = json.loads(capsys.readouterr().out)["results"]
+        assert [r["file"] for r in results] == ["e/a.yaml", "e/l3.yaml", "e/l4.yaml"]
+        assert [r["outcome"] for r in results][1:] == ["invalid", "invalid"]
+
+
 def test_a_directory_that_cannot_be_read_is_bad_input(tmp_path, monkeypatch, capsys):
     """Its specs would go unjudged: exit 3 and the directory named, whichever way named."""
     spec = (ROOT / "examples" / "cifar-sweep.yaml").read_text()

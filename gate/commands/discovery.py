@@ -60,8 +60,16 @@ def _spec_files(prefix: str, directory: str, found: list[str], links: list[str])
             found.append(path)
         if entry.is_dir(follow_symlinks=False):
             stack.append(iter(_listing(path, entry.path)))
-        elif entry.is_symlink() and entry.is_dir():
+        elif entry.is_symlink() and _leads_to_directory(entry):
             links.append(path)
+
+
+def _leads_to_directory(link: os.DirEntry[str]) -> bool:
+    """Whether a link reaches a directory; a loop or a target out of reach does not."""
+    try:
+        return link.is_dir()
+    except OSError:  # NOTE: ELOOP, EACCES: as pathlib took them, no directory to search
+        return False
 
 
 def _listing(prefix: str, directory: str) -> list[tuple[str, os.DirEntry[str]]]:
