@@ -161,6 +161,42 @@ def test_a_moment_other_than_now_is_said_in_every_format(write_yaml, capsys):
     assert "--as-of" not in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("kind", ["broken link", "link loop", "directory", "fifo"])
+def test_a_team_policy_that_cannot_be_read_is_bad_input_not_the_default(write_yaml, capsys, kind):
+    """Left out, nlp.yaml's limits would give way to the default policy's, in silence."""
+    write_yaml("p/default.yaml", POLICY)
+    spec = write_yaml("s.yaml", SPEC.replace("TEAM", "nlp"))
+    pdir = spec.rsplit("/", 1)[0] + "/p"
+    team = f"{pdir}/nlp.yaml"
+    if kind == "broken link":
+        os.symlink("../missing/nlp.yaml", team)
+    elif kind == "link loop":
+        os.symlink("nlp.yaml", team)
+    elif kind == "directory":
+        os.mkdir(team)
+    else:
+        os.mkfifo(team)
+    assert main(["check", "--policy-dir", pdir, spec]) == 3
+    err = capsys.readouterr().err
+    assert "nlp.yaml" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", ["nlp.json", "nlp.yaml ", "nlp.yaml.yaml", "NLP.yaml", "nlp.yml"])
+def test_a_team_policy_named_as_none_is_read_is_refused_not_skipped(write_yaml, capsys, name):
+    write_yaml("p/default.yaml", POLICY)
+    write_yaml(f"p/{name}", POLICY + "limits: {max_gpus_per_trial: 0}\n")
+    spec = write_yaml("s.yaml", SPEC.replace("TEAM", "nlp"))
+    pdir = spec.rsplit("/", 1)[0] + "/p"
+    assert main(["check", "--policy-dir", pdir, spec]) == 3
+    assert "not read — a policy file is named <team>.yaml" in capsys.readouterr().err
+
+
+def test_the_calibration_beside_the_policies_is_no_misnamed_policy(write_yaml, capsys):
+    pdir = write_yaml("p/default.yaml", POLICY).rsplit("/", 1)[0]
+    write_yaml("p/calibration.json", "{}")
+    assert main(["policy", "check", pdir]) == 0, capsys.readouterr().err
+
+
 def test_bad_policy_is_exit_3_with_its_position(write_yaml, capsys):
     write_yaml("p/default.yaml", POLICY + "limits: {max_trial_cost: -5}\n")
     spec = write_yaml("s.yaml", SPEC.replace("TEAM", "x"))

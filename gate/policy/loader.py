@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from gate.errors import InputError, InputErrors, Location
 from gate.estimate.prices import load_catalog
 from gate.ledger.tracking import COST_CENTER_LABEL
+from gate.policy.files import misnamed_error, policy_like, read_as_policy, team_of
 from gate.policy.merge import deep_merge, refuse_lifted
 from gate.policy.model import BUILTIN_NAME, NO_BASE, Ownership, Policy
 from gate.policy.names import check_accelerator_names
@@ -117,8 +118,8 @@ class PolicySet:
         if self._exists(f"{team}.yaml"):
             return self.load(team)
         for file in self._misnamed():
-            if file.lower().rsplit(".", 1)[0] == team:
-                raise _misnamed_error(self.policy_dir / file)
+            if team_of(file) == team:
+                raise misnamed_error(self.policy_dir / file)
         return self.load(DEFAULT)
 
     def load(self, name: str) -> LoadedPolicy:
@@ -134,21 +135,23 @@ class PolicySet:
         return self._names
 
     def _list(self) -> list[str]:
-        return sorted(f.removesuffix(".yaml") for f in self._files_here() if f.endswith(".yaml"))
+        return sorted(f.removesuffix(".yaml") for f in self._files_here() if read_as_policy(f))
 
     def _files_here(self) -> list[str]:
         if self._files is not None:
             return [f for f in self._files if "/" not in f]
         self._require_dir()
-        return [p.name for p in self.policy_dir.iterdir() if p.is_file()]
+        # NOTE: an entry named as a policy counts whatever it is (a broken link, a directory,
+        # a FIFO): left out, the team it names would be judged by the default in silence
+        return [p.name for p in self.policy_dir.iterdir() if p.is_file() or policy_like(p.name)]
 
     def _misnamed(self) -> list[str]:
-        """Files that look like policies but are never read: ``nlp.yml``, ``NLP.yaml``."""
+        """Files that look like policies but are never read (:mod:`gate.policy.files`)."""
         if self._misnamed_files is None:
             self._misnamed_files = sorted(
                 f
                 for f in self._files_here()
-                if f.lower().endswith((".yaml", ".yml")) and not _lower_yaml(f)
+                if policy_like(f) and not read_as_policy(f) and f != CALIBRATION_FILE
             )
         return self._misnamed_files
 
@@ -187,7 +190,7 @@ class PolicySet:
                 loaded.append(found)
             else:
                 errors.extend(found)
-        errors.extend(_misnamed_error(self.policy_dir / f) for f in self._misnamed())
+        errors.extend(misnamed_error(self.policy_dir / f) for f in self._misnamed())
         if errors:
             raise InputErrors(list({str(e): e for e in errors}.values()))
         return loaded
@@ -203,7 +206,8 @@ class PolicySet:
     def _exists(self, file_name: str) -> bool:
         if self._files is not None:
             return file_name in self._files
-        return (self.policy_dir / file_name).is_file()
+        path = self.policy_dir / file_name
+        return path.is_file() or path.is_symlink() or path.exists()  # NOTE: read, and refused
 
     def _require_dir(self) -> None:
         if self._files is None and not self.policy_dir.is_dir():
@@ -273,21 +277,6 @@ class PolicySet:
                 hint="policies start with kind: Policy",
             )
         return doc
-
-
-def _lower_yaml(file: str) -> bool:
-    """Whether ``file`` is named as a policy is read: lower case, ending ``.yaml``."""
-    return file.endswith(".yaml") and file == file.lower()
-
-
-def _misnamed_error(path: Path) -> InputError:
-    """A policy file that is never read: only ``<name>.yaml`` is, in lower-case ``.yaml``."""
-    stem = path.name.rsplit(".", 1)[0]
-    return InputError(
-        f"{path}: not read — a policy file is named <team>.yaml, so team {stem.lower()}'s "
-        "specs would be judged by the default policy",
-        hint=f"rename it to {stem.lower()}.yaml",
-    )
 
 
 def _nearby_dir(missing: Path) -> str | None:
