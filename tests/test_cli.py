@@ -325,6 +325,36 @@ def test_a_directory_that_cannot_be_read_is_bad_input(tmp_path, monkeypatch, cap
         locked.chmod(0o755)
 
 
+def test_a_report_file_is_written_through_a_link_and_into_a_fifo(tmp_path, monkeypatch):
+    """The link stays a link, a FIFO (or /dev/stdout) stays what it is: written, not replaced."""
+    import threading
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "real.json").write_text("")
+    (tmp_path / "link.json").symlink_to("real.json")
+    assert main(["check", "--format", "json=link.json", PASSING]) == 0
+    assert (tmp_path / "link.json").is_symlink()
+    assert json.loads((tmp_path / "real.json").read_text())["results"][0]["outcome"] == "pass"
+    os.mkfifo(tmp_path / "pipe")
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append((tmp_path / "pipe").read_text()))
+    reader.start()
+    assert main(["check", "--format", "json=pipe", PASSING]) == 0
+    reader.join(10)
+    assert json.loads(got[0])["results"][0]["outcome"] == "pass"
+    assert not (tmp_path / "pipe").is_file()  # still the FIFO
+
+
+def test_a_report_file_that_is_a_spec_judged_is_refused(tmp_path, capsys):
+    spec = tmp_path / "spec.yaml"
+    text = (ROOT / "examples" / "cifar-sweep.yaml").read_text()
+    spec.write_text(text)
+    for target in (str(spec), str(tmp_path / "." / "spec.yaml")):
+        assert main(["check", "--format", f"json={target}", str(spec)]) == 3
+        assert "which this run judges" in capsys.readouterr().err
+    assert spec.read_text() == text
+
+
 def test_every_format_says_the_built_in_policy_judged(tmp_path, monkeypatch, capsys):
     """Outside a repository with policies/, SARIF and annotations say so, as text does."""
     monkeypatch.chdir(tmp_path)

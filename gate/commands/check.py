@@ -18,7 +18,13 @@ from gate.commands.common import (
     render_context,
 )
 from gate.commands.discovery import expand_specs
-from gate.commands.output import FormatTarget, append_step_summary, emit, plan_targets
+from gate.commands.output import (
+    FormatTarget,
+    append_step_summary,
+    emit,
+    plan_targets,
+    refuse_overwriting,
+)
 from gate.commands.workers import evaluate_all, workers_for
 from gate.errors import GateError, InputError
 from gate.evaluation.evaluate import Evaluator
@@ -75,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         workers = 1 if alone else workers_for(len(paths), args.jobs)
         results, rendered = _evaluate_all(evaluator, paths, workers, targets)
         diffs = []
+    refuse_overwriting(targets, [result.file for result in results])
     if not results and not diffs and not args.allow_empty:
         raise InputError(
             f"no specs found in {' '.join(args.specs)} (directories are searched for *.yaml, "

@@ -103,8 +103,19 @@ def drop_stdout() -> None:
 
 
 def write_atomically(path: str, text: str) -> None:
-    """Replace ``path`` with ``text`` in one rename; on failure the old file is untouched."""
-    dest = Path(path)
+    """Replace ``path`` with ``text`` in one rename; on failure the old file is untouched.
+
+    A link is written through (the file it names is replaced, the link stays); what is no
+    regular file (``/dev/stdout``, a FIFO, a device) is written to, never replaced.
+    """
+    dest = Path(os.path.realpath(path))
+    if dest.exists() and not dest.is_file():
+        try:
+            with open(dest, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise _write_error(path, exc) from None
+        return
     try:
         import tempfile  # NOTE: only to write a file: stdout needs none of it
 
@@ -122,6 +133,20 @@ def write_atomically(path: str, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def refuse_overwriting(targets: Sequence[FormatTarget], inputs: Sequence[str]) -> None:
+    """Refuse a report file that is one of the files judged: the report would replace it."""
+    for target in targets:
+        if target.path is None or not os.path.exists(target.path):
+            continue
+        for given in inputs:
+            if os.path.exists(given) and os.path.samefile(target.path, given):
+                raise InputError(
+                    f"--format {target.name}={target.path} would write over {given}, which "
+                    "this run judges",
+                    hint="write the report to a file of its own",
+                )
 
 
 def append_step_summary(report: Report, env: Mapping[str, str]) -> None:
