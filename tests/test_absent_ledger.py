@@ -81,3 +81,18 @@ def test_a_launch_that_cannot_be_signed_makes_no_store(team, keys, tmp_path, mon
     assert code == 3
     assert "no signing key is set" in err
     assert not store.exists()  # else the next read finds an empty ledger there, unwarned
+
+
+@pytest.mark.parametrize("content", [b"garbage\n", b"SQLite format 3\x00" + b"\xff" * 200])
+def test_a_ledger_file_that_is_no_store_is_a_failed_backend_not_an_empty_month(
+    team, tmp_path, content
+):
+    """Read as empty, a monthly budget would pass on it; MLflow's client crashed (exit 70)."""
+    store = tmp_path / "ledger.db"
+    store.write_bytes(content)
+    for command in ("check", "verify"):
+        code, out, err = team.cli(command, team.spec(20), uri=f"sqlite:///{store}")
+        assert code == 4, (out, err)
+        assert f"{store}: the MLflow store cannot be read" in err + out
+        assert "internal error" not in err + out
+    assert store.read_bytes() == content

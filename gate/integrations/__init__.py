@@ -19,9 +19,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gate.errors import MissingExtra
+from gate.errors import BackendError, MissingExtra
 
 if TYPE_CHECKING:
     from gate.ledger.records import LedgerStore
@@ -56,7 +57,7 @@ def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
     from gate.integrations.mlflow.sql_source import open_sql, store_path
 
     stored = store_path(tracking_uri)
-    if stored is not None and not stored.exists():
+    if stored is not None and not _exists(stored):
         import importlib.util
 
         from gate.integrations.mlflow.absent_ledger import AbsentLedger
@@ -72,6 +73,17 @@ def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
         from gate.integrations.mlflow.client import MlflowLedger
 
         return MlflowLedger(tracking_uri, trust)
+
+
+def _exists(path: Path) -> bool:
+    """Whether a store's file is there; one out of reach (permissions) is a failed backend."""
+    try:
+        return path.exists()
+    except OSError as exc:
+        raise BackendError(
+            f"{path}: the MLflow store cannot be reached ({exc.strerror}): check the path and "
+            "its permissions"
+        ) from None
 
 
 @contextlib.contextmanager

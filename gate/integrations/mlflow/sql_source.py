@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gate.errors import BackendError
 from gate.integrations.mlflow.run_sources import Criteria, Points, RawRun
 from gate.ledger import tracking
 
@@ -63,17 +64,24 @@ def open_sql(tracking_uri: str) -> SqlSource | None:
     empty store there, as it always did), or tables this reader does not know.
     """
     path = store_path(tracking_uri)
-    if path is None or not path.is_file():
-        return None
-    source = SqlSource(f"{path.resolve().as_uri()}?mode=ro")
     try:
+        if path is None or not path.is_file():
+            return None
+        source = SqlSource(f"{path.resolve().as_uri()}?mode=ro")
         known = {
             table: {row[1] for row in source.db.execute(f"PRAGMA table_info({table})")}
             for table in NEEDED
         }
         source.by_run = _indexed_by_run(source.db)
-    except sqlite3.DatabaseError:
-        return None
+    except (OSError, sqlite3.DatabaseError) as exc:
+        if "locked" in str(exc):
+            return None  # NOTE: a writer holds it: MLflow's client waits its turn
+        # NOTE: a file that is no SQLite database, or one out of reach, is no store at all:
+        # MLflow's client would fail on it too (exit 70), and an empty read would pass a budget
+        raise BackendError(
+            f"{path}: the MLflow store cannot be read ({exc}): point --tracking-uri at the "
+            "tracking server's store, or at a path where none is yet"
+        ) from None
     if any(not columns <= known[table] for table, columns in NEEDED.items()):
         return None
     if _workspaces(source.db, known["experiments"]):
