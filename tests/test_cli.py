@@ -191,6 +191,35 @@ def test_a_team_policy_named_as_none_is_read_is_refused_not_skipped(write_yaml, 
     assert "not read — a policy file is named <team>.yaml" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "policy",
+    [
+        "owns: {specs: ['experiments/nlp/\\']}\n",
+        "waivers: [{rule: BG101, specs: 'a\\', reason: old one, expires: 2099-12-31}]\n",
+        "owns: {specs: ['!']}\n",
+    ],
+)
+def test_a_policy_glob_gitignore_refuses_is_refused_at_its_line(write_yaml, capsys, policy):
+    """pathspec raised on a trailing lone backslash at match time: exit 70, after policy check
+    had passed the policy."""
+    write_yaml("p/default.yaml", POLICY)
+    write_yaml("p/nlp.yaml", POLICY + policy)
+    spec = write_yaml("s.yaml", SPEC.replace("TEAM", "nlp"))
+    pdir = spec.rsplit("/", 1)[0] + "/p"
+    for argv in (["policy", "check", pdir], ["check", "--policy-dir", pdir, spec]):
+        assert main(argv) == 3
+        err = capsys.readouterr().err
+        assert "nlp.yaml:4:" in err and "is not a usable glob" in err, err
+
+
+def test_a_quoted_glob_gitignore_refuses_is_bad_input(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / "a.yaml").write_text((ROOT / "examples" / "cifar-sweep.yaml").read_text())
+    assert main(["check", "e/*\\"]) == 3
+    assert "not a usable glob" in capsys.readouterr().err
+
+
 def test_the_calibration_beside_the_policies_is_no_misnamed_policy(write_yaml, capsys):
     pdir = write_yaml("p/default.yaml", POLICY).rsplit("/", 1)[0]
     write_yaml("p/calibration.json", "{}")

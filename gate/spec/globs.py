@@ -27,6 +27,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from gate.errors import InputError
+
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
 
@@ -136,4 +138,9 @@ def _compiled(patterns: tuple[str, ...]) -> GitIgnoreSpec:
     # NOTE: imported here: pathspec costs ~30 ms to import, and most checks match no glob.
     from pathspec import GitIgnoreSpec
 
-    return GitIgnoreSpec.from_lines(patterns)
+    try:
+        return GitIgnoreSpec.from_lines(patterns)
+    except ValueError as exc:  # a trailing lone backslash, a bare "!"
+        raise InputError(
+            f"not a usable glob: {exc}", hint="end a pattern with a character, not a backslash"
+        ) from None
