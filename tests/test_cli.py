@@ -212,6 +212,19 @@ def test_a_policy_glob_gitignore_refuses_is_refused_at_its_line(write_yaml, caps
         assert "nlp.yaml:4:" in err and "is not a usable glob" in err, err
 
 
+def test_a_spec_named_in_no_utf_8_under_a_quoted_glob_is_bad_input(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "e").mkdir()
+    spec = (ROOT / "examples" / "cifar-sweep.yaml").read_bytes()
+    (tmp_path / "e" / "ok.yaml").write_bytes(spec)
+    with open(os.path.join(os.fsencode(tmp_path / "e"), b"bad\xff.yaml"), "wb") as handle:
+        handle.write(spec)
+    for named in ("e/*.yaml", "e/o*", "e"):
+        assert main(["check", named]) == 3, named
+        err = capsys.readouterr().err
+        assert "the file name is not UTF-8" in err and "internal error" not in err
+
+
 def test_a_quoted_glob_gitignore_refuses_is_bad_input(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "e").mkdir()

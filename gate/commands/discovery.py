@@ -128,7 +128,10 @@ def _glob(pattern: str) -> list[str]:
         for name in files:
             path = os.path.join(directory, name)
             shown = path if absolute else os.path.relpath(path)
-            if globs.is_spec_file(name) and globs.matches([pattern], shown):
+            if not globs.is_spec_file(name):
+                continue
+            _refuse_unnamable(shown)  # NOTE: before matching: the glob engine takes UTF-8 only
+            if globs.matches([pattern], shown):
                 found.append(shown)
     _say_links([os.path.relpath(p) if not absolute else p for p in links if os.path.islink(p)])
     return sorted(found)
