@@ -118,6 +118,16 @@ GENERATED = [
         "larger than the 1024 KiB limit",
     ),
     Case("zero-bytes", _generated("zero.yaml", b""), 1, 1, "file is empty"),
+    Case(
+        "log-range-through-zero",  # no sampler draws log-uniform from -1 (found by a helper)
+        _generated(
+            "log-range.yaml",
+            (_SPEC + "search:\n  parameters:\n    lr: {low: -1, high: 0.01, log: true}\n").encode(),
+        ),
+        13,
+        9,
+        "a log range needs low above 0",
+    ),
     # a quoted amount in the JSON Schema's digits only: Decimal reads these, no other tool
     *(
         Case(

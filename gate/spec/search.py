@@ -46,6 +46,8 @@ class Parameter(Model):
             raise ValueError("both values and a range — keep values: [...] or low/high")
         if has_range and (self.low is None or self.high is None or self.low > self.high):
             raise ValueError("the range is empty or open — give low and high with low <= high")
+        if self.log and self.low is not None and self.low <= 0:
+            raise ValueError("a log range needs low above 0 — raise low, or drop log: true")
 
     @property
     def is_continuous(self) -> bool:
