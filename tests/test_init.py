@@ -160,6 +160,30 @@ def test_init_refuses_to_overwrite_and_writes_nothing(tmp_path, capsys):
     assert (tmp_path / ".pre-commit-config.yaml").read_text() == "repos: []\n"
 
 
+def test_init_takes_a_broken_link_for_a_file_it_will_not_overwrite(tmp_path, capsys):
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "default.yaml").symlink_to("nowhere.yaml")
+    assert main(["init", "--dir", str(tmp_path)]) == 3
+    assert "default.yaml already exists; init never overwrites" in capsys.readouterr().err
+    assert not (tmp_path / "policies" / "nowhere.yaml").exists()
+
+
+def test_init_where_a_path_is_out_of_reach_is_bad_input(tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (tmp_path / "policies").symlink_to(locked)
+    locked.chmod(0)
+    try:
+        code = main(["init", "--dir", str(tmp_path)])
+    finally:
+        locked.chmod(0o755)
+    err = capsys.readouterr().err
+    if os.geteuid() == 0:  # NOTE: root reaches it: init writes through the link
+        assert code == 0, err
+        return
+    assert code == 3 and "cannot be reached (Permission denied)" in err
+
+
 def test_init_with_an_empty_dir_writes_nothing(tmp_path, capsys, monkeypatch):
     """``--dir ''`` (an unset variable in a script) is refused, not read as the current one."""
     monkeypatch.chdir(tmp_path)

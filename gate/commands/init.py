@@ -136,6 +136,17 @@ def _ignore_ledger(root: Path) -> str:
     return f"{'added' if current is not None else 'wrote'} {IGNORED[1:]} to {path}"
 
 
+def _taken(path: Path) -> bool:
+    """Whether something is at ``path`` (a broken link too); one out of reach is bad input."""
+    try:
+        return path.is_symlink() or path.exists()
+    except OSError as exc:
+        raise InputError(
+            f"{path}: cannot be reached ({exc.strerror})",
+            hint="run init where every path it writes can be created",
+        ) from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Write the starting files under ``args.dir``, or none of them if any exists."""
     if not args.dir.strip():
@@ -145,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     files = planned_files(kueue, bool(getattr(args, "report_workflow", False)))
     if "policies/default.yaml" in files:
         files.update(signing_files(root))
-    existing = sorted(path for path in files if (root / path).exists())
+    existing = sorted(path for path in files if _taken(root / path))
     if existing:
         raise InputError(
             f"{', '.join(str(root / path) for path in existing)} already "
