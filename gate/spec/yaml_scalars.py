@@ -72,7 +72,8 @@ def scalar_value(
         raise InputError(
             f"{where + ': ' if where else ''}{node.value} is not a finite number",
             location=_at(file, node),
-            hint="use a real number; NaN and infinity are not allowed",
+            hint="use a real number (NaN and infinity are not allowed), or quote it "
+            f'("{node.value}") where a string is meant',
         )
     return value
 
