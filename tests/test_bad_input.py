@@ -118,6 +118,18 @@ GENERATED = [
         "larger than the 1024 KiB limit",
     ),
     Case("zero-bytes", _generated("zero.yaml", b""), 1, 1, "file is empty"),
+    *(
+        Case(
+            f"hidden-line-break-{name}",  # libyaml complained of the line after, unseen
+            _generated(
+                f"break-{name}.yaml", _SPEC.replace("bad-input", f"bad{char}input").encode()
+            ),
+            4,
+            12,
+            f"{name} (",
+        )
+        for name, char in (("U+2028", "\u2028"), ("U+0085", "\x85"))
+    ),
     Case(
         "log-range-through-zero",  # no sampler draws log-uniform from -1 (found by a helper)
         _generated(

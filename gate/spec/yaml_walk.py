@@ -63,8 +63,25 @@ def read_yaml(
     return data, walker.values, walker.keys, tuple(walker.ambiguous)
 
 
+_HIDDEN_BREAKS = {"\x85": "U+0085 (NEXT LINE)", "\u2028": "U+2028 (LINE SEPARATOR)",
+                  "\u2029": "U+2029 (PARAGRAPH SEPARATOR)"}  # fmt: skip
+"""Characters YAML breaks a line at that editors show as none: libyaml's marks count them."""
+
+
 def _yaml_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> InputError:
-    """Say what libyaml said, at the place where the broken construct starts."""
+    """Say what libyaml said, at the place where the broken construct starts.
+
+    A line break no editor shows (U+2028) is named where it stands instead: libyaml's
+    complaint about the line it made is about a line the user cannot see.
+    """
+    hidden = min((i for c in _HIDDEN_BREAKS if (i := text.find(c)) >= 0), default=-1)
+    if hidden >= 0:
+        return InputError(
+            f"invalid YAML: {_HIDDEN_BREAKS[text[hidden]]} breaks the line here for YAML, "
+            "though editors show no break",
+            location=_offset_location(text, hidden, file),
+            hint="remove it, or write it escaped in a double-quoted string",
+        )
     context = exc.context or ""
     # NOTE: for an unclosed quote or bracket the problem mark is the end of the file; the
     # context mark ("while scanning a quoted scalar") is where the user must look.
