@@ -491,7 +491,8 @@ def test_a_launcher_budget_gate_does_not_read_that_asks_for_gpus_is_refused(tmp_
         "    additional_parameters: {gres: gpu:8}\n",
         "    additional_parameters: {gpus: 8}\n",
         "    srun_args: [--gpus-per-task=8]\n",
-        "    setup: ['#SBATCH --gres=gpu:8']\n",
+        "    srun_args: [-G, '8']\n",
+        "    additional_parameters: {tres-per-task: gres/gpu:8}\n",
         "    gres: gpu\n",  # Slurm's one GPU, in no form read for a count
     ],
 )
@@ -507,9 +508,14 @@ def test_submitit_gpus_asked_for_where_they_are_not_read_are_refused(tmp_path, a
 
 
 def test_submitit_memory_and_cpus_per_gpu_only_qualify_the_gpus_read(tmp_path) -> None:
+    qualifiers = (
+        "    cpus_per_gpu: 8\n    mem_per_gpu: 40G\n"
+        "    additional_parameters: {gpu-bind: closest, gpu-freq: high}\n"
+        "    srun_args: [--gpu-bind=none]\n"
+        "    setup: [source /opt/envs/gpu-py311/bin/activate, nvidia-smi --query-gpu=name]\n"
+    )
     text = SUBMITIT_CONFIG.format(timeout="").replace(
-        "    gpus_per_node: 4\n",
-        "    gpus_per_node: 4\n    cpus_per_gpu: 8\n    mem_per_gpu: 40G\n",
+        "    gpus_per_node: 4\n", "    gpus_per_node: 4\n" + qualifiers
     )
     spec = _hydra(tmp_path, text).spec
     assert spec is not None and spec.resources.gpus_per_trial == 8
@@ -577,6 +583,19 @@ def _composed_epochs(tmp_path: Path) -> int:
             {"run/long.yaml": "# @package trainer\nmax_epochs: 1000\n"},
             2,
         ),
+        (  # the entry's package wins over the file's header
+            "  - _self_\n  - run@trainer: long",
+            {"run/long.yaml": "# @package elsewhere\nmax_epochs: 1000\n"},
+            2,
+        ),
+        (  # a group the group composes, in its own directory
+            "  - _self_\n  - trainer: default",
+            {
+                "trainer/default.yaml": "defaults:\n  - long\n  - _self_\n",
+                "trainer/long.yaml": "max_epochs: 1000\n",
+            },
+            1,
+        ),
     ],
 )
 def test_a_config_group_that_sets_the_epochs_hydra_runs_is_refused(
@@ -589,14 +608,27 @@ def test_a_config_group_that_sets_the_epochs_hydra_runs_is_refused(
     (error,) = result.errors
     assert "which budget-gate does not compose with the config" in error.message
     assert error.location is not None and error.location.line == where
-    assert error.location.file.endswith(next(iter(files)))
+    assert error.location.file.endswith(list(files)[-1])
 
 
 def test_a_group_the_config_overrides_or_that_sets_no_epochs_is_read_as_hydra_runs_it(
     tmp_path,
 ) -> None:
-    files = {"trainer/long.yaml": "max_epochs: 1000\n", "model/small.yaml": "width: 64\n"}
-    evaluation = _grouped(tmp_path, "  - trainer: long\n  - model: small\n  - _self_", files)
+    """lightning-hydra-template's layout: callbacks compose callbacks, hydra/ its run dirs, a
+    callback checks every epoch; an empty group sets nothing."""
+    files = {
+        "trainer/long.yaml": "max_epochs: 1000\n",
+        "model/small.yaml": "width: 64\n",
+        "callbacks/default.yaml": "defaults:\n  - checkpoint\n  - _self_\n",
+        "callbacks/checkpoint.yaml": "checkpoint: {every_n_epochs: 1, monitor: val/acc}\n",
+        "hydra/default.yaml": "run: {dir: logs}\njob: {chdir: true}\n",
+        "local/default.yaml": "# machine-specific settings go here\n",
+    }
+    entries = (
+        "  - trainer: long\n  - model: small\n  - callbacks: default\n  - hydra: default\n"
+        "  - optional local: default\n  - _self_"
+    )
+    evaluation = _grouped(tmp_path, entries, files)
     assert _composed_epochs(tmp_path) == 1  # _self_ last: the config's own value wins
     assert evaluation.spec is not None and evaluation.spec.workload.max_epochs == 1
 
@@ -609,7 +641,12 @@ def test_a_group_the_config_overrides_or_that_sets_no_epochs_is_read_as_hydra_ru
         (
             "  - trainer: long",
             {"trainer/long.yaml": "defaults:\n  - schedule: cosine\nwidth: 1\n"},
-            "picks further groups",
+            "is not beside the config",  # trainer/schedule/cosine.yaml
+        ),
+        (  # the config's own hydra group, as lightning-hydra-template has one
+            "  - hydra: custom\n  - _self_",
+            {"hydra/custom.yaml": "launcher: {nodes: 16}\n"},
+            "sets hydra.launcher.nodes",
         ),
         ("  - _self_\n  - opt: fast", {"opt/fast.yaml": "# @package _global_\nhydra: {}\n"}, ""),
     ],

@@ -1,24 +1,28 @@
 """A Hydra config's defaults list: the groups it picks, and what those groups would set.
 
 ``override hydra/sweeper: optuna`` picks the sweeper the mapping reads. Any other group
-(``trainer: long``) is a file beside the config that Hydra composes into it; budget-gate
-does not compose, so a group that sets what the mapping reads — the epochs, a ``hydra:``
-key, the ``x-budget-gate`` facts — is refused where the composed value could differ from
-the one read: when the group comes after ``_self_`` (it wins), or sets a key the config does
-not (nothing would be read). A group file that is not beside the config, picks further
-groups, or is chosen on the command line (``???``) cannot be read, and is refused too.
+(``trainer: long``, ``- hydra: default``, ``callbacks: default`` and the configs it
+composes in turn) is a file beside the config that Hydra composes into it; budget-gate does
+not compose, so a group that sets what the mapping reads — the sweeper, the launcher, the
+``x-budget-gate`` facts, or more epochs than the config itself names — is refused where the
+composed value could differ from the one read: when the group comes after ``_self_`` (it
+wins), or sets a key the config does not. A group's package is the one its entry names
+(``group@pkg``), else its ``# @package`` header's, else its path. A group file that is not
+beside the config (other than a plugin's ``hydra/`` config), or is chosen on the command
+line (``???``), is refused too; an empty one sets nothing.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gate.errors import InputError, Location
 from gate.formats.command_lines import names_epochs
 from gate.spec.facts import EXTENSION_KEY
-from gate.spec.loader import DataPath, LoadedDoc, load_file
+from gate.spec.loader import DataPath, LoadedDoc, SourceMap, load_file
 
 SELF = "_self_"
 _PACKAGE = re.compile(r"#\s*@package\s+(\S+)")
@@ -51,25 +55,38 @@ def refuse_unread_groups(doc: LoadedDoc) -> None:
     defaults = doc.data.get("defaults") or []
     if not isinstance(defaults, list):
         return  # NOTE: the mapping reads no group of a defaults list that is none
-    order = [item for item in defaults if item == SELF]
-    self_at = defaults.index(SELF) if order else len(defaults)
+    self_at = defaults.index(SELF) if SELF in defaults else len(defaults)
+    base = Path(doc.file).parent
+    context = _Context(doc, base, _swept(doc.data), _most_epochs(doc.data))
     for index, item in enumerate(defaults):
         where = doc.source_map.locate(("defaults", index))
-        swept = _swept(doc.data)
-        for group, file, package, optional in _entries(item, Path(doc.file).parent, where, swept):
-            if not file.is_file():
-                if optional:
-                    continue
-                raise InputError(
-                    f"{group} in the defaults list: {file} is not beside the config, so what "
-                    "it sets is not read",
-                    location=where,
-                    hint=_HINT,
-                )
-            _refuse_read_keys(doc, load_file(file), group, package, after_self=index > self_at)
+        for entry in _entries(item, where, context.swept, base, base, ()):
+            _check(context, entry, after_self=index > self_at, depth=0)
 
 
-_Entry = tuple[str, Path, DataPath, bool]
+@dataclass(frozen=True, slots=True)
+class _Context:
+    doc: LoadedDoc
+    base: Path
+    swept: dict[str, Any]
+    most_epochs: float
+    """The most epochs the config itself names (the mapping reads the largest)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One config a defaults entry composes, and where its values land."""
+
+    label: str
+    file: Path
+    package: DataPath | None
+    """The package the entry names (``group@pkg``), which wins over the file's header."""
+    home: DataPath
+    """The package by default: the group's path under the including config's."""
+    optional: bool
+    plugin: bool
+    """A hydra/ group: when no file is beside the config, a plugin's (the sweeper's)."""
+    where: Location | None
 
 
 def _swept(data: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +97,7 @@ def _swept(data: dict[str, Any]) -> dict[str, Any]:
     return params if isinstance(params, dict) else {}
 
 
-def _options(group: str, value: Any, base: Path, swept: dict[str, Any]) -> list[Any]:
+def _options(group: str, value: Any, directory: Path, swept: dict[str, Any]) -> list[Any]:
     """The options an entry may pick: its own, or the sweep's for a group left ``???``.
 
     A sweep's comma list names them; any other sweep of the group (``glob(*)``) may pick
@@ -91,21 +108,31 @@ def _options(group: str, value: Any, base: Path, swept: dict[str, Any]) -> list[
     text = str(swept[group])
     if re.fullmatch(r"[\w.-]+(?:,[\w.-]+)*", text):
         return text.split(",")
-    return sorted(p.stem for p in (base / group).glob("*.yaml")) or ["???"]
+    return sorted(p.stem for p in directory.glob("*.yaml")) or ["???"]
 
 
-def _entries(item: Any, base: Path, where: Location | None, swept: dict[str, Any]) -> list[_Entry]:
-    """Each group file an entry composes: its group, path, package and whether optional."""
+def _entries(
+    item: Any,
+    where: Location | None,
+    swept: dict[str, Any],
+    base: Path,
+    here: Path,
+    parent: DataPath,
+) -> list[_Entry]:
+    """Each config an entry composes (``here``: the including config's directory)."""
     if item == SELF:
         return []
     if isinstance(item, str):  # a config by its path: db/mysql, at the package db
-        return [(item, base / f"{item}.yaml", tuple(item.split("/")[:-1]), False)]
+        root, name = (base, item.lstrip("/")) if item.startswith("/") else (here, item)
+        home = (*parent, *name.split("/")[:-1])
+        return [_Entry(item, root / f"{name}.yaml", None, home, False, False, where)]
     found = []
     for key, value in item.items() if isinstance(item, dict) else ():
         group, optional, package = _group(str(key))
-        if group == "hydra" or group.startswith("hydra/"):
-            continue  # the sweeper and launcher the mapping reads, Hydra's own settings
-        for option in _options(group, value, base, swept):
+        root = base if str(key).split()[-1].startswith("/") else here
+        home = (*parent, *group.split("/")) if root is here else tuple(group.split("/"))
+        plugin = home[:1] == ("hydra",) and len(home) > 1  # hydra/launcher, hydra/hydra_logging
+        for option in _options(group, value, root / group, swept):
             if option is None:
                 continue
             if not isinstance(option, str) or option == "???" or "${" in option:
@@ -115,8 +142,8 @@ def _entries(item: Any, base: Path, where: Location | None, swept: dict[str, Any
                     location=where,
                     hint=_HINT,
                 )
-            home = package if package is not None else tuple(group.split("/"))
-            found.append((f"{key}: {option}", base / group / f"{option}.yaml", home, optional))
+            file = root / group / f"{option}.yaml"
+            found.append(_Entry(f"{key}: {option}", file, package, home, optional, plugin, where))
     return found
 
 
@@ -132,51 +159,102 @@ def _group(key: str) -> tuple[str, bool, DataPath | None]:
     return group, optional, () if package == "_global_" else tuple(package.split("."))
 
 
-def _refuse_read_keys(
-    doc: LoadedDoc, group_doc: LoadedDoc, entry: str, package: DataPath, after_self: bool
-) -> None:
-    """Refuse a key the group sets that the mapping reads, unless the config's own wins."""
-    header = _PACKAGE.match(group_doc.text.lstrip())
-    if header is not None:
-        named = header.group(1)
-        package = (
-            ()
-            if named == "_global_"
-            else package
-            if named == "_group_"
-            else tuple(named.split("."))
-        )
-    if "defaults" in group_doc.data and any(i != SELF for i in group_doc.data["defaults"] or []):
+_MAX_NESTING = 8
+
+
+def _check(context: _Context, entry: _Entry, after_self: bool, depth: int) -> None:
+    """Refuse what the entry's config (and the configs it composes) sets unseen."""
+    if not entry.file.is_file():
+        if entry.optional or entry.plugin:
+            return  # NOTE: a plugin's config (the Optuna sweeper's) is the mapping's to read
         raise InputError(
-            f"{entry} in the defaults list picks further groups, which budget-gate does not "
-            "compose",
-            location=group_doc.source_map.locate(("defaults",), key=True),
+            f"{entry.label} in the defaults list: {entry.file} is not beside the config, so "
+            "what it sets is not read",
+            location=entry.where,
             hint=_HINT,
         )
-    for path in _leaves(group_doc.data):
+    group_doc = _load(entry.file)
+    package = entry.package if entry.package is not None else _header(group_doc, entry.home)
+    nested = group_doc.data.get("defaults") or []
+    for index, item in enumerate(nested if isinstance(nested, list) else []):
+        where = group_doc.source_map.locate(("defaults", index))
+        for inner in _entries(item, where, {}, context.base, entry.file.parent, package):
+            if depth >= _MAX_NESTING:
+                raise InputError(
+                    f"{entry.label} in the defaults list composes groups over {_MAX_NESTING} deep",
+                    location=where,
+                    hint=_HINT,
+                )
+            _check(context, inner, after_self, depth + 1)
+    for path, value in _leaves(group_doc.data):
         whole = (*package, *path)
-        if not _read(whole) or (not after_self and _has(doc.data, whole)):
+        if path[:1] == ("defaults",) or not _read(whole):
+            continue
+        if _counts_no_more(whole, value, context.most_epochs):
+            continue
+        if not after_self and _has(context.doc.data, whole):
             continue
         raise InputError(
-            f"{entry} in the defaults list sets {'.'.join(map(str, whole))}, which budget-gate "
-            "does not compose with the config: the value it reads may not be the one Hydra runs",
+            f"{entry.label} in the defaults list sets {'.'.join(map(str, whole))}, which "
+            "budget-gate does not compose with the config: the value it reads may not be the "
+            "one Hydra runs",
             location=group_doc.source_map.locate(path, key=True),
             hint=_HINT,
         )
 
 
-def _leaves(data: Any, path: DataPath = ()) -> list[DataPath]:
-    """The paths of a mapping's values that are not mappings (an empty one sets nothing)."""
+def _load(file: Path) -> LoadedDoc:
+    """A group's config; an empty one (comments at most, which Hydra takes) sets nothing."""
+    text = file.read_text(encoding="utf-8", errors="replace")
+    if all(not line.strip() or line.lstrip().startswith("#") for line in text.splitlines()):
+        return LoadedDoc(str(file), {}, SourceMap(), text)
+    return load_file(file)
+
+
+def _header(group_doc: LoadedDoc, home: DataPath) -> DataPath:
+    """The package a ``# @package`` header names, else the group's own."""
+    header = _PACKAGE.match(group_doc.text.lstrip())
+    if header is None or header.group(1) == "_group_":
+        return home
+    named = header.group(1)
+    return () if named == "_global_" else tuple(named.split("."))
+
+
+def _leaves(data: Any, path: DataPath = ()) -> list[tuple[DataPath, Any]]:
+    """The values of a mapping that are not mappings (an empty one sets nothing)."""
     if not isinstance(data, dict):
-        return [path] if path else []
+        return [(path, data)] if path else []
     return [leaf for key, value in data.items() for leaf in _leaves(value, (*path, str(key)))]
 
 
 def _read(path: DataPath) -> bool:
-    """Whether the mapping reads a value at ``path``: the epochs, Hydra's, the facts."""
-    if path and path[0] in ("hydra", EXTENSION_KEY):
+    """Whether the mapping reads ``path``: the sweeper, the launcher, the facts, epochs."""
+    if path[:2] in (("hydra", "sweeper"), ("hydra", "launcher")) or path[:1] == (EXTENSION_KEY,):
         return True
     return any(names_epochs(str(part)) for part in path)
+
+
+def _counts_no_more(path: DataPath, value: Any, most: float) -> bool:
+    """An epochs-named number no larger than the config's own: the largest is the one read."""
+    if path[:1] in (("hydra",), (EXTENSION_KEY,)):
+        return False
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return bool(number and value <= most)
+
+
+def _most_epochs(data: dict[str, Any]) -> float:
+    """The most epochs the config names itself (any epochs-named number, the facts' too)."""
+    return max(
+        [0.0]
+        + [
+            float(value)
+            for path, value in _leaves(data)
+            if path[:1] != ("hydra",)
+            and any(names_epochs(str(part)) for part in path)
+            and isinstance(value, int | float)
+            and not isinstance(value, bool)
+        ]
+    )
 
 
 def _has(data: Any, path: DataPath) -> bool:

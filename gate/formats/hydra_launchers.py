@@ -64,8 +64,7 @@ def launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: An
     if not name.startswith("submitit"):
         _refuse_unread_gpus(name, config, ("hydra", "launcher"), at)
         return
-    unread = {k: v for k, v in config.items() if k not in _SUBMITIT_READ}
-    _refuse_unread_gpus(name, unread, ("hydra", "launcher"), at)
+    _refuse_submitit_allocations(name, config, at)
     nodes = _launcher_count(config, "nodes", at) or 1
     per_node, shown = _gpus_per_node(config, at)
     if per_node:
@@ -128,38 +127,61 @@ def _ray(draft: Draft, config: dict[str, Any], at: Any) -> None:
 
 
 _GPU_KEY = re.compile(r"gpu|gres", re.IGNORECASE)
-_SUBMITIT_READ = frozenset(
-    {"gpus_per_node", "gpus_per_task", "tasks_per_node", "gres", "cpus_per_gpu", "mem_per_gpu"}
-)
-"""Submitit's keys that are read (or only qualify the GPUs read: CPUs and memory per GPU);
-GPUs asked for anywhere else (``additional_parameters: {gres: gpu:8}``, ``srun_args``) are
-refused."""
 
 
-def _refuse_unread_gpus(name: str, node: Any, path: tuple[str | int, ...], at: Any) -> None:
-    """Refuse GPUs a launcher asks for where budget-gate does not read them.
+def _refuse_unread_gpus(name: str, node: Any, path: tuple[str, ...], at: Any) -> None:
+    """Refuse a launcher budget-gate does not read when it asks for GPUs.
 
-    A key that names GPUs, or a string in a list that does (``srun_args: [--gpus=8]``): read
-    as no GPU, the declared ``gpus_per_trial`` would be believed.
+    Read as no GPU, the declared ``gpus_per_trial`` would be believed.
     """
-    if isinstance(node, dict):
-        items: list[tuple[str | int, Any]] = [(str(k), v) for k, v in node.items()]
-    else:
-        items = list(enumerate(node)) if isinstance(node, list) else []
-    for key, value in items:
-        here = (*path, key)
-        named = _GPU_KEY.search(key) if isinstance(key, str) else None
-        said = isinstance(key, int) and isinstance(value, str) and _GPU_KEY.search(value)
-        if (named and value not in (None, 0, "", False)) or said:
+    for key, value in node.items() if isinstance(node, dict) else ():
+        here = (*path, str(key))
+        if _GPU_KEY.search(str(key)) and value not in (None, 0, "", False):
             raise InputError(
-                f"{'.'.join(map(str, here))}: the {name} launcher's GPUs, asked for where "
-                "budget-gate does not read them",
+                f"{'.'.join(here)}: the {name} launcher's GPUs, which budget-gate does not read",
                 location=at(*here),
-                hint="ask for GPUs by gpus_per_node, gpus_per_task or gres with the Submitit "
-                "launcher (or use the basic, joblib or Ray launcher), or write the experiment "
+                hint="use the basic, joblib, Submitit or Ray launcher, or write the experiment "
                 "as a budget-gate spec",
             )
         _refuse_unread_gpus(name, value, here, at)
+
+
+_ALLOCATES = re.compile(
+    r"^-{0,2}(?:gpus(?:[-_]per[-_]\w+)?|gres|tres[-_]per[-_]\w+|g)(?:=.*)?$",
+    re.IGNORECASE | re.DOTALL,
+)
+"""Slurm options that allocate GPUs: ``gpus``, ``gpus-per-task``, ``gres``, ``tres-per-task``,
+``-G``; not ``gpu-bind``, ``gpu-freq``, ``mem-per-gpu`` or ``cpus-per-gpu``, which qualify."""
+
+
+def _refuse_submitit_allocations(name: str, config: dict[str, Any], at: Any) -> None:
+    """Refuse GPUs Submitit allocates where they are not read.
+
+    Its ``additional_parameters`` (``gres: gpu:8``, ``tres-per-task: gres/gpu:8``) and
+    ``srun_args`` (``--gpus=8``): read as no GPU, the declared ``gpus_per_trial`` would be believed.
+    """
+    extra = config.get("additional_parameters")
+    found: list[tuple[tuple[str, str | int], Any]] = [
+        (("additional_parameters", str(key)), value)
+        for key, value in (extra.items() if isinstance(extra, dict) else ())
+        if _ALLOCATES.match(str(key)) and value not in (None, 0, "", False)
+    ]
+    args = config.get("srun_args")
+    found += [
+        (("srun_args", i), arg)
+        for i, arg in enumerate(args if isinstance(args, list) else [])
+        if isinstance(arg, str) and arg.startswith("-") and _ALLOCATES.match(arg)
+    ]
+    if found:
+        where, value = found[0]
+        shown = ".".join(map(str, ("hydra", "launcher", *where)))
+        raise InputError(
+            f"{shown}: {value} allocates the {name} launcher's GPUs where budget-gate does not "
+            "read them",
+            location=at("hydra", "launcher", *where),
+            hint="ask for GPUs by gpus_per_node, gpus_per_task or gres (gpu:N), or write the "
+            "experiment as a budget-gate spec",
+        )
 
 
 _GRES = re.compile(r"(?:^|,)gpu(?::[\w.-]+)?:(\d+)")
