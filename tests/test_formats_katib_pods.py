@@ -314,3 +314,36 @@ def test_a_gpu_model_the_pods_are_pinned_to_must_be_the_one_priced(
     assert code == INVALID
     (error,) = result["errors"]
     assert "but the accelerator priced is A100-80GB" in error["message"]
+
+
+def test_a_pinned_gpu_model_is_checked_against_the_accelerator_from_the_policy(
+    tmp_path, capsys
+) -> None:
+    """No annotation: the policy's defaults name the accelerator, and it is the one pinned."""
+    pinned = "            nodeSelector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}\n"
+    text = KATIB.format(gpus="1", job="", init=pinned, goal="").replace(
+        "budget-gate/accelerator: A100-80GB, ", ""
+    )
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    path = tmp_path / "experiment.yaml"
+    path.write_text(text)
+    for accelerator, refused in (("A100-80GB", False), ("H100", True)):
+        (policies / "default.yaml").write_text(
+            f"apiVersion: budget-gate/v1\nkind: Policy\ndefaults: {{accelerator: {accelerator}}}\n"
+        )
+        code = main(["check", str(path), "--policy-dir", str(policies), "--format", "json"])
+        (result,) = json.loads(capsys.readouterr().out)["results"]
+        assert (code == INVALID) is refused, result["errors"]
+
+
+def test_pods_pinned_to_a_machine_type_are_said_not_refused(tmp_path, capsys) -> None:
+    """p5.48xlarge names no GPU model: the annotation's is priced, and the pin is said."""
+    pinned = "            nodeSelector: {node.kubernetes.io/instance-type: p5.48xlarge}\n"
+    code, result = check(tmp_path, capsys, init=pinned)
+    assert code != INVALID, result["errors"]
+    notes = result["imported"]["notes"]
+    assert [n for n in notes if "instance-type: p5.48xlarge" in n] == [
+        "the pods are pinned to node.kubernetes.io/instance-type: p5.48xlarge, whose GPU model "
+        "budget-gate does not read: the accelerator priced must be that machine's"
+    ]

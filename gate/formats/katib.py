@@ -17,7 +17,7 @@ from typing import Any
 from gate.errors import InputError
 from gate.formats.extension import annotation_facts
 from gate.formats.katib_epochs import Epochs, epochs_in, fewer_epochs
-from gate.formats.katib_nodes import gpu_labels, refuse_claims, refuse_other_models
+from gate.formats.katib_nodes import INSTANCE_LABEL, gpu_labels, refuse_claims
 from gate.formats.katib_pods import GPU, containers, pod_gpus, trial_pods
 from gate.formats.model import (
     Draft,
@@ -68,9 +68,16 @@ def read(doc: LoadedDoc) -> Mapped:
     notes.extend(_early_stopping(spec))
     _objective(draft, spec, at)
     epochs, labels = _trial(draft, spec, doc)
+    notes.extend(
+        dict.fromkeys(
+            f"the pods are pinned to {label}: {model}, whose GPU model budget-gate does not "
+            "read: the accelerator priced must be that machine's"
+            for label, model, _ in labels
+            if INSTANCE_LABEL.search(label)
+        )
+    )
     annotations = metadata.get("annotations")
     facts = annotation_facts(annotations, doc.file, doc.source_map, ("metadata", "annotations"))
-    refuse_other_models(labels, facts, doc.source_map.locate)
     names = [p.get("name") if isinstance(p, dict) else None for p in spec.get("parameters") or []]
     return Mapped(
         draft,
@@ -82,6 +89,11 @@ def read(doc: LoadedDoc) -> Mapped:
             fewer_epochs(epochs, value)
             if path == ("workload", "max_epochs")
             else _spell(path, value, names)
+        ),
+        pinned=tuple(
+            (label, model, doc.source_map.locate(at))
+            for label, model, at in labels
+            if not INSTANCE_LABEL.search(label)
         ),
     )
 

@@ -14,12 +14,14 @@ import re
 from typing import Any
 
 from gate.errors import InputError, Location
-from gate.formats.model import FactMap, mapping
+from gate.formats.model import Draft, mapping
 from gate.spec.loader import DataPath
 
 Locate = Any
 _GPU_LABEL = re.compile(r"gpu\.product|gke-accelerator|instance-gpu-name|(?:^|/)accelerator$")
 """Node labels that name a GPU model (NVIDIA's feature discovery, GKE, Karpenter, custom)."""
+INSTANCE_LABEL = re.compile(r"instance-type$|instance-family$")
+"""Node labels that name a machine type (``p5.48xlarge``): its GPU model is not in the name."""
 _TOKENS = re.compile(r"[A-Za-z0-9]+")
 
 
@@ -46,7 +48,7 @@ def gpu_labels(pod: dict[str, Any], path: DataPath) -> list[tuple[str, str, Data
     """The GPU models a pod's node selector and required node affinity pick: label, value."""
     found = []
     for label, value in mapping(pod.get("nodeSelector")).items():
-        if _GPU_LABEL.search(str(label)):
+        if _picks_hardware(str(label)):
             found.append((str(label), str(value), (*path, "nodeSelector", label)))
     affinity = mapping(mapping(pod.get("affinity")).get("nodeAffinity"))
     required = mapping(affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
@@ -55,30 +57,35 @@ def gpu_labels(pod: dict[str, Any], path: DataPath) -> list[tuple[str, str, Data
         expressions = mapping(term).get("matchExpressions")
         for j, rule in enumerate(expressions if isinstance(expressions, list) else []):
             rule = mapping(rule)
-            if rule.get("operator") == "In" and _GPU_LABEL.search(str(rule.get("key"))):
+            key = str(rule.get("key"))
+            if rule.get("operator") == "In" and _picks_hardware(key):
                 where: DataPath = (*path, "affinity", "nodeAffinity", "nodeSelectorTerms", i, j)
-                key = str(rule.get("key"))
                 found.extend((key, str(value), where) for value in rule.get("values") or [])
     return found
 
 
-def refuse_other_models(
-    labels: list[tuple[str, str, DataPath]], facts: FactMap, locate: Locate
-) -> None:
-    """Refuse a GPU model the pods are pinned to that is not the accelerator priced."""
-    declared = facts.get("accelerator")
-    for label, value, where in labels:
-        named = str(declared.value) if declared is not None else None
-        if named is not None and _tokens(named) <= _tokens(value):
+def refuse_other_models(draft: Draft, pinned: tuple[tuple[str, str, Location | None], ...]) -> None:
+    """Refuse a GPU model the pods are pinned to that is not the accelerator priced.
+
+    Checked once the accelerator is known, from the file, its launcher or the policy.
+    """
+    traced = draft.get(("resources", "accelerator"))
+    named = str(traced.value) if traced is not None else None
+    for label, model, where in pinned:
+        if named is not None and _tokens(named) <= _tokens(model):
             continue
-        at: Location | None = declared.source.location if declared is not None else None
+        said = f"{named} ({traced.source.detail})" if traced is not None else "not named"
         raise InputError(
-            f"the pods run on {label}: {value}, but the accelerator priced is "
-            + (f"{named} ({declared.source.detail})" if declared else "not named in the file"),
-            location=locate(where) or at,
-            hint=f"annotate budget-gate/accelerator with the model {value} names (as the price "
-            "catalog spells it), or write the experiment as a budget-gate spec",
+            f"the pods run on {label}: {model}, but the accelerator priced is {said}",
+            location=where,
+            hint=f"annotate budget-gate/accelerator with the model {model} is, as the price "
+            "catalog names it (budget-gate prices lists them), or write the experiment as a "
+            "budget-gate spec",
         )
+
+
+def _picks_hardware(label: str) -> bool:
+    return bool(_GPU_LABEL.search(label) or INSTANCE_LABEL.search(label))
 
 
 def _tokens(name: str) -> set[str]:

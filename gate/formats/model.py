@@ -88,6 +88,9 @@ class Mapped:
     candidates: tuple[tuple[str, int, bool, Location | None], ...] = ()
     """Accelerators the engine may pick from (name, GPUs per trial, spot, where): the
     dearest is priced."""
+    pinned: tuple[tuple[str, str, Location | None], ...] = ()
+    """GPU models node labels pin the pods to (label, model, where): the accelerator priced,
+    however it is given, must be that model (:mod:`gate.formats.katib_nodes`)."""
 
 
 @dataclass(frozen=True, slots=True)

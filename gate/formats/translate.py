@@ -22,6 +22,7 @@ from gate.calibrate.model import Calibration, Key
 from gate.errors import InputError, InputErrors, Location
 from gate.formats import Format
 from gate.formats.candidates import dearest, refuse_unjudged
+from gate.formats.katib_nodes import refuse_other_models
 from gate.formats.model import (
     Draft,
     FactMap,
@@ -132,6 +133,7 @@ def translate(doc: LoadedDoc, fmt: Format, context: Context) -> Imported:
     _merge_facts(draft, mapped.facts, doc.file, mapped.spell)
     _fill(draft, context.launch)
     _fill(draft, _policy_facts(team.defaults, team.policy))
+    refuse_other_models(draft, mapped.pinned)
     _fill_calibration(draft, team)
     _fill_name(draft, doc.file)
     _require(draft, mapped, doc, team.policy)
