@@ -131,6 +131,16 @@ GENERATED = [
         for name, char in (("U+2028", "\u2028"), ("U+0085", "\x85"))
     ),
     Case(
+        "hidden-line-break-in-quotes-beside-an-open-bracket",  # the bracket is what is wrong
+        _generated(
+            "break-quoted.yaml",
+            (_SPEC.replace("bad-input", '"bad\u2028input"') + "search: [1, 2\n").encode(),
+        ),
+        11,
+        9,
+        "close the bracket or brace that starts here",
+    ),
+    Case(
         "log-range-through-zero",  # no sampler draws log-uniform from -1 (found by a helper)
         _generated(
             "log-range.yaml",

@@ -197,6 +197,7 @@ def test_a_team_policy_named_as_none_is_read_is_refused_not_skipped(write_yaml, 
         "owns: {specs: ['experiments/nlp/\\']}\n",
         "waivers: [{rule: BG101, specs: 'a\\', reason: old one, expires: 2099-12-31}]\n",
         "owns: {specs: ['!']}\n",
+        "owns: {specs: [exp/**, '! ']}\n",
     ],
 )
 def test_a_policy_glob_gitignore_refuses_is_refused_at_its_line(write_yaml, capsys, policy):
@@ -234,8 +235,10 @@ def test_a_quoted_glob_gitignore_refuses_is_bad_input(tmp_path, monkeypatch, cap
 
 
 def test_the_calibration_beside_the_policies_is_no_misnamed_policy(write_yaml, capsys):
+    """Nor an editor's lock link (Emacs writes .#default.yaml, a link to nowhere)."""
     pdir = write_yaml("p/default.yaml", POLICY).rsplit("/", 1)[0]
     write_yaml("p/calibration.json", "{}")
+    os.symlink("alice@host.1234:1700000000", f"{pdir}/.#default.yaml")
     assert main(["policy", "check", pdir]) == 0, capsys.readouterr().err
 
 

@@ -143,7 +143,11 @@ class PolicySet:
         self._require_dir()
         # NOTE: an entry named as a policy counts whatever it is (a broken link, a directory,
         # a FIFO): left out, the team it names would be judged by the default in silence
-        return [p.name for p in self.policy_dir.iterdir() if p.is_file() or policy_like(p.name)]
+        return [
+            p.name
+            for p in self.policy_dir.iterdir()
+            if p.is_file() or (policy_like(p.name) and not p.name.startswith("."))
+        ]  # NOTE: not an editor's hidden lock link (.#default.yaml), which no one reads
 
     def _misnamed(self) -> list[str]:
         """Files that look like policies but are never read (:mod:`gate.policy.files`)."""

@@ -186,7 +186,7 @@ class GuardSettings(Model):
     """The guard stops the search after this many failed trials in all."""
 
 
-_OWNED_GLOB = r"^(?![#\s])(?!!$)" + _GLOB_CHARS
+_OWNED_GLOB = r"^(?![#\s])(?!!\s*$)" + _GLOB_CHARS
 OwnedGlob = Annotated[
     str,
     Field(min_length=1, max_length=200, json_schema_extra={"pattern": _OWNED_GLOB}),

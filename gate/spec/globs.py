@@ -142,5 +142,6 @@ def _compiled(patterns: tuple[str, ...]) -> GitIgnoreSpec:
         return GitIgnoreSpec.from_lines(patterns)
     except ValueError as exc:  # a trailing lone backslash, a bare "!"
         raise InputError(
-            f"not a usable glob: {exc}", hint="end a pattern with a character, not a backslash"
+            f"not a usable glob: {exc}",
+            hint="write a path pattern: no lone '!', no trailing lone backslash",
         ) from None

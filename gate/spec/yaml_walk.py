@@ -71,11 +71,19 @@ _HIDDEN_BREAKS = {"\x85": "U+0085 (NEXT LINE)", "\u2028": "U+2028 (LINE SEPARATO
 def _yaml_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> InputError:
     """Say what libyaml said, at the place where the broken construct starts.
 
-    A line break no editor shows (U+2028) is named where it stands instead: libyaml's
-    complaint about the line it made is about a line the user cannot see.
+    A line break no editor shows (U+2028) is named where it stands instead, when the text
+    read without it is valid YAML: libyaml's complaint about the line it made is about a line
+    the user cannot see.
     """
     hidden = min((i for c in _HIDDEN_BREAKS if (i := text.find(c)) >= 0), default=-1)
     if hidden >= 0:
+        seen = text.translate({ord(c): " " for c in _HIDDEN_BREAKS})
+        try:
+            compose(seen, file)
+        except yaml.MarkedYAMLError as other:  # NOTE: broken anyway: say where, as the eye sees
+            return _yaml_error(other, seen, file)
+        except yaml.YAMLError:
+            pass
         return InputError(
             f"invalid YAML: {_HIDDEN_BREAKS[text[hidden]]} breaks the line here for YAML, "
             "though editors show no break",
