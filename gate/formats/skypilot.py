@@ -294,5 +294,6 @@ def _recovery(resources: Any) -> str | None:
     restarts = recovery.get("max_restarts_on_errors", 0) if isinstance(recovery, dict) else 0
     return (
         f"job_recovery: a managed job relaunches after preemption; up to {restarts} restarts "
-        "on errors (each is charged to the experiment)"
+        "on errors, each charged to the experiment but not priced here: the estimate prices "
+        "failures by the policy's reliability settings (failure_rate, max_retries)"
     )
