@@ -856,3 +856,68 @@ def test_a_skypilot_count_that_is_no_number_is_refused_at_its_line(tmp_path) -> 
     (error,) = evaluate(path).result.errors
     assert "accelerator 'H100:inf' has no count SkyPilot reads" in str(error)
     assert error.location is not None and error.location.line == 2
+
+
+SKY_TASK = """\
+name: t
+resources: {accelerators: A100-80GB:4}
+envs: {EPOCHS: 10, X_BUDGET_GATE_EPOCH_MINUTES: 2}
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [  # what SkyPilot runs beyond the one run priced, each found silent by a red team
+        ("run: python t.py --epochs 10\nservice: {readiness_probe: /, replicas: 50}\n", "service:"),
+        ("run: python t.py --epochs 10\npool: {workers: 40}\n", "pool:"),
+        ("run: |\n  EPOCHS+=00\n  python t.py --epochs $EPOCHS\n", "the script sets EPOCHS"),
+        ("run: |\n  read EPOCHS <<< 1000\n  python t.py --epochs $EPOCHS\n", "sets EPOCHS"),
+        (
+            "run: python t.py --epochs 10\n"
+            "config: {kubernetes: {pod_config: {spec: {containers: "
+            "[{resources: {limits: {nvidia.com/gpu: 8}}}]}}}}\n",
+            "GPUs asked for in the task's config",
+        ),
+    ],
+)
+def test_what_a_skypilot_task_runs_beyond_the_run_priced_is_refused(tmp_path, extra, said):
+    (tmp_path / "task.yaml").write_text(SKY_TASK + extra)
+    result = evaluate(tmp_path / "task.yaml").result
+    assert result.outcome is Outcome.INVALID, result.findings
+    (error,) = result.errors
+    assert said in f"{error.message} {error.hint}"
+
+
+def test_a_skypilot_command_held_in_an_env_is_refused(tmp_path):
+    text = SKY_TASK.replace("envs: {EPOCHS: 10,", "envs: {TRAIN: python t.py --epochs 1000,")
+    (tmp_path / "task.yaml").write_text(text + "run: $TRAIN\n")
+    (error,) = evaluate(tmp_path / "task.yaml").result.errors
+    assert "run runs $TRAIN, whose value holds an epochs flag" in error.message
+
+
+def test_skypilot_secrets_win_over_envs_as_skypilot_applies_them(tmp_path):
+    text = SKY_TASK + "secrets: {EPOCHS: 1000}\nrun: python t.py --epochs $EPOCHS\n"
+    (tmp_path / "task.yaml").write_text(text)
+    spec = evaluate(tmp_path / "task.yaml").spec
+    assert spec is not None and spec.workload.max_epochs == 1000
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        '[python, t.py, "--epochs=1000", "--tag=${args}"]',
+        '[sh, -c, "python t.py --epochs 1000 ${args}"]',
+    ],
+)
+def test_a_wandb_macro_the_agent_does_not_expand_overrules_no_flag(tmp_path, command):
+    """The agent replaces a macro that is a whole argv element only: --epochs=1000 stands."""
+    text = (
+        f"method: grid\nprogram: t.py\ncommand: {command}\n"
+        "parameters:\n  epochs: {values: [10]}\n"
+        "# x-budget-gate:\n#   accelerator: A100-80GB\n#   gpus_per_trial: 1\n"
+        "#   epoch_minutes: 2\n"
+    )
+    (tmp_path / "sweep.yaml").write_text(text)
+    evaluation = evaluate(tmp_path / "sweep.yaml")
+    assert evaluation.spec is not None, evaluation.result.errors
+    assert evaluation.spec.workload.max_epochs == 1000

@@ -79,7 +79,6 @@ def trial_pods(trial: dict[str, Any], base: DataPath, locate: Locate) -> list[Po
     if kind == "TrainJob":
         trainer = mapping(spec.get("trainer"))
         where = (*here, "trainer")
-        nodes = count(trainer.get("numNodes"), "trainer.numNodes", (*where, "numNodes"), locate)
         per_node = trainer.get("resourcesPerNode")
         if not isinstance(per_node, dict):
             raise InputError(
@@ -89,6 +88,14 @@ def trial_pods(trial: dict[str, Any], base: DataPath, locate: Locate) -> list[Po
                 hint="write trainer.resourcesPerNode (limits: {nvidia.com/gpu: N}) and "
                 "trainer.numNodes in the trial",
             )
+        if trainer.get("numNodes") is None:
+            raise InputError(
+                "the TrainJob has no trainer.numNodes: its nodes come from its runtime "
+                "(runtimeRef), which is not in the file",
+                location=locate(where) or locate(here),
+                hint="write trainer.numNodes: N in the trial",
+            )
+        nodes = count(trainer.get("numNodes"), "trainer.numNodes", (*where, "numNodes"), locate)
         pod = {"containers": [{"resources": per_node, "command": trainer.get("command")}]}
         return [Pod(nodes, pod, where)]
     replica_sets = [k for k in spec if k.endswith("ReplicaSpecs") and isinstance(spec[k], dict)]
@@ -102,7 +109,8 @@ def trial_pods(trial: dict[str, Any], base: DataPath, locate: Locate) -> list[Po
                     n = count(
                         replica.get("replicas"), f"{role}.replicas", (*where, "replicas"), locate
                     )
-                    if role == "Worker" and kind == "PyTorchJob":
+                    # NOTE: the training operator's defaults spell a role in camel case
+                    if str(role).lower() == "worker" and kind == "PyTorchJob":
                         n = max(n, _elastic_top(spec, here, locate))
                     out.append(Pod(n, pod, (*where, "template", "spec")))
         return out

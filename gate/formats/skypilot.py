@@ -18,7 +18,7 @@ from typing import Any
 from gate.errors import InputError, Location
 from gate.formats.command_lines import commands_of, epoch_flags, refuse_repeats, unread
 from gate.formats.extension import env_facts
-from gate.formats.model import Draft, Mapped, Origin, Source, Traced, whole_epochs
+from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping, whole_epochs
 from gate.spec.facts import ENV_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap
 
@@ -44,6 +44,15 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
     def at(*path: str | int) -> Location | None:
         return where.locate(tuple(path))
 
+    for kind, what in (("service", "replicas served until taken down"), ("pool", "workers")):
+        if data.get(kind):
+            raise InputError(
+                f"{kind}: the task runs {what}, not the one run budget-gate prices",
+                location=at(kind),
+                hint=f"check the training task without {kind}:, or write the experiment as a "
+                "budget-gate spec",
+            )
+    _refuse_config_gpus(data.get("config"), ("config",), at)
     draft: Draft = {}
     if isinstance(data.get("name"), str) and data["name"]:
         draft[("metadata", "name")] = Traced(data["name"], Source(Origin.FILE, "name", at("name")))
@@ -99,13 +108,14 @@ def _run_epochs(data: dict[str, Any], at: Any) -> tuple[int, str, str] | None:
     nodes too. Of a command's flags the largest counts; commands run one after another,
     so theirs add up.
     """
-    envs = data.get("envs")
+    envs = {**mapping(data.get("envs")), **mapping(data.get("secrets"))}  # secrets win
     each: list[tuple[int, str, str]] = []
     for key in ("setup", "run"):
         script = data.get(key)
         if not isinstance(script, str):
             continue
         refuse_repeats([(script, (key,))], key, lambda path: at(*path))
+        _refuse_held_commands(script, envs, key, at)
         for command in commands_of([(script, (key,))]):
             best: tuple[int, str, str] | None = None
             for flag in epoch_flags(command):
@@ -150,7 +160,44 @@ def _env_number(value: str, envs: Any, script: str) -> int | None:
 
 
 def _sets(script: str, name: str) -> bool:
-    return re.search(rf"(^|[\s;&|(])(export\s+)?{re.escape(name)}=", script) is not None
+    """Whether the script may change ``name``: it names it other than to read it (``$NAME``).
+
+    ``EPOCHS=``, ``EPOCHS+=00``, ``read EPOCHS``, ``let EPOCHS*=2``, ``printf -v EPOCHS``.
+    """
+    unread = re.sub(rf"\$(?:{re.escape(name)}\b|\{{{re.escape(name)}\}})", "", script)
+    return re.search(rf"(?<![\w$]){re.escape(name)}(?!\w)", unread) is not None
+
+
+def _refuse_held_commands(script: str, envs: dict[str, Any], key: str, at: Any) -> None:
+    """Refuse an env the script runs whose value holds an epochs flag (``run: $TRAIN``)."""
+    for name, value in envs.items():
+        if not isinstance(value, str) or not re.search(rf"\$\{{?{re.escape(str(name))}\b", script):
+            continue
+        if epoch_flags([(word, ()) for word in value.split()]):
+            raise InputError(
+                f"{key} runs ${name}, whose value holds an epochs flag ({value}): the shell "
+                "expands it, budget-gate does not",
+                location=at(key),
+                hint=f"write the training command in {key} itself",
+            )
+
+
+def _refuse_config_gpus(node: Any, path: tuple[str | int, ...], at: Any) -> None:
+    """Refuse GPUs a task's ``config:`` asks for (a pod config's ``nvidia.com/gpu``)."""
+    if isinstance(node, dict):
+        items: list[tuple[Any, Any]] = list(node.items())
+    else:
+        items = list(enumerate(node)) if isinstance(node, list) else []
+    for key, value in items:
+        here = (*path, key)
+        if isinstance(key, str) and "gpu" in key.lower() and value not in (None, 0, "0", False):
+            raise InputError(
+                f"{'.'.join(map(str, here))}: GPUs asked for in the task's config, which "
+                "budget-gate does not read",
+                location=at(*here),
+                hint="ask for GPUs in resources.accelerators",
+            )
+        _refuse_config_gpus(value, here, at)
 
 
 def _where(fact: str, value: str) -> str:

@@ -39,7 +39,13 @@ def command_epochs(command: Any, params: Found, at: Any) -> list[tuple[int, str,
     found, tops = [], []
     for words_of_one in commands_of(words):
         mine: list[tuple[int, str, DataPath]] = []
-        macros = [i for i, (w, _) in enumerate(words_of_one) if any(m in w for m in _ARGS_MACROS)]
+        # NOTE: the agent expands a macro that is a whole argv element only: not inside a
+        # word (--tag=${args}) nor in a script (sh -c "... ${args}")
+        macros = [
+            i
+            for i, (w, path) in enumerate(words_of_one)
+            if w in _ARGS_MACROS and str(command[int(path[1])]) == w
+        ]
         for flag in epoch_flags(words_of_one):
             if flag.name in swept and any(i > flag.index for i in macros):
                 continue
