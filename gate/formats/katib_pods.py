@@ -77,27 +77,7 @@ def trial_pods(trial: dict[str, Any], base: DataPath, locate: Locate) -> list[Po
             "as a budget-gate spec",
         )
     if kind == "TrainJob":
-        trainer = mapping(spec.get("trainer"))
-        where = (*here, "trainer")
-        per_node = trainer.get("resourcesPerNode")
-        if not isinstance(per_node, dict):
-            raise InputError(
-                "the TrainJob has no trainer.resourcesPerNode: its GPUs come from its runtime "
-                "(runtimeRef), which is not in the file",
-                location=locate(where) or locate(here),
-                hint="write trainer.resourcesPerNode (limits: {nvidia.com/gpu: N}) and "
-                "trainer.numNodes in the trial",
-            )
-        if trainer.get("numNodes") is None:
-            raise InputError(
-                "the TrainJob has no trainer.numNodes: its nodes come from its runtime "
-                "(runtimeRef), which is not in the file",
-                location=locate(where) or locate(here),
-                hint="write trainer.numNodes: N in the trial",
-            )
-        nodes = count(trainer.get("numNodes"), "trainer.numNodes", (*where, "numNodes"), locate)
-        pod = {"containers": [{"resources": per_node, "command": trainer.get("command")}]}
-        return [Pod(nodes, pod, where)]
+        return [_trainjob_pod(spec, here, locate)]
     replica_sets = [k for k in spec if k.endswith("ReplicaSpecs") and isinstance(spec[k], dict)]
     if replica_sets:
         out = []
@@ -116,6 +96,31 @@ def trial_pods(trial: dict[str, Any], base: DataPath, locate: Locate) -> list[Po
         return out
     pod = mapping(mapping(spec.get("template")).get("spec"))
     return [Pod(_job_at_once(spec, here, locate), pod, (*here, "template", "spec"))]
+
+
+def _trainjob_pod(spec: dict[str, Any], here: DataPath, locate: Locate) -> Pod:
+    """A TrainJob's nodes: each a pod of ``resourcesPerNode``, both in the file or refused."""
+    trainer = mapping(spec.get("trainer"))
+    where = (*here, "trainer")
+    per_node = trainer.get("resourcesPerNode")
+    if not isinstance(per_node, dict):
+        raise InputError(
+            "the TrainJob has no trainer.resourcesPerNode: its GPUs come from its runtime "
+            "(runtimeRef), which is not in the file",
+            location=locate(where) or locate(here),
+            hint="write trainer.resourcesPerNode (limits: {nvidia.com/gpu: N}) and "
+            "trainer.numNodes in the trial",
+        )
+    if trainer.get("numNodes") is None:
+        raise InputError(
+            "the TrainJob has no trainer.numNodes: its nodes come from its runtime "
+            "(runtimeRef), which is not in the file",
+            location=locate(where) or locate(here),
+            hint="write trainer.numNodes: N in the trial",
+        )
+    nodes = count(trainer.get("numNodes"), "trainer.numNodes", (*where, "numNodes"), locate)
+    pod = {"containers": [{"resources": per_node, "command": trainer.get("command")}]}
+    return Pod(nodes, pod, where)
 
 
 def _elastic_top(spec: dict[str, Any], here: DataPath, locate: Locate) -> int:
