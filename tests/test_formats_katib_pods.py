@@ -198,6 +198,14 @@ TRAINJOB = (
             "the TrainJob has no trainer.resourcesPerNode: its GPUs come from its runtime",
             20,
         ),
+        (  # its nodes come from the runtime's mlPolicy.numNodes
+            TRAINJOB.replace(
+                "trainer: {command:",
+                "trainer: {resourcesPerNode: {limits: {nvidia.com/gpu: 1}}, command:",
+            ),
+            "the TrainJob has no trainer.numNodes",
+            20,
+        ),
         (JOB.split("  trialTemplate:")[0], "the Experiment has no trialTemplate.trialSpec", 0),
     ],
 )
@@ -221,8 +229,9 @@ def test_amd_gpus_are_counted_as_gpus(tmp_path, capsys) -> None:
     assert gpus_of(result) == 8
 
 
-def test_an_elastic_pytorch_job_is_priced_at_its_most_workers(tmp_path, capsys) -> None:
-    code, result = check_text(tmp_path, capsys, PYTORCH)
+@pytest.mark.parametrize("role", ["Worker", "worker"])  # the operator's defaults camel-case it
+def test_an_elastic_pytorch_job_is_priced_at_its_most_workers(tmp_path, capsys, role) -> None:
+    code, result = check_text(tmp_path, capsys, PYTORCH.replace("Worker:", f"{role}:"))
     assert code != INVALID, result["errors"]
     assert gpus_of(result) == 4 * 2
 
