@@ -356,3 +356,33 @@ def test_pods_pinned_to_a_machine_type_are_said_not_refused(tmp_path, capsys) ->
         "the pods are pinned to node.kubernetes.io/instance-type: p5.48xlarge, whose GPU model "
         "budget-gate does not read: the accelerator priced must be that machine's"
     ]
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "refused"),
+    [  # Katib's hyperband hands the resource parameter up to r_l, past its feasibleSpace
+        ("{algorithmName: hyperband, algorithmSettings: [{name: resource_name, value: lr},"
+         " {name: r_l, value: '1000'}, {name: eta, value: '1001'}]}", "hyperband's r_l 1000"),
+        ("{algorithmName: hyperband, algorithmSettings: [{name: resource_name, value: lr},"
+         " {name: r_l, value: '0.05'}]}", ""),
+        ("{algorithmName: darts, algorithmSettings: [{name: num_epochs, value: '1000'}]}",
+         "algorithm darts's setting num_epochs: 1000 sets the epochs"),
+    ],
+)  # fmt: skip
+def test_an_algorithm_setting_that_sets_the_epochs_is_refused(
+    tmp_path, capsys, algorithm, refused
+) -> None:
+    policies = tmp_path / "policies"
+    policies.mkdir(exist_ok=True)
+    (policies / "default.yaml").write_text("apiVersion: budget-gate/v1\nkind: Policy\n")
+    path = tmp_path / "experiment.yaml"
+    text = KATIB.format(gpus="1", job="", init="", goal="")
+    path.write_text(text.replace("algorithm: {algorithmName: random}", f"algorithm: {algorithm}"))
+    code = main(["check", str(path), "--policy-dir", str(policies), "--format", "json"])
+    (result,) = json.loads(capsys.readouterr().out)["results"]
+    if not refused:
+        assert code != INVALID, result["errors"]
+        return
+    assert code == INVALID
+    (error,) = result["errors"]
+    assert refused in error["message"]

@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 from gate.errors import InputError
+from gate.formats.command_lines import names_epochs
 from gate.formats.extension import annotation_facts
 from gate.formats.katib_epochs import Epochs, epochs_in, fewer_epochs
 from gate.formats.katib_nodes import INSTANCE_LABEL, gpu_labels, refuse_claims
@@ -176,10 +177,55 @@ def _failure_note(spec: dict[str, Any]) -> str:
     )
 
 
+def _refuse_unread_settings(
+    algorithm: dict[str, Any], name: str, spec: dict[str, Any], doc: LoadedDoc
+) -> None:
+    """Refuse an algorithm setting that sets the epochs a trial trains past what is read.
+
+    DARTS's ``num_epochs``; Hyperband's ``r_l``, which sets the ``resource_name`` parameter
+    up to ``r_l`` whatever that parameter's ``feasibleSpace`` says.
+    """
+    listed = algorithm.get("algorithmSettings")
+    settings = {
+        str(item.get("name")): (item.get("value"), i)
+        for i, item in enumerate(listed if isinstance(listed, list) else [])
+        if isinstance(item, dict)
+    }
+    for key, (value, i) in settings.items():
+        if names_epochs(key):
+            raise InputError(
+                f"algorithm {name}'s setting {key}: {value} sets the epochs a trial trains, "
+                "which budget-gate does not read",
+                location=doc.source_map.locate(("spec", "algorithm", "algorithmSettings", i)),
+                hint="give the epochs in the trial's command or as a parameter, or write the "
+                "experiment as a budget-gate spec",
+            )
+    resource, top = settings.get("resource_name"), settings.get("r_l")
+    if name != "hyperband" or resource is None or top is None:
+        return
+    spaces = {
+        p.get("name"): mapping(p.get("feasibleSpace")).get("max")
+        for p in spec.get("parameters") or []
+        if isinstance(p, dict)
+    }
+    try:
+        within = float(top[0]) <= float(spaces.get(resource[0]))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        within = False
+    if not within:
+        raise InputError(
+            f"hyperband's r_l {top[0]} sets {resource[0]} per trial past (or without) its "
+            "feasibleSpace max, which is what budget-gate prices",
+            location=doc.source_map.locate(("spec", "algorithm", "algorithmSettings", top[1])),
+            hint=f"raise feasibleSpace.max of {resource[0]} to r_l, or lower r_l",
+        )
+
+
 def _search(draft: Draft, spec: dict[str, Any], doc: LoadedDoc, notes: list[str]) -> None:
     algorithm = mapping(spec.get("algorithm"))
     name = str(algorithm.get("algorithmName", "random"))
     where = doc.source_map.locate(("spec", "algorithm", "algorithmName"))
+    _refuse_unread_settings(algorithm, name, spec, doc)
     strategy = "bayesian" if name in BAYESIAN else "random"
     draft[("search", "strategy")] = Traced(
         strategy, Source(Origin.FILE, f"algorithm {name}: maxTrialCount trials", where)
