@@ -921,3 +921,26 @@ def test_a_wandb_macro_the_agent_does_not_expand_overrules_no_flag(tmp_path, com
     evaluation = evaluate(tmp_path / "sweep.yaml")
     assert evaluation.spec is not None, evaluation.result.errors
     assert evaluation.spec.workload.max_epochs == 1000
+
+
+@pytest.mark.parametrize(
+    ("launcher", "refused"),
+    [
+        ('    gres: "gpu:h200:1"\n', True),  # Slurm allocates an H200; A100-80GB is priced
+        ('    gres: "gpu:a100:1"\n', False),  # an A100: the 80 GB one priced is the dearer
+        ("    gpus_per_node: 1\n    constraint: h200\n", False),  # said, in the site's words
+    ],
+)
+def test_a_slurm_gpu_model_is_the_accelerator_priced_or_said(tmp_path, launcher, refused):
+    text = SUBMITIT_CONFIG.format(timeout="").replace("    gpus_per_node: 4\n", launcher)
+    evaluation = _hydra(tmp_path, text)
+    result = evaluation.result
+    if refused:
+        (error,) = result.errors
+        assert "the trials run on hydra.launcher.gres: h200, but the accelerator priced is" in (
+            error.message
+        )
+        return
+    assert result.outcome is not Outcome.INVALID, result.errors
+    if "constraint" in launcher:
+        assert any("constraint: h200 picks the nodes" in n for n in result.imported.notes)

@@ -23,7 +23,7 @@ from gate.formats.command_lines import names_epochs
 from gate.formats.extension import COMMENT, block_facts, comment_facts
 from gate.formats.hydra_defaults import chosen as chosen_groups
 from gate.formats.hydra_defaults import refuse_unread_groups
-from gate.formats.hydra_launchers import launcher
+from gate.formats.hydra_launchers import launcher, slurm_pins
 from gate.formats.hydra_sweepers import sweeper_trials
 from gate.formats.hydra_sweeps import range_top, sweep
 from gate.formats.model import (
@@ -85,6 +85,7 @@ def read(doc: LoadedDoc) -> Mapped:
         )
     sweeper_trials(draft, sweeper, chosen, counts, at, notes, data.get("defaults"))
     launcher(draft, hydra, chosen, at)
+    pins = slurm_pins(mapping(hydra.get("launcher")), at, notes)
     inclusive = chosen.get("hydra/sweeper") == "optuna" and (
         chosen.get("hydra/sweeper/sampler") != "grid"
     )
@@ -105,6 +106,7 @@ def read(doc: LoadedDoc) -> Mapped:
             if path == ("workload", "max_epochs")
             else _spell(path, value, chosen, mapping(hydra.get("launcher")))
         ),
+        pinned=pins,
     )
 
 

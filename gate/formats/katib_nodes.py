@@ -5,7 +5,8 @@ container's ``resources.claims``): the devices are in a claim template outside t
 the claim is refused rather than read as no GPU. A pod may pick its GPU model by a node
 label (``nvidia.com/gpu.product: NVIDIA-H200``, GKE's ``gke-accelerator``): the accelerator
 priced (``budget-gate/accelerator``) must then be that model, or the file is refused — the
-annotation would price an A100 for pods that run on H200s.
+annotation would price an A100 for pods that run on H200s. A Hydra Submitit job's typed
+``gres: gpu:h200:1`` pins its model the same way (:func:`refuse_other_models`).
 """
 
 from __future__ import annotations
@@ -72,15 +73,18 @@ def refuse_other_models(draft: Draft, pinned: tuple[tuple[str, str, Location | N
     traced = draft.get(("resources", "accelerator"))
     named = str(traced.value) if traced is not None else None
     for label, model, where in pinned:
-        if named is not None and _tokens(named) <= _tokens(model):
+        # NOTE: either names the other, the more closely: NVIDIA-A100-SXM4-80GB is an A100-80GB,
+        # Slurm's gpu:a100 may be one (priced the dearer); GKE's nvidia-tesla-a100 is not
+        if named is not None and (
+            _tokens(named) <= _tokens(model) or _tokens(model) <= _tokens(named)
+        ):
             continue
         said = f"{named} ({traced.source.detail})" if traced is not None else "not named"
         raise InputError(
-            f"the pods run on {label}: {model}, but the accelerator priced is {said}",
+            f"the trials run on {label}: {model}, but the accelerator priced is {said}",
             location=where,
-            hint=f"annotate budget-gate/accelerator with the model {model} is, as the price "
-            "catalog names it (budget-gate prices lists them), or write the experiment as a "
-            "budget-gate spec",
+            hint=f"give the accelerator as {model}, spelt as the price catalog names it "
+            "(budget-gate prices lists them), or write the experiment as a budget-gate spec",
         )
 
 
