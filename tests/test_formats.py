@@ -702,6 +702,7 @@ def test_hydra_joblib_runs_n_jobs_at_once_and_minus_one_is_refused(tmp_path) -> 
     [
         ("${total_epochs}", "trainer.max_epochs is ${total_epochs}, an interpolation"),
         ("-1", "trainer.max_epochs is -1: no bound on the epochs"),
+        ("null", "trainer.max_epochs is null: no bound on the epochs"),  # Lightning's 1,000
     ],
 )
 def test_hydra_epochs_it_cannot_see_are_refused(tmp_path, epochs, message) -> None:

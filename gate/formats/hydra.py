@@ -195,6 +195,13 @@ def _epochs(
         entry = _swept_epochs(draft, name, dotted, text, inclusive)
         if entry is None:
             node = value_at(data, path)
+            if node is None and path in EPOCH_KEYS and _written(data, path):
+                raise InputError(
+                    f"{dotted} is null: no bound on the epochs (Lightning's trainer then trains "
+                    "1,000, or to max_steps)",
+                    location=at(*path),
+                    hint=f"write the most epochs a job trains at {dotted}",
+                )
             if path not in EPOCH_KEYS:
                 node = _other_epochs(node, data, dotted, at(*path))
             _plain_epochs(node, dotted, at(*path))
@@ -212,6 +219,15 @@ def _epochs(
 
 
 _MAX_DEPTH = 8
+def _written(data: Any, path: tuple[str, ...]) -> bool:
+    """Whether the config writes ``path`` (``max_epochs: null`` too)."""
+    for part in path:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
 _REFERENCE = re.compile(r"^\$\{([A-Za-z_][\w.]*)\}$")
 
 
