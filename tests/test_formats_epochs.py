@@ -545,6 +545,21 @@ def test_a_wandb_parameter_named_like_epochs_counts(tmp_path, capsys, name) -> N
 
 
 @pytest.mark.parametrize(
+    "trainer", ["{value: {max_epochs: 1000}}", "{values: [{max_epochs: 5}, {max_epochs: 1000}]}"]
+)
+def test_epochs_inside_a_mapping_a_wandb_parameter_hands_a_run_count(
+    tmp_path, capsys, trainer
+) -> None:
+    """W&B hands the run the whole mapping: config.trainer.max_epochs is 1000."""
+    text = wandb("{values: [5]}").replace("  lr:", f"  trainer: {trainer}\n  lr:")
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    assert (
+        "x-budget-gate.max_epochs is 10, but the engine runs 1000" in only_error(result)["message"]
+    )
+
+
+@pytest.mark.parametrize(
     "name", ["eps", "step", "warmup_steps", "steps_per_epoch", "stepsPerEpoch", "keep", "deepNet"]
 )
 def test_a_wandb_parameter_not_named_like_epochs_is_no_epochs(tmp_path, capsys, name) -> None:

@@ -219,6 +219,8 @@ def _epochs(
 
 
 _MAX_DEPTH = 8
+
+
 def _written(data: Any, path: tuple[str, ...]) -> bool:
     """Whether the config writes ``path`` (``max_epochs: null`` too)."""
     for part in path:

@@ -204,9 +204,13 @@ def _epochs(draft: Draft, params: Found, data: dict[str, Any], at: Any) -> None:
     """
     best: tuple[int, str, DataPath] | None = None
     for name, (spec_param, _, path) in sorted(params.items()):
+        config = mapping(value_at(data, path))
+        inside = _epochs_inside(name, config)  # a mapping handed as the value: trainer.max_epochs
+        if inside is not None and (best is None or inside[0] > best[0]):
+            best = (*inside, path)
         if not _is_epochs(name):
             continue
-        found = _epoch_top(name, spec_param, mapping(value_at(data, path)), at(*path))
+        found = _epoch_top(name, spec_param, config, at(*path))
         if found is not None and (best is None or found[0] > best[0]):
             best = (*found, path)
     for found_in_command in command_epochs(data.get("command"), params, at):
@@ -215,6 +219,30 @@ def _epochs(draft: Draft, params: Found, data: dict[str, Any], at: Any) -> None:
     if best is not None:
         top, detail, path = best
         draft[("workload", "max_epochs")] = Traced(top, Source(Origin.FILE, detail, at(*path)))
+
+
+def _epochs_inside(name: str, config: dict[str, Any]) -> tuple[int, str] | None:
+    """The most epochs a mapping a parameter hands a run holds (``value: {max_epochs: 1000}``).
+
+    W&B hands a run the whole mapping; the program reads its keys as its own config.
+    """
+    found: list[tuple[int, str]] = []
+
+    def walk(node: Any, dotted: str) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item, dotted)
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                here = f"{dotted}.{key}"
+                epochs = whole_epochs(value) if names_epochs(str(key)) else None
+                if epochs is not None:
+                    found.append((epochs, f"{here}: {epochs}, in a value of parameters.{name}"))
+                walk(value, here)
+
+    for key in ("value", "values"):
+        walk(config.get(key), f"parameters.{name}.{key}")
+    return max(found, key=lambda entry: entry[0]) if found else None
 
 
 def _is_epochs(name: str) -> bool:
