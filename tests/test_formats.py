@@ -945,3 +945,16 @@ def test_a_slurm_gpu_model_is_the_accelerator_priced_or_said(tmp_path, launcher,
     assert result.outcome is not Outcome.INVALID, result.errors
     if "constraint" in launcher:
         assert any("constraint: h200 picks the nodes" in n for n in result.imported.notes)
+
+
+def test_a_step_budget_in_a_hydra_config_is_said(tmp_path):
+    """Hugging Face's Trainer runs max_steps over num_train_epochs: priced by epochs, said."""
+    text = (
+        SUBMITIT_CONFIG.format(timeout="")
+        + "training: {num_train_epochs: 1, max_steps: 10000000}\n"
+    )
+    result = _hydra(tmp_path, text).result
+    assert any(
+        n.startswith("training.max_steps: 10000000 bounds training by steps")
+        for n in result.imported.notes
+    )

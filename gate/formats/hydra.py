@@ -78,6 +78,7 @@ def read(doc: LoadedDoc) -> Mapped:
             ),
         )
     notes = ["command-line overrides (python app.py -m x=1,2) are not in the file: not counted"]
+    notes.extend(_step_budgets(data))
     if "method" in data and "parameters" in data:
         notes.append(
             "method and parameters are read as the app's own keys, not as a W&B sweep (a "
@@ -219,6 +220,28 @@ def _epochs(
 
 
 _MAX_DEPTH = 8
+
+
+def _step_budgets(data: dict[str, Any], path: tuple[str, ...] = ()) -> list[str]:
+    """What a positive ``max_steps`` may do, said: Hugging Face's Trainer runs it over epochs."""
+    said = []
+    for key, value in data.items() if isinstance(data, dict) and len(path) < _MAX_DEPTH else ():
+        here = (*path, str(key))
+        if here == ("hydra",):
+            continue
+        if (
+            key == "max_steps"
+            and isinstance(value, int)
+            and not isinstance(value, bool)
+            and value > 0
+        ):
+            said.append(
+                f"{'.'.join(here)}: {value} bounds training by steps, which budget-gate does not "
+                "price (Hugging Face's Trainer runs them past num_train_epochs): the epochs "
+                "priced are the config's"
+            )
+        said.extend(_step_budgets(value, here))
+    return said
 
 
 def _written(data: Any, path: tuple[str, ...]) -> bool:
