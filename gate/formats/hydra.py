@@ -33,6 +33,7 @@ from gate.formats.model import (
     Origin,
     Source,
     Traced,
+    has_path,
     mapping,
     most_epochs,
     value_at,
@@ -196,7 +197,7 @@ def _epochs(
         entry = _swept_epochs(draft, name, dotted, text, inclusive)
         if entry is None:
             node = value_at(data, path)
-            if node is None and path in EPOCH_KEYS and _written(data, path):
+            if node is None and path in EPOCH_KEYS and has_path(data, path):
                 raise InputError(
                     f"{dotted} is null: no bound on the epochs (Lightning's trainer then trains "
                     "1,000, or to max_steps)",
@@ -242,15 +243,6 @@ def _step_budgets(data: dict[str, Any], path: tuple[str, ...] = ()) -> list[str]
             )
         said.extend(_step_budgets(value, here))
     return said
-
-
-def _written(data: Any, path: tuple[str, ...]) -> bool:
-    """Whether the config writes ``path`` (``max_epochs: null`` too)."""
-    for part in path:
-        if not isinstance(data, dict) or part not in data:
-            return False
-        data = data[part]
-    return True
 
 
 _REFERENCE = re.compile(r"^\$\{([A-Za-z_][\w.]*)\}$")

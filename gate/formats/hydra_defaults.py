@@ -21,6 +21,7 @@ from typing import Any
 
 from gate.errors import InputError, Location
 from gate.formats.command_lines import names_epochs
+from gate.formats.model import dotted, finite_number, has_path
 from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap, load_file
 
@@ -173,18 +174,18 @@ def _check(context: _Context, entry: _Entry, after_self: bool, depth: int) -> No
             location=entry.where,
             hint=_HINT,
         )
+    if depth > _MAX_NESTING:
+        raise InputError(
+            f"{entry.label} in the defaults list is composed over {_MAX_NESTING} groups deep",
+            location=entry.where,
+            hint=_HINT,
+        )
     group_doc = _load(entry.file)
     package = entry.package if entry.package is not None else _header(group_doc, entry.home)
     nested = group_doc.data.get("defaults") or []
     for index, item in enumerate(nested if isinstance(nested, list) else []):
         where = group_doc.source_map.locate(("defaults", index))
         for inner in _entries(item, where, {}, context.base, entry.file.parent, package):
-            if depth >= _MAX_NESTING:
-                raise InputError(
-                    f"{entry.label} in the defaults list composes groups over {_MAX_NESTING} deep",
-                    location=where,
-                    hint=_HINT,
-                )
             _check(context, inner, after_self, depth + 1)
     for path, value in _leaves(group_doc.data):
         whole = (*package, *path)
@@ -192,10 +193,10 @@ def _check(context: _Context, entry: _Entry, after_self: bool, depth: int) -> No
             continue
         if _counts_no_more(whole, value, context.most_epochs):
             continue
-        if not after_self and _has(context.doc.data, whole):
+        if not after_self and has_path(context.doc.data, whole):
             continue
         raise InputError(
-            f"{entry.label} in the defaults list sets {'.'.join(map(str, whole))}, which "
+            f"{entry.label} in the defaults list sets {dotted(whole)}, which "
             "budget-gate does not compose with the config: the value it reads may not be the "
             "one Hydra runs",
             location=group_doc.source_map.locate(path, key=True),
@@ -238,8 +239,7 @@ def _counts_no_more(path: DataPath, value: Any, most: float) -> bool:
     """An epochs-named number no larger than the config's own: the largest is the one read."""
     if path[:1] in (("hydra",), (EXTENSION_KEY,)):
         return False
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    return bool(number and value <= most)
+    return finite_number(value) and value <= most
 
 
 def _most_epochs(data: dict[str, Any]) -> float:
@@ -251,15 +251,6 @@ def _most_epochs(data: dict[str, Any]) -> float:
             for path, value in _leaves(data)
             if path[:1] != ("hydra",)
             and any(names_epochs(str(part)) for part in path)
-            and isinstance(value, int | float)
-            and not isinstance(value, bool)
+            and finite_number(value)
         ]
     )
-
-
-def _has(data: Any, path: DataPath) -> bool:
-    for part in path:
-        if not isinstance(data, dict) or part not in data:
-            return False
-        data = data[part]
-    return True

@@ -15,7 +15,7 @@ from typing import Any
 
 from gate.errors import InputError
 from gate.formats.extension import COMMENT
-from gate.formats.model import Draft, Origin, Source, Traced, mapping
+from gate.formats.model import Draft, Origin, Source, Traced, dotted, mapping
 
 SUBMITIT_TIMEOUT_MIN = 60
 """``BaseQueueConf.timeout_min`` (hydra_plugins/hydra_submitit_launcher/config.py)."""
@@ -174,7 +174,7 @@ def _refuse_submitit_allocations(name: str, config: dict[str, Any], at: Any) -> 
     ]
     if found:
         where, value = found[0]
-        shown = ".".join(map(str, ("hydra", "launcher", *where)))
+        shown = dotted(("hydra", "launcher", *where))
         raise InputError(
             f"{shown}: {value} allocates the {name} launcher's GPUs where budget-gate does not "
             "read them",

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from gate.errors import InputError, Location
-from gate.formats.model import Draft, mapping
+from gate.formats.model import Draft, dotted, mapping
 from gate.spec.loader import DataPath
 
 Locate = Any
@@ -37,7 +37,7 @@ def refuse_claims(pod: dict[str, Any], path: DataPath, locate: Locate) -> None:
     for where, claims in claimed:
         if claims:
             raise InputError(
-                f"{'.'.join(map(str, where[-2:]))}: devices claimed through Dynamic Resource "
+                f"{dotted(where[-2:])}: devices claimed through Dynamic Resource "
                 "Allocation, whose count is in a claim template outside the file",
                 location=locate(where),
                 hint="ask for GPUs as resources.limits (nvidia.com/gpu: N), or write the "

@@ -187,6 +187,15 @@ def value_at(data: dict[str, Any], path: DataPath) -> Any:
     return node
 
 
+def has_path(data: Any, path: DataPath) -> bool:
+    """Whether nested mappings write ``path`` (``key: null`` too, unlike :func:`value_at`)."""
+    for part in path:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
 def mapping(value: Any) -> dict[str, Any]:
     """``value`` when it is a mapping, else an empty one (engine files are loosely shaped)."""
     return value if isinstance(value, dict) else {}
