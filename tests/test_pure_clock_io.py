@@ -37,7 +37,7 @@ ALLOWED = {
     "gate/spec/loader.py": {"open"},  # load_file reads a spec file; load_bytes is the pure one
     "gate/policy/loader.py": {"is_file", "read_bytes", "is_dir", "iterdir", "files", "exists"},
     # a policy directory is what PolicySet reads, and the built-in default is packaged
-    "gate/formats/hydra_defaults.py": {"is_file", "glob", "read_text"},  # the groups beside a
+    "gate/formats/hydra_defaults.py": {"is_file", "glob"},  # the config groups beside a
     # Hydra config: what Hydra composes into it, read to refuse what would go unseen
     "gate/estimate/prices.py": {"files", "read_text"},  # the packaged price catalog
     "gate/estimate/flops.py": {"files", "read_text"},  # the packaged model-size table

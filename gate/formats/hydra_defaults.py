@@ -23,7 +23,7 @@ from gate.errors import InputError, Location
 from gate.formats.command_lines import names_epochs
 from gate.formats.model import dotted, finite_number, has_path
 from gate.spec.facts import EXTENSION_KEY
-from gate.spec.loader import DataPath, LoadedDoc, SourceMap, load_file
+from gate.spec.loader import DataPath, LoadedDoc, load_file
 
 SELF = "_self_"
 _PACKAGE = re.compile(r"#\s*@package\s+(\S+)")
@@ -180,7 +180,7 @@ def _check(context: _Context, entry: _Entry, after_self: bool, depth: int) -> No
             location=entry.where,
             hint=_HINT,
         )
-    group_doc = _load(entry.file)
+    group_doc = load_file(entry.file, empty_ok=True)  # NOTE: Hydra takes an empty group
     package = entry.package if entry.package is not None else _header(group_doc, entry.home)
     nested = group_doc.data.get("defaults") or []
     for index, item in enumerate(nested if isinstance(nested, list) else []):
@@ -202,14 +202,6 @@ def _check(context: _Context, entry: _Entry, after_self: bool, depth: int) -> No
             location=group_doc.source_map.locate(path, key=True),
             hint=_HINT,
         )
-
-
-def _load(file: Path) -> LoadedDoc:
-    """A group's config; an empty one (comments at most, which Hydra takes) sets nothing."""
-    text = file.read_text(encoding="utf-8", errors="replace")
-    if all(not line.strip() or line.lstrip().startswith("#") for line in text.splitlines()):
-        return LoadedDoc(str(file), {}, SourceMap(), text)
-    return load_file(file)
 
 
 def _header(group_doc: LoadedDoc, home: DataPath) -> DataPath:

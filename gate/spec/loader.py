@@ -62,8 +62,12 @@ class LoadedDoc:
     1.1's reading, which its engine (PyYAML, Kubernetes) shares: ``defaultMode: 0644``."""
 
 
-def load_file(path: str | Path) -> LoadedDoc:
-    """Read and parse one YAML file, refusing anything unsafe or malformed."""
+def load_file(path: str | Path, *, empty_ok: bool = False) -> LoadedDoc:
+    """Read and parse one YAML file, refusing anything unsafe or malformed.
+
+    ``empty_ok``: a file of comments at most is an empty mapping, not an error (a Hydra
+    config group may be one).
+    """
     name = str(path)
     try:
         # NOTE: opened without blocking: the open of a FIFO with no writer would wait for
@@ -88,7 +92,7 @@ def load_file(path: str | Path) -> LoadedDoc:
         raise InputError(
             f"{name}: cannot read ({exc.strerror})", hint="check permissions"
         ) from None
-    return load_bytes(raw, name)
+    return load_bytes(raw, name, empty_ok=empty_ok)
 
 
 def _read_at_most(fd: int, limit: int) -> bytes:
@@ -110,7 +114,7 @@ def _read_at_most(fd: int, limit: int) -> bytes:
 _CHUNK = 64 * 1024
 
 
-def load_bytes(raw: bytes, file: str) -> LoadedDoc:
+def load_bytes(raw: bytes, file: str, *, empty_ok: bool = False) -> LoadedDoc:
     """Parse YAML bytes into a mapping plus its source map."""
     if len(raw) > MAX_FILE_BYTES:
         raise InputError(
@@ -119,6 +123,8 @@ def load_bytes(raw: bytes, file: str) -> LoadedDoc:
             hint="specs and policies are small; split or trim this file",
         )
     text = _decode(raw, file)
+    if empty_ok and _blank(text):
+        return LoadedDoc(file, {}, SourceMap(), text)
     read = read_lines(text, file)
     if read is not None and len(read[1]) <= MAX_NODES:
         data, values, keys = read
@@ -127,6 +133,11 @@ def load_bytes(raw: bytes, file: str) -> LoadedDoc:
 
     data, values, keys, ambiguous = read_yaml(text, file)
     return LoadedDoc(file, data, SourceMap(values, keys), text, ambiguous)
+
+
+def _blank(text: str) -> bool:
+    """Whether ``text`` holds nothing but blank lines and comments."""
+    return all(not line.strip() or line.lstrip().startswith("#") for line in text.split("\n"))
 
 
 def _decode(raw: bytes, file: str) -> str:
