@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gate.admission.labels import SPEC_ANNOTATION
+from gate.spec.devices import counts_as_accelerator, visible_devices
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe")
 """Extended resources counted as whole GPUs."""
@@ -252,41 +253,6 @@ def _container_gpus(container: Mapping[str, Any]) -> dict[str, int]:
                 f"{', '.join(GPU_RESOURCES)} or nvidia.com/mig-<profile>"
             )
     return {r: _whole(r, v) for r, v in asked.items() if _priced(r)}
-
-
-_NO_DEVICES = ("", "void", "none")
-"""NVIDIA_VISIBLE_DEVICES values that show no GPU (the container toolkit's)."""
-
-
-def visible_devices(container: Mapping[str, Any]) -> str | None:
-    """The GPUs a container's ``NVIDIA_VISIBLE_DEVICES`` shows it, when it shows any.
-
-    NOTE: with the NVIDIA container toolkit's defaults, an unprivileged container that sets
-    it sees those GPUs (``all``: every one of its node's) while asking for none.
-    """
-    env = container.get("env")
-    for entry in env if isinstance(env, list) else []:
-        if isinstance(entry, Mapping) and entry.get("name") == "NVIDIA_VISIBLE_DEVICES":
-            value = str(entry.get("value", "")).strip()
-            return None if value.lower() in _NO_DEVICES else value
-    return None
-
-
-_ACCELERATOR_VENDORS = (
-    "nvidia.com/",
-    "amd.com/",
-    "gpu.intel.com/",
-    "google.com/tpu",
-    "aws.amazon.com/neuron",
-    "habana.ai/",
-    "cloud-tpus.google.com/",
-)
-"""Extended resources of accelerator device plugins: one not priced is refused, not free."""
-
-
-def counts_as_accelerator(resource: str) -> bool:
-    """Whether a Kubernetes resource names an accelerator, priced or not (a GPU, a TPU)."""
-    return resource.startswith(_ACCELERATOR_VENDORS)
 
 
 def _priced(resource: str) -> bool:

@@ -19,6 +19,7 @@ from gate.errors import InputError, Location
 from gate.formats.command_lines import commands_of, epoch_flags, refuse_repeats, unread
 from gate.formats.extension import env_facts
 from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping, whole_epochs
+from gate.spec.devices import devices_in
 from gate.spec.facts import ENV_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap
 
@@ -52,7 +53,7 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
                 hint=f"check the training task without {kind}:, or write the experiment as a "
                 "budget-gate spec",
             )
-    _refuse_config_gpus(data.get("config"), ("config",), at)
+    _refuse_config_gpus(data.get("config"), at)
     draft: Draft = {}
     if isinstance(data.get("name"), str) and data["name"]:
         draft[("metadata", "name")] = Traced(data["name"], Source(Origin.FILE, "name", at("name")))
@@ -182,22 +183,19 @@ def _refuse_held_commands(script: str, envs: dict[str, Any], key: str, at: Any) 
             )
 
 
-def _refuse_config_gpus(node: Any, path: tuple[str | int, ...], at: Any) -> None:
-    """Refuse GPUs a task's ``config:`` asks for (a pod config's ``nvidia.com/gpu``)."""
-    if isinstance(node, dict):
-        items: list[tuple[Any, Any]] = list(node.items())
-    else:
-        items = list(enumerate(node)) if isinstance(node, list) else []
-    for key, value in items:
-        here = (*path, key)
-        if isinstance(key, str) and "gpu" in key.lower() and value not in (None, 0, "0", False):
-            raise InputError(
-                f"{'.'.join(map(str, here))}: GPUs asked for in the task's config, which "
-                "budget-gate does not read",
-                location=at(*here),
-                hint="ask for GPUs in resources.accelerators",
-            )
-        _refuse_config_gpus(value, here, at)
+def _refuse_config_gpus(config: Any, at: Any) -> None:
+    """Refuse accelerators a task's ``config:`` asks for (a pod config's ``nvidia.com/gpu``).
+
+    The same search as the SkyPilot admission policy's (:func:`gate.spec.devices.devices_in`).
+    """
+    devices = sorted(set(devices_in(config)))
+    if devices:
+        raise InputError(
+            f"config: {', '.join(devices)}: GPUs asked for in the task's config (a pod config), "
+            "which budget-gate does not read",
+            location=at("config"),
+            hint="ask for GPUs in resources.accelerators",
+        )
 
 
 def _where(fact: str, value: str) -> str:

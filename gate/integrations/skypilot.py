@@ -25,7 +25,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import sky
@@ -33,7 +33,6 @@ from sky import exceptions as sky_exceptions
 
 from gate.admission.asks import GpuAsk
 from gate.admission.spenders import user_refusal
-from gate.admission.workload import counts_as_accelerator, visible_devices
 from gate.errors import InputError
 from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key
 from gate.formats import Format
@@ -53,6 +52,7 @@ from gate.integrations.skypilot_spec import (
     whole_gpu_cost,
 )
 from gate.ledger import tracking
+from gate.spec.devices import devices_in
 from gate.spec.facts import ENV_PREFIX
 
 log = logging.getLogger(__name__)
@@ -275,30 +275,13 @@ def _refuse_pod_config_devices(task: sky.Task, client_config: Any) -> None:
     ]
     configs.append(("the client's SkyPilot config", _plain(client_config)))
     for where, config in configs:
-        devices = sorted(set(_devices(config)))
+        devices = sorted(set(devices_in(config)))
         if devices:
             raise Rejection(
                 f"task {task.name or '(unnamed)'!r} asks for {', '.join(devices)} through "
                 f"a pod config in {where}, which budget-gate does not count — ask for the "
                 "GPUs in resources.accelerators (e.g. H100:8) and name the spec"
             )
-
-
-def _devices(node: Any) -> Iterator[str]:
-    """The accelerator resources and NVIDIA_VISIBLE_DEVICES anywhere in a config tree."""
-    if isinstance(node, list):
-        for item in node:
-            yield from _devices(item)
-        return
-    if not isinstance(node, dict):
-        return
-    if visible_devices(node) is not None:
-        yield "NVIDIA_VISIBLE_DEVICES"
-    asked = _dict(node.get("resources"))
-    for part in ("limits", "requests"):
-        yield from (str(n) for n in _dict(asked.get(part)) if counts_as_accelerator(str(n)))
-    for value in node.values():
-        yield from _devices(value)
 
 
 def _plain(config: Any) -> Any:

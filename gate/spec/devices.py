@@ -1,0 +1,66 @@
+"""What hands a Kubernetes container accelerators (pure).
+
+Device-plugin resources (``nvidia.com/gpu``), and ``NVIDIA_VISIBLE_DEVICES``. Shared by the
+Kueue admission (a Workload's containers), the SkyPilot admission policy and the SkyPilot
+importer (pod configs merged into a task's pods), so all three count the same resources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+_NO_DEVICES = ("", "void", "none")
+"""NVIDIA_VISIBLE_DEVICES values that show no GPU (the container toolkit's)."""
+
+
+def visible_devices(container: Mapping[str, Any]) -> str | None:
+    """The GPUs a container's ``NVIDIA_VISIBLE_DEVICES`` shows it, when it shows any.
+
+    NOTE: with the NVIDIA container toolkit's defaults, an unprivileged container that sets
+    it sees those GPUs (``all``: every one of its node's) while asking for none.
+    """
+    env = container.get("env")
+    for entry in env if isinstance(env, list) else []:
+        if isinstance(entry, Mapping) and entry.get("name") == "NVIDIA_VISIBLE_DEVICES":
+            value = str(entry.get("value", "")).strip()
+            return None if value.lower() in _NO_DEVICES else value
+    return None
+
+
+_ACCELERATOR_VENDORS = (
+    "nvidia.com/",
+    "amd.com/",
+    "gpu.intel.com/",
+    "google.com/tpu",
+    "aws.amazon.com/neuron",
+    "habana.ai/",
+    "cloud-tpus.google.com/",
+)
+"""Extended resources of accelerator device plugins: one not priced is refused, not free."""
+
+
+def counts_as_accelerator(resource: str) -> bool:
+    """Whether a Kubernetes resource names an accelerator, priced or not (a GPU, a TPU)."""
+    return resource.startswith(_ACCELERATOR_VENDORS)
+
+
+def devices_in(node: Any) -> Iterator[str]:
+    """The accelerator resources and NVIDIA_VISIBLE_DEVICES anywhere in a config tree."""
+    if isinstance(node, list):
+        for item in node:
+            yield from devices_in(item)
+        return
+    if not isinstance(node, dict):
+        return
+    if visible_devices(node) is not None:
+        yield "NVIDIA_VISIBLE_DEVICES"
+    asked = _mapping(node.get("resources"))
+    for part in ("limits", "requests"):
+        yield from (str(n) for n in _mapping(asked.get(part)) if counts_as_accelerator(str(n)))
+    for value in node.values():
+        yield from devices_in(value)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
