@@ -121,14 +121,19 @@ def test_team_policy_is_chosen_by_metadata_team(write_yaml, capsys):
     assert "(policy: default)" in capsys.readouterr().out
 
 
-def test_waivers_suppress_until_they_expire(write_yaml, capsys):
+def _waived(write_yaml: Any, reason: str, expires: str) -> tuple[str, str]:
+    """A spec over the policy's cost limit, and the policy directory whose waiver covers it."""
     write_yaml(
         "p/default.yaml",
         POLICY + "limits: {max_experiment_cost: 1}\nwaivers:\n"
-        "  - {rule: BG104, specs: 'big.yaml', reason: board approved, expires: 2026-12-31}\n",
+        f"  - {{rule: BG104, specs: 'big.yaml', reason: {reason}, expires: {expires}}}\n",
     )
     spec = write_yaml("big.yaml", SPEC.replace("TEAM", "x"))
-    pdir = spec.rsplit("/", 1)[0] + "/p"
+    return spec, spec.rsplit("/", 1)[0] + "/p"
+
+
+def test_waivers_suppress_until_they_expire(write_yaml, capsys):
+    spec, pdir = _waived(write_yaml, "board approved", "2026-12-31")
     assert main(["check", "--policy-dir", pdir, "--as-of", "2026-12-01", spec]) == 0
     assert "(waived: board approved)" in capsys.readouterr().out
     assert main(["check", "--policy-dir", pdir, "--as-of", "2027-01-01", spec]) == 1
@@ -139,13 +144,7 @@ def test_waivers_suppress_until_they_expire(write_yaml, capsys):
 
 def test_a_moment_other_than_now_is_said_in_every_format(write_yaml, capsys):
     """A past --as-of revives an expired waiver: a pass judged then says it was judged then."""
-    write_yaml(
-        "p/default.yaml",
-        POLICY + "limits: {max_experiment_cost: 1}\nwaivers:\n"
-        "  - {rule: BG104, specs: 'big.yaml', reason: old, expires: 2025-01-01}\n",
-    )
-    spec = write_yaml("big.yaml", SPEC.replace("TEAM", "x"))
-    pdir = spec.rsplit("/", 1)[0] + "/p"
+    spec, pdir = _waived(write_yaml, "old", "2025-01-01")
     said = "judged as of 2024-06-01 (--as-of), not now"
     assert main(["check", "--policy-dir", pdir, "--as-of", "2024-06-01", spec]) == 0
     assert said in capsys.readouterr().out

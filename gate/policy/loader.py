@@ -142,12 +142,13 @@ class PolicySet:
             return [f for f in self._files if "/" not in f]
         self._require_dir()
         # NOTE: an entry named as a policy counts whatever it is (a broken link, a directory,
-        # a FIFO): left out, the team it names would be judged by the default in silence
+        # a FIFO): left out, the team it names would be judged by the default in silence; a
+        # hidden one is an editor's lock link (.#default.yaml), which no one reads
         return [
             p.name
             for p in self.policy_dir.iterdir()
             if p.is_file() or (policy_like(p.name) and not p.name.startswith("."))
-        ]  # NOTE: not an editor's hidden lock link (.#default.yaml), which no one reads
+        ]
 
     def _misnamed(self) -> list[str]:
         """Files that look like policies but are never read (:mod:`gate.policy.files`)."""
@@ -211,7 +212,7 @@ class PolicySet:
         if self._files is not None:
             return file_name in self._files
         path = self.policy_dir / file_name
-        return path.is_file() or path.is_symlink() or path.exists()  # NOTE: read, and refused
+        return path.is_symlink() or path.exists()  # NOTE: a broken link too: read, and refused
 
     def _require_dir(self) -> None:
         if self._files is None and not self.policy_dir.is_dir():
