@@ -68,21 +68,22 @@ def estimate(
     measured = with_prior(spec, measured, policy.estimation.mfu)
     policy = measured_policy(policy, measured)
     trials = count_trials(spec.search, spec.workload.max_epochs)
-    stop, stop_note = expected_stop(spec, policy, measured)
     inputs = _Pricing(spec, policy, quote, measured, trials, notes)
     worst = _scenario(inputs, "worst", spec.workload.max_epochs)
     if lazy:
         assert not (savings or notes), "a lazy estimate prices no savings and says no notes"
+        stopped = functools.cache(lambda: expected_stop(spec, policy, measured))
         return Estimate(
             worst,
-            lambda: _scenario(inputs, "expected", stop, stop_note),
+            lambda: _scenario(inputs, "expected", *stopped()),
             quote,
             spec.search.strategy,
-            spot=lambda: _spot(inputs, on_demand, stop),
+            spot=lambda: _spot(inputs, on_demand, stopped()[0]),
             epoch_minutes_range=_range(spec),
             measured=measured,
-            expected_cut=lambda: _expected_cut(inputs, stop),
+            expected_cut=lambda: _expected_cut(inputs, stopped()[0]),
         )
+    stop, stop_note = expected_stop(spec, policy, measured)
     expected = _scenario(inputs, "expected", stop, stop_note)
     spot = _spot(inputs, on_demand, stop)
     if spot is not None and notes and (worst.unfinished or expected.unfinished):

@@ -67,10 +67,10 @@ def attach_fixes(
         estimates = min(estimates, (WORK_STEPS - steps) // steps)
     if not targets or estimates <= 0:
         return findings
-    cache: dict[str, RuleContext | None] = {}
+    cache: dict[tuple[tuple[tuple[str, ...], str], ...], RuleContext | None] = {}
 
     def probe(edits: tuple[Edit, ...]) -> RuleContext | None:
-        key = repr(edits)
+        key = tuple((e.path, repr(e.value)) for e in edits)  # NOTE: 1, 1.0 and True differ
         if key not in cache:
             if len(cache) >= estimates:
                 raise _OutOfEstimates

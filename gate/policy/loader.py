@@ -79,6 +79,7 @@ class PolicySet:
         self._by_name: dict[str, LoadedPolicy] = {}
         self._names: list[str] | None = None
         self._misnamed_files: list[str] | None = None
+        self._present: dict[str, bool] = {}
         self._owners: dict[str, Ownership] | None = None
         self._trust: Trust | None = None
 
@@ -211,8 +212,11 @@ class PolicySet:
     def _exists(self, file_name: str) -> bool:
         if self._files is not None:
             return file_name in self._files
-        path = self.policy_dir / file_name
-        return path.is_symlink() or path.exists()  # NOTE: a broken link too: read, and refused
+        if file_name not in self._present:  # NOTE: asked for each spec, looked for once a run
+            path = self.policy_dir / file_name
+            # NOTE: a broken link too: read, and refused
+            self._present[file_name] = path.is_symlink() or path.exists()
+        return self._present[file_name]
 
     def _require_dir(self) -> None:
         if self._files is None and not self.policy_dir.is_dir():
