@@ -352,7 +352,7 @@ SKYPILOT = """\
 name: train
 resources: {{accelerators: "A100-80GB:1"}}
 envs:
-  EPOCHS: 1000
+  LENGTH: 1000
   X_BUDGET_GATE_EPOCH_MINUTES: 1
 {declared}run: {run}
 """
@@ -362,7 +362,7 @@ envs:
     ("run", "epochs"),
     [
         ("python train.py --epochs 1 --lr 0.1 --epochs=200", "200"),
-        ("python train.py --epochs $EPOCHS", "1000"),
+        ("python train.py --epochs $LENGTH", "1000"),
         (
             "python pretrain.py --epochs 500 && python train.py --epochs 5",
             "505",
@@ -378,7 +378,7 @@ def test_a_skypilot_run_trains_each_flags_last_value(tmp_path, capsys, run, epoc
 
 def test_a_skypilot_run_above_the_declared_max_epochs_is_refused(tmp_path, capsys) -> None:
     text = SKYPILOT.format(
-        declared="  X_BUDGET_GATE_MAX_EPOCHS: 10\n", run="python train.py --epochs ${EPOCHS}"
+        declared="  X_BUDGET_GATE_MAX_EPOCHS: 10\n", run="python train.py --epochs ${LENGTH}"
     )
     code, result = check(tmp_path, capsys, text, "task.yaml")
     assert code == INVALID
@@ -431,6 +431,66 @@ def test_a_katib_env_var_in_args_is_expanded_from_the_container_env(tmp_path, ca
     assert "but the engine runs 1000" in only_error(result)["message"]
 
 
+def _katib_env(env: str) -> str:
+    """A Katib trial whose command names no epochs, with ``env`` in its container."""
+    text = katib('{list: ["1"]}', command='["python3", "train.py"]')
+    return text.replace(
+        "                command:", f"                env: {env}\n                command:"
+    )
+
+
+def test_a_katib_env_named_like_the_epochs_counts_though_no_command_names_it(
+    tmp_path, capsys
+) -> None:
+    """The program may read ``NUM_EPOCHS`` from its environment: the env hands it 1000."""
+    text = _katib_env('[{name: LOG_LEVEL, value: "9999"}, {name: NUM_EPOCHS, value: "1000"}]')
+    code, result = check(tmp_path, capsys, text, "experiment.yaml")
+    assert code == INVALID
+    error = only_error(result)
+    assert (
+        "but the engine runs 1000 (env NUM_EPOCHS=1000 in the trial's container)"
+        in (error["message"])
+    )
+    assert error["hint"].endswith('make it env NUM_EPOCHS: "10" in the trial\'s container')
+    code, result = check(tmp_path, capsys, _katib_env('[{name: LOG_LEVEL, value: "9999"}]'))
+    assert code != INVALID, result["errors"]  # an env not named like the epochs is not read
+
+
+def test_a_katib_epochs_env_whose_value_is_outside_the_file_is_refused(tmp_path, capsys) -> None:
+    text = _katib_env("[{name: EPOCHS, valueFrom: {configMapKeyRef: {name: cfg, key: e}}}]")
+    code, result = check(tmp_path, capsys, text, "experiment.yaml")
+    assert code == INVALID
+    error = only_error(result)
+    assert error["message"] == (
+        "env EPOCHS of the trial's container: the epochs it hands the program are not in the "
+        "file (valueFrom)"
+    )
+    assert error["line"] == at(text, "{name: EPOCHS", "{name: EPOCHS")[0]
+
+
+@pytest.mark.parametrize(
+    ("envs", "secrets", "message"),
+    [
+        ("  EPOCHS: 1000\n", "", "but the engine runs 1000 (envs EPOCHS: 1000, in the programs'"),
+        (  # a secret wins over an env of its name, as SkyPilot applies them
+            "  NUM_EPOCHS: 5\n",
+            "secrets:\n  NUM_EPOCHS: 700\n",
+            "but the engine runs 700 (secrets NUM_EPOCHS: 700, in the programs'",
+        ),
+        ("  EPOCHS: null\n", "", "envs EPOCHS: null: the epochs it hands the task's programs"),
+    ],
+)
+def test_a_skypilot_env_named_like_the_epochs_counts_though_no_command_names_it(
+    tmp_path, capsys, envs, secrets, message
+) -> None:
+    """SkyPilot exports envs and secrets to run: the program may read EPOCHS from there."""
+    text = SKYPILOT.format(declared="  X_BUDGET_GATE_MAX_EPOCHS: 10\n", run="python train.py")
+    text = text.replace("  LENGTH: 1000\n", envs) + secrets
+    code, result = check(tmp_path, capsys, text, "task.yaml")
+    assert code == INVALID
+    assert message in only_error(result)["message"]
+
+
 @pytest.mark.parametrize(
     ("text", "name", "message"),
     [
@@ -446,10 +506,10 @@ def test_a_katib_env_var_in_args_is_expanded_from_the_container_env(tmp_path, ca
         ),
         (
             SKYPILOT.format(
-                declared="", run="|\n  export EPOCHS=1\n  python train.py --epochs $EPOCHS"
+                declared="", run="|\n  export LENGTH=1\n  python train.py --epochs $LENGTH"
             ),
             "task.yaml",
-            "--epochs $EPOCHS in run: the epochs it trains are not in the file",
+            "--epochs $LENGTH in run: the epochs it trains are not in the file",
         ),
     ],
 )

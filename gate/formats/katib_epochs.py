@@ -1,9 +1,11 @@
-"""The epochs a Katib trial trains, from the ``--epochs`` flags of its containers' commands.
+"""The epochs a Katib trial trains, from its containers' ``--epochs`` flags and epochs env.
 
 A flag's value is a literal number or ``${trialParameters.NAME}``, the top of the swept
 parameter that trial parameter references (``feasibleSpace.max``, or the largest of its
 ``list``). Each command counts (the container's command and args, and the shell scripts
-they run), and in each, a repeated flag's last value, as argparse keeps it.
+they run), and in each, a repeated flag's last value, as argparse keeps it. A container's
+env variable named like the epochs (``EPOCHS``, ``NUM_EPOCHS``) counts too, whether or not a
+command names it: the program may read it from its environment.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gate.errors import Location
+from gate.errors import InputError, Location
 from gate.formats.command_lines import (
     Words,
     commands_of,
     epoch_flags,
+    names_epochs,
     refuse_repeats,
     unread,
 )
@@ -39,6 +42,8 @@ class Epochs:
     """The swept parameter it takes (its index in spec.parameters, its feasibleSpace)."""
     summed: bool = False
     """The epochs of several commands, one after another (no one flag to lower)."""
+    in_env: bool = False
+    """Set by the container's env variable ``flag``, not by a command's flag."""
 
 
 def epochs_in(
@@ -65,6 +70,40 @@ def epochs_in(
         tops = [max(flags, key=lambda e: e.top) for flags in per_command]
         detail = " + ".join(e.detail for e in tops) + ", one command after another"
         found.append(Epochs(sum(e.top for e in tops), detail, tops[0].location, "", summed=True))
+    return found + _env_epochs(container, here, spec, doc)
+
+
+def _env_epochs(
+    container: dict[str, Any], here: DataPath, spec: dict[str, Any], doc: LoadedDoc
+) -> list[Epochs]:
+    """The epochs the container's env variables named like the epochs hand the program."""
+    listed = container.get("env")
+    found = []
+    for i, entry in enumerate(listed if isinstance(listed, list) else []):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not names_epochs(name):
+            continue
+        path = (*here, "env", i)
+        where = doc.source_map.locate((*path, "value")) or doc.source_map.locate(path)
+        value = str(entry.get("value", ""))
+        if (literal := whole_epochs(value)) is not None:
+            detail = f"env {name}={literal} in the trial's container"
+            found.append(Epochs(literal, detail, where, name, in_env=True))
+        elif (swept := _swept_epochs(value, spec)) is not None:
+            top, index, space = swept
+            detail = (
+                f"env {name}={value} in the trial's container: spec.parameters[{index}] goes "
+                f"up to {top}, so a trial may train {top} epochs"
+            )
+            found.append(Epochs(top, detail, where, name, (index, space), in_env=True))
+        else:
+            raise InputError(
+                f"env {name} of the trial's container: the epochs it hands the program are "
+                "not in the file" + (" (valueFrom)" if "valueFrom" in entry else ""),
+                location=where,
+                hint="write the number as its value, or ${trialParameters.NAME} of a swept "
+                "parameter",
+            )
     return found
 
 
@@ -150,7 +189,11 @@ def fewer_epochs(found: list[Epochs], value: Any) -> str | None:
             edits.append(f"at most {value} epochs over the trial's commands together")
             continue
         if entry.parameter is None:
-            edits.append(f"{entry.flag}={value} as the last {entry.flag} in the trial's command")
+            edits.append(
+                f'env {entry.flag}: "{value}" in the trial\'s container'
+                if entry.in_env
+                else f"{entry.flag}={value} as the last {entry.flag} in the trial's command"
+            )
             continue
         index, space = entry.parameter
         listed = space.get("list")

@@ -10,13 +10,20 @@ envs, which ``sky.Task.from_yaml`` accepts as any other env.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from gate.errors import InputError, Location
-from gate.formats.command_lines import commands_of, epoch_flags, refuse_repeats, unread
+from gate.formats.command_lines import (
+    commands_of,
+    epoch_flags,
+    names_epochs,
+    refuse_repeats,
+    unread,
+)
 from gate.formats.extension import env_facts
 from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping, whole_epochs
 from gate.spec.devices import devices_in
@@ -75,10 +82,10 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
     recovery = _recovery(data.get("resources"))
     if recovery:
         notes.append(recovery)
-    epochs = _run_epochs(data, at)
+    epochs = max([*_run_epochs(data, at), *_env_epochs(data, at)], default=None)
     if epochs is not None:
         draft[("workload", "max_epochs")] = Traced(
-            epochs[0], Source(Origin.FILE, epochs[1], at(epochs[2]))
+            epochs[0], Source(Origin.FILE, epochs[1], at(*epochs[2]))
         )
     facts = env_facts(data.get("envs"), file, where, ("envs",))
     if "max_trials" in facts:
@@ -100,7 +107,7 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
     )
 
 
-def _run_epochs(data: dict[str, Any], at: Any) -> tuple[int, str, str] | None:
+def _run_epochs(data: dict[str, Any], at: Any) -> list[tuple[int, str, DataPath]]:
     """The most epochs the task trains, and where: of ``setup`` and ``run``'s commands.
 
     In each command each epochs flag's last value counts (:mod:`gate.formats.command_lines`).
@@ -110,7 +117,7 @@ def _run_epochs(data: dict[str, Any], at: Any) -> tuple[int, str, str] | None:
     so theirs add up.
     """
     envs = {**mapping(data.get("envs")), **mapping(data.get("secrets"))}  # secrets win
-    each: list[tuple[int, str, str]] = []
+    each: list[tuple[int, str, DataPath]] = []
     for key in ("setup", "run"):
         script = data.get(key)
         if not isinstance(script, str):
@@ -118,7 +125,7 @@ def _run_epochs(data: dict[str, Any], at: Any) -> tuple[int, str, str] | None:
         refuse_repeats([(script, (key,))], key, lambda path: at(*path))
         _refuse_held_commands(script, envs, key, at)
         for command in commands_of([(script, (key,))]):
-            best: tuple[int, str, str] | None = None
+            best: tuple[int, str, DataPath] | None = None
             for flag in epoch_flags(command):
                 number = _env_number(flag.value, envs, script)
                 if number is None:
@@ -138,13 +145,38 @@ def _run_epochs(data: dict[str, Any], at: Any) -> tuple[int, str, str] | None:
                     f" (envs {flag.value.strip('${}')}: {number})" if flag.value[0] == "$" else ""
                 )
                 if best is None or number > best[0]:
-                    best = (number, f"{shown} in {key}", key)
+                    best = (number, f"{shown} in {key}", (key,))
             if best is not None:
                 each.append(best)
     if len(each) <= 1:
-        return each[0] if each else None
+        return each
     detail = " + ".join(d for _, d, _ in each) + ", one command after another"
-    return sum(n for n, _, _ in each), detail, each[0][2]
+    return [(sum(n for n, _, _ in each), detail, each[0][2])]
+
+
+def _env_epochs(data: dict[str, Any], at: Any) -> list[tuple[int, str, DataPath]]:
+    """The epochs the task's envs (and secrets) named like the epochs hand its programs.
+
+    SkyPilot exports them to ``setup`` and ``run``, so a program may read ``EPOCHS`` from its
+    environment whether or not a command names it; a value the file does not give (``null``:
+    set at launch with ``--env``) is refused.
+    """
+    held = {name: ("envs", value) for name, value in mapping(data.get("envs")).items()}
+    held |= {name: ("secrets", value) for name, value in mapping(data.get("secrets")).items()}
+    found: list[tuple[int, str, DataPath]] = []
+    for name, (key, value) in held.items():  # NOTE: a secret wins over an env of its name
+        if str(name).startswith(ENV_PREFIX) or not names_epochs(str(name)):
+            continue
+        number = whole_epochs(value)
+        if number is None:
+            raise InputError(
+                f"{key} {name}: {json.dumps(value, default=str)}: the epochs it hands the "
+                "task's programs are not in the file",
+                location=at(key, name),
+                hint=f"write the number of epochs as {name}'s value",
+            )
+        found.append((number, f"{key} {name}: {number}, in the programs' environment", (key, name)))
+    return found
 
 
 def _env_number(value: str, envs: Any, script: str) -> int | None:
