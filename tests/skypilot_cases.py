@@ -394,6 +394,44 @@ POD_CONFIGS = {
             }
         }
     },
+    "NVIDIA_VISIBLE_DEVICES set twice": {  # the kubelet sets the last; SkyPilot appends
+        "kubernetes": {
+            "pod_config": {
+                "spec": {
+                    "containers": [
+                        {
+                            "env": [
+                                {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"},
+                                {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+                            ]
+                        }
+                    ]
+                }
+            }
+        }
+    },
+    "resourceClaims": {  # dynamic resource allocation: the count is in a claim template
+        "kubernetes": {
+            "pod_config": {
+                "spec": {
+                    "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "eight"}],
+                    "containers": [{"resources": {"claims": [{"name": "gpus"}]}}],
+                }
+            }
+        }
+    },
+    "a device plugin named like a GPU": {
+        "kubernetes": {
+            "pod_config": {
+                "spec": {"containers": [{"resources": {"limits": {"k8s.amazonaws.com/vgpu": 8}}}]}
+            }
+        }
+    },
+}
+SHOWN = {
+    "NVIDIA_VISIBLE_DEVICES set twice": "NVIDIA_VISIBLE_DEVICES",
+    "resourceClaims": "resourceClaims (dynamic resource allocation)",
+    "a device plugin named like a GPU": "k8s.amazonaws.com/vgpu",
 }
 
 
@@ -416,7 +454,7 @@ def test_gpus_asked_through_a_pod_config_are_refused(repo, tmp_path, placed, whe
     if where != "config":
         asked.skypilot_config = sky.Config(POD_CONFIGS[placed])
     message = rejection(asked, settings(repo))
-    shown = "NVIDIA_VISIBLE_DEVICES" if placed == "NVIDIA_VISIBLE_DEVICES" else "nvidia.com/gpu"
+    shown = placed if placed == "NVIDIA_VISIBLE_DEVICES" else SHOWN.get(placed, "nvidia.com/gpu")
     assert message == (
         f"budget-gate: task 'cpu' asks for {shown} through a pod config in {where}, which "
         "budget-gate does not count — ask for the GPUs in resources.accelerators (e.g. "
@@ -689,3 +727,24 @@ def test_serve_says_what_is_wrong_with_its_options(repo, tmp_path):
         assert proc.stderr.startswith(start), proc.stderr
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert "abc" not in "".join(p.stderr for p, _ in cases)  # a secret is never printed
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_an_instance_type_on_no_named_cloud_is_refused(repo, tmp_path, named):
+    """SkyPilot reads p5.48xlarge's 8 × H100 only once it picks a cloud, after the policy:
+    read as no GPU, it passed with no spec, and beside a cleared L4:1 candidate."""
+    config = {"name": "train", "resources": {"instance_type": "p5.48xlarge"}, "run": "x"}
+    if named:
+        spec = write_spec(repo, 2)
+        config["resources"] = {
+            "ordered": [{"instance_type": "p5.48xlarge"}, {"accelerators": "L4:1"}]
+        }
+        config["envs"] = {"BUDGET_GATE_SPEC": spec}
+    path = tmp_path / "task.yaml"
+    path.write_text(json.dumps(config))
+    message = rejection(request(sky.Task.from_yaml(str(path))), settings(repo))
+    assert message == (
+        "budget-gate: task 'train' asks for instance type p5.48xlarge on no named cloud, whose "
+        "GPUs SkyPilot reads only after budget-gate judges the task — name its accelerators "
+        "beside it (e.g. accelerators: H100:8), or its cloud (infra: aws)"
+    )

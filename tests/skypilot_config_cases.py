@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import sky
 from sky import exceptions
 
@@ -19,7 +20,7 @@ from gate.integrations.skypilot import apply_policy
 from gate.ledger.records import LedgerQuery, RecordKind
 from tests import skypilot_cases
 from tests.ledger_kit import UNSIGNED, Team
-from tests.skypilot_cases import rejection, request, settings
+from tests.skypilot_cases import rejection, request, settings, write_spec
 
 # The fixtures of tests/skypilot_cases.py: the namespace guard (autouse) and the repository.
 _inside_a_network_namespace = skypilot_cases._inside_a_network_namespace
@@ -38,13 +39,21 @@ parameters:
 """
 
 
-def _task(tmp: Path, envs: dict[str, str], accelerators: str = "L4:1", nodes: int = 1):
+def _task(
+    tmp: Path,
+    envs: dict[str, str],
+    accelerators: str = "L4:1",
+    nodes: int = 1,
+    run: str = "python train.py --epochs 10",
+    secrets: dict[str, str] | None = None,
+):
     config = {
         "name": "train",
         "num_nodes": nodes,
         "resources": {"accelerators": accelerators},
-        "run": "python train.py --epochs 10",
+        "run": run,
         "envs": envs,
+        **({"secrets": secrets} if secrets else {}),
     }
     path = tmp / "task.yaml"
     path.write_text(json.dumps(config))
@@ -127,3 +136,42 @@ def test_an_approved_sweep_launches_once_on_its_task(repo, tmp_path):
         assert "covers 1 launch (approval.launches)" in str(exc)
     else:
         raise AssertionError("the approval's one launch was used")
+
+
+def test_a_task_judged_by_itself_reads_its_secrets_as_skypilot_applies_them(repo, tmp_path):
+    """A secret wins over an env of its name at run time: dropped, EPOCHS was the env's 10."""
+    task = _task(
+        tmp_path,
+        {**_facts(repo, 2), "EPOCHS": "10"},
+        run="python train.py --epochs $EPOCHS",
+        secrets={"EPOCHS": "20"},
+    )
+    cleared = apply_policy(request(task), settings(repo))
+    tags = json.loads(cleared.task.envs["BUDGET_GATE_RUN_TAGS"])
+    assert tags["budget_gate.max_epochs"] == "20"
+
+
+@pytest.mark.parametrize(
+    ("run", "envs", "said"),
+    [
+        ("python train.py --epochs 1000", {}, "trains 1000 epochs (--epochs 1000 in run), but"),
+        ("python train.py", {"EPOCHS": "1000"}, "trains 1000 epochs (envs EPOCHS: 1000, in the"),
+        (
+            "for i in $(seq 100); do python train.py --epochs 10; done",
+            {},
+            "a script that also runs `for`",
+        ),
+    ],
+)
+def test_a_task_trains_no_more_epochs_than_the_spec_it_names(repo, tmp_path, run, envs, said):
+    """Naming a cleared spec cleared whatever the task ran: its run and envs were not read."""
+    spec = write_spec(repo, 2)  # 10 epochs; two trials need no approval
+    named = {"BUDGET_GATE_SPEC": spec}
+    apply_policy(request(_task(tmp_path, named)), settings(repo))  # --epochs 10, as priced
+    message = rejection(request(_task(tmp_path, {**named, **envs}, run=run)), settings(repo))
+    assert said in message
+    if "trains" in said:
+        assert message.endswith(
+            f"but {spec} is cleared for 10 (workload.max_epochs) — train at most 10 epochs, or "
+            f"change the spec and clear it again (budget-gate check {spec})"
+        )

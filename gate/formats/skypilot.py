@@ -82,7 +82,7 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
     recovery = _recovery(data.get("resources"))
     if recovery:
         notes.append(recovery)
-    epochs = max([*_run_epochs(data, at), *_env_epochs(data, at)], default=None)
+    epochs = task_epochs(data, at)
     if epochs is not None:
         draft[("workload", "max_epochs")] = Traced(
             epochs[0], Source(Origin.FILE, epochs[1], at(*epochs[2]))
@@ -107,6 +107,15 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
     )
 
 
+def task_epochs(data: dict[str, Any], at: Any) -> tuple[int, str, DataPath] | None:
+    """The most epochs a task hands a trial (its commands', its envs'), what says so, where.
+
+    Raises :class:`InputError` for epochs the file does not show (a loop, a value set
+    outside it): the SkyPilot policy reads a launched task the same way.
+    """
+    return max([*_run_epochs(data, at), *_env_epochs(data, at)], default=None)
+
+
 def _run_epochs(data: dict[str, Any], at: Any) -> list[tuple[int, str, DataPath]]:
     """The most epochs the task trains, and where: of ``setup`` and ``run``'s commands.
 
@@ -123,7 +132,7 @@ def _run_epochs(data: dict[str, Any], at: Any) -> list[tuple[int, str, DataPath]
         if not isinstance(script, str):
             continue
         refuse_repeats([(script, (key,))], key, lambda path: at(*path))
-        _refuse_held_commands(script, envs, key, at)
+        _refuse_held_commands(script, envs, set(mapping(data.get("secrets"))), key, at)
         for command in commands_of([(script, (key,))]):
             best: tuple[int, str, DataPath] | None = None
             for flag in epoch_flags(command):
@@ -169,9 +178,10 @@ def _env_epochs(data: dict[str, Any], at: Any) -> list[tuple[int, str, DataPath]
             continue
         number = whole_epochs(value)
         if number is None:
+            shown = "(a secret)" if key == "secrets" else json.dumps(value, default=str)
             raise InputError(
-                f"{key} {name}: {json.dumps(value, default=str)}: the epochs it hands the "
-                "task's programs are not in the file",
+                f"{key} {name}: {shown}: the epochs it hands the task's programs are not in "
+                "the file",
                 location=at(key, name),
                 hint=f"write the number of epochs as {name}'s value",
             )
@@ -201,14 +211,20 @@ def _sets(script: str, name: str) -> bool:
     return re.search(rf"(?<![\w$]){re.escape(name)}(?!\w)", unread) is not None
 
 
-def _refuse_held_commands(script: str, envs: dict[str, Any], key: str, at: Any) -> None:
-    """Refuse an env the script runs whose value holds an epochs flag (``run: $TRAIN``)."""
+def _refuse_held_commands(
+    script: str, envs: dict[str, Any], secret: set[str], key: str, at: Any
+) -> None:
+    """Refuse an env the script runs whose value holds an epochs flag (``run: $TRAIN``).
+
+    A secret's value is not shown (it may hold a token beside the flag).
+    """
     for name, value in envs.items():
         if not isinstance(value, str) or not re.search(rf"\$\{{?{re.escape(str(name))}\b", script):
             continue
         if epoch_flags([(word, ()) for word in value.split()]):
+            shown = "a secret" if name in secret else value
             raise InputError(
-                f"{key} runs ${name}, whose value holds an epochs flag ({value}): the shell "
+                f"{key} runs ${name}, whose value holds an epochs flag ({shown}): the shell "
                 "expands it, budget-gate does not",
                 location=at(key),
                 hint=f"write the training command in {key} itself",

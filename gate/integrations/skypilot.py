@@ -37,7 +37,7 @@ from gate.errors import InputError
 from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key
 from gate.formats import Format
 from gate.formats.model import FactMap, Origin, Source, Traced
-from gate.integrations.skypilot_match import check_match, gpu_asks
+from gate.integrations.skypilot_match import check_epochs, check_match, gpu_asks
 from gate.integrations.skypilot_settings import MissingSpec, PolicySettings
 from gate.integrations.skypilot_spec import (
     SPEC_ENV,
@@ -192,6 +192,8 @@ def judge(
         check_self_cleared(evaluation.result, relative)
     if evaluation.spec is not None:
         check_match(task, asks, evaluation.spec, relative, exec_request=request == "exec")
+        if named:  # NOTE: a task judged by itself was read whole: its epochs are the spec's
+            check_epochs(task, evaluation.spec, relative)
         # NOTE: a controller launching a managed job's cluster may carry no user; the
         # jobs.launch whose key it carries was checked with the user who asked.
         stranger = user_refusal(evaluation, user, identities, task.name or "(unnamed)")
@@ -345,7 +347,7 @@ def _task_yaml(task: sky.Task) -> bytes:
     config = task.to_yaml_config()
     kept = {
         k: config[k]
-        for k in ("name", "resources", "num_nodes", "setup", "run", "envs")
+        for k in ("name", "resources", "num_nodes", "setup", "run", "envs", "secrets")
         if k in config
     }
     return yaml.safe_dump(kept, sort_keys=False).encode()

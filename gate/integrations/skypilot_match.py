@@ -26,6 +26,16 @@ def gpu_asks(task: Task) -> list[GpuAsk]:
     SkyPilot reads ``A100:inf`` and ``A100:nan`` as counts; they are no number of GPUs.
     """
     nodes = int(task.num_nodes or 1)
+    for resources in task.resources:
+        if resources.instance_type and not resources.accelerators:
+            # NOTE: SkyPilot reads an instance type's GPUs only once a cloud is chosen, after
+            # the policy: p5.48xlarge without infra launches 8 × H100 that no ask showed
+            raise Rejection(
+                f"task {task.name or '(unnamed)'!r} asks for instance type "
+                f"{resources.instance_type} on no named cloud, whose GPUs SkyPilot reads only "
+                "after budget-gate judges the task — name its accelerators beside it (e.g. "
+                "accelerators: H100:8), or its cloud (infra: aws)"
+            )
     asks = [
         GpuAsk(name, float(count), nodes, bool(resources.use_spot))
         for resources in task.resources
@@ -39,6 +49,31 @@ def gpu_asks(task: Task) -> list[GpuAsk]:
                 f"{ask.accelerator}:8"
             )
     return asks
+
+
+def check_epochs(task: Task, spec: Experiment, relative: str) -> None:
+    """The task trains no more epochs than the spec it names was priced with.
+
+    Its ``run``, ``setup``, envs and secrets are read as ``budget-gate check`` reads a task
+    file (:func:`gate.formats.skypilot.task_epochs`): a loop, or a value outside the task,
+    is refused too. A task that names no epochs trains what its spec says.
+    """
+    from gate.errors import InputError
+    from gate.formats.skypilot import task_epochs
+
+    name = task.name or "(unnamed)"
+    config = task.to_yaml_config()
+    try:
+        found = task_epochs(config, lambda *path: None)
+    except InputError as exc:
+        raise Rejection(f"task {name!r}: {exc.problem.message} — {exc.problem.hint}") from None
+    most = spec.workload.max_epochs
+    if found is not None and found[0] > most:
+        raise Rejection(
+            f"task {name!r} trains {found[0]} epochs ({found[1]}), but {relative} is cleared "
+            f"for {most} (workload.max_epochs) — train at most {most} epochs, or change the "
+            f"spec and clear it again (budget-gate check {relative})"
+        )
 
 
 def check_match(

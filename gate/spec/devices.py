@@ -1,12 +1,17 @@
 """What hands a Kubernetes container accelerators (pure).
 
-Device-plugin resources (``nvidia.com/gpu``), and ``NVIDIA_VISIBLE_DEVICES``. Shared by the
+Device-plugin resources (``nvidia.com/gpu``, or any named like an accelerator), devices
+claimed through Dynamic Resource Allocation, and ``NVIDIA_VISIBLE_DEVICES``. Shared by the
 Kueue admission (a Workload's containers), the SkyPilot admission policy and the SkyPilot
 importer (pod configs merged into a task's pods), so all three count the same resources.
+What no object shows (an image's own ``ENV NVIDIA_VISIBLE_DEVICES=all``, as CUDA's base
+images set it, or one from ``envFrom``) is the NVIDIA container toolkit's to refuse
+(``docs/threat-model.md``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -18,14 +23,20 @@ def visible_devices(container: Mapping[str, Any]) -> str | None:
     """The GPUs a container's ``NVIDIA_VISIBLE_DEVICES`` shows it, when it shows any.
 
     NOTE: with the NVIDIA container toolkit's defaults, an unprivileged container that sets
-    it sees those GPUs (``all``: every one of its node's) while asking for none.
+    it sees those GPUs (``all``: every one of its node's) while asking for none. Of several
+    entries the last counts, as the kubelet sets them; one whose value is outside the
+    object (``valueFrom``) is taken as showing GPUs: it may.
     """
     env = container.get("env")
+    shown = None
     for entry in env if isinstance(env, list) else []:
         if isinstance(entry, Mapping) and entry.get("name") == "NVIDIA_VISIBLE_DEVICES":
+            if "valueFrom" in entry:
+                shown = "(valueFrom, a value outside the object)"
+                continue
             value = str(entry.get("value", "")).strip()
-            return None if value.lower() in _NO_DEVICES else value
-    return None
+            shown = None if value.lower() in _NO_DEVICES else value
+    return shown
 
 
 _ACCELERATOR_VENDORS = (
@@ -38,15 +49,20 @@ _ACCELERATOR_VENDORS = (
     "cloud-tpus.google.com/",
 )
 """Extended resources of accelerator device plugins: one not priced is refused, not free."""
+_NAMED_LIKE_ONE = re.compile(r"gpu|cuda|tpu|npu|neuron|gaudi|accelerat", re.IGNORECASE)
+"""A device plugin's resource named like an accelerator (``k8s.amazonaws.com/vgpu``,
+``tencent.com/vcuda-core``, DRA's ``deviceclass.resource.kubernetes.io/gpu.nvidia.com``)."""
 
 
 def counts_as_accelerator(resource: str) -> bool:
     """Whether a Kubernetes resource names an accelerator, priced or not (a GPU, a TPU)."""
-    return resource.startswith(_ACCELERATOR_VENDORS)
+    return resource.startswith(_ACCELERATOR_VENDORS) or (
+        "/" in resource and _NAMED_LIKE_ONE.search(resource) is not None
+    )
 
 
 def devices_in(node: Any) -> Iterator[str]:
-    """The accelerator resources and NVIDIA_VISIBLE_DEVICES anywhere in a config tree."""
+    """The accelerator resources, device claims and NVIDIA_VISIBLE_DEVICES in a config tree."""
     if isinstance(node, list):
         for item in node:
             yield from devices_in(item)
@@ -56,6 +72,8 @@ def devices_in(node: Any) -> Iterator[str]:
     if visible_devices(node) is not None:
         yield "NVIDIA_VISIBLE_DEVICES"
     asked = _mapping(node.get("resources"))
+    if node.get("resourceClaims") or asked.get("claims"):
+        yield "resourceClaims (dynamic resource allocation)"
     for part in ("limits", "requests"):
         yield from (str(n) for n in _mapping(asked.get(part)) if counts_as_accelerator(str(n)))
     for value in node.values():

@@ -449,8 +449,11 @@ def test_a_workload_whose_gpus_cannot_be_read_is_rejected(repo, kube):
         ({"google.com/tpu": "8"}, "google.com/tpu is an accelerator budget-gate does not price"),
         ({"nvidia.com/gpu.shared": "8"}, "nvidia.com/gpu.shared is an accelerator budget-gate"),
         ({"habana.ai/gaudi": "8"}, "habana.ai/gaudi is an accelerator budget-gate does not"),
+        ({"k8s.amazonaws.com/vgpu": "8"}, "k8s.amazonaws.com/vgpu is an accelerator budget-"),
+        ({"tencent.com/vcuda-core": "8"}, "tencent.com/vcuda-core is an accelerator budget-gate"),
         (None, "asks for devices through resourceClaims (dynamic resource allocation)"),
         ("visible", "sets NVIDIA_VISIBLE_DEVICES=all, which reaches the node's GPUs without"),
+        ("visible from", "sets NVIDIA_VISIBLE_DEVICES=(valueFrom, a value outside the object)"),
     ],
 )
 def test_accelerators_it_cannot_count_are_rejected_not_taken_as_no_gpu(repo, kube, ask, said):
@@ -463,6 +466,9 @@ def test_accelerators_it_cannot_count_are_rejected_not_taken_as_no_gpu(repo, kub
         pod["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}]
     elif ask == "visible":  # the container toolkit shows every GPU of the node
         pod["containers"][0]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+    elif ask == "visible from":
+        source = {"configMapKeyRef": {"name": "gpus", "key": "visible"}}
+        pod["containers"][0]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": source}]
     else:
         limits.update(ask)
     workload = submit(kube, (job, pod_sets))
