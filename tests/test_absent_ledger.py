@@ -96,3 +96,56 @@ def test_a_ledger_file_that_is_no_store_is_a_failed_backend_not_an_empty_month(
         assert f"{store}: the MLflow store cannot be read" in err + out
         assert "internal error" not in err + out
     assert store.read_bytes() == content
+
+
+def _optuna_storage(path: Path) -> bytes:
+    """Another tool's SQLite file, as an Optuna study's storage is."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE studies (study_id INTEGER PRIMARY KEY, study_name TEXT)")
+    db.execute("CREATE TABLE trials (trial_id INTEGER PRIMARY KEY, study_id INTEGER)")
+    db.commit()
+    db.close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("command", ["check", "verify", "reconcile"])
+def test_another_tools_database_is_refused_and_left_as_it_was(team, tmp_path, command):
+    """An Optuna storage given as the store: MLflow's client wrote its schema into it (and
+    exited 70), or a 0.00 USD month passed the budget on it."""
+    store = tmp_path / "optuna.db"
+    before = _optuna_storage(store)
+    code, out, err = team.cli(command, team.spec(20), uri=f"sqlite:///{store}")
+    assert code == 3, out + err
+    assert f"{store} holds no MLflow tables (it holds: studies, trials), so it is another " in err
+    assert store.read_bytes() == before
+
+
+def test_a_directory_given_as_the_store_is_refused_at_once(team, tmp_path):
+    """sqlite:///mlruns (MLflow's file store is a folder): retried for 105 s, then exit 70."""
+    folder = tmp_path / "mlruns"
+    folder.mkdir()
+    for command in ("check", "reconcile"):
+        code, _, err = team.cli(command, team.spec(20), uri=f"sqlite:///{folder}")
+        assert code == 3
+        assert f"{folder} is a directory, not an MLflow sqlite store" in err
+
+
+def test_an_empty_file_reads_as_no_ledger_and_stays_empty(team, tmp_path):
+    store = tmp_path / "touched.db"
+    store.touch()
+    code, out, _ = team.cli("check", team.spec(20), uri=f"sqlite:///{store}")
+    assert code == 0
+    assert f"ledger: warning: {WARNING.format(path=store)}" in out
+    assert store.stat().st_size == 0  # a read makes nothing
+    code, _, err = team.cli("reconcile", team.spec(20), uri=f"sqlite:///{store}")
+    assert code == 3 and f"no MLflow store at {store}" in err
+
+
+def test_a_sqlite_uri_that_names_no_file_is_bad_input(team):
+    for command in ("check", "reconcile"):
+        code, _, err = team.cli(command, team.spec(20), uri="sqlite:///")
+        assert code == 3
+        assert "'sqlite:///' names no file" in err
+        assert "Traceback" not in err

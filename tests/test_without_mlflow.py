@@ -85,8 +85,15 @@ def test_ledger_commands_exit_3_and_name_the_extra(bare, tmp_path, command):
     spec = bare.spec(10)  # 10 trials > 4: needs approval, so verify reads the ledger
     if command[0] == "reconcile":
         # NOTE: a store that is not there is refused before anything (exit 3, no MLflow
-        # needed to say so); one the SQL reader does not know is MLflow's client's to read
-        (tmp_path / "mlflow.db").write_bytes(b"")
+        # needed to say so); one the SQL reader does not know (MLflow's tables, an older
+        # schema's columns) is MLflow's client's to read
+        import sqlite3
+
+        db = sqlite3.connect(tmp_path / "mlflow.db")
+        db.execute("CREATE TABLE experiments (experiment_id INTEGER, name TEXT)")
+        db.execute("CREATE TABLE runs (run_uuid TEXT)")
+        db.commit()
+        db.close()
     proc = _run(_CLI, command[0], spec, "--policy-dir", bare.policy_dir, *command[1:], cwd=tmp_path)
     assert proc.returncode == 3, proc.stderr
     assert FIX in proc.stderr

@@ -39,13 +39,14 @@ def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
     without importing MLflow (:mod:`gate.integrations.mlflow.rest`),
     unless ``MLFLOW_TRACKING_AUTH`` names an MLflow auth plugin, which only MLflow's client
     can apply. A SQLite store is read with SQL and written through MLflow's client
-    (:mod:`gate.integrations.mlflow.sql_ledger`); one whose file is not there reads as empty,
-    says so, and is made on the first write, so it needs MLflow installed
-    (:mod:`gate.integrations.mlflow.absent_ledger`); any other store (a path) is MLflow's
-    client.
+    (:mod:`gate.integrations.mlflow.sql_ledger`); one whose file is not there (or empty)
+    reads as empty, says so, and is made on the first write, so it needs MLflow installed
+    (:mod:`gate.integrations.mlflow.absent_ledger`); a directory, or another tool's SQLite
+    file, is refused; any other store (a path) is MLflow's client.
 
     Raises:
         gate.errors.MissingExtra: MLflow is needed and not installed (exit 3, naming the extra).
+        gate.errors.InputError: the URI names a directory, another tool's database, or no file.
     """
     if tracking_uri.startswith(("http://", "https://")) and not os.environ.get(
         "MLFLOW_TRACKING_AUTH"
@@ -54,10 +55,12 @@ def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
 
         return RestLedger(tracking_uri, trust)
     from gate.integrations.mlflow.sql_ledger import SqlLedger
-    from gate.integrations.mlflow.sql_source import open_sql, store_path
+    from gate.integrations.mlflow.sql_source import open_sql, refuse_foreign, store_path
 
     stored = store_path(tracking_uri)
-    if stored is not None and not _exists(stored):
+    if stored is not None and _exists(stored):
+        refuse_foreign(stored, "the approvals ledger")
+    if stored is not None and (not _exists(stored) or _empty(stored)):
         import importlib.util
 
         from gate.integrations.mlflow.absent_ledger import AbsentLedger
@@ -73,6 +76,14 @@ def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
         from gate.integrations.mlflow.client import MlflowLedger
 
         return MlflowLedger(tracking_uri, trust)
+
+
+def _empty(path: Path) -> bool:
+    """Whether a store's file is empty (``touch``): no store yet, read as an absent one."""
+    try:
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def _exists(path: Path) -> bool:

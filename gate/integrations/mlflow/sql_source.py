@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gate.errors import BackendError
+from gate.errors import BackendError, InputError
 from gate.integrations.mlflow.run_sources import Criteria, Points, RawRun
 from gate.ledger import tracking
 
@@ -50,11 +50,57 @@ def store_path(tracking_uri: str) -> Path | None:
     """The file of a ``sqlite:///`` URI (``sqlite:////abs.db``, ``sqlite:///relative.db``).
 
     ``None`` for any other URI, an in-memory store, or a URI with options.
+
+    Raises:
+        gate.errors.InputError: ``sqlite:///`` names no file (MLflow's client would fail
+            with two tracebacks).
     """
     if not tracking_uri.startswith("sqlite:///") or "?" in tracking_uri:
         return None
     path = tracking_uri.removeprefix("sqlite:///")
-    return Path(path) if path else None
+    if not path.strip():
+        raise InputError(
+            f"{tracking_uri!r} names no file",
+            hint="write sqlite:///path/to/mlflow.db (four slashes for an absolute path)",
+        )
+    return Path(path)
+
+
+def foreign(path: Path) -> str | None:
+    """Why the file at ``path`` is no MLflow store to open, or ``None`` when it may be one.
+
+    A directory (``sqlite:///mlruns``: MLflow's file store is a folder) and a SQLite file
+    of another tool (an Optuna storage) are not: MLflow's client retries the one for
+    minutes, and writes its schema into the other. An empty file (``touch``) holds no
+    store yet. Unreadable files are :func:`open_sql`'s to report.
+    """
+    try:
+        if path.is_dir():
+            return "is a directory, not an MLflow sqlite store"
+        if not path.is_file() or path.stat().st_size == 0:
+            return None
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        finally:
+            db.close()
+    except (OSError, sqlite3.DatabaseError):
+        return None
+    if "experiments" in tables and "runs" in tables:
+        return None
+    held = ", ".join(sorted(tables)[:5]) or "none"
+    return f"holds no MLflow tables (it holds: {held}), so it is another tool's database"
+
+
+def refuse_foreign(path: Path, where: str) -> None:
+    """Refuse a store that is not MLflow's (exit 3): never read as empty, never migrated."""
+    why = foreign(path)
+    if why is not None:
+        raise InputError(
+            f"{where}: {path} {why}",
+            hint="point --tracking-uri at the sqlite file MLflow writes (its "
+            "--backend-store-uri), or at a path where none is yet",
+        )
 
 
 def open_sql(tracking_uri: str) -> SqlSource | None:
