@@ -89,6 +89,24 @@ def test_check_and_verify_in_a_subdirectory_judge_by_the_root_policies(
         assert "has no policy file" not in out  # the team's file is found
 
 
+def test_verify_from_outside_the_repository_judges_by_the_specs_policies(
+    tmp_path, monkeypatch, capsys
+):
+    """A launch script run from /tmp judged the repository's spec by the built-in default."""
+    root = _repo(
+        tmp_path,
+        {"policies/default.yaml": DEFAULT, "policies/nlp.yaml": NLP, "experiments/t.yaml": SPEC},
+    )
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.chdir(outside)
+    code, out, err = _cli(capsys, "verify", "--dry-run", str(root / "experiments" / "t.yaml"))
+    assert code == 1, out + err
+    assert "(policy: nlp ← default)" in out and "error BG104" in out
+    assert "built-in default" not in out + err
+
+
 def test_require_approval_in_a_subdirectory_finds_the_same_policies(tmp_path, monkeypatch):
     # issue 22: the Python API raised "policy directory not found" where the CLI judged
     root = _repo(

@@ -88,7 +88,8 @@ def load_policies(args: argparse.Namespace) -> PolicySet:
     base_ref = getattr(args, "base_ref", None)
     if base_ref:
         return base_policies(str(args.policy_dir or expected_policy_dir()), base_ref)
-    policies = open_policies(args.policy_dir)
+    spec = getattr(args, "spec", None)
+    policies = open_policies(args.policy_dir, spec=spec if isinstance(spec, str) else None)
     if policies.builtin:
         from gate.integrations.git.repo import repository_root
 

@@ -6,8 +6,9 @@ root of the git work tree that holds the current directory (the nearest ``.git``
 ``experiments/`` judges by the same files as from the root. A repository without one
 there uses the nearest ``policies/`` between the current directory and the root (a project
 set up with ``init --dir`` inside a larger repository); outside a repository, the one in
-the current directory. Where none is found the built-in default policy applies, and every
-report names it.
+the current directory, else (for a command that judges one spec) from the spec's own folder
+the same way. Where none is found the built-in default policy applies, and every report
+names it.
 """
 
 from __future__ import annotations
@@ -51,15 +52,24 @@ def expected_policy_dir(cwd: Path | None = None) -> Path:
     return _shown((repository_root(here) or here) / POLICY_DIR, here)
 
 
-def open_policies(given: str | Path | None, cwd: Path | None = None) -> PolicySet:
+def open_policies(
+    given: str | Path | None, cwd: Path | None = None, spec: str | Path | None = None
+) -> PolicySet:
     """The policies of ``given`` (relative to ``cwd``), else those found, else the built-in ones.
 
-    The caller says when the built-in default applies (``PolicySet.builtin``); the reports
-    name it too (``policy: built-in default``).
+    Found from ``cwd``, else from the folder of ``spec``: a launch script run outside the
+    repository (``verify /repo/experiments/a.yaml`` from ``/tmp``) is judged by the
+    repository's policies, not by the looser built-in default. The caller says when the
+    built-in default applies (``PolicySet.builtin``); the reports name it too
+    (``policy: built-in default``).
     """
     if given is not None:
         return PolicySet(given)
     found = find_policy_dir(cwd)
+    if found is None and spec is not None:
+        folder = Path(os.path.abspath(spec)).parent
+        near = find_policy_dir(folder)
+        found = Path(os.path.normpath(folder / near)) if near is not None else None
     return builtin_policies() if found is None else PolicySet(found)
 
 
