@@ -37,7 +37,7 @@ from gate.integrations.git.policy_dir import POLICY_DIR, open_policies
 from gate.integrations.git.repo import RepoPaths
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
-from gate.ledger.records import LedgerRecord
+from gate.ledger.records import MAX_CLOCK_SKEW, LedgerRecord
 from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
 from gate.policy.model import Severity
@@ -90,7 +90,9 @@ def require_approval(
     ``tracking_uri``, else ``MLFLOW_TRACKING_URI``, else ``mlflow.db`` at the root of the
     git work tree of the current directory (outside one, in the directory); it is
     read only when the spec needs an approval or its policy a monthly budget. ``now``
-    judges expiry and the budget month at another moment (default: the current time).
+    must be the current time (within a clock skew): a launch is judged when it happens,
+    and another moment is refused (``budget-gate verify --as-of`` judges one without
+    clearing a launch).
     The launch is recorded under ``launch_key`` (else ``BUDGET_GATE_LAUNCH_KEY``, else a new
     key, exported there for the processes this one starts). Each call is a launch of its
     own: only the first in a process joins the launch in ``BUDGET_GATE_LAUNCH_KEY``.
@@ -98,7 +100,8 @@ def require_approval(
     Raises:
         gate.errors.ApprovalRequired: no fresh approval (``.reasons`` says why); exit 2.
         gate.errors.PolicyViolation: the spec breaks the policy; exit 1.
-        gate.errors.InputError: the spec or a policy is invalid; exit 3.
+        gate.errors.InputError: the spec or a policy is invalid, or ``now`` is not the
+            current time; exit 3.
         gate.errors.BackendError: the ledger could not be read; exit 4.
         gate.errors.MissingExtra: MLflow is not installed (an InputError naming the extra).
     """
@@ -151,13 +154,13 @@ def _clear(
     launch_key: str | None,
     call: str,
 ) -> tuple[Verification, Evaluation, LedgerView]:
-    moment = now or dt.datetime.now(dt.timezone.utc)
+    moment = _moment(now)
     uri = resolve_tracking_uri(tracking_uri, os.environ)
     key = _launch_key(launch_key, call)
     view = LedgerView(
         lambda trust: open_ledger(uri, trust), moment, approvals=True, where=redact(uri)
     )
-    policies = open_policies(policy_dir)
+    policies = open_policies(policy_dir, spec=spec)
     if policies.builtin:
         _log.warning("no policies/ directory at the repository root: the built-in default applies")
     evaluator = Evaluator(
@@ -192,6 +195,28 @@ def _clear(
     if launch_key is None:
         _cleared(key, call)
     return verification, evaluation, view
+
+
+def _moment(now: dt.datetime | None) -> dt.datetime:
+    """The moment a launch is judged at: the current time; another ``now`` is refused.
+
+    NOTE: a launch happens now. Judged at a past moment, an approval revoked or expired
+    since would clear it (and a later month's budget at a future one), and the launch
+    would still be recorded and used: ``verify --as-of`` judges another moment and clears
+    no launch, and so the API launches at no moment but the present.
+    """
+    clock = dt.datetime.now(dt.timezone.utc)
+    if now is None:
+        return clock
+    if now.tzinfo is None or abs(now - clock) > MAX_CLOCK_SKEW:
+        raise InputError(
+            f"now={now.isoformat()} is not the current time: a launch is cleared only at "
+            "the moment it happens (an approval revoked or expired since, or another "
+            "month's budget, would clear it)",
+            hint="leave now= out to launch; judge another moment with "
+            "`budget-gate verify SPEC --as-of TIME`, which clears no launch",
+        )
+    return now
 
 
 def _say_ledger(view: LedgerView) -> None:

@@ -107,6 +107,18 @@ def test_verify_from_outside_the_repository_judges_by_the_specs_policies(
     assert "built-in default" not in out + err
 
 
+def test_require_approval_from_outside_the_repository_finds_its_policies(tmp_path, monkeypatch):
+    root = _repo(
+        tmp_path,
+        {"policies/default.yaml": DEFAULT, "policies/nlp.yaml": NLP, "experiments/t.yaml": SPEC},
+    )
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with pytest.raises(PolicyViolation, match="BG104"):  # not cleared by the built-in default
+        gate.require_approval(root / "experiments" / "t.yaml")
+
+
 def test_require_approval_in_a_subdirectory_finds_the_same_policies(tmp_path, monkeypatch):
     # issue 22: the Python API raised "policy directory not found" where the CLI judged
     root = _repo(

@@ -61,8 +61,8 @@ def test_require_approval_raises_until_approved(team):
     assert retry == {**tags, "budget_gate.attempt": "2"}
 
     expired = cleared.approval.recorded_at + dt.timedelta(days=31)
-    with pytest.raises(gate.ApprovalRequired, match="expired on"):
-        clear(team, spec, now=expired)
+    with pytest.raises(gate.InputError, match="is not the current time"):
+        clear(team, spec, now=expired)  # a launch is judged when it happens (verify --as-of)
 
 
 def test_no_approval_needed_needs_no_ledger(team):

@@ -30,7 +30,10 @@ def run(args: argparse.Namespace) -> int:
     refusal = revoker_refusal(by, need.approvers, need.owner)
     if refusal is not None:
         raise InputError(f"cannot revoke for {args.spec}: {refusal}")
-    live = live_approvals(view.records(LedgerQuery(fingerprint=need.fingerprint)), now)
+    # NOTE: judged as every reader judges (a revocation counts only from one who may
+    # revoke): an ignored one, say a listed launcher's, must not stop the approver's own.
+    records = view.records(LedgerQuery(fingerprint=need.fingerprint))
+    live = live_approvals(records, now, (need.approvers, need.owner))
     if not live:
         raise InputError(
             f"{args.spec}: no approval of this version ({short(need.fingerprint)}) to revoke",

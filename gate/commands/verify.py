@@ -16,8 +16,10 @@ from gate.commands.common import (
 )
 from gate.commands.records import signer_for
 from gate.errors import one_line
-from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key, record_launch
+from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key, launch_or_join
 from gate.integrations.signing import SIGNER_ENV
+from gate.ledger.approvals import JOIN_WITHIN
+from gate.ledger.records import LedgerRecord, when
 from gate.policy.findings import Outcome
 from gate.reporters import load_reporter
 
@@ -41,14 +43,8 @@ def run(args: argparse.Namespace) -> int:
     if result.outcome is Outcome.PASS and in_play and not judge_only:
         signer = signer_for(None)
         by = signer.principal if signer else os.environ.get(SIGNER_ENV)
-        launch = record_launch(view, evaluation, launch_key=key, by=by, signer=signer)
-        print(
-            f"budget-gate: launch of {one_line(str(evaluation.path))} recorded in the ledger at "
-            f"{view.where} "
-            f"(launch key {launch.launch_key}: export {LAUNCH_KEY_ENV}={launch.launch_key} so "
-            "the job's guard joins this launch)",
-            file=sys.stderr,
-        )
+        launch, new = launch_or_join(view, evaluation, launch_key=key, by=by, signer=signer)
+        _say_launch(one_line(str(evaluation.path)), launch, new, view.where, args.launch_key)
     elif result.outcome is Outcome.PASS and in_play:
         why = "--dry-run" if args.dry_run else f"--as-of {args.as_of} judges that moment and"
         print(
@@ -59,6 +55,33 @@ def run(args: argparse.Namespace) -> int:
         )
     sys.stdout.write(load_reporter(args.format).render(make_report([result], evaluator)))
     return result.outcome.exit_code
+
+
+def _say_launch(spec: str, launch: LedgerRecord, new: bool, where: str, given: str | None) -> None:
+    """Say whether the launch was recorded, or joined one already recorded (and why).
+
+    NOTE: the key is for the job this launch starts, never for the shell: exported there,
+    every later ``verify`` within a day would join this launch and launch free.
+    """
+    key = launch.launch_key
+    if new:
+        print(
+            f"budget-gate: launch of {spec} recorded in the ledger at {where} (launch key "
+            f"{key}: pass {LAUNCH_KEY_ENV}={key} to the job it starts, so its guard and "
+            "workers join this launch; not to your shell, where a later verify would join "
+            "it too instead of launching)",
+            file=sys.stderr,
+        )
+        return
+    origin = "--launch-key" if given is not None else LAUNCH_KEY_ENV
+    hours = int(JOIN_WITHIN.total_seconds() // 3600)
+    print(
+        f"budget-gate: {spec} joins launch {key} recorded at {when(launch.recorded_at)}; no "
+        f"new launch of the approval used (the key from {origin} names a launch recorded "
+        f"in the last {hours} h: its retries and workers are that launch; to launch anew, "
+        f"give no key, or unset {LAUNCH_KEY_ENV})",
+        file=sys.stderr,
+    )
 
 
 def _launch_key(given: str | None) -> str:

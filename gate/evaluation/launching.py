@@ -98,13 +98,29 @@ def record_launch(
 
     Returns the launch record (the one found, or the new one, with its run id).
     """
+    return launch_or_join(view, evaluation, launch_key=launch_key, by=by, signer=signer)[0]
+
+
+def launch_or_join(
+    view: LedgerView,
+    evaluation: Evaluation,
+    *,
+    launch_key: str,
+    by: str | None,
+    signer: Signer | None,
+) -> tuple[LedgerRecord, bool]:
+    """:func:`record_launch`, and whether the launch is new (``False``: it joined one).
+
+    A caller that tells its user what happened needs the difference: a join writes
+    nothing, uses no launch of the approval and commits nothing more to the month.
+    """
     record, new = prepare_launch(view, evaluation, launch_key=launch_key, by=by)
     if not new:
-        return record
+        return record, False
     run_id = view.store().append(record, signer)
     record = dataclasses.replace(record, run_id=run_id)
     _refuse_a_lost_race(view, evaluation, record)
-    return record
+    return record, True
 
 
 def _refuse_a_lost_race(view: LedgerView, evaluation: Evaluation, launch: LedgerRecord) -> None:

@@ -2,11 +2,12 @@
 
 An approval is *fresh* for a spec when it was given for this spec's path and fingerprint,
 its approved worst-case amount is at least the current worst-case estimate (same
-currency), it has not expired, no revocation names it, its approver is still authorized,
-and its launches are not used up: a policy's ``approval.launches`` says how many launches
-one approval covers (default 1), each recorded by the launch paths as a ``launch`` record
-naming it. A launch with the caller's own ``launch_key`` is not counted against it (the
-workers of one search are one launch).
+currency), it has not expired (one that names no expiry holds for the longest expiry,
+:data:`gate.ledger.records.MAX_EXPIRY`), no revocation names it, its approver is still
+authorized, and its launches are not used up: a policy's ``approval.launches`` says how
+many launches one approval covers (default 1), each recorded by the launch paths as a
+``launch`` record naming it. A launch with the caller's own ``launch_key`` is not counted
+against it (the workers of one search are one launch).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from gate.ledger.approvers import ALL_ORIGINS, Approvers, Origin
-from gate.ledger.records import LedgerRecord, RecordKind, Source, short, when
+from gate.ledger.records import MAX_EXPIRY, LedgerRecord, RecordKind, Source, short, when
 from gate.money import format_money
 from gate.words import counted
 
@@ -146,8 +147,11 @@ def may_revoke(
 
 
 def revoker_refusal(by: str, approvers: Approvers, owner: str | None) -> str | None:
-    """Why ``by`` may not revoke this spec's approvals, or ``None`` (approvers, the owner)."""
-    if by == owner:
+    """Why ``by`` may not revoke this spec's approvals, or ``None`` (approvers, the owner).
+
+    The owner is matched in any case, as :func:`authorize` matches them.
+    """
+    if owner is not None and by.casefold() == owner.casefold():
         return None
     need = Requirement("", Decimal(0), "", approvers, owner)
     return authorize(by, Source.LOCAL, need)
@@ -187,8 +191,14 @@ def stale_reason(
     if revocation is not None:
         why = f": {revocation.reason}" if revocation.reason else ""
         return f"{what} was revoked ({revocation.summary()}{why})"
-    if approval.expires_at is not None and approval.expires_at <= now:
-        return f"{what} expired on {when(approval.expires_at)}"
+    expiry = expires(approval)
+    if expiry <= now:
+        unset = (
+            ""
+            if approval.expires_at
+            else (f" (it names no expiry: an approval holds at most {MAX_EXPIRY.days} days)")
+        )
+        return f"{what} expired on {when(expiry)}{unset}"
     if approval.currency != need.currency:
         return f"{what} is in {approval.currency}, the policy now prices in {need.currency}"
     amount = approval.worst_cost or Decimal(0)
@@ -201,6 +211,21 @@ def stale_reason(
         approval.by or "", approval.source, need
     )
     return f"{what} no longer counts: {refusal}" if refusal else None
+
+
+def expires(approval: LedgerRecord) -> dt.datetime:
+    """When ``approval`` expires: its ``expires_at``, else :data:`MAX_EXPIRY` after it.
+
+    NOTE: ``approve`` always sets an expiry, but a v1 record or one written through the
+    store's API may not; nothing outlives the longest expiry ``approve`` allows (the path
+    lookups read back only that far).
+    """
+    if approval.expires_at is not None:
+        return approval.expires_at
+    try:
+        return approval.recorded_at + MAX_EXPIRY
+    except OverflowError:  # recorded near the end of time: it has not expired yet
+        return dt.datetime.max.replace(tzinfo=dt.timezone.utc)
 
 
 def explain_changed(records: Iterable[LedgerRecord], fingerprint: str) -> str | None:

@@ -329,7 +329,17 @@ def _time(moment: dt.datetime | None) -> str | None:
 
 
 def _aware(value: object) -> dt.datetime:
+    """A record's time, in UTC; one that has no timezone or no UTC moment does not read.
+
+    NOTE: normalised here, inside the reader's try: ``0001-01-01T00:00:00+01:00`` parses,
+    but falls before the first UTC moment, and every later ``astimezone`` or
+    ``timestamp()`` of it would raise ``OverflowError`` far from any reader that could
+    count the record as malformed (a signed one would crash ``verify``).
+    """
     moment = dt.datetime.fromisoformat(_str(value))
     if moment.tzinfo is None:
         raise ValueError(f"time {value!r} has no timezone")
-    return moment
+    try:
+        return moment.astimezone(dt.timezone.utc)
+    except OverflowError:
+        raise ValueError(f"time {value!r} is out of range in UTC") from None

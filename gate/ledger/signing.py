@@ -21,7 +21,6 @@ says so on every run (:data:`UNSIGNED_WARNING`).
 from __future__ import annotations
 
 import datetime as dt
-import fnmatch
 import hashlib
 from dataclasses import dataclass
 from enum import Enum
@@ -62,8 +61,12 @@ class Entry:
     line: int
 
     def names(self, principal: str) -> bool:
-        """Whether the entry's principal patterns match ``principal`` (``*``/``?`` globs)."""
-        return any(fnmatch.fnmatchcase(principal, p) for p in self.patterns)
+        """Whether the entry's principals match ``principal`` as ssh-keygen matches them.
+
+        An OpenSSH pattern list (:func:`match_pattern_list`): ``*``/``?`` globs, and a
+        ``!pattern`` that matches excludes the principal whatever else matches.
+        """
+        return match_pattern_list(principal, self.patterns)
 
     def valid(self, at: dt.datetime) -> bool:
         """Whether the key may sign at ``at`` (``valid-after``/``valid-before``) here."""
@@ -164,13 +167,78 @@ def _entry(line: str, file: str, number: int) -> Entry:
         )
     namespaces = options.get("namespaces")
     return Entry(
-        patterns=tuple(p.strip() for p in parsed.principals.split(",") if p.strip()),
+        patterns=split_patterns(parsed.principals),
         key_text=key_text,
         namespaces=tuple(namespaces.split(",")) if namespaces is not None else None,
         valid_after=_stamp(options.get("valid-after"), where),
         valid_before=_stamp(options.get("valid-before"), where),
         line=number,
     )
+
+
+_MAX_PATTERN = 1023
+"""OpenSSH copies each pattern into a 1,024-byte buffer: a longer one makes the whole list
+match nothing."""
+
+
+def split_patterns(pattern_list: str) -> tuple[str, ...]:
+    """The patterns of ``pattern_list`` as OpenSSH cuts them (``!`` kept on negated ones).
+
+    NOTE: OpenSSH skips the comma after each pattern, so a trailing comma adds no empty
+    pattern, while two commas in a row (or a leading one) do; nothing is stripped.
+    """
+    patterns: list[str] = []
+    i, end = 0, len(pattern_list)
+    while i < end:
+        comma = pattern_list.find(",", i + (pattern_list[i] == "!"))
+        stop = end if comma < 0 else comma
+        patterns.append(pattern_list[i:stop])
+        i = stop + 1
+    return tuple(patterns)
+
+
+def match_pattern_list(principal: str, patterns: tuple[str, ...]) -> bool:
+    """Whether ``principal`` matches ``patterns``: one positive match and no negated one.
+
+    OpenSSH's ``match_pattern_list`` (``match.c``), case-sensitive as ``sshsig.c`` calls it:
+    ``*`` and ``?`` are the only wildcards (``[...]`` is literal), and a ``!pattern`` that
+    matches refuses the principal whatever else matches. Read any other way, a line such as
+    ``*,!alice`` would let its key sign as the very principals ssh-keygen refuses it for.
+    """
+    positive = False
+    for pattern in patterns:
+        negated = pattern.startswith("!")
+        body = pattern[1:] if negated else pattern
+        if len(body) >= _MAX_PATTERN:
+            return False
+        if match_pattern(principal, body):
+            if negated:
+                return False
+            positive = True
+    return positive
+
+
+def match_pattern(text: str, pattern: str) -> bool:
+    """Whether ``pattern`` (``*`` and ``?`` wildcards only) matches all of ``text``.
+
+    Greedy with one backtrack point (the last ``*``): linear in practice, quadratic at
+    worst, never exponential whatever a signers file holds.
+    """
+    t = p = 0
+    star, resume = -1, 0
+    while t < len(text):
+        if p < len(pattern) and pattern[p] == "*":
+            star, resume = p, t
+            p += 1
+        elif p < len(pattern) and pattern[p] in ("?", text[t]):
+            t += 1
+            p += 1
+        elif star >= 0:
+            resume += 1
+            t, p = resume, star + 1
+        else:
+            return False
+    return all(c == "*" for c in pattern[p:])
 
 
 def _stamp(value: str | None, where: Location) -> dt.datetime | None:

@@ -12,7 +12,13 @@ import pytest
 
 from gate.errors import InputError
 from gate.integrations.mlflow.tracking_uri import default_tracking_uri, resolve_tracking_uri
-from gate.ledger.approvals import Requirement, authorize, check_approvals, explain_changed
+from gate.ledger.approvals import (
+    Requirement,
+    authorize,
+    check_approvals,
+    explain_changed,
+    revoker_refusal,
+)
 from gate.ledger.approvers import Approvers
 from gate.ledger.encoding import PAYLOAD, Malformed, from_tags, payload, to_tags
 from gate.ledger.records import LedgerRecord, RecordKind, Source, parse_expiry
@@ -358,3 +364,40 @@ def test_a_clock_off_the_servers_is_refused_and_a_close_one_is_not():
     error = skew_error(server, server - dt.timedelta(minutes=5), "http://m")
     assert error is not None and "300 s behind the tracking server at http://m" in str(error)
     assert date_header("not a date") is None and date_header(None) is None
+
+
+def test_an_approval_that_names_no_expiry_expires_after_the_longest_one():
+    """A v1 record, or one written through the store's API, holds at most MAX_EXPIRY."""
+    young = approval(expires_at=None, recorded_at=NOW - dt.timedelta(days=10))
+    assert check_approvals([young], NEED, NOW).approval == young
+    old = approval(expires_at=None, recorded_at=NOW - dt.timedelta(days=400))
+    found = check_approvals([old], NEED, NOW)
+    assert found.approval is None
+    assert "expired on 2026-10-26 12:00 UTC (it names no expiry" in found.stale[0]
+
+
+def test_the_owner_revokes_whatever_the_case():
+    approvers = Approvers(users=["alice", "bob"])
+    assert revoker_refusal("Carol", approvers, "carol") is None
+    assert revoker_refusal("mallory", approvers, "carol") is not None
+
+
+@pytest.mark.parametrize(
+    "moment", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", "2026-11-29T12:00:00"]
+)
+def test_a_time_with_no_utc_moment_does_not_read(moment):
+    tags = to_tags(approval())
+    body = json.loads(tags[PAYLOAD])
+    body["recorded_at"] = moment
+    tags[PAYLOAD] = json.dumps(body)
+    with pytest.raises(Malformed):
+        from_tags(tags, "r1-run")
+
+
+def test_a_time_is_read_in_utc():
+    tags = to_tags(approval())
+    body = json.loads(tags[PAYLOAD])
+    body["recorded_at"] = "2026-11-29T13:00:00+01:00"
+    tags[PAYLOAD] = json.dumps(body)
+    read = from_tags(tags, "r1-run").recorded_at
+    assert read == NOW and read.utcoffset() == dt.timedelta(0)
