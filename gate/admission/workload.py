@@ -9,8 +9,8 @@ Reads the object as the API server returns it (``kueue.x-k8s.io/v1beta2``, a pla
   pod set's ``count``) and each pod's GPUs, counted as Kubernetes counts a pod's request
   (containers and sidecars summed, init containers at their largest);
 - where those GPUs run: the accelerator and spot-ness named by the pod template's
-  ``nodeSelector`` or by the ResourceFlavor Kueue assigned to the GPU resource (its
-  ``nodeLabels``, and last its name).
+  ``nodeSelector``, its required node affinity, or the ResourceFlavor Kueue assigned to the
+  GPU resource (its ``nodeLabels``, and last its name, unless the pods pick a machine type).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gate.admission.affinity import pinned_labels
 from gate.admission.labels import SPEC_ANNOTATION
 from gate.spec.devices import counts_as_accelerator, visible_devices
 
@@ -35,6 +36,12 @@ ACCELERATOR_LABELS = (
 )
 """Node labels that name the accelerator, most explicit first (``budget-gate/accelerator``
 holds the price catalog's own name)."""
+INSTANCE_LABELS = (
+    "node.kubernetes.io/instance-type",
+    "beta.kubernetes.io/instance-type",
+    "karpenter.k8s.aws/instance-family",
+)
+"""Node labels that name a machine type (``p5.48xlarge``), whose GPU model is not in its name."""
 SPOT_LABELS: Mapping[str, str] = {
     "budget-gate/capacity": "spot",
     "cloud.google.com/gke-spot": "true",
@@ -71,6 +78,8 @@ class PodSet:
     flavor: str | None
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
+    node_affinity: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """The node labels its required node affinity pins, and the values it allows."""
 
     @property
     def gpu_resources(self) -> dict[str, int]:
@@ -206,6 +215,7 @@ def _pod_set(pod_set: Mapping[str, Any], assignment: Mapping[str, Any] | None) -
         flavor=gpu_flavor,
         labels=dict(meta.get("labels") or {}),
         annotations=dict(meta.get("annotations") or {}),
+        node_affinity=pinned_labels(pod),
     )
 
 
@@ -289,17 +299,24 @@ def placement(
     ``flavor_labels`` are the ``nodeLabels`` of its GPU flavor (``None``: no such flavor).
     """
     flavor = pod_set.flavor
-    sources = [("nodeSelector", pod_set.node_selector), (f"flavor {flavor}", flavor_labels or {})]
-    accelerator, said = None, "nothing names it"
+    pinned = pod_set.node_affinity
+    affinity = {k: " or ".join(v) for k, v in pinned.items()}
+    sources = [
+        ("nodeSelector", pod_set.node_selector),
+        ("nodeAffinity", affinity),
+        (f"flavor {flavor}", flavor_labels or {}),
+    ]
+    accelerator, said, resolved = None, "nothing names it", None
     for where, labels in sources:
         key = next((k for k in ACCELERATOR_LABELS if labels.get(k)), None)
         if key is not None:
             accelerator, said = labels[key], f"{where} {key}={labels[key]}"
+            resolved = _resolved(pinned[key] if where == "nodeAffinity" else (accelerator,), names)
             break
-    resolved = resolve_accelerator(accelerator, names) if accelerator else None
     if accelerator is None and flavor:  # a flavor's name counts only when it is a known one
-        said = f"the name of flavor {flavor}"
-        resolved = resolve_accelerator(flavor, names)
+        machine = _machine(pod_set)
+        said = machine or f"the name of flavor {flavor}"
+        resolved = None if machine else resolve_accelerator(flavor, names)
     spot, spot_from = False, "no spot node label"
     for where, labels in sources:
         key = next((k for k, v in SPOT_LABELS.items() if labels.get(k) == v), None)
@@ -307,6 +324,25 @@ def placement(
             spot, spot_from = True, f"{where} {key}={labels[key]}"
             break
     return Placement(resolved or accelerator, said, spot, spot_from)
+
+
+def _resolved(values: Iterable[str], names: Iterable[str]) -> str | None:
+    """The catalog name all ``values`` mean (an affinity may allow several), or ``None``."""
+    known = list(names)
+    found = {resolve_accelerator(v, known) for v in values}
+    return found.pop() if len(found) == 1 else None
+
+
+def _machine(pod_set: PodSet) -> str | None:
+    """The machine type the pods pick, said: its GPU model is not in its name."""
+    for key in INSTANCE_LABELS:
+        value = pod_set.node_selector.get(key) or " or ".join(pod_set.node_affinity.get(key, ()))
+        if value:
+            return (
+                f"the pods pick {key}={value}, a machine type whose GPU model budget-gate does "
+                "not read, and their flavor's nodeLabels name none"
+            )
+    return None
 
 
 def resolve_accelerator(value: str, names: Iterable[str]) -> str | None:

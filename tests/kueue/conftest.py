@@ -41,6 +41,7 @@ FLAVORS = {
                   "cloud.google.com/gke-spot": "true"},
     "h100": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
     "gpu-pool": {},
+    "a100-pool": {},  # an accelerator's name, no nodeLabels
     "mig": {"budget-gate/accelerator": "A100"},
     "default": {},
 }  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from typing import Any
 
 import pytest
 
@@ -230,6 +231,31 @@ MISMATCHES = [
         "{spec} is cleared for 8 × A100 on-demand (resources.capacity) — keep it off spot "
         "nodes, or change the spec and clear it again (budget-gate check {spec})",
     ),
+    (  # the pods pick H100 nodes by required affinity, not by their nodeSelector
+        "node affinity",
+        lambda spec: _with_affinity(objects.batch_job("x", spec=spec), ["NVIDIA-H100-80GB-HBM3"]),
+        {},
+        "runs pod set main on H100 (nodeAffinity nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3), "
+        "but {spec} is cleared for 8 × A100 (resources.accelerator)",
+    ),
+    (  # affinity lets them land on either
+        "node affinity, two models",
+        lambda spec: _with_affinity(
+            objects.batch_job("x", spec=spec), ["NVIDIA-A100-SXM4-40GB", "NVIDIA-H100-80GB-HBM3"]
+        ),
+        {},
+        "runs pod set main on NVIDIA-A100-SXM4-40GB or NVIDIA-H100-80GB-HBM3 (nodeAffinity ",
+    ),
+    (  # a flavor named a100 without nodeLabels; the pods pick a p5 (8 × H100) machine
+        "machine type",
+        lambda spec: objects.batch_job(
+            "x", spec=spec, node_selector={"node.kubernetes.io/instance-type": "p5.48xlarge"}
+        ),
+        {"flavor": "a100-pool"},
+        "runs pod set main on an unknown accelerator (the pods pick node.kubernetes.io/"
+        "instance-type=p5.48xlarge, a machine type whose GPU model budget-gate does not read, "
+        "and their flavor's nodeLabels name none) — label its ResourceFlavor's nodeLabels",
+    ),
     (
         "no gpu",
         lambda spec: objects.batch_job("x", spec=spec, gpus=0),
@@ -238,6 +264,18 @@ MISMATCHES = [
         "request nvidia.com/gpu in its pods",
     ),
 ]
+
+
+def _with_affinity(job_and_pod_sets: Any, products: list[str]) -> Any:
+    """The job with its pods' required node affinity on the GPU model: any of ``products``."""
+    rule = {"key": "nvidia.com/gpu.product", "operator": "In", "values": products}
+    terms = {"nodeSelectorTerms": [{"matchExpressions": [rule]}]}
+    job, pod_sets = job_and_pod_sets
+    for template in (job["spec"]["template"], pod_sets[0]["template"]):
+        template["spec"]["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": terms}
+        }
+    return job, pod_sets
 
 
 @pytest.mark.parametrize(
@@ -556,3 +594,20 @@ def test_workloads_not_waiting_on_our_check_are_left_alone(repo, kube):
     entries = {c["name"]: c["state"] for c in kube.workload(both)["status"]["admissionChecks"]}
     assert entries == {"budget-gate": "Ready", "provisioning": "Pending"}  # list-map merge
     assert gate.sync() == []  # decided: nothing is pending any more
+
+
+def test_a_job_that_reruns_its_pods_is_rejected(repo, kube):
+    """completions: 1000 at parallelism 1 is one pod in the Workload and 1,000 pod runs."""
+    spec = write_spec(repo, trials=2)
+    job, pod_sets = objects.batch_job("reruns", spec=spec)
+    job["spec"]["completions"] = 1000
+    workload = submit(kube, (job, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    assert kube.check(workload)["message"] == (
+        "budget-gate: workload ml/" + workload["metadata"]["name"] + ": its Job reruns runs "
+        "1000 pods (completions), 1 at a time (parallelism), but its Workload shows only those "
+        "at once — make completions equal parallelism, and run the repeats as the trials of "
+        "the spec's search"
+    )
+    same, pod_sets = objects.batch_job("once", spec=spec)  # completions = parallelism
+    assert submit(kube, (same, pod_sets)) and only(controller(repo, kube).sync()).state == "Ready"

@@ -226,9 +226,11 @@ def test_every_rule_of_the_cluster_role_is_needed(repo, kube):
                           "annotations": {"budget-gate/spec": spec}}}  # fmt: skip
     kube.add_other(spark, "sparkapplications")
     kube.add(objects.workload_for(spark, objects.batch_job("sp-pods")[1]))
+    submit(kube, objects.batch_job("bj", spec=spec))  # its completions are read
+    submit(kube, objects.jobset("js", spec=spec, replicated=(("workers", 1, 2, 4),)))
     grants = [(i, res, verb) for i, r in enumerate(rules) for res in r["resources"]
               for verb in r["verbs"]]  # fmt: skip
-    assert len(grants) == 9
+    assert len(grants) == 11
     spared = [grant for grant in grants if not _forbidden(repo, kube, _without(rules, *grant))]
     assert spared == []
     kube.rules = rules

@@ -93,3 +93,30 @@ def test_a_pods_gpus_are_counted_as_kubernetes_counts_a_request():
     assert read_workload(pod_set(init)).pod_sets[0].gpus == {"nvidia.com/gpu": 5}  # the max
     with pytest.raises(MalformedWorkload, match=r"'1\.5' is not a whole number"):
         read_workload(pod_set({"containers": [gpu("1.5")]}))
+
+
+def test_a_label_is_pinned_only_when_every_required_term_pins_it():
+    """Terms are alternatives (any one), expressions of a term all hold."""
+    from gate.admission.affinity import pinned_labels
+
+    def pod(*terms: list[dict[str, object]]) -> dict[str, object]:
+        required = {"nodeSelectorTerms": [{"matchExpressions": list(t)} for t in terms]}
+        return {
+            "affinity": {
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
+            }
+        }
+
+    def rule(key: str, *values: str, operator: str = "In") -> dict[str, object]:
+        return {"key": key, "operator": operator, "values": list(values)}
+
+    gpu = "nvidia.com/gpu.product"
+    assert pinned_labels(pod([rule(gpu, "A"), rule("zone", "z1")])) == {
+        gpu: ("A",),
+        "zone": ("z1",),
+    }
+    assert pinned_labels(pod([rule(gpu, "A")], [rule(gpu, "B")])) == {gpu: ("A", "B")}
+    assert pinned_labels(pod([rule(gpu, "A")], [rule("zone", "z1")])) == {}  # the 2nd: any GPU
+    assert pinned_labels(pod([rule(gpu, "A", "B"), rule(gpu, "B", "C")])) == {gpu: ("B",)}
+    assert pinned_labels(pod([rule(gpu, "A", operator="NotIn")])) == {}
+    assert pinned_labels({}) == {}

@@ -48,7 +48,7 @@ from gate.integrations.kubernetes.launches import (
     prepare_launch,
     write_batch,
 )
-from gate.integrations.kubernetes.specs import OwnerCache, spec_named
+from gate.integrations.kubernetes.specs import OwnerCache, reruns, spec_named
 from gate.integrations.kubernetes.watch import Inbox, by_uid, follow
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger.records import LedgerStore
@@ -260,10 +260,11 @@ class Controller:
     def _judge(self, workload: Workload, shared: _Pass) -> Judged:
         try:
             named = spec_named(self.api, workload, shared.owners)
+            rerun = reruns(self.api, workload, shared.owners) if named is not None else None
         except SpecRefError as exc:
             return exc
-        if named is None:
-            return None
+        if named is None or rerun is not None:
+            return SpecRefError(rerun) if rerun is not None else None
         return self._judge_spec(named, workload, shared)
 
     def _judge_spec(self, named: str, workload: Workload, shared: _Pass) -> Judged:

@@ -20,6 +20,10 @@ SPEC_ON_THE_JOB = {"TrainJob": "trainer.kubeflow.org", "SparkApplication": "spar
 TrainJob's come from its runtime, a SparkApplication's from its driver and executor specs):
 their spec is named on the job itself, found by the Workload's ``ownerReference``."""
 
+RERUN_KINDS = {"Job": "batch", "JobSet": "jobset.x-k8s.io"}
+"""Job kinds whose pods may run again one after another (``completions`` over
+``parallelism``), which the Workload does not show: Kueue counts only the pods at once."""
+
 OwnerCache = dict[tuple[str, str, str, str], Any]
 """The owning jobs one pass has read, by namespace, API version, kind and name."""
 
@@ -46,6 +50,34 @@ def spec_named(api: KueueApi, workload: Workload, owners: OwnerCache) -> str | N
     meta = (obj or {}).get("metadata") or {}
     named = str((meta.get("annotations") or {}).get(SPEC_ANNOTATION, "")).strip()
     return named or None
+
+
+def reruns(api: KueueApi, workload: Workload, owners: OwnerCache) -> str | None:
+    """Why the job that owns ``workload`` runs more pods than the Workload shows, or ``None``.
+
+    A batch Job with ``completions: 1000`` and ``parallelism: 1`` is one pod in its Workload
+    and a thousand pod runs, one after another; a JobSet's replicated jobs likewise.
+
+    Raises:
+        gate.admission.spec_file.SpecRefError: the job cannot be read (RBAC).
+    """
+    owner = workload.owner
+    if owner is None or RERUN_KINDS.get(owner.kind) != owner.api_version.split("/")[0]:
+        return None
+    spec = ((_owner(api, workload.namespace, owner, owners) or {}).get("spec")) or {}
+    jobs = [spec] if owner.kind == "Job" else [
+        (job.get("template") or {}).get("spec") or {} for job in spec.get("replicatedJobs") or []
+    ]  # fmt: skip
+    for job in jobs:
+        completions, parallelism = job.get("completions"), job.get("parallelism", 1)
+        if isinstance(completions, int) and completions > max(1, int(parallelism or 0)):
+            return (
+                f"workload {workload.key}: its {owner.kind} {owner.name} runs {completions} "
+                f"pods (completions), {parallelism} at a time (parallelism), but its Workload "
+                "shows only those at once — make completions equal parallelism, and run "
+                "the repeats as the trials of the spec's search"
+            )
+    return None
 
 
 def _owner(api: KueueApi, namespace: str, owner: Owner, owners: OwnerCache) -> Any:
