@@ -79,6 +79,52 @@ def retrying(config: dict) -> None:
         )
 
 
+LYING_EPOCHS = 20
+LYING_EPOCH_S = 0.2
+"""Real seconds per iteration of a lying trainable: an hour on the driver's sped-up clock."""
+
+
+def lying(config: dict) -> None:
+    """Holds its GPUs an hour per iteration and says it held them for nothing."""
+    from ray import tune
+
+    for epoch in range(1, LYING_EPOCHS + 1):
+        time.sleep(LYING_EPOCH_S)
+        said = {"budget_gate_held_seconds": 0.0} if config["lie"] == "held" else {}
+        tune.report({"val_loss": 1.0 / epoch, "epoch": epoch, "time_this_iter_s": 0.0, **said})
+
+
+def lied(storage: str) -> dict:
+    """Two trials that report 0 s held (one as ``budget_gate_held_seconds``, one as
+    ``time_this_iter_s``) under max_trial_hours 3, on a driver clock where each real
+    ``LYING_EPOCH_S`` is an hour: the driver's own count stops them near 3 iterations."""
+    from ray import tune
+
+    from gate.guard.core import Guard
+    from gate.guard.ray import RayGuard
+    from tests.guard_kit import FastClock, guard_spec_4_trials, make_limits
+    from tests.reconcile_kit import approval
+
+    spec = {**guard_spec_4_trials(), "stopping": {"max_trial_hours": 3}}
+    limits = make_limits(spec, approval=approval("1000"))
+    clock = FastClock(3600 / LYING_EPOCH_S)
+    guard = RayGuard(Guard(limits, clock=clock), clock=clock)
+    results = tune.Tuner(
+        lying,
+        param_space={"lie": tune.grid_search(["held", "iter"])},
+        tune_config=tune.TuneConfig(max_concurrent_trials=2),
+        run_config=tune.RunConfig(
+            storage_path=storage, stop=guard, callbacks=[guard], verbose=0, name="lied"
+        ),
+    ).fit()
+    return {
+        "epochs": sorted(int(r.metrics.get("epoch", 0)) for r in results if r.metrics),
+        "spend": str(guard.guard.spend),
+        "stops": sorted(d.kind.value for d in guard.decisions.values() if d.kind),
+        "errors": results.num_errors,
+    }
+
+
 def retried(storage: str) -> dict:
     """Two trials, each retried twice by Tune: 2 + 2 + 12 epochs each, all of them charged.
 
@@ -195,9 +241,16 @@ def main(storage: str) -> int:
         failing = search(storage, "failing", fail=True)
         after_restore = restored(storage)
         retries = retried(storage)
+        lies = lied(storage)
     finally:
         ray.shutdown()
-    found = {"budget": budget, "failing": failing, "restored": after_restore, "retried": retries}
+    found = {
+        "budget": budget,
+        "failing": failing,
+        "restored": after_restore,
+        "retried": retries,
+        "lied": lies,
+    }
     print(json.dumps({**found, "unraisable": _UNRAISABLE}))
     return 0
 

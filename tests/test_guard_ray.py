@@ -77,3 +77,14 @@ def test_each_retry_of_a_trial_is_charged_for_what_it_trains(searches):
     retried = searches["retried"]
     assert Decimal(retried["spend"]) == 32 * EPOCH_COST, retried
     assert retried["stop"] == ""  # four retried runs, no failed trial (policy: 3 in a row)
+
+
+def test_a_trainable_that_reports_no_time_held_is_charged_the_drivers_wall_time(searches):
+    """Two trainables hold 8 GPUs an hour per iteration (on the driver's clock) and report
+    0 s held, one as ``budget_gate_held_seconds``, one as ``time_this_iter_s``: taken at
+    their word, neither was ever stopped (20 iterations each, 0 USD counted). The driver's
+    own count stops both at max_trial_hours 3 (48 USD each at 16 USD an hour)."""
+    lied = searches["lied"]
+    assert lied["errors"] == 0 and lied["stops"] == ["max-trial-hours"] * 2, lied
+    assert all(1 <= epochs <= 6 for epochs in lied["epochs"]), lied
+    assert Decimal(lied["spend"]) >= 2 * 48, lied

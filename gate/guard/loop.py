@@ -12,7 +12,10 @@
 
 The GPU time held runs from the helper's creation (or :meth:`LoopGuard.resume`) on the
 injected clock, paused by :meth:`LoopGuard.pause`, times the spec's GPUs; pass
-``held_seconds`` to :meth:`LoopGuard.step` where the launcher knows better.
+``held_seconds`` to :meth:`LoopGuard.step` where the launcher knows better. With
+``mlflow_run_id``, each step marks the run (:mod:`gate.guard.marks`), best effort: an
+MLflow that is down delays a step by at most ``BUDGET_GATE_LEDGER_TIMEOUT`` and never
+hides its decision.
 """
 
 from __future__ import annotations
@@ -49,10 +52,10 @@ class LoopGuard:
         self._clock = clock
         self._held = 0.0
         self._since: float | None = clock()
+        self._run_id = mlflow_run_id
         self._marks: RunMarks | None = None
         if mlflow_run_id is not None:
-            uri = resolve_tracking_uri(tracking_uri, os.environ)
-            self._marks = RunMarks(uri, mlflow_run_id)
+            self._marks = RunMarks(resolve_tracking_uri(tracking_uri, os.environ))
 
     @property
     def held_seconds(self) -> float:
@@ -72,13 +75,17 @@ class LoopGuard:
     def step(
         self, epoch: int, metrics: Mapping[str, float], held_seconds: float | None = None
     ) -> Decision:
-        """Report one epoch; stop the loop when the decision says so (``.stop``)."""
+        """Report one epoch; stop the loop when the decision says so (``.stop``).
+
+        The run's marks come after the decision and never stand in its way: an MLflow that
+        is down costs at most the ledger's timeout, is logged once, and raises nothing.
+        """
         held = self.held_seconds if held_seconds is None else held_seconds
         gpu_seconds = held * float(self.guard.limits.gpus)
         decision = self.guard.observe(Report(self.trial, epoch, metrics, gpu_seconds, self.attempt))
-        if self._marks is not None:
-            self._marks.epoch(epoch, self.guard.limits.cost(gpu_seconds))
-            self._marks.stopped(decision)
+        if self._marks is not None and self._run_id is not None:
+            cost = self.guard.limits.cost(gpu_seconds)
+            self._marks.write(self._run_id, epoch, cost, decision)
         return decision
 
     def end(self, *, failed: bool = False) -> Decision:

@@ -63,6 +63,7 @@ class OptunaGuard:
         """Per study: trials read before that had not finished, read again at every sync."""
         self._home: str | None = None
         """The first study's name: its trials are named by number alone."""
+        self._marks: RunMarks | None = None
 
     def report(
         self,
@@ -76,7 +77,9 @@ class OptunaGuard:
 
         ``held_seconds`` is how long the trial has held its GPUs; by default, since Optuna
         started it. With ``mlflow_run_id`` (the trial's MLflow run, at the guard's
-        ``tracking_uri``) the run gets the per-epoch cost and, on a stop, the stop's tags.
+        ``tracking_uri``) the run gets the per-epoch cost and, on a stop, the stop's tags,
+        best effort: an MLflow that is down delays the report by at most the ledger's
+        timeout (``BUDGET_GATE_LEDGER_TIMEOUT``), is logged once, and never hides the stop.
         """
         if held_seconds is None:
             held_seconds = (
@@ -94,9 +97,9 @@ class OptunaGuard:
             for key, text in decision.tags().items():
                 trial.set_user_attr(key, text)
         if mlflow_run_id is not None:
-            marks = RunMarks(resolve_tracking_uri(self.tracking_uri, os.environ), mlflow_run_id)
-            marks.epoch(epoch, self.guard.limits.cost(gpu_seconds))
-            marks.stopped(decision)
+            # NOTE: after the stop is on the trial; best effort, bounded, raises nothing.
+            cost = self.guard.limits.cost(gpu_seconds)
+            self._run_marks().write(mlflow_run_id, epoch, cost, decision)
         return decision
 
     def step(
@@ -174,6 +177,12 @@ class OptunaGuard:
         for other in sorted(ended, key=_completed):
             failed = other.state is optuna.trial.TrialState.FAIL
             self.guard.end(self._key(study, other.number), failed=failed)
+
+    def _run_marks(self) -> RunMarks:
+        """One writer for every run: an MLflow found down is waited on once, not per trial."""
+        if self._marks is None:
+            self._marks = RunMarks(resolve_tracking_uri(self.tracking_uri, os.environ))
+        return self._marks
 
     def _key(self, study: optuna.Study, number: int) -> str:
         """The guard's name of a trial: its number, and another study's name before it.
