@@ -56,7 +56,12 @@ def to_decimal(value: float | int | Decimal) -> Decimal:
 
 
 def fixed(amount: Decimal, places: int) -> Decimal:
-    """Round half-up to ``places`` decimals; astronomically large values keep their precision."""
+    """Round half-up to ``places`` decimals; astronomically large values keep their precision.
+
+    Zero is never astronomical, whatever its exponent (``0 / 1E-26`` is ``0E+26``).
+    """
+    if amount.is_zero():
+        return Decimal(0).quantize(Decimal(1).scaleb(-places))
     if amount.adjusted() + places >= 27:  # past what the decimal context can quantize
         return amount
     return amount.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)

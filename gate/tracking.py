@@ -6,6 +6,10 @@ Launch scripts and training code import this module by this name; the tags live 
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+from gate.ledger import tracking as _tracking
 from gate.ledger.tracking import (
     ACCELERATOR,
     APPROVAL_ID,
@@ -31,7 +35,6 @@ from gate.ledger.tracking import (
     TRAIN_FLOPS,
     TRAIN_SECONDS,
     TRIAL_ID,
-    run_tags,
     spec_path,
     spec_tags,
 )
@@ -65,3 +68,35 @@ __all__ = [
     "spec_path",
     "spec_tags",
 ]
+
+
+def run_tags(
+    path: str | Path,
+    *,
+    trial_id: str | int | None = None,
+    approval_id: str | None = None,
+    attempt: int | None = None,
+) -> dict[str, str]:
+    """Read the spec at ``path`` and return the tags for one of its training runs.
+
+    As :func:`gate.ledger.tracking.run_tags`, with the spec's path as the ledger records it:
+    relative to the root of the git work tree that holds it, wherever the launcher runs (a
+    launcher in ``experiments/`` tags ``experiments/sweep.yaml``, not ``sweep.yaml``, which
+    no command would find). Outside a work tree, the path as given.
+
+    Raises:
+        gate.errors.InputError: the spec is not valid (the same errors ``check`` prints).
+    """
+    tags = _tracking.run_tags(path, trial_id=trial_id, approval_id=approval_id, attempt=attempt)
+    tags[SPEC] = _in_repository(path)
+    return tags
+
+
+def _in_repository(path: str | Path) -> str:
+    from gate.integrations.git.repo import repository_root
+
+    resolved = Path(os.path.abspath(path))
+    root = repository_root(resolved.parent)
+    if root is None:
+        return spec_path(path)
+    return resolved.relative_to(root).as_posix()

@@ -435,3 +435,14 @@ def test_the_pull_request_comment_heads_costlier_plans_other_plans(capsys, monke
     code, out, _ = _cli(capsys, *argv, "examples/asha-bert-spot.yaml")
     assert code == 2  # the comment prices other plans for a spec that needs approval
     assert "<summary>Other plans</summary>" in out and "Cheaper plans" not in out
+
+
+def test_run_tags_name_the_spec_by_its_path_in_the_repository(tmp_path, monkeypatch):
+    """A launcher in experiments/ tagged sweep.yaml, which the report could not find."""
+    from gate import tracking
+
+    root = _repo(tmp_path, {"policies/default.yaml": DEFAULT, "experiments/t.yaml": SPEC})
+    monkeypatch.chdir(root / "experiments")
+    assert tracking.run_tags("t.yaml", trial_id=3)[tracking.SPEC] == "experiments/t.yaml"
+    monkeypatch.chdir(tmp_path)
+    assert tracking.run_tags("repo/experiments/t.yaml")[tracking.SPEC] == "experiments/t.yaml"

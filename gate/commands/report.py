@@ -2,12 +2,16 @@
 
 Reads, once each, what ``reconcile`` reads: every run tagged by budget-gate in every
 active MLflow experiment that started in the report's window (its months and the trend
-months before them; one paged search over REST, with the monitored metric's history in
-bulk, :mod:`gate.integrations.mlflow.runs`), and the whole ledger
+months before them; one paged search over REST, with the history of the metric each run's
+``budget_gate.monitor`` tag names in bulk, :mod:`gate.integrations.mlflow.runs`), and the
+whole ledger
 (:func:`gate.integrations.open_ledger`). Each run's spec version is found by its path and
 fingerprint (on disk or in git history, as ``calibrate --backtest`` finds it) and
 evaluated once, for its price, estimate and quality gate; the figures are computed by
-:mod:`gate.report`. Exit 0, 3 bad input, 4 MLflow failed.
+:mod:`gate.report`. The tag is only a guess at which history to fetch: a run whose tag is
+missing or names another metric than its plan monitors is read again, by its spec
+version's fingerprint and the plan's metric, as ``reconcile`` reads it. Exit 0, 3 bad
+input (a ``--team`` that is empty or that nothing knows, too), 4 MLflow failed.
 """
 
 from __future__ import annotations
@@ -63,13 +67,19 @@ def run(args: argparse.Namespace) -> int:
         parse_period(args.month, args.trend) if args.month else last_full_month(now, args.trend)
     )
     evaluator = make_evaluator(args, calibrated=False)
+    if args.team is not None and not args.team.strip():
+        raise InputError(
+            "--team is empty (an unset variable?): no team is named that",
+            hint=_known_hint(_known_teams(evaluator.policies)),
+        )
     plans = SpecPlans(evaluator, now)
     uri = resolve_tracking_uri(args.tracking_uri, os.environ)
     quiet_mlflow()
     runs, names = _store(uri)
     month_runs = MonthRuns(plans, period, names)
     for facts in _window(runs, names, period):
-        month_runs.add(facts)
+        month_runs.add(facts, facts.tags.get(tracking.MONITOR, ""))
+    _refetch(runs, month_runs, period)
     trust = evaluator.policies.trust()
     warn_unsigned(trust)
     ledger = open_ledger(uri, trust)
@@ -79,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     found = commitments(records, period, currency)
     teams = {g.priced.team for g in month_runs.experiments} | set(found.approved)
     teams |= _known_teams(evaluator.policies)  # a budget with nothing spent is shown at 0
+    _check_team(args.team, teams, records, month_runs)
     report = build_report(
         ReportInputs(
             period=period,
@@ -115,8 +126,7 @@ def _window(runs: MlflowRuns, names: dict[str, str], period: Period) -> Iterator
     ids = [eid for eid, name in names.items() if name != LEDGER_EXPERIMENT]
     if not ids:
         return
-    window = period.window
-    started = (_ms(window[0].start), _ms(window[-1].end))
+    started = _started(period)
     # NOTE: MLflow pages by offset, re-running the whole filtered search for each page;
     # pages of 5,000 runs (not reconcile's 1,000) halve the search time of a big month.
     query = RunQuery(
@@ -134,6 +144,28 @@ def _window(runs: MlflowRuns, names: dict[str, str], period: Period) -> Iterator
     finally:
         if bar is not None:
             bar.close()
+
+
+def _refetch(runs: MlflowRuns, month_runs: MonthRuns, period: Period) -> None:
+    """Read again, with the history of the metric their plan monitors, the runs that need it.
+
+    Their ``budget_gate.monitor`` tag was missing or named another metric: the history read
+    with them was not the one their spec's early stopping watches.
+    """
+    from gate.integrations.mlflow.runs import RunQuery
+
+    for (experiment_id, fingerprint, metric), ids in sorted(month_runs.refetch.items()):
+        query = RunQuery(experiment_id, fingerprint, metric, started=_started(period))
+        for facts in runs.facts(query):
+            if facts.run_id in ids:
+                month_runs.add(facts, metric)
+    month_runs.refetch.clear()
+
+
+def _started(period: Period) -> tuple[int, int]:
+    """The window's start times, ``[from, before)`` in epoch ms."""
+    window = period.window
+    return (_ms(window[0].start), _ms(window[-1].end))
 
 
 def _ms(moment: dt.datetime) -> int:
@@ -204,6 +236,29 @@ class SpecPlans:
 def _known_teams(policies: PolicySet) -> set[str]:
     """The teams the policies name: a file of their own, or the default policy's ``teams``."""
     return {*policies.teams(), *(policies.for_team(None).policy.teams or ())}
+
+
+def _check_team(
+    team: str | None, teams: set[str], records: list[LedgerRecord], month_runs: MonthRuns
+) -> None:
+    """A ``--team`` that no policy, run or ledger record knows is a typo, not an empty month."""
+    if team is None or team in teams:
+        return
+    known = teams | {r.team for r in records if r.team}
+    known |= {t for u in month_runs.unpriced for t in u.teams}
+    if team not in known:
+        raise InputError(
+            f"--team {team}: no policy, run or ledger record knows this team",
+            hint=_known_hint(known),
+        )
+
+
+def _known_hint(teams: set[str]) -> str:
+    named = sorted(t for t in teams if t and t != NO_TEAM)
+    if not named:
+        return "no team is known: the policies name none and no run or record has one"
+    shown = ", ".join(named[:20]) + (f" and {len(named) - 20} more" if len(named) > 20 else "")
+    return f"known teams: {shown}"
 
 
 def _budget(policies: PolicySet, team: str, currency: str) -> Decimal | None:

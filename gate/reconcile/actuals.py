@@ -10,7 +10,7 @@ turns them into a small :class:`RunResult`, following the run conventions of
   SCHEDULED one nothing yet) and costs that × the price of the spec's quote, the same one
   the estimate used (hours and price cut to 12 and 8 decimals, so sums of costs are exact);
 - logged phase seconds split the held time into setup, training and evaluation, and what
-  they leave out is the idle tail;
+  they leave out is the idle tail (:mod:`gate.reconcile.phases`);
 - only a FINISHED run that passes the quality gate is a qualified model.
 """
 
@@ -20,7 +20,7 @@ import datetime as dt
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from enum import Enum
 
 from gate.estimate.accounting import Phases, run_cost
@@ -29,6 +29,7 @@ from gate.estimate.prices import Quote
 from gate.ledger import tracking
 from gate.ledger.records import LedgerRecord
 from gate.money import at_most
+from gate.reconcile.phases import logged_phases
 from gate.reconcile.quality import ChartMetric, Monitor, chart_metric, evaluate_gate, plateau_epoch
 from gate.reconcile.stops import GuardStop, guard_stop
 from gate.spec.experiment import Experiment
@@ -41,11 +42,6 @@ and a price per GPU-hour to eight (a currency's exchange rate can give it 28): a
 × price, is then exact, and so is every sum of costs up to 10^8 (a team's month, a FOCUS
 file's rows), in any order."""
 PRICE_PLACES = 8
-_PHASES = (
-    ("setup", tracking.SETUP_SECONDS),
-    ("training", tracking.TRAIN_SECONDS),
-    ("evaluation", tracking.EVAL_SECONDS),
-)
 
 
 class RunStatus(str, Enum):
@@ -165,7 +161,7 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
     gpus = _gpus(facts, plan, notes) * plan.spec.resources.gpu_share
     price, charged_as = _price(facts, plan, notes)
     price = at_most(price, PRICE_PLACES)
-    phases = _phases(facts, gpus, held, notes)
+    phases = logged_phases(facts.metrics, facts.params, gpus, held, notes)
     gpu_hours = at_most(gpus * held, HOUR_PLACES)
     cost = run_cost(gpu_hours, price)
     gate = evaluate_gate(plan.spec.quality_gate, facts.metrics)
@@ -201,7 +197,7 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
         plateau_cost=run_cost(plateau_gpu_hours, price),
         utilization=_utilization(facts.utilization),
         quality=_quality(facts, chart_metric(plan.spec, plan.monitor), status),
-        submitted=_submitted(facts.tags.get(tracking.SUBMITTED_AT), notes),
+        submitted=_submitted(facts.tags.get(tracking.SUBMITTED_AT), start, notes),
         fingerprint=facts.tags.get(tracking.FINGERPRINT, ""),
         notes=tuple(notes),
         guard_stop=guard_stop(
@@ -312,46 +308,6 @@ def _price(facts: RunFacts, plan: Plan, notes: list[str]) -> tuple[Decimal, tupl
     return other.per_gpu_hour, (accelerator, capacity_text)
 
 
-def _phases(facts: RunFacts, gpus: Decimal, held: Decimal, notes: list[str]) -> Phases | None:
-    """Logged phase hours; the held time they leave out is the idle tail."""
-    hours: dict[str, Decimal] = {}
-    for name, key in _PHASES:
-        seconds = _number(facts.metrics.get(key), facts.params.get(key))
-        if seconds is not None:
-            hours[name] = seconds / 3600
-    if not hours:
-        return None
-    logged = sum(hours.values(), Decimal(0))
-    if logged > held:
-        # NOTE: the bill is the held time; phases that overrun it (clock skew, a launcher
-        # timing more than the run) are scaled down to it rather than inflating the cost.
-        notes.append("phases add up to more than the time held: scaled to fit")
-        hours = {name: value * held / logged for name, value in hours.items()}
-        logged = held
-    return Phases(gpus=gpus, idle_tail=held - logged, **hours)
-
-
-def _number(metric: float | None, param: str | None) -> Decimal | None:
-    """A phase duration from a metric or else a param; an impossible one is ignored.
-
-    Negative, non-finite, or past a trillion seconds (``1e999999999``: no duration, and
-    past Decimal's range once divided, which crashed every report of the server).
-    """
-    for raw in (metric, param):
-        if raw is None:
-            continue
-        try:
-            value = Decimal(str(raw))
-        except InvalidOperation:
-            continue
-        if value.is_finite() and 0 <= value <= _MAX_SECONDS:
-            return value
-    return None
-
-
-_MAX_SECONDS = Decimal(10**12)
-
-
 def _attempt(text: str | None) -> int | None:
     return tracking.tag_count(text)
 
@@ -381,7 +337,8 @@ def _quality(facts: RunFacts, chart: ChartMetric, status: RunStatus) -> float | 
     return value
 
 
-def _submitted(text: str | None, notes: list[str]) -> dt.datetime | None:
+def _submitted(text: str | None, start: dt.datetime | None, notes: list[str]) -> dt.datetime | None:
+    """When the trial was queued; never after the run's start (a skewed clock, a job's tag)."""
     if text is None:
         return None
     try:
@@ -391,6 +348,9 @@ def _submitted(text: str | None, notes: list[str]) -> dt.datetime | None:
     if moment is None or moment.tzinfo is None:
         notes.append(f"{tracking.SUBMITTED_AT} {text!r} is not an ISO time with a zone: ignored")
         return None
+    if start is not None and moment > start:
+        notes.append(f"{tracking.SUBMITTED_AT} {text} is after the run's start: the start is used")
+        return start
     return moment
 
 

@@ -8,7 +8,7 @@ long the metric histories are; :meth:`Reconciler.result` adds them up (DOMAIN.md
   included, ÷ runs that pass the quality gate; with none, the verdict fails and the whole
   spend is reported;
 - time to first qualified model runs from the first submission (queue included when the
-  launcher tagged it) to the end of the first run that passes the gate;
+  launcher tagged it; never after a run's start) to the end of the first run that passes the gate;
 - retries are grouped by trial id; the effective-training ratio counts runs that logged
   phases; utilization-weighted GPU-hours count runs that logged GPU utilization.
 
@@ -187,7 +187,10 @@ class Reconciler:
             qualified=len(qualified),
             first_qualified=first,
             hours_to_first_qualified=_time_to(first, runs),
-            effective_ratio=effective / allocated if allocated else None,
+            # NOTE: 0 ÷ a whole is 0E+26 (printed 0.000E+29 %): a plain 0 instead
+            effective_ratio=(effective / allocated if effective else Decimal())
+            if allocated
+            else None,
             phased_runs=len(phased),
             utilization=weighted / used_hours if used_hours else None,
             utilization_gpu_hours=weighted if used else None,
@@ -217,10 +220,10 @@ def _end_key(run: RunResult) -> tuple[dt.datetime, str]:
 
 
 def _time_to(first: RunResult | None, runs: list[RunResult]) -> Decimal | None:
-    """Hours from the first submission (or start) to the end of the first qualified run."""
+    """Hours from the first submission (or start, the earlier) to the first qualified end."""
     if first is None or first.end is None:
         return None
-    began = min(m for r in runs if (m := r.submitted or r.start) is not None)
+    began = min(m for r in runs for m in (r.submitted, r.start) if m is not None)
     return Decimal(int((first.end - began).total_seconds() * 1000)) / MS_PER_HOUR
 
 

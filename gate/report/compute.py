@@ -8,7 +8,8 @@ stops. On top of them:
   unqualified runs included) ÷ its qualified models, as for one experiment;
 - each team's forecast and the variance of its estimates (:mod:`gate.report.teams`);
 - *spot net saving* (DOMAIN.md §2): the finished spot runs' GPU-hours at the on-demand
-  price, less what they cost on spot, less the cost of spot runs that were preempted
+  price of the accelerator their spec priced (not the one a run tagged), less what they
+  cost on spot, less the cost of spot runs that were preempted
   (killed, not by the guard) — the recompute; extra operations are not measured;
 - rankings: teams by cost per qualified model and by waste share (failed and post-plateau
   waste ÷ actual; idle time is an upper bound that overlaps the plateau, so it is shown,
@@ -205,8 +206,11 @@ def _spot(lines: list[RunLine]) -> SpotRow:
         if line.capacity != Capacity.SPOT.value:
             continue
         result = line.result
-        requote = line.priced.plan.requote
-        price = requote(line.accelerator, Capacity.ON_DEMAND) if requote is not None else None
+        plan = line.priced.plan
+        # NOTE: against what the spec priced, not the run's own tag: an H100 spot run on an
+        # L4 on-demand spec cost more than its spec, so it saved nothing.
+        priced_as = plan.spec.resources.accelerator
+        price = plan.requote(priced_as, Capacity.ON_DEMAND) if plan.requote is not None else None
         if price is None:
             unpriced += 1
             continue

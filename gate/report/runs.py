@@ -11,6 +11,13 @@ spec that no longer evaluates) is counted with the reason, never priced in silen
 a run logged outside its spec's MLflow experiment (its tags are its writer's claim: a job
 must not charge its hours to another team's spec, as ``reconcile`` would never read it
 there), and one whose end is before its start (what it held is not known).
+
+Post-plateau waste is priced on the history of the metric the *plan* monitors (the spec
+version's ``stopping.early_stopping.monitor``), as ``reconcile`` prices it. The command
+reads each run's history by its ``budget_gate.monitor`` tag first (the tag is only the
+job's claim, a guess at what to fetch); a run whose tag is missing or names another
+metric is not priced on that history but held in :attr:`MonthRuns.refetch`, and the
+command reads it again by the plan's metric.
 """
 
 from __future__ import annotations
@@ -122,9 +129,15 @@ class MonthRuns:
         self._unpriced_hours: dict[str, Decimal] = {}
         self._unpriced_teams: dict[str, set[str]] = {}
         self.outside = 0
+        self.refetch: dict[tuple[str, str, str], set[str]] = {}
+        """Run ids to read again, by (experiment id, fingerprint, the plan's metric)."""
 
-    def add(self, facts: RunFacts) -> None:
-        """Price one run under its spec version's plan, or count why it cannot be."""
+    def add(self, facts: RunFacts, history_of: str | None = None) -> None:
+        """Price one run under its spec version's plan, or count why it cannot be.
+
+        ``history_of`` names the metric ``facts.history`` holds (``None``: the plan's). A
+        run whose history is of another metric is left for :attr:`refetch`, unpriced here.
+        """
         if facts.start_ms is None:
             self.outside += 1
             return
@@ -145,6 +158,11 @@ class MonthRuns:
             return
         if facts.end_ms is not None and facts.end_ms < facts.start_ms:
             self._count_unpriced(BACKWARDS, facts, priced)
+            return
+        metric = priced.plan.monitor.metric
+        if history_of is not None and history_of != metric:
+            wanted = (facts.experiment_id, fingerprint, metric)
+            self.refetch.setdefault(wanted, set()).add(facts.run_id)
             return
         key = (month, *version)
         group = self._groups.get(key)

@@ -6,6 +6,12 @@ of the git work tree the current directory is in) is used when its fingerprint m
 else the path's git history is read, newest first, up to :data:`HISTORY_LIMIT` commits
 that touch it (one ``git log`` and one ``git cat-file`` per path), for the version whose
 fingerprint matches. Each path is read once however many versions are asked for.
+
+A launcher may tag the path relative to where *it* ran (``run_tags("sweep.yaml")`` in
+``experiments/``): when neither place holds the fingerprint, the repository's files whose
+path ends with the tagged one (``experiments/sweep.yaml``; leading ``./`` and ``../``
+dropped) are tried the same way, up to :data:`NAMESAKE_LIMIT` of them. The fingerprint,
+not the path, is what ties a run to a version: a tag could name any file anyway.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from gate.spec.validation import validate
 
 HISTORY_LIMIT = 100
 """How many of the newest commits touching a spec path are searched for a version."""
+NAMESAKE_LIMIT = 20
+"""How many of the repository's files ending with a tagged relative path are tried."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +64,15 @@ class SpecVersions:
         if not path or not wanted:
             return None
         candidates = self._candidates(path)
+        found = self._among(candidates, wanted)
+        if found is None and not Path(path).is_absolute():
+            tried = set(candidates)
+            namesakes = [p for p in self._namesakes(path) if p not in tried]
+            found = self._among(namesakes, wanted)
+        return found
+
+    def _among(self, candidates: list[Path], wanted: str) -> SpecVersion | None:
+        """The version among ``candidates``: every file on disk first, then their history."""
         for candidate in candidates:
             found = self._disk(candidate).get(wanted)
             if found is not None:
@@ -65,6 +82,36 @@ class SpecVersions:
             if found is not None:
                 return found
         return None
+
+    def _namesakes(self, path: str) -> list[Path]:
+        """The repository's files whose path ends with ``path`` (relative to the launcher)."""
+        parts = tuple(p for p in Path(path).parts if p not in (".", ".."))
+        root = self._repo_root
+        if not parts or root is None:
+            return []
+        found = [
+            root / name
+            for name in self._repo_files
+            if tuple(name.split("/")[-len(parts) :]) == parts
+        ]
+        return sorted(found)[:NAMESAKE_LIMIT]
+
+    @cached_property
+    def _repo_files(self) -> tuple[str, ...]:
+        """Every file git knows in the work tree: tracked (even if deleted), or not ignored."""
+        root = self._repo_root
+        if root is None:
+            return ()
+        import subprocess
+
+        listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+        try:
+            proc = subprocess.run(listing, cwd=root, capture_output=True, timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return ()
+        if proc.returncode != 0:
+            return ()
+        return tuple(n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n)
 
     def _candidates(self, path: str) -> list[Path]:
         given = Path(path)
