@@ -94,6 +94,7 @@ def test_an_empty_or_unknown_team_is_bad_input_naming_the_known_ones(lab, given)
     code, out, err = lab.team.cli("report", "--month", MONTH, "--team", given)
     assert code == 3, out
     assert out == ""
-    (error,) = [line for line in err.splitlines() if "warning:" not in line]
-    assert error.startswith("budget-gate: --team") and "Traceback" not in err
+    errors = [line for line in err.splitlines() if line.startswith("budget-gate: --team")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    error = errors[0]
     assert "known teams: " in error and lab.team.name in error

@@ -11,8 +11,9 @@ review: a later "changes requested" withdraws it) or a comment whose first line 
    Commit dates never order anything: the author sets them. A comment whose binding is
    unknown (budget-gate never saw it while it was the newest) does not count, and an
    edited comment never counts (someone else may have edited it);
-2. the approver is a person, not a bot, and not the pull request's author or the spec's
-   owner unless the policy sets ``allow_self_approval``;
+2. the approver is a person, not a bot, and not the pull request's author, the spec's
+   owner, nor the author or committer of a commit of the pull request that changed the spec
+   (:mod:`gate.ci.contributors`), unless the policy sets ``allow_self_approval``;
 3. the approver is in ``approval.approvers.users``, or an active member of one of its
    ``teams`` (``slug`` in the repository's organization, or ``org/slug``), or has at least
    its ``permission`` on the repository.
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from gate.ci.event import named_commit, parse_command
-from gate.ci.model import CommentInfo, ReviewInfo
+from gate.ci.model import CommentInfo, CommitInfo, ReviewInfo
 from gate.ledger.approvers import Approvers
 from gate.ledger.records import LedgerRecord, RecordKind, Source, when
 
@@ -80,11 +81,18 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class SpecChange:
-    """The last commit that changed a spec, its date, and the commits from it to the head."""
+    """The last commit that changed a spec, its date, and the commits from it to the head.
+
+    ``changes`` are the pull request's commits that changed the spec, newest first, read to
+    learn who made them; ``complete`` is False when the walk stopped before the pull
+    request's first commit, so earlier changes are unknown.
+    """
 
     commit: str
     at: dt.datetime
     since: frozenset[str]
+    changes: tuple[CommitInfo, ...] = ()
+    complete: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,11 @@
 """The pull request's approvals judged: which review or ``/budget-gate approve`` counts.
 
 For each spec that needs an approval, every review and approving comment is a candidate;
-one counts when it came after the spec's last change (a first-parent walk of the commits,
-each read once), from someone the policy's approvers name, directly, by team or by
-repository role (each asked of GitHub once per run), and not from the author or owner where
-the policy says so (the pure checks are :mod:`gate.ci.approvals`'). A comment binds to the
+one counts when it came after the spec's last change (:mod:`gate.ci.history`), from someone
+the policy's approvers name, directly, by team or by repository role (each asked of GitHub
+once per run), and not from the author, the owner or whoever made a commit that changed the
+spec, where the policy says so (the pure checks are :mod:`gate.ci.approvals`' and
+:mod:`gate.ci.contributors`'). A comment binds to the
 commit that was the head when it was first processed; the bindings are kept in the ledger
 and the sticky comment. An approval that counts becomes a ledger record.
 """
@@ -30,7 +31,9 @@ from gate.ci.approvals import (
     team_ref,
     timing_refusal,
 )
+from gate.ci.contributors import contributor_refusal
 from gate.ci.event import Event, named_commit
+from gate.ci.history import SpecHistory
 from gate.ci.model import CommentInfo, CommitInfo, PullInfo, ReviewInfo
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.report import SpecResult
@@ -42,8 +45,6 @@ from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
 from gate.policy.verdict import apply_approval, decide
 
-MAX_WALK = 50
-"""How many commits back from the head to look for the last change to a spec."""
 BIND_WITHIN = dt.timedelta(minutes=10)
 """A ``/budget-gate approve`` processed later than this after it was posted binds to no
 commit: the head may have moved since (a re-run, a queued runner), and it must be posted
@@ -97,7 +98,7 @@ def judge_approvals(
     reviews, comments = activity
     bindings = _bindings(comments, evaluator.ledger, evaluations, event, head_sha, now)
     found = candidates(reviews, comments, bindings)
-    history = _History(gh, head_sha, pull.base_sha)
+    history = SpecHistory(gh, pull, head_sha)
     access = _AccessCache(gh)
     command = event.command.comment_id if event.command else None
     command_reasons: list[str] = []
@@ -112,9 +113,9 @@ def judge_approvals(
         approvers = evaluation.policy.approval.approvers
         all_approvers.append(approvers)
         owner = evaluation.spec.metadata.owner if evaluation.spec else None
-        change = history.last_change(result.file)
+        change, people = history.last_change(result.file), (pull.author, owner)
         verdicts = [
-            (candidate, _refusal(candidate, change, approvers, (pull.author, owner), access, gh))
+            (candidate, _refusal(candidate, (result.file, change), approvers, people, access, gh))
             for candidate in found
         ]
         chosen = next((c for c, refusal in reversed(verdicts) if refusal is None), None)
@@ -144,7 +145,7 @@ def judge_approvals(
 
 def _refusal(
     candidate: Candidate,
-    change: SpecChange,
+    spec: tuple[str, SpecChange],
     approvers: Approvers,
     people: tuple[str, str | None],
     access: _AccessCache,
@@ -152,13 +153,14 @@ def _refusal(
 ) -> str | None:
     """Why ``candidate`` does not approve the spec (``None``: it does): when, who, authority.
 
-    ``people`` is the pull request's author and the spec's owner, neither of whom may
-    approve it.
+    ``spec`` is its path and history; ``people`` the pull request's author and the spec's
+    owner. Neither they nor whoever made a commit that changed the spec may approve it.
     """
-    author, owner = people
+    (author, owner), (path, change) = people, spec
     return (
         timing_refusal(candidate, change)
         or identity_refusal(candidate, approvers, author, owner)
+        or contributor_refusal(candidate.login, approvers, path, change)
         or _authority_refusal(candidate.login, approvers, access, gh.owner)
     )
 
@@ -287,40 +289,6 @@ def revocation_record(
         pr_number=pr_number,
         revokes=(approval.record_id,),
     )
-
-
-class _History:
-    """When each spec last changed: a first-parent walk from the head, commits read once.
-
-    # NOTE: the cut-down API has no "list commits"; each step is one repos/get-commit. A
-    # spec not found within MAX_WALK commits (or before the base) is taken as changed at
-    # the head, so only approvals of the head itself count: safe, if strict.
-    """
-
-    def __init__(self, gh: Reader, head: str, base: str) -> None:
-        self._gh, self._head, self._base = gh, head, base
-        self._commits: dict[str, CommitInfo] = {}
-
-    def _commit(self, sha: str) -> CommitInfo:
-        if sha not in self._commits:
-            self._commits[sha] = self._gh.commit(sha)
-        return self._commits[sha]
-
-    def last_change(self, path: str) -> SpecChange:
-        since: list[str] = []
-        sha = self._head
-        for _ in range(MAX_WALK):
-            commit = self._commit(sha)
-            since.append(sha)
-            # NOTE: a commit of more than 3,000 files is listed in part: it may hold the
-            # change, so it is taken to (an approval of an older commit would not count).
-            if path in commit.paths or not commit.complete:
-                return SpecChange(sha, commit.date, frozenset(since))
-            if not commit.parents or commit.parents[0] == self._base:
-                break
-            sha = commit.parents[0]
-        head = self._commit(self._head)
-        return SpecChange(head.sha, head.date, frozenset({head.sha}))
 
 
 class _AccessCache:

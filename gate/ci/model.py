@@ -26,6 +26,9 @@ class PullInfo:
     requested_teams: tuple[str, ...] = ()
     changed_files: int | None = None
     """How many files GitHub says the pull request changes (its file list stops at 3,000)."""
+    commits: int | None = None
+    """How many commits GitHub counts in the pull request: the walk of its history stops
+    there, so no commit of the base is taken for one of the pull request's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +54,7 @@ class ChangedFile:
 
 @dataclass(frozen=True, slots=True)
 class CommitInfo:
-    """A commit: its committer date, the paths it touched and its parents."""
+    """A commit: its committer date, the paths it touched, its parents and who made it."""
 
     sha: str
     date: dt.datetime
@@ -59,6 +62,10 @@ class CommitInfo:
     parents: tuple[str, ...] = ()
     complete: bool = True
     """Whether ``paths`` is every path: GitHub lists at most 3,000 files of a commit."""
+    author: str | None = None
+    """The GitHub login of the commit's author; None when its email is linked to no account."""
+    committer: str | None = None
+    """The committer's login (``web-flow`` for GitHub's own commits); None as for ``author``."""
 
 
 @dataclass(frozen=True, slots=True)

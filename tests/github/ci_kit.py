@@ -126,10 +126,15 @@ class PullRequestStory:
         self.repo.change_file(NUMBER, path, before=before, after=text)
         self.repo.commits[self.head].date = at
 
-    def push(self, files: dict[str, str], *, at: dt.datetime) -> str:
-        """A new head commit on top of the current one, changing ``files``, dated ``at``."""
+    def push(self, files: dict[str, str], *, at: dt.datetime, **who: Any) -> str:
+        """A new head commit on top of the current one, changing ``files``, dated ``at``.
+
+        ``who`` goes to :meth:`Repo.add_commit` (``author``, ``committer``, ``linked``), and
+        ``merging`` names a second parent (a merge).
+        """
         repo, pull = self.repo, self.repo.pull(NUMBER)
         old = pull.head_sha
+        merging = who.pop("merging", None)
         sha = fake_sha(REPO, "push", len(repo.commits))
         repo.contents[sha] = dict(repo.files_at(old))
         changes = []
@@ -138,7 +143,8 @@ class PullRequestStory:
             changes.append(FileChange(filename=path))
             if not any(f.filename == path for f in pull.files):
                 pull.files.append(FileChange(filename=path, status="added"))
-        repo.add_commit(sha, date=at, files=changes, parents=[old], branch=pull.head_ref)
+        parents = [old, merging] if merging else [old]
+        repo.add_commit(sha, date=at, files=changes, parents=parents, branch=pull.head_ref, **who)
         pull.head_sha = sha
         return sha
 

@@ -8,7 +8,7 @@ matches ``{param}`` against one path segment only, but ``repos/get-content``'s `
 ``repos/get-commit``'s ``{ref}`` may contain slashes, so we hand openapi-core the matched
 template (its ``path_pattern`` protocol) and the decoded parameters instead.
 
-Three deliberate deviations, where the description contradicts what GitHub does:
+Four deliberate deviations, where the description contradicts what GitHub does:
 
 1. ``issues/add-labels`` and ``issues/set-labels`` also accept a bare JSON array of label names
    (documented in tests/fixtures/github/openapi/SOURCES.md): GitHub's text allows it, PyGithub
@@ -18,6 +18,10 @@ Three deliberate deviations, where the description contradicts what GitHub does:
    reads that as "null is not allowed", yet GitHub returns null there (an in-progress check run).
 3. ``repos/get-content``'s 200 ``oneOf`` loses its ``discriminator``: it maps ``type`` to the
    branches, but a directory answer is a JSON array, which has no ``type`` to discriminate on.
+4. A ``nullable`` ``oneOf`` without a ``type`` also accepts null. OpenAPI 3.0.3 lets
+   ``nullable`` add null only beside a ``type``, but GitHub writes ``{"nullable": true,
+   "oneOf": [simple-user, empty-object]}`` for a commit's ``author`` and ``committer`` and
+   returns null there when the commit's email is linked to no account.
 """
 
 from __future__ import annotations
@@ -108,8 +112,19 @@ def _null_in_nullable_enums(node: Any) -> None:
             _null_in_nullable_enums(value)
 
 
+def _null_in_nullable_choices(node: Any) -> None:
+    if isinstance(node, dict):
+        if node.get("nullable") and "oneOf" in node and "type" not in node:
+            node["oneOf"] = [*node["oneOf"], {"type": "object", "nullable": True, "enum": [None]}]
+        for value in node.values():
+            _null_in_nullable_choices(value)
+    elif isinstance(node, list):
+        for value in node:
+            _null_in_nullable_choices(value)
+
+
 def _patched_description() -> dict[str, Any]:
-    """The description with the three deviations applied (see module docstring)."""
+    """The description with the four deviations applied (see module docstring)."""
     spec: dict[str, Any] = json.loads(SPEC_PATH.read_text(encoding="utf-8"))
     for item in spec["paths"].values():
         for method in METHODS:
@@ -120,6 +135,7 @@ def _patched_description() -> dict[str, Any]:
     content = spec["paths"]["/repos/{owner}/{repo}/contents/{path}"]["get"]
     content["responses"]["200"]["content"]["application/json"]["schema"].pop("discriminator")
     _null_in_nullable_enums(spec)
+    _null_in_nullable_choices(spec)
     return spec
 
 

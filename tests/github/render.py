@@ -270,25 +270,37 @@ class Render:
     def commit(self, repo: Repo, commit: Commit) -> dict[str, Any]:
         """A ``commit`` with its files and stats."""
         body = self.template("commit", (EXAMPLE_REPO, repo.full_name), (EXAMPLE_SHA, commit.sha))
-        login = commit.author or repo.owner
-        signature = {"name": login, "email": f"{login}@users.noreply", "date": iso(commit.date)}
-        user = self.user(login)
+        author = commit.author or repo.owner
+        committer = commit.committer or author
         files = [self.file_change(repo, f, commit.sha) for f in commit.files]
         additions = sum(f["additions"] for f in files)
         deletions = sum(f["deletions"] for f in files)
         body["commit"].update(
-            author=signature, committer=signature, message=commit.message, comment_count=0
+            author=self._signature(author, commit),
+            committer=self._signature(committer, commit),
+            message=commit.message,
+            comment_count=0,
         )
+        # NOTE: GitHub names an account only when the email is linked to one; else null.
         body.update(
             sha=commit.sha,
             node_id=node_id("Commit", int(commit.sha[:8], 16)),
-            author=user,
-            committer=user,
+            author=self.user(author) if commit.linked else None,
+            committer=self.user(committer) if commit.linked else None,
             parents=[self._parent(repo, sha) for sha in commit.parents],
             stats={"additions": additions, "deletions": deletions, "total": additions + deletions},
             files=files,
         )
         return body
+
+    @staticmethod
+    def _signature(login: str, commit: Commit) -> dict[str, str]:
+        """The git signature: GitHub's web edits and merges are committed as ``noreply``."""
+        email = "noreply@github.com" if login == "web-flow" else f"{login}@users.noreply"
+        if not commit.linked:
+            email = f"{login}@unlinked.example"
+        name = "GitHub" if login == "web-flow" else login
+        return {"name": name, "email": email, "date": iso(commit.date)}
 
     def _parent(self, repo: Repo, sha: str) -> dict[str, str]:
         return {
@@ -393,7 +405,7 @@ class Render:
             rebaseable=True,
             mergeable_state="clean",
             review_comments=0,
-            commits=1,
+            commits=len(repo.pull_commits(pull)),
             additions=sum(f.additions for f in pull.files),
             deletions=sum(f.deletions for f in pull.files),
             changed_files=len(pull.files),

@@ -125,6 +125,11 @@ class Commit:
     date: dt.datetime
     message: str = "Update"
     author: str | None = None
+    committer: str | None = None
+    """The committer's login (``web-flow`` for GitHub's own commits); None: the author."""
+    linked: bool = True
+    """False: the commit's emails belong to no account, so GitHub's ``author`` and
+    ``committer`` are null (the git signature still names them)."""
     files: list[FileChange] = field(default_factory=list)
     parents: list[str] = field(default_factory=list)
 
@@ -278,6 +283,8 @@ class Repo:
         files: Iterable[FileChange | str] = (),
         message: str = "Update",
         author: str | None = None,
+        committer: str | None = None,
+        linked: bool = True,
         parents: Iterable[str] = (),
         branch: str | None = None,
     ) -> Commit:
@@ -285,10 +292,18 @@ class Repo:
         sha = sha or fake_sha(self.full_name, len(self.commits), message)
         changes = [f if isinstance(f, FileChange) else FileChange(filename=f) for f in files]
         when = parse_time(date) or self.state.clock()
-        if author:
-            self.state.add_user(author)
+        for login in (author, committer):
+            if login:
+                self.state.add_user(login)
         commit = Commit(
-            sha=sha, date=when, message=message, author=author, files=changes, parents=list(parents)
+            sha=sha,
+            date=when,
+            message=message,
+            author=author,
+            committer=committer,
+            linked=linked,
+            files=changes,
+            parents=list(parents),
         )
         self.commits[sha] = commit
         if branch:
@@ -298,6 +313,22 @@ class Repo:
     def ensure_commit(self, sha: str, *, date: dt.datetime | None = None) -> Commit:
         """The commit ``sha``, created empty if the fake has not seen it yet."""
         return self.commits.get(sha) or self.add_commit(sha, date=date)
+
+    def reachable(self, sha: str) -> set[str]:
+        """Every commit the fake knows that ``sha`` reaches through its parents, itself too."""
+        seen: set[str] = set()
+        todo = [sha]
+        while todo:
+            current = todo.pop()
+            if current not in seen:
+                seen.add(current)
+                known = self.commits.get(current)
+                todo.extend(known.parents if known else ())
+        return seen
+
+    def pull_commits(self, pull: PullRequest) -> set[str]:
+        """The pull request's commits as GitHub counts them: reached from head, not from base."""
+        return self.reachable(pull.head_sha) - self.reachable(pull.base_sha)
 
     def put_file(self, path: str, content: str | bytes, *, ref: str | None = None) -> None:
         """Store ``content`` at ``path`` in the snapshot ``ref`` resolves to (default branch)."""

@@ -139,6 +139,33 @@ def test_commit_date_and_files(fake_github: FakeGitHub, github_client: Github) -
     assert err.value.status == 422
 
 
+def test_commit_people_web_flow_and_unlinked_emails(
+    fake_github: FakeGitHub, github_client: Github
+) -> None:
+    """A web edit is committed by web-flow; an email linked to no account gives null."""
+    repo = fake_github.repo(REPO)
+    repo.add_commit("c" * 40, files=["a.txt"], author="octocat", committer="web-flow")
+    repo.add_commit("d" * 40, files=["a.txt"], author="octocat", linked=False)
+    web = github_client.get_repo(REPO).get_commit("c" * 40)
+    assert (web.author.login, web.committer.login) == ("octocat", "web-flow")
+    assert web.commit.committer.email == "noreply@github.com"
+    unlinked = github_client.get_repo(REPO).get_commit("d" * 40)
+    assert (unlinked.author, unlinked.committer) == (None, None)
+    assert unlinked.commit.author.name == "octocat"
+
+
+def test_a_pull_request_counts_its_commits_not_the_bases(
+    fake_github: FakeGitHub, github_client: Github
+) -> None:
+    repo = fake_github.repo(REPO)
+    pull = repo.pull(2)
+    assert github_client.get_repo(REPO).get_pull(2).commits == 1
+    repo.add_commit("e" * 40, parents=[pull.base_sha])  # the base moves on
+    repo.add_commit("f" * 40, parents=[pull.head_sha, "e" * 40])  # ... and is merged in
+    pull.head_sha, pull.base_sha = "f" * 40, "e" * 40
+    assert github_client.get_repo(REPO).get_pull(2).commits == 2  # the merge and the first
+
+
 def test_comments_create_list_get_update_delete(
     fake_github: FakeGitHub, github_client: Github
 ) -> None:

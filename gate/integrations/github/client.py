@@ -118,6 +118,7 @@ class GitHubClient(RepositoryContents):
                 requested_users=tuple(u.login for u in pull.requested_reviewers),
                 requested_teams=tuple(t.slug for t in pull.requested_teams),
                 changed_files=pull.changed_files,
+                commits=pull.commits,
             )
 
     def changed_files(self, number: int) -> list[ChangedFile]:
@@ -129,7 +130,11 @@ class GitHubClient(RepositoryContents):
             ]
 
     def commit(self, sha: str) -> CommitInfo:
-        """A commit's committer date, the paths it touched (old names too) and its parents."""
+        """A commit's date, the paths it touched (old names too), its parents and its people.
+
+        Its author and committer are the GitHub accounts their emails are linked to (null,
+        or an empty object, when there is none).
+        """
         url = f"/repos/{self.repository}/commits/{_seg(sha)}"
         paths: set[str] = set()
         complete = False  # a full last page: GitHub may have stopped at its 3,000 files
@@ -148,6 +153,8 @@ class GitHubClient(RepositoryContents):
             paths=frozenset(paths),
             parents=tuple(str(p["sha"]) for p in data.get("parents") or []),
             complete=complete,
+            author=_login(data.get("author")),
+            committer=_login(data.get("committer")),
         )
 
     def reviews(self, number: int) -> list[ReviewInfo]:
@@ -321,6 +328,12 @@ class GitHubClient(RepositoryContents):
 def _seg(value: str) -> str:
     """One URL path segment, every reserved character escaped."""
     return quote(value, safe="")
+
+
+def _login(user: Any) -> str | None:
+    """The ``login`` of a commit's ``simple-user``; None for null or ``{}`` (no account)."""
+    login = user.get("login") if isinstance(user, dict) else None
+    return str(login) if login else None
 
 
 def _message(exc: GithubException) -> str:

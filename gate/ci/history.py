@@ -1,0 +1,71 @@
+"""Which commits of a pull request changed a spec: a first-parent walk from the head.
+
+The last of them decides which approvals are recent enough (:func:`gate.ci.approvals.
+timing_refusal`); all of them say who made the change (:mod:`gate.ci.contributors`). The
+walk follows first parents because a merge's first parent is the branch it was made on: it
+stays on the pull request's own line and steps over what a merge of the base brought in,
+while the merge itself, whose diff against its first parent shows that, is on the walk.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from gate.ci.approvals import SpecChange
+from gate.ci.model import CommitInfo, PullInfo
+
+MAX_WALK = 50
+"""How many commits back from the head to look for the changes to a spec."""
+
+
+class CommitReader(Protocol):
+    """Reads one commit (the GitHub facade's ``commit``)."""
+
+    def commit(self, sha: str) -> CommitInfo: ...  # noqa: D102
+
+
+class SpecHistory:
+    """The history of the pull request's specs, each commit read from GitHub at most once.
+
+    # NOTE: the cut-down API has no "list commits"; each step is one repos/get-commit. A
+    # spec not found within MAX_WALK commits (or before the base) is taken as changed at
+    # the head, so only approvals of the head itself count: safe, if strict. The walk also
+    # stops after as many commits as GitHub counts in the pull request, so a base that
+    # moved on since the branch point does not lead it into the base's own history.
+    """
+
+    def __init__(self, gh: CommitReader, pull: PullInfo, head: str) -> None:
+        self._gh, self._head, self._base = gh, head, pull.base_sha
+        self._limit = MAX_WALK if pull.commits is None else max(1, min(MAX_WALK, pull.commits))
+        self._known = pull.commits
+        self._commits: dict[str, CommitInfo] = {}
+
+    def _commit(self, sha: str) -> CommitInfo:
+        if sha not in self._commits:
+            self._commits[sha] = self._gh.commit(sha)
+        return self._commits[sha]
+
+    def _walk(self) -> tuple[list[CommitInfo], bool]:
+        """The first-parent line from the head, and whether it reached the first commit."""
+        line: list[CommitInfo] = []
+        sha = self._head
+        for _ in range(self._limit):
+            commit = self._commit(sha)
+            line.append(commit)
+            if not commit.parents or commit.parents[0] == self._base:
+                return line, True
+            sha = commit.parents[0]
+        return line, self._known is not None and len(line) >= self._known
+
+    def last_change(self, path: str) -> SpecChange:
+        """The spec's last change, the commits since it, and every change the walk saw."""
+        line, complete = self._walk()
+        # NOTE: a commit of more than 3,000 files is listed in part: it may hold the
+        # change, so it is taken to (an approval of an older commit would not count).
+        changes = tuple(c for c in line if path in c.paths or not c.complete)
+        if not changes:
+            head = line[0]
+            return SpecChange(head.sha, head.date, frozenset({head.sha}), (), complete)
+        last = changes[0]
+        since = frozenset(c.sha for c in line[: line.index(last) + 1])
+        return SpecChange(last.sha, last.date, since, changes, complete)
