@@ -748,3 +748,11 @@ def test_an_instance_type_on_no_named_cloud_is_refused(repo, tmp_path, named):
         "GPUs SkyPilot reads only after budget-gate judges the task — name its accelerators "
         "beside it (e.g. accelerators: H100:8), or its cloud (infra: aws)"
     )
+
+
+def test_a_cpu_instance_type_on_a_named_cloud_passes(repo, tmp_path):
+    """On a named cloud SkyPilot reads the type's GPUs itself: a CPU machine asks for none."""
+    config = {"name": "prep", "resources": {"infra": "gcp", "instance_type": "n2-standard-8"}}
+    path = tmp_path / "task.yaml"
+    path.write_text(json.dumps({**config, "run": "python prep.py"}))
+    assert apply_policy(request(sky.Task.from_yaml(str(path))), settings(repo))

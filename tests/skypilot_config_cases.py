@@ -161,6 +161,9 @@ def test_a_task_judged_by_itself_reads_its_secrets_as_skypilot_applies_them(repo
             {},
             "a script that also runs `for`",
         ),
+        ("EPOCHS=1000 python train.py", {}, "trains 1000 epochs (EPOCHS 1000 in run), but"),
+        ("export EPOCHS=1000\npython train.py", {}, "trains 1000 epochs (EPOCHS 1000 in run)"),
+        ("python train.py trainer.max_epochs=1000", {}, "trains 1000 epochs (trainer.max_epochs"),
     ],
 )
 def test_a_task_trains_no_more_epochs_than_the_spec_it_names(repo, tmp_path, run, envs, said):

@@ -149,3 +149,11 @@ def test_a_sqlite_uri_that_names_no_file_is_bad_input(team):
         assert code == 3
         assert "'sqlite:///' names no file" in err
         assert "Traceback" not in err
+
+
+def test_a_device_given_as_the_store_is_refused(team):
+    """sqlite:////dev/null: MLflow's client failed on it with exit 70 (disk I/O error)."""
+    for command in ("check", "verify"):
+        code, _, err = team.cli(command, team.spec(20), uri="sqlite:////dev/null")
+        assert code == 3
+        assert "/dev/null is not a regular file (a device or a pipe)" in err

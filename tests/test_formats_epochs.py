@@ -682,3 +682,36 @@ def test_a_hydra_epochs_key_swept_under_another_group_counts(tmp_path, capsys) -
     code, result = check(tmp_path, capsys, text, "config.yaml")
     assert code == INVALID
     assert "the engine runs 1000" in only_error(result)["message"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        '["env", "NUM_EPOCHS=1000", "python3", "train.py"]',
+        '["sh", "-c", "EPOCHS=1000 python3 train.py"]',
+        '["sh", "-c", "export EPOCHS=1000 && python3 train.py"]',
+        '["python3", "train.py", "trainer.max_epochs=1000"]',  # a Hydra override
+    ],
+)
+def test_epochs_a_command_sets_for_its_program_count(tmp_path, capsys, command) -> None:
+    """An env assignment or an override in the command hands the program 1,000 epochs."""
+    code, result = check(tmp_path, capsys, katib('{list: ["1"]}', command), "experiment.yaml")
+    assert code == INVALID
+    assert "but the engine runs 1000 (" in only_error(result)["message"]
+
+
+@pytest.mark.parametrize(
+    "envs",
+    [
+        "  WARMUP_EPOCHS: 5\n",
+        "  EP: 8\n",  # expert parallelism: no argparse completes an env variable's name
+        "  RESUME_EPOCH: latest\n",
+        "  SAVE_EVERY_EPOCHS: 2\n",
+        "  START_EPOCH: 3\n",
+    ],
+)
+def test_an_env_named_for_a_point_of_the_schedule_is_not_the_epochs(tmp_path, capsys, envs) -> None:
+    text = SKYPILOT.format(declared="  X_BUDGET_GATE_MAX_EPOCHS: 10\n", run="python train.py")
+    code, result = check(tmp_path, capsys, text.replace("  LENGTH: 1000\n", envs), "task.yaml")
+    assert code != INVALID, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == "10"

@@ -28,6 +28,19 @@ def pinned_labels(pod: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     }
 
 
+def required_keys(pod: Mapping[str, Any]) -> tuple[str, ...]:
+    """Every node label any required term of the pod's node affinity says anything of."""
+    affinity = _mapping(_mapping(pod.get("affinity")).get("nodeAffinity"))
+    required = _mapping(affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    terms = required.get("nodeSelectorTerms")
+    keys: list[str] = []
+    for term in terms if isinstance(terms, list) else []:
+        expressions = _mapping(term).get("matchExpressions")
+        rules = expressions if isinstance(expressions, list) else []
+        keys.extend(str(_mapping(rule).get("key")) for rule in rules)
+    return tuple(dict.fromkeys(keys))
+
+
 def _term(term: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     """The labels one term pins with ``In`` (two expressions on a label: both hold)."""
     pins: dict[str, tuple[str, ...]] = {}

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gate.admission.affinity import pinned_labels
+from gate.admission.affinity import pinned_labels, required_keys
 from gate.admission.labels import SPEC_ANNOTATION
 from gate.spec.devices import counts_as_accelerator, visible_devices
 
@@ -36,12 +36,9 @@ ACCELERATOR_LABELS = (
 )
 """Node labels that name the accelerator, most explicit first (``budget-gate/accelerator``
 holds the price catalog's own name)."""
-INSTANCE_LABELS = (
-    "node.kubernetes.io/instance-type",
-    "beta.kubernetes.io/instance-type",
-    "karpenter.k8s.aws/instance-family",
-)
-"""Node labels that name a machine type (``p5.48xlarge``), whose GPU model is not in its name."""
+PLACE_LABELS = ("kubernetes.io/os", "kubernetes.io/arch", "topology.kubernetes.io/")
+"""Node labels that say where or on what system a pod runs, not on which GPU: a pod may pick
+nodes by them and still be priced by its flavor's name."""
 SPOT_LABELS: Mapping[str, str] = {
     "budget-gate/capacity": "spot",
     "cloud.google.com/gke-spot": "true",
@@ -80,6 +77,8 @@ class PodSet:
     annotations: Mapping[str, str]
     node_affinity: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """The node labels its required node affinity pins, and the values it allows."""
+    affinity_keys: tuple[str, ...] = ()
+    """Every node label its required node affinity says anything of (``NotIn`` too)."""
 
     @property
     def gpu_resources(self) -> dict[str, int]:
@@ -216,6 +215,7 @@ def _pod_set(pod_set: Mapping[str, Any], assignment: Mapping[str, Any] | None) -
         labels=dict(meta.get("labels") or {}),
         annotations=dict(meta.get("annotations") or {}),
         node_affinity=pinned_labels(pod),
+        affinity_keys=required_keys(pod),
     )
 
 
@@ -314,9 +314,9 @@ def placement(
             resolved = _resolved(pinned[key] if where == "nodeAffinity" else (accelerator,), names)
             break
     if accelerator is None and flavor:  # a flavor's name counts only when it is a known one
-        machine = _machine(pod_set)
-        said = machine or f"the name of flavor {flavor}"
-        resolved = None if machine else resolve_accelerator(flavor, names)
+        picked = _picked_by(pod_set)
+        said = picked or f"the name of flavor {flavor}"
+        resolved = None if picked else resolve_accelerator(flavor, names)
     spot, spot_from = False, "no spot node label"
     for where, labels in sources:
         key = next((k for k, v in SPOT_LABELS.items() if labels.get(k) == v), None)
@@ -333,14 +333,21 @@ def _resolved(values: Iterable[str], names: Iterable[str]) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _machine(pod_set: PodSet) -> str | None:
-    """The machine type the pods pick, said: its GPU model is not in its name."""
-    for key in INSTANCE_LABELS:
-        value = pod_set.node_selector.get(key) or " or ".join(pod_set.node_affinity.get(key, ()))
-        if value:
+def _picked_by(pod_set: PodSet) -> str | None:
+    """How the pods pick their nodes beyond where they run, said, or ``None``.
+
+    A pod that picks nodes by a label (a machine type, a node pool, a GPU family, a
+    ``NotIn`` of a model) may land on GPUs its flavor's name does not say: the name is then
+    no proof of the model, and the flavor must label its nodes.
+    """
+    keys = [*pod_set.node_selector, *pod_set.affinity_keys]
+    for key in keys:
+        if not key.startswith(PLACE_LABELS):
+            value = pod_set.node_selector.get(key)
+            how = f"{key}={value}" if value is not None else f"required node affinity on {key}"
             return (
-                f"the pods pick {key}={value}, a machine type whose GPU model budget-gate does "
-                "not read, and their flavor's nodeLabels name none"
+                f"the pods pick their nodes by {how}, and their flavor's nodeLabels name no "
+                "accelerator, so its name proves no GPU model"
             )
     return None
 

@@ -14,8 +14,9 @@ from typing import Protocol
 from gate.ci.approvals import SpecChange
 from gate.ci.model import CommitInfo, PullInfo
 
-MAX_WALK = 50
-"""How many commits back from the head to look for the changes to a spec."""
+MAX_WALK = 100
+"""How many commits back from the head to look for the changes to a spec (and, past a
+merge, back from the base's tip for where the pull request left it)."""
 
 
 class CommitReader(Protocol):
@@ -31,7 +32,9 @@ class SpecHistory:
     # spec not found within MAX_WALK commits (or before the base) is taken as changed at
     # the head, so only approvals of the head itself count: safe, if strict. The walk also
     # stops after as many commits as GitHub counts in the pull request, so a base that
-    # moved on since the branch point does not lead it into the base's own history.
+    # moved on since the branch point does not lead it into the base's own history; once it
+    # has stepped over a merge (whose other side GitHub counts too), it stops at the first
+    # commit on the base's own first-parent line.
     """
 
     def __init__(self, gh: CommitReader, pull: PullInfo, head: str) -> None:
@@ -39,6 +42,7 @@ class SpecHistory:
         self._limit = MAX_WALK if pull.commits is None else max(1, min(MAX_WALK, pull.commits))
         self._known = pull.commits
         self._commits: dict[str, CommitInfo] = {}
+        self._base_line: set[str] | None = None
 
     def _commit(self, sha: str) -> CommitInfo:
         if sha not in self._commits:
@@ -48,14 +52,29 @@ class SpecHistory:
     def _walk(self) -> tuple[list[CommitInfo], bool]:
         """The first-parent line from the head, and whether it reached the first commit."""
         line: list[CommitInfo] = []
-        sha = self._head
+        sha, merged = self._head, False
         for _ in range(self._limit):
+            if merged and sha in self._on_base():
+                return line, True
             commit = self._commit(sha)
             line.append(commit)
+            merged |= len(commit.parents) > 1
             if not commit.parents or commit.parents[0] == self._base:
                 return line, True
             sha = commit.parents[0]
         return line, self._known is not None and len(line) >= self._known
+
+    def _on_base(self) -> set[str]:
+        """The base's first-parent line from its tip, MAX_WALK commits of it, read once."""
+        if self._base_line is None:
+            self._base_line, sha = set(), self._base
+            for _ in range(MAX_WALK):
+                self._base_line.add(sha)
+                parents = self._commit(sha).parents
+                if not parents:
+                    break
+                sha = parents[0]
+        return self._base_line
 
     def last_change(self, path: str) -> SpecChange:
         """The spec's last change, the commits since it, and every change the walk saw."""

@@ -139,22 +139,42 @@ _EPOCH_NAME = re.compile(
     r"(?:[\w.-]*[._-])?ep(?:o(?:c(?:hs?)?)?)?"
     r"|(?:[\w.-]*[._-])?epochs?[._-](?:count|total|num|number|n|max|limit)"
 )
+_WHOLE_EPOCH_NAME = re.compile(
+    r"(?:[\w.-]*[._-])?epochs?(?:[._-](?:count|total|num|number|n|max|limit))?"
+)
+"""The epochs named in whole words: what an environment variable or a ``key=value`` of a
+command line must say (no argparse completes ``EP`` there)."""
 _PER_EPOCH = re.compile(r"(?:^|[._-])per[._-]ep(?:o(?:c(?:hs?)?)?)?$")
 """``steps_per_epoch``, ``samples_per_epoch``: a count in each epoch, not of them."""
+_SCHEDULE = re.compile(
+    r"(?:^|[._-])(?:warm[._-]?up|save|eval|evaluate|evaluation|val|valid|validation|log"
+    r"|logging|checkpoint|ckpt|start|resume|current|cur|begin|first|last|every|decay"
+    r"|anneal|freeze|unfreeze|swa|cooldown|patience|restart|offset|print|report|snapshot"
+    r"|test|min)(?=[._-]|$)"
+)
+"""A point or a part of the schedule, not its length: ``warmup_epochs``, ``start_epoch``,
+``save_every_epochs``, ``check_val_every_n_epoch``, Lightning's ``min_epochs``."""
 _WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 """Where camelCase starts a word: ``nEpochs`` is ``n_epochs``."""
 
 
-def names_epochs(name: str) -> bool:
+def names_epochs(name: str, *, abbreviated: bool = True) -> bool:
     """Whether a config key, parameter or flag names the epochs.
 
     ``epochs``, ``max-epochs``, ``nb_epochs``, ``n_epoch``, ``EPOCHS``, ``num_train_epochs``,
     ``nEpochs``, ``maxEpochs``, ``epoch_count``, ``epochs_total`` and a prefix argparse would
     complete (``epo``): a W&B parameter is handed to the program as ``--name=value``, so every
-    name its flag could be counts. Not ``eps``, ``step`` or ``steps_per_epoch``.
+    name its flag could be counts; not ``abbreviated``, only whole words (an environment
+    variable). Not ``eps``, ``step``, ``steps_per_epoch``, nor a point of the schedule
+    (``warmup_epochs``, ``start_epoch``, ``save_every_epochs``).
     """
     lowered = _WORD_START.sub("_", name).lower()
-    return _EPOCH_NAME.fullmatch(lowered) is not None and not _PER_EPOCH.search(lowered)
+    pattern = _EPOCH_NAME if abbreviated else _WHOLE_EPOCH_NAME
+    return (
+        pattern.fullmatch(lowered) is not None
+        and not _PER_EPOCH.search(lowered)
+        and not _SCHEDULE.search(lowered)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,10 +193,15 @@ class Flag:
 
 
 def epoch_flags(command: Words) -> list[Flag]:
-    """Each epochs option of one command, with its last value (argparse keeps the last)."""
+    """Each epochs option of one command, with its last value (argparse keeps the last).
+
+    A ``NAME=value`` word counts too: an environment variable the command sets for the
+    program (``EPOCHS=1000 python t.py``, ``export EPOCHS=1000``, ``env NUM_EPOCHS=1000
+    ...``) or an override Hydra and OmegaConf read (``trainer.max_epochs=1000``).
+    """
     last: dict[str, Flag] = {}
     for i, (word, path) in enumerate(command):
-        match = EPOCH_FLAG.match(word) or _named_flag(word)
+        match = EPOCH_FLAG.match(word) or _named_flag(word) or _assignment(word)
         if match is None:
             continue
         written, value = word.split("=", 1)[0], match.group(2)
@@ -190,6 +215,15 @@ def epoch_flags(command: Words) -> list[Flag]:
 
 
 _FLAG = re.compile(r"^--?([A-Za-z_][\w.-]*)(?:=(.*))?$", re.DOTALL)
+_ASSIGNMENT = re.compile(r"^\+{0,2}([A-Za-z_][\w.-]*)=(.*)$", re.DOTALL)
+
+
+def _assignment(word: str) -> re.Match[str] | None:
+    """``EPOCHS=1000`` or ``trainer.max_epochs=1000``, named in whole words, as a flag."""
+    match = _ASSIGNMENT.match(word)
+    if match is None or not names_epochs(match.group(1), abbreviated=False):
+        return None
+    return match
 
 
 def _named_flag(word: str) -> re.Match[str] | None:

@@ -81,7 +81,7 @@ def _env_epochs(
     found = []
     for i, entry in enumerate(listed if isinstance(listed, list) else []):
         name = entry.get("name") if isinstance(entry, dict) else None
-        if not isinstance(name, str) or not names_epochs(name):
+        if not isinstance(name, str) or not names_epochs(name, abbreviated=False):
             continue
         path = (*here, "env", i)
         where = doc.source_map.locate((*path, "value")) or doc.source_map.locate(path)

@@ -174,7 +174,7 @@ def _env_epochs(data: dict[str, Any], at: Any) -> list[tuple[int, str, DataPath]
     held |= {name: ("secrets", value) for name, value in mapping(data.get("secrets")).items()}
     found: list[tuple[int, str, DataPath]] = []
     for name, (key, value) in held.items():  # NOTE: a secret wins over an env of its name
-        if str(name).startswith(ENV_PREFIX) or not names_epochs(str(name)):
+        if str(name).startswith(ENV_PREFIX) or not names_epochs(str(name), abbreviated=False):
             continue
         number = whole_epochs(value)
         if number is None:

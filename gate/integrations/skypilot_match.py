@@ -27,7 +27,7 @@ def gpu_asks(task: Task) -> list[GpuAsk]:
     """
     nodes = int(task.num_nodes or 1)
     for resources in task.resources:
-        if resources.instance_type and not resources.accelerators:
+        if resources.instance_type and resources.cloud is None and not resources.accelerators:
             # NOTE: SkyPilot reads an instance type's GPUs only once a cloud is chosen, after
             # the policy: p5.48xlarge without infra launches 8 × H100 that no ask showed
             raise Rejection(

@@ -47,9 +47,22 @@ _ACCELERATOR_VENDORS = (
     "aws.amazon.com/neuron",
     "habana.ai/",
     "cloud-tpus.google.com/",
+    "huawei.com/",
+    "cambricon.com/",
+    "enflame.com/",
+    "qualcomm.com/",
+    "hygon.com/",
+    "furiosa.ai/",
+    "rebellions.ai/",
+    "metax-tech.com/",
+    "iluvatar.ai/",
+    "mthreads.com/",
+    "sophgo.com/",
 )
 """Extended resources of accelerator device plugins: one not priced is refused, not free."""
-_NAMED_LIKE_ONE = re.compile(r"gpu|cuda|tpu|npu|neuron|gaudi|accelerat", re.IGNORECASE)
+_NAMED_LIKE_ONE = re.compile(
+    r"(?:^|[/._-])v?(?:gpu|cuda|tpu|npu|neuron|gaudi|accelerat)", re.IGNORECASE
+)
 """A device plugin's resource named like an accelerator (``k8s.amazonaws.com/vgpu``,
 ``tencent.com/vcuda-core``, DRA's ``deviceclass.resource.kubernetes.io/gpu.nvidia.com``)."""
 

@@ -252,9 +252,9 @@ MISMATCHES = [
             "x", spec=spec, node_selector={"node.kubernetes.io/instance-type": "p5.48xlarge"}
         ),
         {"flavor": "a100-pool"},
-        "runs pod set main on an unknown accelerator (the pods pick node.kubernetes.io/"
-        "instance-type=p5.48xlarge, a machine type whose GPU model budget-gate does not read, "
-        "and their flavor's nodeLabels name none) — label its ResourceFlavor's nodeLabels",
+        "runs pod set main on an unknown accelerator (the pods pick their nodes by node."
+        "kubernetes.io/instance-type=p5.48xlarge, and their flavor's nodeLabels name no "
+        "accelerator, so its name proves no GPU model) — label its ResourceFlavor's nodeLabels",
     ),
     (
         "no gpu",
@@ -372,13 +372,17 @@ def test_an_owner_the_role_may_not_read_is_a_rejection_naming_the_fix(repo, kube
     kube.rules = [r for r in kube.rules if "trainjobs" not in r["resources"]]
     assert only(controller(repo, kube).sync()).state == "Rejected"
     message = kube.check(workload)["message"]
-    assert "its TrainJob tj2 cannot be read (get namespaced custom object ml/trainjobs/tj2: " in (
-        message
+    assert (
+        "its TrainJob tj2 cannot be read for the spec it names (get namespaced custom object "
+        "ml/trainjobs/tj2: " in message
     )
     assert '403 trainjobs is forbidden: User "system:serviceaccount:budget-gate:budget-gate" ' in (
         message
     )
-    assert message.endswith("or let budget-gate get TrainJob objects (RBAC)")
+    assert message.endswith(
+        "let budget-gate get TrainJob objects (the ClusterRole of budget-gate init --kueue), "
+        "or add the annotation budget-gate/spec to the pod template"
+    )
 
 
 def test_a_job_whose_template_reaches_the_workload_is_not_read(repo, kube):
@@ -611,3 +615,16 @@ def test_a_job_that_reruns_its_pods_is_rejected(repo, kube):
     )
     same, pod_sets = objects.batch_job("once", spec=spec)  # completions = parallelism
     assert submit(kube, (same, pod_sets)) and only(controller(repo, kube).sync()).state == "Ready"
+
+
+def test_a_job_the_role_may_not_read_is_rejected_with_the_role_to_grant(repo, kube):
+    """An upgrade that kept the old ClusterRole: the rerun check cannot read the Job."""
+    spec = write_spec(repo, trials=2)
+    workload = submit(kube, objects.batch_job("old-role", spec=spec))
+    kube.rules = [r for r in kube.rules if "jobs" not in r["resources"]]
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    message = kube.check(workload)["message"]
+    assert "its Job old-role cannot be read for how often it runs its pods (" in message
+    assert message.endswith(
+        "— let budget-gate get Job objects (the ClusterRole of budget-gate init --kueue)"
+    )

@@ -120,3 +120,33 @@ def test_a_label_is_pinned_only_when_every_required_term_pins_it():
     assert pinned_labels(pod([rule(gpu, "A", "B"), rule(gpu, "B", "C")])) == {gpu: ("B",)}
     assert pinned_labels(pod([rule(gpu, "A", operator="NotIn")])) == {}
     assert pinned_labels({}) == {}
+
+
+@pytest.mark.parametrize(
+    ("selector", "affinity", "named"),
+    [
+        ({}, {}, "A100"),
+        ({"kubernetes.io/arch": "amd64", "topology.kubernetes.io/zone": "z1"}, {}, "A100"),
+        ({"nvidia.com/gpu.family": "hopper"}, {}, None),
+        ({"cloud.google.com/gke-nodepool": "h100-pool"}, {}, None),
+        ({}, {"key": "nvidia.com/gpu.product", "operator": "NotIn", "values": ["A100"]}, None),
+    ],
+)
+def test_a_flavors_name_proves_the_model_only_where_the_pods_pick_no_other_nodes(
+    selector, affinity, named
+):
+    """Flavor ``a100`` has no nodeLabels: pods that pick nodes by another label may land on
+    H100s, so the name prices nothing there."""
+    from gate.admission.workload import PodSet, placement
+
+    pod_set = PodSet(
+        name="main",
+        pods=1,
+        gpus={"nvidia.com/gpu": 8},
+        node_selector=selector,
+        flavor="a100",
+        labels={},
+        annotations={},
+        affinity_keys=(affinity["key"],) if affinity else (),
+    )
+    assert placement(pod_set, {}, ["A100", "H100"]).accelerator == named

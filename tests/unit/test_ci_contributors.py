@@ -65,3 +65,49 @@ def test_a_history_not_read_to_its_start_refuses() -> None:
     refusal = contributor_refusal("bob", APPROVERS, PATH, change(complete=False))
     assert refusal is not None and "more commits than budget-gate reads" in refusal
     assert contributor_refusal("bob", APPROVERS, PATH, change()) is None
+
+
+class _Graph:
+    """Commits by SHA, as the GitHub facade reads them one at a time."""
+
+    def __init__(self, *commits: tuple[str, tuple[str, ...], str, bool]) -> None:
+        self.commits = {
+            sha.ljust(40, "0"): CommitInfo(
+                sha.ljust(40, "0"),
+                AT,
+                frozenset({PATH} if changes else ()),
+                tuple(p.ljust(40, "0") for p in parents),
+                True,
+                who,
+                who,
+            )
+            for sha, parents, who, changes in commits
+        }
+        self.read: list[str] = []
+
+    def commit(self, sha: str) -> CommitInfo:
+        self.read.append(sha)
+        return self.commits[sha]
+
+
+def test_a_walk_past_a_merge_stops_where_the_pull_request_left_the_base() -> None:
+    """main: a0 (alice made the spec) → a1 → a2 (tip); the pull request: b1 (bob's change) on
+    a0, carol's c1 merged in by bob (m). GitHub counts 4 commits; the first-parent line
+    m → b1 → a0 → ... must stop at a0, which is the base's, not blame alice for it."""
+    from gate.ci.history import SpecHistory
+    from gate.ci.model import PullInfo
+
+    graph = _Graph(
+        ("a0", (), "alice", True),
+        ("a1", ("a0",), "dave", False),
+        ("a2", ("a1",), "dave", False),
+        ("b1", ("a0",), "bob", True),
+        ("c1", ("a0",), "carol", False),
+        ("c2", ("c1",), "carol", False),
+        ("m", ("b1", "c2"), "bob", False),
+    )
+    pull = PullInfo(1, "bob", "open", "m".ljust(40, "0"), "a2".ljust(40, "0"), "main", commits=4)
+    change = SpecHistory(graph, pull, pull.head_sha).last_change(PATH)
+    assert [c.author for c in change.changes] == ["bob"] and change.complete
+    assert contributor_refusal("alice", APPROVERS, PATH, change) is None
+    assert contributor_refusal("bob", APPROVERS, PATH, change) is not None

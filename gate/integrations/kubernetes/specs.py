@@ -46,7 +46,7 @@ def spec_named(api: KueueApi, workload: Workload, owners: OwnerCache) -> str | N
     owner = workload.owner
     if owner is None or SPEC_ON_THE_JOB.get(owner.kind) != owner.api_version.split("/")[0]:
         return None
-    obj = _owner(api, workload.namespace, owner, owners)
+    obj = _owner(api, workload.namespace, owner, owners, "the spec it names")
     meta = (obj or {}).get("metadata") or {}
     named = str((meta.get("annotations") or {}).get(SPEC_ANNOTATION, "")).strip()
     return named or None
@@ -64,7 +64,8 @@ def reruns(api: KueueApi, workload: Workload, owners: OwnerCache) -> str | None:
     owner = workload.owner
     if owner is None or RERUN_KINDS.get(owner.kind) != owner.api_version.split("/")[0]:
         return None
-    spec = ((_owner(api, workload.namespace, owner, owners) or {}).get("spec")) or {}
+    found = _owner(api, workload.namespace, owner, owners, "how often it runs its pods")
+    spec = (found or {}).get("spec") or {}
     jobs = [spec] if owner.kind == "Job" else [
         (job.get("template") or {}).get("spec") or {} for job in spec.get("replicatedJobs") or []
     ]  # fmt: skip
@@ -80,7 +81,8 @@ def reruns(api: KueueApi, workload: Workload, owners: OwnerCache) -> str | None:
     return None
 
 
-def _owner(api: KueueApi, namespace: str, owner: Owner, owners: OwnerCache) -> Any:
+def _owner(api: KueueApi, namespace: str, owner: Owner, owners: OwnerCache, why: str) -> Any:
+    """The job that owns a Workload, read once a pass; ``why`` says what it is read for."""
     key = (namespace, owner.api_version, owner.kind, owner.name)
     if key not in owners:
         try:
@@ -89,8 +91,13 @@ def _owner(api: KueueApi, namespace: str, owner: Owner, owners: OwnerCache) -> A
             if exc.status != 403:
                 raise
             raise SpecRefError(
-                f"the pod templates name no spec, and its {owner.kind} {owner.name} "
-                f"cannot be read ({exc}) — add the annotation {SPEC_ANNOTATION} to the "
-                f"pod template, or let budget-gate get {owner.kind} objects (RBAC)"
+                f"its {owner.kind} {owner.name} cannot be read for {why} ({exc}) — let "
+                f"budget-gate get {owner.kind} objects (the ClusterRole of budget-gate init "
+                f"--kueue)"
+                + (
+                    f", or add the annotation {SPEC_ANNOTATION} to the pod template"
+                    if why == "the spec it names"
+                    else ""
+                )
             ) from None
     return owners[key]

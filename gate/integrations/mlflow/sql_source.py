@@ -77,6 +77,8 @@ def foreign(path: Path) -> str | None:
     try:
         if path.is_dir():
             return "is a directory, not an MLflow sqlite store"
+        if path.exists() and not path.is_file():
+            return "is not a regular file (a device or a pipe), not an MLflow sqlite store"
         if not path.is_file() or path.stat().st_size == 0:
             return None
         db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
