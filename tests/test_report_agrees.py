@@ -97,4 +97,10 @@ def test_an_empty_or_unknown_team_is_bad_input_naming_the_known_ones(lab, given)
     errors = [line for line in err.splitlines() if line.startswith("budget-gate: --team")]
     assert len(errors) == 1 and "Traceback" not in err, err
     error = errors[0]
-    assert "known teams: " in error and lab.team.name in error
+    assert "known teams: " in error
+    # NOTE: the tests share one tracking server: the hint lists at most 20 of its teams,
+    # so this lab's team is shown known by a report that names it
+    if error.count(",") < 19:
+        assert lab.team.name in error
+    code, out, _ = lab.team.cli("report", "--month", MONTH, "--team", lab.team.name)
+    assert code == 0 and lab.team.name in out
