@@ -237,9 +237,14 @@ def test_a_scheduler_bound_below_the_workloads_is_refused_not_silently_used(writ
         ":6:9: search: scheduler.max_epochs 2 is below workload.max_epochs 10, so no trial "
         "trains past epoch 2 — set workload.max_epochs: 2, or drop scheduler.max_epochs"
     ) in out
-    for same in ("10", "40"):  # at or above it, the workload's bound holds
-        assert check(write_yaml, ASHA.replace("SCHED", same)) != 3
+    assert check(write_yaml, ASHA.replace("SCHED", "10")) != 3  # the same bound
     capsys.readouterr()
+    # above it, the scheduler's rungs run past the last epoch: priced as a rung at 10 that
+    # the engine does not have (its survivors train on), so it is refused too
+    assert check(write_yaml, ASHA.replace("SCHED", "40")) == 3
+    assert "scheduler.max_epochs 40 is above workload.max_epochs 10: the scheduler's rungs" in (
+        capsys.readouterr().out
+    )
     random = ASHA.replace("strategy: asha", "strategy: random").replace("SCHED", "2")
     assert check(write_yaml, random) != 3  # a random search ignores its scheduler (BG309)
     assert "scheduler.max_epochs 2 is below" not in capsys.readouterr().out

@@ -89,3 +89,12 @@ class Experiment(Model):
                 f"{workload.max_epochs}, so no trial trains past epoch {top} — set "
                 f"workload.max_epochs: {top}, or drop scheduler.max_epochs"
             )
+        if workload is not None and top is not None and top > workload.max_epochs:
+            # NOTE: the engine lays its rungs out to top: past the workload's last epoch
+            # no rung prunes, and those trials were priced as if one did
+            raise ValueError(
+                f"scheduler.max_epochs {top} is above workload.max_epochs "
+                f"{workload.max_epochs}: the scheduler's rungs run to {top}, but no trial "
+                f"trains past epoch {workload.max_epochs} — set scheduler.max_epochs: "
+                f"{workload.max_epochs}, or drop it"
+            )

@@ -108,6 +108,16 @@ class Search(Model):
                 "or use strategy: grid"
             )
 
+    @model_check
+    def _asha_is_asynchronous(self) -> None:
+        # NOTE: ASHA promotes as trials report: in its worst case every trial is promoted.
+        # Declared synchronous, it was priced with rung barriers' floors, a fifth of that.
+        if self.strategy is Strategy.ASHA and self.scheduler and self.scheduler.synchronous:
+            raise ValueError(
+                "strategy asha is asynchronous, but scheduler.synchronous is true — drop "
+                "synchronous, or use strategy: successive_halving for rungs that wait"
+            )
+
 
 class LearningCurve(Model):
     """Assumed shape of the monitored metric, for the expected early-stopping epoch.

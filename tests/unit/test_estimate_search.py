@@ -334,7 +334,8 @@ def _spec(d, **bump):
                     "min_epochs": d["min_epochs"],
                     "reduction_factor": d["eta"],
                     "resume": d["resume"],
-                    "synchronous": d["sync"],
+                    # NOTE: ASHA is asynchronous: declared synchronous it is refused
+                    "synchronous": d["sync"] and d["strategy"] != "asha",
                 },
             },
             "stopping": {"early_stopping": {"monitor": "val_loss", "patience": d["patience"]}},

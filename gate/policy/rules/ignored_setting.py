@@ -1,7 +1,8 @@
 """A search setting the strategy ignores.
 
-A grid runs every point of its grid (× seeds), whatever ``max_trials`` says, and only the
-successive-halving family (successive_halving, hyperband, asha) reads ``scheduler:``. A
+A grid runs every point of its grid (× seeds), whatever ``max_trials`` says, only the
+successive-halving family (successive_halving, hyperband, asha) reads ``scheduler:``, and
+only hyperband its ``brackets``. A
 setting the plan ignores is priced as if it were not there, so a spec that reads as 4
 trials is priced at 12: the finding says so, with the fix. Remove the setting, or choose
 the strategy that honours it (``strategy: random`` samples ``max_trials`` points).
@@ -53,4 +54,13 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
             f"scheduler: is ignored by strategy {strategy} (only successive_halving, "
             "hyperband and asha read it) — remove it, or use strategy: asha",
             ("search", "scheduler"),
+        )
+    scheduler = search.scheduler
+    halving = search.strategy in HALVING and search.strategy is not Strategy.HYPERBAND
+    if halving and scheduler is not None and scheduler.brackets is not None:
+        yield Violation(  # NOTE: priced as its one bracket, the most aggressive
+            f"scheduler.brackets {scheduler.brackets} is ignored by strategy {strategy}, "
+            "which runs one bracket, the most aggressive; an engine that runs brackets runs "
+            "the costlier ones too — remove brackets, or use strategy: hyperband",
+            ("search", "scheduler", "brackets"),
         )
