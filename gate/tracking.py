@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gate.ledger import tracking as _tracking
 from gate.ledger.tracking import (
     ACCELERATOR,
     APPROVAL_ID,
@@ -38,6 +37,10 @@ from gate.ledger.tracking import (
     spec_path,
     spec_tags,
 )
+from gate.spec.experiment import Experiment
+from gate.spec.fingerprint import fingerprint
+from gate.spec.loader import load_file
+from gate.spec.validation import validate
 
 __all__ = [
     "ACCELERATOR",
@@ -79,17 +82,30 @@ def run_tags(
 ) -> dict[str, str]:
     """Read the spec at ``path`` and return the tags for one of its training runs.
 
-    As :func:`gate.ledger.tracking.run_tags`, with the spec's path as the ledger records it:
-    relative to the root of the git work tree that holds it, wherever the launcher runs (a
-    launcher in ``experiments/`` tags ``experiments/sweep.yaml``, not ``sweep.yaml``, which
-    no command would find). Outside a work tree, the path as given.
+    The spec's path is recorded as the ledger records it: relative to the root of the git
+    work tree that holds it, wherever the launcher runs (a launcher in ``experiments/``
+    tags ``experiments/sweep.yaml``, not ``sweep.yaml``, which no command would find);
+    outside a work tree, the path as given. ``attempt`` numbers the retries of one trial (1
+    for the first run); reconciliation groups runs by trial id and charges every attempt.
+    See :mod:`gate.ledger.tracking` for what else a run should log.
+
+    Example, in a launch script::
+
+        mlflow.set_tags(gate.tracking.run_tags("experiments/sweep.yaml", trial_id=7))
 
     Raises:
         gate.errors.InputError: the spec is not valid (the same errors ``check`` prints).
     """
-    tags = _tracking.run_tags(path, trial_id=trial_id, approval_id=approval_id, attempt=attempt)
-    tags[SPEC] = _in_repository(path)
-    return tags
+    spec = validate(Experiment, load_file(path))
+    trial = None if trial_id is None else str(trial_id)
+    return spec_tags(
+        spec,
+        fingerprint(spec),
+        _in_repository(path),
+        trial_id=trial,
+        approval_id=approval_id,
+        attempt=attempt,
+    )
 
 
 def _in_repository(path: str | Path) -> str:

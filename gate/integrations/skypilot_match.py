@@ -12,6 +12,7 @@ from typing import Any
 
 from gate.admission.asks import GpuAsk
 from gate.admission.asks import matches as _matches
+from gate.errors import InputError
 from gate.integrations.skypilot_spec import Rejection
 from gate.spec.experiment import Experiment
 from gate.spec.trial import Capacity
@@ -58,8 +59,7 @@ def check_epochs(task: Task, spec: Experiment, relative: str) -> None:
     file (:func:`gate.formats.skypilot.task_epochs`): a loop, or a value outside the task,
     is refused too. A task that names no epochs trains what its spec says.
     """
-    from gate.errors import InputError
-    from gate.formats.skypilot import task_epochs
+    from gate.formats.skypilot import task_epochs  # NOTE: only where a task names a spec
 
     name = task.name or "(unnamed)"
     config = task.to_yaml_config()

@@ -1,16 +1,18 @@
 """MLflow tag names shared by launch scripts, the ledger and reconciliation, and run tagging.
 
-Training runs tagged with :func:`run_tags` can be found again by reconciliation: the spec
-fingerprint ties a run to the approved spec, the trial id to its trial. Nothing here imports
-MLflow; launch scripts pass the dict to ``mlflow.set_tags`` themselves.
+Training runs tagged with :func:`gate.tracking.run_tags` can be found again by
+reconciliation: the spec fingerprint ties a run to the approved spec, the trial id to its
+trial. Nothing here imports MLflow or reads a file; launch scripts pass the dict to
+``mlflow.set_tags`` themselves.
 
 Run conventions — what a launcher logs so that ``budget-gate reconcile`` can price a run:
 
 - one MLflow run per trial attempt that holds GPUs, in the spec's
-  ``tracking.mlflow_experiment``, tagged with :func:`run_tags` (spec, fingerprint, trial id,
-  GPUs, accelerator, capacity, the ``model`` label, precision, max_epochs and the
-  monitored metric, which ``budget-gate calibrate`` learns by; ``attempt`` 1, 2, … for
-  retries of one trial). Don't tag a parent run that holds no GPUs: its time would be charged too;
+  ``tracking.mlflow_experiment``, tagged with :func:`gate.tracking.run_tags` (spec,
+  fingerprint, trial id, GPUs, accelerator, capacity, the ``model`` label, precision,
+  max_epochs and the monitored metric, which ``budget-gate calibrate`` learns by;
+  ``attempt`` 1, 2, … for retries of one trial). Don't tag a parent run that holds no
+  GPUs: its time would be charged too;
 - time held is the run's own start and end (``mlflow.start_run`` to the end of the
   ``with`` block), so start the run when the GPUs are allocated and end it on release;
   a run still RUNNING is charged up to now; FAILED and KILLED runs are failed runs;
@@ -34,9 +36,6 @@ from pathlib import Path
 from typing import Literal
 
 from gate.spec.experiment import Experiment
-from gate.spec.fingerprint import fingerprint
-from gate.spec.loader import load_file
-from gate.spec.validation import validate
 
 MAX_TAG_COUNT = 10**12
 """The largest count a tag may carry (GPUs, epochs, an attempt): past it, a typo or a forgery."""
@@ -158,30 +157,3 @@ def _minutes(spec: Experiment, scenario: Literal["worst", "expected"]) -> str | 
 def _flops(spec: Experiment) -> str | None:
     flops = spec.workload.epoch_flops
     return None if flops is None else f"{flops:.6g}"
-
-
-def run_tags(
-    path: str | Path,
-    *,
-    trial_id: str | int | None = None,
-    approval_id: str | None = None,
-    attempt: int | None = None,
-) -> dict[str, str]:
-    """Read the spec at ``path`` and return the tags for one of its training runs.
-
-    ``attempt`` numbers the retries of one trial (1 for the first run); reconciliation
-    groups runs by trial id and charges every attempt. See the module docstring for what
-    else a run should log.
-
-    Example, in a launch script::
-
-        mlflow.set_tags(gate.ledger.tracking.run_tags("experiments/sweep.yaml", trial_id=7))
-
-    Raises:
-        gate.errors.InputError: the spec is not valid (the same errors ``check`` prints).
-    """
-    spec = validate(Experiment, load_file(path))
-    trial = None if trial_id is None else str(trial_id)
-    return spec_tags(
-        spec, fingerprint(spec), path, trial_id=trial, approval_id=approval_id, attempt=attempt
-    )
