@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,12 +55,17 @@ def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
 
         return RestLedger(tracking_uri, trust)
     from gate.integrations.mlflow.sql_ledger import SqlLedger
-    from gate.integrations.mlflow.sql_source import open_sql, refuse_foreign, store_path
+    from gate.integrations.mlflow.sql_source import (
+        no_store_yet,
+        open_sql,
+        refuse_foreign,
+        store_path,
+    )
 
     stored = store_path(tracking_uri)
-    if stored is not None and _exists(stored):
+    if stored is not None:
         refuse_foreign(stored, "the approvals ledger")
-    if stored is not None and (not _exists(stored) or _empty(stored)):
+    if stored is not None and _reached(stored, no_store_yet):
         import importlib.util
 
         from gate.integrations.mlflow.absent_ledger import AbsentLedger
@@ -78,18 +83,10 @@ def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
         return MlflowLedger(tracking_uri, trust)
 
 
-def _empty(path: Path) -> bool:
-    """Whether a store's file is empty (``touch``): no store yet, read as an absent one."""
+def _reached(path: Path, test: Callable[[Path], bool]) -> bool:
+    """``test`` of a store's file; one out of reach (permissions) is a failed backend."""
     try:
-        return path.is_file() and path.stat().st_size == 0
-    except OSError:
-        return False
-
-
-def _exists(path: Path) -> bool:
-    """Whether a store's file is there; one out of reach (permissions) is a failed backend."""
-    try:
-        return path.exists()
+        return test(path)
     except OSError as exc:
         raise BackendError(
             f"{path}: the MLflow store cannot be reached ({exc.strerror}): check the path and "

@@ -43,7 +43,12 @@ from gate.integrations.mlflow.run_sources import (
     open_source,
 )
 from gate.integrations.mlflow.search import failing_on
-from gate.integrations.mlflow.sql_source import open_sql, refuse_foreign, store_path
+from gate.integrations.mlflow.sql_source import (
+    no_store_yet,
+    open_sql,
+    refuse_foreign,
+    store_path,
+)
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.reconcile.actuals import RunFacts
 
@@ -90,7 +95,7 @@ class MlflowRuns:
         stored = store_path(tracking_uri)
         if stored is not None:
             refuse_foreign(stored, self.where)
-        if stored is not None and (not stored.is_file() or stored.stat().st_size == 0):
+        if stored is not None and (no_store_yet(stored) or not stored.is_file()):
             # NOTE: MLflow's client would make an empty store there: a month of no runs
             raise InputError(
                 f"{self.where}: no MLflow store at {stored}",

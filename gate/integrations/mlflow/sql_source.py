@@ -66,6 +66,14 @@ def store_path(tracking_uri: str) -> Path | None:
     return Path(path)
 
 
+def no_store_yet(path: Path) -> bool:
+    """Whether no store is at ``path`` yet: no file, or an empty one (``touch``).
+
+    Raises ``OSError`` for a path out of reach (permissions): the caller says so.
+    """
+    return not path.exists() or (path.is_file() and path.stat().st_size == 0)
+
+
 def foreign(path: Path) -> str | None:
     """Why the file at ``path`` is no MLflow store to open, or ``None`` when it may be one.
 
