@@ -79,7 +79,9 @@ def attach_fixes(
 
     blocking = blocking_severities(fail_on_warn=fail_on_warn)
     before = _blocking(findings, blocking)
-    rules = rules_that_may(blocking, loaded)
+    # NOTE: a proof asks only whether a blocking finding is new: a rule that blocks already
+    # adds none (the finding it fixes was checked gone by its search)
+    rules = [rule for rule in rules_that_may(blocking, loaded) if rule.ID not in before]
     fixed: dict[str, tuple[Fix, ...]] = {}
     for finding in targets:
         if finding.rule_id in fixed:
