@@ -958,3 +958,20 @@ def test_a_step_budget_in_a_hydra_config_is_said(tmp_path):
         n.startswith("training.max_steps: 10000000 bounds training by steps")
         for n in result.imported.notes
     )
+
+
+def test_a_katib_gpu_limit_merged_over_a_written_one_is_refused(tmp_path) -> None:
+    """kubectl (go-yaml) lets ``<<: *gpus`` below ``nvidia.com/gpu: 1`` win: 8 GPUs a
+    replica launched, 1 priced. Which one wins is the parser's call: the file is refused."""
+    text = (CONFIGS / "katib/pytorchjob-mnist.gpu.yaml").read_text()
+    text = text.replace("metadata:\n", 'x-gpus: &gpus {"nvidia.com/gpu": 8}\nmetadata:\n', 1)
+    limit = "                        nvidia.com/gpu: 8\n"
+    assert limit in text
+    text = text.replace(
+        limit, limit.replace("8", "1") + limit.replace("nvidia.com/gpu: 8", "<<: *gpus"), 1
+    )
+    path = tmp_path / "exp.yaml"
+    path.write_text(text)
+    result = evaluate(path).result
+    assert result.outcome is Outcome.INVALID
+    assert "merged again by a << below it" in str(result.errors[0])

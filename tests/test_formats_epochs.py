@@ -586,6 +586,45 @@ def test_a_loop_beside_an_epochs_flag_is_refused_failing_closed(tmp_path, capsys
     assert field(result, "workload.max_epochs")["value"] == "7"
 
 
+# With no epochs flag the declared epochs are one run's: a loop trains them a hundred times.
+UNFLAGGED_LOOPS = [
+    "for seed in $(seq 1 100); do\n  python train.py --seed $seed\ndone",
+    "until python3 /app/train.py; do sleep 1; done",
+    "seq 100 | xargs -I{} torchrun --nproc_per_node 8 train.py --seed {}",
+    "for i in 1 2 3; do ./train.sh; done",
+]
+
+
+@pytest.mark.parametrize("script", UNFLAGGED_LOOPS)
+@pytest.mark.parametrize("engine", ["katib", "skypilot"])
+def test_a_training_command_a_script_repeats_is_refused_with_no_epochs_flag(
+    tmp_path, capsys, engine, script
+) -> None:
+    """A red team's 100 trainings a trial passed at one run's price (33.71 USD, not 3,371)."""
+    if engine == "katib":
+        argv = json.dumps(["sh", "-c", script])
+        text, name = katib('{list: ["1"]}', command=argv), "experiment.yaml"
+    else:
+        text, name = (
+            SKYPILOT.format(declared="  X_BUDGET_GATE_MAX_EPOCHS: 10\n", run=json.dumps(script)),
+            "task.yaml",
+        )
+    code, result = check(tmp_path, capsys, text, name)
+    assert code == INVALID
+    assert (
+        "which may run it a number of times the file does not show" in only_error(result)["message"]
+    )
+
+
+def test_a_setup_loop_that_installs_is_no_training(tmp_path, capsys) -> None:
+    setup = "for p in numpy torch; do python -m pip install $p; done"
+    text = SKYPILOT.format(declared="", run=json.dumps("python t.py --epochs 7"))
+    text = text.replace("run:", f"setup: {json.dumps(setup)}\nrun:", 1)
+    code, result = check(tmp_path, capsys, text, "task.yaml")
+    assert code != INVALID, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == "7"
+
+
 # Any name argparse could take as the epochs: W&B hands a parameter over as --name=value.
 EPOCH_NAMES = [
     *["max-epochs", "nb_epochs", "n_epoch", "max_epoch", "num_epoch", "EPOCHS", "epo"],

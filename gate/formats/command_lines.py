@@ -60,44 +60,70 @@ _EXECS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 
 def refuse_repeats(words: Words, where: str, locate: Callable[[DataPath], Location | None]) -> None:
-    """Refuse an epochs flag in a script that repeats commands, at the flag's place."""
-    found = _repeated_flag(words)
+    """Refuse a script that repeats commands and trains, at its epochs flag or its program."""
+    found = _repeated_training(words)
     if found is None:
         return
-    repeater, flag, path = found
+    repeater, trains, path = found
     raise InputError(
-        f"{flag} in {where}, a script that also runs `{repeater}`, which may run it a number of "
-        "times the file does not show: the epochs a trial trains are not in the file",
+        f"{trains} in {where}, a script that also runs `{repeater}`, which may run it a number "
+        "of times the file does not show: the epochs a trial trains are not in the file",
         location=locate(path),
         hint="write the training command once, with no loop, repeater or function in the "
         "script (move them to a script of their own), or make the repeats the engine's trials",
     )
 
 
-def _repeated_flag(words: Words, depth: int = 0) -> tuple[str, str, DataPath] | None:
-    """An epochs flag in a script that repeats commands (a loop, ``xargs``), else None.
+def _repeated_training(words: Words, depth: int = 0) -> tuple[str, str, DataPath] | None:
+    """A script that repeats commands (a loop, ``xargs``) and trains, else None.
 
-    Returns the repeater, the flag and the flag's path: such a script trains a number of
-    times the file does not show (``for i in $(seq 100); do python t.py --epochs 5; done``),
+    Returns the repeater, the epochs flag (or the program that trains, where no flag is
+    given: the declared epochs are then one run's) and its path: such a script trains a
+    number of times the file does not show (``for i in $(seq 100); do python t.py; done``),
     so no count of its epochs is the trial's. The repeater is looked for anywhere in the
     script (``(for ...)``, ``time for``, ``nice /usr/bin/xargs``, ``find -exec``, a shell
-    function called again), not only where a command starts: a word ``for`` beside an
-    epochs flag is refused, failing closed.
+    function called again), not only where a command starts: a word ``for`` beside a
+    training command is refused, failing closed.
     """
     for word, path in words:
         if depth >= _MAX_SCRIPT_DEPTH or not any(c.isspace() for c in word):
             continue
         tokens = _shell_words(word)
         flags = [f for part in commands_of([(word, path)], depth) for f in epoch_flags(part)]
-        if not flags:
+        trains = flags[0].written if flags else _trainer(tokens)
+        if trains is None:
             continue
         found = next((r for token in tokens if (r := _repeater(token)) is not None), None)
         if found is not None:
-            return found, flags[0].written, flags[0].path
-        inner = _repeated_flag([(token, path) for token in tokens], depth + 1)
+            return found, trains, flags[0].path if flags else path
+        inner = _repeated_training([(token, path) for token in tokens], depth + 1)
         if inner is not None:
             return inner
     return None
+
+
+_TRAINERS = re.compile(
+    r"python[\d.]*|pypy[\d.]*|torchrun|accelerate|deepspeed|horovodrun|mpirun|mpiexec|srun"
+    r"|composer|lightning|[^\s]+\.(?:py|sh|bash)"
+)
+"""Programs that run a training, by their base name, and scripts by their extension."""
+
+
+def _trainer(tokens: list[str]) -> str | None:
+    """The first word of a script that starts a program which may train (``python``).
+
+    ``python -m pip`` (or ``venv``) installs: a setup script's loop over packages trains
+    nothing.
+    """
+    words = [w.strip("(){}'\"") for token in tokens for w in token.split()]
+    for i, word in enumerate(words):
+        name = word.rsplit("/", 1)[-1]
+        if _TRAINERS.fullmatch(name) and words[i + 1 : i + 3] not in _INSTALLERS:
+            return f"`{name}`"
+    return None
+
+
+_INSTALLERS = (["-m", "pip"], ["-m", "venv"], ["-m", "ensurepip"])
 
 
 def _repeater(token: str) -> str | None:

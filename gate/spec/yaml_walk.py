@@ -24,6 +24,8 @@ from gate.spec.yaml_tags import MAX_DEPTH, MAX_NODES
 
 DataPath = tuple[str | int, ...]
 Positions = dict[DataPath, Location]
+Written = dict[str, tuple[Location, Location]]
+"""Each key a mapping wrote above a merge key (<<): where it stands, and where that merge does."""
 
 _MERGE = "tag:yaml.org,2002:merge"
 _MAP = "tag:yaml.org,2002:map"
@@ -119,6 +121,16 @@ def _yaml_hint(problem: str, text: str, index: int) -> str:
     return "check the indentation and quoting here"
 
 
+def _merge_after(name: str, written: Location, merged: Location) -> InputError:
+    """A merge that brings a key its mapping wrote above it: which wins is the parser's call."""
+    return InputError(
+        f"key {name!r} is written at line {written.line} and merged again by a << below it: "
+        "YAML keeps the written value, Kubernetes' parser (kubectl) the merged one",
+        location=merged,
+        hint="put the merge key (<<) first in its mapping, or drop the key from one place",
+    )
+
+
 def _loc(file: str, node: Node) -> Location:
     return Location(file, node.start_mark.line + 1, node.start_mark.column + 1)
 
@@ -193,7 +205,11 @@ class _Walker:
             )
 
     def _mapping(
-        self, node: MappingNode, path: DataPath, skip: frozenset[str] = frozenset()
+        self,
+        node: MappingNode,
+        path: DataPath,
+        skip: frozenset[str] = frozenset(),
+        written: Written | None = None,
     ) -> dict[str, Any]:
         """Explicit keys first, then merge keys (<<) for the names still missing.
 
@@ -202,13 +218,20 @@ class _Walker:
         skip are charged to the budget, and a merge inside a merge counts as a level of
         nesting: anchors merged into one another, ten times over at each of seven levels
         (470 bytes), or a thousand deep, cost no more than the values they make.
+
+        Where parsers part, the text is refused: a second ``<<`` in one mapping (PyYAML
+        keeps the last one's keys, the YAML spec the first's), and a ``<<`` that brings a
+        key written above it (``written``: Kubernetes' parser lets the later one win).
         """
         result: dict[str, Any] = {}
         first_seen: dict[str, Location] = {}
-        merges = []
+        merges: list[tuple[Node, Node, Written]] = []
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE:
-                merges.append((key_node, value_node))
+                self._one_merge(key_node, merges)
+                merge_at = _loc(self.file, key_node)
+                above = {**(written or {}), **{k: (at, merge_at) for k, at in first_seen.items()}}
+                merges.append((key_node, value_node, above))
                 continue
             key_loc = _loc(self.file, key_node)
             name = self._key(key_node)
@@ -221,20 +244,38 @@ class _Walker:
                 )
             first_seen[name] = key_loc
             if name in skip:
+                if written is not None and name in written:
+                    raise _merge_after(name, *written[name])
                 self._spend(value_node)
                 continue
             child = (*path, name)
             self.keys[child] = key_loc
             self.values[child] = _loc(self.file, value_node)
             result[name] = self.walk(value_node, child)
-        for key_node, merge in merges:
+        for key_node, merge, above in merges:
             sources = merge.value if isinstance(merge, SequenceNode) else [merge]
             for source in sources:
-                result.update(self._merged(key_node, source, path, skip | frozenset(result)))
+                names = skip | frozenset(result)
+                result.update(self._merged(key_node, source, path, names, above))
         return result
 
+    def _one_merge(self, key_node: Node, merges: list[tuple[Node, Node, Any]]) -> None:
+        if merges:
+            first = _loc(self.file, merges[0][0])
+            raise InputError(
+                f"a second merge key (<<) in one mapping (the first at line {first.line}): "
+                "YAML parsers disagree on which one's keys win",
+                location=_loc(self.file, key_node),
+                hint="merge once, with a list: <<: [*first, *second] (the first listed wins)",
+            )
+
     def _merged(
-        self, key_node: Node, source: Node, path: DataPath, skip: frozenset[str]
+        self,
+        key_node: Node,
+        source: Node,
+        path: DataPath,
+        skip: frozenset[str],
+        written: Written,
     ) -> dict[str, Any]:
         """The keys one merge source (``<<: *anchor``) brings that are not in ``skip``."""
         if not isinstance(source, MappingNode):
@@ -255,7 +296,7 @@ class _Walker:
         self._enter(source, at=key_node)
         self.merging += 1
         try:
-            return self._mapping(source, path, skip)
+            return self._mapping(source, path, skip, written)
         finally:
             self.merging -= 1
             self.open.discard(id(source))

@@ -181,3 +181,48 @@ def test_merge_bombs_are_refused(raw, expected):
     """Before merges were charged, the first took 166 s and the chain of 990 overflowed."""
     with pytest.raises(InputError, match=re.escape(expected)):
         load_bytes(raw, "bomb.yaml")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "line"),
+    [
+        # PyYAML (Hydra, W&B, SkyPilot) keeps the second merge's keys; the YAML spec the first's
+        (
+            "a: &a {gpus: 1}\nb: &b {gpus: 8}\nm:\n  t: 1\n  <<: *a\n  <<: *b\n",
+            "a second merge key (<<) in one mapping (the first at line 5)",
+            6,
+        ),
+        # kubectl (go-yaml) lets a merge below a written key win; YAML keeps the written one
+        (
+            'g: &g {"nvidia.com/gpu": "8"}\nlimits:\n  nvidia.com/gpu: 1\n  <<: *g\n',
+            "key 'nvidia.com/gpu' is written at line 3 and merged again by a << below it",
+            4,
+        ),
+        # the same, the key brought by a merge inside the merged anchor
+        (
+            "t: &t {k: 1}\ns: &s {<<: *t, j: 2}\nm:\n  k: 0\n  <<: *s\n",
+            "key 'k' is written at line 4 and merged again by a << below it",
+            5,
+        ),
+        # a list of sources brings it as one merge does
+        (
+            "a: &a {x: 1}\nb: &b {k: 8}\nm:\n  k: 1\n  <<: [*a, *b]\n",
+            "key 'k' is written at line 4 and merged again",
+            5,
+        ),
+    ],
+)
+def test_merges_that_parsers_read_apart_are_refused(text: str, expected: str, line: int) -> None:
+    """A red team priced 1 GPU where Hydra launches 8 × 16 nodes and kubectl asks for 8."""
+    with pytest.raises(InputError, match=re.escape(expected)) as caught:
+        load_bytes(text.encode(), "f.yaml")
+    assert caught.value.location == Location("f.yaml", line, 3)
+
+
+def test_merges_every_parser_reads_alike_still_work() -> None:
+    """A merge first, keys written below it overriding it; a list of sources, first wins."""
+    text = b"d: &d {a: 1, b: 2}\nm:\n  <<: *d\n  a: 5\nn:\n  <<: [*d, {a: 9, c: 3}]\n  c: 4\n"
+    data = load_bytes(text, "f.yaml").data
+    assert data["m"] == {"a": 5, "b": 2}
+    assert data["n"] == {"a": 1, "b": 2, "c": 4}
+    assert data["n"] == yaml.safe_load(text)["n"]
