@@ -616,6 +616,14 @@ def test_a_training_command_a_script_repeats_is_refused_with_no_epochs_flag(
     )
 
 
+def test_a_glued_epochs_flag_in_a_skypilot_run_counts(tmp_path, capsys) -> None:
+    run = "python train.py --nepochs 1000"
+    text = SKYPILOT.format(declared="  X_BUDGET_GATE_MAX_EPOCHS: 10\n", run=json.dumps(run))
+    code, result = check(tmp_path, capsys, text, "task.yaml")
+    assert code == INVALID
+    assert "1000" in only_error(result)["message"]
+
+
 def test_a_setup_loop_that_installs_is_no_training(tmp_path, capsys) -> None:
     setup = "for p in numpy torch; do python -m pip install $p; done"
     text = SKYPILOT.format(declared="", run=json.dumps("python t.py --epochs 7"))
@@ -630,6 +638,8 @@ EPOCH_NAMES = [
     *["max-epochs", "nb_epochs", "n_epoch", "max_epoch", "num_epoch", "EPOCHS", "epo"],
     # camelCase (pytorch/examples' super_resolution takes --nEpochs) and a count after it
     *["nEpochs", "maxEpochs", "numTrainEpochs", "epoch_count", "epochs_total", "epochCount"],
+    # a count's word glued on: a red team's nepochs: 1000 passed at the declared 10
+    *["nepochs", "numepochs", "maxepochs", "NEPOCHS", "numtrainepochs", "nepoch"],
 ]
 
 
@@ -659,7 +669,11 @@ def test_epochs_inside_a_mapping_a_wandb_parameter_hands_a_run_count(
 
 
 @pytest.mark.parametrize(
-    "name", ["eps", "step", "warmup_steps", "steps_per_epoch", "stepsPerEpoch", "keep", "deepNet"]
+    "name",
+    [
+        *["eps", "step", "warmup_steps", "steps_per_epoch", "stepsPerEpoch", "keep", "deepNet"],
+        *["warmupepochs", "minepochs", "stepsperepoch", "startepoch"],
+    ],
 )
 def test_a_wandb_parameter_not_named_like_epochs_is_no_epochs(tmp_path, capsys, name) -> None:
     text = wandb("{values: [1000]}").replace("  epochs:", f"  {name}:")

@@ -170,6 +170,13 @@ _WHOLE_EPOCH_NAME = re.compile(
 )
 """The epochs named in whole words: what an environment variable or a ``key=value`` of a
 command line must say (no argparse completes ``EP`` there)."""
+_GLUED_EPOCHS = re.compile(r"(?:[\w.-]*[._-])?([a-z]+)epochs?")
+"""The epochs with a word glued before them: ``nepochs``, ``maxepochs``, ``numtrainepochs``."""
+_GLUED_PREFIX = re.compile(
+    r"(?:[\w.-]*[._-])?(?:n|nb|no|num|number|max|total|train|training)+ep(?:o(?:c(?:hs?)?)?)?"
+)
+"""A prefix argparse would complete to a glued count of epochs (``--nep`` for ``--nepochs``);
+only after a count's word, or ``step`` and ``keep`` would read as epochs."""
 _PER_EPOCH = re.compile(r"(?:^|[._-])per[._-]ep(?:o(?:c(?:hs?)?)?)?$")
 """``steps_per_epoch``, ``samples_per_epoch``: a count in each epoch, not of them."""
 _SCHEDULE = re.compile(
@@ -195,12 +202,15 @@ def names_epochs(name: str, *, abbreviated: bool = True) -> bool:
     (``warmup_epochs``, ``start_epoch``, ``save_every_epochs``).
     """
     lowered = _WORD_START.sub("_", name).lower()
+    if _PER_EPOCH.search(lowered) or _SCHEDULE.search(lowered):
+        return False
     pattern = _EPOCH_NAME if abbreviated else _WHOLE_EPOCH_NAME
-    return (
-        pattern.fullmatch(lowered) is not None
-        and not _PER_EPOCH.search(lowered)
-        and not _SCHEDULE.search(lowered)
-    )
+    if pattern.fullmatch(lowered) is not None:
+        return True
+    glued = _GLUED_EPOCHS.fullmatch(lowered)  # NOTE: nepochs, maxepochs, numtrainepochs
+    if glued is not None and not _SCHEDULE.search(glued[1]) and not glued[1].endswith("per"):
+        return True
+    return abbreviated and _GLUED_PREFIX.fullmatch(lowered) is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -183,7 +183,7 @@ class _Walker:
             raise InputError(
                 f"document expands to more than {MAX_NODES:,} values",
                 location=_loc(self.file, node),
-                hint="this looks like an alias bomb; reuse anchors less deeply",
+                hint="write fewer values: each use of an anchor (*alias) counts its values again",
             )
 
     def _enter(self, node: Node, at: Node | None = None) -> None:
