@@ -6,7 +6,8 @@ sweeper: one job per combination of ``hydra.sweeper.params`` (comma lists, ``ran
 ``choice``), one at a time unless the launcher runs them in parallel. Any other sweeper
 (Nevergrad, Ax) is refused: its trial count is in a form of its own, and read as the basic
 sweeper's grid it would be a guess. Submitit's ``gpus_per_node`` × ``nodes`` are a trial's
-GPUs, and ``timeout_min`` (default 60) ends a trial. Facts go in an ``x-budget-gate:``
+GPUs, and ``timeout_min`` (default 60) ends a trial; ``hydra.job.env_set``'s epochs count.
+Facts go in an ``x-budget-gate:``
 block, which Hydra keeps as any other key, or in a ``# x-budget-gate:`` comment block (for a
 config checked against a structured schema, which refuses unknown keys).
 """
@@ -57,8 +58,8 @@ def read(doc: LoadedDoc) -> Mapped:
     """The sweeper's trial count and parallelism, its params, the launcher's GPUs."""
     data = doc.data
 
-    def at(*path: str | int) -> Any:
-        return doc.source_map.locate(tuple(path))
+    def at(*path: str | int, key: bool = False) -> Any:
+        return doc.source_map.locate(tuple(path), key=key)
 
     refuse_unread_groups(doc)
     chosen = chosen_groups(data.get("defaults"))
@@ -86,7 +87,7 @@ def read(doc: LoadedDoc) -> Mapped:
             "sweep has no top-level hydra or defaults): keep a W&B sweep in a file of its own"
         )
     sweeper_trials(draft, sweeper, chosen, counts, at, notes, data.get("defaults"))
-    launcher(draft, hydra, chosen, at)
+    launcher(draft, hydra, chosen, at, notes)
     pins = slurm_pins(mapping(hydra.get("launcher")), at, notes)
     inclusive = chosen.get("hydra/sweeper") == "optuna" and (
         chosen.get("hydra/sweeper/sampler") != "grid"
@@ -155,7 +156,9 @@ def _spell(
         case ("resources", "gpus_per_trial") if submitit and value % nodes == 0:
             return f"hydra.launcher.gpus_per_node: {value // nodes}"
         case ("stopping", "max_trial_hours") if submitit:
-            return f"hydra.launcher.timeout_min: {math.floor(value * 60)}"
+            requeues = str(launcher.get("max_num_timeout", 0)).strip()  # held once per requeue
+            held = 1 + (int(requeues) if requeues.isdigit() else 0)
+            return f"hydra.launcher.timeout_min: {math.floor(value * 60 / held)}"
     return None
 
 
@@ -212,6 +215,7 @@ def _epochs(
                 entry = _Epochs(top, dotted, at(*path), dotted, None)
         if entry is not None:
             found.append(entry)
+    found.extend(_env_epochs(data, swept, at))
     if found:
         best = max(found, key=lambda e: e.top)
         draft[("workload", "max_epochs")] = Traced(
@@ -272,6 +276,49 @@ def _epoch_paths(data: dict[str, Any], swept: dict[str, Any]) -> list[tuple[str,
         if names_epochs(path[-1]) and path not in paths:
             paths.append(path)
     return paths
+
+
+_ENVS = (
+    ("hydra", "job", "env_set"),
+    ("hydra", "launcher", "ray", "remote", "runtime_env", "env_vars"),
+    ("hydra", "launcher", "ray", "init", "runtime_env", "env_vars"),
+)
+"""Where a job's environment is set: Hydra's ``env_set``, Ray's ``runtime_env`` for the task."""
+
+
+def _env_epochs(data: dict[str, Any], swept: dict[str, Any], at: Any) -> list[_Epochs]:
+    """The epochs the job's environment hands its program (``NUM_EPOCHS: 1000``).
+
+    Hydra (and Ray) set them before the app runs, so they count as a SkyPilot task's envs
+    do; one ``env_copy`` takes from the launching shell is not in the file.
+    """
+    found = []
+    for where in _ENVS:
+        for name, value in mapping(value_at(data, where)).items():
+            path = (*where, str(name))
+            if not names_epochs(str(name), abbreviated=False) or ".".join(path) in swept:
+                continue
+            top = whole_epochs(_other_epochs(value, data, "", None))
+            if top is None or top < 1:
+                raise InputError(
+                    f"{'.'.join(path)} is {value!r}: the epochs it hands the job are not a "
+                    "number in the file",
+                    location=at(*path),
+                    hint=f"write the number of epochs as {name}'s value",
+                )
+            detail = f"{'.'.join(path)}: {top}, in the job's environment"
+            found.append(_Epochs(top, detail, at(*path), ".".join(path), None))
+    job = mapping(mapping(data.get("hydra")).get("job"))
+    copied = job.get("env_copy")
+    for i, name in enumerate(copied if isinstance(copied, list) else []):
+        if names_epochs(str(name), abbreviated=False):
+            raise InputError(
+                f"hydra.job.env_copy copies {name} from the launching shell: the epochs it "
+                "hands the job are not in the file",
+                location=at("hydra", "job", "env_copy", i),
+                hint=f"set {name} in hydra.job.env_set to the number of epochs",
+            )
+    return found
 
 
 def _other_epochs(node: Any, data: dict[str, Any], dotted: str, where: Any) -> Any:

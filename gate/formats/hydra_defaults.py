@@ -63,6 +63,13 @@ def refuse_unread_groups(doc: LoadedDoc) -> None:
         where = doc.source_map.locate(("defaults", index))
         for entry in _entries(item, where, context.swept, base, base, ()):
             _check(context, entry, after_self=index > self_at, depth=0)
+    listed = chosen(defaults)
+    for key in _params(doc.data):  # NOTE: +model appends the group, after _self_
+        group = key.lstrip("+")
+        if key.startswith("+") and group not in listed and (base / group).is_dir():
+            where = doc.source_map.locate(("hydra", "sweeper", "params", key))
+            for entry in _entries({group: "???"}, where, context.swept, base, base, ()):
+                _check(context, entry, after_self=True, depth=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,26 +97,35 @@ class _Entry:
     where: Location | None
 
 
-def _swept(data: dict[str, Any]) -> dict[str, Any]:
-    """The sweep's params: a group left ``???`` takes its options from there."""
+def _params(data: dict[str, Any]) -> dict[str, Any]:
+    """``hydra.sweeper.params`` as written."""
     hydra = data.get("hydra")
     sweeper = hydra.get("sweeper") if isinstance(hydra, dict) else None
     params = sweeper.get("params") if isinstance(sweeper, dict) else None
-    return params if isinstance(params, dict) else {}
+    return {str(k): v for k, v in params.items()} if isinstance(params, dict) else {}
+
+
+def _swept(data: dict[str, Any]) -> dict[str, Any]:
+    """The sweep's params by group (``+model`` as ``model``): each option of it is read."""
+    return {key.lstrip("+"): value for key, value in _params(data).items()}
 
 
 def _options(group: str, value: Any, directory: Path, swept: dict[str, Any]) -> list[Any]:
-    """The options an entry may pick: its own, or the sweep's for a group left ``???``.
+    """The options an entry may pick: its own, and each one the sweep names for the group.
 
-    A sweep's comma list names them; any other sweep of the group (``glob(*)``) may pick
-    any file of the group's directory.
+    Hydra runs every option of ``model: small,large``, so each is read as the default is (a
+    ``???`` default is then no option of its own); any other sweep of the group
+    (``glob(*)``) may pick any file of the group's directory.
     """
-    if value != "???" or group not in swept:
-        return value if isinstance(value, list) else [value]
+    own = value if isinstance(value, list) else [value]
+    if group not in swept:
+        return own
     text = str(swept[group])
-    if re.fullmatch(r"[\w.-]+(?:,[\w.-]+)*", text):
-        return text.split(",")
-    return sorted(p.stem for p in directory.glob("*.yaml")) or ["???"]
+    if re.fullmatch(r"[\w.-]+(?:,[\w.-]+)*", text.replace(" ", "")):
+        listed = text.replace(" ", "").split(",")
+    else:
+        listed = sorted(p.stem for p in directory.glob("*.yaml")) or ["???"]
+    return [o for o in own if o != "???"] + [o for o in listed if o not in own]
 
 
 def _entries(
@@ -133,6 +149,7 @@ def _entries(
         root = base if str(key).split()[-1].startswith("/") else here
         home = (*parent, *group.split("/")) if root is here else tuple(group.split("/"))
         plugin = home[:1] == ("hydra",) and len(home) > 1  # hydra/launcher, hydra/hydra_logging
+        own = value if isinstance(value, list) else [value]
         for option in _options(group, value, root / group, swept):
             if option is None:
                 continue
@@ -144,7 +161,8 @@ def _entries(
                     hint=_HINT,
                 )
             file = root / group / f"{option}.yaml"
-            found.append(_Entry(f"{key}: {option}", file, package, home, optional, plugin, where))
+            label = f"{key}: {option}" + ("" if option in own else ", which the sweep runs,")
+            found.append(_Entry(label, file, package, home, optional, plugin, where))
     return found
 
 

@@ -2,8 +2,9 @@
 
 The basic launcher runs one job at a time; Submitit runs ``array_parallelism`` (default
 256) with ``gpus_per_node`` (or ``gpus_per_task`` × ``tasks_per_node``, or Slurm's ``gres``)
-× ``nodes`` GPUs each, ended after ``timeout_min`` (default 60); joblib runs ``n_jobs``; Ray
-gives each job ``ray.remote.num_gpus`` (a fraction as a whole GPU). Other launchers run jobs
+× ``nodes`` GPUs each, held up to ``timeout_min`` (default 60) × (1 + ``max_num_timeout``
+requeues); joblib runs ``n_jobs``; Ray gives each job ``ray.remote.num_gpus`` (a fraction as a
+whole GPU), and a ``ray_aws`` cluster of the file's own is refused. Other launchers run jobs
 in parallel without saying how many in the file, and one that names GPUs is refused.
 """
 
@@ -14,6 +15,7 @@ import re
 from typing import Any
 
 from gate.errors import InputError
+from gate.formats.command_lines import epoch_flags
 from gate.formats.extension import COMMENT
 from gate.formats.model import Draft, Origin, Source, Traced, dotted, mapping
 
@@ -21,6 +23,8 @@ SUBMITIT_TIMEOUT_MIN = 60
 """``BaseQueueConf.timeout_min`` (hydra_plugins/hydra_submitit_launcher/config.py)."""
 SUBMITIT_ARRAY_PARALLELISM = 256
 """``SlurmQueueConf.array_parallelism``: Submitit's jobs at once unless the file says."""
+SUBMITIT_MAX_NUM_TIMEOUT = 0
+"""``SlurmQueueConf.max_num_timeout``: the launcher requeues no timed-out job unless told."""
 
 
 def basic_sweeper(draft: Draft, chosen: dict[str, str], at: Any, notes: list[str]) -> None:
@@ -51,7 +55,9 @@ def basic_sweeper(draft: Draft, chosen: dict[str, str], at: Any, notes: list[str
         )
 
 
-def launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: Any) -> None:
+def launcher(
+    draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: Any, notes: list[str]
+) -> None:
     """What the chosen launcher gives a job: GPUs, a time limit, jobs at once."""
     config = mapping(hydra.get("launcher"))
     name = chosen.get("hydra/launcher", "basic")
@@ -59,12 +65,16 @@ def launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: An
         _joblib(draft, config, chosen, at)
         return
     if name in ("ray", "ray_aws"):
+        if name == "ray_aws":
+            _refuse_ray_cluster(config, at)
         _ray(draft, config, at)
         return
     if not name.startswith("submitit"):
         _refuse_unread_gpus(name, config, ("hydra", "launcher"), at)
         return
     _refuse_submitit_allocations(name, config, at)
+    _refuse_unread_parameters(config, at)
+    _refuse_setup_lines(config, at)
     nodes = _launcher_count(config, "nodes", at) or 1
     per_node, shown = _gpus_per_node(config, at)
     if per_node:
@@ -76,20 +86,7 @@ def launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: An
                 at("hydra", "launcher", shown.split()[0]),
             ),
         )
-    timeout = config.get("timeout_min")
-    source = (
-        Source(
-            Origin.FILE,
-            f"hydra.launcher.timeout_min {timeout}",
-            at("hydra", "launcher", "timeout_min"),
-        )
-        if timeout is not None
-        else Source(
-            Origin.ENGINE, f"Submitit's default timeout_min {SUBMITIT_TIMEOUT_MIN}", at("defaults")
-        )
-    )
-    minutes = timeout if isinstance(timeout, (int, float)) else SUBMITIT_TIMEOUT_MIN
-    draft[("stopping", "max_trial_hours")] = Traced(minutes / 60, source)
+    _held_at_most(draft, config, at, notes)
     parallel = _launcher_count(config, "array_parallelism", at)
     if (
         parallel is not None
@@ -105,6 +102,61 @@ def launcher(draft: Draft, hydra: dict[str, Any], chosen: dict[str, str], at: An
                 at("hydra", "launcher", "array_parallelism"),
             ),
         )
+
+
+def _held_at_most(draft: Draft, config: dict[str, Any], at: Any, notes: list[str]) -> None:
+    """The stop: ``timeout_min``, once for the job and once per requeue it times out into.
+
+    Submitit requeues a job that times out ``max_num_timeout`` times (the launcher's job is
+    checkpointable), so one trial may hold its GPUs ``timeout_min`` × (1 + requeues).
+    """
+    timeout = _launcher_count(config, "timeout_min", at)  # "600" too: Hydra casts it
+    if timeout == 0:
+        raise InputError(
+            "hydra.launcher.timeout_min is 0, which Slurm takes as no time limit",
+            location=at("hydra", "launcher", "timeout_min"),
+            hint="write the most minutes a job may run at timeout_min",
+        )
+    minutes = SUBMITIT_TIMEOUT_MIN if timeout is None else timeout
+    shown = (
+        f"hydra.launcher.timeout_min {timeout}"
+        if timeout is not None
+        else f"Submitit's default timeout_min {SUBMITIT_TIMEOUT_MIN}"
+    )
+    requeues = _launcher_count(config, "max_num_timeout", at) or SUBMITIT_MAX_NUM_TIMEOUT
+    if requeues:
+        shown += f" × (1 + max_num_timeout {requeues} requeues)"
+        notes.append(
+            f"hydra.launcher.max_num_timeout: {requeues} requeues a job that times out, so "
+            f"a trial may hold its GPUs {requeues + 1} × timeout_min: the stop priced is that "
+            "long, and assumes each requeue resumes from the job's checkpoint"
+        )
+    where = "max_num_timeout" if requeues else "timeout_min"
+    source = (
+        Source(Origin.FILE, shown, at("hydra", "launcher", where))
+        if timeout is not None or requeues
+        else Source(Origin.ENGINE, shown, at("defaults"))
+    )
+    draft[("stopping", "max_trial_hours")] = Traced(minutes * (1 + requeues) / 60, source)
+
+
+def _refuse_ray_cluster(config: dict[str, Any], at: Any) -> None:
+    """Refuse a ``ray_aws`` cluster of the file's own: its machines are what AWS bills.
+
+    Its node types (``InstanceType``, ``resources: {GPU: 8}``, ``min_workers``) and the head
+    node run whatever each job's ``num_gpus`` asks for; budget-gate prices the declared
+    accelerator × ``num_gpus`` and does not price AWS instance types.
+    """
+    cluster = mapping(config.get("ray")).get("cluster")
+    if cluster in (None, {}):
+        return
+    raise InputError(
+        "hydra.launcher.ray.cluster: the ray_aws launcher brings up this cluster, whose "
+        "machines budget-gate does not price (it prices the declared accelerator × num_gpus)",
+        location=at("hydra", "launcher", "ray", "cluster", key=True),
+        hint="launch the sweep through SkyPilot (its resources are read), or use the ray "
+        "launcher on a cluster you price, or write the experiment as a budget-gate spec",
+    )
 
 
 def _ray(draft: Draft, config: dict[str, Any], at: Any) -> None:
@@ -181,6 +233,80 @@ def _refuse_submitit_allocations(name: str, config: dict[str, Any], at: Any) -> 
             location=at("hydra", "launcher", *where),
             hint="ask for GPUs by gpus_per_node, gpus_per_task or gres (gpu:N), or write the "
             "experiment as a budget-gate spec",
+        )
+
+
+_HARMLESS_OPTIONS = (
+    "account qos partition constraint exclude reservation comment job_name wckey mail_type "
+    "mail_user output error open_mode chdir signal dependency begin deadline priority "
+    "nice no_requeue licenses mem mem_per_cpu mem_per_gpu cpus_per_task cpus_per_gpu gpu_bind "
+    "gpu_freq cpu_freq cpu_bind mem_bind hint distribution threads_per_core"
+)
+_HARMLESS = frozenset(_HARMLESS_OPTIONS.split())
+"""sbatch options that set no node, task, GPU, array or time count: the only ones passed on.
+
+``qos`` and ``partition`` bound the time a job may ask for; the time asked is ``--time``.
+Not ``export``, which may hand the job ``EPOCHS=1000``."""
+_INSTEAD = {
+    "nodes": "nodes",
+    "nodelist": "nodes",
+    "ntasks_per_node": "tasks_per_node",
+    "ntasks": "tasks_per_node",
+    "time": "timeout_min",
+    "array": "array_parallelism",
+    "exclusive": "gpus_per_node (a whole node's GPUs)",
+}
+
+
+def _refuse_unread_parameters(config: dict[str, Any], at: Any) -> None:
+    """Refuse an ``additional_parameters`` key that is not known to leave the cost alone.
+
+    Submitit writes them over its own sbatch options (``parameters.update``), dashes and
+    underscores alike: ``{nodes: 16}`` ran 16 nodes where ``nodes: 1`` was priced.
+    """
+    extra = config.get("additional_parameters")
+    for key in extra if isinstance(extra, dict) else ():
+        option = str(key).lstrip("-").replace("-", "_").lower()
+        if option in _HARMLESS:
+            continue
+        field = _INSTEAD.get(option)
+        raise InputError(
+            f"hydra.launcher.additional_parameters.{key}: Submitit writes it over the "
+            "launcher's own sbatch options, and budget-gate does not read it"
+            + (f" (it sets what hydra.launcher.{field} sets)" if field else ""),
+            location=at("hydra", "launcher", "additional_parameters", key, key=True),
+            hint=f"write hydra.launcher.{field} instead"
+            if field
+            else "remove it: additional_parameters may hold only options that set no count "
+            "(account, qos, mail_type, comment, job_name, …), or write the experiment as a "
+            "budget-gate spec",
+        )
+
+
+_SBATCH = re.compile(r"^\s*#\s*SBATCH", re.IGNORECASE)
+
+
+def _refuse_setup_lines(config: dict[str, Any], at: Any) -> None:
+    """Refuse a ``setup`` line that sets resources or epochs budget-gate does not read.
+
+    Submitit writes the lines before the job's first command, where sbatch still reads a
+    ``#SBATCH`` line (``--nodes=16`` over the launcher's); an ``export EPOCHS=1000`` there is
+    the program's environment.
+    """
+    lines = config.get("setup")
+    for i, line in enumerate(lines if isinstance(lines, list) else []):
+        text = str(line)
+        if _SBATCH.match(text):
+            said = "is an #SBATCH option, which sbatch reads over the launcher's own"
+        elif epoch_flags([(word, ()) for word in text.split()]):
+            said = "sets the epochs where budget-gate does not read them"
+        else:
+            continue
+        raise InputError(
+            f"hydra.launcher.setup[{i}]: {text.strip()} {said}",
+            location=at("hydra", "launcher", "setup", i),
+            hint="ask for nodes, GPUs and time by the launcher's own keys (nodes, "
+            "gpus_per_node, timeout_min) and set the epochs in the config",
         )
 
 

@@ -2,9 +2,10 @@
 
 The Optuna sweeper (``override hydra/sweeper: optuna``) runs ``n_trials`` (default 20),
 ``n_jobs`` at once (default 2), its sampler the strategy (``grid`` stops at the grid's
-size). The basic sweeper runs one job per combination of ``hydra.sweeper.params``. Any other
-sweeper (Nevergrad, Ax) is refused: its trial count is in a form of its own, and read as the
-basic sweeper's grid it would be a guess.
+size); its ``search_space`` and ``custom_search_space`` are refused. The basic sweeper
+runs one job per combination of ``hydra.sweeper.params``. Any other sweeper (Nevergrad, Ax)
+is refused: its trial count is in a form of its own, and read as the basic sweeper's grid it
+would be a guess.
 """
 
 from __future__ import annotations
@@ -55,9 +56,33 @@ def sweeper_trials(
         )
 
 
+def _refuse_unread_spaces(sweeper: dict[str, Any], at: Any) -> None:
+    """Refuse a search space the Optuna sweeper draws from and budget-gate does not read.
+
+    hydra-optuna-sweeper 1.2 still draws from the deprecated ``search_space`` when ``params``
+    is unset, and calls ``custom_search_space`` (a Python function) to suggest more of each
+    trial's parameters: ``trainer.max_epochs`` up to 1,000 where 10 was priced.
+    """
+    for key, said in (
+        ("custom_search_space", "names a Python function that suggests each trial's values"),
+        ("search_space", "is the deprecated search space Optuna draws from when params is unset"),
+    ):
+        value = sweeper.get(key)
+        if value in (None, "", {}):
+            continue
+        shown = f"{key}: {value}" if isinstance(value, str) else key
+        raise InputError(
+            f"hydra.sweeper.{shown} {said}, which budget-gate does not read",
+            location=at("hydra", "sweeper", key, key=True),
+            hint="write the search space as hydra.sweeper.params (interval(), range(), "
+            "choice()), or write the experiment as a budget-gate spec",
+        )
+
+
 def _optuna(
     draft: Draft, sweeper: dict[str, Any], chosen: dict[str, str], counts: dict[str, int], at: Any
 ) -> None:
+    _refuse_unread_spaces(sweeper, at)
     for key, path in (
         ("n_trials", ("search", "max_trials")),
         ("n_jobs", ("search", "max_concurrent_trials")),

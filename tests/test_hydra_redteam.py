@@ -1,0 +1,460 @@
+"""Red-team findings on Hydra sweeps: settings Hydra, Submitit and Optuna act on, read.
+
+Each case is a field the real engine reads that budget-gate ignored, so a sweep of 16 nodes,
+1,000 epochs or requeued trials was priced as the small one it declared. Every file goes
+through ``budget-gate check``; where the engine is installed (Hydra, Submitit) its own code
+shows what it would run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gate.cli import main
+
+INVALID = 3
+
+SUBMITIT = """\
+defaults:
+  - override hydra/launcher: submitit_slurm
+  - _self_
+trainer:
+  max_epochs: 10
+lr: 0.1
+hydra:
+  sweeper:
+    params:
+      lr: 0.1,0.01,0.001,0.0001
+  launcher:
+    gpus_per_node: 8
+    timeout_min: 60
+    array_parallelism: 4
+x-budget-gate:
+  accelerator: A100-80GB
+  epoch_minutes: 3
+"""
+
+
+def check(tmp_path: Path, capsys: Any, text: str, name: str = "config.yaml") -> tuple[int, Any]:
+    """``budget-gate check FILE --format json`` under a policy that asks nothing more."""
+    policies = tmp_path / "policies"
+    policies.mkdir(exist_ok=True)
+    (policies / "default.yaml").write_text("apiVersion: budget-gate/v1\nkind: Policy\n")
+    path = tmp_path / name
+    path.write_text(text)
+    capsys.readouterr()
+    code = main(["check", str(path), "--policy-dir", str(policies), "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)["results"][0]
+
+
+def field(result: Any, name: str) -> Any:
+    return next(f for f in result["imported"]["fields"] if f["field"] == name)
+
+
+def only_error(result: Any) -> Any:
+    (error,) = result["errors"]
+    return error
+
+
+def line_of(text: str, needle: str) -> int:
+    return text[: text.index(needle)].count("\n") + 1
+
+
+def launcher(extra: str) -> str:
+    """The Submitit sweep with more lines under ``hydra.launcher``."""
+    return SUBMITIT.replace("    array_parallelism: 4\n", "    array_parallelism: 4\n" + extra)
+
+
+# --- 1. Submitit's additional_parameters override the launcher's own resources ---------------
+
+
+def test_submitit_writes_additional_parameters_over_its_own_resources(tmp_path) -> None:
+    """submitit's ``_make_sbatch_string`` updates its parameters with additional_parameters."""
+    from submitit.slurm.slurm import _make_sbatch_string
+
+    script = _make_sbatch_string(
+        command="python app.py",
+        folder=tmp_path,
+        nodes=1,
+        time=60,
+        gpus_per_node=8,
+        additional_parameters={"nodes": 16, "time": 6000},
+    )
+    assert "#SBATCH --nodes=16" in script and "#SBATCH --nodes=1\n" not in script
+    assert "#SBATCH --time=6000" in script
+
+
+@pytest.mark.parametrize(
+    ("extra", "instead"),
+    [
+        ("{nodes: 16}", "hydra.launcher.nodes"),
+        ("{ntasks-per-node: 8}", "hydra.launcher.tasks_per_node"),
+        ("{ntasks_per_node: 8}", "hydra.launcher.tasks_per_node"),
+        ("{ntasks: 128}", "hydra.launcher.tasks_per_node"),
+        ("{time: 6000}", "hydra.launcher.timeout_min"),
+        ("{'--time': '100:00:00'}", "hydra.launcher.timeout_min"),
+        ("{array: 0-99%100}", "hydra.launcher.array_parallelism"),
+        ("{exclusive: true}", "hydra.launcher.gpus_per_node"),
+        ("{nodelist: 'gpu[01-16]'}", "hydra.launcher.nodes"),
+        ("{gpus-per-node: 8}", "GPUs"),
+        ("{time-min: 60, mystery_option: 1}", "remove it"),
+        ("{export: 'ALL,NUM_EPOCHS=1000'}", "remove it"),  # the job's environment
+    ],
+)
+def test_additional_parameters_that_may_set_resources_are_refused(
+    tmp_path, capsys, extra, instead
+) -> None:
+    """Priced as gpus_per_node 8 × nodes 1, {nodes: 16} ran 16 nodes: 16× the GPUs."""
+    text = launcher(f"    additional_parameters: {extra}\n")
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    error = only_error(result)
+    assert "hydra.launcher.additional_parameters." in error["message"]
+    assert instead in error["message"] + error["hint"]
+    assert error["line"] == line_of(text, "additional_parameters")
+
+
+def test_additional_parameters_that_set_no_resources_pass(tmp_path, capsys) -> None:
+    harmless = (
+        "    additional_parameters:\n"
+        "      account: vision\n      qos: high\n      mail-type: END\n"
+        "      mail_user: me@example.com\n      comment: sweep\n      job-name: lr\n"
+        "      gpu-bind: closest\n      cpus-per-gpu: 8\n      mem: 200G\n"
+    )
+    code, result = check(tmp_path, capsys, launcher(harmless))
+    assert code != INVALID, result["errors"]
+    assert field(result, "resources.gpus_per_trial")["value"] == "8"
+
+
+def test_submitit_gpus_per_task_are_multiplied_by_tasks_and_nodes(tmp_path, capsys) -> None:
+    """Hydra's launcher field is tasks_per_node (Slurm's ntasks_per_node); its schema refuses
+    ``ntasks_per_node`` under hydra.launcher, so the config never runs that way."""
+    text = SUBMITIT.replace(
+        "    gpus_per_node: 8\n", "    gpus_per_task: 2\n    tasks_per_node: 4\n    nodes: 2\n"
+    )
+    code, result = check(tmp_path, capsys, text)
+    assert code != INVALID, result["errors"]
+    assert field(result, "resources.gpus_per_trial")["value"] == "16"
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ("'#SBATCH --nodes=16'", "#SBATCH"),
+        ("'  #sbatch --time=6000'", "#SBATCH"),
+        ("export NUM_EPOCHS=1000", "epochs"),
+    ],
+)
+def test_setup_lines_that_set_resources_or_epochs_are_refused(tmp_path, capsys, line, said) -> None:
+    """Submitit writes ``setup`` before the first command: sbatch still reads #SBATCH there."""
+    from submitit.slurm.slurm import _make_sbatch_string
+
+    script = _make_sbatch_string(
+        command="python app.py", folder=tmp_path, nodes=1, setup=["#SBATCH --nodes=16"]
+    )
+    lines = script.splitlines()
+    assert lines.index("#SBATCH --nodes=16") < min(
+        i for i, text in enumerate(lines) if text and not text.startswith("#")
+    )
+    text = launcher(f"    setup: [{line}]\n")
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    error = only_error(result)
+    assert "hydra.launcher.setup" in error["message"] and said in error["message"]
+    assert error["line"] == line_of(text, "setup:")
+
+
+# --- 2. ray_aws: the cluster the launcher brings up is not what is priced ---------------------
+
+RAY_AWS = """\
+defaults:
+  - override hydra/launcher: ray_aws
+  - _self_
+trainer:
+  max_epochs: 10
+lr: 0.1
+hydra:
+  sweeper:
+    params:
+      lr: 0.1,0.01
+  launcher:
+    ray:
+{cluster}      remote: {{num_gpus: 1}}
+x-budget-gate:
+  accelerator: T4
+  epoch_minutes: 3
+  max_concurrent_trials: 2
+"""
+CLUSTER = """\
+      cluster:
+        max_workers: 16
+        available_node_types:
+          ray.worker.default:
+            min_workers: 16
+            max_workers: 16
+            resources: {GPU: 8}
+            node_config: {InstanceType: p4de.24xlarge}
+"""
+
+
+def test_a_ray_aws_cluster_is_refused_not_priced_as_the_declared_gpus(tmp_path, capsys) -> None:
+    """16 p4de workers were priced as one T4 per job."""
+    text = RAY_AWS.format(cluster=CLUSTER)
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    error = only_error(result)
+    assert "hydra.launcher.ray.cluster" in error["message"]
+    assert "SkyPilot" in error["hint"]
+    assert error["line"] == line_of(text, "cluster:")
+
+
+def test_ray_aws_without_a_cluster_of_its_own_still_reads_num_gpus(tmp_path, capsys) -> None:
+    code, result = check(tmp_path, capsys, RAY_AWS.format(cluster=""))
+    assert code != INVALID, result["errors"]
+    assert field(result, "resources.gpus_per_trial")["value"] == "1"
+
+
+# --- 3. every option a sweep names for a config group is read --------------------------------
+
+GROUPED = """\
+defaults:
+  - {entry}
+  - _self_
+trainer:
+  max_epochs: 10
+hydra:
+  sweeper:
+    params:
+      {swept}: small,large
+x-budget-gate:
+  accelerator: A100-80GB
+  gpus_per_trial: 1
+  epoch_minutes: 3
+"""
+
+
+def _groups(tmp_path: Path, large: str = "width: 4096\nnum_epochs: 1000\n") -> None:
+    (tmp_path / "model").mkdir(exist_ok=True)
+    (tmp_path / "model" / "small.yaml").write_text("width: 64\n")
+    (tmp_path / "model" / "large.yaml").write_text(large)
+
+
+def test_hydra_runs_each_option_the_sweep_names(tmp_path) -> None:
+    """``model=large`` of the sweep composes model/large.yaml: 1,000 epochs."""
+    from hydra import compose, initialize_config_dir
+
+    _groups(tmp_path)
+    (tmp_path / "config.yaml").write_text(GROUPED.format(entry="model: small", swept="model"))
+    with initialize_config_dir(str(tmp_path), version_base=None):
+        assert compose("config", overrides=["model=large"]).model.num_epochs == 1000
+
+
+@pytest.mark.parametrize(("entry", "swept"), [("model: small", "model"), ("model: large", "model")])
+def test_a_swept_group_option_that_sets_more_epochs_is_refused(
+    tmp_path, capsys, entry, swept
+) -> None:
+    _groups(tmp_path)
+    code, result = check(tmp_path, capsys, GROUPED.format(entry=entry, swept=swept))
+    assert code == INVALID
+    error = only_error(result)
+    assert error["message"].startswith("model: large")
+    assert "in the defaults list sets model.num_epochs" in error["message"]
+    assert error["file"].endswith("large.yaml")
+
+
+def test_a_group_the_sweep_appends_is_read_too(tmp_path, capsys) -> None:
+    """``+model: small,large`` adds the group to the defaults list for each job."""
+    _groups(tmp_path)
+    text = GROUPED.format(entry="_self_", swept="+model").replace("  - _self_\n  - _self_\n", "")
+    text = text.replace("defaults:\n", "")
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    assert "sets model.num_epochs" in only_error(result)["message"]
+
+
+def test_swept_group_options_that_set_no_epochs_pass(tmp_path, capsys) -> None:
+    _groups(tmp_path, large="width: 4096\n")
+    code, result = check(tmp_path, capsys, GROUPED.format(entry="model: small", swept="model"))
+    assert code != INVALID, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == "10"
+
+
+# --- 4. Optuna's search_space and custom_search_space ----------------------------------------
+
+OPTUNA = """\
+defaults:
+  - override hydra/sweeper: optuna
+  - _self_
+trainer:
+  max_epochs: 10
+lr: 0.1
+hydra:
+  sweeper:
+    n_trials: 20
+    n_jobs: 1
+{space}x-budget-gate:
+  accelerator: A100-80GB
+  gpus_per_trial: 1
+  epoch_minutes: 3
+"""
+
+
+@pytest.mark.parametrize(
+    ("space", "key"),
+    [
+        (
+            "    search_space:\n      trainer.max_epochs: {type: int, low: 10, high: 1000}\n",
+            "search_space",
+        ),
+        (
+            "    custom_search_space: my_app.search.configure\n"
+            "    params:\n      lr: interval(0.001, 0.1)\n",
+            "custom_search_space",
+        ),
+    ],
+)
+def test_optuna_search_spaces_budget_gate_cannot_read_are_refused(
+    tmp_path, capsys, space, key
+) -> None:
+    """hydra-optuna-sweeper 1.2 draws from ``search_space`` when params is unset, and calls
+    ``custom_search_space`` on every trial: 1,000 epochs were priced as 10."""
+    text = OPTUNA.format(space=space)
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    error = only_error(result)
+    assert f"hydra.sweeper.{key}" in error["message"]
+    assert "hydra.sweeper.params" in error["hint"]
+    assert error["line"] == line_of(text, f"{key}:")
+
+
+def test_optuna_params_alone_still_read(tmp_path, capsys) -> None:
+    text = OPTUNA.format(space="    params:\n      lr: interval(0.001, 0.1)\n")
+    code, result = check(tmp_path, capsys, text)
+    assert code != INVALID, result["errors"]
+
+
+# --- 5. hydra.job.env_set hands the job its environment ---------------------------------------
+
+ENV = """\
+trainer:
+  max_epochs: 10
+lr: 0.1
+hydra:
+  job:
+{job}  sweeper:
+    params:
+      lr: 0.1,0.01
+x-budget-gate:
+  accelerator: A100-80GB
+  gpus_per_trial: 1
+  epoch_minutes: 3
+"""
+
+
+def test_hydra_sets_env_set_in_the_jobs_environment(tmp_path) -> None:
+    from hydra import compose, initialize_config_dir
+
+    (tmp_path / "config.yaml").write_text(ENV.format(job="    env_set: {NUM_EPOCHS: 1000}\n"))
+    with initialize_config_dir(str(tmp_path), version_base=None):
+        cfg = compose("config", return_hydra_config=True)
+    assert cfg.hydra.job.env_set.NUM_EPOCHS == "1000"  # Dict[str, str]: the int as text
+
+
+@pytest.mark.parametrize("value", ['"1000"', "1000", "'${total}'"])
+def test_epochs_env_set_hands_the_job_count(tmp_path, capsys, value) -> None:
+    text = ENV.format(job=f"    env_set:\n      NUM_EPOCHS: {value}\n") + "total: 1000\n"
+    code, result = check(tmp_path, capsys, text)
+    assert code != INVALID, result["errors"]
+    epochs = field(result, "workload.max_epochs")
+    assert epochs["value"] == "1000"
+    assert "hydra.job.env_set.NUM_EPOCHS" in epochs["detail"]
+
+
+@pytest.mark.parametrize(
+    ("job", "said"),
+    [
+        ("    env_set: {EPOCHS: all}\n", "hydra.job.env_set.EPOCHS"),
+        ("    env_copy: [NUM_EPOCHS]\n", "hydra.job.env_copy"),
+    ],
+)
+def test_epochs_env_the_file_does_not_give_is_refused(tmp_path, capsys, job, said) -> None:
+    code, result = check(tmp_path, capsys, ENV.format(job=job))
+    assert code == INVALID
+    assert said in only_error(result)["message"]
+
+
+def test_epochs_a_ray_task_gets_in_its_runtime_env_count(tmp_path, capsys) -> None:
+    """The Ray launcher hands ``ray.remote`` to ``ray.remote()``: its runtime_env's env_vars
+    are the task's environment."""
+    text = RAY_AWS.format(cluster="").replace("ray_aws", "ray")
+    text = text.replace(
+        "remote: {num_gpus: 1}", "remote: {num_gpus: 1, runtime_env: {env_vars: {EPOCHS: '500'}}}"
+    )
+    code, result = check(tmp_path, capsys, text)
+    assert code != INVALID, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == "500"
+
+
+def test_env_set_not_named_like_the_epochs_counts_nothing(tmp_path, capsys) -> None:
+    job = "    env_set: {WARMUP_EPOCHS: 1000, OMP_NUM_THREADS: 8}\n    env_copy: [HOME]\n"
+    code, result = check(tmp_path, capsys, ENV.format(job=job))
+    assert code != INVALID, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == "10"
+
+
+# --- 6. Submitit requeues a timed-out job max_num_timeout times -------------------------------
+
+
+def test_the_launchers_max_num_timeout_default_is_no_requeue() -> None:
+    from hydra_plugins.hydra_submitit_launcher.config import SlurmQueueConf
+
+    from gate.formats.hydra_launchers import SUBMITIT_MAX_NUM_TIMEOUT
+
+    assert SlurmQueueConf.max_num_timeout == SUBMITIT_MAX_NUM_TIMEOUT == 0
+
+
+def test_requeues_on_timeout_lengthen_the_stop(tmp_path, capsys) -> None:
+    """timeout_min 60 with 1,000 requeues is no 1 h stop: 1,001 h at most."""
+    text = launcher("    max_num_timeout: 1000\n").replace("max_epochs: 10", "max_epochs: 1000")
+    code, result = check(tmp_path, capsys, text)
+    assert code != INVALID, result["errors"]
+    stop = field(result, "stopping.max_trial_hours")
+    assert float(stop["value"]) == 1001
+    assert "max_num_timeout 1000" in stop["detail"]
+    assert any("max_num_timeout" in note for note in result["imported"]["notes"])
+    assert result["estimate"]["worst"]["epochs_per_trial"] == 1000  # 50 h of epochs, not 20
+
+
+def test_no_requeue_keeps_the_timeout_as_the_stop(tmp_path, capsys) -> None:
+    code, result = check(tmp_path, capsys, launcher("    max_num_timeout: 0\n"))
+    assert code != INVALID, result["errors"]
+    assert float(field(result, "stopping.max_trial_hours")["value"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("timeout", "hours"),
+    [('"6000"', 100.0), ("0", None)],  # Hydra casts "6000" to 6000
+)
+def test_a_timeout_is_read_as_hydra_casts_it_and_zero_is_no_limit(
+    tmp_path, capsys, timeout, hours
+) -> None:
+    """``timeout_min: "6000"`` was priced as the default 60; Slurm's ``--time=0`` is no limit."""
+    text = SUBMITIT.replace("timeout_min: 60", f"timeout_min: {timeout}")
+    code, result = check(tmp_path, capsys, text)
+    if hours is None:
+        assert code == INVALID
+        assert (
+            "timeout_min is 0, which Slurm takes as no time limit" in only_error(result)["message"]
+        )
+        return
+    assert code != INVALID, result["errors"]
+    assert float(field(result, "stopping.max_trial_hours")["value"]) == hours
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(str(tmp_path), version_base=None):
+        cfg = compose("config", return_hydra_config=True)
+    assert cfg.hydra.launcher.timeout_min == hours * 60
