@@ -8,13 +8,13 @@ shows what it would run.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gate.cli import main
+from tests.test_formats_epochs import check as epochs_check
+from tests.test_formats_epochs import field, only_error
 
 INVALID = 3
 
@@ -41,23 +41,7 @@ x-budget-gate:
 
 def check(tmp_path: Path, capsys: Any, text: str, name: str = "config.yaml") -> tuple[int, Any]:
     """``budget-gate check FILE --format json`` under a policy that asks nothing more."""
-    policies = tmp_path / "policies"
-    policies.mkdir(exist_ok=True)
-    (policies / "default.yaml").write_text("apiVersion: budget-gate/v1\nkind: Policy\n")
-    path = tmp_path / name
-    path.write_text(text)
-    capsys.readouterr()
-    code = main(["check", str(path), "--policy-dir", str(policies), "--format", "json"])
-    return code, json.loads(capsys.readouterr().out)["results"][0]
-
-
-def field(result: Any, name: str) -> Any:
-    return next(f for f in result["imported"]["fields"] if f["field"] == name)
-
-
-def only_error(result: Any) -> Any:
-    (error,) = result["errors"]
-    return error
+    return epochs_check(tmp_path, capsys, text, name)
 
 
 def line_of(text: str, needle: str) -> int:
