@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gate.cli import main
 from gate.estimate.prices import load_catalog, quote
@@ -748,6 +750,8 @@ def test_skypilot_hardware_it_cannot_price_is_refused(tmp_path, resources, messa
         "range(1, 1000, 3)",
         "range(7)",
         "range(0.5, stop=2.5, step=0.5)",
+        # Hydra adds the exact binary steps: 0.1 + 0.1 falls below 0.2, a third job runs
+        *["range(0,0.2,0.1)", "range(0.5,0.9,0.1)", "range(0,2.2,0.2)", "range(1,0,-0.1)"],
         "choice(1, 2, 3)",
         "1,2,3,4",
     ],
@@ -763,6 +767,30 @@ def test_hydra_sweeps_are_counted_as_hydras_own_parser_counts_them(swept) -> Non
     value, count = sweep(swept, "x", None)
     assert count == len(hydras)
     assert [float(v) for v in value["values"]] == [float(v) for v in hydras]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    start=st.decimals(-5, 5, places=2),
+    step=st.sampled_from(["0.1", "0.2", "0.05", "0.3", "-0.1", "0.25", "0.7"]),
+    steps=st.integers(0, 15),
+    nudge=st.sampled_from(["0", "0.01", "-0.01"]),
+)
+def test_hydra_float_ranges_run_as_many_jobs_as_hydras(start, step, steps, nudge) -> None:
+    """A red team found 181 of 9,261 float ranges counted short, never long."""
+    from decimal import Decimal
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from gate.formats.hydra_sweeps import sweep
+
+    stop = start + Decimal(step) * steps + Decimal(nudge)
+    swept = f"range({start},{stop},{step})"
+    hydras = [
+        float(v) for v in OverridesParser.create().parse_override(f"x={swept}").sweep_iterator()
+    ]
+    value, count = sweep(swept, "x", None)
+    assert (count, value["values"]) == (len(hydras), hydras)
 
 
 @pytest.mark.parametrize("swept", ["range(stop=5)", "range(1, 10, stop=3)", "range(1, 2, 3, 4)"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 from typing import Any
 
 from gate.errors import InputError
@@ -60,10 +61,10 @@ def sweep(text: str, name: str, where: Any) -> tuple[dict[str, Any], int]:
                 location=where,
                 hint="sweep fewer values (a larger step), or use interval() for a range",
             )
-        count = max(0, math.ceil(span))
         if all(isinstance(v, int) for v in (start, stop, step)):
-            return {"values": list(range(start, stop, step))}, count
-        return {"values": [start + i * step for i in range(count)]}, count
+            return {"values": list(range(start, stop, step))}, max(0, math.ceil(span))
+        values = _float_range(start, stop, step)
+        return {"values": values}, len(values)
     bound = _bind(("start", "end"), numbers, keywords) if func == "interval" else None
     if bound is not None and len(bound) == 2:
         return {"low": float(bound["start"]), "high": float(bound["end"])}, 1
@@ -122,6 +123,20 @@ def _arguments(args: str, name: str, where: Any) -> tuple[list[Any], dict[str, A
         else:
             numbers.append(number)
     return numbers, keywords
+
+
+def _float_range(start: float, stop: float, step: float) -> list[float]:
+    """A float ``range`` as Hydra's ``FloatRange`` steps it: exact binary values added up.
+
+    ``range(0, 0.2, 0.1)`` is 0, 0.1 and 0.2 there (0.1 + 0.1 falls a hair below 0.2 in
+    exact arithmetic), where (stop − start) ÷ step counts two.
+    """
+    at, end, by = Decimal(start), Decimal(stop), Decimal(step)
+    values = []
+    while (at < end) if by > 0 else (at > end):
+        values.append(float(at))
+        at += by
+    return values
 
 
 def range_top(text: str) -> tuple[int, Any, str] | None:
