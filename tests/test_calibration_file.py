@@ -188,3 +188,23 @@ def test_a_model_label_in_another_case_is_priced_from_the_same_runs(tmp_path, ca
     assert code in (0, 1, 2), out
     assert "epoch time 5.00 min: median of 20 runs of bert" in out
     assert "fewer than" not in out
+
+
+@pytest.mark.parametrize("fmt", ["text", "quiet", "json", "markdown", "github", "sarif", "junit"])
+def test_a_measured_epoch_time_over_the_spec_s_is_said_in_every_format(tmp_path, capsys, fmt):
+    """A red team's calibration of 0.6 min over a declared 30 turned an approval into a pass,
+    said in text, Markdown and JSON but not in -q, github, SARIF or JUnit."""
+    figures = {"epoch_minutes": {"runs": 20, "p10": 0.5, "median": 0.6, "p90": 0.7}}
+    entry = {"key": KEY, "runs": 20, "finished": 20, "failed": 0, "first": "2026-11-01",
+             "last": "2026-11-30", **figures}  # fmt: skip
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"apiVersion": "budget-gate/v1", "kind": "Calibration",
+                                "created": "2026-12-01", "entries": [entry]}))  # fmt: skip
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.replace("WORKLOAD", "{max_epochs: 10, epoch_minutes: 30}"))
+    shown = ["-q"] if fmt == "quiet" else ["--format", fmt]
+    capsys.readouterr()
+    main(["check", "--calibration", str(path), str(spec), *shown])
+    out = capsys.readouterr().out
+    assert "priced from measured runs: epoch time 0.60 min" in out
+    assert "the spec says 30" in out

@@ -671,12 +671,14 @@ def test_dash_reads_the_spec_from_stdin():
     assert twice.returncode == 3 and "may be given once" in twice.stderr
 
 
-def test_quiet_prints_only_the_findings():
+def test_quiet_prints_only_the_findings_and_what_was_taken_as_given():
     proc = _console("check", "-q", "examples/llm-finetune-grid.yaml", "examples/cifar-sweep.yaml")
     assert proc.returncode == 2
     assert proc.stdout == (
         "examples/llm-finetune-grid.yaml:21:3: approval BG110 64 trials is over the approval "
         "trigger of 32\n"
+        "examples/llm-finetune-grid.yaml: note: team nlp is taken as the spec declares it: no "
+        "policy states which specs it owns (owns.specs in nlp.yaml), so any spec may claim it\n"
     )
 
 

@@ -135,6 +135,28 @@ def failure_note(failures: Fraction, policy_rate: float) -> str:
     )
 
 
+def overruled(spec: Experiment, measured: Measured | None, policy_rate: float) -> tuple[str, ...]:
+    """What measured history priced in place of a figure the spec (or policy) declared.
+
+    Said beside the verdict in every format: a measurement may turn an approval into a pass.
+    """
+    if measured is None:
+        return ()
+    notes = []
+    epoch, early = measured.epoch, spec.stopping.early_stopping
+    declared = declared_minutes(spec, "expected")
+    if epoch is not None and not epoch.prior and declared is not None:
+        notes.append(f"priced from measured runs: {epoch_note(epoch, 'expected', declared)}")
+    if measured.plateau is not None and early is not None:
+        said = plateau_note(measured.plateau, early.expected_plateau_epoch)
+        notes.append(f"plateau priced from measured runs: {said.removeprefix('measured: ')}")
+    if measured.failure_rate is not None and measured.failure_rate.median != policy_rate:
+        notes.append(
+            f"priced from measured runs: {failure_note(measured.failure_rate, policy_rate)}"
+        )
+    return tuple(notes)
+
+
 @dataclass(frozen=True, slots=True)
 class MeasuredPolicy:
     """A pricing policy whose failure assumptions are the measured ones."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from gate.errors import InputError, InputErrors
 from gate.estimate.flops import with_prior
-from gate.estimate.measured import Measured
+from gate.estimate.measured import Measured, overruled
 from gate.estimate.model import Estimate
 from gate.estimate.prices import Catalog, Quote, quote
 from gate.estimate.scenarios import estimate
@@ -232,7 +232,10 @@ class Evaluator:
             approval=approval,
             alternatives=cheaper,
             imported=imported.summary if imported is not None else None,
-            notes=self._notes(spec, policy),
+            notes=(
+                *self._notes(spec, policy),
+                *overruled(spec, est.measured, policy.reliability.failure_rate),
+            ),
         )
         return Evaluation(result, spec, policy, path)
 

@@ -73,6 +73,9 @@ def _verdict_case(result: SpecResult) -> ET.Element:
         _child(case, "error", f"invalid input ({len(result.errors)} error(s))", text, "invalid")
     elif result.outcome is not Outcome.PASS:
         _child(case, "failure", result.outcome.value, "", result.outcome.value)
+    if result.fallbacks:  # NOTE: what the verdict took as given, said as the other formats do
+        notes = "\n".join(f"note: {note}" for note in result.fallbacks)
+        ET.SubElement(case, "system-out").text = _safe(notes)
     return case
 
 

@@ -34,7 +34,7 @@ class TextReporter:
     def render(self, report: Report) -> str:
         """Render every spec's block and a summary line (only the findings when quiet)."""
         if report.context.quiet:
-            return "".join(f"{line}\n" for r in report.results for line in _diagnostics(r))
+            return "".join(f"{line}\n" for r in report.results for line in _quiet_lines(r))
         blocks = [_spec_block(result, report) for result in report.results]
         blocks.extend(_removed_block(diff, report) for diff in report.removed)
         counts = _counts(report)
@@ -139,6 +139,12 @@ def _diagnostics(result: SpecResult) -> list[str]:
         for p in result.errors
     ]
     return [*errors, *(_finding_line(f, result.file) for f in result.findings)]
+
+
+def _quiet_lines(result: SpecResult) -> list[str]:
+    """The diagnostics, and what the verdict took as given (never left out: it may pass)."""
+    file = one_line(result.file)
+    return [*_diagnostics(result), *(f"{file}: note: {one_line(n)}" for n in result.notes)]
 
 
 def _finding_line(f: Finding, file: str) -> str:
