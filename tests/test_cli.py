@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from typing import Any
@@ -397,6 +398,22 @@ def test_a_report_file_that_is_a_spec_judged_is_refused(tmp_path, capsys):
         assert main(["check", "--format", f"json={target}", str(spec)]) == 3
         assert "which this run judges" in capsys.readouterr().err
     assert spec.read_text() == text
+
+
+def test_a_report_file_in_the_policy_directory_is_refused(tmp_path, capsys):
+    """A red team's --format json=policies/vision.yaml replaced the policy the run read."""
+    policies = tmp_path / "policies"
+    shutil.copytree(ROOT / "policies", policies)
+    before = (policies / "vision.yaml").read_text()
+    for name in ("vision.yaml", "new-report.yaml"):
+        target = f"json={policies / name}"
+        assert main(["check", "--policy-dir", str(policies), "--format", target, PASSING]) == 3
+        assert "the policy directory this run reads" in capsys.readouterr().err
+    assert (policies / "vision.yaml").read_text() == before
+    assert not (policies / "new-report.yaml").exists()
+    outside = tmp_path / "report.json"
+    main(["check", "--policy-dir", str(policies), "--format", f"json={outside}", PASSING])
+    assert json.loads(outside.read_text())["results"]
 
 
 def test_every_format_says_the_built_in_policy_judged(tmp_path, monkeypatch, capsys):

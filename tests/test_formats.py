@@ -327,6 +327,10 @@ def test_import_never_writes_over_the_file_it_reads(tmp_path, capsys) -> None:
         assert main(["import", str(sweep), "--write", target]) == 3
         assert "is the file being imported: it would be overwritten" in capsys.readouterr().err
     assert sweep.read_bytes() == (RULES / "wandb-grid-3x4.yaml").read_bytes()
+    other = tmp_path / "spec.yaml"
+    other.write_text("old")
+    assert main(["import", str(sweep), "--write", str(other)]) == 0
+    assert "(replacing the file that was there)" in capsys.readouterr().err
     missing = str(tmp_path / "missing.yaml")
     assert main(["import", missing, "--write", str(sweep)]) == 3  # no file: an input error
     assert "missing.yaml: no such file" in capsys.readouterr().err

@@ -81,7 +81,12 @@ def run(args: argparse.Namespace) -> int:
         workers = 1 if alone else workers_for(len(paths), args.jobs)
         results, rendered = _evaluate_all(evaluator, paths, workers, targets)
         diffs = []
-    refuse_overwriting(targets, [result.file for result in results])
+    policies = evaluator.policies
+    refuse_overwriting(
+        targets,
+        [result.file for result in results],
+        None if policies.builtin else str(policies.policy_dir),
+    )
     if not results and not diffs and not args.allow_empty:
         raise InputError(
             f"no specs found in {' '.join(args.specs)} (directories are searched for *.yaml, "

@@ -53,8 +53,9 @@ def run(args: argparse.Namespace) -> int:
     validate(Experiment, imported.doc)  # the spec it prints is one check accepts
     text = render(imported, args.file)
     if args.write:
+        replaced = " (replacing the file that was there)" if os.path.exists(args.write) else ""
         write_atomically(args.write, text)
-        print(f"budget-gate: wrote {args.write} from {args.file}", file=sys.stderr)
+        print(f"budget-gate: wrote {args.write} from {args.file}{replaced}", file=sys.stderr)
     else:
         write_stdout(text)
     return 0

@@ -135,10 +135,26 @@ def write_atomically(path: str, text: str) -> None:
         raise
 
 
-def refuse_overwriting(targets: Sequence[FormatTarget], inputs: Sequence[str]) -> None:
-    """Refuse a report file that is one of the files judged: the report would replace it."""
+def refuse_overwriting(
+    targets: Sequence[FormatTarget], inputs: Sequence[str], policy_dir: str | None = None
+) -> None:
+    """Refuse a report file that is one of the files judged, or in the policy directory.
+
+    The report would replace a spec, a policy or the signers' file this run read (or add a
+    file the next run reads as a policy).
+    """
+    guarded = os.path.realpath(policy_dir) if policy_dir and os.path.isdir(policy_dir) else None
     for target in targets:
-        if target.path is None or not os.path.exists(target.path):
+        if target.path is None:
+            continue
+        where = os.path.realpath(target.path)
+        if guarded is not None and os.path.commonpath([guarded, where]) == guarded:
+            raise InputError(
+                f"--format {target.name}={target.path} would write into {policy_dir}, the "
+                "policy directory this run reads",
+                hint="write the report outside the policy directory",
+            )
+        if not os.path.exists(target.path):
             continue
         for given in inputs:
             if os.path.exists(given) and os.path.samefile(target.path, given):
