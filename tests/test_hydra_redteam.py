@@ -442,3 +442,17 @@ def test_a_timeout_is_read_as_hydra_casts_it_and_zero_is_no_limit(
     with initialize_config_dir(str(tmp_path), version_base=None):
         cfg = compose("config", return_hydra_config=True)
     assert cfg.hydra.launcher.timeout_min == hours * 60
+
+
+def test_epochs_written_1e3_are_a_thousand_as_omegaconf_reads_them(tmp_path, capsys) -> None:
+    """PyYAML reads a plain 1e3 as text, so it was no epochs at all; OmegaConf reads 1000.0."""
+    from omegaconf import OmegaConf
+
+    text = SUBMITIT.replace("  max_epochs: 10", "  max_epochs: 1e3").replace(
+        "x-budget-gate:\n", "x-budget-gate:\n  max_epochs: 10\n"
+    )
+    (tmp_path / "conf.yaml").write_text(text)
+    assert OmegaConf.load(tmp_path / "conf.yaml").trainer.max_epochs == 1000.0
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    assert "the engine runs 1000 (trainer.max_epochs)" in only_error(result)["message"]

@@ -56,7 +56,7 @@ EPOCH_KEYS = (
 
 def read(doc: LoadedDoc) -> Mapped:
     """The sweeper's trial count and parallelism, its params, the launcher's GPUs."""
-    data = doc.data
+    data = doc.yaml12()  # NOTE: as OmegaConf reads it: a plain 1e3 is 1000.0
 
     def at(*path: str | int, key: bool = False) -> Any:
         return doc.source_map.locate(tuple(path), key=key)

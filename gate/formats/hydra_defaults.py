@@ -58,7 +58,7 @@ def refuse_unread_groups(doc: LoadedDoc) -> None:
         return  # NOTE: the mapping reads no group of a defaults list that is none
     self_at = defaults.index(SELF) if SELF in defaults else len(defaults)
     base = Path(doc.file).parent
-    context = _Context(doc, base, _swept(doc.data), _most_epochs(doc.data))
+    context = _Context(doc, base, _swept(doc.data), _most_epochs(doc.yaml12()))
     for index, item in enumerate(defaults):
         where = doc.source_map.locate(("defaults", index))
         for entry in _entries(item, where, context.swept, base, base, ()):
@@ -205,7 +205,7 @@ def _check(context: _Context, entry: _Entry, after_self: bool, depth: int) -> No
         where = group_doc.source_map.locate(("defaults", index))
         for inner in _entries(item, where, {}, context.base, entry.file.parent, package):
             _check(context, inner, after_self, depth + 1)
-    for path, value in _leaves(group_doc.data):
+    for path, value in _leaves(group_doc.yaml12()):  # NOTE: as OmegaConf reads it
         whole = (*package, *path)
         if path[:1] == ("defaults",) or not _read(whole):
             continue

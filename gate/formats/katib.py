@@ -42,7 +42,7 @@ BAYESIAN = frozenset({"bayesianoptimization", "tpe", "multivariate-tpe", "cmaes"
 
 def read(doc: LoadedDoc) -> Mapped:
     """The Experiment's trials, parallelism, search space and trial GPUs as spec fields."""
-    data = doc.data
+    data = doc.yaml12()  # NOTE: as Kubernetes reads it: a plain 1e3 is 1000.0
 
     def at(*path: str | int) -> Any:
         return doc.source_map.locate(tuple(path))

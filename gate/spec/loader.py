@@ -10,6 +10,7 @@ marker keys in the data.
 
 from __future__ import annotations
 
+import copy
 import os
 import stat
 from dataclasses import dataclass, field
@@ -60,6 +61,24 @@ class LoadedDoc:
     """Values YAML 1.1 and 1.2 read differently (``010``: 8 or 10?). A spec or a policy
     refuses them (:func:`gate.spec.validation.validate`); an engine's own file keeps YAML
     1.1's reading, which its engine (PyYAML, Kubernetes) shares: ``defaultMode: 0644``."""
+    exponent_texts: tuple[DataPath, ...] = ()
+    """Where a plain ``1e3`` stands: text to YAML 1.1, a number to YAML 1.2 (:meth:`yaml12`)."""
+
+    def yaml12(self) -> dict[str, Any]:
+        """The data as OmegaConf (Hydra) and Kubernetes read it: a plain ``1e3`` is 1000.0.
+
+        What YAML 1.1 keeps as text, these engines take as a number: a Hydra epochs key of
+        ``1e3`` trains a thousand epochs.
+        """
+        if not self.exponent_texts:
+            return self.data
+        data = copy.deepcopy(self.data)
+        for path in self.exponent_texts:
+            node: Any = data
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = float(node[path[-1]])
+        return data
 
 
 def load_file(path: str | Path, *, empty_ok: bool = False) -> LoadedDoc:
@@ -131,8 +150,8 @@ def load_bytes(raw: bytes, file: str, *, empty_ok: bool = False) -> LoadedDoc:
         return LoadedDoc(file, data, SourceMap(values, keys), text)
     from gate.spec.yaml_walk import read_yaml  # NOTE: PyYAML, for texts past the plain style
 
-    data, values, keys, ambiguous = read_yaml(text, file)
-    return LoadedDoc(file, data, SourceMap(values, keys), text, ambiguous)
+    data, values, keys, ambiguous, exponents = read_yaml(text, file)
+    return LoadedDoc(file, data, SourceMap(values, keys), text, ambiguous, exponents)
 
 
 def _blank(text: str) -> bool:

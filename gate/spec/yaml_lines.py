@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from gate.errors import Location
-from gate.spec.yaml_tags import MAX_DEPTH, MAX_NUMBER_CHARS, STR, resolve
+from gate.spec.yaml_tags import EXPONENT_ONLY_FLOAT, MAX_DEPTH, MAX_NUMBER_CHARS, STR, resolve
 
 DataPath = tuple[str | int, ...]
 
@@ -271,6 +271,8 @@ def _scalar(found: re.Match[str]) -> Any:
     text = found["plain"]
     tag = resolve(text)
     if tag == STR:
+        if EXPONENT_ONLY_FLOAT.fullmatch(text):
+            raise _Unread  # YAML 1.1 text, a YAML 1.2 number: the loader says which
         return text
     # NOTE: each tag's simplest forms only: what PyYAML's constructor makes of them is what
     # Python makes; the others (1_000, 0o17, +1, 1:30, .inf, a bad date) the loader explains

@@ -22,6 +22,10 @@ defuses "billion laughs". A text read a line at a time has no aliases, but may b
 
 STR = "tag:yaml.org,2002:str"
 SEQ = "tag:yaml.org,2002:seq"
+EXPONENT_ONLY_FLOAT = re.compile(r"[-+]?(?:[0-9]+|[0-9]*\.[0-9]+|[0-9]+\.)[eE][-+]?[0-9]+")
+"""A number in exponent form that YAML 1.2 and JSON read as a float and YAML 1.1 as text
+where its mantissa has no dot or its exponent no sign (``1e-05``, ``1.0e5``); the rest of
+them (``1.0e-5``) both read alike."""
 MAP = "tag:yaml.org,2002:map"
 
 _DIGITS = "0123456789"

@@ -20,7 +20,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from gate.errors import InputError, Location
 from gate.spec.yaml_compose import compose
 from gate.spec.yaml_scalars import BOOL, STR, TRUE, scalar_value, short_tag
-from gate.spec.yaml_tags import MAX_DEPTH, MAX_NODES
+from gate.spec.yaml_tags import EXPONENT_ONLY_FLOAT, MAX_DEPTH, MAX_NODES
 
 DataPath = tuple[str | int, ...]
 Positions = dict[DataPath, Location]
@@ -34,8 +34,11 @@ _SEQ = "tag:yaml.org,2002:seq"
 
 def read_yaml(
     text: str, file: str
-) -> tuple[dict[str, Any], Positions, Positions, tuple[InputError, ...]]:
-    """The data of ``text``, where each value and key stands, and its ambiguous values."""
+) -> tuple[dict[str, Any], Positions, Positions, tuple[InputError, ...], tuple[DataPath, ...]]:
+    """The data of ``text``, where its values and keys stand, what it says ambiguously.
+
+    Last, where a plain ``1e3`` stands: text to YAML 1.1, a number to YAML 1.2.
+    """
     try:
         root = compose(text, file)
     except yaml.MarkedYAMLError as exc:
@@ -60,9 +63,9 @@ def read_yaml(
             location=_loc(file, root),
             hint="the top level must be a mapping with apiVersion, kind and the other sections",
         )
-    walker = _Walker(file)
+    walker = _Walker(file, json=file.lower().endswith(".json"))
     data = walker.walk(root, ())
-    return data, walker.values, walker.keys, tuple(walker.ambiguous)
+    return data, walker.values, walker.keys, tuple(walker.ambiguous), tuple(walker.exponents)
 
 
 _HIDDEN_BREAKS = {"\x85": "U+0085 (NEXT LINE)", "\u2028": "U+2028 (LINE SEPARATOR)",
@@ -144,8 +147,9 @@ def _node_kind(node: Node) -> str:
 class _Walker:
     """Expands one node tree into plain data under a node budget, recording positions."""
 
-    def __init__(self, file: str) -> None:
-        self.file = file
+    def __init__(self, file: str, *, json: bool = False) -> None:
+        self.file, self.json = file, json
+        self.exponents: list[DataPath] = []
         self.budget = MAX_NODES
         self.values: dict[DataPath, Location] = {}
         self.keys: dict[DataPath, Location] = {}
@@ -318,4 +322,7 @@ class _Walker:
         )
 
     def _scalar(self, node: ScalarNode, path: DataPath) -> Any:
-        return scalar_value(node, path, self.file, self.ambiguous)
+        value = scalar_value(node, path, self.file, self.ambiguous, self.json)
+        if isinstance(value, str) and not node.style and EXPONENT_ONLY_FLOAT.fullmatch(value):
+            self.exponents.append(path)
+        return value

@@ -226,3 +226,23 @@ def test_merges_every_parser_reads_alike_still_work() -> None:
     assert data["m"] == {"a": 5, "b": 2}
     assert data["n"] == {"a": 1, "b": 2, "c": 4}
     assert data["n"] == yaml.safe_load(text)["n"]
+
+
+def test_a_plain_exponent_number_is_read_apart_and_said_so() -> None:
+    """``1e-4`` is text to YAML 1.1 and a number to YAML 1.2: a spec was told to "write a
+    number without quotes" it had no quotes around."""
+    doc = load_bytes(b"lr: 1e-4\nsteps: 1.0e+3\nname: '1e5'\n", "s.yaml")
+    assert doc.data == {"lr": "1e-4", "steps": 1000.0, "name": "1e5"}
+    (error,) = doc.ambiguous
+    assert str(error) == (
+        "s.yaml:1:5: '1e-4' is text to YAML 1.1 (PyYAML) and a number to YAML 1.2 — write "
+        '1.0e-4 for the number, or quote it ("1e-4") for a string'
+    )
+    assert doc.exponent_texts == (("lr",),)
+    assert doc.yaml12() == {"lr": 0.0001, "steps": 1000.0, "name": "1e5"}
+
+
+def test_a_json_file_reads_its_numbers_as_json_does() -> None:
+    doc = load_bytes(b'{"lr": 1e-05, "top": 2E+3, "name": "1e5"}', "spec.json")
+    assert doc.data == {"lr": 1e-05, "top": 2000.0, "name": "1e5"}
+    assert doc.ambiguous == ()
