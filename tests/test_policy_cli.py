@@ -374,3 +374,16 @@ def test_accelerator_names_no_spec_can_match_are_refused(tmp_path: Path) -> None
         proc.stderr
     )
     assert "MI999" not in proc.stderr  # an accelerator the policy prices itself
+
+
+def test_a_policy_in_another_currency_needs_a_rate_and_policy_check_says_so(tmp_path) -> None:
+    """A red team's EUR policy passed policy check, then failed every spec at the spec's line."""
+    policy = "apiVersion: budget-gate/v1\nkind: Policy\ncurrency: EUR\nprices:\n  cloud: aws\n"
+    root = repo(tmp_path, {"policies/default.yaml": policy})
+    proc = gate("policy", "check", "policies", cwd=root)
+    assert proc.returncode == 3
+    assert proc.stderr.startswith(
+        "policies/default.yaml:5:3: prices: currency is EUR, but the catalog's prices are in USD"
+    )
+    (root / "policies" / "default.yaml").write_text(policy + "  usd_exchange_rate: 0.92\n")
+    assert gate("policy", "check", "policies", cwd=root).returncode == 0
