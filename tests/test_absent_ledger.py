@@ -157,3 +157,14 @@ def test_a_device_given_as_the_store_is_refused(team):
         code, _, err = team.cli(command, team.spec(20), uri="sqlite:////dev/null")
         assert code == 3
         assert "/dev/null is not a regular file (a device or a pipe)" in err
+
+
+def test_a_directory_store_is_bad_input_that_says_how_mlflow_3_opens_it(team, tmp_path):
+    """MLflow 3 opens ./mlruns only when told to: exit 4 (a failed backend) before, and the
+    hint of a bad scheme offered "a directory" as a store."""
+    folder = tmp_path / "mlruns"
+    folder.mkdir()
+    for uri in (str(folder), folder.as_uri()):
+        code, out, err = team.cli("check", team.spec(20), uri=uri)
+        assert code == 3, out + err
+        assert "is a directory store, which MLflow 3 opens only with MLFLOW_ALLOW_FILE_STORE" in err

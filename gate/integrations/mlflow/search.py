@@ -179,7 +179,16 @@ def failing_on(where: str, doing: str, failures: tuple[type[BaseException], ...]
             # NOTE: ftp://x is the user's typo, not a store that failed: bad input (exit 3).
             raise InputError(
                 f"the tracking URI {where} has a scheme MLflow keeps no runs at",
-                hint="use http(s)://HOST:PORT (a tracking server), sqlite:///PATH or a directory",
+                hint="use http(s)://HOST:PORT (a tracking server) or sqlite:///PATH",
+            ) from None
+        if "filesystem tracking backend" in str(exc) and "maintenance mode" in str(exc):
+            # NOTE: MLflow 3 opens a directory store (./mlruns) only when told to: a setting
+            # the user chooses, not a store that failed (exit 3)
+            raise InputError(
+                f"the tracking URI {where} is a directory store, which MLflow 3 opens only with "
+                "MLFLOW_ALLOW_FILE_STORE=true",
+                hint="move it to a database (mlflow migrate-filestore) and pass sqlite:///PATH, "
+                "or set MLFLOW_ALLOW_FILE_STORE=true",
             ) from None
         raise BackendError(f"MLflow at {where} failed while {doing}: {reason(exc)}") from exc
 
