@@ -24,6 +24,7 @@ STR = "tag:yaml.org,2002:str"
 BOOL = "tag:yaml.org,2002:bool"
 _FLOAT = "tag:yaml.org,2002:float"
 _INT = "tag:yaml.org,2002:int"
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _PLAIN_TAGS = ("str", "int", "float", "bool", "null", "timestamp")
 _CONSTRUCT: dict[str, Callable[[SafeConstructor, ScalarNode], Any]] = {
     f"tag:yaml.org,2002:{name}": SafeConstructor.yaml_constructors[f"tag:yaml.org,2002:{name}"]
@@ -72,6 +73,12 @@ def scalar_value(
         value = construct(_CONSTRUCTOR, node)
     except (ValueError, KeyError, IndexError, AttributeError, yaml.YAMLError):
         # NOTE: PyYAML's constructors raise all of these for values forced by a tag.
+        if node.tag == _TIMESTAMP and not node.style:
+            raise InputError(
+                f"{_shown(node.value)} is no date or time in the calendar",
+                location=_at(file, node),
+                hint="write a date that exists, as YYYY-MM-DD",
+            ) from None
         raise InputError(
             f"cannot read {_shown(node.value)} as {short_tag(node.tag)}",
             location=_at(file, node),

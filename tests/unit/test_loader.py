@@ -246,3 +246,11 @@ def test_a_json_file_reads_its_numbers_as_json_does() -> None:
     doc = load_bytes(b'{"lr": 1e-05, "top": 2E+3, "name": "1e5"}', "spec.json")
     assert doc.data == {"lr": 1e-05, "top": 2000.0, "name": "1e5"}
     assert doc.ambiguous == ()
+
+
+@pytest.mark.parametrize("text", [b"expires: 2026-02-30\n", b"{expires: 2026-13-01}"])
+def test_a_date_no_calendar_has_is_said_so(text: bytes) -> None:
+    """It was told to quote the value, and a quoted one then failed as no date either."""
+    with pytest.raises(InputError, match="is no date or time in the calendar") as caught:
+        load_bytes(text, "p.yaml")
+    assert caught.value.hint == "write a date that exists, as YYYY-MM-DD"
