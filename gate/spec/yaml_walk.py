@@ -12,6 +12,7 @@ imported for the others.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -104,7 +105,14 @@ def _yaml_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> InputError:
     problem = exc.problem or "invalid YAML"
     message = f"{context}: {problem}" if context else problem
     hint = _yaml_hint(message, text, mark.index if mark else 0)
+    tab = _INDENTING_TAB.search(text, mark.index if mark else 0) if "tab" in message else None
+    if tab is not None:  # NOTE: libyaml marks the value before the tab, a line too early
+        where = _offset_location(text, tab.end() - 1, file)
     return InputError(f"invalid YAML: {message}", location=where, hint=hint)
+
+
+_INDENTING_TAB = re.compile(r"^[ ]*\t", re.M)
+"""A tab among a line's leading spaces: what libyaml's "tab ... violates indentation" is about."""
 
 
 def _offset_location(text: str, offset: int, file: str) -> Location:

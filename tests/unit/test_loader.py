@@ -254,3 +254,10 @@ def test_a_date_no_calendar_has_is_said_so(text: bytes) -> None:
     with pytest.raises(InputError, match="is no date or time in the calendar") as caught:
         load_bytes(text, "p.yaml")
     assert caught.value.hint == "write a date that exists, as YYYY-MM-DD"
+
+
+def test_a_tab_that_indents_is_named_at_its_own_line() -> None:
+    """libyaml marks the value before it, so the error pointed a line too early."""
+    with pytest.raises(InputError, match="indent with spaces") as caught:
+        load_bytes(b"a: 1\nb:\n  c: 2\n\td: 3\n", "t.yaml")
+    assert caught.value.location == Location("t.yaml", 4, 1)
