@@ -797,6 +797,18 @@ def test_hydra_float_ranges_run_as_many_jobs_as_hydras(start, step, steps, nudge
     assert (count, value["values"]) == (len(hydras), hydras)
 
 
+@pytest.mark.parametrize("swept", ["shuffle(range(0,50))", "shuffle(1,2,3)", "shuffle(a,b)"])
+def test_a_shuffled_hydra_sweep_runs_the_same_jobs(swept) -> None:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from gate.formats.hydra_sweeps import sweep
+
+    override = OverridesParser.create().parse_override(f"x={swept}")
+    hydras = sorted(str(v) for v in override.sweep_iterator())
+    value, count = sweep(swept, "x", None)
+    assert (count, sorted(str(v) for v in value["values"])) == (len(hydras), hydras)
+
+
 @pytest.mark.parametrize("swept", ["range(stop=5)", "range(1, 10, stop=3)", "range(1, 2, 3, 4)"])
 def test_hydra_arguments_hydra_refuses_are_refused(swept) -> None:
     from gate.errors import InputError

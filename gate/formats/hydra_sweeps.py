@@ -35,6 +35,8 @@ def sweep(text: str, name: str, where: Any) -> tuple[dict[str, Any], int]:
         if "log" in parts[:-1] and "low" in value:
             value = {**value, "log": True}
         return value, count
+    if func == "shuffle":  # NOTE: the same jobs, in another order
+        return sweep(args, name, where)
     if func == "glob":
         raise InputError(
             f"hydra.sweeper.params.{name}: glob({args}) depends on the files of a config group",
