@@ -54,6 +54,7 @@ _FLOW_KEY = re.compile(rf" *(?P<key>{_KEY}): +")
 _FLOW_END = re.compile(r" *([,\]}])")
 
 _NULLS = ("~", "null", "Null", "NULL")
+_NUMBER_START = frozenset("0123456789.+-")
 _BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 
 
@@ -271,7 +272,7 @@ def _scalar(found: re.Match[str]) -> Any:
     text = found["plain"]
     tag = resolve(text)
     if tag == STR:
-        if EXPONENT_ONLY_FLOAT.fullmatch(text):
+        if text[0] in _NUMBER_START and EXPONENT_ONLY_FLOAT.fullmatch(text):
             raise _Unread  # YAML 1.1 text, a YAML 1.2 number: the loader says which
         return text
     # NOTE: each tag's simplest forms only: what PyYAML's constructor makes of them is what

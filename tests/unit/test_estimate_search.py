@@ -481,6 +481,63 @@ def test_a_lazy_estimate_finds_the_expected_cut_without_pricing_the_case(d, caps
     assert lazy.expected.cut == whole.cut
 
 
+_flat = st.fixed_dictionaries(
+    {
+        "strategy": st.sampled_from(["random", "grid", "bayesian"]),
+        "max_epochs": st.integers(1, 300),
+        "low": st.floats(0.1, 60),
+        "spread": st.floats(0, 60),
+        "setup": st.floats(0, 30),
+        "overhead": st.floats(0, 0.5),
+        "checkpoint": st.none() | st.integers(1, 240),
+        "preempt": st.floats(0, 3),
+        "spot": st.booleans(),
+        "patience": st.none() | st.integers(1, 30),
+        "plateau": st.none() | st.integers(1, 300),
+    }
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_flat, _caps)
+def test_a_flat_search_whose_worst_trial_is_not_cut_has_no_expected_cut(d, caps):
+    """A fix's proof answers at once for a search without rungs whose worst-case trial the
+    cap leaves whole: the answer must be the one pricing the expected case gives."""
+    early = None
+    if d["patience"] is not None:
+        early = {"monitor": "val_loss", "patience": d["patience"]}
+        if d["plateau"] is not None:
+            early["expected_plateau_epoch"] = min(d["plateau"], d["max_epochs"])
+    stopping = {k: v for k, v in caps.items() if v is not None}
+    if early is not None:
+        stopping["early_stopping"] = early
+    resources = {"capacity": "spot" if d["spot"] else "on-demand"}
+    if d["checkpoint"] is not None:
+        resources["checkpoint_every_minutes"] = d["checkpoint"]
+    search = {"strategy": d["strategy"], "max_concurrent_trials": 4}
+    if d["strategy"] == "grid":
+        search["parameters"] = {"lr": {"values": [0.1, 0.01, 0.001]}}
+    else:
+        search["max_trials"] = 12
+    spec = make_spec(
+        {
+            "resources": resources,
+            "workload": {
+                "max_epochs": d["max_epochs"],
+                "epoch_minutes": {"low": d["low"], "high": d["low"] + d["spread"]},
+                "setup_minutes": d["setup"],
+                "eval_overhead": d["overhead"],
+            },
+            "search": search,
+            "stopping": stopping,
+        }
+    )
+    policy = make_policy({"spot": {"preemptions_per_hour": d["preempt"]}})
+    whole = estimate(spec, policy, make_quote("4")).expected
+    lazy = estimate(spec, policy, make_quote("4"), savings=False, notes=False, lazy=True)
+    assert lazy.expected_cut == whole.cut
+
+
 def test_the_expected_cut_of_an_asha_search_simulates_nothing():
     d = {**RESUMED_ROUNDING, "trials": 64, "max_epochs": 81, "eta": 3, "low": 30.0}
     spec = _capped(d, {"max_trial_hours": 20.0})
