@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gate.admission.spec_file import check_launched
 from gate.errors import ApprovalRequired, InputError, PolicyViolation
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluation, Evaluator
@@ -100,8 +101,9 @@ def require_approval(
     Raises:
         gate.errors.ApprovalRequired: no fresh approval (``.reasons`` says why); exit 2.
         gate.errors.PolicyViolation: the spec breaks the policy; exit 1.
-        gate.errors.InputError: the spec or a policy is invalid, or ``now`` is not the
-            current time; exit 3.
+        gate.errors.InputError: the spec or a policy is invalid, the Action never judges
+            a spec so named or placed (not ``.yaml``/``.yml``/``.json``, in a submodule), or
+            ``now`` is not the current time; exit 3.
         gate.errors.BackendError: the ledger could not be read; exit 4.
         gate.errors.MissingExtra: MLflow is not installed (an InputError naming the extra).
     """
@@ -163,13 +165,10 @@ def _clear(
     policies = open_policies(policy_dir, spec=spec)
     if policies.builtin:
         _log.warning("no policies/ directory at the repository root: the built-in default applies")
+    repo = RepoPaths(policies.policy_dir if not policies.builtin else POLICY_DIR)
+    check_launched(spec, repo.root)  # before any ledger read: fail closed
     evaluator = Evaluator(
-        policies,
-        load_catalog(),
-        moment.date(),
-        ledger=view,
-        repo_path=RepoPaths(policies.policy_dir if not policies.builtin else POLICY_DIR),
-        launch_key=key,
+        policies, load_catalog(), moment.date(), ledger=view, repo_path=repo, launch_key=key
     )
     evaluation = evaluator.evaluate_spec(str(spec))
     result = evaluation.result

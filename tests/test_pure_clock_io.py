@@ -37,12 +37,13 @@ ALLOWED = {
     "gate/spec/loader.py": {"open"},  # load_file reads a spec file; load_bytes is the pure one
     "gate/policy/loader.py": {"is_file", "read_bytes", "is_dir", "iterdir", "files", "exists"},
     # a policy directory is what PolicySet reads, and the built-in default is packaged
-    "gate/formats/hydra_defaults.py": {"is_file", "glob"},  # the config groups beside a
+    "gate/formats/hydra_defaults.py": {"is_file", "glob", "is_dir"},  # the config groups beside a
     # Hydra config: what Hydra composes into it, read to refuse what would go unseen
     "gate/estimate/prices.py": {"files", "read_text"},  # the packaged price catalog
     "gate/estimate/flops.py": {"files", "read_text"},  # the packaged model-size table
     "gate/estimate/prices_build.py": {"open", "is_file", "write_text"},  # builds the catalog
-    "gate/admission/spec_file.py": {"read_bytes"},  # the spec a launch names, in the repo
+    "gate/admission/spec_file.py": {"read_bytes", "read_text"},  # the spec a launch names, in
+    # the repo, and the .git file that says whether the repo is another's submodule
 }
 """Where the clock or a file is the module's job, and which calls it makes (short, explicit)."""
 

@@ -56,16 +56,15 @@ def select_specs(
     return present, removed
 
 
-def outside_candidates(
-    files: Iterable[ChangedFile], present: Sequence[ChangedFile], limit: int
-) -> list[str]:
+def outside_candidates(files: Iterable[ChangedFile], present: Sequence[ChangedFile]) -> list[str]:
     """Changed spec files the globs did not select: each may be a spec nobody judges.
 
-    At most ``limit``, in order; the flow reads each one to see if it declares an Experiment.
+    In order; the flow reads each one (up to a cap, and says which it did not read) to see
+    if it is a spec. Only spec files: a launch path refuses any other name.
     """
     taken = {file.path for file in present}
     others = [f.path for f in files if not f.removed and f.path not in taken]
-    return [path for path in others if is_spec_file(path)][:limit]
+    return [path for path in others if is_spec_file(path)]
 
 
 def commit_status(report: Report) -> tuple[str, str]:

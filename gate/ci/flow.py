@@ -26,7 +26,7 @@ from gate.ci.event import Event
 from gate.ci.judging import judge_approvals
 from gate.ci.model import ChangedFile, CommentInfo, CommitInfo, PullInfo, ReviewInfo
 from gate.ci.policy_change import PolicyChange, assess, policy_files
-from gate.ci.scope import spender, unjudged_specs
+from gate.ci.scope import Outside, spender, unjudged_specs
 from gate.errors import InputError
 from gate.estimate.prices import load_catalog
 from gate.evaluation.diff import SpecDiff, compare
@@ -98,7 +98,10 @@ class Prepared:
     """Which commit each ``/budget-gate approve`` approved (``comment-<id>`` → head SHA):
     bound when first processed, kept in the ledger and the sticky comment."""
     outside: list[str] = field(default_factory=list)
-    """Changed files that declare ``kind: Experiment`` but that the spec globs leave out."""
+    """Changed specs (``kind: Experiment``, or an engine's file) the spec globs leave out."""
+    outside_read: Outside = field(default_factory=Outside)
+    """The read of the changed spec files outside the globs: the specs (as in ``outside``),
+    and those it could not read or did not (past the cap), each of which may be a spec."""
     shown: frozenset[str] | None = None
     """The approvals GitHub shows now (``review-<id>``, ``comment-<id>``), when a ledger is
     read: its copies of this pull request's others were withdrawn on GitHub."""
@@ -142,7 +145,8 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
     prepared.shown = shown
     if activity is not None:
         prepared.comments = activity[1]  # the sticky comment is found among them too
-    prepared.outside = unjudged_specs(gh, changed, present, head)
+    prepared.outside_read = unjudged_specs(gh, changed, present, head)
+    prepared.outside = prepared.outside_read.specs
     touched = policy_files(changed, settings.policy_dir)
     if touched:
         prepared.policy_change = assess(

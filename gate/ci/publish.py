@@ -30,6 +30,7 @@ from gate.ci.judging import binding_lines
 from gate.ci.model import CommentInfo
 from gate.ci.policy_change import render as render_policy_change
 from gate.ci.policy_change import status as policy_status
+from gate.ci.scope import MAX_OUTSIDE, Outside
 from gate.errors import WriteForbidden
 from gate.evaluation.report import Report
 from gate.policy.findings import Outcome
@@ -87,6 +88,7 @@ def publish(
             f"the pull request's head moved on to {pull.head_sha[:12]}: its own run sets the "
             "label and review requests"
         )
+    writes.notes.extend(unread_notes(prepared.outside_read))  # the log says it too
     if command is not None and prepared.refusals:
         body = refusal_reply(command, prepared.refusals)
         writes.attempt(
@@ -110,7 +112,7 @@ def _comment(
         writes.notes.extend(impostors(prepared.comments, marker))
     if existing is None:
         # A pull request that changes neither specs nor policies gets no comment.
-        if report.results or report.diffs or prepared.policy_change or prepared.outside:
+        if report.results or report.diffs or prepared.policy_change or _outside(prepared):
             writes.attempt("comment on the pull request", lambda: gh.create_comment(number, body))
         return
     if not may_write_comment(written_for(existing.body), prepared.head_sha, prepared.pull.head_sha):
@@ -131,10 +133,10 @@ def comment_body(prepared: Prepared, report: Report) -> str:
         # NOTE: after the markers, so the comment is still found and its head still read
         first, _, rest = body.partition("\n\n")
         body = f"{first}\n{binding_lines(prepared.bindings)}\n{rest}"
-    if prepared.policy_change is None and not prepared.outside:
+    if prepared.policy_change is None and not _outside(prepared):
         return body
     room = COMMENT_LIMIT - utf16_length(body)
-    section = outside_section(prepared.outside)
+    section = outside_section(prepared.outside) + unread_section(prepared.outside_read)
     if prepared.policy_change is not None:
         section = (
             render_policy_change(prepared.policy_change, room - utf16_length(section)) + section
@@ -149,17 +151,64 @@ OUTSIDE_SHOWN = 20
 
 
 def outside_section(paths: list[str]) -> str:
-    """Changed files that declare ``kind: Experiment`` outside the ``specs`` globs: unjudged."""
+    """Changed specs outside the ``specs`` globs: unjudged, yet a launch would judge them."""
     if not paths:
         return ""
+    return (
+        "\n\n### ⚠️ Specs this run did not judge\n\nThese changed files are specs "
+        "(`kind: Experiment`, or a W&B, Katib, SkyPilot or Hydra file a launch judges as one) "
+        f"but are outside the action's `specs` globs, so nothing here priced or gated them:"
+        f"{_listed(paths)}\n\nAdd them to `specs:` (or move them under it) to have them "
+        "judged.\n"
+    )
+
+
+def unread_section(outside: Outside) -> str:
+    """The changed spec files outside the globs this run did not read: each may be a spec."""
+    if not outside.unread and not outside.unchecked:
+        return ""
+    said = "".join(f"\n- {code(path)}: {escape(why)}" for path, why in outside.unread)
+    if outside.unchecked:
+        said += (
+            f"\n- {len(outside.unchecked)} more, not read (a run reads at most {MAX_OUTSIDE}):"
+            f"{_listed(outside.unchecked)}"
+        )
+    return (
+        "\n\n### ⚠️ Files this run could not tell are specs\n\nThese changed `.yaml`, "
+        "`.yml` or `.json` files are outside the action's `specs` globs and were not read, "
+        f"so any of them may be a spec nobody judged:{said}\n\nAdd them to `specs:` (or "
+        "move them under it) to have them judged.\n"
+    )
+
+
+def unread_notes(outside: Outside) -> list[str]:
+    """The same as log lines: one per file not read, and one for those past the cap."""
+    lines = [
+        f"{path} is outside the specs globs and was not read ({why}): it may be a spec "
+        "nothing judged"
+        for path, why in outside.unread
+    ]
+    if outside.unchecked:
+        count = len(outside.unchecked)
+        lines.append(
+            f"{count} changed spec files outside the specs globs were not read (a run reads "
+            f"at most {MAX_OUTSIDE}), so any may be a spec nothing judged: "
+            + ", ".join(outside.unchecked[:OUTSIDE_SHOWN])
+            + (f" and {count - OUTSIDE_SHOWN} more" if count > OUTSIDE_SHOWN else "")
+        )
+    return lines
+
+
+def _listed(paths: list[str]) -> str:
     shown = "".join(f"\n- {code(path)}" for path in paths[:OUTSIDE_SHOWN])
     more = f"\n- … and {len(paths) - OUTSIDE_SHOWN} more" if len(paths) > OUTSIDE_SHOWN else ""
-    return (
-        "\n\n### ⚠️ Specs this run did not judge\n\nThese changed files declare "
-        "`kind: Experiment` but are outside the action's `specs` globs, so nothing here "
-        f"priced or gated them:{shown}{more}\n\nAdd them to `specs:` (or move them under "
-        "it) to have them judged.\n"
-    )
+    return shown + more
+
+
+def _outside(prepared: Prepared) -> bool:
+    """Whether the comment has a changed file outside the globs to tell of."""
+    read = prepared.outside_read
+    return bool(prepared.outside or read.unread or read.unchecked)
 
 
 def sticky(comments: list[CommentInfo], marker: str) -> CommentInfo | None:

@@ -130,7 +130,7 @@ def _log_outside(prepared: Prepared) -> None:
     """A warning annotation on each changed spec-like file the ``specs`` globs leave out."""
     for path in prepared.outside:
         message = (
-            f"{path} declares kind: Experiment but is outside the specs globs, so it was "
+            f"{path} reads as a spec but is outside the specs globs, so it was "
             "not judged — add it to the action's specs: input"
         )
         print(command("warning", message, None, path, "budget-gate: spec not judged"))

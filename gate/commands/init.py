@@ -35,7 +35,7 @@ repos:
         name: budget-gate
         entry: budget-gate check --fail-on error
         language: system
-        files: ^experiments/.*\\.ya?ml$
+        files: ^experiments/.*\\.(?i:ya?ml|json)$
 """
 
 

@@ -7,6 +7,7 @@ import os
 import sys
 import uuid
 
+from gate.admission.spec_file import check_launched
 from gate.commands.common import (
     as_of,
     ledger_view,
@@ -17,6 +18,7 @@ from gate.commands.common import (
 from gate.commands.records import signer_for
 from gate.errors import one_line
 from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key, launch_or_join
+from gate.integrations.git.repo import RepoPaths
 from gate.integrations.signing import SIGNER_ENV
 from gate.ledger.approvals import JOIN_WITHIN
 from gate.ledger.records import LedgerRecord, when
@@ -28,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
     """Exit 0 only with no approval needed or a fresh one; else 2 (or 1, 3, 4) and why.
 
     The ledger is opened only when the spec needs an approval or its policy a budget; a
-    cleared spec is then recorded as a launch (unless ``--dry-run``).
+    cleared spec is then recorded as a launch (unless ``--dry-run``). A spec the Action
+    never judges (its name, a submodule) is refused first (exit 3).
     """
     _, now = as_of(args)
     judge_only = args.dry_run or args.as_of is not None  # a past moment launches nothing
@@ -36,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
     view = ledger_view(args, now, approvals=True)
     evaluator = make_evaluator(args, ledger=view)
     evaluator = evaluator.with_launch_key(key)
+    assert isinstance(evaluator.repo_path, RepoPaths)  # make_evaluator's: the policies' root
+    check_launched(args.spec, evaluator.repo_path.root)
     evaluation = evaluator.evaluate_spec(args.spec)
     result = evaluation.result
     print_errors([result])

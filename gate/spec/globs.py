@@ -35,17 +35,11 @@ if TYPE_CHECKING:
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 """The file name endings of a spec, compared in any case (``c.YAML`` is one)."""
 _MAGIC = re.compile(r"[*?\[]")
-_SPEC_LIKE = re.compile(rb"""(?:^|[{,])\s*["']?kind["']?\s*:\s*["']?Experiment\b""", re.M)
 
 
 def is_spec_file(path: str) -> bool:
     """Whether ``path`` has a spec's name ending (``.yaml``, ``.yml``, ``.json``, any case)."""
     return path.lower().endswith(SPEC_SUFFIXES)
-
-
-def looks_like_spec(content: bytes) -> bool:
-    """Whether a YAML or JSON file declares ``kind: Experiment`` (without parsing it)."""
-    return _SPEC_LIKE.search(content[:1_000_000]) is not None
 
 
 def normalized(path: str) -> str:
