@@ -208,3 +208,33 @@ def test_a_measured_epoch_time_over_the_spec_s_is_said_in_every_format(tmp_path,
     out = capsys.readouterr().out
     assert "priced from measured runs: epoch time 0.60 min" in out
     assert "the spec says 30" in out
+
+
+@pytest.mark.parametrize(
+    ("figures", "said"),
+    [
+        (
+            {"epoch_minutes": {"runs": 20, "p10": 0.5, "median": 0.6, "p90": 0.7}},
+            "priced from measured runs: epoch time 0.60 min: median of 20 runs of bert",
+        ),
+        (
+            {"mfu": {"runs": 20, "p10": 0.95, "median": 0.97, "p90": 0.99}},
+            "priced from measured runs: MFU 0.97, median of",
+        ),
+    ],
+)
+@pytest.mark.parametrize("fmt", ["quiet", "json", "github", "junit"])
+def test_a_measurement_over_a_model_size_prior_is_said_too(tmp_path, capsys, figures, said, fmt):
+    """A second reader's spec gave workload.model: a measured epoch time or MFU replaced its
+    FLOPs prior (an approval became a pass) and no format said so."""
+    entry = {"key": KEY, "runs": 20, "finished": 20, "failed": 0, "first": "2026-11-01",
+             "last": "2026-11-30", **figures}  # fmt: skip
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"apiVersion": "budget-gate/v1", "kind": "Calibration",
+                                "created": "2026-12-01", "entries": [entry]}))  # fmt: skip
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.replace("WORKLOAD", MODEL))
+    shown = ["-q"] if fmt == "quiet" else ["--format", fmt]
+    capsys.readouterr()
+    main(["check", "--calibration", str(path), str(spec), *shown])
+    assert said in capsys.readouterr().out

@@ -396,7 +396,7 @@ def test_a_report_file_that_is_a_spec_judged_is_refused(tmp_path, capsys):
     spec.write_text(text)
     for target in (str(spec), str(tmp_path / "." / "spec.yaml")):
         assert main(["check", "--format", f"json={target}", str(spec)]) == 3
-        assert "which this run judges" in capsys.readouterr().err
+        assert "which this run reads" in capsys.readouterr().err
     assert spec.read_text() == text
 
 
@@ -414,6 +414,18 @@ def test_a_report_file_in_the_policy_directory_is_refused(tmp_path, capsys):
     outside = tmp_path / "report.json"
     main(["check", "--policy-dir", str(policies), "--format", f"json={outside}", PASSING])
     assert json.loads(outside.read_text())["results"]
+
+
+def test_a_report_file_over_the_calibration_read_is_refused(tmp_path, capsys):
+    cal = tmp_path / "cal.json"
+    cal.write_text(
+        '{"apiVersion": "budget-gate/v1", "kind": "Calibration", "created": "2026-12-01", '
+        '"entries": []}'
+    )
+    before = cal.read_text()
+    assert main(["check", "--calibration", str(cal), "--format", f"json={cal}", PASSING]) == 3
+    assert "which this run reads" in capsys.readouterr().err
+    assert cal.read_text() == before
 
 
 def test_every_format_says_the_built_in_policy_judged(tmp_path, monkeypatch, capsys):
@@ -825,3 +837,44 @@ def test_check_with_an_exit_hook_registered_leaves_the_usual_way(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert mark.read_text() == "saved"
+
+
+def test_a_spec_in_a_folder_named_like_a_spec_file_is_refused(tmp_path, capsys):
+    """A waiver of experiments/nlp/nightly-eval.yaml covered nightly-eval.yaml/a.yaml, b.yaml…
+    (gitignore's patterns name a folder of that name and all in it): 28k USD, no approval."""
+    folder = tmp_path / "experiments" / "nightly-eval.yaml"
+    folder.mkdir(parents=True)
+    (folder / "a.yaml").write_text((ROOT / "examples" / "cifar-sweep.yaml").read_text())
+    for command in ("check", "verify"):
+        assert main([command, str(folder / "a.yaml")]) == 3
+        out = capsys.readouterr()
+        assert "the spec lies in a folder named like a spec file (nightly-eval.yaml/)" in (
+            out.out + out.err
+        )
+
+
+def test_a_file_named_with_brackets_is_that_file_not_a_glob(tmp_path, monkeypatch, capsys):
+    """check 'experiments/[x].yaml' (a pre-commit hook passes names) judged x.yaml instead."""
+    spec = (ROOT / "examples" / "cifar-sweep.yaml").read_text()
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "x.yaml").write_text(spec)
+    (tmp_path / "experiments" / "[x].yaml").write_text(
+        spec.replace("max_trials: 12", "max_trials: 10000")
+    )
+    monkeypatch.chdir(tmp_path)
+    check("--format", "json", "experiments/[x].yaml")
+    report = json.loads(capsys.readouterr().out)
+    assert [r["file"] for r in report["results"]] == ["experiments/[x].yaml"]
+    assert report["results"][0]["estimate"]["worst"]["trials"] == 20000  # 10,000 × 2 seeds
+
+
+def test_a_glob_says_the_hidden_folders_it_does_not_search(tmp_path, monkeypatch, capsys):
+    spec = (ROOT / "examples" / "cifar-sweep.yaml").read_text()
+    (tmp_path / "experiments" / ".drafts").mkdir(parents=True)
+    (tmp_path / "experiments" / ".drafts" / "big.yaml").write_text(spec)
+    (tmp_path / "experiments" / "a.yaml").write_text(spec)
+    monkeypatch.chdir(tmp_path)
+    check("--format", "json", "experiments/**")
+    out = capsys.readouterr()
+    assert [r["file"] for r in json.loads(out.out)["results"]] == ["experiments/a.yaml"]
+    assert "experiments/.drafts is a hidden folder, not searched by a glob" in out.err

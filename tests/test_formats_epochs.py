@@ -472,6 +472,7 @@ def test_a_katib_epochs_env_whose_value_is_outside_the_file_is_refused(tmp_path,
     ("envs", "secrets", "message"),
     [
         ("  EPOCHS: 1000\n", "", "but the engine runs 1000 (envs EPOCHS: 1000, in the programs'"),
+        ("  EPOCHNUM: 1000\n", "", "but the engine runs 1000 (envs EPOCHNUM: 1000, in the progr"),
         (  # a secret wins over an env of its name, as SkyPilot applies them
             "  NUM_EPOCHS: 5\n",
             "secrets:\n  NUM_EPOCHS: 700\n",
@@ -550,6 +551,13 @@ LOOPS = [
     "seq 100 | nice /usr/bin/xargs -I{} python train.py --epochs 5",
     "find . -name '*.cfg' -exec python train.py --epochs 5 --cfg {} ';'",
     "f() { python train.py --epochs 5; }; f; f; f",
+    # bash's arithmetic loops: `for((` is `for` and `((`, as bash reads it
+    "for((i=0;i<100;i++)); do python train.py --epochs 10; done",
+    "i=0; until((i++>=100)); do python train.py --epochs 10; done",
+    # a loop in a command substitution runs where the word is read
+    "echo $(for i in $(seq 100); do python train.py --epochs 10; done)",
+    "echo `for i in $(seq 100); do python train.py --epochs 10; done`",
+    'echo "$(while true; do python train.py --epochs 10; done)"',
 ]
 
 
@@ -570,20 +578,34 @@ def test_an_epochs_flag_a_script_repeats_is_refused(tmp_path, capsys, engine, sc
     assert error["line"] > 1
 
 
-def test_a_loop_beside_an_epochs_flag_is_refused_failing_closed(tmp_path, capsys) -> None:
-    """Where a loop ends is a shell's to say (a quoted "done", a subshell): any loop, repeater
-    or function in a script that trains refuses it."""
-    script = "for f in a b; do cp $f /tmp; done\npython train.py --epochs 7"
+def test_a_loop_of_harmless_commands_beside_an_epochs_flag_passes(tmp_path, capsys) -> None:
+    """The loop ends at its `done`: what it repeats copies files, and the training runs once."""
+    for script in [
+        "for f in a b; do cp $f /tmp; done\npython train.py --epochs 7",
+        'for f in a b; do echo "done $f"; done; python train.py --epochs 7',
+        "pip install -e . && python t.py --epochs 7",
+    ]:
+        text = SKYPILOT.format(declared="", run=json.dumps(script))
+        code, result = check(tmp_path, capsys, text, "task.yaml")
+        assert code != INVALID, result["errors"]
+        assert field(result, "workload.max_epochs")["value"] == "7"
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        'for f in a b; do echo "$f; done\npython train.py --epochs 7',  # an open quote
+        "for f in a b; do cp $f /tmp\npython train.py --epochs 7",  # no done
+    ],
+)
+def test_a_loop_in_a_script_that_cannot_be_read_is_refused_failing_closed(
+    tmp_path, capsys, script
+) -> None:
+    """Where a shell would not run the script as written, where its loop ends is a guess."""
     text = SKYPILOT.format(declared="", run=json.dumps(script))
     code, result = check(tmp_path, capsys, text, "task.yaml")
     assert code == INVALID
-    assert "a script that also runs `for`" in only_error(result)["message"]
-    plain = SKYPILOT.format(
-        declared="", run=json.dumps("pip install -e . && python t.py --epochs 7")
-    )
-    code, result = check(tmp_path, capsys, plain, "task.yaml")
-    assert code != INVALID, result["errors"]
-    assert field(result, "workload.max_epochs")["value"] == "7"
+    assert "--epochs in run, a script that also runs `for`" in only_error(result)["message"]
 
 
 # With no epochs flag the declared epochs are one run's: a loop trains them a hundred times.
@@ -592,6 +614,21 @@ UNFLAGGED_LOOPS = [
     "until python3 /app/train.py; do sleep 1; done",
     "seq 100 | xargs -I{} torchrun --nproc_per_node 8 train.py --seed {}",
     "for i in 1 2 3; do ./train.sh; done",
+    "while((i++<100)); do python train.py; done",
+    "until (( i >= 100 )); do python train.py; i=$((i+1)); done",
+    "echo $(for i in $(seq 100); do python train.py; done)",
+    # any program not known to be harmless may train: the list of what trains is open
+    "for i in $(seq 100); do uv run train; done",
+    "for i in $(seq 100); do poetry run train; done",
+    "for i in $(seq 100); do tune run full_finetune_single_device --config c.yaml; done",
+    "for i in $(seq 100); do llamafactory-cli train c.yaml; done",
+    "for i in $(seq 100); do accelerate launch train.py; done",
+    'for i in $(seq 100); do "$CMD"; done',
+    "for i in $(seq 100); do ./run; done",
+    "for i in $(seq 100); do timeout 2h nohup env SEED=$i python train.py; done",
+    "parallel 'python train.py --seed {}' ::: $(seq 100)",
+    "watch -n 600 python train.py",
+    "docker exec trainer bash -c 'for i in $(seq 100); do python train.py; done'",
 ]
 
 
@@ -614,6 +651,79 @@ def test_a_training_command_a_script_repeats_is_refused_with_no_epochs_flag(
     assert (
         "which may run it a number of times the file does not show" in only_error(result)["message"]
     )
+
+
+# A loop or a repeater of harmless commands beside a training run once repeats no training.
+HARMLESS_LOOPS = [
+    (
+        "setup",
+        "pip install -r requirements.txt\n"
+        "for m in en_core_web_sm de_core_news_sm; do python -m spacy download $m; done",
+    ),
+    ("setup", 'for f in scripts/*.sh; do chmod +x "$f"; done'),  # a glob, not a training script
+    ("setup", "for p in numpy torch; do python -m pip install $p; done"),
+    ("setup", "for i in 1 2 3; do wget https://x/data.tar && break; done\npython prepare_data.py"),
+    ("run", 'while ! nc -z "$HEAD" 29500; do sleep 1; done\ntorchrun --nproc_per_node 8 train.py'),
+    ("run", "ls data/*.tar | xargs -n1 tar xf\npython train.py"),
+    ("run", "source .venv/bin/activate\nfind . -name '*.sh' -exec chmod +x {} ';'\npython t.py"),
+]
+
+
+@pytest.mark.parametrize(("key", "script"), HARMLESS_LOOPS)
+def test_a_loop_that_repeats_no_training_passes(tmp_path, capsys, key, script) -> None:
+    """A setup loop beside `run: python train.py --epochs 10`, or a run's wait loop."""
+    declared = "  X_BUDGET_GATE_MAX_EPOCHS: 10\n"
+    if key == "setup":
+        text = SKYPILOT.format(declared=declared, run=json.dumps("python train.py --epochs 10"))
+        text = text.replace("run:", f"setup: {json.dumps(script)}\nrun:", 1)
+    else:
+        text = SKYPILOT.format(declared=declared, run=json.dumps(script))
+    code, result = check(tmp_path, capsys, text, "task.yaml")
+    assert code == 0, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == "10"
+
+
+@pytest.mark.parametrize("engine", ["katib", "skypilot"])
+def test_training_commands_repeated_with_no_epochs_flag_are_refused(
+    tmp_path, capsys, engine
+) -> None:
+    """Three runs of one training were priced at the declared 10 epochs, one run's."""
+    script = "python train.py\npython train.py --seed 2\naccelerate launch train.py"
+    if engine == "katib":
+        argv = json.dumps(["sh", "-c", script])
+        text, name = katib('{list: ["1"]}', command=argv), "experiment.yaml"
+    else:
+        declared = "  X_BUDGET_GATE_MAX_EPOCHS: 10\n"
+        text, name = SKYPILOT.format(declared=declared, run=json.dumps(script)), "task.yaml"
+    code, result = check(tmp_path, capsys, text, name)
+    assert code == INVALID
+    error = only_error(result)
+    assert error["message"].startswith("`python train.py` runs more than once in ")
+    assert error["hint"].startswith("give each command that trains its epochs flag")
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "python prepare.py && python train.py",
+        'python -c "import torch; print(torch.__version__)"\npython download.py\npython train.py',
+    ],
+)
+def test_different_programs_run_once_each_are_no_repeat(tmp_path, capsys, script) -> None:
+    """Preparation, then training: each runs once, and the declared epochs are the run's."""
+    declared = "  X_BUDGET_GATE_MAX_EPOCHS: 10\n"
+    text = SKYPILOT.format(declared=declared, run=json.dumps(script))
+    code, result = check(tmp_path, capsys, text, "task.yaml")
+    assert code != INVALID, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == "10"
+
+
+def test_training_commands_that_say_their_epochs_add_up(tmp_path, capsys) -> None:
+    script = "python train.py --epochs 10\npython train.py --epochs 10\npython train.py --epochs 10"
+    text = SKYPILOT.format(declared="", run=json.dumps(script))
+    code, result = check(tmp_path, capsys, text, "task.yaml")
+    assert code != INVALID, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == "30"
 
 
 def test_a_glued_epochs_flag_in_a_skypilot_run_counts(tmp_path, capsys) -> None:
@@ -640,6 +750,8 @@ EPOCH_NAMES = [
     *["nEpochs", "maxEpochs", "numTrainEpochs", "epoch_count", "epochs_total", "epochCount"],
     # a count's word glued on: a red team's nepochs: 1000 passed at the declared 10
     *["nepochs", "numepochs", "maxepochs", "NEPOCHS", "numtrainepochs", "nepoch"],
+    # a count's word glued after it, as epoch_count and epoch_num count
+    *["epochsnum", "epochcount", "epochstotal", "EPOCHNUM", "epochlimit"],
 ]
 
 
@@ -673,6 +785,8 @@ def test_epochs_inside_a_mapping_a_wandb_parameter_hands_a_run_count(
     [
         *["eps", "step", "warmup_steps", "steps_per_epoch", "stepsPerEpoch", "keep", "deepNet"],
         *["warmupepochs", "minepochs", "stepsperepoch", "startepoch"],
+        # a schedule's word glued inside the prefix, as lr_decay_epochs is no epochs
+        *["lrdecayepochs", "lrwarmupepochs", "savecheckpointepochs"],
     ],
 )
 def test_a_wandb_parameter_not_named_like_epochs_is_no_epochs(tmp_path, capsys, name) -> None:
@@ -761,6 +875,7 @@ def test_epochs_a_command_sets_for_its_program_count(tmp_path, capsys, command) 
         "  RESUME_EPOCH: latest\n",
         "  SAVE_EVERY_EPOCHS: 2\n",
         "  START_EPOCH: 3\n",
+        "  LRDECAYEPOCHS: 30\n",
     ],
 )
 def test_an_env_named_for_a_point_of_the_schedule_is_not_the_epochs(tmp_path, capsys, envs) -> None:

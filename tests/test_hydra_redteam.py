@@ -131,6 +131,16 @@ def test_submitit_gpus_per_task_are_multiplied_by_tasks_and_nodes(tmp_path, caps
         ("'#SBATCH --nodes=16'", "#SBATCH"),
         ("'  #sbatch --time=6000'", "#SBATCH"),
         ("export NUM_EPOCHS=1000", "epochs"),
+        # the second reader's: quoted, and set by other spellings than NAME=value
+        ("'export \"EPOCHS=1000\"'", "epochs (EPOCHS)"),
+        ("\"export 'MAX_EPOCHS=1000'\"", "epochs (MAX_EPOCHS)"),
+        ("'printf -v EPOCHS %d 1000; export EPOCHS'", "epochs (EPOCHS)"),
+        ("'declare -x NUM_EPOCHS=1000'", "epochs (NUM_EPOCHS)"),
+        ("'read EPOCHS <<< 1000'", "epochs (EPOCHS)"),
+        ("'eval \"export NUM_EPOCHS=1000\"'", "epochs (NUM_EPOCHS)"),
+        ("': ${EPOCHS:=1000}'", "epochs (EPOCHS)"),
+        ("'for EPOCHS in 1000; do :; done'", "epochs (EPOCHS)"),
+        ("'typeset -x Epochs=1000'", "epochs (Epochs)"),
     ],
 )
 def test_setup_lines_that_set_resources_or_epochs_are_refused(tmp_path, capsys, line, said) -> None:
@@ -150,6 +160,24 @@ def test_setup_lines_that_set_resources_or_epochs_are_refused(tmp_path, capsys, 
     error = only_error(result)
     assert "hydra.launcher.setup" in error["message"] and said in error["message"]
     assert error["line"] == line_of(text, "setup:")
+
+
+def test_setup_lines_that_set_no_epochs_pass(tmp_path, capsys) -> None:
+    """Reading a variable, or setting one not named like the epochs, sets no epochs."""
+    lines = "['module load cuda', 'echo $EPOCHS', 'export NCCL_DEBUG=INFO', 'cd /data/epochs_c']"
+    code, result = check(tmp_path, capsys, launcher(f"    setup: {lines}\n"))
+    assert code != INVALID, result["errors"]
+
+
+def test_the_shell_sets_what_the_refused_setup_lines_say(tmp_path) -> None:
+    """Each spelling refused above does set the variable in the job's environment."""
+    import subprocess
+
+    for line in ('export "EPOCHS=1000"', "printf -v EPOCHS %d 1000; export EPOCHS"):
+        shown = subprocess.run(
+            ["bash", "-c", f"{line}; env"], capture_output=True, text=True, check=True
+        ).stdout
+        assert "EPOCHS=1000" in shown.splitlines(), line
 
 
 # --- 2. ray_aws: the cluster the launcher brings up is not what is priced ---------------------
@@ -456,3 +484,160 @@ def test_epochs_written_1e3_are_a_thousand_as_omegaconf_reads_them(tmp_path, cap
     code, result = check(tmp_path, capsys, text)
     assert code == INVALID
     assert "the engine runs 1000 (trainer.max_epochs)" in only_error(result)["message"]
+
+
+# --- 7. the keyword forms of Hydra's sweep functions -----------------------------------------
+
+
+def hydra_jobs(text: str) -> int | None:
+    """The jobs Hydra's own OverridesParser makes of ``x=text``; None where it refuses it."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        override = OverridesParser.create().parse_override(f"x={text}")
+        return len(list(override.sweep_iterator())) if override.is_sweep_override() else 1
+    except Exception:  # NOTE: any refusal of Hydra's: nothing runs
+        return None
+
+
+def gate_jobs(text: str) -> int | None:
+    """The jobs budget-gate counts; None where it refuses the sweep (exit 3)."""
+    from gate.errors import InputError
+    from gate.formats.hydra_sweeps import sweep
+
+    try:
+        return sweep(text, "x", None)[1]
+    except InputError:
+        return None
+
+
+COUNTED = [
+    ("shuffle(sweep=range(1,1000))", 999),
+    ("tag(a, sweep=range(1,1000))", 999),
+    ("shuffle(range(1,3), sweep=range(1,5))", 4),
+    ("shuffle(sweep=choice(1,2))", 2),
+    ("tag(log, sweep=shuffle(sweep=range(0, 10, step=2)))", 5),
+    ("range(start=1, stop=5)", 4),
+    ("range(1, stop=10, step=3)", 3),
+    ("shuffle(1,2,3)", 3),
+    ("shuffle(list=[1,2,3])", 1),  # a list, shuffled: one job's value
+    ("shuffle(sweep=range(1,3), list=[1])", 1),
+    ("range (1,4)", 3),
+    ("a\\,b", 1),
+    ("'a,b'", 1),
+    ("${a.b},2", 2),
+    ("{a: 1, b: 2},3", 2),
+    ("range(1_000)", 1000),
+]
+REFUSED = [
+    "choice(list=[1,2])",  # Hydra: an unexpected keyword
+    "tag(a, sweep=range(1,3), sweep=range(1,9))",
+    "choice(a, foo(1))",  # an unknown function, never one literal value
+    "foo(1)",
+    "[foo(1)]",
+    "x(1)y",
+    "a=b",
+    "range(stop=5)",
+    "1,range(1,1000)",  # Hydra runs the range as one job's value: refused, not read
+    "sort(sweep=range(1,5))",  # Hydra's own, which budget-gate does not read
+]
+
+
+@pytest.mark.parametrize(("text", "jobs"), COUNTED)
+def test_sweep_functions_keyword_forms_count_hydras_jobs(text, jobs) -> None:
+    """``shuffle(sweep=range(1,1000))`` was one literal value: Hydra runs 999 jobs."""
+    assert hydra_jobs(text) == jobs
+    assert gate_jobs(text) == jobs
+
+
+@pytest.mark.parametrize("text", REFUSED)
+def test_a_sweep_budget_gate_cannot_read_is_refused_not_one_value(text) -> None:
+    assert gate_jobs(text) is None
+
+
+def _sweeps() -> Any:
+    """Override values of Hydra's grammar, keyword forms of its sweep functions among them."""
+    from hypothesis import strategies as st
+
+    number = st.integers(-3, 40).map(str)
+    plain = st.one_of(
+        number,
+        st.sampled_from(["a", "log", "'q,r'", "${a.b}", "x y"]),
+        st.lists(number, max_size=3).map(lambda v: "[" + ",".join(v) + "]"),
+    )
+    bounds = st.tuples(number, number, st.integers(1, 4))
+    ranges = bounds.map(
+        lambda b: [
+            f"range({b[0]},{b[1]})",
+            f"range(start={b[0]}, stop={b[1]})",
+            f"range({b[0]}, stop={b[1]}, step={b[2]})",
+            f"range({b[1]})",
+        ][b[2] - 1]
+    )
+    choices = st.lists(plain, min_size=1, max_size=4).map(lambda v: f"choice({', '.join(v)})")
+    sweeps = st.deferred(
+        lambda: st.one_of(
+            ranges,
+            choices,
+            sweeps.map(lambda s: f"shuffle(sweep={s})"),
+            sweeps.map(lambda s: f"shuffle({s})"),
+            sweeps.map(lambda s: f"tag(log, {s})"),
+            sweeps.map(lambda s: f"tag(a, sweep={s})"),
+        )
+    )
+    return st.one_of(
+        sweeps,
+        plain,
+        st.lists(plain, min_size=2, max_size=4).map(",".join),
+        st.lists(plain, min_size=1, max_size=3).map(lambda v: f"shuffle(list=[{','.join(v)}])"),
+        st.lists(plain, min_size=2, max_size=3).map(lambda v: f"shuffle({','.join(v)})"),
+    )
+
+
+def test_sweeps_count_as_hydras_parser_counts_or_are_refused() -> None:
+    """Differential: budget-gate counts Hydra's jobs, or refuses; never fewer, never one."""
+    from hypothesis import given, settings
+
+    @settings(max_examples=300, deadline=None)
+    @given(_sweeps())
+    def agree(text: str) -> None:
+        jobs = hydra_jobs(text)
+        if jobs is not None:
+            assert gate_jobs(text) == jobs, text
+
+    agree()
+
+
+# --- 8. an epochs value written as text, or infinite ------------------------------------------
+
+
+@pytest.mark.parametrize("value", ['"1000"', "'1e3'", '" 1_000 "'])
+def test_epochs_written_as_text_count_as_the_number_they_spell(tmp_path, capsys, value) -> None:
+    """A structured config casts ``max_epochs: "1000"`` to 1000; it was read as no epochs."""
+    text = SUBMITIT.replace("  max_epochs: 10", f"  max_epochs: {value}").replace(
+        "x-budget-gate:\n", "x-budget-gate:\n  max_epochs: 10\n"
+    )
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    assert "the engine runs 1000 (trainer.max_epochs)" in only_error(result)["message"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("max_epochs", '"many"', "text that is no number"),
+        ("max_epochs", "1e999", "not a number of epochs"),
+        ("max_epochs", "'inf'", "not a number of epochs"),
+        ("n_epochs", '"lots"', "text that is no number"),
+    ],
+)
+def test_epochs_that_say_no_count_are_refused_at_their_line(
+    tmp_path, capsys, key, value, said
+) -> None:
+    """``max_epochs: 1e999`` was refused at 1:1 as saying no epochs: point at its own line."""
+    text = SUBMITIT.replace("  max_epochs: 10", f"  {key}: {value}")
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    error = only_error(result)
+    assert said in error["message"], error
+    assert error["line"] == line_of(text, f"{key}: {value}")

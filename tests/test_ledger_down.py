@@ -236,5 +236,5 @@ def test_a_tracking_uri_mlflow_keeps_no_runs_at_is_bad_input(team, uri):
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr == (
         f"budget-gate: the tracking URI {uri} has a scheme MLflow keeps no runs at — use "
-        "http(s)://HOST:PORT (a tracking server), sqlite:///PATH or a directory\n"
+        "http(s)://HOST:PORT (a tracking server) or sqlite:///PATH\n"
     )

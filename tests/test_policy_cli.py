@@ -376,14 +376,24 @@ def test_accelerator_names_no_spec_can_match_are_refused(tmp_path: Path) -> None
     assert "MI999" not in proc.stderr  # an accelerator the policy prices itself
 
 
-def test_a_policy_in_another_currency_needs_a_rate_and_policy_check_says_so(tmp_path) -> None:
-    """A red team's EUR policy passed policy check, then failed every spec at the spec's line."""
-    policy = "apiVersion: budget-gate/v1\nkind: Policy\ncurrency: EUR\nprices:\n  cloud: aws\n"
+def test_a_policy_in_another_currency_without_a_rate_is_said_and_refused_at_its_currency(
+    tmp_path,
+) -> None:
+    """A red team's EUR policy passed policy check silently, then failed every spec at the
+    spec's line; one that prices its accelerators itself must keep working."""
+    policy = "apiVersion: budget-gate/v1\nkind: Policy\ncurrency: EUR\n"
     root = repo(tmp_path, {"policies/default.yaml": policy})
+    (root / "spec.yaml").write_text((ROOT / "examples" / "cifar-sweep.yaml").read_text())
     proc = gate("policy", "check", "policies", cwd=root)
+    assert proc.returncode == 0
+    assert "note: currency EUR without prices.usd_exchange_rate" in proc.stdout
+    proc = gate("check", "spec.yaml", cwd=root)
     assert proc.returncode == 3
-    assert proc.stderr.startswith(
-        "policies/default.yaml:5:3: prices: currency is EUR, but the catalog's prices are in USD"
+    assert "policies/default.yaml:3:11: policy currency is EUR but catalog prices are in USD" in (
+        proc.stdout + proc.stderr
     )
-    (root / "policies" / "default.yaml").write_text(policy + "  usd_exchange_rate: 0.92\n")
-    assert gate("policy", "check", "policies", cwd=root).returncode == 0
+    priced = policy + "prices:\n  overrides:\n    A100-80GB: {on-demand: 3.10, spot: 1.20}\n"
+    (root / "policies" / "default.yaml").write_text(priced)
+    proc = gate("check", "spec.yaml", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3.10000 EUR/GPU-h for A100-80GB" in proc.stdout

@@ -40,11 +40,11 @@ def test_merge_keys_keep_the_explicit_keys_position(write_yaml, capsys):
     text = SPEC.replace(
         "resources: {accelerator: L4, gpus_per_trial: 1, precision: bf16}",
         "base: &b {accelerator: L4, gpus_per_trial: 1}\n"
-        "resources:\n  gpus_per_trial: 0\n  <<: *b\n",
+        "resources:\n  <<: *b\n  gpus_per_trial: 0\n",
     )
     assert check(write_yaml, text) == 3
     out = capsys.readouterr().out
-    assert ":6:19: " in out  # the explicit gpus_per_trial: 0, not the merged one on line 4
+    assert ":7:19: " in out  # the explicit gpus_per_trial: 0, not the merged one on line 4
 
 
 def test_base_60_numbers_are_refused(write_yaml, capsys):

@@ -82,9 +82,10 @@ def run(args: argparse.Namespace) -> int:
         results, rendered = _evaluate_all(evaluator, paths, workers, targets)
         diffs = []
     policies = evaluator.policies
+    read = [result.file for result in results]
     refuse_overwriting(
         targets,
-        [result.file for result in results],
+        [*read, args.calibration] if args.calibration else read,
         None if policies.builtin else str(policies.policy_dir),
     )
     if not results and not diffs and not args.allow_empty:

@@ -22,7 +22,8 @@ def expand_specs(patterns: list[str]) -> list[str]:
 
     A directory gives every spec file under it (``.yaml``, ``.yml``, ``.json``, any case); a
     quoted glob is matched by the rules of :mod:`gate.spec.globs` (gitignore's, as in the
-    Action and the waivers) against paths relative to the current directory.
+    Action and the waivers) against paths relative to the current directory. A name that
+    exists is itself, wildcards in it or not.
     """
     found: list[str] = []
     for pattern in patterns:
@@ -31,7 +32,9 @@ def expand_specs(patterns: list[str]) -> list[str]:
             top = str(Path(pattern))
             _spec_files(top if top != "." else "", top, found, links)
             _say_links(links)
-        elif glob.has_magic(pattern):
+        elif glob.has_magic(pattern) and not os.path.lexists(pattern):
+            # NOTE: a file named experiments/[x].yaml is that file (a pre-commit hook passes
+            # names), not a glob that selects experiments/x.yaml in its place
             matches = _glob(pattern)
             if not matches:
                 raise InputError(f"{pattern}: no file matches", hint="check the glob")
@@ -110,7 +113,7 @@ def _glob(pattern: str) -> list[str]:
     Spec files only (``.yaml``, ``.yml``, ``.json``), as ``check DIR`` and the Action take
     them, so ``'experiments/**'`` passes over a ``.gitkeep``. Hidden files count as they do
     there: skipped, ``experiments/.big.yaml`` would pass unjudged. Hidden directories
-    (``.git``, ``.venv``) are not searched.
+    (``.venv``, ``.drafts``) are not searched, and said (but ``.git``).
     """
     absolute = os.path.isabs(pattern)
     base = os.sep if absolute else os.curdir
@@ -121,7 +124,9 @@ def _glob(pattern: str) -> list[str]:
     def refuse(exc: OSError) -> NoReturn:
         _unreadable(exc.filename or top, exc)
 
+    hidden: list[str] = []
     for directory, subdirs, files in os.walk(top, onerror=refuse):
+        hidden.extend(os.path.join(directory, d) for d in subdirs if d[:1] == "." and d != ".git")
         subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
         links.extend(os.path.join(directory, d) for d in subdirs)
         subdirs[:] = [d for d in subdirs if not os.path.islink(os.path.join(directory, d))]
@@ -134,6 +139,12 @@ def _glob(pattern: str) -> list[str]:
             if globs.matches([pattern], shown):
                 found.append(shown)
     _say_links([os.path.relpath(p) if not absolute else p for p in links if os.path.islink(p)])
+    for folder in sorted(hidden):  # NOTE: .venv's files are no specs; a .drafts/ may hold some
+        print(
+            f"budget-gate: warning: {folder if absolute else os.path.relpath(folder)} is a "
+            "hidden folder, not searched by a glob: check it by its own path",
+            file=sys.stderr,
+        )
     return sorted(found)
 
 

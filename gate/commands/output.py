@@ -160,7 +160,7 @@ def refuse_overwriting(
             if os.path.exists(given) and os.path.samefile(target.path, given):
                 raise InputError(
                     f"--format {target.name}={target.path} would write over {given}, which "
-                    "this run judges",
+                    "this run reads",
                     hint="write the report to a file of its own",
                 )
 

@@ -81,6 +81,12 @@ def run_check(directory: str) -> int:
                 f"  note: {policy.left_default}: extends: none — the default policy does not "
                 "apply to its specs (BG903 on each)"
             )
+        prices = policy.policy.prices
+        if policy.policy.currency != "USD" and prices.usd_exchange_rate is None:
+            print(
+                f"  note: currency {policy.policy.currency} without prices.usd_exchange_rate: "
+                "a spec on an accelerator that prices.overrides does not price is refused"
+            )
     print(f"{len(loaded)} {'policy' if len(loaded) == 1 else 'policies'} valid in {directory}")
     return 0
 

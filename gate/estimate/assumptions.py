@@ -9,7 +9,7 @@ from gate.estimate.settings import PricingPolicy, ScenarioName
 from gate.money import format_amount
 from gate.spec.experiment import Experiment
 from gate.spec.trial import Range
-from gate.words import counted
+from gate.words import counted, every_epoch
 
 
 def shared_notes(
@@ -112,3 +112,21 @@ def preemption_note(spec: Experiment, policy: PricingPolicy, gpu_hours: Decimal)
         f"spot: {policy.spot.preemptions_per_hour:g} preemptions per hour, {saved}: "
         f"{format_amount(gpu_hours, 1)} GPU-h recomputed"
     )
+
+
+def stop_line(spec: Experiment, top_epoch: int, stop_note: str | None, unfinished: bool) -> str:
+    """What ends the scenario's trials, in words."""
+    if unfinished and spec.stopping.early_stopping is None:
+        return f"no early stopping: a per-trial cap ends trials before {every_epoch(top_epoch)}"
+    return stop_note or f"every trial runs {every_epoch(top_epoch)} (nothing stops early)"
+
+
+def concurrency(spec: Experiment, policy: PricingPolicy, trials: int) -> tuple[int, list[str]]:
+    """Trials at once, and the team limit that lowers them, said."""
+    wanted = min(spec.search.max_concurrent_trials, trials)
+    gpus = spec.resources.gpus_per_trial
+    limit = policy.limits.max_concurrent_gpus
+    if limit is not None and wanted * gpus > limit:
+        allowed = max(1, limit // gpus)
+        return allowed, [f"team limit of {limit} concurrent GPUs runs {allowed} trials at once"]
+    return wanted, []

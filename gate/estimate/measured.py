@@ -135,18 +135,30 @@ def failure_note(failures: Fraction, policy_rate: float) -> str:
     )
 
 
-def overruled(spec: Experiment, measured: Measured | None, policy_rate: float) -> tuple[str, ...]:
+def overruled(
+    spec: Experiment, measured: Measured | None, policy_rate: float, policy_mfu: float
+) -> tuple[str, ...]:
     """What measured history priced in place of a figure the spec (or policy) declared.
 
     Said beside the verdict in every format: a measurement may turn an approval into a pass.
+    An epoch time measured over the spec's own or over its model size's FLOPs prior, an MFU
+    measured over the policy's, a plateau, a failure rate.
     """
     if measured is None:
         return ()
     notes = []
     epoch, early = measured.epoch, spec.stopping.early_stopping
     declared = declared_minutes(spec, "expected")
-    if epoch is not None and not epoch.prior and declared is not None:
-        notes.append(f"priced from measured runs: {epoch_note(epoch, 'expected', declared)}")
+    if epoch is not None and not epoch.prior:
+        instead = "" if declared is not None else "; the spec's workload.model gave a FLOPs prior"
+        said = epoch_note(epoch, "expected", declared)
+        notes.append(f"priced from measured runs: {said}{instead}")
+    mfu = measured.mfu
+    if epoch is not None and epoch.prior and mfu is not None and mfu.median != policy_mfu:
+        notes.append(
+            f"priced from measured runs: MFU {mfu.median:.3g}, median of {mfu.basis}; the "
+            f"policy says {policy_mfu:g}"
+        )
     if measured.plateau is not None and early is not None:
         said = plateau_note(measured.plateau, early.expected_plateau_epoch)
         notes.append(f"plateau priced from measured runs: {said.removeprefix('measured: ')}")

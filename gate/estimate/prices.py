@@ -73,8 +73,13 @@ def quote(
     cloud: str | None,
     *,
     location: Location | None = None,
+    currency_at: Callable[[], Location | None] | None = None,
 ) -> Quote:
-    """Resolve the price per GPU-hour for one accelerator, in the policy's currency."""
+    """Resolve the price per GPU-hour for one accelerator, in the policy's currency.
+
+    ``location`` is where the spec names the accelerator, ``currency_at`` finds where the
+    policy names its currency (a catalog price it cannot convert is the policy's to fix).
+    """
     override = policy.prices.overrides.get(accelerator)
     price = override.price_for(capacity) if override else None
     if price is not None:
@@ -98,7 +103,7 @@ def quote(
             f"prices.overrides.{accelerator}.reserved in the team policy",
         )
     usd, basis = _catalog_price(clouds, accelerator, capacity.value, cloud, location)
-    return Quote(accelerator, capacity, _convert(usd, policy), policy.currency, basis)
+    return Quote(accelerator, capacity, _convert(usd, policy, currency_at), policy.currency, basis)
 
 
 HOURS_PER_YEAR = 8760
@@ -167,14 +172,20 @@ def _catalog_price(
     return offers[name], f"catalog median, highest of {len(offers)} clouds ({name}) {capacity}"
 
 
-def _convert(usd: Decimal, policy: PricingPolicy) -> Decimal:
+def _convert(
+    usd: Decimal, policy: PricingPolicy, currency_at: Callable[[], Location | None] | None
+) -> Decimal:
+    """A catalog price in the policy's currency; refused at the policy's ``currency``."""
     if policy.currency == "USD":
         return usd
     rate = policy.prices.usd_exchange_rate
     if rate is None:
         raise InputError(
-            f"policy currency is {policy.currency} but catalog prices are in USD",
-            hint="set prices.usd_exchange_rate in the policy, or override every price",
+            f"policy currency is {policy.currency} but catalog prices are in USD, and "
+            "prices.usd_exchange_rate does not convert them",
+            location=currency_at() if currency_at is not None else None,
+            hint="set prices.usd_exchange_rate in the policy, or price this accelerator in "
+            "prices.overrides",
         )
     return usd * rate
 

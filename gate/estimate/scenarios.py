@@ -11,15 +11,18 @@ the middle of uncertain inputs and the expected pruning of asynchronous searches
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from gate.estimate.assumptions import (
+    concurrency,
     default_notes,
     preemption_note,
     reliability_notes,
     shared_notes,
+    stop_line,
 )
 from gate.estimate.caps import Cut, TrialCap, TrialPath, trial_cap
 from gate.estimate.flops import with_prior
@@ -36,7 +39,8 @@ from gate.money import to_decimal
 from gate.spec.experiment import Experiment
 from gate.spec.search import HALVING
 from gate.spec.trial import Capacity, Range
-from gate.words import every_epoch
+
+T = TypeVar("T")
 
 RUNG_STEPS = 80
 """One rung of one scenario priced, in ASHA simulation steps of the same CPU time (a fix's
@@ -73,14 +77,7 @@ def estimate(
     worst = _scenario(inputs, "worst", spec.workload.max_epochs)
     if lazy:
         assert not (savings or notes), "a lazy estimate prices no savings and says no notes"
-        found: list[tuple[int, str | None]] = []  # NOTE: not functools.cache: its wrapper
-        # cost a fifth of a fix's re-estimate
-
-        def stopped() -> tuple[int, str | None]:
-            if not found:
-                found.append(expected_stop(spec, policy, measured))
-            return found[0]
-
+        stopped = _once(lambda: expected_stop(spec, policy, measured))
         return Estimate(
             worst,
             lambda: _scenario(inputs, "expected", *stopped()),
@@ -107,6 +104,18 @@ def estimate(
         epoch_minutes_range=_range(spec),
         measured=measured,
     )
+
+
+def _once(make: Callable[[], T]) -> Callable[[], T]:
+    """``make``'s answer, worked out at the first call (functools.cache's wrapper costs more)."""
+    found: list[T] = []
+
+    def get() -> T:
+        if not found:
+            found.append(make())
+        return found[0]
+
+    return get
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,8 +176,8 @@ def _scenario(
     """One scenario: trials run to ``top_epoch``, pruned, preempted and capped as asked."""
     spec, policy, quote, trials = inputs.spec, inputs.policy, inputs.quote, inputs.trials
     stages = inputs.plan(name, top_epoch) if prune else flat(trials, top_epoch)
-    concurrency, limit_notes = _concurrency(spec, policy, trials)
-    usage = _usage(inputs, name, stages, concurrency, preempt=preempt, capped=capped)
+    at_once, limit_notes = concurrency(spec, policy, trials)
+    usage = _usage(inputs, name, stages, at_once, preempt=preempt, capped=capped)
     units = spec.resources.gpus_per_trial * spec.resources.gpu_share
     retry_runs = _retry(policy)
     trial_hours = usage.trial_hours * (1 + retry_runs)
@@ -178,7 +187,7 @@ def _scenario(
         [
             *shared_notes(spec, trials, name, inputs.measured),
             *(describe_plan(spec, name, stages, inputs.persistence) if prune else []),
-            _stop_line(spec, top_epoch, stop_note, usage.unfinished),
+            stop_line(spec, top_epoch, stop_note, usage.unfinished),
             *usage.cap_notes,
             *limit_notes,
             *_cost_notes(inputs, name, retry_runs, usage.recompute_hours * units),
@@ -196,7 +205,7 @@ def _scenario(
         gpu_hours=round_hours(exact_gpu_hours),
         cost=round_hours(exact_gpu_hours * quote.per_gpu_hour) + other,
         cost_per_trial=round_hours(units * usage.longest_trial * quote.per_gpu_hour),
-        concurrency=concurrency,
+        concurrency=at_once,
         waves=usage.waves,
         wall_clock_hours=usage.wall_clock * (1 + retry_runs),
         drivers=Drivers(
@@ -290,15 +299,12 @@ def _walk(
 def _expected_cut(inputs: _Pricing, top_epoch: int, worst: Scenario) -> Cut | None:
     """Where a per-trial cap cuts the expected case's furthest trial, if it does.
 
-    The very cut the expected scenario finds, from its rungs alone: how far one trial gets
-    does not depend on how many trials ASHA promotes, so no simulation is run for it. A
-    fix's proof asks it of every edit: a search without rungs whose worst-case trial the
-    cap does not cut is answered at once, since its expected trial trains no more epochs,
-    each no longer, in one run, and a longer run never holds less.
+    The very cut the expected scenario finds, from its rungs alone (how far one trial gets
+    does not depend on how many trials ASHA promotes). Without rungs, a worst-case trial the
+    cap leaves whole says it at once: the expected one trains no more epochs, none longer.
     """
     spec = inputs.spec
-    stop = spec.stopping
-    if stop.max_trial_hours is None and stop.max_trial_cost is None:
+    if spec.stopping.max_trial_hours is None and spec.stopping.max_trial_cost is None:
         return None  # NOTE: no cap, no cut
     if (
         worst.cut is None
@@ -326,12 +332,6 @@ def _furthest(
     return furthest_path(stages, paths, uncut, cap, notes)
 
 
-def _stop_line(spec: Experiment, top_epoch: int, stop_note: str | None, unfinished: bool) -> str:
-    if unfinished and spec.stopping.early_stopping is None:
-        return f"no early stopping: a per-trial cap ends trials before {every_epoch(top_epoch)}"
-    return stop_note or f"every trial runs {every_epoch(top_epoch)} (nothing stops early)"
-
-
 def _preemption(spec: Experiment, policy: PricingPolicy, run: Decimal, setup: Decimal) -> Decimal:
     if not _is_spot(spec):
         return Decimal(1)
@@ -342,16 +342,6 @@ def _preemption(spec: Experiment, policy: PricingPolicy, run: Decimal, setup: De
 
 def _is_spot(spec: Experiment) -> bool:
     return spec.resources.capacity is Capacity.SPOT
-
-
-def _concurrency(spec: Experiment, policy: PricingPolicy, trials: int) -> tuple[int, list[str]]:
-    wanted = min(spec.search.max_concurrent_trials, trials)
-    gpus = spec.resources.gpus_per_trial
-    limit = policy.limits.max_concurrent_gpus
-    if limit is not None and wanted * gpus > limit:
-        allowed = max(1, limit // gpus)
-        return allowed, [f"team limit of {limit} concurrent GPUs runs {allowed} trials at once"]
-    return wanted, []
 
 
 def _savings(

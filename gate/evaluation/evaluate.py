@@ -20,12 +20,18 @@ from typing import TYPE_CHECKING
 
 from gate.errors import InputError, InputErrors
 from gate.estimate.flops import with_prior
-from gate.estimate.measured import Measured, overruled
+from gate.estimate.measured import Measured
 from gate.estimate.model import Estimate
 from gate.estimate.prices import Catalog, Quote, quote
 from gate.estimate.scenarios import estimate
 from gate.evaluation.findings import rule_findings
-from gate.evaluation.reading import check_size, invalid_result, parse_spec
+from gate.evaluation.notes import verdict_notes
+from gate.evaluation.reading import (
+    check_size,
+    invalid_result,
+    parse_spec,
+    refuse_spec_named_folders,
+)
 from gate.evaluation.report import SpecResult
 from gate.formats import Format, sniff
 from gate.policy.findings import Finding, Outcome
@@ -125,6 +131,7 @@ class Evaluator:
         runs a W&B sweep gives its hardware).
         """
         try:
+            refuse_spec_named_folders(spec_file)
             doc = load_file(spec_file) if content is None else self._parsed(spec_file, content)
         except (InputError, InputErrors) as exc:
             return Evaluation(invalid_result(spec_file, exc))
@@ -232,10 +239,7 @@ class Evaluator:
             approval=approval,
             alternatives=cheaper,
             imported=imported.summary if imported is not None else None,
-            notes=(
-                *self._notes(spec, policy),
-                *overruled(spec, est.measured, policy.reliability.failure_rate),
-            ),
+            notes=verdict_notes(spec, policy, est.measured, self.as_of),
         )
         return Evaluation(result, spec, policy, path)
 
@@ -272,33 +276,6 @@ class Evaluator:
             calibration=self.calibration,
             launch=launch,
         )
-
-    def _notes(self, spec: Experiment, policy: Policy) -> tuple[str, ...]:
-        """What the verdict took as given, said beside it.
-
-        A moment other than now (``--as-of``); a team that no policy proves (``owns.specs``);
-        a cloud the spec names over the policy's ``prices.cloud`` (or over the dearest).
-        """
-        when = f"judged as of {self.as_of} (--as-of), not now: waivers, approvals and the "
-        notes = [when + "budget month are those of that moment"] if self.as_of else []
-        team = spec.metadata.team
-        if team is not None and not (policy.owns is not None and policy.owns.specs):
-            notes.append(
-                f"team {team} is taken as the spec declares it: no policy states which specs "
-                f"it owns (owns.specs in {team}.yaml), so any spec may claim it"
-            )
-        cloud, default = spec.resources.cloud, policy.prices.cloud
-        if cloud is not None and cloud != default:
-            instead = (
-                f"the policy's prices.cloud {default}"
-                if default
-                else "the dearest cloud's, the policy naming none (prices.cloud)"
-            )
-            notes.append(
-                f"priced at {cloud}'s catalog price as resources.cloud says, not at {instead}: "
-                "the spec's word, held at launch by the SkyPilot policy only"
-            )
-        return tuple(notes)
 
     def _fixes(
         self,
@@ -362,6 +339,7 @@ class Evaluator:
         return PurePath(os.path.normpath(spec_file)).as_posix()
 
     def _quote(self, spec: Experiment, policy: Policy, capacity: Capacity, doc: LoadedDoc) -> Quote:
+        team = spec.metadata.team
         return quote(
             self.catalog,
             policy,
@@ -369,6 +347,7 @@ class Evaluator:
             capacity,
             spec.resources.cloud or policy.prices.cloud,
             location=doc.source_map.locate(("resources", "accelerator")),
+            currency_at=lambda: self.policies.for_team(team).source_map.locate(("currency",)),
         )
 
     def _on_demand(self, spec: Experiment, policy: Policy, doc: LoadedDoc) -> Quote | None:

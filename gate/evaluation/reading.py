@@ -6,12 +6,16 @@ at ``file:line:col``, and a search too large to be a plan is refused before it i
 
 from __future__ import annotations
 
-from gate.errors import InputError, InputErrors
+import os
+from pathlib import PurePosixPath
+
+from gate.errors import InputError, InputErrors, Location
 from gate.estimate.trials import count_trials
 from gate.evaluation.report import SpecResult
 from gate.formats import Format
 from gate.policy.findings import Outcome
 from gate.spec.experiment import Experiment
+from gate.spec.globs import is_spec_file
 from gate.spec.loader import LoadedDoc
 from gate.spec.validation import validate
 
@@ -27,6 +31,26 @@ def check_size(spec: Experiment, doc: LoadedDoc) -> None:
             f"the search has about 10^{len(str(trials)) - 1} trials",
             location=doc.source_map.locate(("search",), key=True),
             hint="check the grid's value lists and seeds; no budget covers this many trials",
+        )
+
+
+def refuse_spec_named_folders(path: str) -> None:
+    """Refuse a spec under a folder named like a spec file (``nightly.yaml/big.yaml``).
+
+    Patterns are gitignore's: one that names a file (a waiver's ``nightly.yaml``, an owner's
+    ``experiments/*.yaml``) also names a folder of that name and everything in it, so such
+    a folder would carry one spec's waiver or owner to any number of others.
+    """
+    if "." not in path.rpartition("/")[0]:
+        return  # NOTE: every spec is asked: most folders have no dot at all
+    folders = PurePosixPath(os.path.normpath(path)).parts[:-1]
+    named = next((part for part in folders if is_spec_file(part)), None)
+    if named is not None:
+        raise InputError(
+            f"the spec lies in a folder named like a spec file ({named}/), which patterns "
+            "naming that file would cover with everything in it",
+            location=Location(path, 1, 1),
+            hint=f"rename the folder {named}/ (drop its {PurePosixPath(named).suffix} ending)",
         )
 
 

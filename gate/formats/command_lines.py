@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import takewhile
+from typing import NamedTuple
 
 from gate.errors import InputError, Location
+from gate.formats.shell_loops import FUNCTION, Unreadable, simple_commands
 from gate.spec.loader import DataPath
 
 Words = list[tuple[str, DataPath]]
@@ -42,7 +45,7 @@ def commands_of(words: Words, depth: int = 0) -> list[Words]:
             plain.append((word, path))
             continue
         command: Words = []
-        for token in [*_shell_words(word), ";"]:
+        for token in [*shell_words(word), ";"]:
             if token in _SEPARATORS:
                 found.extend(commands_of(command, depth + 1))
                 command = []
@@ -51,96 +54,206 @@ def commands_of(words: Words, depth: int = 0) -> list[Words]:
     return [plain, *found] if plain else found
 
 
-_LOOPS = frozenset({"for", "while", "until", "select"})
-"""Shell keywords whose body runs any number of times."""
 _REPEATERS = frozenset({"xargs", "parallel", "watch"})
-"""Commands that run the command they are given any number of times."""
 _EXECS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
-"""``find``'s actions that run a command once per file found."""
+"""Commands that run the command they are given any number of times, and ``find``'s."""
 
 
 def refuse_repeats(words: Words, where: str, locate: Callable[[DataPath], Location | None]) -> None:
-    """Refuse a script that repeats commands and trains, at its epochs flag or its program."""
-    found = _repeated_training(words)
-    if found is None:
+    """Refuse a script that may train a number of times the file does not show.
+
+    A command that may train where a loop or a repeater repeats it trains any number of
+    times; with no epochs flag in the script, one such command run twice trains the declared
+    epochs (one run's) twice. A loop of harmless commands beside the training is no repeat.
+    """
+    flags = [f for part in commands_of(words) for f in epoch_flags(part)]
+    try:
+        found = list(_runs(words, None, 0))
+    except Unreadable:  # NOTE: where a loop ends is then a guess: any loop word refuses
+        bare = [
+            (t.strip("(){}$`'\";"), at) for w, at in words if _is_script(w, 0) for t in w.split()
+        ]
+        loop = next(((m[1] or FUNCTION, at) for t, at in bare if (m := _LOOP.match(t))), None)
+        if loop is not None:
+            flag = (flags[0].written, flags[0].path) if flags else ("a command", loop[1])
+            raise _repeated(loop[0], *flag, where, locate) from None
         return
-    repeater, trains, path = found
-    raise InputError(
+    again = next((run for run in found if run.repeater is not None), None)
+    if again is not None:
+        inner = epoch_flags([(word, again.path) for word in again.words])
+        trains = inner[0].written if inner else f"`{_shown(again.words)}`"
+        raise _repeated(str(again.repeater), trains, again.path, where, locate)
+    seen: dict[str, _Run] = {}
+    twice = next((run for run in found if seen.setdefault(_shown(run.words), run) is not run), None)
+    if twice is not None and not flags:  # NOTE: prep.py, then train.py: two programs, once each
+        shown = _shown(twice.words)
+        raise InputError(
+            f"`{shown}` runs more than once in {where}, and no epochs flag: the declared epochs "
+            "are one run's, so the epochs a trial trains are not in the file",
+            location=locate(twice.path),
+            hint="give each command that trains its epochs flag (--epochs N), so that they add "
+            "up, or train once in the script",
+        )
+
+
+def _repeated(
+    repeater: str, trains: str, path: DataPath, where: str, locate: Callable[..., Location | None]
+) -> InputError:
+    return InputError(
         f"{trains} in {where}, a script that also runs `{repeater}`, which may run it a number "
         "of times the file does not show: the epochs a trial trains are not in the file",
         location=locate(path),
-        hint="write the training command once, with no loop, repeater or function in the "
-        "script (move them to a script of their own), or make the repeats the engine's trials",
+        hint="write the training command once, outside any loop, repeater or function of the "
+        "script, or make the repeats the engine's trials",
     )
 
 
-def _repeated_training(words: Words, depth: int = 0) -> tuple[str, str, DataPath] | None:
-    """A script that repeats commands (a loop, ``xargs``) and trains, else None.
+def _shown(words: tuple[str, ...]) -> str:
+    """A command by its first words, up to its first option: ``python train.py``."""
+    return " ".join(takewhile(lambda word: not word.startswith("-"), words[:3])) or words[0]
 
-    Returns the repeater, the epochs flag (or the program that trains, where no flag is
-    given: the declared epochs are then one run's) and its path: such a script trains a
-    number of times the file does not show (``for i in $(seq 100); do python t.py; done``),
-    so no count of its epochs is the trial's. The repeater is looked for anywhere in the
-    script (``(for ...)``, ``time for``, ``nice /usr/bin/xargs``, ``find -exec``, a shell
-    function called again), not only where a command starts: a word ``for`` beside a
-    training command is refused, failing closed.
-    """
-    for word, path in words:
-        if depth >= _MAX_SCRIPT_DEPTH or not any(c.isspace() for c in word):
+
+class _Run(NamedTuple):
+    words: tuple[str, ...]
+    repeater: str | None
+    """What repeats it; None: it runs once."""
+    path: DataPath
+
+
+def _runs(words: Words, repeat: str | None, depth: int) -> Iterator[_Run]:
+    """The commands that may train among a command and the scripts and commands it runs."""
+    start = _program([word for word, _ in words], depth)
+    if start is None:
+        return
+    program, path = words[start]
+    if _is_script(program, depth):
+        for found, again in simple_commands(program, repeat):
+            yield from _runs([(word, path) for word in found], again, depth + 1)
+        return
+    name, args = program.rsplit("/", 1)[-1], [word for word, _ in words[start + 1 :]]
+    for repeater, inner in _repeated_commands(name, args):
+        yield from _runs([(word, path) for word in inner], repeat or repeater, depth)
+    if name in _REPEATERS or _harmless(name, args):
+        return
+    nested = [
+        run
+        for word, at in words[start + 1 :]
+        if _is_script(word, depth)
+        for run in _runs([(word, at)], repeat, depth)
+    ]
+    if name in _SHELLS and any(_is_script(word, depth) for word in args):
+        yield from nested  # NOTE: sh -c "python t.py" is one command, python's
+        return
+    yield _Run(tuple(word for word, _ in words[start:]), repeat, path)
+    yield from (run for run in nested if run.repeater is not None)
+
+
+def _is_script(word: str, depth: int) -> bool:
+    return depth < _MAX_SCRIPT_DEPTH and any(c.isspace() for c in word)
+
+
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "su", "eval", "ssh"})
+"""Programs that run a script given as a word: their script's commands are theirs."""
+_SHELL_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*(?:\[[^]]*\])?\+?=")
+
+
+def _program(words: list[str], depth: int) -> int | None:
+    """Where a command's program is, past wrappers and assignments (an argv sets none)."""
+    at = 0
+    while at < len(words):
+        name = words[at].rsplit("/", 1)[-1]
+        if _SHELL_ASSIGNMENT.match(words[at]) and (depth or at):
+            at += 1
             continue
-        tokens = _shell_words(word)
-        flags = [f for part in commands_of([(word, path)], depth) for f in epoch_flags(part)]
-        trains = flags[0].written if flags else _trainer(tokens)
-        if trains is None:
-            continue
-        found = next((r for token in tokens if (r := _repeater(token)) is not None), None)
-        if found is not None:
-            return found, trains, flags[0].path if flags else path
-        inner = _repeated_training([(token, path) for token in tokens], depth + 1)
-        if inner is not None:
-            return inner
+        if name not in _WRAPPERS:
+            return at
+        if name == "command" and words[at + 1 : at + 2] in (["-v"], ["-V"]):
+            return None  # NOTE: command -v python looks python up
+        at += 1
+        while at < len(words) and words[at].startswith("-") and words[at] != "-":
+            at += 1 + (words[at] in _VALUED)
+            if words[at - 1] == "--":
+                break
+        at += name in ("timeout", "taskset")  # NOTE: timeout 10h python t.py
     return None
 
 
-_TRAINERS = re.compile(
-    r"python[\d.]*|pypy[\d.]*|torchrun|accelerate|deepspeed|horovodrun|mpirun|mpiexec|srun"
-    r"|composer|lightning|[^\s]+\.(?:py|sh|bash)"
+def _repeated_commands(name: str, args: list[str]) -> Iterator[tuple[str, list[str]]]:
+    """The command a repeater runs again (``xargs python t.py``), with the repeater."""
+    if name == "find":
+        for at, word in enumerate(args):
+            if word in _EXECS:
+                ends = [i for i, end in enumerate(args) if i > at and end in (";", "+")]
+                yield f"find {word}", args[at + 1 : ends[0] if ends else len(args)]
+    elif name in _REPEATERS:
+        at = 0
+        while at < len(args) and args[at].startswith("-"):
+            at += 1 + (args[at] in _VALUED)
+        yield name, args[at:]
+
+
+def _split(*names: str) -> frozenset[str]:
+    return frozenset(" ".join(names).split())
+
+
+_HARMLESS = _split(
+    "echo printf sleep true false test [ : cd pushd popd export unset set shift read wait exit",
+    "return break continue trap ulimit umask declare local readonly typeset let pwd which type",
+    "hash alias cp mv rm mkdir rmdir ln touch chmod chown cat head tail wc grep egrep sed awk cut",
+    "tr sort uniq tee ls du df free nproc hostname whoami id date basename dirname realpath find",
+    "readlink stat file md5sum sha256sum seq jq yq envsubst tar unzip gunzip gzip zip xz wget",
+    "curl git git-lfs gsutil rsync scp nc ping nvidia-smi ps kill pkill pip pip3 apt apt-get yum",
+    "dnf apk brew",
 )
-"""Programs that run a training, by their base name, and scripts by their extension."""
+"""Utilities that train nothing and run none of their words as a command."""
+_TOOLS = _split(
+    "uv:pip uv:venv uv:sync uv:add uv:lock poetry:install poetry:add poetry:lock poetry:update",
+    "poetry:config poetry:env ray:start ray:stop ray:status huggingface-cli:download",
+    "huggingface-cli:login huggingface-cli:upload hf:download hf:auth hf:upload wandb:login",
+    "wandb:sync docker:pull docker:login docker:push aws:s3 aws:configure gcloud:storage",
+)
+"""Tools' subcommands that install, fetch or look up (``uv pip``; not ``uv run``)."""
+_CONDA = _split("install create activate deactivate env config update clean init info list remove")
+_PYTHON = re.compile(r"(?:python|pypy)[\d.]*")
+_PYTHON_HARMLESS = (["-m", "pip"], ["-m", "venv"], ["-m", "ensurepip"], ["-V"], ["--version"])
+_ENVIRONMENTS = _split("activate .bashrc .profile .bash_profile .env conda.sh")
+"""What ``source`` reads that sets up a shell: a virtual environment's ``activate``."""
 
 
-def _trainer(tokens: list[str]) -> str | None:
-    """The first word of a script that starts a program which may train (``python``).
-
-    ``python -m pip`` (or ``venv``) installs: a setup script's loop over packages trains
-    nothing.
-    """
-    words = [w.strip("(){}'\"") for token in tokens for w in token.split()]
-    for i, word in enumerate(words):
-        name = word.rsplit("/", 1)[-1]
-        if _TRAINERS.fullmatch(name) and words[i + 1 : i + 3] not in _INSTALLERS:
-            return f"`{name}`"
-    return None
-
-
-_INSTALLERS = (["-m", "pip"], ["-m", "venv"], ["-m", "ensurepip"])
+def _harmless(name: str, args: list[str]) -> bool:
+    """Whether a program with its arguments trains nothing (``pip install``, not ``python``)."""
+    first = args[0] if args else ""
+    if name in ("awk", "gawk") and any("system" in arg or "|" in arg for arg in args):
+        return False  # NOTE: awk 'BEGIN {system("python t.py")}' runs a command
+    if _PYTHON.fullmatch(name):
+        return args[:2] in _PYTHON_HARMLESS or args[:3] == ["-m", "spacy", "download"]
+    if name in ("conda", "mamba", "micromamba"):
+        return first in _CONDA
+    if name in ("source", "."):
+        return first.rsplit("/", 1)[-1] in _ENVIRONMENTS
+    return name in _HARMLESS or f"{name}:{first}" in _TOOLS
 
 
-def _repeater(token: str) -> str | None:
-    """What repeats commands in a shell word: a loop keyword, a repeater, a function."""
-    bare = token.strip("(){}")
-    if bare in _LOOPS:
-        return bare
-    if bare.rsplit("/", 1)[-1] in _REPEATERS:
-        return bare.rsplit("/", 1)[-1]
-    if bare in _EXECS:
-        return f"find {bare}"
-    if token.endswith("()") or bare == "function":
-        return "a shell function"
-    return None
+_WRAPPERS = _split("env nice time timeout sudo exec stdbuf ionice numactl taskset nohup command")
+"""Programs that run the command after their options (``nohup python t.py``)."""
+_VALUED = _split(
+    "-u --unset -C --chdir -n --adjustment -f --format -o --output -s --signal -k --kill-after",
+    "--user -g --group -h --host -p --prompt -D -a -i -e --input --error -c --class -N -m",
+    "--cpunodebind --membind --physcpubind --preferred -I -L -P -d -E -j -S --arg-file",
+    "--delimiter --max-args --max-procs --max-lines --max-chars --eof --jobs --sshlogin --delay",
+    "--timeout --joblog --results --retries --colsep --tmpdir --halt --interval",
+)
+"""The options of wrappers and repeaters (``xargs``, ``parallel``, ``watch``) that take a value."""
 
 
-def _shell_words(script: str) -> list[str]:
+_LOOP = re.compile(
+    r"(?:.*/)?(for|while|until|select|xargs|parallel|watch|-exec|-execdir|-ok|-okdir)(?:\(.*)?$"
+    r"|function$|.*\(\)$"
+)
+"""A word that may repeat commands, in a script whose structure cannot be read."""
+
+
+def shell_words(script: str) -> list[str]:
     """``script`` split as a POSIX shell splits it, lines and separators apart.
 
     NOTE: shlex reads a newline as a space, running a script's lines into one command, and a
@@ -163,10 +276,10 @@ EPOCH_FLAG = re.compile(r"^--?((?:[\w.-]*[._-])?ep(?:o(?:c(?:hs?)?)?)?)(?:=(.*))
 
 _EPOCH_NAME = re.compile(
     r"(?:[\w.-]*[._-])?ep(?:o(?:c(?:hs?)?)?)?"
-    r"|(?:[\w.-]*[._-])?epochs?[._-](?:count|total|num|number|n|max|limit)"
+    r"|(?:[\w.-]*[._-])?epochs?[._-]?(?:count|total|num|number|n|max|limit)"
 )
 _WHOLE_EPOCH_NAME = re.compile(
-    r"(?:[\w.-]*[._-])?epochs?(?:[._-](?:count|total|num|number|n|max|limit))?"
+    r"(?:[\w.-]*[._-])?epochs?(?:[._-]?(?:count|total|num|number|n|max|limit))?"
 )
 """The epochs named in whole words: what an environment variable or a ``key=value`` of a
 command line must say (no argparse completes ``EP`` there)."""
@@ -187,6 +300,11 @@ _SCHEDULE = re.compile(
 )
 """A point or a part of the schedule, not its length: ``warmup_epochs``, ``start_epoch``,
 ``save_every_epochs``, ``check_val_every_n_epoch``, Lightning's ``min_epochs``."""
+_GLUED_SCHEDULE = re.compile(
+    r"warmup|decay|anneal|freeze|cooldown|patience|restart|offset|snapshot|checkpoint|resume"
+    r"|save|eval|valid|logging|start|begin|first|last|every|print|report|test"
+)
+"""Such a word glued inside a longer one: ``lrdecayepochs`` (no short one: ``cur``, ``val``)."""
 _WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 """Where camelCase starts a word: ``nEpochs`` is ``n_epochs``."""
 
@@ -209,7 +327,7 @@ def names_epochs(name: str, *, abbreviated: bool = True) -> bool:
         return True
     glued = _GLUED_EPOCHS.fullmatch(lowered)  # NOTE: nepochs, maxepochs, numtrainepochs
     if glued is not None and not _SCHEDULE.search(glued[1]) and not glued[1].endswith("per"):
-        return True
+        return _GLUED_SCHEDULE.search(glued[1]) is None
     return abbreviated and _GLUED_PREFIX.fullmatch(lowered) is not None
 
 

@@ -15,8 +15,8 @@ import re
 from typing import Any
 
 from gate.errors import InputError
-from gate.formats.command_lines import epoch_flags
 from gate.formats.extension import COMMENT
+from gate.formats.hydra_setup import refuse_setup_lines
 from gate.formats.model import Draft, Origin, Source, Traced, dotted, mapping
 
 SUBMITIT_TIMEOUT_MIN = 60
@@ -74,7 +74,7 @@ def launcher(
         return
     _refuse_submitit_allocations(name, config, at)
     _refuse_unread_parameters(config, at)
-    _refuse_setup_lines(config, at)
+    refuse_setup_lines(config, at)
     nodes = _launcher_count(config, "nodes", at) or 1
     per_node, shown = _gpus_per_node(config, at)
     if per_node:
@@ -280,33 +280,6 @@ def _refuse_unread_parameters(config: dict[str, Any], at: Any) -> None:
             else "remove it: additional_parameters may hold only options that set no count "
             "(account, qos, mail_type, comment, job_name, …), or write the experiment as a "
             "budget-gate spec",
-        )
-
-
-_SBATCH = re.compile(r"^\s*#\s*SBATCH", re.IGNORECASE)
-
-
-def _refuse_setup_lines(config: dict[str, Any], at: Any) -> None:
-    """Refuse a ``setup`` line that sets resources or epochs budget-gate does not read.
-
-    Submitit writes the lines before the job's first command, where sbatch still reads a
-    ``#SBATCH`` line (``--nodes=16`` over the launcher's); an ``export EPOCHS=1000`` there is
-    the program's environment.
-    """
-    lines = config.get("setup")
-    for i, line in enumerate(lines if isinstance(lines, list) else []):
-        text = str(line)
-        if _SBATCH.match(text):
-            said = "is an #SBATCH option, which sbatch reads over the launcher's own"
-        elif epoch_flags([(word, ()) for word in text.split()]):
-            said = "sets the epochs where budget-gate does not read them"
-        else:
-            continue
-        raise InputError(
-            f"hydra.launcher.setup[{i}]: {text.strip()} {said}",
-            location=at("hydra", "launcher", "setup", i),
-            hint="ask for nodes, GPUs and time by the launcher's own keys (nodes, "
-            "gpus_per_node, timeout_min) and set the epochs in the config",
         )
 
 

@@ -1,130 +1,193 @@
 """Hydra's sweep overrides, as budget-gate reads them: lists, ``choice``, ``range``, ``interval``.
 
 ``hydra.sweeper.params`` values are Hydra's override grammar (``1,2,3``, ``choice(a, b)``,
-``range(1, 10, step=2)``, ``interval(0.1, 1.0)``, ``tag(log, interval(...))``); each becomes
-a search parameter (values, or a low/high range) and the count of jobs it makes. Functions
-Hydra evaluates against the config groups on disk (``glob``) are refused: their values are
-not in the file.
+``range(1, 10, step=2)``, ``interval(0.1, 1.0)``, ``tag(log, interval(...))``,
+``shuffle(sweep=range(1, 1000))``), parsed by :mod:`gate.formats.hydra_grammar` and bound as
+Hydra's sweep functions bind their arguments, keyword forms too; each becomes a search
+parameter (values, or a low/high range) and the count of jobs it makes. Any other call
+(``glob``, whose values are the config group's files, ``sort``, a cast, an unknown name) is
+refused, never read as one literal value: it could hide a sweep.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
 from gate.errors import InputError
+from gate.formats.hydra_grammar import Container, GrammarError, Node, Primitive, parse
 from gate.formats.model import whole_epochs
 
 MAX_SWEEP_VALUES = 100_000
 """Values one swept range may have: past it, a typo (and a list too large to hold)."""
-_CALL = re.compile(r"^\s*(\w+)\s*\((.*)\)\s*$", re.S)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sweep:
+    """What Hydra's sweep functions return: a choice, a range or an interval, and its jobs."""
+
+    value: dict[str, Any]
+    """``{"values": [...]}``, or an interval's ``{"low": a, "high": b}``."""
+    count: int
+    kind: str
+    shuffled: bool = False
+    bounds: tuple[Any, Any, Any] | None = None
+    """A range's start, stop and step."""
+
+
+class _Refused(ValueError):
+    """A sweep budget-gate does not read, or Hydra refuses: said with the fix."""
+
+    def __init__(self, said: str, hint: str = "use a comma list, choice(), range() or interval()"):
+        super().__init__(said)
+        self.hint = hint
 
 
 def sweep(text: str, name: str, where: Any) -> tuple[dict[str, Any], int]:
     """One sweep override (``1,2,3``, ``choice(...)``, ``range(...)``, ``interval(...)``)."""
-    call = _CALL.match(text)
-    if call is None:
-        values = [_scalar(v) for v in _split(text)]
-        return {"values": values}, len(values)
-    func, args = call.group(1), call.group(2)
-    if func == "tag":
-        parts = _split(args)
-        value, count = sweep(parts[-1], name, where)
-        if "log" in parts[:-1] and "low" in value:
-            value = {**value, "log": True}
-        return value, count
-    if func == "shuffle":  # NOTE: the same jobs, in another order
-        return sweep(args, name, where)
-    if func == "glob":
+    try:
+        found = _evaluate_value(text)
+    except (GrammarError, _Refused) as error:
         raise InputError(
-            f"hydra.sweeper.params.{name}: glob({args}) depends on the files of a config group",
+            f"hydra.sweeper.params.{name}: {error}",
             location=where,
-            hint=f"list the options instead, e.g. {name}: a,b",
+            hint=getattr(error, "hint", "write the value in Hydra's override grammar").replace(
+                "{name}", name
+            ),
+        ) from None
+    if isinstance(found, _Sweep):
+        return found.value, found.count
+    return {"values": [found]}, 1
+
+
+def _evaluate_value(text: str) -> Any:
+    """A value as Hydra reads it: a :class:`_Sweep`, or the one value of a single job."""
+    elements = [_evaluate(node) for node in parse(text)]
+    if len(elements) == 1:
+        return elements[0]
+    return _choice(elements, {})
+
+
+def _evaluate(node: Node) -> Any:
+    if isinstance(node, Primitive):
+        return _scalar(node.text)
+    if isinstance(node, Container):
+        for item in node.items:
+            _evaluate(item)  # NOTE: a call inside must be one Hydra knows
+        return node.text
+    if node.name == "glob":
+        raise _Refused(
+            f"{node.text} depends on the files of a config group",
+            hint="list the options instead, e.g. {name}: a,b",
         )
-    if func == "choice":
-        values = [_scalar(v) for v in _split(args)]
-        return {"values": values}, len(values)
-    numbers, keywords = _arguments(args, name, where)
-    if func == "range":
-        start, stop, step = _range_bounds(numbers, keywords) or (None, None, None)
-        if start is None or stop is None or not step:
-            raise InputError(
-                f"hydra.sweeper.params.{name}: range needs start, stop",
-                location=where,
-                hint="write range(start, stop, step=s)",
-            )
-        span = (stop - start) / step
-        if not math.isfinite(span) or span > MAX_SWEEP_VALUES:
-            raise InputError(
-                f"hydra.sweeper.params.{name}: range({start}, {stop}, step={step}) has over "
-                f"{MAX_SWEEP_VALUES:,} values",
-                location=where,
-                hint="sweep fewer values (a larger step), or use interval() for a range",
-            )
-        if all(isinstance(v, int) for v in (start, stop, step)):
-            return {"values": list(range(start, stop, step))}, max(0, math.ceil(span))
-        values = _float_range(start, stop, step)
-        return {"values": values}, len(values)
-    bound = _bind(("start", "end"), numbers, keywords) if func == "interval" else None
-    if bound is not None and len(bound) == 2:
-        return {"low": float(bound["start"]), "high": float(bound["end"])}, 1
-    raise InputError(
-        f"hydra.sweeper.params.{name}: {func}() is not a sweep budget-gate reads",
-        location=where,
-        hint="use a comma list, choice(), range() or interval()",
-    )
+    function = _FUNCTIONS.get(node.name)
+    if function is None:
+        raise _Refused(f"{node.name}() is not a sweep budget-gate reads")
+    args = [_evaluate(arg) for key, arg in node.args if key is None]
+    keywords: dict[str, Any] = {}
+    for key, arg in node.args:
+        if key is not None and key in keywords:
+            raise _Refused(f"{node.name}() is given {key}= twice")
+        if key is not None:
+            keywords[key] = _evaluate(arg)
+    return function(args, keywords)
 
 
-def _split(text: str) -> list[str]:
-    """Top-level comma split (not inside brackets or quotes)."""
-    parts, depth, current, quote = [], 0, "", ""
-    for char in text:
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append(current.strip())
-            current = ""
-            continue
-        current += char
-    parts.append(current.strip())
-    return [p for p in parts if p]
+def _plain(args: list[Any], function: str) -> list[Any]:
+    """Values of a choice: no sweep among them (Hydra refuses, or runs a sweep as a value)."""
+    if any(isinstance(arg, _Sweep) for arg in args):
+        raise _Refused(f"{function} has a sweep among its values", hint="write one sweep")
+    return args
+
+
+def _choice(args: list[Any], keywords: dict[str, Any]) -> _Sweep:
+    if keywords or not args:
+        raise _Refused("choice() takes its values only, one or more")
+    values = _plain(args, "choice()")
+    return _Sweep({"values": values}, len(values), "choice")
+
+
+def _range(args: list[Any], keywords: dict[str, Any]) -> _Sweep:
+    numbers = [*args, *keywords.values()]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
+        raise _Refused(
+            f"range() takes numbers, not {numbers}", hint="write numbers, e.g. range(1, 10, step=2)"
+        )
+    bounds = _range_bounds(args, keywords)
+    if bounds is None or not bounds[2]:
+        raise _Refused("range needs start, stop", hint="write range(start, stop, step=s)")
+    start, stop, step = bounds
+    span = (stop - start) / step
+    if not math.isfinite(span) or span > MAX_SWEEP_VALUES:
+        raise _Refused(
+            f"range({start}, {stop}, step={step}) has over {MAX_SWEEP_VALUES:,} values",
+            hint="sweep fewer values (a larger step), or use interval() for a range",
+        )
+    if all(isinstance(v, int) for v in bounds):
+        values: list[Any] = list(range(start, stop, step))
+        return _Sweep({"values": values}, max(0, math.ceil(span)), "range", bounds=bounds)
+    values = _float_range(start, stop, step)
+    return _Sweep({"values": values}, len(values), "range", bounds=bounds)
+
+
+def _interval(args: list[Any], keywords: dict[str, Any]) -> _Sweep:
+    bound = _bind(("start", "end"), args, keywords)
+    ends = list(bound.values()) if bound is not None and len(bound) == 2 else []
+    if not ends or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in ends):
+        raise _Refused("interval() takes two numbers", hint="write interval(low, high)")
+    return _Sweep({"low": float(ends[0]), "high": float(ends[1])}, 1, "interval")
+
+
+def _tag(args: list[Any], keywords: dict[str, Any]) -> _Sweep:
+    """``tag(log, sweep)``: the sweep; ``log`` makes an interval log-scaled."""
+    if set(keywords) - {"sweep"}:
+        raise _Refused("tag() takes tags and a sweep (sweep=) only")
+    args = [*args, keywords["sweep"]] if "sweep" in keywords else args
+    if not args or not isinstance(args[-1], _Sweep):
+        raise _Refused("tag()'s last argument must be a choice(), range() or interval()")
+    tags, swept = args[:-1], args[-1]
+    if not all(isinstance(t, str) for t in tags):
+        raise _Refused(f"tag()'s tags must be words, not {tags}")
+    if "log" in tags and swept.kind == "interval":
+        return replace(swept, value={**swept.value, "log": True})
+    return swept
+
+
+def _shuffle(args: list[Any], keywords: dict[str, Any]) -> Any:
+    """The same jobs in another order; ``shuffle(list=[...])`` and ``shuffle([..])`` one list."""
+    if set(keywords) - {"sweep", "list"}:
+        raise _Refused("shuffle() takes values, sweep= or list= only")
+    if "list" in keywords or "sweep" in keywords:
+        args = [keywords.get("list", keywords.get("sweep"))]
+    if len(args) == 1 and isinstance(args[0], _Sweep):
+        if args[0].kind == "interval":
+            raise _Refused("shuffle() does not take an interval()")
+        return replace(args[0], shuffled=True)
+    if len(args) == 1:
+        return args[0]  # NOTE: a list, shuffled, or [value]: one job's value
+    return replace(_choice(args, {}), shuffled=True)
+
+
+_FUNCTIONS = {
+    "choice": _choice,
+    "range": _range,
+    "interval": _interval,
+    "tag": _tag,
+    "shuffle": _shuffle,
+}
 
 
 def _scalar(text: str) -> Any:
-    text = text.strip().strip("'\"")
-    if re.fullmatch(r"[+-]?\d+", text):
+    """A primitive as a number where it spells one (``1_000`` too, as Hydra's ``INT``)."""
+    if re.fullmatch(r"[+-]?\d(?:_?\d)*", text):
         return int(text)
     try:
         return float(text)
     except ValueError:
         return text
-
-
-def _arguments(args: str, name: str, where: Any) -> tuple[list[Any], dict[str, Any]]:
-    numbers: list[Any] = []
-    keywords: dict[str, Any] = {}
-    for part in _split(args):
-        key, eq, value = part.partition("=")
-        number = _scalar(value if eq else key)
-        if not isinstance(number, (int, float)):
-            raise InputError(
-                f"hydra.sweeper.params.{name}: {part!r} is not a number",
-                location=where,
-                hint="write numbers, e.g. range(1, 10, step=2)",
-            )
-        if eq:
-            keywords[key.strip()] = number
-        else:
-            numbers.append(number)
-    return numbers, keywords
 
 
 def _float_range(start: float, stop: float, step: float) -> list[float]:
@@ -146,17 +209,13 @@ def range_top(text: str) -> tuple[int, Any, str] | None:
 
     With its start, and the range written for another stop (``range(1, {}, step=2)``).
     """
-    call = _CALL.match(text)
-    if call is None or call.group(1) != "range":
-        return None
     try:
-        numbers, keywords = _arguments(call.group(2), "", None)
-    except InputError:
+        found = _evaluate_value(text)
+    except (GrammarError, _Refused):
         return None
-    bounds = _range_bounds(numbers, keywords)
-    if bounds is None:
-        return None
-    start, stop, step = bounds
+    if not isinstance(found, _Sweep) or found.bounds is None or found.shuffled:
+        return None  # NOTE: Optuna draws a shuffled range from its values, as a choice
+    start, stop, step = found.bounds
     if not step or step < 0 or stop < start:
         return None
     try:

@@ -254,7 +254,7 @@ class PolicySet:
         source_map = SourceMap()
         for doc in reversed(docs):
             refuse_lifted(data, doc, docs)
-            data = deep_merge(data, doc.data)
+            data = deep_merge(data, doc.yaml12())  # NOTE: 2e3 a number, as YAML 1.2 reads it
             source_map = source_map.merged(doc.source_map)
         data.pop("extends", None)  # resolved into the chain; "none" is not a policy name
         _own_ownership(data, docs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from enum import Enum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from gate.estimate.settings import (
     Calibration,
@@ -22,16 +22,7 @@ from gate.estimate.settings import (
     Spot,
 )
 from gate.ledger.approvers import ALL_ORIGINS, Approvers, Origin
-from gate.model import (
-    Check,
-    Field,
-    Model,
-    StrictBool,
-    StrictFloat,
-    StrictInt,
-    field_check,
-    model_check,
-)
+from gate.model import Check, Field, Model, StrictBool, StrictFloat, StrictInt, model_check
 from gate.money import Money
 from gate.spec.base import Name, PositiveFloat, PositiveInt
 from gate.spec.facts import Facts
@@ -313,18 +304,6 @@ class Policy(Model):
     defaults: Facts = Field(default_factory=Facts)
     """Facts the team's W&B, Katib, SkyPilot and Hydra files lack (accelerator, epoch time,
     quality gate); never applied to a budget-gate spec. name and team cannot be defaulted."""
-
-    @field_check("prices")
-    @staticmethod
-    def _converts_the_catalog(prices: Prices, data: dict[str, Any]) -> None:
-        # NOTE: said here, at the policy, not at the line of every spec it then fails
-        currency = data.get("currency", "USD")
-        if currency != "USD" and prices.usd_exchange_rate is None:
-            raise ValueError(
-                f"currency is {currency}, but the catalog's prices are in USD and no "
-                f"usd_exchange_rate converts them — set prices.usd_exchange_rate ({currency} "
-                "per USD), or keep the policy in USD"
-            )
 
     @model_check
     def _no_identity_defaults(self) -> None:

@@ -77,7 +77,7 @@ class LoadedDoc:
             node: Any = data
             for key in path[:-1]:
                 node = node[key]
-            node[path[-1]] = float(node[path[-1]])
+            node[path[-1]] = float(node[path[-1]].replace("_", ""))
         return data
 
 

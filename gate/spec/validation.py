@@ -29,7 +29,7 @@ def validate(model: type[M], doc: LoadedDoc) -> M:
     if doc.ambiguous:  # a spec or policy is edited with YAML 1.2 tools: never guess
         raise InputErrors(list(doc.ambiguous))
     try:
-        return model.model_validate(doc.data)
+        return model.model_validate(doc.yaml12())  # NOTE: a plain 7e9 is a number
     except ValidationError as exc:
         # NOTE: only those reported are explained: a key's "did you mean" is a search, and a
         # megabyte of unknown keys took 9 s to refuse

@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from gate.errors import Location
-from gate.spec.yaml_tags import EXPONENT_ONLY_FLOAT, MAX_DEPTH, MAX_NUMBER_CHARS, STR, resolve
+from gate.spec.yaml_tags import ENGINE_FLOAT, MAX_DEPTH, MAX_NUMBER_CHARS, STR, resolve
 
 DataPath = tuple[str | int, ...]
 
@@ -272,7 +272,7 @@ def _scalar(found: re.Match[str]) -> Any:
     text = found["plain"]
     tag = resolve(text)
     if tag == STR:
-        if text[0] in _NUMBER_START and EXPONENT_ONLY_FLOAT.fullmatch(text):
+        if text[0] in _NUMBER_START and ENGINE_FLOAT.fullmatch(text):
             raise _Unread  # YAML 1.1 text, a YAML 1.2 number: the loader says which
         return text
     # NOTE: each tag's simplest forms only: what PyYAML's constructor makes of them is what

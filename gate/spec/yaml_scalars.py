@@ -42,16 +42,14 @@ def scalar_value(
 ) -> Any:
     """The value of a plain scalar, or a located error for one read two ways.
 
-    A YAML 1.1 octal or binary number (``0100``, which YAML 1.2 tools read as 100) or a
-    float only YAML 1.2 reads (``1e-05``) is added to ``ambiguous``: refused in specs and
-    policies, read as YAML 1.1 in engine files. In a ``json`` file ``1e-05`` is a number,
-    as JSON says.
+    A YAML 1.1 octal or binary number (``0100``, which YAML 1.2 tools read as 100) is added
+    to ``ambiguous``: refused in specs and policies, read as YAML 1.1 in engine files. In a
+    ``json`` file ``1e-05`` is a number, as JSON says (elsewhere the text YAML 1.1 makes of
+    it, which :meth:`gate.spec.loader.LoadedDoc.yaml12` reads as the number).
     """
     if node.tag == STR:
-        if not node.style and EXPONENT_ONLY_FLOAT.fullmatch(node.value):
-            if json:
-                return _json_float(node, path, file)
-            ambiguous.append(_text_or_float(node, file))
+        if json and not node.style and EXPONENT_ONLY_FLOAT.fullmatch(node.value):
+            return _json_float(node, path, file)
         return node.value  # what SafeConstructor makes of a string, without its calls
     construct = _CONSTRUCT.get(node.tag)
     if construct is None:
@@ -122,19 +120,6 @@ def _json_float(node: ScalarNode, path: tuple[str | int, ...], file: str) -> flo
             hint="use a real number",
         )
     return value
-
-
-def _text_or_float(node: ScalarNode, file: str) -> InputError:
-    """``1e-05``: text to YAML 1.1 (PyYAML), a number to YAML 1.2 and JSON."""
-    mantissa, exponent = node.value.lower().split("e")
-    mantissa = mantissa if "." in mantissa else f"{mantissa}.0"
-    exponent = exponent if exponent[0] in "+-" else f"+{exponent}"
-    return InputError(
-        f"{node.value!r} is text to YAML 1.1 (PyYAML) and a number to YAML 1.2",
-        location=_at(file, node),
-        hint=f'write {mantissa}e{exponent} for the number, or quote it ("{node.value}") for '
-        "a string",
-    )
 
 
 def _read_apart(node: ScalarNode, file: str, construct: Any) -> InputError:

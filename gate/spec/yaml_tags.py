@@ -26,6 +26,9 @@ EXPONENT_ONLY_FLOAT = re.compile(r"[-+]?(?:[0-9]+|[0-9]*\.[0-9]+|[0-9]+\.)[eE][-
 """A number in exponent form that YAML 1.2 and JSON read as a float and YAML 1.1 as text
 where its mantissa has no dot or its exponent no sign (``1e-05``, ``1.0e5``); the rest of
 them (``1.0e-5``) both read alike."""
+ENGINE_FLOAT = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+")
+"""The same, as OmegaConf (Hydra) and go-yaml (Kubernetes) read numbers: with ``_`` in the
+digits too (``1_000e0`` is 1000.0 to them, text to YAML 1.1 and 1.2 alike)."""
 MAP = "tag:yaml.org,2002:map"
 
 _DIGITS = "0123456789"

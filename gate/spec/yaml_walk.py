@@ -21,7 +21,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from gate.errors import InputError, Location
 from gate.spec.yaml_compose import compose
 from gate.spec.yaml_scalars import BOOL, STR, TRUE, scalar_value, short_tag
-from gate.spec.yaml_tags import EXPONENT_ONLY_FLOAT, MAX_DEPTH, MAX_NODES
+from gate.spec.yaml_tags import ENGINE_FLOAT, MAX_DEPTH, MAX_NODES
 
 DataPath = tuple[str | int, ...]
 Positions = dict[DataPath, Location]
@@ -64,7 +64,8 @@ def read_yaml(
             location=_loc(file, root),
             hint="the top level must be a mapping with apiVersion, kind and the other sections",
         )
-    walker = _Walker(file, json=file.lower().endswith(".json"))
+    # NOTE: a JSON document (by its name, or on stdin by its brace) reads numbers as JSON does
+    walker = _Walker(file, json=file.lower().endswith(".json") or text.lstrip().startswith("{"))
     data = walker.walk(root, ())
     return data, walker.values, walker.keys, tuple(walker.ambiguous), tuple(walker.exponents)
 
@@ -331,6 +332,6 @@ class _Walker:
 
     def _scalar(self, node: ScalarNode, path: DataPath) -> Any:
         value = scalar_value(node, path, self.file, self.ambiguous, self.json)
-        if isinstance(value, str) and not node.style and EXPONENT_ONLY_FLOAT.fullmatch(value):
+        if isinstance(value, str) and not node.style and ENGINE_FLOAT.fullmatch(value):
             self.exponents.append(path)
         return value

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from gate.errors import InputError, Location
 from gate.spec.loader import MAX_NODES, load_bytes
+from tests.conftest import ROOT
 
 _scalars = (
     st.none()
@@ -228,24 +229,35 @@ def test_merges_every_parser_reads_alike_still_work() -> None:
     assert data["n"] == yaml.safe_load(text)["n"]
 
 
-def test_a_plain_exponent_number_is_read_apart_and_said_so() -> None:
-    """``1e-4`` is text to YAML 1.1 and a number to YAML 1.2: a spec was told to "write a
-    number without quotes" it had no quotes around."""
+def test_a_plain_exponent_number_is_a_number_to_what_validates_it() -> None:
+    """``1e-4`` is text to YAML 1.1 (PyYAML) and a number to YAML 1.2, JSON, OmegaConf and
+    Kubernetes: a spec was told to "write a number without quotes" it had no quotes around."""
     doc = load_bytes(b"lr: 1e-4\nsteps: 1.0e+3\nname: '1e5'\n", "s.yaml")
-    assert doc.data == {"lr": "1e-4", "steps": 1000.0, "name": "1e5"}
-    (error,) = doc.ambiguous
-    assert str(error) == (
-        "s.yaml:1:5: '1e-4' is text to YAML 1.1 (PyYAML) and a number to YAML 1.2 — write "
-        '1.0e-4 for the number, or quote it ("1e-4") for a string'
-    )
+    assert doc.data == {"lr": "1e-4", "steps": 1000.0, "name": "1e5"}  # YAML 1.1's reading
+    assert doc.ambiguous == ()
     assert doc.exponent_texts == (("lr",),)
     assert doc.yaml12() == {"lr": 0.0001, "steps": 1000.0, "name": "1e5"}
+    # OmegaConf and go-yaml read digits with _ too; YAML 1.1 and 1.2 read text alike
+    engine = load_bytes(b"top: 1_000e0\nlow: 2_0.5e1\n", "c.yaml")
+    assert engine.data == {"top": "1_000e0", "low": "2_0.5e1"} and engine.ambiguous == ()
+    assert engine.yaml12() == {"top": 1000.0, "low": 205.0}
+
+
+def test_a_spec_with_exponent_numbers_validates_them_as_numbers() -> None:
+    from gate.evaluation.reading import parse_spec
+
+    text = (ROOT / "examples" / "cifar-sweep.yaml").read_text()
+    text = text.replace("setup_minutes: 10", "setup_minutes: 1e1")
+    assert "setup_minutes: 1e1" in text
+    spec = parse_spec(load_bytes(text.encode(), "spec.yaml"))
+    assert spec.workload.setup_minutes == 10.0
 
 
 def test_a_json_file_reads_its_numbers_as_json_does() -> None:
-    doc = load_bytes(b'{"lr": 1e-05, "top": 2E+3, "name": "1e5"}', "spec.json")
-    assert doc.data == {"lr": 1e-05, "top": 2000.0, "name": "1e5"}
-    assert doc.ambiguous == ()
+    for name in ("spec.json", "<stdin>"):
+        doc = load_bytes(b' {"lr": 1e-05, "top": 2E+3, "name": "1e5"}', name)
+        assert doc.data == {"lr": 1e-05, "top": 2000.0, "name": "1e5"}
+        assert doc.ambiguous == ()
 
 
 @pytest.mark.parametrize("text", [b"expires: 2026-02-30\n", b"{expires: 2026-13-01}"])
