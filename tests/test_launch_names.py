@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,24 +27,12 @@ from gate.integrations.skypilot_spec import Rejection, read_named_spec
 from tests.ledger_kit import Team
 from tests.mlflow_server import free_port
 from tests.netns import run_on_loopback
+from tests.test_base_ref import git
 
 SPEC = "experiments/small.yaml"  # judged by the Action, and so cleared at launch
 UNNAMED = ("experiments/small", "experiments/small.yaml.bak", "experiments/small.txt")
 NAME_FIX = "rename it to end in .yaml"
 PLACE_FIX = "commit the spec in the repository itself"
-
-
-def git(cwd: Path, *args: str) -> None:
-    env = {
-        **os.environ,
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.com",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.com",
-    }
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
 
 @pytest.fixture
