@@ -641,3 +641,152 @@ def test_epochs_that_say_no_count_are_refused_at_their_line(
     error = only_error(result)
     assert said in error["message"], error
     assert error["line"] == line_of(text, f"{key}: {value}")
+
+
+# --- 9. values the grammar runs out of, or nests past reading --------------------------------
+
+
+@pytest.mark.parametrize("text", ["", " "])
+def test_an_empty_sweep_value_is_hydras_one_empty_job(text) -> None:
+    """``wd: ''`` recursed for ever (the end of the text read as ``[``): Hydra runs one job."""
+    assert hydra_jobs(text) == 1
+    assert gate_jobs(text) == 1
+
+
+@pytest.mark.parametrize(
+    "text", ["0.1,0.01,", "choice(1,", "a,", "[1,", "{a:", "{a: 1,", "range(1,", "shuffle(sweep="]
+)
+def test_a_value_cut_short_is_refused_as_hydra_refuses_it(text) -> None:
+    """A trailing comma or a cut call crashed budget-gate (RecursionError, exit 70)."""
+    assert hydra_jobs(text) is None
+    assert gate_jobs(text) is None
+
+
+@pytest.mark.parametrize("text", ["[" * 2000 + "]" * 2000, "{a:" * 1000 + "1" + "}" * 1000])
+def test_a_value_nested_past_reading_is_refused_not_a_crash(tmp_path, capsys, text) -> None:
+    assert gate_jobs(text) is None
+    sweep = SUBMITIT.replace("lr: 0.1,0.01,0.001,0.0001", f"wd: '{text}'")
+    code, result = check(tmp_path, capsys, sweep)
+    assert code == INVALID
+    assert "nests" in only_error(result)["message"]
+
+
+# --- 10. a swept epochs value that is no count -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("'5,null'", "is null: no bound on the epochs"),
+        ("'null'", "is null: no bound on the epochs"),
+        ("'5,-1'", "Lightning's -1 trains for ever"),
+        ("'${oc.env:EPOCHS}'", "an interpolation budget-gate does not resolve"),
+        ("inf", "not a number of epochs"),
+        ("lots", "text that is no number"),
+        ("'interval(1, inf)'", "not a number of epochs"),
+    ],
+)
+def test_swept_epochs_that_say_no_count_are_refused_at_the_param(
+    tmp_path, capsys, value, said
+) -> None:
+    """``trainer.max_epochs: 5,null`` was priced at 5, ``lots`` at the base 10."""
+    text = SUBMITIT.replace(
+        "      lr: 0.1,0.01,0.001,0.0001\n",
+        f"      lr: 0.1,0.01,0.001,0.0001\n      trainer.max_epochs: {value}\n",
+    )
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    error = only_error(result)
+    assert said in error["message"], error
+    assert error["line"] == line_of(text, "trainer.max_epochs: " + value)
+
+
+# --- 11. a sweep of the epochs key's parent, or its deletion ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "param",
+    [
+        "trainer: '{max_epochs: 1000}'",
+        "trainer: '{max_epochs: 10},{max_epochs: 1000}'",
+        "++trainer: '{max_epochs: 1000, devices: 1}'",
+        "trainer: 'choice({max_epochs: 10}, {max_epochs: 1000})'",
+    ],
+)
+def test_epochs_inside_a_swept_dict_count(tmp_path, capsys, param) -> None:
+    """Hydra merges ``trainer: {max_epochs: 1000}`` over the config: priced at the base 10."""
+    text = SUBMITIT.replace(
+        "      lr: 0.1,0.01,0.001,0.0001\n", f"      lr: 0.1,0.01,0.001,0.0001\n      {param}\n"
+    ).replace("x-budget-gate:\n", "x-budget-gate:\n  max_epochs: 10\n")
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    assert "the engine runs 1000 (trainer.max_epochs in" in only_error(result)["message"]
+
+
+def test_hydra_composes_the_swept_dict_into_the_epochs_key(tmp_path) -> None:
+    from hydra import compose, initialize_config_dir
+
+    (tmp_path / "config.yaml").write_text("trainer:\n  max_epochs: 10\n")
+    with initialize_config_dir(config_dir=str(tmp_path), version_base=None):
+        assert compose("config", ["trainer={max_epochs: 1000}"]).trainer.max_epochs == 1000
+        assert "max_epochs" not in compose("config", ["~trainer.max_epochs=10"]).trainer
+
+
+@pytest.mark.parametrize("param", ["~trainer.max_epochs: 10", "~trainer: null"])
+def test_deleting_the_epochs_key_in_a_sweep_is_refused(tmp_path, capsys, param) -> None:
+    """``~trainer.max_epochs`` drops the key: Lightning's default 1,000 epochs then apply."""
+    text = SUBMITIT.replace(
+        "      lr: 0.1,0.01,0.001,0.0001\n", f"      lr: 0.1,0.01,0.001,0.0001\n      {param}\n"
+    )
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    error = only_error(result)
+    assert "deletes trainer" in error["message"], error
+    assert error["line"] == line_of(text, param)
+
+
+# --- 12. setup lines that train in a loop, compute a name, or edit the config ----------------
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ("'for i in $(seq 100); do python train.py; done'", "for"),
+        ("'while true; do python train.py; done'", "while"),
+        ("'export ${X:-EPOCHS}=1000'", "whose name the shell computes"),
+        ("'E=EPOCHS; export $E=1000'", "whose name the shell computes"),
+        ("'export EPOCH{S,}=1000'", "whose name the shell computes"),
+        ("'declare -x \"$E\"=1000'", "whose name the shell computes"),
+        ("\"sed -i 's/max_epochs: 10/max_epochs: 1000/' conf/config.yaml\"", "sed -i"),
+        ("\"sed -Ei.bak 's/10/1000/' /tmp/x.txt\"", "sed -i"),
+        ("'echo \"max_epochs: 1000\" >> conf/config.yaml'", "writes conf/config.yaml"),
+        ("'echo x | tee conf/trainer/big.yaml'", "writes conf/trainer/big.yaml"),
+    ],
+)
+def test_setup_lines_budget_gate_cannot_follow_are_refused(tmp_path, capsys, line, said) -> None:
+    """Each passed: a loop of training (SkyPilot refuses it), a computed name, a config edit."""
+    text = launcher(f"    setup: [{line}]\n")
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    error = only_error(result)
+    assert "hydra.launcher.setup" in error["message"] and said in error["message"], error
+    assert error["line"] == line_of(text, "setup:")
+
+
+def test_the_shell_sets_the_computed_names(tmp_path) -> None:
+    import subprocess
+
+    for line in ["export ${X:-EPOCHS}=1000", "E=EPOCHS; export $E=1000"]:
+        shown = subprocess.run(
+            ["bash", "-c", f"{line}; env"], capture_output=True, text=True, check=True
+        ).stdout
+        assert "EPOCHS=1000" in shown.splitlines(), line
+
+
+def test_setup_lines_that_edit_nothing_the_job_reads_pass(tmp_path, capsys) -> None:
+    lines = (
+        "['export PATH=$PATH:/opt/bin', 'echo start > log.txt', 'cat conf/config.yaml', "
+        "'export CUDA_VISIBLE_DEVICES=${SLURM_LOCALID}', 'pip install -r requirements.txt']"
+    )
+    code, result = check(tmp_path, capsys, launcher(f"    setup: {lines}\n"))
+    assert code != INVALID, result["errors"]

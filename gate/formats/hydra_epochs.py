@@ -14,7 +14,7 @@ from typing import Any
 
 from gate.errors import InputError
 from gate.formats.command_lines import names_epochs
-from gate.formats.hydra_sweeps import range_top
+from gate.formats.hydra_sweeps import range_top, swept_dicts
 from gate.formats.model import (
     Draft,
     Origin,
@@ -70,12 +70,14 @@ def epochs(
         dotted = ".".join(path)
         name = swept.get(dotted)
         text = str(params[name]) if name is not None else ""
-        entry = _swept_epochs(draft, name, dotted, text, inclusive)
+        entry = _swept_epochs(draft, name, (data, path), text, inclusive)
         if entry is None:
             entry = _base_epochs(data, path, at(*path))
         if entry is not None:
             found.append(entry)
     found.extend(_env_epochs(data, swept, at))
+    found.extend(_dict_epochs(draft, data, params))
+    _refuse_deleted(draft, data, params, _epoch_paths(data, swept))
     if found:
         best = max(found, key=lambda e: e.top)
         draft[("workload", "max_epochs")] = Traced(
@@ -87,7 +89,20 @@ def epochs(
 def _base_epochs(data: dict[str, Any], path: tuple[str, ...], where: Any) -> _Epochs | None:
     """One epochs key's value in the config: a count, its text (``"1000"``), or refused."""
     dotted, node = ".".join(path), value_at(data, path)
-    if node is None and path in EPOCH_KEYS and has_path(data, path):
+    null = node is None and has_path(data, path)
+    top = whole_epochs(_counted(node, null, data, path, dotted, where))
+    return _Epochs(top, dotted, where, dotted, None) if top is not None and top > 0 else None
+
+
+def _counted(
+    node: Any, null: bool, data: dict[str, Any], path: tuple[str, ...], dotted: str, where: Any
+) -> Any:
+    """One value an epochs key is given (its base, or one a sweep hands), or refused.
+
+    ``null`` (Lightning's 1,000), -1 (for ever), ``inf``, text and interpolations say no
+    count: refused at ``dotted``, where read as none a smaller value would be priced.
+    """
+    if null and path in EPOCH_KEYS:
         raise InputError(
             f"{dotted} is null: no bound on the epochs (Lightning's trainer then trains "
             "1,000, or to max_steps)",
@@ -98,8 +113,7 @@ def _base_epochs(data: dict[str, Any], path: tuple[str, ...], where: Any) -> _Ep
     if path not in EPOCH_KEYS:
         node = _spelled(_other_epochs(node, data, dotted, where))
     _plain_epochs(node, dotted, where)
-    top = whole_epochs(node)
-    return _Epochs(top, dotted, where, dotted, None) if top is not None and top > 0 else None
+    return node
 
 
 def _spelled(node: Any) -> Any:
@@ -239,12 +253,19 @@ def _plain_epochs(node: Any, dotted: str, where: Any) -> None:
 
 
 def _swept_epochs(
-    draft: Draft, name: Any, dotted: str, text: str, inclusive: bool
+    draft: Draft,
+    name: Any,
+    keyed: tuple[dict[str, Any], tuple[str, ...]],
+    text: str,
+    inclusive: bool,
 ) -> _Epochs | None:
     if name is None:
         return None
     swept = draft[("search", "parameters", name)]
-    key = f"hydra.sweeper.params.{name}"
+    key, (data, path), dotted = f"hydra.sweeper.params.{name}", keyed, ".".join(keyed[1])
+    for value in [*swept.value.get("values", ()), *_ends(swept.value)]:
+        null = value is None or (isinstance(value, str) and value.strip().lower() == "null")
+        _counted(None if null else value, null, data, path, key, swept.source.location)
     ranged = range_top(text) if inclusive else None
     if ranged is not None:
         top, start, call = ranged
@@ -262,6 +283,59 @@ def _swept_epochs(
         return None
     detail = f"{swept.source.detail}, so a job may train up to {high}"
     return _Epochs(high, detail, swept.source.location, key, None, swept.value.get("low"))
+
+
+def _dict_epochs(draft: Draft, data: dict[str, Any], params: dict[str, Any]) -> list[_Epochs]:
+    """Epoch keys inside a swept dict (``trainer: '{max_epochs: 1000}'``): Hydra merges it."""
+    found = []
+    for name, text in params.items():
+        if str(name).startswith("~"):
+            continue
+        where = draft[("search", "parameters", name)].source.location
+        key = f"hydra.sweeper.params.{name}"
+        for given in swept_dicts(str(text)):
+            for path, node in _leaves(given, tuple(str(name).lstrip("+").split("."))):
+                if path not in EPOCH_KEYS and not names_epochs(path[-1]):
+                    continue
+                said = f"{'.'.join(path)} in {key}"
+                top = whole_epochs(_counted(node, node is None, data, path, said, where))
+                if top is not None and top > 0:
+                    found.append(_Epochs(top, f"{said}, a swept dict", where, said, None))
+    return found
+
+
+def _leaves(given: dict[str, Any], path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:
+    """Each key of a nested dict under ``path``, with its value."""
+    found: list[tuple[tuple[str, ...], Any]] = []
+    for key, value in given.items():
+        here = (*path, *str(key).split("."))
+        if isinstance(value, dict):
+            found.extend(_leaves(value, here))
+        else:
+            found.append((here, value))
+    return found
+
+
+def _refuse_deleted(
+    draft: Draft, data: dict[str, Any], params: dict[str, Any], paths: list[tuple[str, ...]]
+) -> None:
+    """``~trainer.max_epochs`` deletes the key: the trainer's own default epochs then apply."""
+    for name in params:
+        path = tuple(str(name).lstrip("~").split("."))
+        if not str(name).startswith("~"):
+            continue
+        if names_epochs(path[-1]) or any(p[: len(path)] == path for p in paths):
+            raise InputError(
+                f"hydra.sweeper.params.{name} deletes {'.'.join(path)}: the epochs are then "
+                "the trainer's default (Lightning's 1,000), not in the file",
+                location=draft[("search", "parameters", name)].source.location,
+                hint="set the most epochs a job trains instead of deleting the key",
+            )
+
+
+def _ends(value: dict[str, Any]) -> list[Any]:
+    """An interval's ends, each a value a job may be handed."""
+    return [value[end] for end in ("low", "high") if end in value]
 
 
 def fewer_epochs(found: list[_Epochs], value: Any) -> str | None:

@@ -32,6 +32,8 @@ class Container:
     text: str
     items: tuple[Node, ...]
     is_list: bool
+    keys: tuple[str, ...] = ()
+    """A dict's keys, one for each item."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +52,14 @@ _ARG_NAME = re.compile(r"\s*([A-Za-z_][\w-]*)\s*=(?!=)")
 _STOPS = frozenset(",()[]{}=")
 _ESCAPED = frozenset("\\()[]{}:=, \t")
 """What a backslash escapes (Hydra's ``ESC``); before anything else it is itself."""
+MAX_DEPTH = 64
+"""Lists, dicts and calls one value may nest: past it, refused (no sweep is written so deep)."""
 
 
 def parse(text: str) -> list[Node]:
     """The elements of an override value: one, or the elements of a simple choice."""
+    if not text.strip(" \t"):
+        return [Primitive("")]  # NOTE: ``x=`` is Hydra's empty string, one job
     parser = _Parser(text)
     elements = [parser.element()]
     while parser.take(","):
@@ -68,7 +74,7 @@ class _Parser:
     """A recursive-descent reader of one value, from its start."""
 
     def __init__(self, text: str) -> None:
-        self.text, self.at = text, 0
+        self.text, self.at, self.depth = text, 0, 0
 
     def skip(self) -> None:
         while self.at < len(self.text) and self.text[self.at] in " \t":
@@ -83,8 +89,18 @@ class _Parser:
 
     def element(self) -> Node:
         self.skip()
-        start = self.at
-        char = self.text[self.at] if self.at < len(self.text) else ""
+        if self.at >= len(self.text):  # NOTE: the end of the text opens nothing
+            raise GrammarError(f"a value ends where an element is due: {self.text!r}")
+        if self.depth >= MAX_DEPTH:
+            raise GrammarError(f"a value nests lists, dicts or calls over {MAX_DEPTH} deep")
+        self.depth += 1
+        try:
+            return self.nested()
+        finally:
+            self.depth -= 1
+
+    def nested(self) -> Node:
+        start, char = self.at, self.text[self.at]
         if char in "[{":
             return self.container(char, start)
         if char in "'\"":
@@ -117,10 +133,11 @@ class _Parser:
         closing = "]" if opening == "[" else "}"
         self.at += 1
         items: list[Node] = []
+        keys: list[str] = []
         if not self.take(closing):
             while True:
                 if opening == "{":
-                    self.unquoted(_STOPS | {":"})  # NOTE: a dict's key, before its colon
+                    keys.append(self.unquoted(_STOPS | {":"}))  # NOTE: a key, before its colon
                     if not self.take(":"):
                         raise GrammarError(f"a dict's entry has no ':' in {self.text!r}")
                 items.append(self.element())
@@ -128,7 +145,7 @@ class _Parser:
                     break
                 if not self.take(","):
                     raise GrammarError(f"{opening} is not closed in {self.text!r}")
-        return Container(self.text[start : self.at], tuple(items), opening == "[")
+        return Container(self.text[start : self.at], tuple(items), opening == "[", tuple(keys))
 
     def quoted(self, quote: str) -> str:
         end = self.at + 1

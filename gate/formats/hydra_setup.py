@@ -16,6 +16,7 @@ from gate.formats.command_lines import (
     commands_of,
     epoch_flags,
     names_epochs,
+    refuse_repeats,
     shell_words,
 )
 
@@ -27,14 +28,25 @@ _NAMED = re.compile(r"(?:-\w*v)?([A-Za-z_]\w*)(?:\[[^\]]*\])?")
 
 
 def refuse_setup_lines(config: dict[str, Any], at: Any) -> None:
-    """Refuse a ``setup`` line that sets resources or epochs budget-gate does not read."""
+    """Refuse a ``setup`` line that sets resources or epochs budget-gate does not read.
+
+    Lines that may train in a loop are refused as a SkyPilot ``run`` is; so are a name the
+    line computes (``export $E=1000``: fail closed) and an edit of a file in place (the
+    config Submitit reloads on the node).
+    """
     lines = config.get("setup")
-    for i, line in enumerate(lines if isinstance(lines, list) else []):
+    lines = lines if isinstance(lines, list) else []
+    where = "hydra.launcher.setup"
+    script: Words = [(str(line), (i,)) for i, line in enumerate(lines)]
+    refuse_repeats(script, where, lambda path: at("hydra", "launcher", "setup", *path))
+    for i, line in enumerate(lines):
         text = str(line)
         if _SBATCH.match(text):
             said = "is an #SBATCH option, which sbatch reads over the launcher's own"
         elif (name := epochs_set(text)) is not None:
             said = f"sets the epochs ({name}) where budget-gate does not read them"
+        elif (said_here := _unread_effect(text)) is not None:
+            said = said_here
         else:
             continue
         raise InputError(
@@ -64,4 +76,69 @@ def epochs_set(line: str) -> str | None:
             for name in names:
                 if names_epochs(name, abbreviated=False):
                     return name
+    return None
+
+
+_SETS = frozenset({"export", "declare", "typeset", "readonly", "local"})
+_SEPARATORS = frozenset({";", "|", "||", "&&", "&", "(", ")", "{", "}", "do", "then", "else"})
+_CONFIGS = re.compile(r"\.(?:ya?ml|json)['\"]?$", re.IGNORECASE)
+
+
+def _unread_effect(line: str) -> str | None:
+    """What a line does that budget-gate cannot follow, or None.
+
+    NOTE: fail closed. ``export $E=1000`` and ``export EPOCH{S,}=1000`` name a variable the
+    shell computes; ``sed -i`` (any, budget-gate cannot tell which file is the config) and
+    ``>``/``tee``/``cp`` onto a YAML file rewrite what Submitit reloads on the node.
+    """
+    words: Words = [(word, ()) for word in shell_words(line)]
+    for command in commands_of(words):
+        plain = [word for word, _ in command]
+        for at, word in enumerate(plain):
+            before = plain[at - 1] if at else ";"
+            tool = word.rsplit("/", 1)[-1]
+            if tool in _SETS and before in _SEPARATORS | {"builtin", "command"}:
+                computed = next((w for w in _args(plain, at) if _computed(w)), None)
+                if computed is not None:
+                    return f"sets a variable whose name the shell computes ({computed})"
+            if tool in ("sed", "perl") and any(_in_place(w) for w in _args(plain, at)):
+                return (
+                    f"edits a file in place ({tool} -i): it may rewrite the config Submitit "
+                    "reloads on the node, so no sed -i or perl -i runs in setup"
+                )
+            target = _written(plain, at)
+            if target is not None and _CONFIGS.search(target):
+                return f"writes {target}, a config the job may read on the node"
+    return None
+
+
+def _args(words: list[str], at: int) -> list[str]:
+    """The words after ``words[at]`` up to the command's end."""
+    out = []
+    for word in words[at + 1 :]:
+        if word in _SEPARATORS:
+            break
+        out.append(word)
+    return out
+
+
+def _computed(word: str) -> bool:
+    name = word.split("=", 1)[0] if "=" in word else word
+    return any(char in name for char in "${}`") and not name.startswith("-")
+
+
+def _in_place(word: str) -> bool:
+    return word.startswith("--in-place") or bool(re.fullmatch(r"-[A-Za-z]*i.*", word))
+
+
+def _written(words: list[str], at: int) -> str | None:
+    """The file ``words[at]`` writes: after ``>``, ``>>``, in ``a>f``, or tee's or cp's."""
+    word = words[at]
+    if word in (">", ">>", ">|") and at + 1 < len(words):
+        return words[at + 1]
+    if ">" in word and not word.startswith(("'", '"')):
+        return word.rsplit(">", 1)[1] or None
+    if word.rsplit("/", 1)[-1] in ("tee", "cp", "mv", "install", "ln", "dd"):
+        targets = [w for w in _args(words, at) if _CONFIGS.search(w.removeprefix("of="))]
+        return targets[-1] if targets else None
     return None

@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from gate.errors import InputError
-from gate.formats.hydra_grammar import Container, GrammarError, Node, Primitive, parse
+from gate.formats.hydra_grammar import Call, Container, GrammarError, Node, Primitive, parse
 from gate.formats.model import whole_epochs
 
 MAX_SWEEP_VALUES = 100_000
@@ -178,6 +178,37 @@ _FUNCTIONS = {
     "tag": _tag,
     "shuffle": _shuffle,
 }
+
+
+def swept_dicts(text: str) -> list[dict[str, Any]]:
+    """The dicts a sweep hands its key (``{max_epochs: 1000},{max_epochs: 10}``), as values.
+
+    Hydra merges such a dict into the config under the key: the epochs inside it count.
+    """
+    try:
+        nodes = parse(text)
+    except GrammarError:
+        return []
+    found: list[dict[str, Any]] = []
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, Call):  # NOTE: choice({...}, {...}), shuffle(...): each one
+            nodes.extend(arg for _, arg in node.args)
+        elif isinstance(node, Container) and not node.is_list:
+            found.append(_as_given(node))
+    return found
+
+
+def _as_given(node: Node) -> Any:
+    """A value as Hydra hands it: a dict, a list, a number, text, or None (``null``)."""
+    if isinstance(node, Container):
+        items = [_as_given(item) for item in node.items]
+        return items if node.is_list else dict(zip(node.keys, items, strict=False))
+    if isinstance(node, Call):
+        return node.text
+    if node.quoted:
+        return node.text
+    return None if node.text.lower() == "null" else _scalar(node.text)
 
 
 def _scalar(text: str) -> Any:
