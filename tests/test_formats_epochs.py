@@ -883,3 +883,104 @@ def test_an_env_named_for_a_point_of_the_schedule_is_not_the_epochs(tmp_path, ca
     code, result = check(tmp_path, capsys, text.replace("  LENGTH: 1000\n", envs), "task.yaml")
     assert code != INVALID, result["errors"]
     assert field(result, "workload.max_epochs")["value"] == "10"
+
+
+def _sky(tmp_path: Path, capsys: Any, script: str) -> tuple[int, Any]:
+    """``check`` of a SkyPilot task whose ``run`` is ``script``, declaring 10 epochs."""
+    declared = "  X_BUDGET_GATE_MAX_EPOCHS: 10\n"
+    text = SKYPILOT.format(declared=declared, run=json.dumps(script))
+    return check(tmp_path, capsys, text, "task.yaml")
+
+
+# A script nested past any bound a reader may recurse to: refused (exit 3), never a crash (70).
+TOO_DEEP = [
+    "echo " + "$(" * 300 + "true" + ")" * 300,
+    "{ " * 3000 + "python train.py" + "; }" * 3000,
+    "if true; then " * 2000 + "python train.py" + "; fi" * 2000,
+    "a=(" * 300 + ")" * 300 + "\npython train.py",
+    "cat " + "<(" * 300 + "true" + ")" * 300 + "\npython train.py",
+]
+
+
+@pytest.mark.parametrize("script", TOO_DEEP, ids=["dollar", "brace", "if", "array", "procsub"])
+def test_a_script_nested_past_the_bound_is_refused_not_a_crash(tmp_path, capsys, script) -> None:
+    code, result = _sky(tmp_path, capsys, script)
+    assert code == INVALID
+    assert "nested more than" in only_error(result)["message"]
+
+
+# Spaced arguments of programs other than shells are words, and comments are no words.
+ORDINARY = [
+    '# 8-GPU data parallel\npython -c "import torch; print(torch.cuda.device_count())"\n'
+    "torchrun --nproc_per_node 8 train.py",
+    'python -c "[x for x in y]"\npython train.py',
+    'python train.py --notes "for the ablation table"',
+    'python train.py --prompt "while you wait"',
+    'python train.py --desc "until convergence"',
+    '# fine-tune for one run\npython train.py --run-name "Bob\'s run"',
+    # the run-twice check knows a command by its program and its script
+    "python -u prepare.py\npython -u train.py",
+    "python -m scripts.download_data\npython -m torch.distributed.run --nproc_per_node 8 train.py",
+    "torchrun --nproc_per_node 8 train.py\ntorchrun --nproc_per_node 8 eval.py",
+    "trap 'rm -rf /tmp/scratch' EXIT\npython train.py",
+]
+
+
+@pytest.mark.parametrize("script", ORDINARY)
+def test_an_ordinary_script_passes(tmp_path, capsys, script) -> None:
+    code, result = _sky(tmp_path, capsys, script)
+    assert code != INVALID, result["errors"]
+
+
+def test_a_katib_argument_with_a_loop_word_is_no_script(tmp_path, capsys) -> None:
+    argv = json.dumps(["python", "train.py", "--notes", "for (paper)"])
+    code, result = check(tmp_path, capsys, katib('{list: ["1"]}', command=argv), "exp.yaml")
+    assert code != INVALID, result["errors"]
+
+
+# One training run twice, written two ways; a script that cannot be read and may train; a
+# script fed to a shell; one with no whitespace; a trap's body; a restart of the script.
+REPEATED = [
+    "python train.py\npython ./train.py",
+    "python train.py\npython3 train.py",
+    "python train.py\npython -u train.py",
+    "torchrun train.py\npython -m torch.distributed.run train.py",
+    "python train.py 2>&1 | tee log\npython train.py",
+    "python train.py\npython train.py\nfi",
+    'python train.py "',
+    "shopt -s expand_aliases\nalias loop='for i in 1 2 3; do'\nloop python train.py; done",
+    "echo 'for i in 1 2 3; do python train.py; done' | bash",
+    "bash <<EOF\nfor i in 1 2 3; do python train.py; done\nEOF",
+    "bash <<'EOF'\nfor i in 1 2 3; do python train.py; done\nEOF",
+    "bash <<< 'for i in 1 2 3; do python train.py; done'",
+    "bash <(printf 'for i in 1 2 3; do python train.py; done')",
+    "bash -c \"$(printf 'for i in 1 2 3; do python train.py; done')\"",
+    "bash -c $'for\\x20i in 1 2 3; do python train.py; done'",
+    "bash -c 'for((i=0;i<3;i++));{(python${IFS}train.py);}'",
+    "eval for i in 1 2 3 ';' do python train.py ';' done",
+    "trap 'python train.py' DEBUG\necho a\necho b",
+    "trap 'python train.py' ERR\nfalse",
+    "trap 'python train.py' EXIT\npython train.py",
+    'python train.py\nexec bash "$0"',
+    'python train.py\nexec "$0"',
+]
+
+
+@pytest.mark.parametrize("script", REPEATED)
+def test_a_training_a_script_may_run_again_is_refused(tmp_path, capsys, script) -> None:
+    code, result = _sky(tmp_path, capsys, script)
+    assert code == INVALID, result
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        '[{name: TRAIN, value: "for i in 1 2 3; do python3 train.py; done"}]',
+        "[{name: TRAIN, valueFrom: {configMapKeyRef: {name: cfg, key: t}}}]",  # not in the file
+    ],
+)
+def test_a_katib_script_kubernetes_expands_from_the_env_is_read(tmp_path, capsys, env) -> None:
+    """``sh -c "$(TRAIN)"`` runs the value of the container's env ``TRAIN``."""
+    text = _katib_env(env).replace('["python3", "train.py"]', '["sh", "-c", "$(TRAIN)"]')
+    code, result = check(tmp_path, capsys, text, "experiment.yaml")
+    assert code == INVALID, result

@@ -19,7 +19,17 @@ from itertools import takewhile
 from typing import NamedTuple
 
 from gate.errors import InputError, Location
-from gate.formats.shell_loops import FUNCTION, Unreadable, simple_commands
+from gate.formats.shell_loops import FUNCTION, TooDeep, Unreadable, simple_commands
+from gate.formats.shell_programs import (
+    HIDDEN,
+    REPEATERS,
+    SHELLS,
+    harmless,
+    program,
+    repeated_commands,
+    run_key,
+    shell_script,
+)
 from gate.spec.loader import DataPath
 
 Words = list[tuple[str, DataPath]]
@@ -54,9 +64,8 @@ def commands_of(words: Words, depth: int = 0) -> list[Words]:
     return [plain, *found] if plain else found
 
 
-_REPEATERS = frozenset({"xargs", "parallel", "watch"})
-_EXECS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
-"""Commands that run the command they are given any number of times, and ``find``'s."""
+_MAX_RUN_DEPTH = 16
+"""Scripts and repeaters read inside each other before a script is refused as too deep."""
 
 
 def refuse_repeats(words: Words, where: str, locate: Callable[[DataPath], Location | None]) -> None:
@@ -65,18 +74,13 @@ def refuse_repeats(words: Words, where: str, locate: Callable[[DataPath], Locati
     A command that may train where a loop or a repeater repeats it trains any number of
     times; with no epochs flag in the script, one such command run twice trains the declared
     epochs (one run's) twice. A loop of harmless commands beside the training is no repeat.
+    A script the reader cannot follow is refused where it may train (fails closed).
     """
     flags = [f for part in commands_of(words) for f in epoch_flags(part)]
     try:
         found = list(_runs(words, None, 0))
-    except Unreadable:  # NOTE: where a loop ends is then a guess: any loop word refuses
-        bare = [
-            (t.strip("(){}$`'\";"), at) for w, at in words if _is_script(w, 0) for t in w.split()
-        ]
-        loop = next(((m[1] or FUNCTION, at) for t, at in bare if (m := _LOOP.match(t))), None)
-        if loop is not None:
-            flag = (flags[0].written, flags[0].path) if flags else ("a command", loop[1])
-            raise _repeated(loop[0], *flag, where, locate) from None
+    except Unreadable as error:
+        _refuse_unreadable(words, error, where, locate)
         return
     again = next((run for run in found if run.repeater is not None), None)
     if again is not None:
@@ -84,7 +88,8 @@ def refuse_repeats(words: Words, where: str, locate: Callable[[DataPath], Locati
         trains = inner[0].written if inner else f"`{_shown(again.words)}`"
         raise _repeated(str(again.repeater), trains, again.path, where, locate)
     seen: dict[str, _Run] = {}
-    twice = next((run for run in found if seen.setdefault(_shown(run.words), run) is not run), None)
+    keys = ((run_key(run.words), run) for run in found)
+    twice = next((run for key, run in keys if seen.setdefault(key, run) is not run), None)
     if twice is not None and not flags:  # NOTE: prep.py, then train.py: two programs, once each
         shown = _shown(twice.words)
         raise InputError(
@@ -94,6 +99,42 @@ def refuse_repeats(words: Words, where: str, locate: Callable[[DataPath], Locati
             hint="give each command that trains its epochs flag (--epochs N), so that they add "
             "up, or train once in the script",
         )
+
+
+def _refuse_unreadable(
+    words: Words, error: Unreadable, where: str, locate: Callable[..., Location | None]
+) -> None:
+    """A script a shell would not run as written: refused for a loop word, or if it may train.
+
+    Comments are no words here (``# 8-GPU data parallel`` runs no ``parallel``).
+    """
+    flags = [f for part in commands_of(words) for f in epoch_flags(part)]
+    lines = [(_COMMENT.sub("", line), at) for w, at in words for line in w.splitlines()]
+    bare = [(t.strip("(){}$`'\";"), at) for line, at in lines for t in line.split()]
+    loop = next(((m[1] or FUNCTION, at) for t, at in bare if (m := _LOOP.match(t))), None)
+    if loop is None and isinstance(error, TooDeep):
+        loop = (str(error), words[0][1] if words else ())
+    if loop is not None:
+        flag = (flags[0].written, flags[0].path) if flags else ("a command", loop[1])
+        raise _repeated(loop[0], *flag, where, locate) from None
+    for line, at in lines:
+        for command in commands_of([(line, at)]):
+            plain = [word for word, _ in command]
+            start = program(plain, 1)
+            name = plain[start].rsplit("/", 1)[-1] if start is not None else ""
+            if start is not None and not harmless(name, plain[start + 1 :]):
+                raise InputError(
+                    f"{where} is a script a shell would not run as written ({error}), and it "
+                    f"runs `{_shown(tuple(plain[start:]))}`, which may train: how often it "
+                    "runs cannot be read",
+                    location=locate(at),
+                    hint="write the script as a shell runs it (close its quotes, `fi` and "
+                    "`done`), with the training command once, outside any loop",
+                ) from None
+
+
+_COMMENT = re.compile(r"(?:^|(?<=\s))#.*$")
+"""A ``#`` that starts a word, and the rest of its line: a comment, as a shell reads it."""
 
 
 def _repeated(
@@ -120,130 +161,66 @@ class _Run(NamedTuple):
     path: DataPath
 
 
+_RESTARTS = frozenset({"$0", "${0}", "$BASH_SOURCE", "${BASH_SOURCE}", "${BASH_SOURCE[0]}"})
+_AGAIN_SIGNALS = frozenset({"DEBUG", "ERR", "RETURN"})
+"""A trap on these runs its body again and again (before each command, on each failure)."""
+
+
 def _runs(words: Words, repeat: str | None, depth: int) -> Iterator[_Run]:
     """The commands that may train among a command and the scripts and commands it runs."""
-    start = _program([word for word, _ in words], depth)
+    if depth > _MAX_RUN_DEPTH:
+        raise TooDeep(f"scripts and repeaters nested more than {_MAX_RUN_DEPTH} deep")
+    plain = [word for word, _ in words]
+    start = program(plain, depth)
     if start is None:
         return
-    program, path = words[start]
-    if _is_script(program, depth):
-        for found, again in simple_commands(program, repeat):
-            yield from _runs([(word, path) for word in found], again, depth + 1)
+    (program_word, path), args = words[start], plain[start + 1 :]
+    name, command = program_word.rsplit("/", 1)[-1], tuple(plain[start:])
+    if any(c.isspace() for c in program_word):  # NOTE: a script as one word: SkyPilot's run
+        yield from _script(program_word, path, repeat, depth)
         return
-    name, args = program.rsplit("/", 1)[-1], [word for word, _ in words[start + 1 :]]
-    for repeater, inner in _repeated_commands(name, args):
-        yield from _runs([(word, path) for word in inner], repeat or repeater, depth)
-    if name in _REPEATERS or _harmless(name, args):
+    if name in _RESTARTS or (name in SHELLS and args[:1] and args[0] in _RESTARTS):
+        yield _Run(command, "the script again (`$0`)", path)
         return
-    nested = [
-        run
-        for word, at in words[start + 1 :]
-        if _is_script(word, depth)
-        for run in _runs([(word, at)], repeat, depth)
-    ]
-    if name in _SHELLS and any(_is_script(word, depth) for word in args):
-        yield from nested  # NOTE: sh -c "python t.py" is one command, python's
+    if name == "alias" and any(_LOOP_WORD.search(arg) for arg in args):
+        yield _Run(command, "alias", path)
         return
-    yield _Run(tuple(word for word, _ in words[start:]), repeat, path)
-    yield from (run for run in nested if run.repeater is not None)
+    if name == "trap" and args and args[0] not in ("-", "-p", "-l", "--"):
+        again = {s.upper().removeprefix("SIG") for s in args[1:]} & _AGAIN_SIGNALS
+        yield from _script(args[0], path, f"trap {min(again)}" if again else repeat, depth)
+        return
+    for repeater, inner in repeated_commands(name, args):
+        yield from _runs([(word, path) for word in inner], repeat or repeater, depth + 1)
+    if name in REPEATERS or harmless(name, args):
+        return
+    yield from _shell_runs(name, words[start:], repeat, depth)
 
 
-def _is_script(word: str, depth: int) -> bool:
-    return depth < _MAX_SCRIPT_DEPTH and any(c.isspace() for c in word)
+def _shell_runs(name: str, words: Words, repeat: str | None, depth: int) -> Iterator[_Run]:
+    """A shell's script's commands, or the command itself (with a shell it runs, if any)."""
+    command, path = tuple(word for word, _ in words), words[0][1]
+    script = shell_script(name, list(command[1:]))
+    if script == HIDDEN or (script and script.lstrip().startswith(("$", "`"))):
+        yield _Run(command, f"{name}, running a script the file does not show", path)
+        return
+    if script:
+        at = next((p for w, p in words[1:] if w == script), path)
+        yield from _script(script, at, repeat, depth)
+        return
+    yield _Run(command, repeat, path)
+    inner = next((i for i, w in enumerate(command) if i and w.rsplit("/", 1)[-1] in SHELLS), None)
+    if inner is not None:  # NOTE: docker exec box bash -c '...', srun bash -c '...'
+        nested = _runs(words[inner:], repeat, depth + 1)
+        yield from (run for run in nested if run.repeater is not None)
 
 
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "su", "eval", "ssh"})
-"""Programs that run a script given as a word: their script's commands are theirs."""
-_SHELL_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*(?:\[[^]]*\])?\+?=")
+def _script(text: str, path: DataPath, repeat: str | None, depth: int) -> Iterator[_Run]:
+    for found, again in simple_commands(text, repeat):
+        yield from _runs([(word, path) for word in found], again, depth + 1)
 
 
-def _program(words: list[str], depth: int) -> int | None:
-    """Where a command's program is, past wrappers and assignments (an argv sets none)."""
-    at = 0
-    while at < len(words):
-        name = words[at].rsplit("/", 1)[-1]
-        if _SHELL_ASSIGNMENT.match(words[at]) and (depth or at):
-            at += 1
-            continue
-        if name not in _WRAPPERS:
-            return at
-        if name == "command" and words[at + 1 : at + 2] in (["-v"], ["-V"]):
-            return None  # NOTE: command -v python looks python up
-        at += 1
-        while at < len(words) and words[at].startswith("-") and words[at] != "-":
-            at += 1 + (words[at] in _VALUED)
-            if words[at - 1] == "--":
-                break
-        at += name in ("timeout", "taskset")  # NOTE: timeout 10h python t.py
-    return None
-
-
-def _repeated_commands(name: str, args: list[str]) -> Iterator[tuple[str, list[str]]]:
-    """The command a repeater runs again (``xargs python t.py``), with the repeater."""
-    if name == "find":
-        for at, word in enumerate(args):
-            if word in _EXECS:
-                ends = [i for i, end in enumerate(args) if i > at and end in (";", "+")]
-                yield f"find {word}", args[at + 1 : ends[0] if ends else len(args)]
-    elif name in _REPEATERS:
-        at = 0
-        while at < len(args) and args[at].startswith("-"):
-            at += 1 + (args[at] in _VALUED)
-        yield name, args[at:]
-
-
-def _split(*names: str) -> frozenset[str]:
-    return frozenset(" ".join(names).split())
-
-
-_HARMLESS = _split(
-    "echo printf sleep true false test [ : cd pushd popd export unset set shift read wait exit",
-    "return break continue trap ulimit umask declare local readonly typeset let pwd which type",
-    "hash alias cp mv rm mkdir rmdir ln touch chmod chown cat head tail wc grep egrep sed awk cut",
-    "tr sort uniq tee ls du df free nproc hostname whoami id date basename dirname realpath find",
-    "readlink stat file md5sum sha256sum seq jq yq envsubst tar unzip gunzip gzip zip xz wget",
-    "curl git git-lfs gsutil rsync scp nc ping nvidia-smi ps kill pkill pip pip3 apt apt-get yum",
-    "dnf apk brew",
-)
-"""Utilities that train nothing and run none of their words as a command."""
-_TOOLS = _split(
-    "uv:pip uv:venv uv:sync uv:add uv:lock poetry:install poetry:add poetry:lock poetry:update",
-    "poetry:config poetry:env ray:start ray:stop ray:status huggingface-cli:download",
-    "huggingface-cli:login huggingface-cli:upload hf:download hf:auth hf:upload wandb:login",
-    "wandb:sync docker:pull docker:login docker:push aws:s3 aws:configure gcloud:storage",
-)
-"""Tools' subcommands that install, fetch or look up (``uv pip``; not ``uv run``)."""
-_CONDA = _split("install create activate deactivate env config update clean init info list remove")
-_PYTHON = re.compile(r"(?:python|pypy)[\d.]*")
-_PYTHON_HARMLESS = (["-m", "pip"], ["-m", "venv"], ["-m", "ensurepip"], ["-V"], ["--version"])
-_ENVIRONMENTS = _split("activate .bashrc .profile .bash_profile .env conda.sh")
-"""What ``source`` reads that sets up a shell: a virtual environment's ``activate``."""
-
-
-def _harmless(name: str, args: list[str]) -> bool:
-    """Whether a program with its arguments trains nothing (``pip install``, not ``python``)."""
-    first = args[0] if args else ""
-    if name in ("awk", "gawk") and any("system" in arg or "|" in arg for arg in args):
-        return False  # NOTE: awk 'BEGIN {system("python t.py")}' runs a command
-    if _PYTHON.fullmatch(name):
-        return args[:2] in _PYTHON_HARMLESS or args[:3] == ["-m", "spacy", "download"]
-    if name in ("conda", "mamba", "micromamba"):
-        return first in _CONDA
-    if name in ("source", "."):
-        return first.rsplit("/", 1)[-1] in _ENVIRONMENTS
-    return name in _HARMLESS or f"{name}:{first}" in _TOOLS
-
-
-_WRAPPERS = _split("env nice time timeout sudo exec stdbuf ionice numactl taskset nohup command")
-"""Programs that run the command after their options (``nohup python t.py``)."""
-_VALUED = _split(
-    "-u --unset -C --chdir -n --adjustment -f --format -o --output -s --signal -k --kill-after",
-    "--user -g --group -h --host -p --prompt -D -a -i -e --input --error -c --class -N -m",
-    "--cpunodebind --membind --physcpubind --preferred -I -L -P -d -E -j -S --arg-file",
-    "--delimiter --max-args --max-procs --max-lines --max-chars --eof --jobs --sshlogin --delay",
-    "--timeout --joblog --results --retries --colsep --tmpdir --halt --interval",
-)
-"""The options of wrappers and repeaters (``xargs``, ``parallel``, ``watch``) that take a value."""
+_LOOP_WORD = re.compile(r"(?:^|[\s;&|(])(?:for|while|until|select)(?:[\s(]|$)")
+"""A loop's reserved word in an alias's value (``alias loop='for i in 1 2 3; do'``)."""
 
 
 _LOOP = re.compile(

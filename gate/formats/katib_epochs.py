@@ -62,8 +62,9 @@ def epochs_in(
         for i, w in enumerate(container.get(key) or [])
     ]
     locate = doc.source_map.locate
-    refuse_repeats(words, "the trial's command", lambda path: locate(path) or locate(here))
     env = _env_of(container)
+    expanded = [(_KUBE_REF.sub(lambda m: env.get(m[1], m[0]), w), path) for w, path in words]
+    refuse_repeats(expanded, "the trial's command", lambda path: locate(path) or locate(here))
     per_command = [f for c in commands_of(words) if (f := _flags_in(c, here, spec, doc, env))]
     found = [entry for flags in per_command for entry in flags]
     if len(per_command) > 1:  # NOTE: a script's commands run one after another: they add up
@@ -118,6 +119,9 @@ def _env_of(container: dict[str, Any]) -> dict[str, str]:
 
 
 _KUBE_VAR = re.compile(r"^\$\((\w+)\)$")
+_KUBE_REF = re.compile(r"(?<!\$)\$\(([-.\w]+)\)")
+"""``$(NAME)`` in a command or args, which Kubernetes expands from the container's env before
+the command runs (``sh -c "$(TRAIN)"`` runs TRAIN's value); an unknown one stays, as there."""
 
 
 def _flags_in(

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Unreadable", "simple_commands"]
+from gate.formats.shell_programs import (
+    MAX_DEPTH,
+    TooDeep,
+    Unreadable,
+    ansi_c,
+    deeper,
+    skip_heredocs,
+)
+
+__all__ = ["MAX_DEPTH", "TooDeep", "Unreadable", "simple_commands"]
 
 FUNCTION = "a shell function"
 """What repeats a function's body: it runs each time the function is called."""
-
-
-class Unreadable(ValueError):
-    """A script whose structure is not what a shell would run (an open quote, no ``done``)."""
 
 
 Simple = tuple[list[str], str | None]
@@ -26,7 +31,7 @@ Simple = tuple[list[str], str | None]
 
 def simple_commands(script: str, repeat: str | None = None) -> list[Simple]:
     """Each simple command of ``script`` (those in ``$(...)`` too), with what repeats it."""
-    parser = _Parser(_tokens(script)[0])
+    parser = _Parser(_tokens(script)[0], 0)
     parser.commands(repeat, frozenset())
     if (token := parser.peek()) is not None:
         raise Unreadable(f"`{token.text}` closes nothing")
@@ -52,10 +57,13 @@ _META = frozenset(" \t\n;&|()<>")
 _ARITHMETIC = "(("
 
 
-def _tokens(script: str, at: int = 0, nested: bool = False) -> tuple[list[_Token], int]:
+def _tokens(
+    script: str, at: int = 0, nested: bool = False, level: int = 0
+) -> tuple[list[_Token], int]:
     """Tokens from ``at`` to the end or (``nested``) to the ``)`` that closes a ``$(``."""
+    level = deeper(level)
     found: list[_Token] = []
-    depth, heredocs = 0, list[tuple[_Token, bool]]()
+    depth, heredocs = 0, list[tuple[str, bool, bool]]()
     while at < len(script):
         char = script[at]
         if char in " \t" or script.startswith("\\\n", at):
@@ -64,14 +72,14 @@ def _tokens(script: str, at: int = 0, nested: bool = False) -> tuple[list[_Token
             end = script.find("\n", at)
             at = len(script) if end < 0 else end
         elif char == "\n" and heredocs:
-            at = _skip_heredocs(script, at + 1, heredocs)
+            at = skip_heredocs(script, at + 1, heredocs)
             heredocs = []
             found.append(_Token("\n", op=True))
         elif char in "<>" and script.startswith("(", at + 1):  # <(...): a process substitution
-            inner, at = _tokens(script, at + 2, nested=True)
+            inner, at = _tokens(script, at + 2, True, level)
             found.append(_Token("<(...)", inner=(tuple(inner),)))
         elif script.startswith(_ARITHMETIC, at) and (
-            closed := _arithmetic(script, at + 2, runs := list[tuple[_Token, ...]]())
+            closed := _arithmetic(script, at + 2, runs := list[tuple[_Token, ...]](), level)
         ):
             found.append(_Token(_ARITHMETIC, op=True, inner=tuple(runs)))
             at = closed
@@ -82,16 +90,18 @@ def _tokens(script: str, at: int = 0, nested: bool = False) -> tuple[list[_Token
             found.append(_Token(op, op=True))
             at += len(op)
         else:
-            word, at = _word(script, at)
+            word, at = _word(script, at, level)
+            if word.plain and word.text.isdigit() and script[at : at + 1] in ("<", ">"):
+                continue  # NOTE: 2>&1: a file descriptor's number, no argument
             if found and found[-1].op and found[-1].text in ("<<", "<<-"):
-                heredocs.append((word, found[-1].text == "<<-"))
+                heredocs.append((word.text, word.plain, found[-1].text == "<<-"))
             found.append(word)
     if nested:
         raise Unreadable("a `$(` with no `)`")
     return found, at
 
 
-def _word(script: str, at: int) -> tuple[_Token, int]:
+def _word(script: str, at: int, level: int) -> tuple[_Token, int]:
     """One word from ``at``: quotes off, what its expansions run kept apart."""
     text: list[str] = []
     inner: list[tuple[_Token, ...]] = []
@@ -108,27 +118,29 @@ def _word(script: str, at: int) -> tuple[_Token, int]:
             text.append(script[at + 1 : end])
             at, plain = end + 1, False
         elif char == '"':
-            at, plain = _double(script, at + 1, text, inner), False
+            at, plain = _double(script, at + 1, text, inner, level), False
         elif char in "$`":
-            at, plain = _expansion(script, at, text, inner), False
+            at, plain = _expansion(script, at, text, inner, level), False
         else:
             text.append(char)
             at += 1
         if script.startswith("=(", at - 1) and text and text[0][:1].isalpha():  # an array
-            tokens, at = _tokens(script, at + 1, nested=True)
+            tokens, at = _tokens(script, at + 1, True, level)
             inner.extend(t.inner[0] for t in tokens if t.inner)
             text.append("(...)")
     return _Token("".join(text), plain=plain, inner=tuple(inner)), at
 
 
-def _double(script: str, at: int, text: list[str], inner: list[tuple[_Token, ...]]) -> int:
+def _double(
+    script: str, at: int, text: list[str], inner: list[tuple[_Token, ...]], level: int
+) -> int:
     r"""A ``"..."`` from after its quote: ``\\`` escapes, ``$(...)`` and backticks run."""
     while at < len(script) and script[at] != '"':
         if script[at] == "\\":
             text.append(script[at : at + 2])
             at += 2
         elif script[at] in "$`":
-            at = _expansion(script, at, text, inner)
+            at = _expansion(script, at, text, inner, level)
         else:
             text.append(script[at])
             at += 1
@@ -137,18 +149,20 @@ def _double(script: str, at: int, text: list[str], inner: list[tuple[_Token, ...
     return at + 1
 
 
-def _expansion(script: str, at: int, text: list[str], inner: list[tuple[_Token, ...]]) -> int:
+def _expansion(
+    script: str, at: int, text: list[str], inner: list[tuple[_Token, ...]], level: int
+) -> int:
     """``$(...)``, backticks, ``$((...))``, ``${...}`` and ``$'...'`` from ``at``."""
-    start = at
-    if script.startswith("$((", at) and (end := _arithmetic(script, at + 3, inner)):
+    start, level = at, deeper(level)
+    if script.startswith("$((", at) and (end := _arithmetic(script, at + 3, inner, level)):
         at = end
     elif script.startswith("$(", at):
-        tokens, at = _tokens(script, at + 2, nested=True)
+        tokens, at = _tokens(script, at + 2, True, level)
         inner.append(tuple(tokens))
     elif script.startswith("${", at):
         at += 2
         while at < len(script) and script[at] != "}":
-            at = _expansion(script, at, [], inner) if script[at] in "$`" else at + 1
+            at = _expansion(script, at, [], inner, level) if script[at] in "$`" else at + 1
         at += 1
     elif script.startswith("$'", at) or script[at] == "`":
         close = script[at + (script[at] == "$")]
@@ -157,7 +171,10 @@ def _expansion(script: str, at: int, text: list[str], inner: list[tuple[_Token, 
             at += 2 if script[at] == "\\" else 1
         if close == "`":
             body = script[start + 1 : at].replace("\\`", "`").replace("\\$", "$")
-            inner.append(tuple(_tokens(body)[0]))
+            inner.append(tuple(_tokens(body, 0, False, level)[0]))
+        elif at < len(script):  # NOTE: $'for\x20i': bash decodes it; so does a shell it runs
+            text.append(ansi_c(script[start + 2 : at]))
+            return at + 1
         at += 1
     else:
         at += 1
@@ -167,12 +184,12 @@ def _expansion(script: str, at: int, text: list[str], inner: list[tuple[_Token, 
     return at
 
 
-def _arithmetic(script: str, at: int, inner: list[tuple[_Token, ...]]) -> int | None:
+def _arithmetic(script: str, at: int, inner: list[tuple[_Token, ...]], level: int) -> int | None:
     """The end of a ``((...))`` from after its ``((``, or None where it is two ``(`` (bash)."""
     depth = 0
     while at < len(script):
         if script[at] in "$`":
-            at = _expansion(script, at, [], inner)
+            at = _expansion(script, at, [], inner, level)
             continue
         if script[at] == ")":
             if depth == 0:
@@ -183,26 +200,11 @@ def _arithmetic(script: str, at: int, inner: list[tuple[_Token, ...]]) -> int | 
     raise Unreadable("a `((` with no `))`")
 
 
-def _skip_heredocs(script: str, at: int, heredocs: list[tuple[_Token, bool]]) -> int:
-    """Past the bodies of the here-documents a line opened: they are text, not commands."""
-    for word, tabs in heredocs:
-        while at < len(script):
-            end = script.find("\n", at)
-            end = len(script) if end < 0 else end
-            line = script[at:end]
-            at = end + 1
-            if (line.lstrip("\t") if tabs else line) == word.text:
-                break
-            if word.plain and ("$(" in line or "`" in line):
-                raise Unreadable("a here-document that runs commands")
-    return min(at, len(script))
-
-
 class _Parser:
     """A script's simple commands, each with the loop that repeats it (a recursive descent)."""
 
-    def __init__(self, items: list[_Token]) -> None:
-        self.items = items
+    def __init__(self, items: list[_Token], level: int) -> None:
+        self.items, self.level = items, level
         self.at = 0
         self.found: list[Simple] = []
 
@@ -230,7 +232,7 @@ class _Parser:
     def substitutions(self, token: _Token, repeat: str | None) -> None:
         """What ``$(...)``, backticks and ``<(...)`` in a word run, where the word is read."""
         for inner in token.inner:
-            nested = _Parser(list(inner))
+            nested = _Parser(list(inner), deeper(self.level))
             nested.commands(repeat, frozenset())
             if nested.peek() is not None:
                 raise Unreadable("a `)` closes no `(`")
@@ -238,6 +240,13 @@ class _Parser:
 
     def command(self, repeat: str | None) -> None:
         """One command: a compound one (a loop, ``if``, a group) or a simple one."""
+        self.level = deeper(self.level)
+        try:
+            self._command(repeat)
+        finally:
+            self.level -= 1
+
+    def _command(self, repeat: str | None) -> None:
         token, word = self.items[self.at], self.reserved()
         if word in ("!", "time"):
             self.at += 1
