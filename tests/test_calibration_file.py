@@ -195,17 +195,7 @@ def test_a_measured_epoch_time_over_the_spec_s_is_said_in_every_format(tmp_path,
     """A red team's calibration of 0.6 min over a declared 30 turned an approval into a pass,
     said in text, Markdown and JSON but not in -q, github, SARIF or JUnit."""
     figures = {"epoch_minutes": {"runs": 20, "p10": 0.5, "median": 0.6, "p90": 0.7}}
-    entry = {"key": KEY, "runs": 20, "finished": 20, "failed": 0, "first": "2026-11-01",
-             "last": "2026-11-30", **figures}  # fmt: skip
-    path = tmp_path / "calibration.json"
-    path.write_text(json.dumps({"apiVersion": "budget-gate/v1", "kind": "Calibration",
-                                "created": "2026-12-01", "entries": [entry]}))  # fmt: skip
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(SPEC.replace("WORKLOAD", "{max_epochs: 10, epoch_minutes: 30}"))
-    shown = ["-q"] if fmt == "quiet" else ["--format", fmt]
-    capsys.readouterr()
-    main(["check", "--calibration", str(path), str(spec), *shown])
-    out = capsys.readouterr().out
+    out = _checked_in(tmp_path, capsys, fmt, figures, "{max_epochs: 10, epoch_minutes: 30}")
     assert "priced from measured runs: epoch time 0.60 min" in out
     assert "the spec says 30" in out
 
@@ -227,14 +217,20 @@ def test_a_measured_epoch_time_over_the_spec_s_is_said_in_every_format(tmp_path,
 def test_a_measurement_over_a_model_size_prior_is_said_too(tmp_path, capsys, figures, said, fmt):
     """A second reader's spec gave workload.model: a measured epoch time or MFU replaced its
     FLOPs prior (an approval became a pass) and no format said so."""
+    assert said in _checked_in(tmp_path, capsys, fmt, figures, MODEL)
+
+
+def _checked_in(tmp_path: Path, capsys, fmt: str, figures: dict[str, object], workload: str) -> str:
+    """``check``'s stdout in format ``fmt`` (``quiet``: ``-q``) of SPEC, calibrated by
+    ``figures`` (one entry for its key)."""
     entry = {"key": KEY, "runs": 20, "finished": 20, "failed": 0, "first": "2026-11-01",
              "last": "2026-11-30", **figures}  # fmt: skip
     path = tmp_path / "calibration.json"
     path.write_text(json.dumps({"apiVersion": "budget-gate/v1", "kind": "Calibration",
                                 "created": "2026-12-01", "entries": [entry]}))  # fmt: skip
     spec = tmp_path / "spec.yaml"
-    spec.write_text(SPEC.replace("WORKLOAD", MODEL))
+    spec.write_text(SPEC.replace("WORKLOAD", workload))
     shown = ["-q"] if fmt == "quiet" else ["--format", fmt]
     capsys.readouterr()
     main(["check", "--calibration", str(path), str(spec), *shown])
-    assert said in capsys.readouterr().out
+    return capsys.readouterr().out

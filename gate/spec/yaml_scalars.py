@@ -47,10 +47,25 @@ def scalar_value(
     ``json`` file ``1e-05`` is a number, as JSON says (elsewhere the text YAML 1.1 makes of
     it, which :meth:`gate.spec.loader.LoadedDoc.yaml12` reads as the number).
     """
-    if node.tag == STR:
-        if json and not node.style and EXPONENT_ONLY_FLOAT.fullmatch(node.value):
-            return _json_float(node, path, file)
+    if node.tag != STR:
+        value = _constructed(node, file, ambiguous)
+    elif json and not node.style and EXPONENT_ONLY_FLOAT.fullmatch(node.value):
+        value = float(node.value)  # NOTE: a number to JSON, text to YAML 1.1
+    else:
         return node.value  # what SafeConstructor makes of a string, without its calls
+    if isinstance(value, float) and not math.isfinite(value):
+        where = ".".join(str(p) for p in path)
+        raise InputError(
+            f"{where + ': ' if where else ''}{node.value} is not a finite number",
+            location=_at(file, node),
+            hint="use a real number (NaN and infinity are not allowed), or quote it "
+            f'("{node.value}") where a string is meant',
+        )
+    return value
+
+
+def _constructed(node: ScalarNode, file: str, ambiguous: list[InputError]) -> Any:
+    """A tagged scalar's value, as PyYAML's SafeConstructor makes it, or a located error."""
     construct = _CONSTRUCT.get(node.tag)
     if construct is None:
         raise InputError(
@@ -68,7 +83,7 @@ def scalar_value(
             hint=f'write true or false, or quote it ("{node.value}") for a string',
         )
     try:
-        value = construct(_CONSTRUCTOR, node)
+        return construct(_CONSTRUCTOR, node)
     except (ValueError, KeyError, IndexError, AttributeError, yaml.YAMLError):
         # NOTE: PyYAML's constructors raise all of these for values forced by a tag.
         if node.tag == _TIMESTAMP and not node.style:
@@ -82,15 +97,6 @@ def scalar_value(
             location=_at(file, node),
             hint="quote the value if it is meant as a string",
         ) from None
-    if node.tag == _FLOAT and not math.isfinite(value):
-        where = ".".join(str(p) for p in path)
-        raise InputError(
-            f"{where + ': ' if where else ''}{node.value} is not a finite number",
-            location=_at(file, node),
-            hint="use a real number (NaN and infinity are not allowed), or quote it "
-            f'("{node.value}") where a string is meant',
-        )
-    return value
 
 
 def _check_number(node: ScalarNode, file: str) -> None:
@@ -108,18 +114,6 @@ def _check_number(node: ScalarNode, file: str) -> None:
             location=_at(file, node),
             hint=f'write the number you mean, or quote it ("{node.value}") for a string',
         )
-
-
-def _json_float(node: ScalarNode, path: tuple[str | int, ...], file: str) -> float:
-    value = float(node.value)
-    if not math.isfinite(value):
-        where = ".".join(str(p) for p in path)
-        raise InputError(
-            f"{where + ': ' if where else ''}{node.value} is not a finite number",
-            location=_at(file, node),
-            hint="use a real number",
-        )
-    return value
 
 
 def _read_apart(node: ScalarNode, file: str, construct: Any) -> InputError:
