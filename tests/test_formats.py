@@ -915,7 +915,7 @@ envs: {EPOCHS: 10, X_BUDGET_GATE_EPOCH_MINUTES: 2}
     [  # what SkyPilot runs beyond the one run priced, each found silent by a red team
         ("run: python t.py --epochs 10\nservice: {readiness_probe: /, replicas: 50}\n", "service:"),
         ("run: python t.py --epochs 10\npool: {workers: 40}\n", "pool:"),
-        ("run: |\n  EPOCHS+=00\n  python t.py --epochs $EPOCHS\n", "the script sets EPOCHS"),
+        ("run: |\n  EPOCHS+=00\n  python t.py --epochs $EPOCHS\n", "sets EPOCHS"),
         ("run: |\n  read EPOCHS <<< 1000\n  python t.py --epochs $EPOCHS\n", "sets EPOCHS"),
         (
             "run: python t.py --epochs 10\n"

@@ -134,12 +134,12 @@ def test_submitit_gpus_per_task_are_multiplied_by_tasks_and_nodes(tmp_path, caps
         # the second reader's: quoted, and set by other spellings than NAME=value
         ("'export \"EPOCHS=1000\"'", "epochs (EPOCHS)"),
         ("\"export 'MAX_EPOCHS=1000'\"", "epochs (MAX_EPOCHS)"),
-        ("'printf -v EPOCHS %d 1000; export EPOCHS'", "epochs (EPOCHS)"),
+        ("'printf -v EPOCHS %d 1000; export EPOCHS'", "sets EPOCHS, a variable"),
         ("'declare -x NUM_EPOCHS=1000'", "epochs (NUM_EPOCHS)"),
-        ("'read EPOCHS <<< 1000'", "epochs (EPOCHS)"),
+        ("'read EPOCHS <<< 1000'", "sets EPOCHS, a variable"),
         ("'eval \"export NUM_EPOCHS=1000\"'", "epochs (NUM_EPOCHS)"),
-        ("': ${EPOCHS:=1000}'", "epochs (EPOCHS)"),
-        ("'for EPOCHS in 1000; do :; done'", "epochs (EPOCHS)"),
+        ("': ${EPOCHS:=1000}'", "sets EPOCHS, a variable"),
+        ("'for EPOCHS in 1000; do :; done'", "sets EPOCHS, a variable"),
         ("'typeset -x Epochs=1000'", "epochs (Epochs)"),
     ],
 )

@@ -101,6 +101,14 @@ def refuse_repeats(words: Words, where: str, locate: Callable[[DataPath], Locati
         )
 
 
+def training_runs(words: Words) -> list[tuple[tuple[str, ...], DataPath]]:
+    """The commands of a script that may train, each where it is; none in one not read."""
+    try:
+        return [(run.words, run.path) for run in _runs(words, None, 0)]
+    except Unreadable:  # NOTE: refuse_repeats refused it, or it runs only harmless commands
+        return []
+
+
 def _refuse_unreadable(
     words: Words, error: Unreadable, where: str, locate: Callable[..., Location | None]
 ) -> None:
@@ -182,6 +190,8 @@ def _runs(words: Words, repeat: str | None, depth: int) -> Iterator[_Run]:
     if name in _RESTARTS or (name in SHELLS and args[:1] and args[0] in _RESTARTS):
         yield _Run(command, "the script again (`$0`)", path)
         return
+    if name == "foreach":  # NOTE: zsh's `foreach NAME (WORDS)` repeats the lines up to `end`
+        raise Unreadable("zsh's `foreach`, whose body budget-gate does not read")
     if name == "alias" and any(_LOOP_WORD.search(arg) for arg in args):
         yield _Run(command, "alias", path)
         return
@@ -224,7 +234,8 @@ _LOOP_WORD = re.compile(r"(?:^|[\s;&|(])(?:for|while|until|select)(?:[\s(]|$)")
 
 
 _LOOP = re.compile(
-    r"(?:.*/)?(for|while|until|select|xargs|parallel|watch|-exec|-execdir|-ok|-okdir)(?:\(.*)?$"
+    r"(?:.*/)?(for|while|until|select|repeat|foreach|xargs|parallel|watch|-exec|-execdir|-ok"
+    r"|-okdir)(?:\(.*)?$"
     r"|function$|.*\(\)$"
 )
 """A word that may repeat commands, in a script whose structure cannot be read."""

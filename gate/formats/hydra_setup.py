@@ -15,16 +15,16 @@ from gate.formats.command_lines import (
     Words,
     commands_of,
     epoch_flags,
-    names_epochs,
-    refuse_repeats,
     shell_words,
+)
+from gate.formats.shell_effects import (
+    command_args,
+    epochs_variable_set,
+    refuse_unread_training,
+    written_files,
 )
 
 _SBATCH = re.compile(r"^\s*#\s*SBATCH", re.IGNORECASE)
-_ASSIGNED = re.compile(r"(?<![\w$])([A-Za-z_]\w*)(?:\[[^\]]*\])?[+:]?=")
-"""``NAME=``, ``NAME+=``, ``NAME[i]=``, ``${NAME:=v}``/``${NAME=v}``, ``((NAME=v))``: set."""
-_NAMED = re.compile(r"(?:-\w*v)?([A-Za-z_]\w*)(?:\[[^\]]*\])?")
-"""A word that is a variable's name (``export EPOCHS``, ``read EPOCHS``, ``printf -vEPOCHS``)."""
 
 
 def refuse_setup_lines(config: dict[str, Any], at: Any) -> None:
@@ -38,7 +38,7 @@ def refuse_setup_lines(config: dict[str, Any], at: Any) -> None:
     lines = lines if isinstance(lines, list) else []
     where = "hydra.launcher.setup"
     script: Words = [(str(line), (i,)) for i, line in enumerate(lines)]
-    refuse_repeats(script, where, lambda path: at("hydra", "launcher", "setup", *path))
+    refuse_unread_training(script, where, lambda path: at("hydra", "launcher", "setup", *path))
     for i, line in enumerate(lines):
         text = str(line)
         if _SBATCH.match(text):
@@ -58,24 +58,20 @@ def refuse_setup_lines(config: dict[str, Any], at: Any) -> None:
 
 
 def epochs_set(line: str) -> str | None:
-    """The epochs a shell line may set: a flag, or a variable named like them, or None.
+    """The epochs a shell line may set: a flag, an assignment, a variable a builtin sets, or None.
 
-    NOTE: fail closed. Any spelling that sets a variable (``export``, ``declare -x``,
-    ``printf -v``, ``read``, ``eval``, ``for``) names it as a word or assigns it: a word
-    that is the name, or assigns it, counts; only ``$NAME`` (a read) does not.
+    ``export EPOCHS=1000``, ``printf -v EPOCHS``, ``read EPOCHS``, ``EPOCHS+=0``
+    (:func:`gate.formats.shell_effects.epochs_variable_set`); ``$EPOCHS`` (a read) and
+    ``export EPOCHS`` (what sbatch already hands the job) set nothing.
     """
     words: Words = [(word, ()) for word in shell_words(line)]
     for command in commands_of(words):
         flags = epoch_flags(command)
         if flags:
             return flags[0].written
-        for word, _ in command:
-            named = _NAMED.fullmatch(word)
-            names = [named.group(1)] if named else []
-            names += [m.group(1) for m in _ASSIGNED.finditer(word)]
-            for name in names:
-                if names_epochs(name, abbreviated=False):
-                    return name
+        name = epochs_variable_set([word for word, _ in command])
+        if name is not None:
+            return name
     return None
 
 
@@ -98,28 +94,18 @@ def _unread_effect(line: str) -> str | None:
             before = plain[at - 1] if at else ";"
             tool = word.rsplit("/", 1)[-1]
             if tool in _SETS and before in _SEPARATORS | {"builtin", "command"}:
-                computed = next((w for w in _args(plain, at) if _computed(w)), None)
+                computed = next((w for w in command_args(plain, at) if _computed(w)), None)
                 if computed is not None:
                     return f"sets a variable whose name the shell computes ({computed})"
-            if tool in ("sed", "perl") and any(_in_place(w) for w in _args(plain, at)):
+            if tool in ("sed", "perl") and any(_in_place(w) for w in command_args(plain, at)):
                 return (
                     f"edits a file in place ({tool} -i): it may rewrite the config Submitit "
                     "reloads on the node, so no sed -i or perl -i runs in setup"
                 )
-            target = _written(plain, at)
-            if target is not None and _CONFIGS.search(target):
+            target = next((t for t in written_files(plain, at) if _CONFIGS.search(t)), None)
+            if target is not None:
                 return f"writes {target}, a config the job may read on the node"
     return None
-
-
-def _args(words: list[str], at: int) -> list[str]:
-    """The words after ``words[at]`` up to the command's end."""
-    out = []
-    for word in words[at + 1 :]:
-        if word in _SEPARATORS:
-            break
-        out.append(word)
-    return out
 
 
 def _computed(word: str) -> bool:
@@ -129,16 +115,3 @@ def _computed(word: str) -> bool:
 
 def _in_place(word: str) -> bool:
     return word.startswith("--in-place") or bool(re.fullmatch(r"-[A-Za-z]*i.*", word))
-
-
-def _written(words: list[str], at: int) -> str | None:
-    """The file ``words[at]`` writes: after ``>``, ``>>``, in ``a>f``, or tee's or cp's."""
-    word = words[at]
-    if word in (">", ">>", ">|") and at + 1 < len(words):
-        return words[at + 1]
-    if ">" in word and not word.startswith(("'", '"')):
-        return word.rsplit(">", 1)[1] or None
-    if word.rsplit("/", 1)[-1] in ("tee", "cp", "mv", "install", "ln", "dd"):
-        targets = [w for w in _args(words, at) if _CONFIGS.search(w.removeprefix("of="))]
-        return targets[-1] if targets else None
-    return None

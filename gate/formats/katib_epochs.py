@@ -21,10 +21,10 @@ from gate.formats.command_lines import (
     commands_of,
     epoch_flags,
     names_epochs,
-    refuse_repeats,
     unread,
 )
 from gate.formats.model import mapping, most_epochs, whole_epochs, within
+from gate.formats.shell_effects import refuse_unread_training
 from gate.spec.loader import DataPath, LoadedDoc
 
 _PLACEHOLDER = re.compile(r"^\$\{trialParameters\.([^}]+)\}$")
@@ -64,7 +64,9 @@ def epochs_in(
     locate = doc.source_map.locate
     env = _env_of(container)
     expanded = [(_KUBE_REF.sub(lambda m: env.get(m[1], m[0]), w), path) for w, path in words]
-    refuse_repeats(expanded, "the trial's command", lambda path: locate(path) or locate(here))
+    refuse_unread_training(
+        expanded, "the trial's command", lambda path: locate(path) or locate(here)
+    )
     per_command = [f for c in commands_of(words) if (f := _flags_in(c, here, spec, doc, env))]
     found = [entry for flags in per_command for entry in flags]
     if len(per_command) > 1:  # NOTE: a script's commands run one after another: they add up

@@ -88,7 +88,7 @@ def skip_heredocs(script: str, at: int, heredocs: list[tuple[str, bool, bool]]) 
     return min(at, len(script))
 
 
-REPEATERS = frozenset({"xargs", "parallel", "watch"})
+REPEATERS = frozenset({"xargs", "parallel", "watch", "repeat"})
 _EXECS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 """Commands that run the command they are given any number of times, and ``find``'s."""
 
@@ -124,6 +124,8 @@ def repeated_commands(name: str, args: list[str]) -> Iterator[tuple[str, list[st
             if word in _EXECS:
                 ends = [i for i, end in enumerate(args) if i > at and end in (";", "+")]
                 yield f"find {word}", args[at + 1 : ends[0] if ends else len(args)]
+    elif name == "repeat":  # NOTE: zsh's `repeat N command`
+        yield name, args[1:]
     elif name in REPEATERS:
         at = 0
         while at < len(args) and args[at].startswith("-"):

@@ -21,11 +21,11 @@ from gate.formats.command_lines import (
     commands_of,
     epoch_flags,
     names_epochs,
-    refuse_repeats,
     unread,
 )
 from gate.formats.extension import env_facts
 from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping, whole_epochs
+from gate.formats.shell_effects import refuse_unread_training
 from gate.spec.devices import devices_in
 from gate.spec.facts import ENV_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap
@@ -131,7 +131,7 @@ def _run_epochs(data: dict[str, Any], at: Any) -> list[tuple[int, str, DataPath]
         script = data.get(key)
         if not isinstance(script, str):
             continue
-        refuse_repeats([(script, (key,))], key, lambda path: at(*path))
+        refuse_unread_training([(script, (key,))], key, lambda path: at(*path))
         _refuse_held_commands(script, envs, set(mapping(data.get("secrets"))), key, at)
         for command in commands_of([(script, (key,))]):
             best: tuple[int, str, DataPath] | None = None

@@ -13,10 +13,10 @@ from gate.formats.command_lines import (
     commands_of,
     epoch_flags,
     option_name,
-    refuse_repeats,
     unread,
 )
 from gate.formats.model import whole_epochs
+from gate.formats.shell_effects import refuse_unread_training
 from gate.formats.wandb_parameters import Found
 from gate.spec.loader import DataPath
 
@@ -35,7 +35,7 @@ def command_epochs(command: Any, params: Found, at: Any) -> list[tuple[int, str,
         return []
     words: Words = [(str(w), ("command", i)) for i, w in enumerate(command)]
     swept = {option_name(name) for name in params}
-    refuse_repeats(words, "command", lambda path: at(*path))
+    refuse_unread_training(words, "command", lambda path: at(*path))
     found, tops = [], []
     for words_of_one in commands_of(words):
         mine: list[tuple[int, str, DataPath]] = []

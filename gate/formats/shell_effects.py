@@ -1,0 +1,200 @@
+"""What a script does that its commands' flags do not show: scripts it writes, epochs it sets.
+
+A job's script may write a script and run it (``cat > loop.sh <<EOF ... EOF; bash loop.sh``),
+set the epochs' variable with a builtin no ``NAME=value`` word shows (``printf -v EPOCHS``,
+``read EPOCHS``, ``EPOCHS+=00``, ``(( EPOCHS = 1000 ))``), or run commands from Python code
+written in it (``python -c "...subprocess..."``, ``python - <<EOF``). budget-gate reads the
+file's commands, not what those make at run time, so each is refused at its line (fail
+closed), after the repeats :func:`gate.formats.command_lines.refuse_repeats` refuses.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Iterator
+from itertools import pairwise
+
+from gate.errors import InputError, Location
+from gate.formats.command_lines import (
+    Words,
+    commands_of,
+    epoch_flags,
+    names_epochs,
+    refuse_repeats,
+    shell_words,
+    training_runs,
+)
+from gate.formats.shell_programs import SHELLS, program, run_key
+from gate.spec.loader import DataPath
+
+Locate = Callable[[DataPath], Location | None]
+
+
+def refuse_unread_training(words: Words, where: str, locate: Locate) -> None:
+    """Refuse a script whose training budget-gate cannot read from the file.
+
+    Repeats first (:func:`refuse_repeats`); then a script the job writes and runs, the
+    epochs set by a builtin, and commands run from Python code in the script.
+    """
+    refuse_repeats(words, where, locate)
+    commands = commands_of(words)
+    written = {
+        posixpath.basename(target)
+        for command in commands
+        for at in range(len(command))
+        for target in written_files([word for word, _ in command], at)
+    }
+    for run, path in training_runs(words):
+        script = _script_run(run)
+        if script is not None and posixpath.basename(script) in written:
+            raise InputError(
+                f"{where} runs {script}, a script it writes itself: budget-gate reads the "
+                "commands in the file, not those of a script the job makes",
+                location=locate(path),
+                hint=f"write the commands in {where} itself",
+            )
+    for command in commands:
+        plain = [word for word, _ in command]
+        name = epochs_variable_set(plain)
+        if name is not None:
+            raise InputError(
+                f"`{' '.join(plain)}` in {where} sets {name}, a variable named like the "
+                "epochs, where budget-gate does not read the number it holds",
+                location=locate(command[0][1]),
+                hint=f"write it as {name}=N or give the training command its epochs flag "
+                "(--epochs N)",
+            )
+    for code, path in _python_code(words):
+        if (runs := _RUNS_COMMANDS.search(code)) is not None:
+            raise InputError(
+                f"Python code in {where} runs commands ({runs[0].strip()}), which budget-gate "
+                "does not read: how often it trains and for how many epochs are not in the file",
+                location=locate(path),
+                hint=f"write the commands it runs in {where} itself",
+            )
+
+
+_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "1>", "2>"})
+_COPIES = frozenset({"tee", "cp", "mv", "install", "ln", "dd", "sed", "perl", "rsync", "scp"})
+_DOWNLOADS = {"curl": ("-o", "--output"), "wget": ("-O", "--output-document")}
+
+
+def written_files(words: list[str], at: int) -> list[str]:
+    """The files ``words[at]`` writes: after ``>``, in ``a>f``, or tee's, cp's, curl's.
+
+    ``sed -i`` and ``perl -i`` rewrite their files; ``curl`` and ``wget`` write their
+    ``-o``/``-O`` or the URL's last part. Any other word writes nothing.
+    """
+    word = words[at]
+    if word in _REDIRECTS:
+        return words[at + 1 : at + 2]
+    if ">" in word and not word.startswith(("'", '"')):
+        return [target] if (target := word.rsplit(">", 1)[1]) else []
+    tool, args = word.rsplit("/", 1)[-1], command_args(words, at)
+    if tool in _COPIES:
+        targets = [a.removeprefix("of=") for a in args if not a.startswith(("-", "<", ">"))]
+        return targets if tool == "tee" else targets[-1:]
+    if tool in _DOWNLOADS:
+        short, long = _DOWNLOADS[tool]
+        named = [
+            v
+            for i, a in enumerate(args)
+            for v in ([args[i + 1]] if a in (short, long) and i + 1 < len(args) else [])
+            + ([a[len(short) :]] if a.startswith(short) and len(a) > len(short) else [])
+            + ([a.split("=", 1)[1]] if a.startswith(f"{long}=") else [])
+        ]
+        return named + [a.rstrip("/").rsplit("/", 1)[-1] for a in args if "://" in a]
+    return []
+
+
+_STOPS = frozenset({";", "|", "||", "&&", "&", "(", ")", "{", "}", "do", "then", "else"})
+
+
+def command_args(words: list[str], at: int) -> list[str]:
+    """The words after ``words[at]`` up to the command's end."""
+    out = []
+    for word in words[at + 1 :]:
+        if word in _STOPS:
+            break
+        out.append(word)
+    return out
+
+
+_RUNNERS = frozenset({"python", "torchrun", "source", "."}) | SHELLS
+"""Programs whose first word is the script they run (``bash loop.sh``, ``python l.py``)."""
+
+
+def _script_run(words: tuple[str, ...]) -> str | None:
+    """The script file a command runs: ``bash loop.sh``'s, ``./loop.sh`` itself, else None."""
+    at = program(list(words), 1)
+    if at is None:
+        return None
+    key = run_key(words).split(" ", 1)
+    if len(key) == 2 and key[0] in _RUNNERS:
+        return key[1]
+    return words[at] if "/" in words[at] else None
+
+
+_SETTERS = frozenset({"read", "mapfile", "readarray", "getopts", "for", "select", "let", "(("})
+"""Builtins whose words name the variables they set (``read EPOCHS``, ``for EPOCHS in``)."""
+_DECLARES = frozenset({"declare", "typeset", "local"})
+_NAME = re.compile(r"(?:-\w*v)?([A-Za-z_]\w*)(?:\[[^\]]*\])?")
+_SET_IN_WORD = re.compile(
+    r"(?<![\w$])([A-Za-z_]\w*)(?:\[[^\]]*\])?\s*(?:\*\*|<<|>>|[-+*/%^|&])?:?=(?!=)"
+)
+"""``EPOCHS+=00``, ``EPOCHS[0]=``, ``${EPOCHS:=1000}``, ``((EPOCHS*=2))``: the name set."""
+
+
+def epochs_variable_set(command: list[str]) -> str | None:
+    """The variable named like the epochs a command sets other than by ``NAME=value``, or None.
+
+    ``NAME=value`` words are epochs flags (:func:`gate.formats.command_lines.epoch_flags`),
+    read where they stand; ``export EPOCHS`` and ``$EPOCHS`` set nothing.
+    """
+    at = program(command, 1)
+    name = command[at].rsplit("/", 1)[-1] if at is not None else ""
+    args = command[at + 1 :] if at is not None else []
+    named: list[str] = []
+    if name in _SETTERS:
+        named = [m[1] for word in args if (m := _NAME.fullmatch(word))]
+    elif name == "printf":
+        values = [w[2:] for w in args if w.startswith("-v") and len(w) > 2]
+        values += [w for before, w in pairwise(args) if before == "-v"]
+        named = [m[1] for value in values if (m := _NAME.fullmatch(value))]
+    elif name in _DECLARES and any(w.startswith("-") and "n" in w for w in args):
+        named = [part for word in args for part in re.findall(r"[A-Za-z_]\w*", word)]
+    for word in command:
+        if not epoch_flags([(word, ())]):
+            named += [m[1] for m in _SET_IN_WORD.finditer(word)]
+    return next((n for n in named if names_epochs(n, abbreviated=False)), None)
+
+
+_PYTHON = re.compile(r"(?:python|pypy)[\d.]*")
+_PYTHON_HEREDOC = re.compile(
+    r"^[^\n]*\b(?:python|pypy)[\d.]*\b[^\n]*?<<-?\s*(['\"]?)(\w+)\1[^\n]*\n(.*?)^\t*\2[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+_RUNS_COMMANDS = re.compile(
+    r"\b(?:subprocess|os\s*\.\s*(?:system|popen|exec\w*|spawn\w*|posix_spawn\w*)"
+    r"|pty\s*\.\s*spawn|runpy|exec\s*\(|eval\s*\(|__import__)"
+)
+"""Python that runs other programs or code, out of the reader's sight."""
+
+
+def _python_code(words: Words, depth: int = 0) -> Iterator[tuple[str, DataPath]]:
+    """The Python code a script holds: ``python -c CODE``'s, and here-documents fed to python."""
+    plain = [word for word, _ in words]
+    for i, (word, path) in enumerate(words):
+        if word == "-c" and i + 1 < len(words):
+            start = max((j + 1 for j in range(i) if plain[j] in _SEPARATORS), default=0)
+            at = program(plain[start:i], 1)
+            if at is not None and _PYTHON.fullmatch(plain[start + at].rsplit("/", 1)[-1]):
+                yield words[i + 1]
+        if depth < _MAX_DEPTH and any(char.isspace() for char in word):
+            yield from ((m[3], path) for m in _PYTHON_HEREDOC.finditer(word))
+            yield from _python_code([(w, path) for w in shell_words(word)], depth + 1)
+
+
+_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&"})
+_MAX_DEPTH = 4
