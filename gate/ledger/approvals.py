@@ -18,7 +18,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from gate.ledger.approvers import ALL_ORIGINS, Approvers, Origin
-from gate.ledger.records import MAX_EXPIRY, LedgerRecord, RecordKind, Source, short, when
+from gate.ledger.records import (
+    MAX_CLOCK_SKEW,
+    MAX_EXPIRY,
+    LedgerRecord,
+    RecordKind,
+    Source,
+    short,
+    when,
+)
 from gate.money import format_money
 from gate.words import counted
 
@@ -283,5 +291,11 @@ def launch_group(launch: LedgerRecord) -> str | None:
 
 
 def joins(launch: LedgerRecord, key: str | None, now: dt.datetime) -> bool:
-    """Whether a process with launch key ``key`` is part of ``launch`` at ``now``."""
-    return key is not None and launch.launch_key == key and now - launch.recorded_at <= JOIN_WITHIN
+    """Whether a process with launch key ``key`` is part of ``launch`` at ``now``.
+
+    Only a launch of the last :data:`JOIN_WITHIN`: one dated ahead of ``now`` (past the clock
+    skew a ledger allows) is no launch yet, or a launcher's key would join it for as long as
+    its date lies ahead, using no launch of the approval.
+    """
+    age = now - launch.recorded_at
+    return key is not None and launch.launch_key == key and -MAX_CLOCK_SKEW <= age <= JOIN_WITHIN

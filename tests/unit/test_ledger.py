@@ -326,6 +326,22 @@ def test_a_launch_key_joins_its_launch_for_a_day_only():
     assert not joins(launch, "other", NOW) and not joins(launch, None, NOW)
 
 
+def test_a_launch_dated_ahead_of_the_clock_is_joined_by_no_key():
+    """A launcher who signs a launch dated 20 days ahead gets no join until that date (and a
+    day past it): a launch joined then would use no launch of the approval."""
+    from gate.ledger.approvals import joins
+    from gate.ledger.records import MAX_CLOCK_SKEW
+
+    ahead = approval(
+        kind=RecordKind.LAUNCH, launch_key="k", recorded_at=NOW + dt.timedelta(days=20)
+    )
+    assert not joins(ahead, "k", NOW)
+    assert not joins(
+        ahead, "k", NOW + dt.timedelta(days=20) - MAX_CLOCK_SKEW - dt.timedelta(seconds=1)
+    )
+    assert joins(ahead, "k", NOW + dt.timedelta(days=20) - MAX_CLOCK_SKEW)  # a clock just behind
+
+
 def test_a_key_kept_past_the_join_window_is_a_launch_each_time_it_is_recorded():
     """An exported ``BUDGET_GATE_LAUNCH_KEY`` kept for days: each record past the window is
     a launch of its own, using the approval and committing its worst case to the month."""
