@@ -238,3 +238,23 @@ def test_a_tracking_uri_mlflow_keeps_no_runs_at_is_bad_input(team, uri):
         f"budget-gate: the tracking URI {uri} has a scheme MLflow keeps no runs at — use "
         "http(s)://HOST:PORT (a tracking server) or sqlite:///PATH\n"
     )
+
+
+def test_a_locked_sqlite_ledger_is_a_backend_error_not_our_bug(team, tmp_path):
+    """Another process holding the sqlite store's lock is the store failing: one line, exit 4."""
+    import sqlite3
+
+    store = tmp_path / "mlflow.db"
+    uri = f"sqlite:///{store}"
+    assert team.cli("verify", team.spec(2), uri=uri)[0] == 0  # the store and its tables
+    holder = sqlite3.connect(store, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        argv = ("--policy-dir", team.policy_dir, "--tracking-uri", uri, team.spec(8))
+        proc, _ = _cli(dict(os.environ), "verify", *argv)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert proc.returncode == 4, proc.stderr
+    assert "database is locked" in proc.stderr and "Traceback" not in proc.stderr
+    assert "internal error" not in proc.stderr and len(proc.stderr.splitlines()) == 1

@@ -35,7 +35,14 @@ from gate.ledger.signing import Signer, Trust
 from gate.ledger.spend import Spend
 
 _PAGE = 50_000  # the most MLflow returns per page
-_FAILURES = (MlflowException, OSError)
+STORE_FAILURES: tuple[type[BaseException], ...] = (MlflowException, OSError)
+"""What MLflow's client raises when the store fails: a backend error (exit 4), not our bug."""
+try:  # NOTE: a SQL store's own errors (a locked sqlite file) are the store failing: exit 4
+    from sqlalchemy.exc import SQLAlchemyError
+
+    STORE_FAILURES += (SQLAlchemyError,)
+except ImportError:  # mlflow-skinny, against a tracking server: no SQL here
+    pass
 
 
 class MlflowLedger(RunWriter):
@@ -43,7 +50,7 @@ class MlflowLedger(RunWriter):
 
     absent = False
 
-    failures: tuple[type[BaseException], ...] = _FAILURES
+    failures: tuple[type[BaseException], ...] = STORE_FAILURES
 
     def __init__(self, tracking_uri: str, trust: Trust) -> None:
         self.tracking_uri = tracking_uri
@@ -147,4 +154,4 @@ class MlflowLedger(RunWriter):
 
 def failing(where: str, doing: str) -> contextlib.AbstractContextManager[None]:
     """Turn an MLflow or network failure into a one-line backend error (exit 4)."""
-    return failing_on(where, doing, _FAILURES)
+    return failing_on(where, doing, STORE_FAILURES)

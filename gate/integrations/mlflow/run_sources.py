@@ -242,10 +242,11 @@ class ClientSource:
     """Any store MLflow's client opens (``sqlite:///``, a folder): MLflow is imported here."""
 
     def __init__(self, tracking_uri: str) -> None:
-        from mlflow.exceptions import MlflowException
         from mlflow.tracking import MlflowClient
 
-        self.failures: tuple[type[BaseException], ...] = (MlflowException, OSError)
+        from gate.integrations.mlflow.client import STORE_FAILURES
+
+        self.failures: tuple[type[BaseException], ...] = STORE_FAILURES
         with failing_on(redact(tracking_uri), "opening the tracking store", self.failures):
             self._client = MlflowClient(tracking_uri)
 
