@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -615,6 +616,43 @@ def test_a_job_that_reruns_its_pods_is_rejected(repo, kube):
     )
     same, pod_sets = objects.batch_job("once", spec=spec)  # completions = parallelism
     assert submit(kube, (same, pod_sets)) and only(controller(repo, kube).sync()).state == "Ready"
+
+
+def _pod(name: str, spec: str, restart: str | None, kind: str = "Pod") -> tuple[dict, list]:
+    """A plain Pod (Kueue's pod integration), or a pod of another owner, and its pod sets."""
+    tmpl = objects.template(8, spec=spec, restart=restart or "Never")
+    if restart is None:
+        del tmpl["spec"]["restartPolicy"]  # Kubernetes' default for a Pod: Always
+    api = {"Pod": "v1", "Deployment": "apps/v1", "RayJob": "ray.io/v1"}[kind]
+    meta = {"name": name, "namespace": "ml", "uid": str(uuid.uuid4()),
+            "labels": {"kueue.x-k8s.io/queue-name": "gpu"}}  # fmt: skip
+    return {"apiVersion": api, "kind": kind, "metadata": meta}, [
+        {"name": "main", "count": 1, "template": tmpl}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("restart", "kind"), [("Always", "Pod"), (None, "Pod"), ("Always", "Deployment")]
+)
+def test_a_gpu_pod_that_restarts_after_every_exit_is_rejected(repo, kube, restart, kind):
+    """A bare Pod's default restarts its training after each exit, under one launch."""
+    spec = write_spec(repo, trials=2)
+    owner, pod_sets = _pod("again", spec, restart, kind)
+    workload = kube.add(objects.workload_for(owner, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    message = kube.check(workload)["message"]
+    assert "the pods of its pod set main restart after every exit (restartPolicy Always" in message
+    assert message.endswith("run the training as a Job with restartPolicy: Never (or OnFailure)")
+
+
+@pytest.mark.parametrize(
+    ("restart", "kind"), [("Never", "Pod"), ("OnFailure", "Pod"), ("Always", "RayJob")]
+)
+def test_a_gpu_pod_that_ends_is_admitted(repo, kube, restart, kind):
+    spec = write_spec(repo, trials=2)
+    owner, pod_sets = _pod(f"once-{restart.lower()}", spec, restart, kind)
+    kube.add(objects.workload_for(owner, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Ready"
 
 
 def test_a_job_the_role_may_not_read_is_rejected_with_the_role_to_grant(repo, kube):

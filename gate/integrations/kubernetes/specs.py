@@ -24,6 +24,9 @@ RERUN_KINDS = {"Job": "batch", "JobSet": "jobset.x-k8s.io"}
 """Job kinds whose pods may run again one after another (``completions`` over
 ``parallelism``), which the Workload does not show: Kueue counts only the pods at once."""
 
+ENDS_ITS_PODS = frozenset({"RayJob"})
+"""Owners whose ``restartPolicy: Always`` pods end with the job (KubeRay's Ray pods)."""
+
 OwnerCache = dict[tuple[str, str, str, str], Any]
 """The owning jobs one pass has read, by namespace, API version, kind and name."""
 
@@ -55,13 +58,23 @@ def spec_named(api: KueueApi, workload: Workload, owners: OwnerCache) -> str | N
 def reruns(api: KueueApi, workload: Workload, owners: OwnerCache) -> str | None:
     """Why the job that owns ``workload`` runs more pods than the Workload shows, or ``None``.
 
-    A batch Job with ``completions: 1000`` and ``parallelism: 1`` is one pod in its Workload
-    and a thousand pod runs, one after another; a JobSet's replicated jobs likewise.
+    A GPU pod that restarts after every exit (a bare Pod, a Deployment's) runs its training
+    again and again and holds its GPUs until deleted. A batch Job with ``completions: 1000``
+    and ``parallelism: 1`` is one pod in its Workload and a thousand pod runs, one after
+    another; a JobSet's replicated jobs likewise.
 
     Raises:
         gate.admission.spec_file.SpecRefError: the job cannot be read (RBAC).
     """
     owner = workload.owner
+    again = next((ps.name for ps in workload.pod_sets if ps.restarts and ps.gpu_resources), None)
+    if again is not None and (owner is None or owner.kind not in ENDS_ITS_PODS):
+        return (
+            f"workload {workload.key}: the pods of its pod set {again} restart after every "
+            "exit (restartPolicy Always, a Pod's default), so their training runs again and "
+            "again and they hold the GPUs until deleted, which no spec prices — run the "
+            "training as a Job with restartPolicy: Never (or OnFailure)"
+        )
     if owner is None or RERUN_KINDS.get(owner.kind) != owner.api_version.split("/")[0]:
         return None
     found = _owner(api, workload.namespace, owner, owners, "how often it runs its pods")
