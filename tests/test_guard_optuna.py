@@ -93,8 +93,9 @@ def test_one_guard_over_two_studies_counts_both(tmp_path):
     assert guard.guard.spend == Decimal("32.00")  # 2 trials × 10 epochs × 1.60
     fine = optuna.create_study(study_name="fine", storage=storage)
     fine.optimize(_objective(guard), n_trials=4, callbacks=[guard.callback])
-    # the 2nd fine trial takes the spend to 64.00: the study stops, no other trial starts
-    assert [t.state.name for t in fine.get_trials()] == ["COMPLETE", "COMPLETE"]
+    # the 2nd fine trial takes the spend to 64.00: report prunes it (the study's pruner is
+    # not the guard's) and the study stops, no other trial starts
+    assert [t.state.name for t in fine.get_trials()] == ["COMPLETE", "PRUNED"]
     assert guard.guard.spend == Decimal("64.00")
     assert guard.guard.check().kind is not None
 
@@ -145,7 +146,7 @@ def test_a_sync_reads_each_finished_trial_once_and_misses_none():
     # reports; what it counts must equal what a guard that reads the whole study counts
     limits = make_limits(guard_spec_4_trials())
     mine = OptunaGuard(Guard(limits, clock=time.monotonic))
-    study = optuna.create_study()
+    study = optuna.create_study(pruner=mine.pruner())  # its reports return their stops
     running = study.ask()
     mine.admit(running)
     others = [study.ask() for _ in range(3)]

@@ -21,18 +21,25 @@ of the ceiling::
 spend and raises :class:`optuna.TrialPruned` when the guard stops the trial; a stop of the
 search also calls ``study.stop()`` so this worker starts no new trial. Objectives that
 prefer ``trial.should_prune()`` call :meth:`OptunaGuard.report` and use
-:meth:`OptunaGuard.pruner`, which wraps their own pruner. The callback counts failed trials
-(every worker's, from the storage) and stops the worker once the search is over. One guard
-may hold several studies (a coarse search, then a fine one) under its approval: their
-trials are counted apart.
+:meth:`OptunaGuard.pruner`, which wraps their own pruner; under any other pruner
+``report`` raises the stop itself. The callback counts failed trials (every worker's, from
+the storage) and stops the worker once the search is over. One guard may hold several
+studies (a coarse search, then a fine one) under its approval: each study, told apart by
+its storage and id (not its name), is counted on its own. The threads of
+``optimize(n_jobs=...)`` share one guard: it reads and counts for one at a time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import logging
+import math
 import os
+import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import optuna
 
@@ -44,11 +51,40 @@ from gate.integrations.mlflow.tracking_uri import resolve_tracking_uri
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial, Trial
 
+log = logging.getLogger(__name__)
+
 _FINISHED = (
     optuna.trial.TrialState.COMPLETE,
     optuna.trial.TrialState.PRUNED,
     optuna.trial.TrialState.FAIL,
 )
+
+
+@dataclass(slots=True)
+class _Study:
+    """What one guard has read of one study: its trials' label, and what to read again."""
+
+    label: str
+    """``""`` for the guard's first study (trials named by number alone), else ``name``
+    with a count when another study had that name: ``fine#3``, ``sweep(2)#3``."""
+    anchor: dt.datetime | None
+    """When its trial 0 started: a study re-created under the same id started it later."""
+    seen: int = 0
+    """Its trials numbered below this were read at least once."""
+    open: set[int] = field(default_factory=set)
+    """Trials read before that had not finished, read again at every sync."""
+
+    def key(self, number: int) -> str:
+        """The guard's name of the study's trial ``number``."""
+        return f"{self.label}#{number}" if self.label else str(number)
+
+    def holds(self, trials: Sequence[FrozenTrial]) -> bool:
+        """Whether ``trials`` are still this study's.
+
+        NOTE: sqlite gives a study deleted and re-created under its name the same id (and
+        its trials the same ids); it has fewer trials, or a trial 0 started at another time.
+        """
+        return len(trials) >= self.seen and (self.anchor is None or _anchor(trials) == self.anchor)
 
 
 class OptunaGuard:
@@ -57,13 +93,13 @@ class OptunaGuard:
     def __init__(self, guard: Guard, tracking_uri: str | None = None) -> None:
         self.guard = guard
         self.tracking_uri = tracking_uri
-        self._seen: dict[str, int] = {}
-        """Per study: its trials numbered below this were read at least once."""
-        self._open: dict[str, set[int]] = {}
-        """Per study: trials read before that had not finished, read again at every sync."""
-        self._home: str | None = None
-        """The first study's name: its trials are named by number alone."""
+        self._studies: dict[tuple[object, int], _Study] = {}
+        """Per study (its storage and id): what was read of it."""
+        self._labels: set[str] = set()
         self._marks: RunMarks | None = None
+        self._lock = threading.RLock()
+        """One thread at a time reads the storage into the guard and decides."""
+        self._warned = False
 
     def report(
         self,
@@ -73,33 +109,29 @@ class OptunaGuard:
         held_seconds: float | None = None,
         mlflow_run_id: str | None = None,
     ) -> Decision:
-        """Record the trial's spend and metric at ``epoch`` and decide (raises nothing).
+        """Record the trial's spend and metric at ``epoch`` and decide.
 
         ``held_seconds`` is how long the trial has held its GPUs; by default, since Optuna
         started it. With ``mlflow_run_id`` (the trial's MLflow run, at the guard's
         ``tracking_uri``) the run gets the per-epoch cost and, on a stop, the stop's tags,
         best effort: an MLflow that is down delays the report by at most the ledger's
         timeout (``BUDGET_GATE_LEDGER_TIMEOUT``), is logged once, and never hides the stop.
+
+        Raises:
+            optuna.TrialPruned: the trial must stop and the study's pruner is not this
+                guard's :meth:`pruner`, so ``trial.should_prune()`` would never say so.
+            ValueError: ``held_seconds`` is NaN, infinite or negative (a broken timer).
         """
-        if held_seconds is None:
-            held_seconds = (
-                dt.datetime.now() - (trial.datetime_start or dt.datetime.now())
-            ).total_seconds()
-        gpu_seconds = held_seconds * float(self.guard.limits.gpus)
-        trial.set_user_attr(GPU_SECONDS_ATTR, gpu_seconds)
-        value = metrics.get(self.guard.limits.monitor)
-        if value is not None:
-            trial.report(float(value), epoch)
-        self._sync(trial.study, skip=trial.number)
-        key = self._key(trial.study, trial.number)
-        decision = self.guard.observe(Report(key, epoch, metrics, gpu_seconds))
-        if decision.stop:
-            for key, text in decision.tags().items():
-                trial.set_user_attr(key, text)
-        if mlflow_run_id is not None:
-            # NOTE: after the stop is on the trial; best effort, bounded, raises nothing.
-            cost = self.guard.limits.cost(gpu_seconds)
-            self._run_marks().write(mlflow_run_id, epoch, cost, decision)
+        decision = self._report(trial, epoch, metrics, held_seconds, mlflow_run_id)
+        if decision.stop and not self._prunes(trial.study):
+            if not self._warned:
+                self._warned = True
+                log.warning(
+                    "budget-gate guard: the study's pruner is not the guard's, so report() "
+                    "raised optuna.TrialPruned itself; pass pruner=guard.pruner(...) to "
+                    "create_study to prune through trial.should_prune()"
+                )
+            _halt(trial, decision)
         return decision
 
     def step(
@@ -111,72 +143,132 @@ class OptunaGuard:
         mlflow_run_id: str | None = None,
     ) -> Decision:
         """:meth:`report`, then raise :class:`optuna.TrialPruned` when the trial must stop."""
-        decision = self.report(trial, epoch, metrics, held_seconds, mlflow_run_id)
-        if decision.stop_search:
-            trial.study.stop()
+        decision = self._report(trial, epoch, metrics, held_seconds, mlflow_run_id)
         if decision.stop:
-            raise optuna.TrialPruned(decision.reason)
+            _halt(trial, decision)
         return decision
 
     def admit(self, trial: Trial) -> None:
         """Call first in the objective: prune a trial that starts after the search stopped."""
-        self._sync(trial.study, skip=trial.number)
-        decision = self.guard.check()
+        with self._lock:
+            self._sync(trial.study, skip=trial.number)
+            decision = self.guard.check()
         if decision.stop_search:
             trial.set_user_attr(STOPPED_BY, decision.tags().get(STOPPED_BY, ""))
-            trial.study.stop()
-            raise optuna.TrialPruned(decision.reason)
+            _halt(trial, decision)
 
     def callback(self, study: optuna.Study, trial: FrozenTrial) -> None:
         """A study callback: count the finished trial, and stop this worker if the search is."""
-        self._sync(study)
-        if self.guard.check().stop_search:
+        with self._lock:
+            self._sync(study)
+            stop = self.guard.check().stop_search
+        if stop:
             study.stop()
 
     def pruner(self, wrapped: optuna.pruners.BasePruner | None = None) -> GuardPruner:
         """A pruner that prunes when the guard stops a trial, else when ``wrapped`` would."""
         return GuardPruner(self, wrapped)
 
-    def _sync(self, study: optuna.Study, skip: int | None = None) -> None:
+    def _search_stopped(self) -> bool:
+        """Whether the search is stopped (the ceiling, a revocation or failures)."""
+        with self._lock:
+            return self.guard.check().stop_search
+
+    def _report(
+        self,
+        trial: Trial,
+        epoch: int,
+        metrics: Mapping[str, float],
+        held_seconds: float | None,
+        mlflow_run_id: str | None,
+    ) -> Decision:
+        """Count and decide under the lock; the MLflow marks after it, best effort."""
+        if held_seconds is None:
+            held_seconds = (
+                dt.datetime.now() - (trial.datetime_start or dt.datetime.now())
+            ).total_seconds()
+        gpu_seconds = held_seconds * float(self.guard.limits.gpus)
+        with self._lock:
+            key = self._sync(trial.study, skip=trial.number).key(trial.number)
+            # NOTE: refuses a broken timer before the storage holds it: stored, every
+            # worker read it back.
+            self.guard.record(key, gpu_seconds)
+            trial.set_user_attr(GPU_SECONDS_ATTR, gpu_seconds)
+            value = metrics.get(self.guard.limits.monitor)
+            if value is not None:
+                trial.report(float(value), epoch)
+            decision = self.guard.observe(Report(key, epoch, metrics, gpu_seconds))
+            if decision.stop:
+                for name, text in decision.tags().items():
+                    trial.set_user_attr(name, text)
+            marks = self._run_marks() if mlflow_run_id is not None else None
+        if marks is not None and mlflow_run_id is not None:
+            # NOTE: after the stop is on the trial; best effort, bounded, raises nothing.
+            marks.write(mlflow_run_id, epoch, self.guard.limits.cost(gpu_seconds), decision)
+        return decision
+
+    def _sync(self, study: optuna.Study, skip: int | None = None) -> _Study:
         """Count every trial's spend and every finished trial's outcome from the storage.
 
         A finished trial is counted once (its spend is final, its end counted); later syncs
         read only the trials still open and the new ones, found by number (a study numbers
         its trials 0, 1, 2, … in the order it lists them), so a report costs the same
-        however many trials have ended.
+        however many trials have ended. The caller holds the lock.
         """
         trials = study.get_trials(deepcopy=False)
-        opened = self._open.setdefault(study.study_name, set())
-        seen = self._seen.get(study.study_name, 0)
-        numbers = [*sorted(opened), *range(seen, len(trials))]
+        state = self._study(study, trials)
+        numbers = [*sorted(state.open), *range(state.seen, len(trials))]
         by_number: Sequence[FrozenTrial] | dict[int, FrozenTrial] = trials
-        if any(trials[n].number != n for n in numbers):
+        if any(n >= len(trials) or trials[n].number != n for n in numbers):
             by_number = {t.number: t for t in trials}  # NOTE: numbered otherwise: read all
             numbers = sorted(by_number)
-        self._seen[study.study_name] = len(trials)
+        state.seen = len(trials)
+        now, gpus = dt.datetime.now(), float(self.guard.limits.gpus)
         ended = []
         for number in numbers:
             other = by_number[number]
-            if other.state in _FINISHED and other.datetime_complete is not None:
+            done = other.state in _FINISHED and other.datetime_complete is not None
+            if done:
                 ended.append(other)
-                opened.discard(number)
+                state.open.discard(number)
             else:
-                opened.add(number)
-            held = other.user_attrs.get(GPU_SECONDS_ATTR)
-            if number == skip:
-                continue
-            if other in ended and other.datetime_start is not None:
-                # NOTE: a trial that failed before its first report, or ran on after its
-                # last, held its GPUs from start to end: at least that is charged.
-                assert other.datetime_complete is not None
-                span = (other.datetime_complete - other.datetime_start).total_seconds()
-                whole = max(span, 0.0) * float(self.guard.limits.gpus)
-                held = max(float(held), whole) if isinstance(held, (int, float)) else whole
-            if isinstance(held, (int, float)):
-                self.guard.record(self._key(study, number), float(held))
+                state.open.add(number)
+            held = None if number == skip else _charge(other, gpus, now, done)
+            if held is not None:
+                self.guard.record(state.key(number), held)
         for other in sorted(ended, key=_completed):
             failed = other.state is optuna.trial.TrialState.FAIL
-            self.guard.end(self._key(study, other.number), failed=failed)
+            self.guard.end(state.key(other.number), failed=failed)
+        return state
+
+    def _study(self, study: optuna.Study, trials: Sequence[FrozenTrial]) -> _Study:
+        """What was read of ``study``: a fresh record for a study new to this guard.
+
+        NOTE: told apart by storage and id, not name: two in-memory studies of one name,
+        or one deleted and re-created, shared trial keys and hid each other's spend.
+        """
+        ident = (_storage_of(study), study._study_id)
+        state = self._studies.get(ident)
+        if state is None or not state.holds(trials):
+            state = _Study(self._label(study.study_name), _anchor(trials))
+            self._studies[ident] = state
+        elif state.anchor is None:
+            state.anchor = _anchor(trials)
+        return state
+
+    def _label(self, name: str) -> str:
+        """``""`` for the first study, else its name, counted when another had it."""
+        label, count = ("" if not self._labels else name), 1
+        while label in self._labels:
+            count += 1
+            label = f"{name}({count})"
+        self._labels.add(label)
+        return label
+
+    def _prunes(self, study: optuna.Study) -> bool:
+        """Whether ``study`` prunes through this guard's pruner."""
+        pruner = study.pruner
+        return isinstance(pruner, GuardPruner) and pruner._guard is self
 
     def _run_marks(self) -> RunMarks:
         """One writer for every run: an MLflow found down is waited on once, not per trial."""
@@ -184,15 +276,61 @@ class OptunaGuard:
             self._marks = RunMarks(resolve_tracking_uri(self.tracking_uri, os.environ))
         return self._marks
 
-    def _key(self, study: optuna.Study, number: int) -> str:
-        """The guard's name of a trial: its number, and another study's name before it.
 
-        NOTE: every study numbers its trials from 0; named by number alone, a second
-        study's trials hid under the first's (the larger spend of the two counted).
-        """
-        if self._home is None:
-            self._home = study.study_name
-        return str(number) if study.study_name == self._home else f"{study.study_name}#{number}"
+def _halt(trial: Trial, decision: Decision) -> NoReturn:
+    """Stop the trial (and this worker's study, when the search stops)."""
+    if decision.stop_search:
+        # NOTE: a trial asked for outside ``optimize`` (ask-and-tell) has no loop to stop,
+        # and Optuna raises RuntimeError for it: the trial's stop must still come through.
+        with contextlib.suppress(RuntimeError):
+            trial.study.stop()
+    raise optuna.TrialPruned(decision.reason)
+
+
+def _storage_of(study: optuna.Study) -> object:
+    """The storage ``study`` lives in: an RDB's URL, else the storage object itself.
+
+    NOTE: every ``load_study`` of an RDB study makes a new storage object; its URL says
+    which database it is, so one study loaded twice is counted once.
+    """
+    storage: Any = study._storage
+    backend = getattr(storage, "_backend", storage)  # _CachedStorage wraps an RDBStorage
+    url = getattr(getattr(backend, "engine", None), "url", None)
+    return storage if url is None else str(url)
+
+
+def _anchor(trials: Sequence[FrozenTrial]) -> dt.datetime | None:
+    return trials[0].datetime_start if trials else None
+
+
+def _charge(trial: FrozenTrial, gpus: float, now: dt.datetime, done: bool) -> float | None:
+    """The GPU-seconds to count for another trial; ``None`` while it has reported none.
+
+    Its stored figure, and at least its start-to-end time once it ended (a trial that
+    failed before its first report, or ran on after its last, held its GPUs throughout).
+    NOTE: a stored figure that is no finite number >= 0 (a broken timer an older guard
+    stored, or a hand's edit) counts as the time held so far: refused, it stopped every
+    worker that read it.
+    """
+    stored = trial.user_attrs.get(GPU_SECONDS_ATTR)
+    figure = _figure(stored)
+    broken = stored is not None and figure is None
+    if trial.datetime_start is None or not (done or broken):
+        return figure
+    end = (trial.datetime_complete if done else None) or now
+    held = max((end - trial.datetime_start).total_seconds(), 0.0) * gpus
+    return held if figure is None else max(figure, held)
+
+
+def _figure(stored: object) -> float | None:
+    """A stored figure as GPU-seconds, or ``None`` when it is none (NaN, inf, < 0, text)."""
+    if isinstance(stored, bool) or not isinstance(stored, (int, float)):
+        return None
+    try:
+        seconds = float(stored)
+    except OverflowError:  # an int past a float's range
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def _completed(trial: FrozenTrial) -> tuple[dt.datetime, int]:
@@ -209,7 +347,7 @@ class GuardPruner(optuna.pruners.BasePruner):
 
     def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
         """Whether ``trial`` stops: the guard's stop tags on it, or the wrapped pruner."""
-        if STOPPED_BY in trial.user_attrs or self._guard.guard.check().stop_search:
+        if STOPPED_BY in trial.user_attrs or self._guard._search_stopped():
             return True
         return self._wrapped.prune(study, trial) if self._wrapped is not None else False
 
