@@ -48,7 +48,7 @@ from gate.report.commitments import NO_TEAM, commitments
 from gate.report.compute import ReportInputs, build_report
 from gate.report.model import MonthReport
 from gate.report.period import Period, last_full_month, parse_period
-from gate.report.runs import MonthRuns, Priced
+from gate.report.runs import MonthRuns, Priced, asks_approval
 from gate.reporters import load_report_renderer
 
 if TYPE_CHECKING:  # MLflow's reader is imported when the command reads
@@ -227,7 +227,7 @@ class SpecPlans:
             model=spec.metadata.labels.get(tracking.MODEL_LABEL, ""),
             spec=path,
             experiment=spec.metadata.name,
-            needs_approval=result.outcome is Outcome.APPROVAL_REQUIRED,
+            needs_approval=asks_approval(result.findings),
             provider=spec.resources.cloud or policy.prices.cloud or "",
             tracked_in=spec.tracking.mlflow_experiment or spec.metadata.name,
         )

@@ -4,17 +4,21 @@ The one place the report interprets record kinds, so a new kind is added here al
 
 - an **approval** counts in the month it was *recorded* (its record time, which from
   signed records on is the time it was written), at its approved worst case, unless a
-  revocation names it. That is the month the gate held the money against the team's
-  budget when it decided (:mod:`gate.ledger.budget`), so the report and the gate agree on
-  what was approved when. What the approved runs then cost shows under *actual*, in the
-  months they ran;
+  revocation recorded by the period's end names it. Per team and spec path only the
+  newest approval recorded that month counts (a newer version's approval supersedes the
+  older), as the gate's monthly budget counts it (:mod:`gate.ledger.budget`,
+  :meth:`gate.ledger.spend.Spend.totals`), so the report and the gate agree on what was
+  approved when. Every approval is still listed: each is someone's decision. What the
+  approved runs then cost shows under *actual*, in the months they ran;
 - a **launch** commits an approval's worst case in the month it was recorded; ledgers
   written before launches were recorded have none, and the report says so instead of
   showing zero;
 - **requests** and **reconciliations** commit nothing here (the report prices the runs
   themselves); a kind this module does not know is counted and named in the notes.
 
-Amounts in another currency than the report's are not added up; they are counted.
+A record written after the period's end does not count for it (neither a revocation nor
+an approval's estimate): a past period's figures do not change after the fact. Amounts in
+another currency than the report's are not added up; they are counted, by team.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from gate.ledger.records import LedgerRecord, RecordKind
-from gate.report.period import Period
+from gate.report.period import Month, Period
 
 NO_TEAM = "(no team)"
 LAUNCH = RecordKind.LAUNCH.value
@@ -37,14 +41,30 @@ class Commitments:
 
     currency: str
     approved: dict[str, Decimal] = field(default_factory=lambda: defaultdict(Decimal))
+    """Per team, each month's newest approval per spec path, added up over the months."""
     launched: dict[str, Decimal] = field(default_factory=lambda: defaultdict(Decimal))
     approvals: list[LedgerRecord] = field(default_factory=list)
+    """Every approval of the period not revoked, in record order (superseded ones too)."""
     revoked: set[str] = field(default_factory=set)
     launches_recorded: bool = False
     other_currency: int = 0
     unknown_kinds: Counter[str] = field(default_factory=Counter)
     newest_approval: dict[str, LedgerRecord] = field(default_factory=dict)
-    """Per fingerprint, its newest approval not revoked (any month): the approved estimate."""
+    """Per fingerprint, its newest approval not revoked, recorded by the period's end."""
+    other_by_team: Counter[str] = field(default_factory=Counter)
+    """``other_currency`` by the records' teams (``--team`` counts only its own)."""
+    unknown_by_team: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """``unknown_kinds`` by (team, kind)."""
+
+    def other_currency_of(self, team: str | None) -> int:
+        """The records of the period in another currency: ``team``'s, or all (``None``)."""
+        return self.other_currency if team is None else self.other_by_team[team]
+
+    def unknown_kinds_of(self, team: str | None) -> Counter[str]:
+        """The records of the period of an unknown kind: ``team``'s, or all (``None``)."""
+        if team is None:
+            return self.unknown_kinds
+        return Counter({k: n for (t, k), n in self.unknown_by_team.items() if t == team})
 
 
 def team_of(record: LedgerRecord) -> str:
@@ -53,15 +73,36 @@ def team_of(record: LedgerRecord) -> str:
 
 
 def commitments(records: Iterable[LedgerRecord], period: Period, currency: str) -> Commitments:
-    """Fold the ledger's records into the period's approved and launched money by team."""
+    """Fold the ledger's records into the period's approved and launched money by team.
+
+    Records written after the period's end are left out, so a past period's figures stay
+    what they were when it ended.
+    """
     found = Commitments(currency)
-    kept = list(records)
+    kept = [r for r in records if r.recorded_at < period.end]
     found.revoked = {
         revoked for r in kept if r.kind is RecordKind.REVOCATION for revoked in r.revokes
     }
     for record in sorted(kept, key=lambda r: (r.recorded_at, r.record_id or "")):
         _fold(found, record, period.holds(record.recorded_at))
+    found.approved.update(newest_per_spec(found.approvals))
     return found
+
+
+def newest_per_spec(approvals: Iterable[LedgerRecord]) -> dict[str, Decimal]:
+    """Per team, the worst case of each month's newest approval of each spec path, summed.
+
+    The gate's rule (:meth:`gate.ledger.spend.Spend.totals`): a newer approval of a spec
+    supersedes the older one of the same month, so one spec is not held twice. The
+    approvals come in record order; a later one replaces an earlier one.
+    """
+    newest: dict[tuple[Month, str, str], LedgerRecord] = {}
+    for record in approvals:
+        newest[(Month.of(record.recorded_at), team_of(record), record.spec)] = record
+    approved: dict[str, Decimal] = defaultdict(Decimal)
+    for (_month, team, _spec), record in newest.items():
+        approved[team] += record.worst_cost or Decimal(0)
+    return approved
 
 
 def _fold(found: Commitments, record: LedgerRecord, current: bool) -> None:
@@ -77,7 +118,6 @@ def _fold(found: Commitments, record: LedgerRecord, current: bool) -> None:
             found.newest_approval[record.fingerprint] = record
             if current:
                 found.approvals.append(record)
-                found.approved[team_of(record)] += record.worst_cost or Decimal(0)
         case "launch":
             if current:
                 found.launched[team_of(record)] += record.worst_cost or Decimal(0)
@@ -88,6 +128,7 @@ def _fold(found: Commitments, record: LedgerRecord, current: bool) -> None:
         case _:
             if current:
                 found.unknown_kinds[kind] += 1
+                found.unknown_by_team[(team_of(record), kind)] += 1
 
 
 def _in_currency(found: Commitments, record: LedgerRecord, current: bool) -> bool:
@@ -96,4 +137,5 @@ def _in_currency(found: Commitments, record: LedgerRecord, current: bool) -> boo
         return True
     if current and record.kind is not RecordKind.REVOCATION:
         found.other_currency += 1
+        found.other_by_team[team_of(record)] += 1
     return False

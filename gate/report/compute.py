@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from gate.estimate.model import SpotComparison
+from gate.ledger.records import LedgerRecord
 from gate.reconcile.actuals import RunStatus
-from gate.reconcile.waste import WasteKind
+from gate.reconcile.quality import Monitor
+from gate.reconcile.waste import WasteKind, failed_waste, idle_waste, plateau_waste
 from gate.report.commitments import Commitments, team_of
 from gate.report.model import (
     ApprovalRow,
@@ -49,6 +51,11 @@ from gate.words import counted
 
 COSTLIEST = 10
 NO_MODEL = "(no model label)"
+TITLES = {
+    w.kind: w.title
+    for w in (failed_waste([], 0, 0), plateau_waste([], Monitor("")), idle_waste([]))
+}
+"""Reconcile's own title of each kind of waste, for a period in which none was found."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +159,7 @@ def _waste_rows(current: list[ExperimentMonth]) -> tuple[WasteRow, ...]:
     rows = []
     for kind in WasteKind:
         found = [w for g in current for w in g.result.waste if w.kind is kind]
-        title = found[0].title if found else kind.value
+        title = found[0].title if found else TITLES[kind]
         rows.append(
             WasteRow(
                 kind,
@@ -228,19 +235,25 @@ def _spot(lines: list[RunLine]) -> SpotRow:
 
 
 def _approvals(given: ReportInputs, kept: list[ExperimentMonth]) -> tuple[ApprovalRow, ...]:
-    """Each approval of the period, and what its version's runs cost from then on."""
+    """Each approval of the period, and the runs it paid for.
+
+    Those of its version that started from its time until the next approval of the same
+    spec path (which pays for what follows), so two rows never count one run.
+    """
     by_fingerprint: dict[str, list[RunLine]] = defaultdict(list)
     for group in kept:
         by_fingerprint[group.fingerprint].extend(group.lines)
     needs = given.needs_approval or {}
     rows = []
-    for record in given.commitments.approvals:
+    for record, until in _paid_until(given.commitments.approvals):
         if not _wanted(given, team_of(record)):
             continue
         paid = [
             line.result
             for line in by_fingerprint.get(record.fingerprint, [])
-            if line.result.start is not None and line.result.start >= record.recorded_at
+            if line.result.start is not None
+            and record.recorded_at <= line.result.start
+            and (until is None or line.result.start < until)
         ]
         rows.append(
             ApprovalRow(
@@ -259,6 +272,18 @@ def _approvals(given: ReportInputs, kept: list[ExperimentMonth]) -> tuple[Approv
             )
         )
     return tuple(sorted(rows, key=lambda r: (r.team, r.recorded_at, r.spec)))
+
+
+def _paid_until(
+    approvals: Sequence[LedgerRecord],
+) -> list[tuple[LedgerRecord, dt.datetime | None]]:
+    """Each approval (in record order) with the time the next one of its spec path came."""
+    until: list[tuple[LedgerRecord, dt.datetime | None]] = []
+    following: dict[str, dt.datetime] = {}
+    for record in reversed(approvals):
+        until.append((record, following.get(record.spec)))
+        following[record.spec] = record.recorded_at
+    return until[::-1]
 
 
 def _rankings(teams: tuple[TeamRow, ...]) -> tuple[Ranking, ...]:
@@ -285,28 +310,8 @@ def _notes(
         for unpriced in given.unpriced
         if _unpriced_wanted(given, unpriced)
     )
-    other = {g.priced.currency for g in window} - {given.currency}
-    if other:
-        left = sum(len(g.result.runs) for g in window if g.priced.currency != given.currency)
-        notes.append(
-            f"{counted(left, 'run')} priced in {', '.join(sorted(other))}, not "
-            f"{given.currency}: left out of every figure"
-        )
-    found = given.commitments
-    if found.other_currency:
-        notes.append(
-            f"{counted(found.other_currency, 'ledger record')} of the period in another "
-            f"currency than {given.currency}: not added up"
-        )
-    if not found.launches_recorded:
-        notes.append(
-            "the ledger holds no launch records (budget-gate records them from the signed "
-            "ledger on): launched is not shown"
-        )
-    for kind, count in sorted(found.unknown_kinds.items()):
-        notes.append(
-            f"{counted(count, 'ledger record')} of a kind the report does not know: {kind}"
-        )
+    notes.extend(_currency_notes(given, window))
+    notes.extend(_ledger_notes(given))
     running = sum(g.result.running for g in current)
     if running:
         notes.append(
@@ -315,4 +320,45 @@ def _notes(
         )
     if any(given.now < month.end for month in given.period.months):
         notes.append("the period is not over: forecast is each month's actual at the pace so far")
+    return notes
+
+
+def _currency_notes(given: ReportInputs, window: list[ExperimentMonth]) -> list[str]:
+    """Runs priced in another currency, the period's apart from the trend months' before it."""
+    months = given.period.months
+    notes = []
+    for where, left_out, groups in (
+        ("of the period", "every figure", [g for g in window if g.month in months]),
+        ("of the trend months", "the trend", [g for g in window if g.month not in months]),
+    ):
+        other = [g for g in groups if g.priced.currency != given.currency]
+        if other:
+            currencies = ", ".join(sorted({g.priced.currency for g in other}))
+            runs = sum(len(g.result.runs) for g in other)
+            notes.append(
+                f"{counted(runs, 'run')} {where} priced in {currencies}, not "
+                f"{given.currency}: left out of {left_out}"
+            )
+    return notes
+
+
+def _ledger_notes(given: ReportInputs) -> list[str]:
+    """What of the ledger's period was not added up (the ``--team``'s records only)."""
+    found = given.commitments
+    notes = []
+    other = found.other_currency_of(given.team_filter)
+    if other:
+        notes.append(
+            f"{counted(other, 'ledger record')} of the period in another "
+            f"currency than {given.currency}: not added up"
+        )
+    if not found.launches_recorded:
+        notes.append(
+            "the ledger holds no launch records (budget-gate records them from the signed "
+            "ledger on): launched is not shown"
+        )
+    for kind, count in sorted(found.unknown_kinds_of(given.team_filter).items()):
+        notes.append(
+            f"{counted(count, 'ledger record')} of a kind the report does not know: {kind}"
+        )
     return notes

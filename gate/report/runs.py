@@ -23,11 +23,13 @@ command reads it again by the plan's metric.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 from gate.ledger import tracking
+from gate.policy.findings import Finding
+from gate.policy.model import Severity
 from gate.reconcile.actuals import MS_PER_HOUR, Plan, RunFacts, RunResult, moment
 from gate.reconcile.reconciler import Reconciler, Reconciliation
 from gate.report.commitments import NO_TEAM
@@ -56,6 +58,16 @@ class Priced:
     def currency(self) -> str:
         """The currency of the plan's price."""
         return self.plan.quote.currency
+
+
+def asks_approval(findings: Iterable[Finding]) -> bool:
+    """Whether the policy's triggers ask for an approval: a finding of severity ``approval``.
+
+    Not the outcome: a spec that also breaks a hard limit fails, and its outcome would hide
+    that it is over the triggers too. A waived finding asks for nothing; one an approval
+    satisfied still says the spec is over them.
+    """
+    return any(f.severity is Severity.APPROVAL and f.waived_by is None for f in findings)
 
 
 PlanFor = Callable[[RunFacts], "Priced | str"]

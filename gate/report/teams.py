@@ -2,9 +2,11 @@
 
 - *forecast*: a month already over counts its actual; the month the clock is in counts
   its actual ÷ the share of the month gone (the current pace);
-- *variance*: each spec version's actual (its runs all ended) against the estimate its
-  approval recorded, the spec's own estimate where none was approved, scored as the
-  backtest scores (:func:`gate.calibrate.backtest.accuracy`).
+- *variance*: each spec version's actual over its runs that started in the period (all
+  ended) against the estimate its newest approval recorded by the period's end, the
+  spec's own estimate where none was approved, scored as the backtest scores
+  (:func:`gate.calibrate.backtest.accuracy`). An approval written after the period is not
+  what its runs were approved at (:func:`gate.report.commitments.commitments` cuts it).
 """
 
 from __future__ import annotations

@@ -47,6 +47,21 @@ def share(fraction: Decimal | None) -> str:
     return NONE if fraction is None else percent(fraction)
 
 
+def against_budget(amount: Decimal, budget: Decimal | None) -> str:
+    """``amount ÷ budget`` as a percentage that never rounds across 100 %.
+
+    1,000.25 of 1,000 is over budget: shown ``> 100 %``, never ``100 %``; just under it,
+    ``< 100 %``. Only an amount equal to the budget reads ``100 %``.
+    """
+    if not budget:
+        return NONE
+    fraction = amount / budget
+    shown = percent(fraction)
+    if shown == percent(Decimal(1)) and fraction != 1:
+        return "> 100 %" if fraction > 1 else "< 100 %"
+    return shown
+
+
 def headline(report: MonthReport) -> str:
     """One line: the period, who, how much, from where."""
     team = f" for team {report.team_filter}" if report.team_filter else ""
@@ -81,7 +96,7 @@ def _budget(report: MonthReport) -> Table:
             money(t.launched),
             money(t.actual),
             money(t.forecast),
-            share(t.forecast / t.budget if t.budget else None),
+            against_budget(t.forecast, t.budget),
         )
         for t in report.teams
     )
@@ -221,11 +236,15 @@ def _costliest(report: MonthReport) -> Table:
         "idle (≤)",
         "guard saved",
     )
+    most = (
+        f"The {counted(len(rows), 'costliest experiment')}" if rows else "The costliest experiments"
+    )
     return Table(
-        f"The {len(rows)} costliest experiments and their waste ({report.currency})",
+        f"{most} and their waste ({report.currency})",
         header,
         rows,
         left=(0, 1, 2, 3),
+        empty="no experiment ran in the period",
     )
 
 
