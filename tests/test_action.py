@@ -123,7 +123,7 @@ def test_actions_are_pinned_by_commit(path: Path) -> None:
 def test_workflow_triggers_permissions_and_concurrency(workflow: str) -> None:
     doc = yaml.load(workflow, Loader=yaml.BaseLoader)
     assert doc["on"] == {
-        "pull_request": {"types": ["opened", "synchronize", "reopened", "labeled"]},
+        "pull_request": {"types": ["opened", "synchronize", "reopened", "labeled", "edited"]},
         "pull_request_review": {"types": ["submitted", "dismissed"]},
         "issue_comment": {"types": ["created", "edited", "deleted"]},
     }

@@ -195,6 +195,10 @@ def withdrawn(record: LedgerRecord, number: int, shown: frozenset[str]) -> str |
     )
 
 
+FULL_SHA = 40
+"""A named commit must be whole: a 7-digit prefix is found for a costlier commit in seconds."""
+
+
 def timing_refusal(candidate: Candidate, change: SpecChange) -> str | None:
     """Why the approval is for an older version of the spec than the head's, or None.
 
@@ -204,7 +208,12 @@ def timing_refusal(candidate: Candidate, change: SpecChange) -> str | None:
     last = f"the spec's last change (commit {change.commit[:7]})"
     if candidate.edited:
         return "the comment was edited after it was posted; post a new one"
-    if candidate.named is not None and not (candidate.commit_id or "").startswith(candidate.named):
+    if candidate.named is not None and len(candidate.named) < FULL_SHA:
+        return (
+            f"it names commit {candidate.named} by a prefix, which a commit made to share it "
+            "matches too; comment again naming the head's full SHA (40 hex digits)"
+        )
+    if candidate.named is not None and (candidate.commit_id or "") != candidate.named:
         return (
             f"it names commit {candidate.named[:12]}, which was not the head when budget-gate "
             "processed it; comment again naming the head"

@@ -22,6 +22,20 @@ from gate.spec.globs import is_spec_file, matches
 
 STATUS_CONTEXT = "budget-gate"
 """The commit status's context: what branch protection requires."""
+
+
+def status_context(pull: PullInfo) -> str:
+    """The status's context: ``budget-gate`` into the default branch, else the base's own.
+
+    A status belongs to a commit, not to a pull request: one commit in two pull requests
+    (into ``main`` and into ``stage``) would take the green of the other base's judgement.
+    Into another base it is ``budget-gate (stage)``, which that branch's protection requires.
+    """
+    if not pull.default_branch or pull.base_ref == pull.default_branch:
+        return STATUS_CONTEXT
+    return f"{STATUS_CONTEXT} ({pull.base_ref})"
+
+
 APPROVAL_LABEL = "budget-approval-required"
 _DESCRIPTION_LIMIT = 140  # GitHub refuses longer commit status descriptions
 

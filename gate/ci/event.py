@@ -4,7 +4,8 @@ Reads the webhook payload that GitHub Actions writes to ``GITHUB_EVENT_PATH`` (p
 command reads the file). Three events matter (and ``pull_request_target``, which carries
 the same payload as ``pull_request``):
 
-- ``pull_request`` opened, synchronize, reopened, labeled (or ready_for_review): evaluate;
+- ``pull_request`` opened, synchronize, reopened, labeled (or ready_for_review), or edited
+  to another base branch: evaluate;
 - ``pull_request_review`` submitted or dismissed: approvals may have changed;
 - ``issue_comment`` created on a pull request, whose first line is ``/budget-gate approve
   [reason]``; or such a comment edited or deleted: its approval may be withdrawn.
@@ -77,7 +78,9 @@ def _parse(name: str, payload: Mapping[str, Any]) -> Event:
     base = Event(name, action, repository)
     if name in PULL_REQUEST_EVENTS:
         pull = payload["pull_request"]
-        if action not in PULL_REQUEST_ACTIONS:
+        changes = payload.get("changes")
+        rebased = action == "edited" and isinstance(changes, Mapping) and "base" in changes
+        if action not in PULL_REQUEST_ACTIONS and not rebased:
             return _skip(base, f"pull request {action!r} needs no check")
         return _with(base, int(pull["number"]), head_sha=str(pull["head"]["sha"]))
     if name == "pull_request_review":

@@ -195,7 +195,7 @@ def _bindings(
         comment = next((c for c in comments if c.id == command.comment_id), None)
         named, _ = named_commit(command.reason or "")
         fresh = comment is not None and now - comment.created_at <= BIND_WITHIN
-        if fresh and (named is None or head_sha.startswith(named)):
+        if fresh and (named is None or head_sha == named):
             bound[f"comment-{command.comment_id}"] = head_sha
     return bound
 

@@ -29,6 +29,9 @@ class PullInfo:
     commits: int | None = None
     """How many commits GitHub counts in the pull request: the walk of its history stops
     there, so no commit of the base is taken for one of the pull request's."""
+    default_branch: str = ""
+    """The repository's default branch: a pull request into another base has a status of its
+    own, so it never turns a commit green for the one into the default branch."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,12 +17,12 @@ from collections.abc import Callable
 
 from gate.ci.decisions import (
     APPROVAL_LABEL,
-    STATUS_CONTEXT,
     CommentMode,
     commit_status,
     label_change,
     may_write_comment,
     reviewers_to_request,
+    status_context,
 )
 from gate.ci.event import ApproveCommand
 from gate.ci.flow import GitHub, Prepared
@@ -77,9 +77,10 @@ def publish(
     state, description = commit_status(report)
     if prepared.policy_change is not None:
         state, description = policy_status(prepared.policy_change, state, description)
+    context = status_context(pull)
     writes.attempt(
-        f"set the {STATUS_CONTEXT} status",
-        lambda: gh.set_status(prepared.head_sha, state, description, STATUS_CONTEXT, run_url),
+        f"set the {context} status",
+        lambda: gh.set_status(prepared.head_sha, state, description, context, run_url),
     )
     if current:
         _label_and_reviews(gh, prepared, report, writes)

@@ -174,15 +174,28 @@ def test_a_comment_that_names_the_head_it_reviewed_approves_that_head_only(story
     _opened(story)
     reviewed = story.head
     story.push({SPEC: grid_spec(8)}, at=fresh())
-    named = story.comment_event("alice", f"/budget-gate approve {reviewed[:7]} ok", at=fresh())
+    named = story.comment_event("alice", f"/budget-gate approve {reviewed} ok", at=fresh())
     assert story.run("issue_comment", named).code == 0
     assert story.status() == ("pending", "approval required · worst case 1,160.53 USD")
     said = " ".join(story.comments()[-1].split())
-    assert f"it names commit {reviewed[:7]}, which was not the head when budget-gate" in said
+    assert f"it names commit {reviewed[:12]}, which was not the head when budget-gate" in said
     story.run("pull_request.synchronize", story.pull_request_event("synchronize"))
     assert story.status()[0] == "pending"  # and no later run binds it to the head
-    head = story.head.upper()[:12]  # any case, any length from 7
+    head = story.head.upper()  # any case
     story.run(
         "issue_comment", story.comment_event("alice", f"/budget-gate approve {head}", at=fresh())
     )
     assert story.status() == ("success", "approved by alice · worst case 1,160.53 USD")
+
+
+def test_a_comment_that_names_a_commit_by_a_prefix_is_refused(story):
+    """A 7-digit prefix of the reviewed head is matched by a costlier commit made to share it
+    (a few seconds of hashing): only the full SHA names a commit."""
+    _opened(story)
+    prefix = story.head[:7]
+    story.run(
+        "issue_comment", story.comment_event("alice", f"/budget-gate approve {prefix}", at=fresh())
+    )
+    assert story.status()[0] == "pending"
+    said = " ".join(story.comments()[-1].split())
+    assert f"it names commit {prefix} by a prefix, which a commit made to share it" in said

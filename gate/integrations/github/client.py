@@ -119,6 +119,7 @@ class GitHubClient(RepositoryContents):
                 requested_teams=tuple(t.slug for t in pull.requested_teams),
                 changed_files=pull.changed_files,
                 commits=pull.commits,
+                default_branch=pull.base.repo.default_branch or "",
             )
 
     def changed_files(self, number: int) -> list[ChangedFile]:

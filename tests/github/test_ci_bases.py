@@ -1,0 +1,80 @@
+"""A commit status belongs to a commit, not to a pull request: one per base branch.
+
+One head in two pull requests (into ``main`` and into ``stage``, where the costly spec is
+already there and so no change) must not turn green for ``main`` by the other's run; a pull
+request whose base is edited from ``stage`` to ``main`` is judged again against ``main``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from tests.github.ci_kit import BASE, NUMBER, SPEC, T0, PullRequestStory, grid_spec
+from tests.github.events import load_event
+from tests.github.state import FileChange, fake_sha
+
+HOUR = dt.timedelta(hours=1)
+
+
+def _stage_and_head(story: PullRequestStory) -> tuple[str, str]:
+    """Branch ``stage`` holds an unapproved costly spec; the head is it plus a README edit."""
+    repo = story.repo
+    pull = repo.pull(NUMBER)
+    stage = fake_sha("stage")
+    repo.contents[stage] = dict(repo.files_at(BASE))
+    repo.put_file(SPEC, grid_spec(8), ref=stage)
+    added = [FileChange(filename=SPEC, status="added")]
+    repo.add_commit(stage, date=T0, files=added, parents=[BASE], branch="stage")
+    head = fake_sha("head")
+    repo.contents[head] = dict(repo.files_at(stage))
+    repo.put_file("README.md", "hi\n", ref=head)
+    readme = [FileChange(filename="README.md")]
+    repo.add_commit(head, date=T0 + HOUR, files=readme, parents=[stage], branch=pull.head_ref)
+    pull.head_sha = head
+    return stage, head
+
+
+def _statuses(story: PullRequestStory, sha: str) -> dict[str, str]:
+    return {s.context: s.state for s in story.repo.latest_statuses(sha)}
+
+
+def test_a_second_pull_request_into_another_base_does_not_green_the_first(story) -> None:
+    stage, head = _stage_and_head(story)
+    pull = story.repo.pull(NUMBER)
+    pull.files[:] = [FileChange(filename=SPEC, status="added"), FileChange(filename="README.md")]
+    assert story.run("pull_request.opened", story.pull_request_event()).code == 0
+    assert _statuses(story, head) == {"budget-gate": "pending"}  # approval required, into main
+    other = story.repo.add_pull(
+        3, author="Codertocat", head_sha=head, head_ref=pull.head_ref, base_sha=stage,
+        base_ref="stage",
+    )  # fmt: skip
+    other.files[:] = [FileChange(filename="README.md", status="added")]
+    event = load_event(
+        "pull_request.opened", pull_request__number=3, pull_request__head__sha=head,
+        pull_request__base__sha=stage, pull_request__base__ref="stage", number=3,
+    )  # fmt: skip
+    assert story.run("pull_request.opened", event).code == 0
+    assert _statuses(story, head) == {"budget-gate": "pending", "budget-gate (stage)": "success"}
+
+
+def test_a_pull_request_moved_to_another_base_is_judged_again(story) -> None:
+    stage, head = _stage_and_head(story)
+    pull = story.repo.pull(NUMBER)
+    pull.base_sha, pull.base_ref = stage, "stage"
+    pull.files[:] = [FileChange(filename="README.md", status="added")]
+    event = story.pull_request_event()
+    event["pull_request"]["base"].update(sha=stage, ref="stage")
+    assert story.run("pull_request.opened", event).code == 0
+    assert _statuses(story, head) == {"budget-gate (stage)": "success"}
+    pull.base_sha, pull.base_ref = BASE, story.repo.default_branch  # edited back to the default
+    pull.files[:] = [FileChange(filename=SPEC, status="added"), FileChange(filename="README.md")]
+    edited = story.pull_request_event()
+    edited["action"] = "edited"
+    edited["changes"] = {"base": {"ref": {"from": "stage"}, "sha": {"from": stage}}}
+    assert story.run("pull_request.edited", edited).code == 0
+    assert _statuses(story, head)["budget-gate"] == "pending"
+    title = story.pull_request_event()
+    title["action"] = "edited"
+    title["changes"] = {"title": {"from": "old"}}
+    ran = story.run("pull_request.edited", title)
+    assert ran.code == 0 and "needs no check" in ran.stdout + ran.stderr
