@@ -31,7 +31,7 @@ from gate.ci.model import CommentInfo
 from gate.ci.policy_change import render as render_policy_change
 from gate.ci.policy_change import status as policy_status
 from gate.ci.scope import MAX_OUTSIDE, Outside
-from gate.errors import WriteForbidden
+from gate.errors import BackendError, WriteForbidden
 from gate.evaluation.report import Report
 from gate.policy.findings import Outcome
 from gate.reporters.markdown import COMMENT_LIMIT, MarkdownReporter, comment_marker, written_for
@@ -47,7 +47,12 @@ class _Writes:
     def __init__(self) -> None:
         self.notes: list[str] = []
 
-    def attempt(self, what: str, write: Callable[[], object]) -> bool:
+    def attempt(self, what: str, write: Callable[[], object], *, must: bool = True) -> bool:
+        """Run ``write``; a 403 is a note, and so is any failure of one that is not a ``must``.
+
+        The comment is not a ``must``: the status and the ledger decide, and one comment
+        GitHub refuses (a body over its limit) must not keep them from being written.
+        """
         try:
             write()
         except WriteForbidden as exc:
@@ -55,6 +60,11 @@ class _Writes:
                 f"could not {what}: GitHub refused the write ({exc}); a fork's pull request "
                 "gets a read-only token, so the report is in the annotations and job summary"
             )
+            return False
+        except BackendError as exc:
+            if must:
+                raise
+            self.notes.append(f"could not {what} ({exc}); the report is in the job summary")
             return False
         return True
 
@@ -72,16 +82,17 @@ def publish(
     writes = _Writes()
     pull = prepared.pull
     current = prepared.head_sha == pull.head_sha
-    if mode is not CommentMode.OFF:
-        _comment(gh, prepared, report, mode, writes)
     state, description = commit_status(report)
     if prepared.policy_change is not None:
         state, description = policy_status(prepared.policy_change, state, description)
     context = status_context(pull)
+    # NOTE: the status first: what branch protection reads must not wait on the comment
     writes.attempt(
         f"set the {context} status",
         lambda: gh.set_status(prepared.head_sha, state, description, context, run_url),
     )
+    if mode is not CommentMode.OFF:
+        _comment(gh, prepared, report, mode, writes)
     if current:
         _label_and_reviews(gh, prepared, report, writes)
     else:
@@ -114,7 +125,11 @@ def _comment(
     if existing is None:
         # A pull request that changes neither specs nor policies gets no comment.
         if report.results or report.diffs or prepared.policy_change or _outside(prepared):
-            writes.attempt("comment on the pull request", lambda: gh.create_comment(number, body))
+            writes.attempt(
+                "comment on the pull request",
+                lambda: gh.create_comment(number, body),
+                must=False,
+            )
         return
     if not may_write_comment(written_for(existing.body), prepared.head_sha, prepared.pull.head_sha):
         writes.notes.append(
@@ -123,21 +138,34 @@ def _comment(
         return
     if existing.body != body:
         writes.attempt(
-            "update the pull request comment", lambda: gh.update_comment(existing.id, body)
+            "update the pull request comment",
+            lambda: gh.update_comment(existing.id, body),
+            must=False,
         )
 
 
 def comment_body(prepared: Prepared, report: Report) -> str:
-    """The sticky comment: the report, then the sections on policy changes and unjudged specs."""
-    body = MarkdownReporter().render(report)
-    if prepared.bindings:
+    """The sticky comment: the report, then the sections on policy changes and unjudged specs.
+
+    The report is cut to leave room for the binding lines and the sections; sections that
+    would take more than a quarter of GitHub's limit count their files instead of listing
+    them (the log lists every one).
+    """
+    bindings = binding_lines(prepared.bindings) if prepared.bindings else ""
+    section = outside_section(prepared.outside) + unread_section(prepared.outside_read)
+    if utf16_length(section) > COMMENT_LIMIT // 4:
+        section = outside_section(prepared.outside, listed=False) + unread_section(
+            prepared.outside_read, listed=False
+        )
+    extra = utf16_length(bindings + section) + 2
+    body = MarkdownReporter().render(report, limit=max(COMMENT_LIMIT - extra, COMMENT_LIMIT // 4))
+    if bindings:
         # NOTE: after the markers, so the comment is still found and its head still read
         first, _, rest = body.partition("\n\n")
-        body = f"{first}\n{binding_lines(prepared.bindings)}\n{rest}"
+        body = f"{first}\n{bindings}\n{rest}"
     if prepared.policy_change is None and not _outside(prepared):
         return body
     room = COMMENT_LIMIT - utf16_length(body)
-    section = outside_section(prepared.outside) + unread_section(prepared.outside_read)
     if prepared.policy_change is not None:
         section = (
             render_policy_change(prepared.policy_change, room - utf16_length(section)) + section
@@ -151,7 +179,7 @@ def comment_body(prepared: Prepared, report: Report) -> str:
 OUTSIDE_SHOWN = 20
 
 
-def outside_section(paths: list[str]) -> str:
+def outside_section(paths: list[str], *, listed: bool = True) -> str:
     """Changed specs outside the ``specs`` globs: unjudged, yet a launch would judge them."""
     if not paths:
         return ""
@@ -159,20 +187,22 @@ def outside_section(paths: list[str]) -> str:
         "\n\n### ⚠️ Specs this run did not judge\n\nThese changed files are specs "
         "(`kind: Experiment`, or a W&B, Katib, SkyPilot or Hydra file a launch judges as one) "
         f"but are outside the action's `specs` globs, so nothing here priced or gated them:"
-        f"{_listed(paths)}\n\nAdd them to `specs:` (or move them under it) to have them "
+        f"{_listed(paths, listed)}\n\nAdd them to `specs:` (or move them under it) to have them "
         "judged.\n"
     )
 
 
-def unread_section(outside: Outside) -> str:
+def unread_section(outside: Outside, *, listed: bool = True) -> str:
     """The changed spec files outside the globs this run did not read: each may be a spec."""
     if not outside.unread and not outside.unchecked:
         return ""
     said = "".join(f"\n- {code(path)}: {escape(why)}" for path, why in outside.unread)
+    if not listed:
+        said = _listed([path for path, _ in outside.unread], listed)
     if outside.unchecked:
         said += (
             f"\n- {len(outside.unchecked)} more, not read (a run reads at most {MAX_OUTSIDE}):"
-            f"{_listed(outside.unchecked)}"
+            f"{_listed(outside.unchecked, listed)}"
         )
     return (
         "\n\n### ⚠️ Files this run could not tell are specs\n\nThese changed `.yaml`, "
@@ -200,7 +230,9 @@ def unread_notes(outside: Outside) -> list[str]:
     return lines
 
 
-def _listed(paths: list[str]) -> str:
+def _listed(paths: list[str], listed: bool = True) -> str:
+    if not listed:
+        return f" {len(paths):,} files, each named in the job's log" if paths else ""
     shown = "".join(f"\n- {code(path)}" for path in paths[:OUTSIDE_SHOWN])
     more = f"\n- … and {len(paths) - OUTSIDE_SHOWN} more" if len(paths) > OUTSIDE_SHOWN else ""
     return shown + more

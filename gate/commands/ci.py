@@ -88,12 +88,14 @@ def run(args: argparse.Namespace) -> int:
         _write_local(report, env, args.report_json)
         _log_policy_change(prepared, env)
         _log_outside(prepared)
-        notes = publish(
-            gh, prepared, report, mode=mode, run_url=_run_url(env), command=event.command
-        )
+        try:
+            notes = publish(
+                gh, prepared, report, mode=mode, run_url=_run_url(env), command=event.command
+            )
+        finally:  # NOTE: a revocation reaches the ledger though GitHub failed a write
+            _record(settings.ledger, prepared, now)
     for note in notes:
         print(message_command("warning", note, "budget-gate"))
-    _record(settings.ledger, prepared, now)
     if prepared.policy_change is not None and not prepared.policy_change.valid:
         return Outcome.INVALID.exit_code
     return exit_code(report.outcome, fail_on)

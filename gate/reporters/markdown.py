@@ -60,15 +60,15 @@ class MarkdownReporter:
 
     name: ClassVar[str] = "markdown"
 
-    def render(self, report: Report) -> str:
-        """Render the whole comment, cut to fit :data:`COMMENT_LIMIT`."""
+    def render(self, report: Report, limit: int = COMMENT_LIMIT) -> str:
+        """Render the whole comment, cut to fit ``limit`` (room left for what CI adds)."""
         results = sorted(report.results, key=lambda r: -r.outcome.rank)
         markers = comment_marker(report.context)
         if report.context.head_sha is not None:
             markers += "\n" + head_marker(report.context.head_sha)
         head = "\n\n".join([markers, _headline(report)])
         footer = _footer(report)
-        budget = _Budget(COMMENT_LIMIT - utf16_length(head + footer) - _NOTE_RESERVE)
+        budget = _Budget(limit - utf16_length(head + footer) - _NOTE_RESERVE)
         parts = [_summary_table(report, results, budget)]
         parts.extend(budget.fit(spec_section(r, report), compact_section(r)) for r in results)
         if report.removed:

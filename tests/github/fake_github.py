@@ -85,6 +85,10 @@ def handles(operation_id: str) -> Callable[[Handler], Handler]:
     return register
 
 
+COMMENT_BODY_LIMIT = 65_536
+"""GitHub's limit on an issue comment's body."""
+
+
 class ApiError(Exception):
     """An error answer: GitHub's ``{"message", "documentation_url", "status"}`` body."""
 
@@ -593,8 +597,15 @@ class FakeGitHub(GitHubState):
         ]
         return 200, [self._render(call).comment(repo, c) for c in found]
 
+    @staticmethod
+    def _comment_fits(body: str) -> None:
+        """GitHub refuses a comment body over 65,536 characters (UTF-16 code units): 422."""
+        if len(body.encode("utf-16-le")) // 2 > COMMENT_BODY_LIMIT:
+            raise ApiError(422, "Validation Failed: body is too long (maximum is 65536 characters)")
+
     @handles("issues/create-comment")
     def _create_comment(self, call: Call) -> Reply:
+        self._comment_fits(call.body["body"])
         repo, issue = self._issue(call)
         comment = repo.add_comment(issue.number, call.viewer or "", call.body["body"])
         return 201, self._render(call).comment(repo, comment)
@@ -612,6 +623,7 @@ class FakeGitHub(GitHubState):
 
     @handles("issues/update-comment")
     def _update_comment(self, call: Call) -> Reply:
+        self._comment_fits(call.body["body"])
         repo, comment = self._comment(call)
         comment.body = call.body["body"]
         comment.updated_at = self.clock()

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import datetime as dt
 
-from tests.github.ci_kit import NUMBER, T0, PullRequestStory
+from tests.github.ci_kit import NUMBER, SPEC, T0, PullRequestStory, grid_spec
 from tests.github.state import FileChange
 
 HOUR = dt.timedelta(hours=1)
 NOT_JUDGED = "### ⚠️ Specs this run did not judge"
+SPEC_TEXT = "apiVersion: budget-gate/v1\nkind: Experiment\n"
 NOT_READ = "### ⚠️ Files this run could not tell are specs"
 SPELLINGS = {
     "configs/tag.yaml": "kind: !!str Experiment\nmetadata: {name: a}\n",
@@ -100,3 +101,24 @@ def test_past_the_cap_the_files_not_read_are_named(story: PullRequestStory) -> N
     (warning,) = [line for line in ran.stdout.splitlines() if "were not read" in line]
     assert "2 changed spec files outside the specs globs were not read" in warning
     assert warning.endswith("docs/z-last.yaml, configs/z-spec.yaml")
+
+
+def test_a_flood_of_long_outside_paths_never_keeps_a_withdrawn_approval_green(story) -> None:
+    """The author pads the outside-the-globs section past GitHub's comment limit: the comment
+    is cut to fit (the files counted, each named in the log), and the run that withdraws an
+    approval sets the status before anything else it writes."""
+    deep = "/".join(["d" * 250] * 12)
+    story.change(SPEC, grid_spec(4), at=T0 + HOUR)
+    for i in range(20):
+        story.change(f"other/{deep}/{'p' * 99}/spec-{i:02d}.yaml", SPEC_TEXT, at=T0 + HOUR)
+    assert story.run("pull_request.opened", story.pull_request_event()).code == 0
+    review = story.review_event("alice", at=T0 + 2 * HOUR)
+    assert story.run("pull_request_review", review).code == 0
+    assert story.status()[0] == "success"
+    withdrawn = story.review_event("alice", at=T0 + 3 * HOUR, state="changes_requested")
+    ran = story.run("pull_request_review", withdrawn)
+    assert ran.code == 0, ran.stderr
+    assert story.status()[0] == "pending"
+    (comment,) = story.bot_comments()
+    assert len(comment.encode("utf-16-le")) // 2 <= 65_536
+    assert "20 files, each named in the job's log" in comment
