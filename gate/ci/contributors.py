@@ -15,6 +15,10 @@ from the commits API) may not approve it. Commits are attributed as follows:
 - A commit whose author or committer email is linked to no account names no login: it may be
   anyone's, the approver's included, so it refuses every approval on GitHub (fail closed).
   Committing it again with a linked email, or an approval through the ledger, is the way on.
+- An approval recorded in the ledger (``budget-gate approve --by alice``, signed with alice's
+  key) faces the same rules on a pull request (:func:`ledger_refusal`): the pull request's
+  author and whoever authored or committed a change to the spec may not give it; a commit
+  that names no account refuses none (recording one is the way on for such a commit).
 - Bots cannot approve at all (:func:`gate.ci.approvals.identity_refusal`), so a bot's commit
   never decides anything here.
 
@@ -79,3 +83,26 @@ def contributor_refusal(
 
 def _web_flow(login: str | None) -> bool:
     return login is not None and same_login(login, WEB_FLOW)
+
+
+def ledger_refusal(
+    by: str, author: str, approvers: Approvers, path: str, change: SpecChange
+) -> str | None:
+    """Why a ledger approval by ``by`` does not count on this pull request, or None.
+
+    A signed record proves who gave it, not that they may: an author who signs their own
+    approval, or an approver who pushed the costlier grid and then recorded one, approved
+    their own change, as they may not through GitHub either.
+    """
+    if approvers.allow_self_approval:
+        return None
+    if same_login(by, author):
+        return f"the approval by {by} in the ledger: {by} opened the pull request, {_NOT_ALLOWED}"
+    for commit in change.changes:
+        for role, who in made_by(commit) or ():
+            if same_login(by, who):
+                return (
+                    f"the approval by {by} in the ledger: {by} {role} {commit.sha[:7]}, which "
+                    f"changed {path}, {_NOT_ALLOWED}"
+                )
+    return None

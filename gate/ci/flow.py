@@ -21,8 +21,10 @@ from typing import Protocol
 from gate.calibrate.model import Calibration
 from gate.calibrate.model import parse as parse_calibration
 from gate.ci.approvals import Candidate, standing, withdrawn
+from gate.ci.contributors import ledger_refusal
 from gate.ci.decisions import select_specs
 from gate.ci.event import Event
+from gate.ci.history import SpecHistory
 from gate.ci.judging import judge_approvals
 from gate.ci.model import ChangedFile, CommentInfo, CommitInfo, PullInfo, ReviewInfo
 from gate.ci.policy_change import PolicyChange, assess, policy_files
@@ -33,6 +35,7 @@ from gate.evaluation.diff import SpecDiff, compare
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.report import SpecResult
 from gate.ledger.approvers import Approvers
+from gate.ledger.records import LedgerRecord, RecordKind
 from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
 from gate.policy.loader import CALIBRATION_FILE, PolicySet
@@ -122,14 +125,16 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
         )
     present, removed = select_specs(changed, settings.globs)
     shown, activity = None, None
-    if settings.ledger is not None and present:
-        # NOTE: GitHub says which of this pull request's approvals stand; the ledger's
-        # copies of the others no longer count, here and (revoked) at launch.
-        activity = _activity(gh, pull)
-        shown = standing(*activity)
-        settings.ledger.withdrawn = partial(withdrawn, number=pull.number, shown=shown)
     base_files = _base_policies(gh, pull, settings.policy_dir)
     policies = PolicySet(settings.policy_dir, base_files)
+    if settings.ledger is not None and present:
+        # NOTE: GitHub says which of this pull request's approvals stand; the ledger's
+        # copies of the others no longer count, here and (revoked) at launch. Nor do the
+        # ledger's approvals by the author or by whoever changed the spec.
+        activity = _activity(gh, pull)
+        shown = standing(*activity)
+        history = SpecHistory(gh, pull, head)
+        settings.ledger.withdrawn = partial(_not_here, pull, shown, policies, history)
     evaluator = Evaluator(
         policies=policies,
         catalog=load_catalog(),
@@ -162,6 +167,22 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
     if any(e.result.outcome is Outcome.APPROVAL_REQUIRED for e in evaluations):
         _judge(gh, event, prepared, evaluations, settings.now, activity or _activity(gh, pull))
     return prepared
+
+
+def _not_here(
+    pull: PullInfo,
+    shown: frozenset[str],
+    policies: PolicySet,
+    history: SpecHistory,
+    record: LedgerRecord,
+) -> str | None:
+    """Why a ledger approval does not count on this pull request, or None."""
+    if record.kind is not RecordKind.APPROVAL:
+        return None
+    approvers = policies.for_team(record.team).policy.approval.approvers
+    return withdrawn(record, pull.number, shown) or ledger_refusal(
+        record.by or "", pull.author, approvers, record.spec, history.last_change(record.spec)
+    )
 
 
 def _evaluate_files(
