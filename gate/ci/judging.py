@@ -32,7 +32,7 @@ from gate.ci.approvals import (
     timing_refusal,
 )
 from gate.ci.contributors import contributor_refusal
-from gate.ci.event import Event, named_commit
+from gate.ci.event import Event, named_commit, parse_command
 from gate.ci.history import SpecHistory
 from gate.ci.model import CommentInfo, CommitInfo, PullInfo, ReviewInfo
 from gate.evaluation.evaluate import Evaluation, Evaluator
@@ -175,7 +175,8 @@ def _bindings(
 ) -> dict[str, str]:
     """The commit each approving comment approved, as first processed.
 
-    This run's own comment binds to the head now, if it was posted moments ago. Earlier
+    This run's own comment binds to the head now, if it was posted moments ago; any comment
+    that names the head by its full SHA binds to it, whichever run reads it. Earlier
     bindings come from the ledger (CI's records of the approvals it accepted), and, unless
     the ledger's records must be signed, from budget-gate's own sticky comments (by the
     action's ``bot-login``: another bot's lines bind nothing).
@@ -197,6 +198,10 @@ def _bindings(
         fresh = comment is not None and now - comment.created_at <= BIND_WITHIN
         if fresh and (named is None or head_sha == named):
             bound[f"comment-{command.comment_id}"] = head_sha
+    for comment in comments:  # NOTE: one whose own run was skipped (a newer run took its place)
+        reason = None if comment.ours or comment.is_bot else parse_command(comment.body)
+        if reason is not None and named_commit(reason)[0] == head_sha:
+            bound.setdefault(f"comment-{comment.id}", head_sha)
     return bound
 
 

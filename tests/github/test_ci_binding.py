@@ -199,3 +199,21 @@ def test_a_comment_that_names_a_commit_by_a_prefix_is_refused(story):
     assert story.status()[0] == "pending"
     said = " ".join(story.comments()[-1].split())
     assert f"it names commit {prefix} by a prefix, which a commit made to share it" in said
+
+
+def test_a_comment_naming_the_head_counts_though_its_own_run_was_cancelled(story):
+    """GitHub cancels a run still waiting when a newer event of the pull request queues: a
+    comment that names the head by its full SHA is bound by whichever run reads it."""
+    _opened(story)
+    named = story.comment_event("alice", f"/budget-gate approve {story.head} ok", at=fresh())
+    story.fake.seed_from_event(named)  # posted; its run never runs
+    unnamed = story.comment_event("alice", "/budget-gate approve ok", at=fresh())
+    story.fake.seed_from_event(unnamed)
+    other = story.comment_event("mallory", "/budget-gate approve", at=fresh())
+    assert story.run("issue_comment", other).code == 0
+    assert story.status() == ("success", "approved by alice · worst case 580.27 USD")
+    assert (
+        f"<!-- budget-gate:bound:comment-{named['comment']['id']}:{story.head} -->"
+        in (story.bot_comments()[0])
+    )
+    assert f"comment-{unnamed['comment']['id']}:" not in story.bot_comments()[0]
