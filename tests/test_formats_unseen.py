@@ -73,10 +73,6 @@ WRITTEN = [
     "echo 'for i in 1 2 3; do python train.py; done' > l.sh\nchmod +x l.sh\n./l.sh",
     "printf '%s\\n' 'for i in 1 2 3; do python train.py; done' >> l.sh\nsource l.sh",
     "echo 'for i in 1 2 3; do python train.py; done' | tee l.sh >/dev/null\n. ./l.sh",
-    "cp /dev/stdin l.py <<EOF\nimport os\nEOF\npython l.py",
-    "curl -fsSL -o run.sh https://example.com/run.sh\nbash run.sh",
-    "wget -q https://example.com/run.sh\nbash run.sh",
-    "sed -i 's/--epochs 10/--epochs 1000/' run.sh\nbash run.sh",
 ]
 
 
@@ -131,6 +127,12 @@ ORDINARY = [
     "curl -fsSL -o data.tgz https://example.com/data.tgz\ntar xzf data.tgz\npython train.py",
     "ln -sf $(which python3) /usr/local/bin/python\npython train.py",
     "echo epochs\npython train.py",
+    # a downloaded or copied script holds what a repository's file may: neither is read
+    "wget -q https://repo.anaconda.com/miniconda/Miniconda3-latest-Linux-x86_64.sh\n"
+    "bash Miniconda3-latest-Linux-x86_64.sh -b -p $HOME/miniconda\npython train.py",
+    "curl -fsSL -o run_glue.py https://example.com/run_glue.py\n"
+    "python run_glue.py --num_train_epochs 10",
+    "cp scripts/train.sh run.sh\nbash run.sh",
 ]
 
 

@@ -1,6 +1,7 @@
 """What a script does that its commands' flags do not show: scripts it writes, epochs it sets.
 
-A job's script may write a script and run it (``cat > loop.sh <<EOF ... EOF; bash loop.sh``),
+A job's script may write a script from its own text and run it (``cat > loop.sh <<EOF ...
+EOF; bash loop.sh``, ``echo ... > l.sh; ./l.sh``),
 set the epochs' variable with a builtin no ``NAME=value`` word shows (``printf -v EPOCHS``,
 ``read EPOCHS``, ``EPOCHS+=00``, ``(( EPOCHS = 1000 ))``), or run commands from Python code
 written in it (``python -c "...subprocess..."``, ``python - <<EOF``). budget-gate reads the
@@ -43,7 +44,7 @@ def refuse_unread_training(words: Words, where: str, locate: Locate) -> None:
         posixpath.basename(target)
         for command in commands
         for at in range(len(command))
-        for target in written_files([word for word, _ in command], at)
+        for target in written_files([word for word, _ in command], at, copies=False)
     }
     for run, path in training_runs(words):
         script = _script_run(run)
@@ -76,15 +77,15 @@ def refuse_unread_training(words: Words, where: str, locate: Locate) -> None:
 
 
 _REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "1>", "2>"})
-_COPIES = frozenset({"tee", "cp", "mv", "install", "ln", "dd", "sed", "perl", "rsync", "scp"})
-_DOWNLOADS = {"curl": ("-o", "--output"), "wget": ("-O", "--output-document")}
+_COPIES = frozenset({"cp", "mv", "install", "ln", "dd"})
 
 
-def written_files(words: list[str], at: int) -> list[str]:
-    """The files ``words[at]`` writes: after ``>``, in ``a>f``, or tee's, cp's, curl's.
+def written_files(words: list[str], at: int, *, copies: bool = True) -> list[str]:
+    """The files ``words[at]`` writes: after ``>``, in ``a>f``, tee's, and (``copies``) cp's.
 
-    ``sed -i`` and ``perl -i`` rewrite their files; ``curl`` and ``wget`` write their
-    ``-o``/``-O`` or the URL's last part. Any other word writes nothing.
+    Without ``copies``, only what the script writes from its own text (``echo ... > f``,
+    ``cat > f <<EOF``, ``tee f``): a copied or downloaded file holds what any file of the
+    repository may hold, which budget-gate does not read either.
     """
     word = words[at]
     if word in _REDIRECTS:
@@ -92,19 +93,9 @@ def written_files(words: list[str], at: int) -> list[str]:
     if ">" in word and not word.startswith(("'", '"')):
         return [target] if (target := word.rsplit(">", 1)[1]) else []
     tool, args = word.rsplit("/", 1)[-1], command_args(words, at)
-    if tool in _COPIES:
+    if tool == "tee" or (copies and tool in _COPIES):
         targets = [a.removeprefix("of=") for a in args if not a.startswith(("-", "<", ">"))]
         return targets if tool == "tee" else targets[-1:]
-    if tool in _DOWNLOADS:
-        short, long = _DOWNLOADS[tool]
-        named = [
-            v
-            for i, a in enumerate(args)
-            for v in ([args[i + 1]] if a in (short, long) and i + 1 < len(args) else [])
-            + ([a[len(short) :]] if a.startswith(short) and len(a) > len(short) else [])
-            + ([a.split("=", 1)[1]] if a.startswith(f"{long}=") else [])
-        ]
-        return named + [a.rstrip("/").rsplit("/", 1)[-1] for a in args if "://" in a]
     return []
 
 
