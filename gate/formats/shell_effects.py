@@ -1,12 +1,12 @@
 """What a script does that its commands' flags do not show: scripts it writes, epochs it sets.
 
 A job's script may write a script from its own text and run it (``cat > loop.sh <<EOF ...
-EOF; bash loop.sh``, ``echo ... > l.sh; ./l.sh``),
-set the epochs' variable with a builtin no ``NAME=value`` word shows (``printf -v EPOCHS``,
-``read EPOCHS``, ``EPOCHS+=00``, ``(( EPOCHS = 1000 ))``), or run commands from Python code
-written in it (``python -c "...subprocess..."``, ``python - <<EOF``). budget-gate reads the
-file's commands, not what those make at run time, so each is refused at its line (fail
-closed), after the repeats :func:`gate.formats.command_lines.refuse_repeats` refuses.
+EOF; bash loop.sh``, ``echo ... > l.sh; ./l.sh``), set the epochs' variable with a builtin
+no ``NAME=value`` word shows (``printf -v EPOCHS``, ``read EPOCHS``, ``EPOCHS+=00``,
+``(( EPOCHS = 1000 ))``), or run commands from Python code written in it (``python -c
+"...subprocess..."``, ``python - <<EOF``). budget-gate reads the file's commands, not what
+those make at run time, so each is refused at its line (fail closed), after the repeats
+:func:`gate.formats.command_lines.refuse_repeats` refuses.
 """
 
 from __future__ import annotations
