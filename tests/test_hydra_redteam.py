@@ -164,7 +164,10 @@ def test_setup_lines_that_set_resources_or_epochs_are_refused(tmp_path, capsys, 
 
 def test_setup_lines_that_set_no_epochs_pass(tmp_path, capsys) -> None:
     """Reading a variable, setting one not named like the epochs, or a word `epochs` sets none."""
-    lines = "['module load cuda', 'echo $EPOCHS', 'export NCCL_DEBUG=INFO', 'cd /data/epochs_c', 'echo training epochs', 'export EPOCHS']"
+    lines = (
+        "['module load cuda', 'echo $EPOCHS', 'export NCCL_DEBUG=INFO', 'cd /data/epochs_c', "
+        "'echo training epochs', 'export EPOCHS']"
+    )
     code, result = check(tmp_path, capsys, launcher(f"    setup: {lines}\n"))
     assert code != INVALID, result["errors"]
 
