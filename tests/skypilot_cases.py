@@ -329,7 +329,7 @@ def test_a_gpu_task_without_a_spec(repo, tmp_path):
     cpu = apply_policy(request(task(tmp_path, None, None)), settings(repo))
     assert cpu.task.envs == {}
     controller = sky.AdminPolicyRequestName.JOBS_LAUNCH_CONTROLLER
-    assert apply_policy(request(task(tmp_path, None), controller), settings(repo))
+    assert apply_policy(request(task(tmp_path, None, None), controller), settings(repo))
 
 
 SERVICES = ("serve.up", "serve.update", "serve.launch_replica", "jobs.pool_apply")
@@ -756,3 +756,50 @@ def test_a_cpu_instance_type_on_a_named_cloud_passes(repo, tmp_path):
     path = tmp_path / "task.yaml"
     path.write_text(json.dumps({**config, "run": "python prep.py"}))
     assert apply_policy(request(sky.Task.from_yaml(str(path))), settings(repo))
+
+
+@pytest.mark.parametrize(
+    ("accelerators", "nodes"),
+    [("A100:0.5", 16), ("A100:0.125", 64), ("A100:1e308", 10), ("A100:2048", 1)],
+)
+def test_a_count_that_is_no_whole_number_of_gpus_a_node_holds_is_refused(
+    repo, tmp_path, accelerators, nodes
+):
+    """Kubernetes gives each pod of ``A100:0.5`` a whole GPU: 16 nodes held 16, priced as 8;
+    ``A100:1e308`` on 10 nodes overflowed the product (a traceback, a 500)."""
+    spec = write_a100_spec(repo)
+    approve(repo, spec)
+    message = rejection(request(task(tmp_path, spec, accelerators, nodes=nodes)), settings(repo))
+    assert "not a whole number of GPUs a node holds" in message
+
+
+def test_a_managed_job_restarts_no_more_often_than_the_policy_prices(repo, tmp_path):
+    """``max_restarts_on_errors: 1000`` reran the training a thousand times under one launch."""
+    spec = write_a100_spec(repo)
+    approve(repo, spec)
+    config = {
+        "name": "train",
+        "resources": {
+            "accelerators": "A100:8",
+            "job_recovery": {"strategy": "FAILOVER", "max_restarts_on_errors": 1000},
+        },
+        "envs": {"BUDGET_GATE_SPEC": spec},
+        "run": "python train.py",
+    }
+    path = tmp_path / "task.yaml"
+    path.write_text(json.dumps(config))
+    jobs = sky.AdminPolicyRequestName.JOBS_LAUNCH
+    message = rejection(request(sky.Task.from_yaml(str(path)), jobs), settings(repo))
+    assert "restarts on errors up to 1000 times (job_recovery.max_restarts_on_errors)" in message
+    assert "at most 0 retries (the policy's reliability.max_retries)" in message
+    config["resources"]["job_recovery"] = {"strategy": "FAILOVER"}  # type: ignore[index]
+    path.write_text(json.dumps(config))
+    assert apply_policy(request(sky.Task.from_yaml(str(path)), jobs), settings(repo)).task
+
+
+def test_a_controller_that_asks_for_gpus_is_refused(repo, tmp_path):
+    """``jobs.controller.resources`` is the client's: a controller with 8 × H100 trains nothing."""
+    controller = sky.AdminPolicyRequestName.JOBS_LAUNCH_CONTROLLER
+    message = rejection(request(task(tmp_path, None, "H100:8"), controller), settings(repo))
+    assert "a controller trains nothing and would hold them idle" in message
+    assert apply_policy(request(task(tmp_path, None, None), controller), settings(repo))

@@ -219,8 +219,8 @@ def test_a_malformed_task_leaves_tracebacks_on(repo, monkeypatch):
             "not a file name (a control character, or over 1024 characters)",
         ),
         ({"spec": "x" * 5000}, "is not a file name (a control character, or over 1024"),
-        ({"accelerators": "A100:inf"}, "task 'train' asks for A100:inf — not a number of GPUs"),
-        ({"accelerators": "A100:nan"}, "task 'train' asks for A100:nan — not a number of GPUs"),
+        ({"accelerators": "A100:inf"}, "task 'train' asks for A100:inf — not a whole number of"),
+        ({"accelerators": "A100:nan"}, "task 'train' asks for A100:nan — not a whole number of"),
     ],
 )
 def test_malformed_values_in_a_task_are_one_line_400s(repo, tmp_path, change, reason):

@@ -37,7 +37,13 @@ from gate.errors import InputError
 from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key
 from gate.formats import Format
 from gate.formats.model import FactMap, Origin, Source, Traced
-from gate.integrations.skypilot_match import check_epochs, check_match, gpu_asks
+from gate.integrations.skypilot_match import (
+    check_controller,
+    check_epochs,
+    check_match,
+    check_restarts,
+    gpu_asks,
+)
 from gate.integrations.skypilot_settings import MissingSpec, PolicySettings
 from gate.integrations.skypilot_spec import (
     SPEC_ENV,
@@ -66,7 +72,8 @@ NOTE: a client names it by setting ``_is_launched_by_jobs_controller`` on a plai
 launch``, so it is judged as a launch that may join the launch key its task carries: the
 one the ``jobs.launch`` admission gave it, for as long as a launch may be joined."""
 CHECKED_REQUESTS = frozenset({"launch", "exec", "jobs.launch", RELAUNCH})
-"""SkyPilot request names judged; others (controllers, optimize, validate) pass unchanged."""
+"""SkyPilot request names judged; others pass unchanged (optimize, validate; a controller with
+no GPUs: one with GPUs is refused, :func:`check_controller`)."""
 SERVICE_REQUESTS = frozenset(
     {"serve.up", "serve.update", "serve.launch_replica", "jobs.pool_apply"}
 )
@@ -171,6 +178,8 @@ def judge(
     """
     if request in SERVICE_REQUESTS:
         return _no_service(task, request, settings, client_config)
+    if request.endswith("launch_controller"):
+        check_controller(task, request)
     if request not in CHECKED_REQUESTS:
         return {}
     _refuse_pod_config_devices(task, client_config)
@@ -194,6 +203,8 @@ def judge(
         check_match(task, asks, evaluation.spec, relative, exec_request=request == "exec")
         if named:  # NOTE: a task judged by itself was read whole: its epochs are the spec's
             check_epochs(task, evaluation.spec, relative)
+        if evaluation.policy is not None:
+            check_restarts(task, evaluation.policy.reliability.max_retries, relative)
         # NOTE: a controller launching a managed job's cluster may carry no user; the
         # jobs.launch whose key it carries was checked with the user who asked.
         stranger = user_refusal(evaluation, user, identities, task.name or "(unnamed)")

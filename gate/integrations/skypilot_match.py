@@ -21,10 +21,16 @@ Task = Any
 """A ``sky.Task``: named here without importing SkyPilot (only the policy module does)."""
 
 
+MOST_PER_NODE = 1024
+"""More GPUs than any node holds: a count past it is no count (``A100:1e308``)."""
+
+
 def gpu_asks(task: Task) -> list[GpuAsk]:
     """Every resource candidate of ``task`` that asks for an accelerator.
 
-    SkyPilot reads ``A100:inf`` and ``A100:nan`` as counts; they are no number of GPUs.
+    SkyPilot reads ``A100:inf`` and ``A100:nan`` as counts; they are no number of GPUs. Nor
+    is a fraction: Kubernetes gives each pod of ``A100:0.5`` × 16 nodes a whole GPU (16, not
+    the 8 the product says), and no spec prices part of one.
     """
     nodes = int(task.num_nodes or 1)
     for resources in task.resources:
@@ -43,10 +49,11 @@ def gpu_asks(task: Task) -> list[GpuAsk]:
         for name, count in (resources.accelerators or {}).items()
     ]
     for ask in asks:
-        if not math.isfinite(ask.per_node) or ask.per_node <= 0:
+        whole = math.isfinite(ask.per_node) and ask.per_node.is_integer()
+        if not whole or not 0 < ask.per_node <= MOST_PER_NODE:
             raise Rejection(
                 f"task {task.name or '(unnamed)'!r} asks for {ask.accelerator}:{ask.per_node} — "
-                "not a number of GPUs; ask for a whole count, e.g. "
+                "not a whole number of GPUs a node holds; ask for a whole count, e.g. "
                 f"{ask.accelerator}:8"
             )
     return asks
@@ -127,3 +134,33 @@ def _check_cloud(task: Task, cloud: str, relative: str, *, exec_request: bool = 
                 f"every candidate, or drop resources.cloud from the spec and clear it again "
                 f"(budget-gate check {relative})"
             )
+
+
+def check_restarts(task: Task, most: int, relative: str) -> None:
+    """A managed job restarts on errors no more often than the policy prices retries.
+
+    ``job_recovery.max_restarts_on_errors: 1000`` reruns the whole training a thousand times
+    under one launch; the estimate prices at most ``reliability.max_retries`` retries.
+    """
+    for resources in task.resources:
+        recovery = resources.job_recovery
+        restarts = recovery.get("max_restarts_on_errors", 0) if isinstance(recovery, dict) else 0
+        if not isinstance(restarts, int) or isinstance(restarts, bool) or restarts > most:
+            raise Rejection(
+                f"task {task.name or '(unnamed)'!r} restarts on errors up to {restarts} times "
+                f"(job_recovery.max_restarts_on_errors), but {relative} is priced with at most "
+                f"{most} retries (the policy's reliability.max_retries) — lower it to {most}"
+            )
+
+
+def check_controller(task: Task, request: str) -> None:
+    """A jobs or serve controller asks for no GPUs: it trains nothing, and holds them idle.
+
+    SkyPilot takes its resources from the client's ``jobs.controller.resources``.
+    """
+    asks = gpu_asks(task)
+    if asks:
+        raise Rejection(
+            f"the {request} request asks for {asks[0]}: a controller trains nothing and "
+            "would hold them idle — give it no accelerators (jobs.controller.resources)"
+        )
