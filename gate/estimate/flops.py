@@ -46,9 +46,12 @@ def load_peaks() -> Peaks:
     return Peaks(raw["source"], raw["date"], raw["peaks"])
 
 
-def epoch_minutes(flops: float, peak: float, gpus: int, mfu: float) -> Decimal:
-    """Minutes for ``flops`` of training on ``gpus`` GPUs of dense ``peak`` FLOP/s at ``mfu``."""
-    seconds = to_decimal(flops) / (to_decimal(peak) * gpus * to_decimal(mfu))
+def epoch_minutes(flops: float, peak: float, gpus: Decimal | int, mfu: float) -> Decimal:
+    """Minutes for ``flops`` of training on ``gpus`` GPUs of dense ``peak`` FLOP/s at ``mfu``.
+
+    ``gpus`` counts whole GPUs: two ``1g.10gb`` MIG slices of an H100 are 2/7 of one.
+    """
+    seconds = to_decimal(flops) / (to_decimal(peak) * Decimal(gpus) * to_decimal(mfu))
     return seconds / 60
 
 
@@ -78,6 +81,10 @@ def with_prior(spec: Experiment, measured: Measured | None, mfu: float) -> Measu
             "accelerator has",
         )
     gpus = resources_.gpus_per_trial
+    # NOTE: a MIG slice has its share of the GPU's compute: 1g.10gb of an H100 is 1/7 of the
+    # peak, so its epoch takes 7 times as long (priced at the whole GPU's speed, it cost 1/7)
+    share = resources_.gpu_share
+    units = Decimal(gpus) * share
     measured_mfu = measured.mfu if measured is not None else None
     if measured_mfu is not None:  # the fastest epoch comes from the highest MFU
         fast, typical, slow = measured_mfu.high, measured_mfu.median, measured_mfu.low
@@ -85,15 +92,18 @@ def with_prior(spec: Experiment, measured: Measured | None, mfu: float) -> Measu
     else:
         fast = typical = slow = mfu
         said = f"MFU {mfu:g} (policy estimation.mfu)"
+    held = f"{gpus} GPU{'s' if gpus != 1 else ''}"
+    if share != 1:
+        each = f"({share:.3g} GPU each)"
+        held = f"{gpus} {resources_.mig_profile} slice{'s' if gpus != 1 else ''} {each}"
     basis = (
-        f"FLOPs prior {flops:.3g} FLOPs ÷ ({peak / 1e12:g} TFLOP/s {precision} dense × {gpus} "
-        f"GPU{'s' if gpus != 1 else ''} × MFU); {said}; peaks: NVIDIA datasheets, "
-        f"table of {table.date}"
+        f"FLOPs prior {flops:.3g} FLOPs ÷ ({peak / 1e12:g} TFLOP/s {precision} dense × {held} "
+        f"× MFU); {said}; peaks: NVIDIA datasheets, table of {table.date}"
     )
     prior = EpochTime(
-        low=epoch_minutes(flops, peak, gpus, fast),
-        median=epoch_minutes(flops, peak, gpus, typical),
-        high=epoch_minutes(flops, peak, gpus, slow),
+        low=epoch_minutes(flops, peak, units, fast),
+        median=epoch_minutes(flops, peak, units, typical),
+        high=epoch_minutes(flops, peak, units, slow),
         basis=basis,
         prior=True,
     )

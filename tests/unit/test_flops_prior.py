@@ -78,3 +78,20 @@ def test_an_accelerator_without_the_precision_is_bad_input():
 def test_a_model_size_with_a_declared_time_or_incomplete_is_refused(workload):
     with pytest.raises(Exception, match=r"epoch time given twice|incomplete|go together"):
         make_spec({"workload": workload})
+
+
+def test_a_mig_slice_trains_at_its_share_of_the_gpu():
+    """Two ``1g.10gb`` slices of an H100 are 2/7 of one: an epoch takes 7/2 × one GPU's
+    time, so the slices cost what the whole GPU would (they were priced at 1/7 of it)."""
+    whole = make_estimate(_spec({"resources": {**LLM["resources"], "gpus_per_trial": 2}}),
+                          make_policy(), "10")  # fmt: skip
+    sliced = _spec(
+        {"resources": {**LLM["resources"], "gpus_per_trial": 2, "mig_profile": "1g.10gb"}}
+    )
+    est = make_estimate(sliced, make_policy(), "10")
+    seconds = Decimal("9.6e18") / (Decimal("989.4e12") * 2 / 7 * Decimal("0.35"))
+    assert est.worst.hours_per_trial == (2 * seconds / 3600).quantize(Decimal("1e-9"))
+    assert abs(est.worst.hours_per_trial - 7 * whole.worst.hours_per_trial) < Decimal("1e-8")
+    assert abs(est.worst.gpu_hours - whole.worst.gpu_hours) < Decimal("1e-6")  # the same GPU
+    [note] = [a for a in est.worst.assumptions if a.startswith("epoch time")]
+    assert "× 2 1g.10gb slices (0.143 GPU each) × MFU" in note
