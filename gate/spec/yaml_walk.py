@@ -133,6 +133,16 @@ def _yaml_hint(problem: str, text: str, index: int) -> str:
     return "check the indentation and quoting here"
 
 
+def _brought_twice(name: str, first: Location, source: Node, file: str) -> InputError:
+    """The error for a key two sources of one merge list bring."""
+    return InputError(
+        f"key {name!r} is brought by two sources of one merge (<<), the first at line "
+        f"{first.line}: YAML parsers disagree on which one wins (PyYAML keeps either)",
+        location=_loc(file, source),
+        hint=f"write {name} in the mapping itself, or merge sources that bring different keys",
+    )
+
+
 def _merge_after(name: str, written: Location, merged: Location) -> InputError:
     """A merge that brings a key its mapping wrote above it: which wins is the parser's call."""
     return InputError(
@@ -233,8 +243,10 @@ class _Walker:
         (470 bytes), or a thousand deep, cost no more than the values they make.
 
         Where parsers part, the text is refused: a second ``<<`` in one mapping (PyYAML
-        keeps the last one's keys, the YAML spec the first's), and a ``<<`` that brings a
-        key written above it (``written``: Kubernetes' parser lets the later one win).
+        keeps the last one's keys, the YAML spec the first's), a key two sources of one
+        ``<<: [...]`` bring (PyYAML 6 keeps the first or the last by how Python interned the
+        key's text), and a ``<<`` that brings a key written above it (``written``:
+        Kubernetes' parser lets the later one win).
         """
         result: dict[str, Any] = {}
         first_seen: dict[str, Location] = {}
@@ -265,11 +277,18 @@ class _Walker:
             self.keys[child] = key_loc
             self.values[child] = _loc(self.file, value_node)
             result[name] = self.walk(value_node, child)
+        explicit = skip | frozenset(result)
+        brought: dict[str, Node] = {}
         for key_node, merge, above in merges:
             sources = merge.value if isinstance(merge, SequenceNode) else [merge]
             for source in sources:
-                names = skip | frozenset(result)
-                result.update(self._merged(key_node, source, path, names, above))
+                merged = self._merged(key_node, source, path, explicit, above)
+                # NOTE: one anchor listed twice (<<: [*d, *d]) brings one value, whoever wins
+                twice = next((n for n in merged if brought.get(n, source) is not source), None)
+                if twice is not None:
+                    raise _brought_twice(twice, _loc(self.file, brought[twice]), source, self.file)
+                brought.update((name, source) for name in merged)
+                result.update(merged)
         return result
 
     def _one_merge(self, key_node: Node, merges: list[tuple[Node, Node, Any]]) -> None:
@@ -279,7 +298,8 @@ class _Walker:
                 f"a second merge key (<<) in one mapping (the first at line {first.line}): "
                 "YAML parsers disagree on which one's keys win",
                 location=_loc(self.file, key_node),
-                hint="merge once, with a list: <<: [*first, *second] (the first listed wins)",
+                hint="merge once, with a list of sources that bring different keys: "
+                "<<: [*first, *second]",
             )
 
     def _merged(

@@ -221,11 +221,11 @@ def test_merges_that_parsers_read_apart_are_refused(text: str, expected: str, li
 
 
 def test_merges_every_parser_reads_alike_still_work() -> None:
-    """A merge first, keys written below it overriding it; a list of sources, first wins."""
-    text = b"d: &d {a: 1, b: 2}\nm:\n  <<: *d\n  a: 5\nn:\n  <<: [*d, {a: 9, c: 3}]\n  c: 4\n"
+    """A merge first, keys written below it overriding it; a list of sources of other keys."""
+    text = b"d: &d {a: 1, b: 2}\nm:\n  <<: *d\n  a: 5\nn:\n  <<: [*d, {e: 9, c: 3}]\n  c: 4\n"
     data = load_bytes(text, "f.yaml").data
     assert data["m"] == {"a": 5, "b": 2}
-    assert data["n"] == {"a": 1, "b": 2, "c": 4}
+    assert data["n"] == {"a": 1, "b": 2, "e": 9, "c": 4}
     assert data["n"] == yaml.safe_load(text)["n"]
 
 
@@ -273,3 +273,16 @@ def test_a_tab_that_indents_is_named_at_its_own_line() -> None:
     with pytest.raises(InputError, match="indent with spaces") as caught:
         load_bytes(b"a: 1\nb:\n  c: 2\n\td: 3\n", "t.yaml")
     assert caught.value.location == Location("t.yaml", 4, 1)
+
+
+@pytest.mark.parametrize("key", ["x", "accelerators", "max_epochs"])
+def test_a_key_two_sources_of_one_merge_bring_is_refused(key: str) -> None:
+    """PyYAML 6 keeps the first source's value of a one-letter key and the last one's of a
+    longer key (it compares the interned texts): ``L4:1`` for the gate, ``H200:8`` for SkyPilot."""
+    text = f"a: &a {{{key}: 1}}\nb: &b {{{key}: 8}}\nm:\n  <<: [*a, *b]\n"
+    read = yaml.safe_load(text)["m"][key]
+    assert read == (1 if len(key) == 1 else 8)  # why neither reading can be the gate's
+    with pytest.raises(InputError, match=f"key '{key}' is brought by two sources of one merge"):
+        load_bytes(text.encode(), "f.yaml")
+    written = f"a: &a {{{key}: 1}}\nb: &b {{{key}: 8}}\nm:\n  <<: [*a, *b]\n  {key}: 2\n"
+    assert load_bytes(written.encode(), "f.yaml").data["m"] == {key: 2}  # written wins
