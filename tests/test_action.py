@@ -129,6 +129,11 @@ def test_workflow_triggers_permissions_and_concurrency(workflow: str) -> None:
     }
     assert doc["permissions"] == {}
     (job,) = doc["jobs"].values()
+    # NOTE: an ordinary edit (a title) must not start a run: in the concurrency group it
+    # would cancel a waiting one, such as the run that withdraws an approval
+    assert "(github.event.action != 'edited' || github.event.changes.base)" in " ".join(
+        job["if"].split()
+    )
     assert job["permissions"] == {
         "contents": "read",
         "pull-requests": "write",
