@@ -79,8 +79,8 @@ class PodSet:
     """The node labels its required node affinity pins, and the values it allows."""
     affinity_keys: tuple[str, ...] = ()
     """Every node label its required node affinity says anything of (``NotIn`` too)."""
-    restarts: bool = False
-    """Its pods restart after every exit: ``restartPolicy: Always``, a bare Pod's default."""
+    restart_policy: str | None = None
+    """Its template's ``restartPolicy``, where written (``None``: not in the template)."""
 
     @property
     def gpu_resources(self) -> dict[str, int]:
@@ -218,7 +218,7 @@ def _pod_set(pod_set: Mapping[str, Any], assignment: Mapping[str, Any] | None) -
         annotations=dict(meta.get("annotations") or {}),
         node_affinity=pinned_labels(pod),
         affinity_keys=required_keys(pod),
-        restarts=pod.get("restartPolicy", "Always") == "Always",
+        restart_policy=pod.get("restartPolicy"),
     )
 
 

@@ -655,6 +655,17 @@ def test_a_gpu_pod_that_ends_is_admitted(repo, kube, restart, kind):
     assert only(controller(repo, kube).sync()).state == "Ready"
 
 
+def test_a_kubeflow_job_written_as_upstream_writes_it_is_admitted(repo, kube):
+    """Kubeflow keeps ``restartPolicy`` on the replica spec, not in the template Kueue copies:
+    a template without one is no bare Pod's (it was rejected as restarting after every exit)."""
+    spec = write_spec(repo, trials=2)
+    job, pod_sets = objects.pytorch_job("upstream", spec=spec, workers=0)
+    for pod_set in pod_sets:
+        del pod_set["template"]["spec"]["restartPolicy"]
+    kube.add(objects.workload_for(job, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Ready"
+
+
 def test_a_job_the_role_may_not_read_is_rejected_with_the_role_to_grant(repo, kube):
     """An upgrade that kept the old ClusterRole: the rerun check cannot read the Job."""
     spec = write_spec(repo, trials=2)

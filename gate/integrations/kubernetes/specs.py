@@ -12,7 +12,7 @@ from typing import Any
 
 from gate.admission.labels import SPEC_ANNOTATION
 from gate.admission.spec_file import SpecRefError
-from gate.admission.workload import Owner, Workload
+from gate.admission.workload import Owner, PodSet, Workload
 from gate.integrations.kubernetes.api import KubeError, KueueApi
 
 SPEC_ON_THE_JOB = {"TrainJob": "trainer.kubeflow.org", "SparkApplication": "sparkoperator.k8s.io"}
@@ -67,8 +67,8 @@ def reruns(api: KueueApi, workload: Workload, owners: OwnerCache) -> str | None:
         gate.admission.spec_file.SpecRefError: the job cannot be read (RBAC).
     """
     owner = workload.owner
-    again = next((ps.name for ps in workload.pod_sets if ps.restarts and ps.gpu_resources), None)
-    if again is not None and (owner is None or owner.kind not in ENDS_ITS_PODS):
+    again = next((ps.name for ps in workload.pod_sets if _restarts(ps, owner)), None)
+    if again is not None:
         return (
             f"workload {workload.key}: the pods of its pod set {again} restart after every "
             "exit (restartPolicy Always, a Pod's default), so their training runs again and "
@@ -114,3 +114,18 @@ def _owner(api: KueueApi, namespace: str, owner: Owner, owners: OwnerCache, why:
                 )
             ) from None
     return owners[key]
+
+
+def _restarts(pod_set: PodSet, owner: Owner | None) -> bool:
+    """Whether the pod set's GPU pods restart after every exit.
+
+    ``restartPolicy: Always`` as written (Kubernetes writes it into a Pod's, a Deployment's
+    and a StatefulSet's templates when none is given); an unwritten one only for a bare Pod
+    (no owner, or a Pod). A Kubeflow job keeps its policy on the replica spec, outside the
+    template Kueue copies, and a RayJob's Ray pods end with the job.
+    """
+    if not pod_set.gpu_resources or (owner is not None and owner.kind in ENDS_ITS_PODS):
+        return False
+    if pod_set.restart_policy is None:
+        return owner is None or owner.kind == "Pod"
+    return pod_set.restart_policy == "Always"
