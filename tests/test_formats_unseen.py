@@ -68,8 +68,8 @@ def test_epochs_a_builtin_sets_are_refused(tmp_path, capsys, line) -> None:
 
 # A script written by the run and run by it: the reader never sees its loop.
 WRITTEN = [
-    "cat > loop.sh <<EOF\nfor i in 1 2 3; do python train.py; done\nEOF\nbash loop.sh",
-    "cat <<'EOF' >./loop.sh\nfor i in 1 2 3; do python train.py; done\nEOF\nsh ./loop.sh",
+    "echo 'for i in 1 2 3; do python train.py; done' > x.txt\nmv x.txt l.sh\nbash l.sh",
+    "echo 'for i in 1 2 3; do python train.py; done' > x.txt\ncp x.txt bin/\nbash bin/x.txt",
     "echo 'for i in 1 2 3; do python train.py; done' > l.sh\nchmod +x l.sh\n./l.sh",
     "printf '%s\\n' 'for i in 1 2 3; do python train.py; done' >> l.sh\nsource l.sh",
     "echo 'for i in 1 2 3; do python train.py; done' | tee l.sh >/dev/null\n. ./l.sh",
@@ -84,6 +84,9 @@ def test_a_script_the_run_writes_and_runs_is_refused(tmp_path, capsys, script) -
 
 
 PYTHON_RUNS = [
+    "python -c \"from os import system; [system('python train.py') for _ in range(9)]\"",
+    "python - <<EOF\nfrom os import system\nsystem('python train.py')\nEOF",
+    "python -c \"import importlib; importlib.import_module('sub' + 'process')\"",
     "python - <<EOF\nimport subprocess\nfor i in range(100):\n"
     "    subprocess.run(['python', 'train.py'])\nEOF",
     "python3 -u - <<'PY'\nimport os\n[os.system('python train.py') for _ in range(9)]\nPY",
@@ -97,6 +100,20 @@ def test_python_code_in_the_script_that_runs_commands_is_refused(tmp_path, capsy
     code, result = _sky(tmp_path, capsys, script)
     assert code == INVALID, result
     assert "Python code in run runs commands" in only_error(result)["message"]
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "perl -e 'system(\"python train.py\") for 1..9'",
+        "ruby -e '9.times { system(\"python train.py\") }'",
+        'node -e \'require("child_process").execSync("python train.py")\'',
+        "source <(echo 'for i in 1 2 3; do python train.py; done')",
+    ],
+)
+def test_other_code_that_runs_commands_is_refused(tmp_path, capsys, script) -> None:
+    code, result = _sky(tmp_path, capsys, script)
+    assert code == INVALID, result
 
 
 ZSH = [
@@ -133,11 +150,21 @@ ORDINARY = [
     "curl -fsSL -o run_glue.py https://example.com/run_glue.py\n"
     "python run_glue.py --num_train_epochs 10",
     "cp scripts/train.sh run.sh\nbash run.sh",
+    # a word that only holds an assignment's text, a loop's values, another path of one name
+    'wget "https://example.com/ckpt?epochs=10" -O ckpt.pt\npython train.py',
+    "python train.py --epochs 10 --run-name lr=0.1,epochs=10",
+    "for stage in warmup epochs; do echo $stage; done\npython train.py",
+    "echo x > /tmp/run.sh\nbash scripts/run.sh",
+    # a script written from a here-document is read as the run is
+    "cat > env.sh <<EOF\nexport NCCL_DEBUG=INFO\nEOF\nsource env.sh\npython train.py",
+    "cat <<'EOF' > launch.sh\ntorchrun --nproc_per_node 8 train.py --epochs 10\nEOF\n"
+    "bash launch.sh",
 ]
 
 
 @pytest.mark.parametrize("script", ORDINARY)
 def test_ordinary_scripts_beside_them_pass(tmp_path, capsys, script) -> None:
+    """Each passes (before 8ee8c12 too); the reading of a written script finds its loops."""
     code, result = _sky(tmp_path, capsys, script)
     assert code != INVALID, result["errors"]
 
@@ -153,3 +180,16 @@ def test_the_same_checks_hold_for_katib_and_wandb_commands(tmp_path, capsys) -> 
     code, result = check(tmp_path, capsys, sweep)
     assert code == INVALID
     assert "a script it writes itself" in only_error(result)["message"]
+
+
+def test_a_script_written_from_a_here_document_is_read_as_the_run_is(tmp_path, capsys) -> None:
+    script = "cat > loop.sh <<EOF\nfor i in 1 2 3; do python train.py; done\nEOF\nbash loop.sh"
+    code, result = _sky(tmp_path, capsys, script)
+    assert code == INVALID
+    assert (
+        "loop.sh (written by run), a script that also runs `for`" in only_error(result)["message"]
+    )
+    flagged = "cat > go.sh <<EOF\npython train.py --epochs 1000\nEOF\nbash go.sh"
+    code, result = _sky(tmp_path, capsys, flagged)
+    assert code == INVALID  # its flag counts as the run's own: 1000 over the declared 10
+    assert "the engine runs 1000" in only_error(result)["message"]

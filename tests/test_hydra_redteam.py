@@ -764,6 +764,8 @@ def test_deleting_the_epochs_key_in_a_sweep_is_refused(tmp_path, capsys, param) 
         ("\"sed -Ei.bak 's/10/1000/' /tmp/x.txt\"", "sed -i"),
         ("'echo \"max_epochs: 1000\" >> conf/config.yaml'", "writes conf/config.yaml"),
         ("'echo x | tee conf/trainer/big.yaml'", "writes conf/trainer/big.yaml"),
+        ("'cp /shared/big.yaml conf/'", "writes /shared/big.yaml"),  # into a folder
+        ("'mv /tmp/big.yaml conf/trainer/'", "writes /tmp/big.yaml"),
     ],
 )
 def test_setup_lines_budget_gate_cannot_follow_are_refused(tmp_path, capsys, line, said) -> None:

@@ -32,29 +32,36 @@ from gate.spec.loader import DataPath
 Locate = Callable[[DataPath], Location | None]
 
 
-def refuse_unread_training(words: Words, where: str, locate: Locate) -> None:
+def refuse_unread_training(words: Words, where: str, locate: Locate, depth: int = 0) -> None:
     """Refuse a script whose training budget-gate cannot read from the file.
 
-    Repeats first (:func:`refuse_repeats`); then a script the job writes and runs, the
-    epochs set by a builtin, and commands run from Python code in the script.
+    Repeats first (:func:`refuse_repeats`); then a script the job writes and runs (one
+    written from a here-document is read as the script itself is), the epochs set by a
+    builtin, and commands run from Python (or Perl, Ruby, Node) code in the script.
     """
     refuse_repeats(words, where, locate)
     commands = commands_of(words)
-    written = {
-        posixpath.basename(target)
-        for command in commands
-        for at in range(len(command))
-        for target in written_files([word for word, _ in command], at, copies=False)
+    written = _written_scripts(commands)
+    bodies = {
+        _norm(m["file"]): m["body"]
+        for text, _ in words
+        for pattern in _WRITTEN_HEREDOCS
+        for m in pattern.finditer(text)
     }
     for run, path in training_runs(words):
         script = _script_run(run)
-        if script is not None and posixpath.basename(script) in written:
-            raise InputError(
-                f"{where} runs {script}, a script it writes itself: budget-gate reads the "
-                "commands in the file, not those of a script the job makes",
-                location=locate(path),
-                hint=f"write the commands in {where} itself",
-            )
+        if script is None or _norm(script) not in written:
+            continue
+        if _norm(script) in bodies and depth < _MAX_DEPTH:  # NOTE: its text is in the file
+            body = [(bodies[_norm(script)], path)]
+            refuse_unread_training(body, f"{script} (written by {where})", locate, depth + 1)
+            continue
+        raise InputError(
+            f"{where} runs {script}, a script it writes itself: budget-gate reads the "
+            "commands in the file, not those of a script the job makes",
+            location=locate(path),
+            hint=f"write the commands in {where} itself",
+        )
     for command in commands:
         plain = [word for word, _ in command]
         name = epochs_variable_set(plain)
@@ -66,10 +73,11 @@ def refuse_unread_training(words: Words, where: str, locate: Locate) -> None:
                 hint=f"write it as {name}=N or give the training command its epochs flag "
                 "(--epochs N)",
             )
-    for code, path in _python_code(words):
-        if (runs := _RUNS_COMMANDS.search(code)) is not None:
+    for code, path, python in _inline_code(words):
+        if (runs := (_RUNS_COMMANDS if python else _OTHER_RUNS).search(code)) is not None:
             raise InputError(
-                f"Python code in {where} runs commands ({runs[0].strip()}), which budget-gate "
+                f"{'Python' if python else 'Perl, Ruby or Node'} code in {where} runs commands "
+                f"({runs[0].strip()}), which budget-gate "
                 "does not read: how often it trains and for how many epochs are not in the file",
                 location=locate(path),
                 hint=f"write the commands it runs in {where} itself",
@@ -83,6 +91,8 @@ _COPIES = frozenset({"cp", "mv", "install", "ln", "dd"})
 def written_files(words: list[str], at: int, *, copies: bool = True) -> list[str]:
     """The files ``words[at]`` writes: after ``>``, in ``a>f``, tee's, and (``copies``) cp's.
 
+    A copy's words are all given, its sources too (a target may be a folder).
+
     Without ``copies``, only what the script writes from its own text (``echo ... > f``,
     ``cat > f <<EOF``, ``tee f``): a copied or downloaded file holds what any file of the
     repository may hold, which budget-gate does not read either.
@@ -94,12 +104,46 @@ def written_files(words: list[str], at: int, *, copies: bool = True) -> list[str
         return [target] if (target := word.rsplit(">", 1)[1]) else []
     tool, args = word.rsplit("/", 1)[-1], command_args(words, at)
     if tool == "tee" or (copies and tool in _COPIES):
-        targets = [a.removeprefix("of=") for a in args if not a.startswith(("-", "<", ">"))]
-        return targets if tool == "tee" else targets[-1:]
+        # NOTE: a copy's sources too: ``cp big.yaml conf/`` writes a config into a folder
+        return [a.removeprefix("of=") for a in args if not a.startswith(("-", "<", ">"))]
     return []
 
 
 _STOPS = frozenset({";", "|", "||", "&&", "&", "(", ")", "{", "}", "do", "then", "else"})
+_MOVES = frozenset({"cp", "mv", "install", "ln"})
+_TARGET = r"(?:>>?\s*|\btee\s+(?:-a\s+)?)(?P<q1>['\"]?)(?P<file>[\w./~-]+)(?P=q1)"
+_OPENS = r"<<-?\s*(?P<q2>['\"]?)(?P<word>\w+)(?P=q2)"
+_BODY = r"[^\n]*\n(?P<body>.*?)^\t*(?P=word)[ \t]*$"
+_WRITTEN_HEREDOCS = tuple(
+    re.compile(pattern, re.MULTILINE | re.DOTALL)
+    for pattern in (
+        rf"^[^\n]*?{_TARGET}[^\n]*?{_OPENS}{_BODY}",
+        rf"^[^\n]*?{_OPENS}[^\n]*?{_TARGET}{_BODY}",
+    )
+)
+"""``cat > f <<EOF`` or ``cat <<EOF > f`` (``tee f`` too): its file and its body."""
+
+
+def _norm(path: str) -> str:
+    return posixpath.normpath(path)
+
+
+def _written_scripts(commands: list[Words]) -> set[str]:
+    """The files the script writes from its own text (``>``, ``tee``), and where it moves them."""
+    written: set[str] = set()
+    for command in commands:
+        plain = [word for word, _ in command]
+        for at, word in enumerate(plain):
+            written.update(_norm(t) for t in written_files(plain, at, copies=False))
+            if word.rsplit("/", 1)[-1] not in _MOVES:
+                continue
+            args = [a for a in command_args(plain, at) if not a.startswith(("-", "<", ">"))]
+            moved = [a for a in args[:-1] if _norm(a) in written]
+            if len(args) >= 2 and moved:
+                target = _norm(args[-1])
+                written.add(target)
+                written.update(_norm(posixpath.join(target, posixpath.basename(a))) for a in moved)
+    return written
 
 
 def command_args(words: list[str], at: int) -> list[str]:
@@ -131,10 +175,10 @@ _SETTERS = frozenset({"read", "mapfile", "readarray", "getopts", "for", "select"
 """Builtins whose words name the variables they set (``read EPOCHS``, ``for EPOCHS in``)."""
 _DECLARES = frozenset({"declare", "typeset", "local"})
 _NAME = re.compile(r"(?:-\w*v)?([A-Za-z_]\w*)(?:\[[^\]]*\])?")
-_SET_IN_WORD = re.compile(
-    r"(?<![\w$])([A-Za-z_]\w*)(?:\[[^\]]*\])?\s*(?:\*\*|<<|>>|[-+*/%^|&])?:?=(?!=)"
-)
-"""``EPOCHS+=00``, ``EPOCHS[0]=``, ``${EPOCHS:=1000}``, ``((EPOCHS*=2))``: the name set."""
+_ASSIGNS = re.compile(r"([A-Za-z_]\w*)(?:\[[^\]]*\])?\s*(?:\*\*|<<|>>|[-+*/%^|&])?=(?!=)")
+"""A word that is an assignment (``EPOCHS+=00``, ``EPOCHS[0]=``, ``((EPOCHS*=2))``)."""
+_DEFAULTS = re.compile(r"\$\{([A-Za-z_]\w*):?=")
+"""``${EPOCHS:=1000}`` anywhere in a word: sets it where unset."""
 
 
 def epochs_variable_set(command: list[str]) -> str | None:
@@ -147,7 +191,9 @@ def epochs_variable_set(command: list[str]) -> str | None:
     name = command[at].rsplit("/", 1)[-1] if at is not None else ""
     args = command[at + 1 :] if at is not None else []
     named: list[str] = []
-    if name in _SETTERS:
+    if name in ("for", "select"):  # NOTE: the name before ``in``; its words are values
+        named = [m[1] for m in [_NAME.fullmatch(args[0] if args else "")] if m]
+    elif name in _SETTERS:
         named = [m[1] for word in args if (m := _NAME.fullmatch(word))]
     elif name == "printf":
         values = [w[2:] for w in args if w.startswith("-v") and len(w) > 2]
@@ -157,7 +203,9 @@ def epochs_variable_set(command: list[str]) -> str | None:
         named = [part for word in args for part in re.findall(r"[A-Za-z_]\w*", word)]
     for word in command:
         if not epoch_flags([(word, ())]):
-            named += [m[1] for m in _SET_IN_WORD.finditer(word)]
+            assigns = _ASSIGNS.match(word.lstrip("("))
+            named += [assigns[1]] if assigns else []
+            named += _DEFAULTS.findall(word)
     return next((n for n in named if names_epochs(n, abbreviated=False)), None)
 
 
@@ -167,24 +215,34 @@ _PYTHON_HEREDOC = re.compile(
     re.MULTILINE | re.DOTALL,
 )
 _RUNS_COMMANDS = re.compile(
-    r"\b(?:subprocess|os\s*\.\s*(?:system|popen|exec\w*|spawn\w*|posix_spawn\w*)"
-    r"|pty\s*\.\s*spawn|runpy|exec\s*\(|eval\s*\(|__import__)"
+    r"\b(?:subprocess|importlib|runpy|pty|multiprocessing|plumbum|__import__"
+    r"|os\s*\.\s*(?:system|popen|exec\w*|spawn\w*|posix_spawn\w*|fork\w*)"
+    r"|(?:exec|eval|compile)\s*\(|getattr\s*\(\s*os\b"
+    r"|from\s+os\s+import\b[^\n;]*\b(?:system|popen|exec\w*|spawn\w*|posix_spawn\w*|fork\w*|\*))"
 )
 """Python that runs other programs or code, out of the reader's sight."""
+_OTHER_RUNS = re.compile(r"\b(?:system|exec|spawn\w*|popen|qx|child_process)\b|`|%x")
+"""The same in Perl, Ruby or Node code (``perl -e 'system(...) for 1..9'``)."""
+_INTERPRETERS = {"perl": "-e", "ruby": "-e", "node": "-e"}
 
 
-def _python_code(words: Words, depth: int = 0) -> Iterator[tuple[str, DataPath]]:
-    """The Python code a script holds: ``python -c CODE``'s, and here-documents fed to python."""
+def _inline_code(words: Words, depth: int = 0) -> Iterator[tuple[str, DataPath, bool]]:
+    """Code a script holds, and whether it is Python.
+
+    ``python -c CODE``'s, a here-document fed to python, ``perl -e``'s (Ruby's, Node's).
+    """
     plain = [word for word, _ in words]
     for i, (word, path) in enumerate(words):
-        if word == "-c" and i + 1 < len(words):
+        if word in ("-c", "-e") and i + 1 < len(words):
             start = max((j + 1 for j in range(i) if plain[j] in _SEPARATORS), default=0)
             at = program(plain[start:i], 1)
-            if at is not None and _PYTHON.fullmatch(plain[start + at].rsplit("/", 1)[-1]):
-                yield words[i + 1]
+            name = plain[start + at].rsplit("/", 1)[-1] if at is not None else ""
+            python = word == "-c" and _PYTHON.fullmatch(name) is not None
+            if python or _INTERPRETERS.get(name) == word:
+                yield words[i + 1][0], words[i + 1][1], python
         if depth < _MAX_DEPTH and any(char.isspace() for char in word):
-            yield from ((m[3], path) for m in _PYTHON_HEREDOC.finditer(word))
-            yield from _python_code([(w, path) for w in shell_words(word)], depth + 1)
+            yield from ((m[3], path, True) for m in _PYTHON_HEREDOC.finditer(word))
+            yield from _inline_code([(w, path) for w in shell_words(word)], depth + 1)
 
 
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&"})

@@ -200,6 +200,12 @@ def shell_script(name: str, args: list[str]) -> str | None:
     :data:`HIDDEN` where it reads one the words do not show (stdin, a ``<(...)``); "" for a
     script file (``bash setup.sh``); None where ``name`` is no shell.
     """
+    if (
+        name in ("source", ".")
+        and args[:1]
+        and (args[0].startswith("<(") or args[0] == "/dev/stdin")
+    ):
+        return HIDDEN  # NOTE: source <(echo ...) runs a script the file does not show
     if name not in SHELLS:
         return None
     if name == "eval":
