@@ -26,7 +26,7 @@ import logging
 import os
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sky
 from sky import exceptions as sky_exceptions
@@ -60,6 +60,9 @@ from gate.integrations.skypilot_spec import (
 from gate.ledger import tracking
 from gate.spec.devices import devices_in
 from gate.spec.facts import ENV_PREFIX
+
+if TYPE_CHECKING:
+    from gate.evaluation.evaluate import Evaluation
 
 log = logging.getLogger(__name__)
 
@@ -205,12 +208,7 @@ def judge(
             check_epochs(task, evaluation.spec, relative)
         if evaluation.policy is not None:
             check_restarts(task, evaluation.policy.reliability.max_retries, relative)
-        # NOTE: a controller launching a managed job's cluster may carry no user; the
-        # jobs.launch whose key it carries was checked with the user who asked.
-        stranger = user_refusal(evaluation, user, identities, task.name or "(unnamed)")
-        joins = request == RELAUNCH and bool((task.envs or {}).get(LAUNCH_KEY_ENV, "").strip())
-        if stranger is not None and not (joins and user is None):
-            raise Rejection(stranger)
+        _check_who(task, request, evaluation, user, identities)
         if evaluation.spec.resources.mig_profile is not None and asks:
             whole = whole_gpu_cost(relative, content, settings, now)
             raise mig_rejection(task.name or "(unnamed)", asks[0], evaluation, relative, whole)
@@ -226,6 +224,24 @@ def judge(
     )
     tags[tracking.SUBMITTED_AT] = now.isoformat(timespec="seconds")
     return tag_envs(tags) | {LAUNCH_KEY_ENV: key}
+
+
+def _check_who(
+    task: sky.Task,
+    request: str,
+    evaluation: Evaluation,
+    user: str | None,
+    identities: tuple[str, ...],
+) -> None:
+    """Refuse a user the spec's team does not own (``owns.skypilot_users``).
+
+    NOTE: a controller launching a managed job's cluster may carry no user; the jobs.launch
+    whose key it carries was checked with the user who asked.
+    """
+    stranger = user_refusal(evaluation, user, identities, task.name or "(unnamed)")
+    joins = request == RELAUNCH and bool((task.envs or {}).get(LAUNCH_KEY_ENV, "").strip())
+    if stranger is not None and not (joins and user is None):
+        raise Rejection(stranger)
 
 
 def _refuse_many_jobs(task: sky.Task) -> None:

@@ -277,7 +277,13 @@ class _Walker:
             self.keys[child] = key_loc
             self.values[child] = _loc(self.file, value_node)
             result[name] = self.walk(value_node, child)
-        explicit = skip | frozenset(result)
+        return result | self._merge_all(merges, path, skip | frozenset(result))
+
+    def _merge_all(
+        self, merges: list[tuple[Node, Node, Written]], path: DataPath, explicit: frozenset[str]
+    ) -> dict[str, Any]:
+        """The keys the mapping's merge sources bring, none of them brought by two."""
+        result: dict[str, Any] = {}
         brought: dict[str, Node] = {}
         for key_node, merge, above in merges:
             sources = merge.value if isinstance(merge, SequenceNode) else [merge]
