@@ -80,6 +80,7 @@ class Guard:
         self._trials: dict[str, float] = {}
         self._total = 0.0
         self._curves: dict[str, _Curve] = {}
+        self._gpus: dict[str, float] = {}
         self._ended: dict[tuple[str, int], bool] = {}
         self._taken: set[tuple[str, int]] = set()
         self._in_a_row = 0
@@ -119,6 +120,14 @@ class Guard:
     def take_attempt(self, trial: str, attempt: int) -> None:
         """Hold an attempt number given by the caller, so :meth:`new_attempt` skips it."""
         self._taken.add((trial, attempt))
+
+    def hold(self, trial: str, gpus: float) -> None:
+        """Set the GPUs ``trial`` holds, as its engine allotted them (its hours are per GPU).
+
+        NOTE: an engine may give a trial more GPUs than the spec's ``gpus_per_trial``; its
+        reports then carry more GPU-seconds, which are not more hours.
+        """
+        self._gpus[trial] = gpus
 
     def retire(self, trial: str, attempt: int) -> None:
         """End an attempt that will be retried, counting no failure.
@@ -223,7 +232,8 @@ class Guard:
     def _caps(self, report: Report) -> Decision | None:
         limits = self.limits
         held = self._trials.get(report.trial, 0.0)
-        hours = held / 3600 / float(limits.gpus) if limits.gpus else 0.0
+        gpus = self._gpus.get(report.trial, float(limits.gpus))
+        hours = held / 3600 / gpus if gpus else 0.0
         if limits.max_trial_hours is not None and hours >= limits.max_trial_hours:
             return self._decide(
                 Action.STOP_TRIAL,

@@ -27,7 +27,14 @@ reported ``time_this_iter_s`` as given), so a trainable reporting 0 held its GPU
 free; the driver's clock is the one the trainable cannot set. The time from an attempt's
 last result to its end (an error, a retry, a completion) counts too; the time between a
 trial's pause and its resume does not; a result with no start seen (a guard passed as the
-stopper alone) starts the driver's count there.
+stopper alone) starts the driver's count there. Whenever Tune asks the stopper (each
+result, and ``stop_all`` at every step of its loop), every running attempt of a started
+trial is charged its time so far, so a trainable that reports rarely or only at its end
+still meets the ceiling. A held-seconds figure that is no finite number >= 0 (NaN, inf,
+negative, text) is a broken timer: the attempt is charged the driver's wall time, and the
+search goes on. GPU time is charged at the GPUs Tune gives the trial (its placement
+group's, as ``tune.with_resources`` asks; a fraction as held) or the spec's
+``gpus_per_trial``, whichever is more.
 A search resumed with ``Tuner.restore`` carries on from what the guard had counted: Tune
 restores the stopper with the experiment (``tests/test_guard_ray.py`` checks it).
 The epoch is the result's ``epoch``, else ``training_iteration``. The object pickles (Tune
@@ -36,8 +43,11 @@ saves it with the experiment); the guard inside it holds only plain values.
 
 from __future__ import annotations
 
+import logging
+import math
 import time
 from collections.abc import Callable
+from numbers import Real
 from typing import Any
 
 from ray.tune import Callback, Stopper
@@ -46,6 +56,10 @@ from gate.guard.core import Guard
 from gate.guard.model import Decision, Report
 
 HELD_SECONDS = "budget_gate_held_seconds"
+RUNNING = "RUNNING"
+"""Tune's ``Trial.RUNNING``: the status of a trial whose actor holds its resources."""
+
+log = logging.getLogger(__name__)
 
 
 class RayGuard(Stopper, Callback):
@@ -61,32 +75,42 @@ class RayGuard(Stopper, Callback):
         """Per attempt: the seconds the driver measured it running."""
         self._since: dict[tuple[str, int], float] = {}
         """Per running attempt: the driver's clock at its start or last result (not pickled)."""
+        self._gpus: dict[str, float] = {}
+        """Per trial: the GPUs it holds, Tune's count or the spec's, whichever is more."""
+        self._trials: dict[str, Any] = {}
+        """Per trial started: Tune's ``Trial``, read for its status (not pickled)."""
+        self._warned: set[str] = set()
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
         """Whether the trial that produced ``result`` stops."""
+        self._charge_running()
         attempt = self._attempt(trial_id)
-        claimed = result.get(HELD_SECONDS)
-        if claimed is None:
-            claimed = self._iter_seconds.get((trial_id, attempt), 0.0) + float(
-                result.get("time_this_iter_s") or 0.0
-            )
-            self._iter_seconds[(trial_id, attempt)] = claimed
-        held = max(float(claimed), self._measure(trial_id, attempt))
-        epoch = int(result.get("epoch") or result.get("training_iteration") or 0)
+        claimed = self._claimed(trial_id, attempt, result)
+        held = max(claimed, self._measure(trial_id, attempt))
+        epoch = _epoch(result)
         metrics = {k: v for k, v in result.items() if isinstance(v, (int, float))}
-        gpu_seconds = float(held) * float(self.guard.limits.gpus)
+        gpu_seconds = held * self._gpus_of(trial_id)
         decision = self.guard.observe(Report(trial_id, epoch, metrics, gpu_seconds, attempt))
         if decision.stop:
             self.decisions.setdefault(trial_id, decision)
         return decision.stop
 
     def stop_all(self) -> bool:
-        """Whether the search stops (the ceiling, the approval, failures)."""
+        """Whether the search stops (the ceiling, the approval, failures).
+
+        Every running attempt is charged its time so far first: a trial that reports
+        rarely, or only at its end, holds its GPUs between reports too.
+        """
+        self._charge_running()
         return self.guard.check().stop_search
 
     def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         """Start the driver's count of the time the trial's actor holds its resources."""
         trial_id = str(trial.trial_id)
+        self._trials[trial_id] = trial
+        gpus = max(_tune_gpus(trial), float(self.guard.limits.gpus))
+        self._gpus[trial_id] = gpus
+        self.guard.hold(trial_id, gpus)
         self._since[(trial_id, self._attempt(trial_id))] = self._clock()
 
     def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
@@ -111,7 +135,56 @@ class RayGuard(Stopper, Callback):
     def __getstate__(self) -> dict[str, Any]:
         # NOTE: a clock reading means nothing in another process (a restored search): the
         # time measured so far is kept, and the count goes on from the trial's next start.
-        return {**self.__dict__, "_since": {}}
+        return {**self.__dict__, "_since": {}, "_trials": {}}
+
+    def _claimed(self, trial_id: str, attempt: int, result: dict[str, Any]) -> float:
+        """The seconds held the trainable claims (0 for a figure that is no such number).
+
+        NOTE: a NaN, infinite, negative or non-numeric figure is a broken timer, not a
+        reason to stop the whole search: the driver's wall time for the attempt counts.
+        """
+        if HELD_SECONDS in result:
+            held = _non_negative(result[HELD_SECONDS])
+            if held is None:
+                self._warn(trial_id, HELD_SECONDS, result[HELD_SECONDS])
+            return held or 0.0
+        raw = result.get("time_this_iter_s")
+        this_iter = _non_negative(raw or 0.0)
+        if this_iter is None:
+            self._warn(trial_id, "time_this_iter_s", raw)
+        claimed = self._iter_seconds.get((trial_id, attempt), 0.0) + (this_iter or 0.0)
+        self._iter_seconds[(trial_id, attempt)] = claimed
+        return claimed
+
+    def _warn(self, trial_id: str, key: str, value: Any) -> None:
+        if trial_id not in self._warned:
+            self._warned.add(trial_id)
+            log.warning(
+                "budget-gate guard: trial %s reported %s %.80r, not a finite number of "
+                "seconds >= 0: charged the driver's wall time for it",
+                trial_id,
+                key,
+                value,
+            )
+
+    def _charge_running(self) -> None:
+        """Charge every running attempt of a started trial its time so far.
+
+        An attempt whose trial no longer runs (paused) is charged up to now and its count
+        stops; its next start counts afresh. A trial the stopper alone has seen (no
+        ``on_trial_start``) is charged at its reports only: nothing says when it ended.
+        """
+        for key in list(self._since):
+            trial = self._trials.get(key[0])
+            if trial is None:
+                continue
+            wall = self._measure(*key)
+            self.guard.record(key[0], wall * self._gpus_of(key[0]), key[1])
+            if getattr(trial, "status", RUNNING) != RUNNING:
+                del self._since[key]
+
+    def _gpus_of(self, trial_id: str) -> float:
+        return self._gpus.get(trial_id, float(self.guard.limits.gpus))
 
     def _measure(self, trial_id: str, attempt: int) -> float:
         """The attempt's running time on the driver's clock, counted up to now."""
@@ -132,7 +205,7 @@ class RayGuard(Stopper, Callback):
         if (trial_id, attempt) in self._since:
             wall = self._measure(trial_id, attempt)
             del self._since[(trial_id, attempt)]
-            self.guard.record(trial_id, wall * float(self.guard.limits.gpus), attempt)
+            self.guard.record(trial_id, wall * self._gpus_of(trial_id), attempt)
         return attempt
 
     def _attempt(self, trial_id: str) -> int:
@@ -146,3 +219,28 @@ class RayGuard(Stopper, Callback):
             attempt = self.guard.new_attempt(trial_id)
             self._attempts[trial_id] = attempt
         return attempt
+
+
+def _non_negative(value: Any) -> float | None:
+    """``value`` as a finite number >= 0 (seconds, an epoch, GPUs), else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        return None
+    seconds = float(value)
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _epoch(result: dict[str, Any]) -> int:
+    """The result's ``epoch``, else ``training_iteration``, else 0 (a bad figure is none)."""
+    for key in ("epoch", "training_iteration"):
+        value = _non_negative(result.get(key))
+        if value:
+            return int(value)
+    return 0
+
+
+def _tune_gpus(trial: Any) -> float:
+    """The GPUs Tune allotted ``trial`` (``tune.with_resources``), 0 where it says none."""
+    factory = getattr(trial, "placement_group_factory", None)
+    required = getattr(factory, "required_resources", None)
+    gpus = _non_negative(required.get("GPU", 0) if isinstance(required, dict) else 0)
+    return gpus or 0.0
