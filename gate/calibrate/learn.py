@@ -1,8 +1,9 @@
 """From observations to a calibration: per key and per coarser key, medians and spreads (pure).
 
-Every run counts toward its exact key (model, accelerator, GPUs, precision) and three
-coarser ones: any precision; any GPUs and precision; the model on anything. A lookup
-takes the finest key with enough runs (:mod:`gate.calibrate.lookup`).
+Every run counts toward its exact key (model, accelerator, MIG profile, GPUs, precision)
+and three coarser ones: any precision; any GPUs and precision; the model on anything. The
+MIG profile stays in every key that names the accelerator: a slice's runs are never a
+whole GPU's. A lookup takes the finest key with enough runs (:mod:`gate.calibrate.lookup`).
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ from gate.spec.base import LARGEST, SMALLEST
 
 
 def coarser(key: Key) -> tuple[Key, ...]:
-    """The key and its coarser keys, finest first."""
+    """The key and its coarser keys, finest first (the MIG profile kept with the accelerator)."""
+    mig = key.mig_profile
     return (
         key,
-        Key(model=key.model, accelerator=key.accelerator, gpus=key.gpus),
-        Key(model=key.model, accelerator=key.accelerator),
+        Key(model=key.model, accelerator=key.accelerator, mig_profile=mig, gpus=key.gpus),
+        Key(model=key.model, accelerator=key.accelerator, mig_profile=mig),
         Key(model=key.model),
     )
 
@@ -47,7 +49,7 @@ def learn(
     exact: dict[tuple[object, ...], list[Observation]] = defaultdict(list)
     for seen in every:  # NOTE: plain tuples: a pydantic key per run is slow in a backtest
         key = seen.key
-        exact[(key.model, key.accelerator, key.gpus, key.precision)].append(seen)
+        exact[(key.model, key.accelerator, key.mig_profile, key.gpus, key.precision)].append(seen)
     groups: dict[Key, list[Observation]] = defaultdict(list)
     for members in exact.values():
         for level in dict.fromkeys(coarser(members[0].key)):
@@ -144,5 +146,6 @@ def _entry(key: Key, runs: list[Observation]) -> Entry:
     )
 
 
-def _order(key: Key) -> tuple[str, str, int, str]:
-    return (key.model or "", key.accelerator or "~", key.gpus or 10**6, key.precision or "~")
+def _order(key: Key) -> tuple[str, str, str, int, str]:
+    accelerator, mig = key.accelerator or "~", key.mig_profile or ""
+    return (key.model or "", accelerator, mig, key.gpus or 10**6, key.precision or "~")

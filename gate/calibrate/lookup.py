@@ -1,21 +1,37 @@
 """The calibration's figures for one spec: the finest key with enough runs (pure).
 
-Epoch time comes only from keys that name the spec's accelerator (any GPUs or precision
-at the coarsest, said in the basis); the plateau, the failure rate and the MFU (for the
-FLOPs prior, where no epoch time was measured) are the model's and may come from the
-model on any hardware. A spec without a ``model`` label, or a key with
-fewer than the policy's ``calibration.min_runs`` runs, is priced from the spec, and the
-estimate says so.
+Epoch time comes only from keys that name the spec's accelerator and MIG profile (a
+slice's runs are never a whole GPU's). Only the spec's own key may lower its declared
+epoch time: a coarser key's runs (another GPU count or precision) may raise it, never
+lower it, so a worst case never drops below what was declared. A spec that gives its
+model size instead takes no coarser key's epoch time (its FLOPs prior prices it). The
+plateau, the failure rate and the MFU (for the FLOPs prior, where no epoch time was
+measured) are the model's and may come from the model on any hardware. A spec without a
+``model`` label, or a key with fewer than the policy's ``calibration.min_runs`` runs, is
+priced from the spec, and the estimate says so.
+
+Labels match folded (:func:`fold`): a trailing space, a zero-width or other format
+character, a no-break space or a fullwidth letter is the same model, so it cannot set
+measured history (and BG308) aside.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from decimal import Decimal
 
 from gate.calibrate.learn import coarser
 from gate.calibrate.model import Calibration, Entry, Key, Stat
-from gate.estimate.measured import EpochTime, Fraction, Measured, Utilization, failure_note
+from gate.estimate.measured import (
+    EpochTime,
+    Fraction,
+    Measured,
+    Utilization,
+    failure_note,
+    minutes_text,
+)
 from gate.estimate.settings import Calibration as Settings
 from gate.ledger.tracking import MODEL_LABEL
 from gate.money import to_decimal
@@ -29,19 +45,22 @@ def spec_key(spec: Experiment) -> Key:
         accelerator=spec.resources.accelerator,
         gpus=spec.resources.gpus_per_trial,
         precision=spec.resources.precision.value,
+        mig_profile=spec.resources.mig_profile,
     )
 
 
 EPOCH_LEVELS = 3
-"""Epoch times come from the three finest keys only: those that name the accelerator."""
+"""Epoch times come from the three finest keys only: those that name the accelerator (and
+the MIG profile); the two coarser ones only ever raise a declared epoch time."""
 
 
 def by_key(calibration: Calibration) -> dict[Key, Entry]:
-    """The calibration's entries by their key, the model label in lower case.
+    """The calibration's entries by their :func:`folded` key.
 
-    A label's case is no other model: ``ResNet18`` is priced from the runs of ``resnet18``
-    (otherwise a capital letter would set measured history aside). Of two entries that
-    differ only in case, the one with more runs is taken.
+    A label's case or an invisible character is no other model: ``ResNet18`` and
+    ``resnet18\u200b`` are priced from the runs of ``resnet18`` (otherwise a capital letter
+    or a zero-width space would set measured history aside). Of two entries that fold
+    alike, the one with more runs is taken.
     """
     found: dict[Key, Entry] = {}
     for entry in calibration.entries:
@@ -52,10 +71,26 @@ def by_key(calibration: Calibration) -> dict[Key, Entry]:
 
 
 def folded(key: Key) -> Key:
-    """``key`` with its model label in lower case (labels are matched in any case)."""
-    if key.model is None or key.model == key.model.casefold():
+    """``key`` with its label, accelerator and MIG profile folded (:func:`fold`)."""
+    parts = {"model": key.model, "accelerator": key.accelerator, "mig_profile": key.mig_profile}
+    update = {name: fold(value) for name, value in parts.items() if value is not None}
+    if all(update[name] == parts[name] for name in update):
         return key
-    return key.model_copy(update={"model": key.model.casefold()})
+    return key.model_copy(update=update)
+
+
+def fold(text: str) -> str:
+    """``text`` as the lookup compares it, so a lookalike label is the same model.
+
+    NFKC (a fullwidth letter is the letter), in lower case, without format or space
+    characters (U+200B, U+2060, U+FEFF, a soft hyphen, a no-break or trailing space).
+    """
+    normal = unicodedata.normalize("NFKC", text).casefold()
+    return "".join(c for c in normal if not _invisible(c))
+
+
+def _invisible(char: str) -> bool:
+    return char.isspace() or unicodedata.category(char) in ("Cf", "Zs", "Zl", "Zp", "Cc")
 
 
 def epoch_minutes(entry: Entry) -> Stat | None:
@@ -72,13 +107,25 @@ def finest(
 ) -> tuple[Entry, Stat] | None:
     """The finest of ``key``'s first ``levels`` levels whose figure has ``min_runs`` runs.
 
-    ``entries`` as :func:`by_key` gives them: model labels match in any case.
+    ``entries`` as :func:`by_key` gives them: model labels match folded.
     """
-    for level in coarser(folded(key))[:levels]:
-        entry = entries.get(level)
+    found = _finest_level(entries, key, pick, min_runs, levels)
+    return None if found is None else found[1:]
+
+
+def _finest_level(
+    entries: Mapping[Key, Entry],
+    key: Key,
+    pick: Callable[[Entry], Stat | None],
+    min_runs: int,
+    levels: int,
+) -> tuple[int, Entry, Stat] | None:
+    """:func:`finest`, with its level: 0 is ``key`` itself, above 0 a coarser key."""
+    for level, at in enumerate(coarser(folded(key))[:levels]):
+        entry = entries.get(at)
         found = pick(entry) if entry is not None else None
         if entry is not None and found is not None and found.runs >= min_runs:
-            return entry, found
+            return level, entry, found
     return None
 
 
@@ -101,17 +148,10 @@ def measured_for(
     def find(pick: Callable[[Entry], Stat | None], levels: int) -> tuple[Entry, Stat] | None:
         return finest(entries, key, pick, enough, levels)
 
-    epoch = find(epoch_minutes, EPOCH_LEVELS)
+    epoch, notes = _epoch_for(spec, entries, key, enough)
     plateau = find(lambda e: e.plateau_fraction, 4)
     mfu = find(lambda e: e.mfu, 4) if spec.workload.epoch_flops is not None else None
     failures = next((entries[k] for k in keys if k in entries and entries[k].runs >= enough), None)
-    notes: list[str] = []
-    if epoch is None:
-        used = "the spec's epoch time" if spec.workload.declares_epoch_time else "the FLOPs prior"
-        notes.append(
-            f"calibration has fewer than {enough} runs of {key.describe()} with an epoch "
-            f"time: {used} is used"
-        )
     failure_rate = None
     if failures is not None and failures.failure_rate is not None:
         failure_rate = Fraction(
@@ -121,13 +161,54 @@ def measured_for(
         )
         notes.append(failure_note(failure_rate, policy_failure_rate))
     return Measured(
-        epoch=_epoch(*epoch) if epoch is not None else None,
+        epoch=epoch,
         plateau=_fraction(*plateau) if plateau is not None else None,
         failure_rate=failure_rate,
         failure_point=failures.failure_point if failures is not None else None,
         mfu=_utilization(*mfu) if mfu is not None else None,
         notes=tuple(notes),
     )
+
+
+def _epoch_for(
+    spec: Experiment, entries: Mapping[Key, Entry], key: Key, enough: int
+) -> tuple[EpochTime | None, list[str]]:
+    """The epoch time the calibration prices ``spec`` at, and what the estimate says of it.
+
+    Only the spec's own key may lower a declared epoch time. A coarser key's runs (another
+    GPU count or precision) may raise it, never lower it: each case prices the larger of
+    the two, and where the spec's is larger in both, the runs are not used.
+    """
+    found = _finest_level(entries, key, epoch_minutes, enough, EPOCH_LEVELS)
+    if found is None:
+        used = "the spec's epoch time" if spec.workload.declares_epoch_time else "the FLOPs prior"
+        return None, [
+            f"calibration has fewer than {enough} runs of {key.describe()} with an epoch "
+            f"time: {used} is used"
+        ]
+    level, entry, stat = found
+    epoch = _epoch(entry, stat)
+    if level == 0:
+        return epoch, []
+    if not spec.workload.declares_epoch_time:
+        return None, [
+            f"calibration's epoch time of {_who(entry)} not used: runs on another GPU count "
+            f"or precision than {key.describe()} may raise a declared epoch time, never lower "
+            "it, and this spec gives its model size: the FLOPs prior is used"
+        ]
+    expected = spec.workload.epoch_minutes_for("expected")
+    worst = spec.workload.epoch_minutes_for("worst")
+    if epoch.median <= expected and epoch.high <= worst:
+        return None, [
+            f"calibration's epoch time of {_who(entry)} (median {minutes_text(epoch.median)}, "
+            f"90th percentile {minutes_text(epoch.high)} min) not used: runs on another GPU "
+            f"count or precision than {key.describe()} may raise the spec's epoch time, "
+            "never lower it"
+        ]
+    raised = replace(
+        epoch, median=max(epoch.median, expected), high=max(epoch.high, worst), floor=True
+    )
+    return raised, []
 
 
 def _who(entry: Entry) -> str:

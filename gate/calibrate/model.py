@@ -1,9 +1,12 @@
 """The calibration file: what was measured, per key, from which runs and experiments (pure).
 
 A ``kind: Calibration`` JSON document (JSON is YAML, so it is read with the same loader
-and its errors carry file:line:col). Entries are keyed by model label, accelerator, GPUs
-per trial and precision; a key part ``null`` means "any" (a coarser key, learned from
-every run that matches the rest).
+and its errors carry file:line:col). Entries are keyed by model label, accelerator, MIG
+profile, GPUs per trial and precision; a key part ``null`` means "any" (a coarser key,
+learned from every run that matches the rest), but for the MIG profile, where it means
+whole GPUs: a slice's epoch is several times a whole GPU's, so the two never share a key.
+A file whose quantiles are out of order (p10 above the median, ``first`` after ``last``)
+is refused at its line: its worst case would come out below its expected.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import json
 import re
 from typing import Annotated, Literal
 
-from gate.model import Field, Model, StrictFloat, StrictInt
+from gate.model import Field, Model, StrictFloat, StrictInt, model_check
 from gate.spec.base import LARGEST, SMALLEST
 from gate.spec.loader import LoadedDoc
 from gate.spec.validation import validate
@@ -35,11 +38,16 @@ class Key(Model):
     accelerator: str | None = None
     gpus: Annotated[StrictInt, Field(ge=1)] | None = None
     precision: str | None = None
+    mig_profile: str | None = None
+    """The MIG slice the runs held (``1g.10gb``); ``None``: whole GPUs (or any hardware,
+    where the accelerator is unset too)."""
 
     def describe(self) -> str:
         """``resnet18 on A100 × 1 bf16``; unset parts read ``any …``."""
         model = self.model or "any model"
         accelerator = self.accelerator or "any accelerator"
+        if self.mig_profile:
+            accelerator = f"{accelerator} {self.mig_profile} MIG slice"
         gpus = f" × {self.gpus}" if self.gpus is not None else " × any GPUs"
         precision = f" {self.precision}" if self.precision else " any precision"
         return f"{model} on {accelerator}{gpus}{precision}"
@@ -56,6 +64,16 @@ class Stat(Model):
     p10: Positive
     median: Positive
     p90: Positive
+
+    @model_check
+    def _in_order(self) -> None:
+        # NOTE: inverted quantiles priced the worst case (p90) below the expected (median)
+        if not self.p10 <= self.median <= self.p90:
+            raise ValueError(
+                f"quantiles out of order: p10 {self.p10:g}, median {self.median:g}, p90 "
+                f"{self.p90:g} — they must hold p10 <= median <= p90; write the calibration "
+                "again with budget-gate calibrate --write"
+            )
 
 
 class TimeStat(Stat):
@@ -106,6 +124,15 @@ class Entry(Model):
     left_out: Count | None = None
     """This entry's measurements outside what a figure holds (an epoch of 0 s, past 10^12),
     left out; an MFU above 1 is counted in ``mfu_over_peak`` instead."""
+
+    @model_check
+    def _dates_in_order(self) -> None:
+        if self.first > self.last:
+            raise ValueError(
+                f"first {self.first.isoformat()} is after last {self.last.isoformat()} — "
+                "first is the earliest run's date and must not be after last; write the "
+                "calibration again with budget-gate calibrate --write"
+            )
 
 
 class Calibration(Model):

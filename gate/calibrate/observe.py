@@ -27,6 +27,11 @@ from gate.estimate.settings import Returns
 from gate.ledger import tracking
 from gate.reconcile.actuals import RunFacts, moment
 
+MIG_PROFILE = tracking.PREFIX + "mig_profile"
+"""The run's MIG slice, when its tags give one: its key is the slice's, never a whole GPU's.
+
+NOTE: gate.ledger.tracking.spec_tags does not write it yet; until it does, a MIG run's
+key reads as whole GPUs."""
 FAILED = ("FAILED", "KILLED")
 DONE = ("FINISHED", *FAILED)
 
@@ -82,6 +87,7 @@ def observe(
         accelerator=tags.get(tracking.ACCELERATOR),
         gpus=_int(tags.get(tracking.GPUS)),
         precision=tags.get(tracking.PRECISION),
+        mig_profile=tags.get(MIG_PROFILE) or None,
     )
     minutes = _epoch_minutes(facts, held, setup, epochs)
     mfu = _mfu(facts, key, minutes, epochs)

@@ -38,6 +38,9 @@ class EpochTime:
     """Whose runs, e.g. ``23 runs of resnet18 on A100 × 1 bf16, 2026-11-20 … 11-30``."""
     prior: bool = False
     """A FLOPs prior (:mod:`gate.estimate.flops`), not a measurement."""
+    floor: bool = False
+    """Measured on a coarser key (another GPU count or precision): the median and high are
+    at least the spec's declared figures, which such runs may raise, never lower."""
 
     def minutes(self, scenario: ScenarioName) -> Decimal:
         """The median for the expected case, the high quantile for the worst."""
@@ -92,6 +95,10 @@ class Measured:
         return max(1, math.ceil(self.plateau.low * max_epochs))
 
 
+COARSER = "runs on another GPU count or precision may raise a declared epoch time, never lower it"
+"""Why a coarser key's epoch time is priced at no less than the spec's."""
+
+
 def epoch_note(epoch: EpochTime, scenario: ScenarioName, declared: Decimal | None) -> str:
     """``epoch time 4.1 min: median of 23 runs of …; the spec says 0.5``."""
     minutes = minutes_text(epoch.minutes(scenario))
@@ -99,7 +106,11 @@ def epoch_note(epoch: EpochTime, scenario: ScenarioName, declared: Decimal | Non
     if epoch.prior:
         return f"epoch time {minutes} min: {epoch.basis}{said}"
     which = "90th percentile" if scenario == "worst" else "median"
-    return f"epoch time {minutes} min: {which} of {epoch.basis}{said}"
+    if epoch.floor and declared is not None and epoch.minutes(scenario) == declared:
+        lower = f"the {which} of {epoch.basis} is no higher"
+        return f"epoch time {minutes} min: the spec's; {lower}, and {COARSER}"
+    floor = f" ({COARSER})" if epoch.floor else ""
+    return f"epoch time {minutes} min: {which} of {epoch.basis}{said}{floor}"
 
 
 def minutes_for(spec: Experiment, scenario: ScenarioName, measured: Measured | None) -> Decimal:
@@ -151,7 +162,8 @@ def overruled(
     declared = declared_minutes(spec, "expected")
     if epoch is not None and not epoch.prior:
         instead = "" if declared is not None else "; the spec's workload.model gave a FLOPs prior"
-        said = epoch_note(epoch, "expected", declared)
+        case: ScenarioName = "expected" if not epoch.floor or epoch.median != declared else "worst"
+        said = epoch_note(epoch, case, declared_minutes(spec, case))
         notes.append(f"priced from measured runs: {said}{instead}")
     mfu = measured.mfu
     if epoch is not None and epoch.prior and mfu is not None and mfu.median != policy_mfu:
