@@ -135,6 +135,16 @@ def test_calibrate_learns_slice_runs_apart_from_whole_gpu_runs():
         assert medians[whole] is not None and medians[whole].median == 1.0
 
 
+def test_a_mig_spec_s_runs_are_tagged_with_their_slice(tmp_path):
+    """What ``calibrate`` reads a run's slice from: the tags ``gate.tracking.run_tags`` gives."""
+    from gate import tracking
+    from gate.calibrate.observe import MIG_PROFILE
+
+    sliced = _spec(tmp_path, ACCEL="H100", MIG=", mig_profile: 1g.10gb", MINUTES=7)
+    assert tracking.run_tags(sliced)[MIG_PROFILE] == "1g.10gb"
+    assert MIG_PROFILE not in tracking.run_tags(_spec(tmp_path, "whole.yaml", ACCEL="H100"))
+
+
 # --- 2. a coarser key may raise a declared epoch time, never lower it --------------------
 
 A100 = {"model": "resnet18", "accelerator": "A100-80GB"}

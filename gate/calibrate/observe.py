@@ -27,7 +27,7 @@ from gate.estimate.settings import Returns
 from gate.ledger import tracking
 from gate.reconcile.actuals import RunFacts, moment
 
-MIG_PROFILE = tracking.PREFIX + "mig_profile"
+MIG_PROFILE = tracking.MIG_PROFILE
 """The run's MIG slice, when its tags give one: its key is the slice's, never a whole GPU's.
 
 NOTE: gate.ledger.tracking.spec_tags does not write it yet; until it does, a MIG run's

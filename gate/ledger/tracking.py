@@ -81,6 +81,8 @@ EPOCH_MINUTES = PREFIX + "epoch_minutes"
 EPOCH_MINUTES_WORST = PREFIX + "epoch_minutes_worst"
 FLOPS_PER_EPOCH = PREFIX + "flops_per_epoch"
 """The spec's training FLOPs per epoch (from ``workload.model``), so calibrate can measure MFU."""
+MIG_PROFILE = PREFIX + "mig_profile"
+"""The MIG slice a run's GPUs are (``1g.10gb``), so calibrate keeps slices apart from GPUs."""
 
 # What the runtime guard leaves on a run it stopped (tags), and the per-epoch cost metric.
 STOPPED_BY = PREFIX + "stopped_by"
@@ -143,6 +145,7 @@ def spec_tags(
         EPOCH_MINUTES: _minutes(spec, "expected"),
         EPOCH_MINUTES_WORST: _minutes(spec, "worst"),
         FLOPS_PER_EPOCH: _flops(spec),
+        MIG_PROFILE: spec.resources.mig_profile,
     }
     return {key: value for key, value in tags.items() if value is not None}
 
