@@ -152,7 +152,7 @@ def test_two_approvals_of_one_spec_never_pay_for_the_same_run():
     """The red team's case: bob approved at 100, alice again at 100 that month: 100, not 200.
 
     Each approval's runs are its version's from its time until the next approval of the
-    spec path: r0 ran before both, r1 and r2 after x1, r3 and r4 after x2.
+    version: r0 ran before both, r1 and r2 after x1, r3 and r4 after x2.
     """
     runs = _runs(
         NOVEMBER,
@@ -173,6 +173,20 @@ def test_two_approvals_of_one_spec_never_pay_for_the_same_run():
     rows = {a.by: (a.actual, a.runs) for a in report.approvals}
     assert rows == {"x1": ((2 + 3) * PRICE, 2), "x2": ((4 + 1) * PRICE, 2)}
     assert sum(a.actual for a in report.approvals) == (2 + 3 + 4 + 1) * PRICE
+
+
+def test_an_older_versions_runs_after_a_newer_versions_approval_stay_in_its_row():
+    """x1 approves OLD, x2 approves NEW of the same path; OLD runs on (the gate clears them
+    with x1): the run after x2 is x1's, not in no row (the second read's case)."""
+    runs = _runs(NOVEMBER, (OLD, 1, 2), (OLD, 12, 4), (NEW, 13, 1))
+    records = [
+        _approval(T0, "100", "x1"),
+        _approval(T0 + dt.timedelta(hours=10), "100", "x2", fingerprint=NEW),
+    ]
+    report = _report(NOVEMBER, runs, records)
+    rows = {a.by: (a.actual, a.runs) for a in report.approvals}
+    assert rows == {"x1": ((2 + 4) * PRICE, 2), "x2": (1 * PRICE, 1)}
+    assert sum(a.actual for a in report.approvals) == report.teams[0].actual
 
 
 # 2. a period's figures are cut at its end

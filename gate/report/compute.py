@@ -238,7 +238,7 @@ def _approvals(given: ReportInputs, kept: list[ExperimentMonth]) -> tuple[Approv
     """Each approval of the period, and the runs it paid for.
 
     Those of its version that started from its time until the next approval of the same
-    spec path (which pays for what follows), so two rows never count one run.
+    version (which pays for what follows), so two rows never count one run.
     """
     by_fingerprint: dict[str, list[RunLine]] = defaultdict(list)
     for group in kept:
@@ -277,12 +277,17 @@ def _approvals(given: ReportInputs, kept: list[ExperimentMonth]) -> tuple[Approv
 def _paid_until(
     approvals: Sequence[LedgerRecord],
 ) -> list[tuple[LedgerRecord, dt.datetime | None]]:
-    """Each approval (in record order) with the time the next one of its spec path came."""
+    """Each approval (in record order) with the time the next one of its version came.
+
+    NOTE: by version, not path: an older version's runs after a newer version's approval
+    are still the older approval's (the gate clears them with it), not in no row at all.
+    """
     until: list[tuple[LedgerRecord, dt.datetime | None]] = []
-    following: dict[str, dt.datetime] = {}
+    following: dict[tuple[str, str], dt.datetime] = {}
     for record in reversed(approvals):
-        until.append((record, following.get(record.spec)))
-        following[record.spec] = record.recorded_at
+        version = (record.spec, record.fingerprint)
+        until.append((record, following.get(version)))
+        following[version] = record.recorded_at
     return until[::-1]
 
 
