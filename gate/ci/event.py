@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gate.errors import InputError
@@ -56,6 +56,8 @@ class Event:
     head_sha: str | None = None
     command: ApproveCommand | None = None
     skip: str | None = None
+    base_from: str | None = None
+    """The base branch an ``edited`` event moved the pull request away from."""
 
 
 def parse_event(name: str, payload: Mapping[str, Any]) -> Event:
@@ -82,7 +84,12 @@ def _parse(name: str, payload: Mapping[str, Any]) -> Event:
         rebased = action == "edited" and isinstance(changes, Mapping) and "base" in changes
         if action not in PULL_REQUEST_ACTIONS and not rebased:
             return _skip(base, f"pull request {action!r} needs no check")
-        return _with(base, int(pull["number"]), head_sha=str(pull["head"]["sha"]))
+        found = _with(base, int(pull["number"]), head_sha=str(pull["head"]["sha"]))
+        if rebased and isinstance(changes, Mapping):
+            moved = changes["base"].get("ref") if isinstance(changes["base"], Mapping) else None
+            was = moved.get("from") if isinstance(moved, Mapping) else None
+            return replace(found, base_from=str(was) if was else None)
+        return found
     if name == "pull_request_review":
         number = int(payload["pull_request"]["number"])
         if action not in REVIEW_ACTIONS:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 from gate.ci.decisions import (
     APPROVAL_LABEL,
@@ -77,8 +78,13 @@ def publish(
     mode: CommentMode,
     run_url: str,
     command: ApproveCommand | None,
+    moved_from: str | None = None,
 ) -> list[str]:
-    """Write the run's results to the pull request; return notes on what was not written."""
+    """Write the run's results to the pull request; return notes on what was not written.
+
+    ``moved_from``: the base an edit moved the pull request away from, whose status on the
+    head is set back to pending (it would stay green for a merge into that base).
+    """
     writes = _Writes()
     pull = prepared.pull
     current = prepared.head_sha == pull.head_sha
@@ -91,6 +97,13 @@ def publish(
         f"set the {context} status",
         lambda: gh.set_status(prepared.head_sha, state, description, context, run_url),
     )
+    old = status_context(replace(pull, base_ref=moved_from)) if moved_from else context
+    if old != context:  # NOTE: its green, for the base the pull request left, must not stay
+        said = f"the pull request's base moved to {pull.base_ref}: judged there"[:140]
+        writes.attempt(
+            f"set the {old} status",
+            lambda: gh.set_status(prepared.head_sha, "pending", said, old, run_url),
+        )
     if mode is not CommentMode.OFF:
         _comment(gh, prepared, report, mode, writes)
     if current:

@@ -90,7 +90,13 @@ def run(args: argparse.Namespace) -> int:
         _log_outside(prepared)
         try:
             notes = publish(
-                gh, prepared, report, mode=mode, run_url=_run_url(env), command=event.command
+                gh,
+                prepared,
+                report,
+                mode=mode,
+                run_url=_run_url(env),
+                command=event.command,
+                moved_from=event.base_from,
             )
         finally:  # NOTE: a revocation reaches the ledger though GitHub failed a write
             _record(settings.ledger, prepared, now)

@@ -78,3 +78,25 @@ def test_a_pull_request_moved_to_another_base_is_judged_again(story) -> None:
     title["changes"] = {"title": {"from": "old"}}
     ran = story.run("pull_request.edited", title)
     assert ran.code == 0 and "needs no check" in ran.stdout + ran.stderr
+
+
+def test_a_pull_request_moved_off_the_default_branch_leaves_its_status_pending(story) -> None:
+    """Approved into the default branch, moved to ``stage``, the approval withdrawn there: the
+    default branch's green stayed on the head, for a move back and a merge before any run."""
+    _, head = _stage_and_head(story)
+    pull = story.repo.pull(NUMBER)
+    default, base = pull.base_ref, pull.base_sha
+    pull.files[:] = [FileChange(filename=SPEC, status="added"), FileChange(filename="README.md")]
+    assert story.run("pull_request.opened", story.pull_request_event()).code == 0
+    review = story.review_event("alice", at=T0 + 3 * HOUR)
+    assert story.run("pull_request_review", review).code == 0
+    assert _statuses(story, head)["budget-gate"] == "success"
+    pull.base_ref = "stage"
+    edited = story.pull_request_event()
+    edited["action"] = "edited"
+    edited["changes"] = {"base": {"ref": {"from": default}, "sha": {"from": base}}}
+    assert story.run("pull_request.edited", edited).code == 0
+    statuses = _statuses(story, head)
+    assert statuses["budget-gate"] == "pending"
+    (found,) = [s for s in story.repo.latest_statuses(head) if s.context == "budget-gate"]
+    assert found.description == "the pull request's base moved to stage: judged there"
