@@ -8,6 +8,7 @@ fills the file is what judges it afterwards.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,30 @@ def test_the_teams_min_runs_decide_whether_23_runs_count(tmp_path, min_runs, fil
     )
     result = evaluate(tmp_path, where).result
     assert (result.outcome is not Outcome.INVALID) is filled
+
+
+@pytest.mark.parametrize(
+    ("facts", "filled"),
+    [("gpus_per_trial: 1, precision: bf16", True),  # the calibration's own key
+     ("gpus_per_trial: 8, precision: bf16", False),  # its runs were on 1 GPU, not 8
+     ("gpus_per_trial: 1, precision: fp32", False)],  # and in bf16, not fp32
+)  # fmt: skip
+def test_only_the_files_own_key_fills_a_missing_epoch_time(tmp_path, facts, filled) -> None:
+    """Runs on another GPU count or precision may raise a declared epoch time, never stand in
+    for a missing one: a sweep on 8 GPUs took the 1-GPU runs' 3.8–4.6 min."""
+    where = policies(tmp_path, "calibration: {use: true}\n", "calibration: {use: true}\n")
+    data = json.loads(CALIBRATION.read_text())
+    (entry,) = data["entries"]
+    coarse = {**entry["key"], "gpus": None, "precision": None}  # what calibrate also writes
+    data["entries"].append({**entry, "key": coarse})
+    own = tmp_path / "calibration.json"
+    own.write_text(json.dumps(data))
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(SWEEP.replace("gpus_per_trial: 1, precision: bf16", facts))
+    calibration = parse_calibration(load_file(own))
+    evaluator = Evaluator(where, load_catalog(), dt.date(2026, 1, 1), calibration=calibration)
+    result = evaluator.evaluate_spec(str(sweep)).result
+    assert (result.outcome is not Outcome.INVALID) is filled, result.errors
 
 
 def test_the_teams_defaults_fill_what_the_file_lacks(tmp_path) -> None:

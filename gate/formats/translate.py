@@ -17,7 +17,7 @@ from decimal import Decimal
 from pathlib import PurePath
 from typing import Any, Protocol
 
-from gate.calibrate.lookup import EPOCH_LEVELS, by_key, epoch_minutes, finest
+from gate.calibrate.lookup import by_key, epoch_minutes, finest
 from gate.calibrate.model import Calibration, Key
 from gate.errors import InputError, InputErrors, Location
 from gate.formats import Format
@@ -204,7 +204,11 @@ def _policy_facts(defaults: Facts, policy: str) -> FactMap:
 
 
 def _fill_calibration(draft: Draft, team: Team) -> None:
-    """The measured epoch time of the spec's key, when the file and policy give none."""
+    """The measured epoch time of the spec's own key, when the file and policy give none.
+
+    NOTE: the key itself only (its GPU count, precision and MIG slice): a coarser key's runs
+    (on 8 GPUs, in bf16) may raise a declared epoch time, never stand in for a missing one.
+    """
     if team.calibration is None or _has_epoch_time(draft):
         return
     labels = draft.get(("metadata", "labels"))
@@ -214,13 +218,15 @@ def _fill_calibration(draft: Draft, team: Team) -> None:
     if model is None or accelerator is None or gpus is None:
         return
     precision = draft.get(("resources", "precision"))
+    mig = draft.get(("resources", "mig_profile"))
     key = Key(
         model=str(model),
         accelerator=str(accelerator.value),
         gpus=gpus.value if isinstance(gpus.value, int) else None,
         precision=str(precision.value) if precision else "fp32",
+        mig_profile=str(mig.value) if mig else None,
     )
-    found = finest(by_key(team.calibration), key, epoch_minutes, team.min_runs, EPOCH_LEVELS)
+    found = finest(by_key(team.calibration), key, epoch_minutes, team.min_runs, levels=1)
     if found is None:
         return
     entry, stat = found
