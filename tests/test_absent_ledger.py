@@ -168,3 +168,28 @@ def test_a_directory_store_is_bad_input_that_says_how_mlflow_3_opens_it(team, tm
         code, out, err = team.cli("check", team.spec(20), uri=uri)
         assert code == 3, out + err
         assert "is a directory store, which MLflow 3 opens only with MLFLOW_ALLOW_FILE_STORE" in err
+
+
+def test_a_ledger_uri_with_options_is_its_file_and_an_in_memory_one_is_refused(team, tmp_path):
+    """``?timeout=5`` skipped the absence check (an empty store was made, the month read as
+    nothing spent); ``sqlite://`` kept nothing, so an approval or a revocation was gone."""
+    typo = tmp_path / "mlfow.db"
+    spec = team.spec(20)
+    code, out, _ = team.cli("check", spec, uri=f"sqlite:///{typo}?timeout=5")
+    assert code == 0
+    assert "ledger: warning: no ledger at sqlite:///" in out and "mlfow.db?timeout=***" in out
+    assert not typo.exists()
+    for memory in ("sqlite://", "sqlite:///:memory:"):
+        code, _, err = team.cli("check", spec, uri=memory)
+        assert code == 3
+        assert f"'{memory}' is an in-memory store, which keeps no record past the command" in err
+        code, _, err = team.cli("approve", spec, "--by", "alice", "--reason", "ok", uri=memory)
+        assert code == 3, err
+
+
+def test_a_database_store_without_its_driver_is_the_users_to_install(team):
+    """``postgresql://`` with no psycopg was an internal error (exit 70)."""
+    code, _, err = team.cli("verify", team.spec(20), uri="postgresql://u:pw@127.0.0.1:9/db")
+    assert code == 3, err
+    assert "postgresql://***@127.0.0.1:9/db: MLflow needs the Python module" in err
+    assert "pw" not in err

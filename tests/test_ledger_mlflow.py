@@ -177,3 +177,7 @@ def test_the_filter_string():
 def test_credentials_are_never_shown():
     assert redact("https://user:secret@mlflow.example.com/") == "https://***@mlflow.example.com/"
     assert redact("http://127.0.0.1:5000") == "http://127.0.0.1:5000"
+    # a token in the query string (``?token=…``) was printed in the exit-4 line
+    shown = redact("http://u:pw@127.0.0.1:9/p?token=s3cr3t&flag#part")
+    assert shown == "http://***@127.0.0.1:9/p?token=***&flag#part"
+    assert redact("sqlite:////tmp/x.db?timeout=5") == "sqlite:////tmp/x.db?timeout=***"

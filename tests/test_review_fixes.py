@@ -181,7 +181,13 @@ def test_the_diff_sees_mig_slices():
 
 
 @pytest.mark.parametrize(
-    "value", ["--as-of=9999-12-31T23:00-05:00", "--as-of=0001-01-01T00:00+05:00"]
+    "value",
+    [
+        "--as-of=9999-12-31T23:00-05:00",
+        "--as-of=0001-01-01T00:00+05:00",
+        "--as-of=0001-01-01",  # a ledger read looks back a year: an internal error (exit 70)
+        "--as-of=0002-06-01",
+    ],
 )
 def test_as_of_at_the_edges_of_time_is_an_input_error(write_yaml, value):
     assert check(write_yaml, SPEC, value) == 3

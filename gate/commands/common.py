@@ -201,10 +201,12 @@ def as_of(args: argparse.Namespace) -> tuple[dt.date, dt.datetime]:
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=dt.timezone.utc)
         moment = moment.astimezone(dt.timezone.utc)
+        if not 1970 <= moment.year <= 9998:  # NOTE: a ledger read looks back a year from it
+            raise ValueError(value)
     except (ValueError, OverflowError):
         raise InputError(
             f"--as-of {value!r} is not a usable date",
-            hint="use YYYY-MM-DD or YYYY-MM-DDTHH:MM within years 2–9998",
+            hint="use YYYY-MM-DD or YYYY-MM-DDTHH:MM within years 1970–9998",
         ) from None
     return moment.date(), moment
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+from collections.abc import Iterator
 
 from mlflow.entities import ViewType
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from gate.errors import InputError
 from gate.integrations.mlflow.append import Chores, RunWriter, append_record
 from gate.integrations.mlflow.http import Rest, check_clock
 from gate.integrations.mlflow.patience import bounded_client
@@ -57,7 +59,7 @@ class MlflowLedger(RunWriter):
         self.where = redact(tracking_uri)
         self.trust = trust
         self.ignored: dict[str, str] = {}
-        with self._failing("opening the tracking store"):
+        with self._failing("opening the tracking store"), _driver(self.where):
             self._client = bounded_client(MlflowClient(tracking_uri), tracking_uri)
         self._experiment_id: str | None = None
         self._chores = Chores()
@@ -155,3 +157,17 @@ class MlflowLedger(RunWriter):
 def failing(where: str, doing: str) -> contextlib.AbstractContextManager[None]:
     """Turn an MLflow or network failure into a one-line backend error (exit 4)."""
     return failing_on(where, doing, STORE_FAILURES)
+
+
+@contextlib.contextmanager
+def _driver(where: str) -> Iterator[None]:
+    """A database store whose Python driver is not installed: the user's to install (exit 3)."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        raise InputError(
+            f"{where}: MLflow needs the Python module {exc.name!r} for this store, and it is "
+            "not installed",
+            hint="install the database driver (psycopg2-binary for postgresql://, mysqlclient "
+            "for mysql://) beside budget-gate",
+        ) from None

@@ -49,21 +49,34 @@ _CHUNK = 500
 def store_path(tracking_uri: str) -> Path | None:
     """The file of a ``sqlite:///`` URI (``sqlite:////abs.db``, ``sqlite:///relative.db``).
 
-    ``None`` for any other URI, an in-memory store, or a URI with options.
+    Options after ``?`` (``?timeout=5``) name the same file; ``None`` for any other URI.
 
     Raises:
         gate.errors.InputError: ``sqlite:///`` names no file (MLflow's client would fail
-            with two tracebacks).
+            with two tracebacks), or an in-memory store (``sqlite://``, ``:memory:``), which
+            keeps no record past the command: a budget read there is an empty month, and an
+            approval or a revocation written there is gone.
     """
-    if not tracking_uri.startswith("sqlite:///") or "?" in tracking_uri:
+    if tracking_uri.startswith("sqlite:") and not tracking_uri.startswith("sqlite:///"):
+        raise _in_memory(tracking_uri)
+    if not tracking_uri.startswith("sqlite:///"):
         return None
-    path = tracking_uri.removeprefix("sqlite:///")
+    path = tracking_uri.removeprefix("sqlite:///").split("?", 1)[0]
+    if path.strip() == ":memory:":
+        raise _in_memory(tracking_uri)
     if not path.strip():
         raise InputError(
             f"{tracking_uri!r} names no file",
             hint="write sqlite:///path/to/mlflow.db (four slashes for an absolute path)",
         )
     return Path(path)
+
+
+def _in_memory(tracking_uri: str) -> InputError:
+    return InputError(
+        f"{tracking_uri!r} is an in-memory store, which keeps no record past the command",
+        hint="write sqlite:///path/to/mlflow.db (four slashes for an absolute path)",
+    )
 
 
 def no_store_yet(path: Path) -> bool:

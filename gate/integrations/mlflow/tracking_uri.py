@@ -20,7 +20,19 @@ LEDGER_FILE = "mlflow.db"
 
 
 def redact(uri: str) -> str:
-    """The URI without any user name or password, for messages (also for one that is no URL)."""
+    """The URI without user name, password or query values, for messages (a non-URL too)."""
+    base, question, query = uri.partition("?")
+    if not question:
+        return _without_user(uri)
+    query, hash_, fragment = query.partition("#")
+    # NOTE: ?token=..., ?access_token=...: any value there may be a secret
+    shown = "&".join(
+        f"{pair.split('=', 1)[0]}=***" if "=" in pair else pair for pair in query.split("&")
+    )
+    return f"{_without_user(base)}?{shown}{hash_}{fragment}"
+
+
+def _without_user(uri: str) -> str:
     try:
         parts = urlsplit(uri)
     except ValueError:  # e.g. an unclosed [IPv6 bracket: mask up to the last @ by hand
