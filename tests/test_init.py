@@ -178,10 +178,50 @@ def test_init_where_a_path_is_out_of_reach_is_bad_input(tmp_path, capsys):
     finally:
         locked.chmod(0o755)
     err = capsys.readouterr().err
-    if os.geteuid() == 0:  # NOTE: root reaches it: init writes through the link
-        assert code == 0, err
+    assert code == 3 and "policies is a symbolic link: init writes only into the repository" in err
+    assert list(locked.iterdir()) == []  # nothing went through the link, root or not
+
+
+def test_init_writes_nothing_through_a_link_or_where_a_file_blocks_a_folder(tmp_path, capsys):
+    """A linked ``policies`` took the policies outside the repository (a linked
+    ``.budget-gate`` the CI key); a file named ``.budget-gate`` left half the files written."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / ".gitignore").symlink_to(outside / "gi")
+    assert main(["init", "--dir", str(repo)]) == 3
+    assert ".gitignore is a symbolic link" in capsys.readouterr().err
+    (repo / ".gitignore").unlink()
+    (repo / ".budget-gate").write_text("mine\n")
+    code = main(["init", "--dir", str(repo)])
+    err = capsys.readouterr().err
+    if "ssh-keygen" in err:  # NOTE: no ssh-keygen: no CI key, so no .budget-gate folder
         return
-    assert code == 3 and "cannot be reached (Permission denied)" in err
+    assert code == 3 and ".budget-gate is a file where init needs a folder" in err
+    assert sorted(p.name for p in repo.iterdir()) == [".budget-gate"]
+    assert list(outside.iterdir()) == []
+
+
+def test_init_leaves_a_git_email_that_is_a_signers_pattern_out(tmp_path, capsys, monkeypatch):
+    """``dev@corp,*`` in allowed_signers lets the developer's key sign as budget-gate-ci."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519.pub").write_text(
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHxQ3aRVKEn1 dev@corp\n"
+    )
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "gitconfig"))
+    (home / "gitconfig").write_text("[user]\n\temail = dev@corp,*\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / ".gitignore").write_bytes(b"# caf\xe9\n*.pyc\n")  # Latin-1: init failed on it
+    assert main(["init", "--dir", str(repo)]) == 0, capsys.readouterr().err
+    signers = repo / "policies" / "allowed_signers"
+    if signers.exists():
+        assert "dev@corp" not in signers.read_text()
+    assert (repo / ".gitignore").read_bytes().startswith(b"# caf\xe9\n*.pyc\n")
+    assert b"/mlflow.db" in (repo / ".gitignore").read_bytes()
 
 
 def test_init_with_an_empty_dir_writes_nothing(tmp_path, capsys, monkeypatch):

@@ -14,6 +14,7 @@ manifests of the Kueue AdmissionCheck (``deploy/budget-gate-kueue.yaml``).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -117,16 +118,16 @@ def _ignore_ledger(root: Path) -> str:
     not create: a repository almost always has one.
     """
     path = root / GITIGNORE
-    try:
-        current = path.read_text(encoding="utf-8") if path.exists() else None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {path}: {exc}", hint="fix or remove it") from None
+    try:  # NOTE: patterns are bytes to git: a Latin-1 comment is no error
+        current = path.read_bytes().decode("utf-8", "surrogateescape") if path.exists() else None
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}", hint="fix or remove it") from None
     if current is not None and any(
         line.strip() in (IGNORED, IGNORED[1:]) for line in current.splitlines()
     ):
         return f"{path} already ignores {IGNORED[1:]}"
     try:
-        with path.open("a", encoding="utf-8", newline="") as handle:
+        with path.open("a", encoding="utf-8", errors="surrogateescape", newline="") as handle:
             gap = "" if not current or current.endswith("\n") else "\n"
             handle.write(gap + ("\n" if current else "") + _IGNORE_BLOCK)
     except OSError as exc:
@@ -134,6 +135,32 @@ def _ignore_ledger(root: Path) -> str:
             f"cannot write {path}: {exc.strerror}", hint="choose another --dir"
         ) from None
     return f"{'added' if current is not None else 'wrote'} {IGNORED[1:]} to {path}"
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _refuse_links(root: Path, paths: list[str]) -> None:
+    """Refuse, before anything is written, a path through a link or a file where a folder is.
+
+    A ``policies`` that links outside the repository took the policies (and a linked
+    ``.budget-gate`` the CI key) elsewhere; a file named ``.budget-gate`` left half the files
+    written and the key lost.
+    """
+    for relative in paths:
+        at = root
+        for part in Path(relative).parts:
+            at = at / part
+            if at.is_symlink():
+                raise InputError(
+                    f"{at} is a symbolic link: init writes only into the repository itself",
+                    hint="remove the link, or run init where it is not",
+                )
+            if at != root / relative and at.exists() and not at.is_dir():
+                raise InputError(
+                    f"{at} is a file where init needs a folder for {root / relative}",
+                    hint="move it away, then run init again",
+                )
 
 
 def _taken(path: Path) -> bool:
@@ -164,8 +191,9 @@ def run(args: argparse.Namespace) -> int:
             hint="move them away, or add what you need by hand (docs/getting-started.md "
             "lists what init writes)",
         )
+    _refuse_links(root, [*files, *([GITIGNORE] if "policies/default.yaml" in files else [])])
     for path, text in files.items():
-        _create(root / path, text)
+        _create(root / path, text, private=path == CI_KEY)
         print(f"wrote {root / path}", file=sys.stderr)
     if "policies/default.yaml" in files:
         print(_ignore_ledger(root), file=sys.stderr)
@@ -178,8 +206,9 @@ def run(args: argparse.Namespace) -> int:
     if REPORT_WORKFLOW in files:
         print("next: set the MLFLOW_TRACKING_URI secret of the repository", file=sys.stderr)
         return 0
+    if "policies/default.yaml" not in files:  # NOTE: --kueue alone writes its manifests only
+        return 0
     if CI_KEY in files:
-        (root / CI_KEY).chmod(0o600)
         print(
             f"next: store {root / CI_KEY} as the repository secret BUDGET_GATE_SIGNING_KEY "
             f"(gh secret set BUDGET_GATE_SIGNING_KEY < {root / CI_KEY}), then delete it; "
@@ -246,8 +275,8 @@ def _own_key() -> tuple[str, str] | None:
     from gate.integrations.git.repo import user_email
 
     name = user_email() or os_user()
-    if not name or " " in name:
-        return None
+    if not name or any(char in name for char in " \t*?,!\"'"):
+        return None  # NOTE: a pattern in allowed_signers (dev@corp,*) would sign as anyone
     listed = subprocess.run(["ssh-add", "-L"], capture_output=True, text=True, check=False)
     candidates = listed.stdout.splitlines() if listed.returncode == 0 else []
     for kind in ("id_ed25519", "id_ecdsa", "id_rsa"):
@@ -261,12 +290,18 @@ def _own_key() -> tuple[str, str] | None:
     return None
 
 
-def _create(path: Path, text: str) -> None:
-    """Create ``path`` (and its folders); fail rather than replace a file that appeared."""
+def _create(path: Path, text: str, *, private: bool = False) -> None:
+    """Create ``path`` (and its folders); fail rather than replace a file that appeared.
+
+    A ``private`` file (the CI signing key) is its owner's alone from its first byte: made
+    0644 and narrowed later, it stayed readable by every user when a later step failed.
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("x", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        mode = 0o600 if private else 0o644
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, mode)
+        with open(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
     except FileExistsError:
         raise InputError(f"{path} appeared while init ran; init never overwrites") from None
     except OSError as exc:
