@@ -878,3 +878,19 @@ def test_a_glob_says_the_hidden_folders_it_does_not_search(tmp_path, monkeypatch
     out = capsys.readouterr()
     assert [r["file"] for r in json.loads(out.out)["results"]] == ["experiments/a.yaml"]
     assert "experiments/.drafts is a hidden folder, not searched by a glob" in out.err
+
+
+@pytest.mark.parametrize(
+    "argv", [["rules"], ["schema"], ["prices"], ["policy", "check", "policies"]]
+)
+def test_every_command_that_cannot_write_its_output_is_one_line_exit_3(argv):
+    """``rules``, ``schema``, ``prices``, ``policy check`` printed straight to stdout: a full
+    disk was an internal error (exit 70)."""
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "gate", *argv], stdout=full, stderr=subprocess.PIPE,
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False, timeout=120,
+        )  # fmt: skip
+    err = proc.stderr.decode()
+    assert proc.returncode == 3, err
+    assert err.startswith("budget-gate: cannot write the output (No space left on device)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -142,12 +143,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader left before the report was written: no verdict
         drop_stdout()
         return EXIT_BROKEN_PIPE
+    except OSError as exc:
+        if not _stdout_failed(exc):
+            return _internal(exc, args.debug)
+        drop_stdout()  # NOTE: a command that printed straight to a full disk: bad output (3)
+        print(_shown(stdout_error(exc), located=False), file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:
-        if args.debug:
-            raise
-        print(
-            f"budget-gate: internal error: {type(exc).__name__}: {exc} "
-            "(rerun with --debug for the traceback, and please report it)",
-            file=sys.stderr,
-        )
-        return EXIT_INTERNAL
+        return _internal(exc, args.debug)
+
+
+def _stdout_failed(exc: OSError) -> bool:
+    """Whether ``exc`` is a write that found no room, the machine's failing, not ours.
+
+    A full disk (stdout on /dev/full), a quota, a file past its limit, a failed device.
+    """
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+
+
+def _internal(exc: Exception, debug: bool) -> int:
+    """Our bug: one line (the traceback with ``--debug``), exit 70."""
+    if debug:
+        raise exc
+    print(
+        f"budget-gate: internal error: {type(exc).__name__}: {exc} "
+        "(rerun with --debug for the traceback, and please report it)",
+        file=sys.stderr,
+    )
+    return EXIT_INTERNAL
