@@ -183,3 +183,16 @@ def test_reconcile_states_the_error_against_the_estimates_basis(history):
     actual = statistics.median(epoch_minutes(0, run) for run in range(RUNS))
     assert f"epoch time: the runs took {actual:.2f} min (median of 6 runs)" in out, out + err
     assert "the estimate priced" in out and "(median of 36 runs of resnet18 on L4" in out
+
+
+def test_calibrate_writes_over_a_calibration_only(history):
+    """``--write policies/default.yaml`` replaced the policy with JSON (every command after
+    it exited 3); a calibration is written over again, as a refresh does."""
+    lab, _, target, _ = history
+    policy = Path(lab.team.policy_dir) / "default.yaml"
+    before = policy.read_text(encoding="utf-8")
+    code, _, err = lab.team.cli("calibrate", "--experiment", lab.experiment, "--write", str(policy))
+    assert code == 3 and "the file there is not a calibration" in err
+    assert policy.read_text(encoding="utf-8") == before
+    code, _, err = lab.team.cli("calibrate", "--experiment", lab.experiment, "--write", target)
+    assert code == 0, err

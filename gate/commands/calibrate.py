@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from gate.calibrate.backtest import replays
 from gate.calibrate.learn import learn
@@ -45,6 +46,8 @@ Sink = Callable[[RunFacts, str], None]
 def run(args: argparse.Namespace) -> int:
     """Read the runs, learn, print; write the file and backtest when asked."""
     now = utc_now()
+    if args.write:
+        _refuse_overwrite(Path(args.write))
     evaluator = make_evaluator(args, calibrated=False) if args.backtest else None
     policies = evaluator.policies if evaluator is not None else load_policies(args)
     policy = policies.for_team(None).policy
@@ -76,6 +79,27 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(backtest.render(scored))
     return 0
+
+
+def _refuse_overwrite(path: Path) -> None:
+    """Refuse to write over a file that is not a calibration (a policy, a spec).
+
+    NOTE: ``--write policies/default.yaml`` replaced the policy with the calibration's JSON,
+    and every command after it exited 3.
+    """
+    from gate.calibrate.model import parse
+    from gate.errors import GateError
+    from gate.spec.loader import load_file
+
+    if not path.exists():
+        return
+    try:
+        parse(load_file(path))
+    except (GateError, OSError, ValueError):
+        raise InputError(
+            f"--write {path}: the file there is not a calibration; calibrate replaces only one",
+            hint="write to a new file (policies/calibration.json), or move this one away",
+        ) from None
 
 
 def _observations(
