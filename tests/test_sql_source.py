@@ -89,7 +89,7 @@ def test_a_sqlite_uri_is_read_with_sql_and_anything_else_is_not(store, tmp_path)
     assert open_sql("http://127.0.0.1:5000") is None
     assert store_path("sqlite:////abs/x.db") == Path("/abs/x.db")
     assert store_path("sqlite:///rel/x.db") == Path("rel/x.db")
-    assert store_path("sqlite:///x.db?mode=ro") is None
+    assert store_path("sqlite:///x.db?mode=ro") == Path("x.db")  # options name the same file
 
 
 def test_a_store_without_a_needed_column_is_left_to_mlflow(tmp_path):
