@@ -21,6 +21,8 @@ from tests.conftest import ROOT
 from tests.netns import run_on_loopback
 
 EPOCH_COST = Decimal("1.6")
+WALL = Decimal("2")
+"""The most the driver's time of trials that have not reported yet may add (4 minutes held)."""
 
 
 def _usd(text: str) -> Decimal:
@@ -42,7 +44,7 @@ def searches(tmp_path_factory):
 
 
 def test_a_search_of_8_trials_stops_at_the_ceiling(searches):
-    assert searches["unraisable"] == []
+    assert searches["unraisable"] == [], searches["unraisable"]
     budget = searches["budget"]
     spend, ceiling = Decimal(budget["spend"]), Decimal(budget["ceiling"])
     overshoot = spend - ceiling
@@ -51,16 +53,19 @@ def test_a_search_of_8_trials_stops_at_the_ceiling(searches):
         f"{budget['epochs']} epochs, spend {spend:.2f} USD at a ceiling of {ceiling:.2f} USD, "
         f"overshoot {overshoot:.2f} USD"
     )
-    assert budget["errors"] == 0  # fit() does not raise: every trial's error is counted here
-    # NOTE: a trial that has not reported yet is charged the driver's time since its start
-    # (seconds, cents), so the spend that reaches the ceiling may pass it by those cents.
-    assert re.fullmatch(
-        r"spend 64\.\d\d USD reaches the approved amount \(approval-run-1\) 64\.00 USD",
+    assert budget["errors"] == 0, budget  # fit() does not raise: each trial's error is counted
+    # NOTE: a trial started but not yet reporting (its actor starting, seconds to a minute on
+    # a loaded machine) is charged the driver's time since its start: the spend that reaches
+    # the ceiling, and the overshoot, may pass it by that time's cost (WALL).
+    found = re.fullmatch(
+        r"spend (\d+\.\d\d) USD reaches the approved amount \(approval-run-1\) 64\.00 USD",
         budget["stop"],
-    ), budget["stop"]
+    )
+    assert found is not None, budget
+    assert ceiling <= Decimal(found[1]) <= ceiling + WALL, budget
     # At most one report per running trial (2) past the ceiling, and not short of it.
-    assert 0 <= overshoot <= 2 * EPOCH_COST + Decimal("0.5")
-    assert budget["started"] < 8 and "budget" in budget["stops"]
+    assert 0 <= overshoot <= 2 * EPOCH_COST + WALL, budget
+    assert budget["started"] < 8 and "budget" in budget["stops"], budget
 
 
 def test_failed_trials_in_a_row_stop_the_search(searches):
