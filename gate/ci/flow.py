@@ -125,6 +125,7 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
         )
     present, removed = select_specs(changed, settings.globs)
     shown, activity = None, None
+    history = SpecHistory(gh, pull, head)  # NOTE: commits read once, by the ledger's rule too
     base_files = _base_policies(gh, pull, settings.policy_dir)
     policies = PolicySet(settings.policy_dir, base_files)
     if settings.ledger is not None and present:
@@ -133,7 +134,6 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
         # ledger's approvals by the author or by whoever changed the spec.
         activity = _activity(gh, pull)
         shown = standing(*activity)
-        history = SpecHistory(gh, pull, head)
         settings.ledger.withdrawn = partial(_not_here, pull, shown, policies, history)
     evaluator = Evaluator(
         policies=policies,
@@ -165,7 +165,8 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
             today=evaluator.today,
         )
     if any(e.result.outcome is Outcome.APPROVAL_REQUIRED for e in evaluations):
-        _judge(gh, event, prepared, evaluations, settings.now, activity or _activity(gh, pull))
+        found = activity or _activity(gh, pull)
+        _judge(gh, event, prepared, evaluations, settings.now, found, history)
     return prepared
 
 
@@ -258,10 +259,19 @@ def _judge(
     evaluations: list[Evaluation],
     now: dt.datetime,
     activity: tuple[list[ReviewInfo], list[CommentInfo]],
+    history: SpecHistory,
 ) -> None:
     """The pull request's approvals judged (:mod:`gate.ci.judging`), kept in ``prepared``."""
     judged = judge_approvals(
-        gh, event, evaluations, prepared.pull, prepared.head_sha, prepared.evaluator, now, activity
+        gh,
+        event,
+        evaluations,
+        prepared.pull,
+        prepared.head_sha,
+        prepared.evaluator,
+        now,
+        activity,
+        history,
     )
     prepared.results = judged.results
     prepared.comments = judged.comments

@@ -90,6 +90,7 @@ def judge_approvals(
     evaluator: Evaluator,
     now: dt.datetime,
     activity: tuple[list[ReviewInfo], list[CommentInfo]],
+    history: SpecHistory | None = None,
 ) -> Judged:
     """Judge the reviews and ``/budget-gate approve`` comments for each spec needing approval.
 
@@ -98,7 +99,7 @@ def judge_approvals(
     reviews, comments = activity
     bindings = _bindings(comments, evaluator.ledger, evaluations, event, head_sha, now)
     found = candidates(reviews, comments, bindings)
-    history = SpecHistory(gh, pull, head_sha)
+    history = history or SpecHistory(gh, pull, head_sha)  # NOTE: the flow's, read once
     access = _AccessCache(gh)
     command = event.command.comment_id if event.command else None
     command_reasons: list[str] = []

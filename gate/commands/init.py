@@ -275,8 +275,16 @@ def _own_key() -> tuple[str, str] | None:
     from gate.integrations.git.repo import user_email
 
     name = user_email() or os_user()
-    if not name or any(char in name for char in " \t*?,!\"'"):
-        return None  # NOTE: a pattern in allowed_signers (dev@corp,*) would sign as anyone
+    if name and any(char in name for char in " \t*?,!\"'"):
+        # NOTE: a pattern in allowed_signers (dev@corp,*) would sign as anyone: said, not kept
+        print(
+            f"note: your key is not in allowed_signers: {name!r} is a pattern there, not a "
+            "name (add your key under your name by hand, docs/signing.md)",
+            file=sys.stderr,
+        )
+        return None
+    if not name:
+        return None
     listed = subprocess.run(["ssh-add", "-L"], capture_output=True, text=True, check=False)
     candidates = listed.stdout.splitlines() if listed.returncode == 0 else []
     for kind in ("id_ed25519", "id_ecdsa", "id_rsa"):

@@ -18,6 +18,7 @@ from gate.formats.command_lines import (
     shell_words,
 )
 from gate.formats.shell_effects import (
+    COMMAND_ENDS,
     command_args,
     epochs_variable_set,
     refuse_unread_training,
@@ -76,7 +77,6 @@ def epochs_set(line: str) -> str | None:
 
 
 _SETS = frozenset({"export", "declare", "typeset", "readonly", "local"})
-_SEPARATORS = frozenset({";", "|", "||", "&&", "&", "(", ")", "{", "}", "do", "then", "else"})
 _CONFIGS = re.compile(r"\.(?:ya?ml|json)['\"]?$", re.IGNORECASE)
 
 
@@ -93,7 +93,7 @@ def _unread_effect(line: str) -> str | None:
         for at, word in enumerate(plain):
             before = plain[at - 1] if at else ";"
             tool = word.rsplit("/", 1)[-1]
-            if tool in _SETS and before in _SEPARATORS | {"builtin", "command"}:
+            if tool in _SETS and before in COMMAND_ENDS | {"builtin", "command"}:
                 computed = next((w for w in command_args(plain, at) if _computed(w)), None)
                 if computed is not None:
                     return f"sets a variable whose name the shell computes ({computed})"

@@ -26,7 +26,7 @@ from gate.formats.command_lines import (
     shell_words,
     training_runs,
 )
-from gate.formats.shell_programs import SHELLS, program, run_key
+from gate.formats.shell_programs import PYTHON, SHELLS, program, run_key
 from gate.spec.loader import DataPath
 
 Locate = Callable[[DataPath], Location | None]
@@ -109,7 +109,8 @@ def written_files(words: list[str], at: int, *, copies: bool = True) -> list[str
     return []
 
 
-_STOPS = frozenset({";", "|", "||", "&&", "&", "(", ")", "{", "}", "do", "then", "else"})
+COMMAND_ENDS = frozenset({";", "|", "||", "&&", "&", "(", ")", "{", "}", "do", "then", "else"})
+"""Words that end a command's arguments in a split line (a separator, a group, a keyword)."""
 _MOVES = frozenset({"cp", "mv", "install", "ln"})
 _TARGET = r"(?:>>?\s*|\btee\s+(?:-a\s+)?)(?P<q1>['\"]?)(?P<file>[\w./~-]+)(?P=q1)"
 _OPENS = r"<<-?\s*(?P<q2>['\"]?)(?P<word>\w+)(?P=q2)"
@@ -150,7 +151,7 @@ def command_args(words: list[str], at: int) -> list[str]:
     """The words after ``words[at]`` up to the command's end."""
     out = []
     for word in words[at + 1 :]:
-        if word in _STOPS:
+        if word in COMMAND_ENDS:
             break
         out.append(word)
     return out
@@ -209,7 +210,6 @@ def epochs_variable_set(command: list[str]) -> str | None:
     return next((n for n in named if names_epochs(n, abbreviated=False)), None)
 
 
-_PYTHON = re.compile(r"(?:python|pypy)[\d.]*")
 _PYTHON_HEREDOC = re.compile(
     r"^[^\n]*\b(?:python|pypy)[\d.]*\b[^\n]*?<<-?\s*(['\"]?)(\w+)\1[^\n]*\n(.*?)^\t*\2[ \t]*$",
     re.MULTILINE | re.DOTALL,
@@ -237,7 +237,7 @@ def _inline_code(words: Words, depth: int = 0) -> Iterator[tuple[str, DataPath, 
             start = max((j + 1 for j in range(i) if plain[j] in _SEPARATORS), default=0)
             at = program(plain[start:i], 1)
             name = plain[start + at].rsplit("/", 1)[-1] if at is not None else ""
-            python = word == "-c" and _PYTHON.fullmatch(name) is not None
+            python = word == "-c" and PYTHON.fullmatch(name) is not None
             if python or _INTERPRETERS.get(name) == word:
                 yield words[i + 1][0], words[i + 1][1], python
         if depth < _MAX_DEPTH and any(char.isspace() for char in word):

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 __all__ = [
     "HIDDEN",
     "MAX_DEPTH",
+    "PYTHON",
     "REPEATERS",
     "SHELLS",
     "TooDeep",
@@ -155,7 +156,7 @@ _TOOLS = _split(
 )
 """Tools' subcommands that install, fetch or look up (``uv pip``; not ``uv run``)."""
 _CONDA = _split("install create activate deactivate env config update clean init info list remove")
-_PYTHON = re.compile(r"(?:python|pypy)[\d.]*")
+PYTHON = re.compile(r"(?:python|pypy)[\d.]*")
 _PYTHON_HARMLESS = (["-m", "pip"], ["-m", "venv"], ["-m", "ensurepip"], ["-V"], ["--version"])
 _ENVIRONMENTS = _split("activate .bashrc .profile .bash_profile .env conda.sh")
 """What ``source`` reads that sets up a shell: a virtual environment's ``activate``."""
@@ -166,7 +167,7 @@ def harmless(name: str, args: list[str]) -> bool:
     first = args[0] if args else ""
     if name in ("awk", "gawk") and any("system" in arg or "|" in arg for arg in args):
         return False  # NOTE: awk 'BEGIN {system("python t.py")}' runs a command
-    if _PYTHON.fullmatch(name):
+    if PYTHON.fullmatch(name):
         return args[:2] in _PYTHON_HARMLESS or args[:3] == ["-m", "spacy", "download"]
     if name in ("conda", "mamba", "micromamba"):
         return first in _CONDA
@@ -246,7 +247,7 @@ def run_key(words: tuple[str, ...]) -> str:
     name, args = words[at].rsplit("/", 1)[-1], list(words[at + 1 :])
     if name == "accelerate" and args[:1] == ["launch"]:
         name, args = "torchrun", args[1:]
-    if _PYTHON.fullmatch(name):
+    if PYTHON.fullmatch(name):
         name, args = "python", _python_script(args)
         if args[:1] == ["-m"] and args[1:2] and args[1] in _LAUNCHERS:
             name, args = "torchrun", args[2:]
