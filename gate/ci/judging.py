@@ -92,14 +92,11 @@ def judge_approvals(
     activity: tuple[list[ReviewInfo], list[CommentInfo]],
     history: SpecHistory | None = None,
 ) -> Judged:
-    """Judge the reviews and ``/budget-gate approve`` comments for each spec needing approval.
-
-    ``activity`` is the pull request's reviews and comments, read once by the flow.
-    """
+    """Judge the reviews and approve comments of each spec; ``activity``, ``history``: read once."""
     reviews, comments = activity
     bindings = _bindings(comments, evaluator.ledger, evaluations, event, head_sha, now)
     found = candidates(reviews, comments, bindings)
-    history = history or SpecHistory(gh, pull, head_sha)  # NOTE: the flow's, read once
+    history = history or SpecHistory(gh, pull, head_sha)
     access = _AccessCache(gh)
     command = event.command.comment_id if event.command else None
     command_reasons: list[str] = []
