@@ -93,6 +93,9 @@ class SpecChange:
     since: frozenset[str]
     changes: tuple[CommitInfo, ...] = ()
     complete: bool = True
+    base_moved_at: dt.datetime | None = None
+    """When the pull request's base was last edited: approvals given before it approved a
+    diff against another base, and count no more."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,21 +180,27 @@ def standing(reviews: Iterable[ReviewInfo], comments: Iterable[CommentInfo]) -> 
     return frozenset(shown)
 
 
-def withdrawn(record: LedgerRecord, number: int, shown: frozenset[str]) -> str | None:
+def withdrawn(
+    record: LedgerRecord, number: int, shown: frozenset[str], moved: dt.datetime | None = None
+) -> str | None:
     """Why the ledger's copy of a GitHub approval of pull request ``number`` lapsed, or None.
 
-    It lapses once GitHub no longer shows the review or comment (:func:`standing`).
+    It lapses once GitHub no longer shows the review or comment (:func:`standing`), or once
+    the pull request's base is edited after it was given (``moved``, :func:`moved_refusal`).
     """
     github = record.source in (Source.GITHUB_REVIEW, Source.GITHUB_COMMENT)
     # NOTE: event_id names the review or comment (``review-<id>``) the record copies.
     if record.kind is not RecordKind.APPROVAL or not github or record.pr_number != number:
         return None
+    copied = f"the approval by {record.by} recorded from GitHub ({record.event_id})"
+    stale = moved_refusal(record.event_at or record.recorded_at, moved)
+    if stale is not None:
+        return f"{copied} no longer counts: {stale}"
     if record.event_id in shown:
         return None
     return (
-        f"the approval by {record.by} recorded from GitHub ({record.event_id}) was withdrawn "
-        "there: the review was dismissed or followed by a request for changes, or the "
-        "comment deleted"
+        f"{copied} was withdrawn there: the review was dismissed or followed by a request for "
+        "changes, or the comment deleted"
     )
 
 
@@ -226,7 +235,21 @@ def timing_refusal(candidate: Candidate, change: SpecChange) -> str | None:
     if candidate.commit_id not in change.since:
         verb = "reviewed" if candidate.via is Via.REVIEW else "approved"
         return f"it {verb} commit {candidate.commit_id[:7]}, from before {last}"
-    return None
+    return moved_refusal(candidate.at, change.base_moved_at)
+
+
+def moved_refusal(given: dt.datetime, moved: dt.datetime | None) -> str | None:
+    """Why an approval given at ``given`` predates the base it would now approve, or None.
+
+    Both dates are GitHub's own (a review's submission, a comment's creation, the base's
+    edit), never the author's: what the approver saw was the diff against the old base.
+    """
+    if moved is None or given > moved:
+        return None
+    return (
+        f"it was given before the pull request's base was changed on {when(moved)}: it "
+        "approved the diff against the old base; approve again"
+    )
 
 
 def identity_refusal(

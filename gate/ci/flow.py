@@ -54,6 +54,7 @@ class GitHub(Protocol):
     def read_dir(self, path: str, ref: str) -> dict[str, bytes] | None: ...  # noqa: D102
     def list_files(self, path: str, ref: str, limit: int) -> list[str] | None: ...  # noqa: D102
     def commit(self, sha: str) -> CommitInfo: ...  # noqa: D102
+    def base_moved_at(self, number: int) -> dt.datetime | None: ...  # noqa: D102
     def reviews(self, number: int) -> list[ReviewInfo]: ...  # noqa: D102
     def comments(self, number: int) -> list[CommentInfo]: ...  # noqa: D102
     def team_member(self, org: str, slug: str, login: str) -> bool | None: ...  # noqa: D102
@@ -108,6 +109,9 @@ class Prepared:
     shown: frozenset[str] | None = None
     """The approvals GitHub shows now (``review-<id>``, ``comment-<id>``), when a ledger is
     read: its copies of this pull request's others were withdrawn on GitHub."""
+    base_moved_at: dt.datetime | None = None
+    """When the base was last edited, when a ledger is read: its copies of this pull
+    request's approvals from before then lapsed."""
 
 
 def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
@@ -148,6 +152,7 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
     evaluations, diffs = _evaluate_files(gh, evaluator, [*present, *removed], head, pull.base_sha)
     prepared = Prepared(pull, head, evaluator, [e.result for e in evaluations], diffs)
     prepared.shown = shown
+    prepared.base_moved_at = history.base_moved_at() if shown is not None else None
     if activity is not None:
         prepared.comments = activity[1]  # the sticky comment is found among them too
     prepared.outside_read = unjudged_specs(gh, changed, present, head)
@@ -181,7 +186,8 @@ def _not_here(
     if record.kind is not RecordKind.APPROVAL:
         return None
     approvers = policies.for_team(record.team).policy.approval.approvers
-    return withdrawn(record, pull.number, shown) or ledger_refusal(
+    moved = history.base_moved_at()
+    return withdrawn(record, pull.number, shown, moved) or ledger_refusal(
         record.by or "", pull.author, approvers, record.spec, history.last_change(record.spec)
     )
 

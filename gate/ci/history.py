@@ -9,6 +9,7 @@ while the merge itself, whose diff against its first parent shows that, is on th
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Protocol
 
 from gate.ci.approvals import SpecChange
@@ -20,9 +21,10 @@ merge, back from the base's tip for where the pull request left it)."""
 
 
 class CommitReader(Protocol):
-    """Reads one commit (the GitHub facade's ``commit``)."""
+    """Reads one commit, and when the base was last edited (the GitHub facade's)."""
 
     def commit(self, sha: str) -> CommitInfo: ...  # noqa: D102
+    def base_moved_at(self, number: int) -> dt.datetime | None: ...  # noqa: D102
 
 
 class SpecHistory:
@@ -38,7 +40,8 @@ class SpecHistory:
     """
 
     def __init__(self, gh: CommitReader, pull: PullInfo, head: str) -> None:
-        self._gh, self._head, self._base = gh, head, pull.base_sha
+        self._gh, self._head, self._base, self._number = gh, head, pull.base_sha, pull.number
+        self._moved: tuple[dt.datetime | None] | None = None
         self._limit = MAX_WALK if pull.commits is None else max(1, min(MAX_WALK, pull.commits))
         self._known = pull.commits
         self._commits: dict[str, CommitInfo] = {}
@@ -76,15 +79,22 @@ class SpecHistory:
                 sha = parents[0]
         return self._base_line
 
+    def base_moved_at(self) -> dt.datetime | None:
+        """When the pull request's base was last edited (GitHub's date), read once."""
+        if self._moved is None:
+            self._moved = (self._gh.base_moved_at(self._number),)
+        return self._moved[0]
+
     def last_change(self, path: str) -> SpecChange:
         """The spec's last change, the commits since it, and every change the walk saw."""
         line, complete = self._walk()
+        moved = self.base_moved_at()
         # NOTE: a commit of more than 3,000 files is listed in part: it may hold the
         # change, so it is taken to (an approval of an older commit would not count).
         changes = tuple(c for c in line if path in c.paths or not c.complete)
         if not changes:
             head = line[0]
-            return SpecChange(head.sha, head.date, frozenset({head.sha}), (), complete)
+            return SpecChange(head.sha, head.date, frozenset({head.sha}), (), complete, moved)
         last = changes[0]
         since = frozenset(c.sha for c in line[: line.index(last) + 1])
-        return SpecChange(last.sha, last.date, since, changes, complete)
+        return SpecChange(last.sha, last.date, since, changes, complete, moved)

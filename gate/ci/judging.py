@@ -60,6 +60,7 @@ class Reader(Protocol):
     owner: str
 
     def commit(self, sha: str) -> CommitInfo: ...  # noqa: D102
+    def base_moved_at(self, number: int) -> dt.datetime | None: ...  # noqa: D102
     def reviews(self, number: int) -> list[ReviewInfo]: ...  # noqa: D102
     def comments(self, number: int) -> list[CommentInfo]: ...  # noqa: D102
     def team_member(self, org: str, slug: str, login: str) -> bool | None: ...  # noqa: D102

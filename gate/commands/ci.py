@@ -227,9 +227,9 @@ def _revoke_withdrawn(
 ) -> None:
     """Revoke the ledger's copies of this pull request's approvals that GitHub withdrew.
 
-    A dismissed review, a request for changes after an approval or a deleted comment: the
-    pull request's status already ignores them, and the revocation (signed as CI) makes
-    ``verify`` and the launch paths ignore them too.
+    A dismissed review, a request for changes after an approval, a deleted comment, or one
+    given before the base was edited: the pull request's status already ignores them, and
+    the revocation (signed as CI) makes ``verify`` and the launch paths ignore them too.
     """
     if prepared.shown is None:
         return
@@ -247,7 +247,7 @@ def _revoke_withdrawn(
             r for r in records if not (r.kind is RecordKind.REVOCATION and r.source is Source.LOCAL)
         ]
         for approval in live_approvals(ours, now):
-            why = withdrawn(approval, number, prepared.shown)
+            why = withdrawn(approval, number, prepared.shown, prepared.base_moved_at)
             if why is None or approval.record_id is None:
                 continue
             try:

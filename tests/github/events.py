@@ -92,6 +92,8 @@ def seed(state: GitHubState, payload: Mapping[str, Any]) -> Repo:
     number = None
     if "pull_request" in payload:
         number = _seed_pull(state, repo, payload["pull_request"]).number
+        if "base" in (payload.get("changes") or {}):  # an edit of the base: GitHub dates it
+            repo.base_edited(number, by=payload["sender"]["login"])
     elif "issue" in payload:
         number = _seed_issue(repo, payload["issue"])
     if number is not None and "comment" in payload:

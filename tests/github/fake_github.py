@@ -597,6 +597,11 @@ class FakeGitHub(GitHubState):
         ]
         return 200, [self._render(call).comment(repo, c) for c in found]
 
+    @handles("issues/list-events")
+    def _list_events(self, call: Call) -> Reply:
+        repo, issue = self._issue(call)
+        return 200, [self._render(call).issue_event(repo, e) for e in issue.events]
+
     @staticmethod
     def _comment_fits(body: str) -> None:
         """GitHub refuses a comment body over 65,536 characters (UTF-16 code units): 422."""

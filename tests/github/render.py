@@ -25,6 +25,7 @@ from tests.github.state import (
     FileChange,
     GitHubState,
     Issue,
+    IssueEvent,
     Label,
     Org,
     PullRequest,
@@ -462,6 +463,20 @@ class Render:
             "submitted_at": iso(review.submitted_at),
             "commit_id": review.commit_id,
             "author_association": repo.author_association(review.author),
+        }
+
+    def issue_event(self, repo: Repo, event: IssueEvent) -> dict[str, Any]:
+        """An ``issue-event-for-issue`` of the common shape (``state-change-issue-event``)."""
+        return {
+            "id": event.id,
+            "node_id": node_id("IssueEvent", event.id),
+            "url": f"{self.repo_api(repo)}/issues/events/{event.id}",
+            "actor": self.user(event.actor),
+            "event": event.event,
+            "commit_id": None,
+            "commit_url": None,
+            "created_at": iso(event.created_at),
+            "performed_via_github_app": None,
         }
 
     # --- statuses and checks -----------------------------------------------------------------

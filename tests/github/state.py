@@ -159,6 +159,16 @@ class Review:
 
 
 @dataclass(kw_only=True)
+class IssueEvent:
+    """An entry of the issue events API (``base_ref_changed``: a pull request's base moved)."""
+
+    id: int
+    actor: str
+    event: str
+    created_at: dt.datetime
+
+
+@dataclass(kw_only=True)
 class Status:
     """A commit status (one context's report on one sha)."""
 
@@ -201,6 +211,7 @@ class Issue:
     labels: list[str] = field(default_factory=list)
     created_at: dt.datetime
     updated_at: dt.datetime
+    events: list[IssueEvent] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -460,6 +471,18 @@ class Repo:
         if not isinstance(pull, PullRequest):
             raise KeyError(f"#{number} is an issue, not a pull request")
         return pull
+
+    def base_edited(self, number: int, *, by: str, at: dt.datetime | None = None) -> None:
+        """Record that pull request ``number``'s base was edited (``base_ref_changed``).
+
+        The tests set ``base_ref`` and ``base_sha`` themselves; this is GitHub's dated trace.
+        """
+        pull = self.pull(number)
+        self.state.add_user(by)
+        when = at or self.state.clock()
+        event = IssueEvent(id=self.state.next_id(), actor=by, event="base_ref_changed",
+                           created_at=when)  # fmt: skip
+        pull.events.append(event)
 
     def change_file(
         self,

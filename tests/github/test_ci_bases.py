@@ -34,6 +34,18 @@ def _stage_and_head(story: PullRequestStory) -> tuple[str, str]:
     return stage, head
 
 
+def _opened_into_stage(story: PullRequestStory) -> tuple[str, str]:
+    """:func:`_stage_and_head`, opened into ``stage``: a README edit there, judged so."""
+    stage, head = _stage_and_head(story)
+    pull = story.repo.pull(NUMBER)
+    pull.base_sha, pull.base_ref = stage, "stage"
+    pull.files[:] = [FileChange(filename="README.md", status="added")]
+    event = story.pull_request_event()
+    event["pull_request"]["base"].update(sha=stage, ref="stage")
+    assert story.run("pull_request.opened", event).code == 0
+    return stage, head
+
+
 def _statuses(story: PullRequestStory, sha: str) -> dict[str, str]:
     return {s.context: s.state for s in story.repo.latest_statuses(sha)}
 
@@ -58,13 +70,8 @@ def test_a_second_pull_request_into_another_base_does_not_green_the_first(story)
 
 
 def test_a_pull_request_moved_to_another_base_is_judged_again(story) -> None:
-    stage, head = _stage_and_head(story)
+    stage, head = _opened_into_stage(story)
     pull = story.repo.pull(NUMBER)
-    pull.base_sha, pull.base_ref = stage, "stage"
-    pull.files[:] = [FileChange(filename="README.md", status="added")]
-    event = story.pull_request_event()
-    event["pull_request"]["base"].update(sha=stage, ref="stage")
-    assert story.run("pull_request.opened", event).code == 0
     assert _statuses(story, head) == {"budget-gate (stage)": "success"}
     pull.base_sha, pull.base_ref = BASE, story.repo.default_branch  # edited back to the default
     pull.files[:] = [FileChange(filename=SPEC, status="added"), FileChange(filename="README.md")]
@@ -100,3 +107,25 @@ def test_a_pull_request_moved_off_the_default_branch_leaves_its_status_pending(s
     assert statuses["budget-gate"] == "pending"
     (found,) = [s for s in story.repo.latest_statuses(head) if s.context == "budget-gate"]
     assert found.description == "the pull request's base moved to stage: judged there"
+
+
+def test_an_approval_given_before_the_base_was_edited_does_not_count_after(story) -> None:
+    """Approved into ``stage``, where the costly spec is no change (a README edit); edited
+    into the default branch, where it is one: the review approved another diff, so the spec
+    needs an approval given after the edit (GitHub's date of it, not the author's)."""
+    stage, head = _opened_into_stage(story)
+    pull = story.repo.pull(NUMBER)
+    assert story.run("pull_request_review", story.review_event("alice", at=T0 + 3 * HOUR)).code == 0
+    pull.base_sha, pull.base_ref = BASE, story.repo.default_branch
+    pull.files[:] = [FileChange(filename=SPEC, status="added"), FileChange(filename="README.md")]
+    edited = story.pull_request_event("edited")
+    edited["changes"] = {"base": {"ref": {"from": "stage"}, "sha": {"from": stage}}}
+    ran = story.run("pull_request.edited", edited)
+    assert ran.code == 0, ran.stderr
+    assert _statuses(story, head)["budget-gate"] == "pending"
+    (moved,) = [e.created_at for e in pull.events if e.event == "base_ref_changed"]
+    refusal = "it was given before the pull request's base was changed on"
+    assert refusal in story.bot_comments()[-1]
+    again = story.review_event("alice", at=moved + dt.timedelta(seconds=1))
+    assert story.run("pull_request_review", again).code == 0
+    assert _statuses(story, head)["budget-gate"] == "success"

@@ -15,6 +15,7 @@ import pytest
 from gate.cli import main
 from gate.reporters.markdown import written_for
 from tests.github.ci_kit import (
+    BASE,
     NUMBER,
     POLICY,
     SPEC,
@@ -209,7 +210,9 @@ def test_approvals_are_recorded_in_the_mlflow_ledger(
     ]
 
 
-@pytest.mark.parametrize("withdraw", ["dismissed", "changes-requested", "comment-deleted"])
+@pytest.mark.parametrize(
+    "withdraw", ["dismissed", "changes-requested", "comment-deleted", "base-edited"]
+)
 def test_an_approval_withdrawn_on_github_is_revoked_in_the_ledger(
     story: PullRequestStory, mlflow_server, tmp_path, withdraw
 ) -> None:
@@ -235,6 +238,10 @@ def test_an_approval_withdrawn_on_github_is_revoked_in_the_ledger(
     elif withdraw == "changes-requested":
         later = story.review_event("alice", at=T0 + 3 * HOUR, state="changes_requested")
         ran = story.run("pull_request_review", later)
+    elif withdraw == "base-edited":  # to another branch and back: GitHub dates the last edit
+        edited = story.pull_request_event("edited")
+        edited["changes"] = {"base": {"ref": {"from": "stage"}, "sha": {"from": BASE}}}
+        ran = story.run("pull_request.edited", edited)
     else:
         for key, comment in list(story.repo.comments.items()):
             if comment.body.startswith("/budget-gate approve"):

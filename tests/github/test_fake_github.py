@@ -59,7 +59,7 @@ def raw(
 
 def test_every_operation_in_the_description_has_a_handler() -> None:
     ids = {op.operation_id for op in operations()}
-    assert len(ids) == 32
+    assert len(ids) == 33
     assert ids == handled_operations()
 
 
@@ -387,7 +387,7 @@ def test_injected_failure(fake_github: FakeGitHub) -> None:
 def test_every_operation_answers_per_the_description(
     fake_github: FakeGitHub, github_client: Github
 ) -> None:
-    """A tour of all 32 operations; teardown validates every request and response."""
+    """A tour of all 33 operations; teardown validates every request and response."""
     repo_state = fake_github.repo(REPO)
     repo_state.set_permission("alice", "write")
     repo_state.change_file(2, "p.yaml", before="a\n", after="b\n")
@@ -407,6 +407,9 @@ def test_every_operation_answers_per_the_description(
     issue.set_labels("b")
     issue.remove_from_labels("b")
     list(issue.get_labels())
+    repo_state.base_edited(2, by="alice")
+    (moved,) = list(issue.get_events())
+    assert (moved.event, moved.actor.login) == ("base_ref_changed", "alice")
     pull.create_review_request(reviewers=["alice"])
     pull.get_review_requests()[0].totalCount  # noqa: B018
     pull.delete_review_request(reviewers=["alice"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import pytest
@@ -18,13 +19,15 @@ from gate.ci.approvals import (
     listed,
     team_ref,
     timing_refusal,
+    withdrawn,
 )
 from gate.ci.model import CommentInfo, ReviewInfo
 from gate.ledger.approvers import Approvers
-from gate.ledger.records import Source
+from gate.ledger.records import LedgerRecord, RecordKind, Source
 
 T = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 MIN = dt.timedelta(minutes=1)
+SEC = dt.timedelta(seconds=1)
 CHANGE = SpecChange("c" * 40, T, frozenset({"c" * 40, "d" * 40}))
 APPROVERS = Approvers(users=["Alice"], teams=["ml-platform"], permission="maintain")
 
@@ -156,3 +159,35 @@ def test_teams_and_who_may_approve() -> None:
         "users Alice; members of ml-platform; anyone with maintain permission or more"
     )
     assert Approvers().describe() == "nobody (the policy lists no approvers)"
+
+
+@pytest.mark.parametrize("via", [Via.REVIEW, Via.COMMENT])
+def test_an_approval_given_before_the_base_was_edited_does_not_count(via: Via) -> None:
+    """GitHub dates the base's edit to the second; an approval of that same second may have
+    seen the old diff, so it must come after (a second or more)."""
+    moved = dataclasses.replace(CHANGE, base_moved_at=T + 10 * MIN)
+    for at, counts in ((T + 5 * MIN, False), (T + 10 * MIN, False), (T + 10 * MIN + SEC, True)):
+        candidate = Candidate(via, 1, "alice", False, at, commit_id="d" * 40)
+        refusal = timing_refusal(candidate, moved)
+        assert (refusal is None) is counts
+        assert counts or "before the pull request's base was changed on 2026-11-29 12:10" in (
+            refusal or ""
+        )
+        assert timing_refusal(candidate, CHANGE) is None  # never edited: counts
+
+
+def test_the_ledger_copy_of_an_approval_from_before_the_base_edit_lapses() -> None:
+    copy = LedgerRecord(
+        kind=RecordKind.APPROVAL, spec="experiments/a.yaml", fingerprint="f" * 64,
+        experiment="a", recorded_at=T + 2 * MIN, currency="USD", by="alice",
+        source=Source.GITHUB_REVIEW,
+        pr_number=7, event_at=T + MIN, event_id="review-1",
+    )  # fmt: skip
+    shown = frozenset({"review-1"})
+    assert withdrawn(copy, 7, shown) is None
+    assert withdrawn(copy, 7, shown, T) is None  # edited before the review
+    why = withdrawn(copy, 7, shown, T + MIN) or ""
+    assert why.startswith("the approval by alice recorded from GitHub (review-1) no longer")
+    assert withdrawn(copy, 8, shown, T + MIN) is None  # another pull request's edit
+    local = dataclasses.replace(copy, source=Source.LOCAL)
+    assert withdrawn(local, 7, shown, T + MIN) is None  # approved by name, not by the diff

@@ -192,6 +192,13 @@ class GitHubClient(RepositoryContents):
                 if c.user is not None
             ]
 
+    def base_moved_at(self, number: int) -> dt.datetime | None:
+        """When the pull request's base was last edited (GitHub's ``base_ref_changed``)."""
+        with self._failing(f"listing the events of pull request #{number}"):
+            events = self._pull(number).as_issue().get_events()
+            moves = [e.created_at for e in events if e.event == "base_ref_changed"]
+        return _utc(max(moves)) if moves else None
+
     def team_member(self, org: str, slug: str, login: str) -> bool | None:
         """Whether ``login`` is an active member of ``org/slug``; None when it can't be read.
 
