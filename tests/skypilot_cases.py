@@ -316,6 +316,26 @@ def test_exec_and_jobs_launch_are_judged_too(repo, tmp_path):
     assert "asks for 8 × H100" in rejection(request(any_of, jobs.request_name), s)
 
 
+def test_a_cleared_cluster_goes_down_when_idle_unless_its_task_says_otherwise(repo, tmp_path):
+    """A spec prices the training, not the cluster left idle after it: a cleared launch with
+    no autostop of its own gets autodown after 10 idle minutes; one with its own keeps it,
+    and an exec or a managed job (whose controller tears its cluster down) is left alone."""
+    spec = write_spec(repo, 2)
+    s = settings(repo)
+    (resources,) = apply_policy(request(task(tmp_path, spec)), s).task.resources
+    config = resources.autostop_config
+    assert (config.enabled, config.idle_minutes, config.down) == (True, 10, True)
+    own = task(tmp_path, spec)
+    own.set_resources({r.copy(autostop={"idle_minutes": 60}) for r in own.resources})
+    (kept,) = apply_policy(request(own), s).task.resources
+    assert (kept.autostop_config.idle_minutes, kept.autostop_config.down) == (60, False)
+    for name in (sky.AdminPolicyRequestName.CLUSTER_EXEC, sky.AdminPolicyRequestName.JOBS_LAUNCH):
+        (untouched,) = apply_policy(request(task(tmp_path, spec), name), s).task.resources
+        assert untouched.autostop_config is None
+    (cpu,) = apply_policy(request(task(tmp_path, None, None)), s).task.resources
+    assert cpu.autostop_config is None  # judged by no spec: not ours to tear down
+
+
 def test_a_gpu_task_without_a_spec(repo, tmp_path):
     gpu = request(task(tmp_path, None, "A100:8"))
     message = rejection(gpu, settings(repo))
@@ -617,6 +637,8 @@ def test_the_http_endpoint_answers_skypilots_client(repo, tmp_path, server):
     original = request(task(tmp_path, spec, "A100:8"), user="carol")
     mutated = client.validate_and_mutate(original)
     assert mutated.task.envs["BUDGET_GATE_FINGERPRINT"] == fingerprint_of(spec)
+    (resources,) = mutated.task.resources  # the autodown crosses the wire too
+    assert (resources.autostop_config.idle_minutes, resources.autostop_config.down) == (10, True)
     assert mutated.task.envs["BUDGET_GATE_APPROVAL_ID"] == repo.records(spec)[0].record_id
     with pytest.raises(exceptions.UserRequestRejectedByPolicy) as raised:
         client.validate_and_mutate(request(task(tmp_path, spec, "A100:8", nodes=2)))

@@ -9,7 +9,8 @@ judged by the same evaluator, with the same ledger view, as ``budget-gate verify
 no error findings, a fresh approval when one is needed, room in the monthly budget); the
 task must ask for what the spec's ``resources`` were priced with
 (:mod:`gate.integrations.skypilot_match`; a MIG spec is priced as whole GPUs, which SkyPilot
-asks for, and refused). A cleared task is mutated to carry the spec's run tags as env vars.
+asks for, and refused). A cleared task is mutated to carry the spec's run tags as env vars,
+and a cleared cluster launch with no autostop of its own to go down when idle.
 Every rejection is one line: what, why, and the command that fixes it. This module reads the
 task; the settings are :mod:`gate.integrations.skypilot_settings`'s, and reading, judging
 and recording the spec a task names is :mod:`gate.integrations.skypilot_spec`'s (neither
@@ -38,6 +39,7 @@ from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key
 from gate.formats import Format
 from gate.formats.model import FactMap, Origin, Source, Traced
 from gate.integrations.skypilot_match import (
+    autodown,
     check_controller,
     check_epochs,
     check_match,
@@ -214,6 +216,7 @@ def judge(
             raise mig_rejection(task.name or "(unnamed)", asks[0], evaluation, relative, whole)
     check_cleared(evaluation.result)
     assert evaluation.spec is not None and evaluation.result.fingerprint is not None
+    autodown(task, request)
     record_admission(view, evaluation, key)
     approval = evaluation.result.approval.approval if evaluation.result.approval else None
     tags = tracking.spec_tags(

@@ -7,6 +7,7 @@ without importing SkyPilot.
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -16,6 +17,8 @@ from gate.errors import InputError
 from gate.integrations.skypilot_spec import Rejection
 from gate.spec.experiment import Experiment
 from gate.spec.trial import Capacity
+
+log = logging.getLogger("gate.integrations.skypilot")  # one logger for every decision line
 
 Task = Any
 """A ``sky.Task``: named here without importing SkyPilot (only the policy module does)."""
@@ -164,3 +167,30 @@ def check_controller(task: Task, request: str) -> None:
             f"the {request} request asks for {asks[0]}: a controller trains nothing and "
             "would hold them idle — give it no accelerators (jobs.controller.resources)"
         )
+
+
+AUTODOWN_MINUTES = 10
+"""Idle minutes after which a cleared cluster that set no autostop of its own is torn down."""
+
+
+def autodown(task: Any, request: str, minutes: int = AUTODOWN_MINUTES) -> bool:
+    """Give a cluster ``launch``'s resources an autodown, unless it sets an autostop; True if set.
+
+    A spec prices the training, not a cluster left idle after it: a GPU cluster with no
+    autostop spends on, unpriced, until someone tears it down. A task's own autostop (stop
+    or down, any idle time) is kept; an ``exec`` runs on a cluster launched before, and a
+    managed job's controller tears its cluster down itself.
+    """
+    resources = task.resources
+    if request != "launch" or all(_stops(r) for r in resources):
+        return False
+    changed = [r if _stops(r) else r.copy(autostop={"idle_minutes": minutes, "down": True})
+               for r in resources]  # fmt: skip
+    task.set_resources(changed if isinstance(resources, list) else set(changed))
+    log.info("task %r: autodown after %d idle minutes", task.name, minutes)
+    return True
+
+
+def _stops(resources: Any) -> bool:
+    config = getattr(resources, "autostop_config", None)
+    return config is not None and bool(config.enabled)
