@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from gate.admission.asks import GPU_RESOURCES, MIG_PREFIX, is_mig
 from gate.admission.clearance import Block, Unjudged, refusal
 from gate.admission.labels import RUN_TAGS_ANNOTATION, SPEC_ANNOTATION, pod_annotations, pod_labels
 from gate.admission.spec_file import SpecRefError
 from gate.admission.spenders import namespace_refusal
-from gate.admission.workload import GPU_RESOURCES, MIG_PREFIX, Workload, is_mig, placement
+from gate.admission.workload import Workload, placement
 from gate.evaluation.evaluate import Evaluation
 from gate.ledger import tracking
 from gate.ledger.budget import month_start

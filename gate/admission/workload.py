@@ -6,8 +6,8 @@ Reads the object as the API server returns it (``kueue.x-k8s.io/v1beta2``, a pla
   pod sets' templates (Kueue copies the job's pod template into each pod set), else the
   caller follows the controller ``ownerReference`` to the job itself;
 - per pod set, the pods admitted (``status.admission.podSetAssignments[].count``, else the
-  pod set's ``count``) and each pod's GPUs, counted as Kubernetes counts a pod's request
-  (containers and sidecars summed, init containers at their largest);
+  pod set's ``count``) and each pod's GPUs, counted as Kubernetes sizes a pod
+  (:func:`gate.admission.asks.pod_request`);
 - where those GPUs run: the accelerator and spot-ness named by the pod template's
   ``nodeSelector``, its required node affinity, or the ResourceFlavor Kueue assigned to the
   GPU resource (its ``nodeLabels``, and last its name, unless the pods pick a machine type).
@@ -21,13 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gate.admission.affinity import pinned_labels, required_keys
+from gate.admission.asks import pod_request
 from gate.admission.labels import SPEC_ANNOTATION
-from gate.spec.devices import counts_as_accelerator, visible_devices
 
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe")
-"""Extended resources counted as whole GPUs."""
-MIG_PREFIX = "nvidia.com/mig-"
-"""``nvidia.com/mig-1g.10gb``: MIG slices of the profile after the prefix."""
 ACCELERATOR_LABELS = (
     "budget-gate/accelerator",
     "nvidia.com/gpu.product",
@@ -206,89 +202,37 @@ def _pod_set(pod_set: Mapping[str, Any], assignment: Mapping[str, Any] | None) -
     pod = template["spec"]
     count = (assignment or {}).get("count", pod_set.get("count", 1))
     flavors = (assignment or {}).get("flavors") or {}
-    gpus = _pod_request(pod)
-    gpu_flavor = next((flavors[r] for r in gpus if r in flavors), None)
+    gpus = pod_request(pod)
+    # NOTE: the flavor of a GPU resource the pods ask for, not of one listed at 0
+    gpu_flavor = next((flavors[r] for r, n in gpus.items() if n and r in flavors), None)
     return PodSet(
         name=pod_set["name"],
         pods=int(count),
         gpus=gpus,
-        node_selector=dict(pod.get("nodeSelector") or {}),
+        node_selector=_texts(pod.get("nodeSelector")),
         flavor=gpu_flavor,
-        labels=dict(meta.get("labels") or {}),
-        annotations=dict(meta.get("annotations") or {}),
+        labels=_texts(meta.get("labels")),
+        annotations=_texts(meta.get("annotations")),
         node_affinity=pinned_labels(pod),
         affinity_keys=required_keys(pod),
         restart_policy=pod.get("restartPolicy"),
     )
 
 
-def _pod_request(pod: Mapping[str, Any]) -> dict[str, int]:
-    """GPUs one pod holds, per resource: containers and sidecars summed, init at their max.
-
-    Raises:
-        ValueError: the pod asks for devices budget-gate cannot count (refused, not let
-            through as asking for no GPU): through ``resourceClaims`` (DRA), or an
-            accelerator resource it does not price (``google.com/tpu``, a renamed share).
-    """
-    if pod.get("resourceClaims"):
-        raise ValueError(
-            "the pod asks for devices through resourceClaims (dynamic resource allocation), "
-            "which budget-gate cannot count — ask for nvidia.com/gpu in its resources"
-        )
-    summed: dict[str, int] = {}
-    init_max: dict[str, int] = {}
-    sidecars = [c for c in pod.get("initContainers", []) if c.get("restartPolicy") == "Always"]
-    for container in [*pod.get("containers", []), *sidecars]:
-        for resource, amount in _container_gpus(container).items():
-            summed[resource] = summed.get(resource, 0) + amount
-    for container in pod.get("initContainers", []):
-        if container.get("restartPolicy") != "Always":
-            for resource, amount in _container_gpus(container).items():
-                init_max[resource] = max(init_max.get(resource, 0), amount)
-    names = set(summed) | set(init_max)
-    return {r: max(summed.get(r, 0), init_max.get(r, 0)) for r in sorted(names)}
-
-
-def _container_gpus(container: Mapping[str, Any]) -> dict[str, int]:
-    if (visible := visible_devices(container)) is not None:
-        raise ValueError(
-            f"container {container.get('name', '(unnamed)')!r} sets NVIDIA_VISIBLE_DEVICES="
-            f"{visible}, which reaches the node's GPUs without asking for them — ask for "
-            "nvidia.com/gpu in its resources, and drop the variable"
-        )
-    resources = container.get("resources") or {}
-    # NOTE: an extended resource's request defaults to its limit; both set must be equal.
-    asked = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
-    for resource in asked:
-        if counts_as_accelerator(resource) and not _priced(resource):
-            raise ValueError(
-                f"{resource} is an accelerator budget-gate does not price — ask for "
-                f"{', '.join(GPU_RESOURCES)} or nvidia.com/mig-<profile>"
-            )
-    return {r: _whole(r, v) for r, v in asked.items() if _priced(r)}
-
-
-def _priced(resource: str) -> bool:
-    """Whether the gate counts ``resource`` as GPUs: whole ones, or MIG slices."""
-    return resource in GPU_RESOURCES or is_mig(resource)
-
-
-def is_mig(resource: str) -> bool:
-    """Whether ``resource`` counts MIG slices (``nvidia.com/mig-1g.10gb``)."""
-    return resource.startswith(MIG_PREFIX)
-
-
-def _whole(resource: str, value: object) -> int:
-    text = str(value)
-    if not re.fullmatch(r"[0-9]+", text):
-        raise ValueError(f"{resource}: {text!r} is not a whole number of devices")
-    return int(text)
+def _texts(value: Any) -> dict[str, str]:
+    """Labels, annotations or a node selector: a map of strings, else ``TypeError``."""
+    found = dict(value or {})
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
+        raise TypeError(f"{str(found)[:80]} is not a map of strings")
+    return found
 
 
 def _owner(references: Iterable[Mapping[str, Any]]) -> Owner | None:
     for ref in references:
         if ref.get("controller"):
-            return Owner(ref["apiVersion"], ref["kind"], ref["name"], ref.get("uid", ""))
+            said = _texts({k: ref[k] for k in ("apiVersion", "kind", "name")})
+            said["uid"] = _texts({"uid": ref.get("uid", "")})["uid"]
+            return Owner(said["apiVersion"], said["kind"], said["name"], said["uid"])
     return None
 
 

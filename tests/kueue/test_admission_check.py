@@ -645,14 +645,23 @@ def test_a_gpu_pod_that_restarts_after_every_exit_is_rejected(repo, kube, restar
     assert message.endswith("run the training as a Job with restartPolicy: Never (or OnFailure)")
 
 
-@pytest.mark.parametrize(
-    ("restart", "kind"), [("Never", "Pod"), ("OnFailure", "Pod"), ("Always", "RayJob")]
-)
+@pytest.mark.parametrize(("restart", "kind"), [("Never", "Pod"), ("Always", "RayJob")])
 def test_a_gpu_pod_that_ends_is_admitted(repo, kube, restart, kind):
     spec = write_spec(repo, trials=2)
     owner, pod_sets = _pod(f"once-{restart.lower()}", spec, restart, kind)
     kube.add(objects.workload_for(owner, pod_sets))
     assert only(controller(repo, kube).sync()).state == "Ready"
+
+
+def test_a_bare_gpu_pod_that_restarts_on_failure_is_rejected(repo, kube):
+    """A Pod has no backoffLimit: under ``OnFailure`` the kubelet restarts a training that
+    fails (on purpose, say) for ever, holding its GPUs under one launch."""
+    spec = write_spec(repo, trials=2)
+    owner, pod_sets = _pod("on-failure", spec, "OnFailure")
+    workload = kube.add(objects.workload_for(owner, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    message = kube.check(workload)["message"]
+    assert "restart after every failure (restartPolicy OnFailure on a bare Pod" in message
 
 
 def test_a_kubeflow_job_written_as_upstream_writes_it_is_admitted(repo, kube):

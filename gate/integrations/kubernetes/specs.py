@@ -24,8 +24,34 @@ RERUN_KINDS = {"Job": "batch", "JobSet": "jobset.x-k8s.io"}
 """Job kinds whose pods may run again one after another (``completions`` over
 ``parallelism``), which the Workload does not show: Kueue counts only the pods at once."""
 
-ENDS_ITS_PODS = frozenset({"RayJob"})
+ENDS_ITS_PODS = {"RayJob": "ray.io"}
 """Owners whose ``restartPolicy: Always`` pods end with the job (KubeRay's Ray pods)."""
+
+HOLDS_ITS_PODS = {
+    "RayCluster": "ray.io",
+    "LeaderWorkerSet": "leaderworkerset.x-k8s.io",
+    "Deployment": "apps",
+    "StatefulSet": "apps",
+    "ReplicaSet": "apps",
+    "DaemonSet": "apps",
+}
+"""Owners that keep their pods, and the pods' GPUs, until someone deletes them, replacing a
+pod that ends, whatever the pods' ``restartPolicy``: no spec prices that."""
+
+POLICY_ELSEWHERE = {
+    **dict.fromkeys(("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"),
+                    "kubeflow.org"),
+    "TrainJob": "trainer.kubeflow.org",
+    "SparkApplication": "sparkoperator.k8s.io",
+    "Job": "batch",
+    "JobSet": "jobset.x-k8s.io",
+}  # fmt: skip
+"""Job kinds whose pod templates may leave ``restartPolicy`` unwritten and still end: a
+Kubeflow job keeps it on the replica spec, the others run to completion (a batch Job's is
+never unwritten). Any other template without one runs as a Pod's default: ``Always``."""
+
+BARE = ("Pod", "v1")
+"""A Pod of its own (Kueue's pod integration): nothing bounds its restarts."""
 
 OwnerCache = dict[tuple[str, str, str, str], Any]
 """The owning jobs one pass has read, by namespace, API version, kind and name."""
@@ -67,14 +93,9 @@ def reruns(api: KueueApi, workload: Workload, owners: OwnerCache) -> str | None:
         gate.admission.spec_file.SpecRefError: the job cannot be read (RBAC).
     """
     owner = workload.owner
-    again = next((ps.name for ps in workload.pod_sets if _restarts(ps, owner)), None)
+    again = next(filter(None, (_restarts(ps, owner) for ps in workload.pod_sets)), None)
     if again is not None:
-        return (
-            f"workload {workload.key}: the pods of its pod set {again} restart after every "
-            "exit (restartPolicy Always, a Pod's default), so their training runs again and "
-            "again and they hold the GPUs until deleted, which no spec prices — run the "
-            "training as a Job with restartPolicy: Never (or OnFailure)"
-        )
+        return f"workload {workload.key}: {again}"
     if owner is None or RERUN_KINDS.get(owner.kind) != owner.api_version.split("/")[0]:
         return None
     found = _owner(api, workload.namespace, owner, owners, "how often it runs its pods")
@@ -116,16 +137,43 @@ def _owner(api: KueueApi, namespace: str, owner: Owner, owners: OwnerCache, why:
     return owners[key]
 
 
-def _restarts(pod_set: PodSet, owner: Owner | None) -> bool:
-    """Whether the pod set's GPU pods restart after every exit.
+def _restarts(pod_set: PodSet, owner: Owner | None) -> str | None:
+    """Why the pod set's GPU pods run again after every exit, or ``None``.
 
     ``restartPolicy: Always`` as written (Kubernetes writes it into a Pod's, a Deployment's
-    and a StatefulSet's templates when none is given); an unwritten one only for a bare Pod
-    (no owner, or a Pod). A Kubeflow job keeps its policy on the replica spec, outside the
-    template Kueue copies, and a RayJob's Ray pods end with the job.
+    and a StatefulSet's templates when none is given), or none written outside the kinds
+    of :data:`POLICY_ELSEWHERE` (a bare Pod's, an AppWrapper's or a RayCluster's template
+    runs as a Pod's default); and an owner of :data:`HOLDS_ITS_PODS` keeps them until
+    deleted whatever their policy. A RayJob's Ray pods end with the job.
     """
-    if not pod_set.gpu_resources or (owner is not None and owner.kind in ENDS_ITS_PODS):
-        return False
-    if pod_set.restart_policy is None:
-        return owner is None or owner.kind == "Pod"
-    return pod_set.restart_policy == "Always"
+    if not pod_set.gpu_resources or _owned_by(owner, ENDS_ITS_PODS):
+        return None
+    policy = pod_set.restart_policy
+    if policy == "Always" or (policy is None and not _owned_by(owner, POLICY_ELSEWHERE)):
+        said = "restartPolicy Always" if policy else "restartPolicy Always, a Pod's default"
+        return (
+            f"the pods of its pod set {pod_set.name} restart after every exit ({said}), so "
+            "their training runs again and again and they hold the GPUs until deleted, which "
+            "no spec prices — run the training as a Job with restartPolicy: Never (or "
+            "OnFailure)"
+        )
+    if policy == "OnFailure" and (owner is None or (owner.kind, owner.api_version) == BARE):
+        return (
+            f"the pods of its pod set {pod_set.name} restart after every failure "
+            "(restartPolicy OnFailure on a bare Pod, which has no backoffLimit), so a training "
+            "that fails runs again and again, unpriced — run it as a Job (restartPolicy: "
+            "Never, or OnFailure under the Job's backoffLimit)"
+        )
+    if owner is not None and _owned_by(owner, HOLDS_ITS_PODS):
+        return (
+            f"its {owner.kind} {owner.name} keeps the pods of its pod set {pod_set.name} "
+            "running, each replaced when it ends, and holds their GPUs until it is deleted, "
+            "which no spec prices — run the training as a Job (or a RayJob, a JobSet) that "
+            "ends with it"
+        )
+    return None
+
+
+def _owned_by(owner: Owner | None, kinds: dict[str, str]) -> bool:
+    """Whether ``owner`` is one of ``kinds`` (kind → API group), its group included."""
+    return owner is not None and kinds.get(owner.kind) == owner.api_version.rpartition("/")[0]
