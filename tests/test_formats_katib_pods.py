@@ -106,7 +106,7 @@ def test_a_plain_init_container_runs_before_them_and_its_training_counts(tmp_pat
     assert code != INVALID, result["errors"]
     assert gpus_of(result) == 4  # the most of either, as Kubernetes sizes the pod
     epochs = next(f for f in result["imported"]["fields"] if f["field"] == "workload.max_epochs")
-    assert epochs["value"] == "900"
+    assert epochs["value"] == "903"  # the init container's 900, then the main container's 3
 
 
 def test_a_job_that_runs_its_pods_many_times_over_is_refused(tmp_path, capsys) -> None:

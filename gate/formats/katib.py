@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 from gate.errors import InputError
 from gate.formats.command_lines import names_epochs
 from gate.formats.extension import annotation_facts
-from gate.formats.katib_epochs import Epochs, epochs_in, fewer_epochs
-from gate.formats.katib_nodes import INSTANCE_LABEL, gpu_labels, refuse_claims
-from gate.formats.katib_pods import GPU, containers, pod_gpus, trial_pods
+from gate.formats.katib_epochs import Epochs, fewer_epochs, listed_values, substituted
+from gate.formats.katib_nodes import INSTANCE_LABEL
+from gate.formats.katib_pods import GPU, trial_reading
 from gate.formats.model import (
     Draft,
     Mapped,
@@ -327,27 +328,30 @@ def _objective(draft: Draft, spec: dict[str, Any], at: Any) -> None:
 def _trial(
     draft: Draft, spec: dict[str, Any], doc: LoadedDoc
 ) -> tuple[list[Epochs], list[tuple[str, str, DataPath]]]:
-    """GPUs per trial (its pods' GPUs × pods at once), epochs, the GPU models pods pick."""
+    """GPUs per trial (its pods' GPUs × pods at once), epochs, the GPU models pods pick.
+
+    Read for the trial as written and as Katib writes each value of a listed parameter
+    into it (:func:`substituted`): the most GPUs of any, every epochs flag of any.
+    """
     base: DataPath = ("spec", "trialTemplate", "trialSpec")
-    template = mapping(spec.get("trialTemplate"))
-    trial = mapping(template.get("trialSpec"))
-    locate = doc.source_map.locate
-    gpus, gpu_at = 0, None
-    epochs: list[Epochs] = []
-    labels = []
-    for pod in trial_pods(trial, base, locate):
-        refuse_claims(pod.spec, pod.path, locate)
-        labels.extend(gpu_labels(pod.spec, pod.path))
-        held, where = pod_gpus(pod.spec, pod.path, locate)
-        gpus += pod.replicas * held
-        gpu_at = gpu_at or where
-        for _, container, here in containers(pod.spec, pod.path):
-            epochs.extend(epochs_in(container, here, spec, doc))
+    trial = mapping(mapping(spec.get("trialTemplate")).get("trialSpec"))
+    gpus, gpu_at, epochs, labels = trial_reading(trial, spec, doc)
+    gpu_note = ""
+    variants = substituted(trial, listed_values(spec, doc), doc.source_map.locate(base))
+    for variant, note in variants:
+        more, more_at, more_epochs, more_labels = trial_reading(variant, spec, doc)
+        if more > gpus:
+            gpus, gpu_at, gpu_note = more, more_at, note
+        most = max((e.top for e in epochs), default=0)
+        # NOTE: summed: no one flag of the file to lower; the value is the parameter's
+        epochs.extend(
+            replace(e, detail=e.detail + note, summed=True) for e in more_epochs if e.top > most
+        )
+        labels.extend(label for label in more_labels if label not in labels)
     if gpus:
         kinds = "+".join(sorted({str(trial.get("kind"))}))
-        draft[("resources", "gpus_per_trial")] = Traced(
-            gpus, Source(Origin.FILE, f"{GPU} limits of the {kinds}'s pods × replicas", gpu_at)
-        )
+        detail = f"{GPU} limits of the {kinds}'s pods × replicas{gpu_note}"
+        draft[("resources", "gpus_per_trial")] = Traced(gpus, Source(Origin.FILE, detail, gpu_at))
     if epochs:
         best = max(epochs, key=lambda e: e.top)
         draft[("workload", "max_epochs")] = Traced(

@@ -25,6 +25,7 @@ from gate.formats.command_lines import (
 )
 from gate.formats.model import mapping, most_epochs, whole_epochs, within
 from gate.formats.shell_effects import refuse_unread_training
+from gate.formats.wandb_command import refuse_unset_words
 from gate.spec.loader import DataPath, LoadedDoc
 
 _PLACEHOLDER = re.compile(r"^\$\{trialParameters\.([^}]+)\}$")
@@ -63,11 +64,20 @@ def epochs_in(
     ]
     locate = doc.source_map.locate
     env = _env_of(container)
-    expanded = [(_KUBE_REF.sub(lambda m: env.get(m[1], m[0]), w), path) for w, path in words]
+    # NOTE: Kubernetes expands $(NAME) before the command runs, a shell $NAME and ${NAME} in
+    # its script (word-split: ARGS="--epochs 1000"); read as both would, from the env
+    expanded = [(_expand(w, env), path) for w, path in words]
     refuse_unread_training(
         expanded, "the trial's command", lambda path: locate(path) or locate(here)
     )
-    per_command = [f for c in commands_of(words) if (f := _flags_in(c, here, spec, doc, env))]
+    refuse_unset_words(
+        expanded,
+        " the container's env does not set",
+        "the trial's command",
+        lambda path: locate(path) or locate(here),
+    )
+    _refuse_hooks(container, here, locate)
+    per_command = [f for c in commands_of(expanded) if (f := _flags_in(c, here, spec, doc, env))]
     found = [entry for flags in per_command for entry in flags]
     if len(per_command) > 1:  # NOTE: a script's commands run one after another: they add up
         tops = [max(flags, key=lambda e: e.top) for flags in per_command]
@@ -118,6 +128,44 @@ def _env_of(container: dict[str, Any]) -> dict[str, str]:
         for e in (listed if isinstance(listed, list) else [])
         if isinstance(e, dict) and "name" in e and "value" in e
     }
+
+
+def _expand(word: str, env: dict[str, str]) -> str:
+    """The word as Kubernetes and then a shell expand it from the container's env."""
+    word = _KUBE_REF.sub(lambda m: env.get(m[1], m[0]), word)
+    return _SHELL_REF.sub(lambda m: env.get(m[1] or m[2], m[0]), word)
+
+
+_SHELL_REF = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
+_HOOKS = (
+    ("lifecycle", "postStart"),
+    ("lifecycle", "preStop"),
+    ("livenessProbe",),
+    ("readinessProbe",),
+    ("startupProbe",),
+)
+"""Where a container runs commands of its own beside its command: hooks and probes."""
+
+
+def _refuse_hooks(container: dict[str, Any], here: DataPath, locate: Any) -> None:
+    """Refuse an epochs flag in a hook's or a probe's command: training the trial runs unread.
+
+    A ``postStart`` hook runs beside the command, a probe again and again.
+    """
+    for keys in _HOOKS:
+        node: Any = container
+        for key in (*keys, "exec", "command"):
+            node = mapping(node).get(key)
+        path = (*here, *keys, "exec", "command")
+        words = [(str(w), (*path, i)) for i, w in enumerate(node if isinstance(node, list) else [])]
+        flags = [flag for c in commands_of(words) for flag in epoch_flags(c)]
+        if flags:
+            raise InputError(
+                f"{'.'.join(keys)} runs a command with {flags[0].written} {flags[0].value}: "
+                "training a hook or a probe runs is not priced",
+                location=locate(flags[0].path) or locate(path),
+                hint="train in the container's command, not in a hook or a probe",
+            )
 
 
 _KUBE_VAR = re.compile(r"^\$\((\w+)\)$")
@@ -181,6 +229,99 @@ def _swept_epochs(value: str, spec: dict[str, Any]) -> tuple[int, int, dict[str,
             top = most_epochs(listed if isinstance(listed, list) and listed else [space.get("max")])
             return (top, index, space) if top is not None else None
     return None
+
+
+_JSON_BREAKING = re.compile(r'["\\\x00-\x1f]')
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+MAX_SUBSTITUTIONS = 512
+"""Variants of the trial read for the values (not numbers) of its trial parameters' lists."""
+
+
+def listed_values(spec: dict[str, Any], doc: LoadedDoc) -> dict[str, list[str]]:
+    """Each trial parameter whose parameter is a list: the values Katib writes for it.
+
+    Katib writes a value into the trial's JSON text where ``${trialParameters.NAME}`` is:
+    a quote or a backslash in it could add keys or argv words, so it is refused.
+    """
+    template = mapping(spec.get("trialTemplate"))
+    lists = {}
+    for i, param in enumerate(spec.get("parameters") or []):
+        listed = mapping(mapping(param).get("feasibleSpace")).get("list")
+        if isinstance(listed, list) and isinstance(mapping(param).get("name"), str):
+            lists[param["name"]] = (i, [str(v) for v in listed])
+    found = {}
+    for trial_param in template.get("trialParameters") or []:
+        reference = mapping(trial_param).get("reference")
+        if not isinstance(reference, str) or reference not in lists:
+            continue
+        i, values = lists[reference]
+        for j, value in enumerate(values):
+            if _JSON_BREAKING.search(value):
+                space: DataPath = ("spec", "parameters", i, "feasibleSpace")
+                raise InputError(
+                    f"spec.parameters[{i}] {reference} has the value {value!r}: Katib writes "
+                    "it into the trial's JSON text, where a quote or a backslash may add "
+                    "fields or command words that budget-gate does not read",
+                    location=doc.source_map.locate((*space, "list", j))
+                    or doc.source_map.locate(space),
+                    hint="give the list values without quotes or backslashes",
+                )
+        found[str(mapping(trial_param).get("name"))] = values
+    return found
+
+
+def substituted(
+    trial: dict[str, Any], values: dict[str, list[str]], location: Location | None
+) -> list[tuple[dict[str, Any], str]]:
+    """The trial as Katib writes it for each value of each list parameter it names.
+
+    A value may be a whole flag (``--epochs=1000``), a flag's name, a script's words or a
+    resource's name (``nvidia.com/gpu``): the variants are read as the trial is, one value
+    at a time; other placeholders stay, read as before.
+    """
+    text = json.dumps(trial, default=str)  # NOTE: a date, as Kubernetes writes it: text
+    found: list[tuple[dict[str, Any], str]] = []
+    for name, listed in values.items():
+        mark = "${trialParameters." + name + "}"
+        if mark not in text:
+            continue
+        # NOTE: a number makes no flag nor resource name; as a flag's value it is read already
+        for value in dict.fromkeys(v for v in listed if not _NUMBER.fullmatch(v)):
+            if len(found) >= MAX_SUBSTITUTIONS:
+                raise InputError(
+                    f"the trial takes over {MAX_SUBSTITUTIONS} values of listed "
+                    "parameters, too many to read each",
+                    location=location,
+                    hint="list fewer values, or write the experiment as a budget-gate spec",
+                )
+            variant = json.loads(text.replace(mark, value))
+            found.append((variant, f" (with {mark} = {value!r})"))
+    return found
+
+
+def pod_epochs(
+    listed: list[tuple[str, dict[str, Any], DataPath]], spec: dict[str, Any], doc: LoadedDoc
+) -> list[Epochs]:
+    """The epochs each container of a pod trains (``listed``: :func:`containers`' entries).
+
+    A plain init container runs to its end before the next and before the main containers:
+    their epochs add up (the most of the main containers, which run side by side).
+    """
+    found: list[Epochs] = []
+    before: list[Epochs] = []
+    beside: list[Epochs] = []
+    for key, container, here in listed:
+        mine = epochs_in(container, here, spec, doc)
+        found.extend(mine)
+        if mine:
+            top = max(mine, key=lambda e: e.top)
+            plain = key == "initContainers" and container.get("restartPolicy") != "Always"
+            (before if plain else beside).append(top)
+    tops = [*before, max(beside, key=lambda e: e.top)] if beside else before
+    if before and len(tops) > 1:
+        detail = " + ".join(e.detail for e in tops) + ", init containers first, one by one"
+        found.append(Epochs(sum(e.top for e in tops), detail, tops[0].location, "", summed=True))
+    return found
 
 
 def fewer_epochs(found: list[Epochs], value: Any) -> str | None:

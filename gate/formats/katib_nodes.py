@@ -11,11 +11,13 @@ annotation would price an A100 for pods that run on H200s. A Hydra Submitit job'
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Any
 
 from gate.errors import InputError, Location
 from gate.formats.model import Draft, dotted, mapping
+from gate.spec.devices import visible_devices
 from gate.spec.loader import DataPath
 
 Locate = Any
@@ -43,6 +45,52 @@ def refuse_claims(pod: dict[str, Any], path: DataPath, locate: Locate) -> None:
                 hint="ask for GPUs as resources.limits (nvidia.com/gpu: N), or write the "
                 "experiment as a budget-gate spec",
             )
+
+
+_DEVICE_LIST_ROOTS = ("/var/run/nvidia-container-devices", "/run/nvidia-container-devices")
+"""Where NVIDIA's container toolkit reads a container's GPUs from its mounts' paths."""
+
+
+def refuse_unasked_gpus(pod: dict[str, Any], path: DataPath, locate: Locate) -> None:
+    """Refuse a container that reaches its node's GPUs without asking for them.
+
+    As the admission refuses it: ``NVIDIA_VISIBLE_DEVICES`` (``all``: every GPU of the node,
+    under the toolkit's defaults), a privileged container or one with ``SYS_ADMIN``, a
+    mount at the toolkit's device list: the GPUs it gets are not its limits.
+    """
+    for key in ("initContainers", "containers"):
+        listed = pod.get(key)
+        for j, container in enumerate(listed if isinstance(listed, list) else []):
+            how = _reaches_gpus(mapping(container))
+            if how is not None:
+                raise InputError(
+                    f"{key}[{j}] {how}: it reaches its node's GPUs without asking for them, "
+                    "so the GPUs it uses are not its nvidia.com/gpu limits",
+                    location=locate((*path, key, j)) or locate(path),
+                    hint="ask for GPUs as resources.limits (nvidia.com/gpu: N) and drop it",
+                )
+
+
+def _reaches_gpus(container: dict[str, Any]) -> str | None:
+    if (shown := visible_devices(container)) is not None:
+        return f"sets NVIDIA_VISIBLE_DEVICES={shown}"
+    context = mapping(container.get("securityContext"))
+    if context.get("privileged") is True:
+        return "is privileged (securityContext.privileged)"
+    added = mapping(context.get("capabilities")).get("add")
+    names = (
+        {str(c).upper().removeprefix("CAP_") for c in added or []}
+        if isinstance(added, list)
+        else set()
+    )
+    if names & {"SYS_ADMIN", "ALL"}:
+        return "adds the capability SYS_ADMIN"
+    mounts = container.get("volumeMounts")
+    for mount in mounts if isinstance(mounts, list) else []:
+        where = posixpath.normpath("/" + str(mapping(mount).get("mountPath", "")).lstrip("/"))
+        if any(where == root or where.startswith(root + "/") for root in _DEVICE_LIST_ROOTS):
+            return f"mounts a volume at {where}, the device list of NVIDIA's toolkit"
+    return None
 
 
 def gpu_labels(pod: dict[str, Any], path: DataPath) -> list[tuple[str, str, DataPath]]:

@@ -19,8 +19,11 @@ from decimal import Decimal, DecimalException
 from typing import Any
 
 from gate.errors import InputError, Location
-from gate.formats.model import mapping
-from gate.spec.loader import DataPath
+from gate.formats.katib_epochs import Epochs, pod_epochs
+from gate.formats.katib_nodes import gpu_labels, refuse_claims, refuse_unasked_gpus
+from gate.formats.model import mapping, value_at
+from gate.spec.devices import counts_as_accelerator
+from gate.spec.loader import DataPath, LoadedDoc
 
 GPU = "nvidia.com/gpu"
 GPUS = (GPU, "amd.com/gpu")
@@ -119,7 +122,9 @@ def _trainjob_pod(spec: dict[str, Any], here: DataPath, locate: Locate) -> Pod:
             hint="write trainer.numNodes: N in the trial",
         )
     nodes = count(trainer.get("numNodes"), "trainer.numNodes", (*where, "numNodes"), locate)
-    pod = {"containers": [{"resources": per_node, "command": trainer.get("command")}]}
+    # NOTE: the trainer's container: its args and env are the program's as much as its command
+    container = {key: trainer.get(key) for key in ("command", "args", "env")}
+    pod = {"containers": [{**container, "resources": per_node}]}
     return Pod(nodes, pod, where)
 
 
@@ -183,7 +188,8 @@ def container_gpus(
         asked = mapping(resources.get(section))
         for name in asked:
             shares = str(name).startswith(_GPU_SHARES)
-            if name not in GPUS and not shares and _ACCELERATOR_LIKE.search(str(name)):
+            other = _ACCELERATOR_LIKE.search(str(name)) or counts_as_accelerator(str(name))
+            if name not in GPUS and not shares and other:
                 raise InputError(
                     f"resources.{section}.{name}: an accelerator budget-gate does not count "
                     f"({' or '.join(GPUS)} it does)",
@@ -191,11 +197,14 @@ def container_gpus(
                     hint="ask for whole GPUs, or write the experiment as a budget-gate spec "
                     "(resources.mig_profile prices MIG slices)",
                 )
-        for name in GPUS:
-            if asked.get(name) is not None:
-                where = (*here, "resources", section, name)
-                gpus = quantity(asked[name], f"resources.{section}.{name}", where, locate)
-                return gpus, locate(where)
+        named = [name for name in GPUS if asked.get(name) is not None]
+        if named:  # NOTE: NVIDIA's and AMD's both, on a node that has both: they add up
+            paths = [(*here, "resources", section, name) for name in named]
+            gpus = sum(
+                quantity(asked[name], f"resources.{section}.{name}", where, locate)
+                for name, where in zip(named, paths, strict=True)
+            )
+            return gpus, locate(paths[0])
     return 0, None
 
 
@@ -251,3 +260,30 @@ def count(value: Any, what: str, path: DataPath, locate: Locate) -> int:
         location=locate(path),
         hint=f"write {what.rsplit('.', 1)[-1]}: N with N a whole number",
     )
+
+
+def trial_reading(
+    trial: dict[str, Any], spec: dict[str, Any], doc: LoadedDoc
+) -> tuple[int, Location | None, list[Epochs], list[tuple[str, str, DataPath]]]:
+    """One trial's GPUs (and where), epochs flags and the GPU models its pods pick."""
+    base: DataPath = ("spec", "trialTemplate", "trialSpec")
+    locate = doc.source_map.locate
+    gpus, gpu_at = 0, None
+    epochs: list[Epochs] = []
+    labels = []
+    # NOTE: Katib injects a Custom metrics collector into the trial's pods: a sidecar of each
+    collector: DataPath = ("spec", "metricsCollectorSpec", "collector", "customCollector")
+    sidecar = mapping(value_at(spec, collector[1:]))
+    for pod in trial_pods(trial, base, locate):
+        refuse_claims(pod.spec, pod.path, locate)
+        refuse_unasked_gpus(pod.spec, pod.path, locate)
+        labels.extend(gpu_labels(pod.spec, pod.path))
+        held, where = pod_gpus(pod.spec, pod.path, locate)
+        extra, extra_at = container_gpus(sidecar, collector, locate)
+        gpus += pod.replicas * (held + extra)
+        gpu_at = gpu_at or where or extra_at
+        epochs.extend(pod_epochs(containers(pod.spec, pod.path), spec, doc))
+    if sidecar:
+        refuse_unasked_gpus({"containers": [sidecar]}, collector[:-1], locate)
+        epochs.extend(pod_epochs([("containers", sidecar, collector)], spec, doc))
+    return gpus, gpu_at, epochs, labels
