@@ -984,3 +984,25 @@ def test_a_katib_script_kubernetes_expands_from_the_env_is_read(tmp_path, capsys
     text = _katib_env(env).replace('["python3", "train.py"]', '["sh", "-c", "$(TRAIN)"]')
     code, result = check(tmp_path, capsys, text, "experiment.yaml")
     assert code == INVALID, result
+
+
+@pytest.mark.parametrize(
+    ("script", "said"),
+    [
+        ("bash loop.sh", "loop.sh"),
+        ("sh ./scripts/train.sh --epochs 10 && ./post.sh", "scripts/train.sh, ./post.sh"),
+        ("source run.sh", "run.sh"),
+        ("python train.py --epochs 10", None),  # the training itself
+        ("torchrun --nproc-per-node 8 train.py", None),
+        ("source .venv/bin/activate\npython train.py", None),  # sets up the shell
+    ],
+)
+def test_a_script_the_task_hands_its_work_to_is_said_unread(tmp_path, capsys, script, said) -> None:
+    """``bash loop.sh`` runs commands the file does not hold: a loop there repeats the
+    training unpriced, so the check says beside the price that it did not read them."""
+    code, result = _sky(tmp_path, capsys, script)
+    assert code != INVALID, result["errors"]
+    notes = [n for n in result["imported"]["notes"] if "budget-gate does not read" in n]
+    expected = [f"run: runs {said}, whose commands budget-gate does not read: "] if said else []
+    assert len(notes) == len(expected)
+    assert all(n.startswith(e) for n, e in zip(notes, expected, strict=True))

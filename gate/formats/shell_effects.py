@@ -161,6 +161,37 @@ _RUNNERS = frozenset({"python", "torchrun", "source", "."}) | SHELLS
 """Programs whose first word is the script they run (``bash loop.sh``, ``python l.py``)."""
 
 
+def scripts_not_read(words: Words) -> list[str]:
+    """The shell scripts a script runs from files it does not write (``bash train.sh``).
+
+    Their commands are in the repository or the image, not in the file: a loop there repeats
+    the training unpriced, so the readers say so beside the price. A Python program is the
+    training itself; a script the job writes is refused (:func:`refuse_unread_training`).
+    """
+    written = _written_scripts(commands_of(words))
+    found: list[str] = []
+    for run, _ in training_runs(words):
+        script, at = _script_run(run), program(list(run), 1)
+        runner = run[at].rsplit("/", 1)[-1] if at is not None else ""
+        if script is None or _norm(script) in written or PYTHON.fullmatch(runner):
+            continue
+        if runner != "torchrun" and script not in found:
+            found.append(script)
+    return found
+
+
+def scripts_note(script: object, where: str) -> str | None:
+    """What to say of the scripts ``script`` (text at ``where``) runs unread, or None."""
+    scripts = scripts_not_read([(script, (where,))]) if isinstance(script, str) else []
+    if not scripts:
+        return None
+    return (
+        f"{where}: runs {', '.join(scripts)}, whose commands budget-gate does not read: a loop "
+        "or a sweep there is not priced (write them in the file, or rely on the runtime "
+        "guard's ceiling)"
+    )
+
+
 def _script_run(words: tuple[str, ...]) -> str | None:
     """The script file a command runs: ``bash loop.sh``'s, ``./loop.sh`` itself, else None."""
     at = program(list(words), 1)

@@ -25,7 +25,7 @@ from gate.formats.command_lines import (
 )
 from gate.formats.extension import env_facts
 from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping, whole_epochs
-from gate.formats.shell_effects import refuse_unread_training
+from gate.formats.shell_effects import refuse_unread_training, scripts_note
 from gate.spec.devices import devices_in
 from gate.spec.facts import ENV_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap
@@ -94,6 +94,7 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
         )
     else:
         notes.append(f"one trial: the task runs once ({ENV_PREFIX}MAX_TRIALS if it runs a sweep)")
+    notes += [n for key in ("setup", "run") if (n := scripts_note(data.get(key), key))]
     return Mapped(
         draft,
         facts,

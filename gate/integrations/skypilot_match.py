@@ -7,7 +7,6 @@ without importing SkyPilot.
 
 from __future__ import annotations
 
-import logging
 import math
 from typing import Any
 
@@ -17,8 +16,6 @@ from gate.errors import InputError
 from gate.integrations.skypilot_spec import Rejection
 from gate.spec.experiment import Experiment
 from gate.spec.trial import Capacity
-
-log = logging.getLogger("gate.integrations.skypilot")  # one logger for every decision line
 
 Task = Any
 """A ``sky.Task``: named here without importing SkyPilot (only the policy module does)."""
@@ -187,8 +184,7 @@ def autodown(task: Any, request: str, minutes: int = AUTODOWN_MINUTES) -> bool:
     changed = [r if _stops(r) else r.copy(autostop={"idle_minutes": minutes, "down": True})
                for r in resources]  # fmt: skip
     task.set_resources(changed if isinstance(resources, list) else set(changed))
-    log.info("task %r: autodown after %d idle minutes", task.name, minutes)
-    return True
+    return True  # NOTE: no log line of its own: one line per decision (sky status shows it)
 
 
 def _stops(resources: Any) -> bool:
