@@ -1006,3 +1006,22 @@ def test_a_script_the_task_hands_its_work_to_is_said_unread(tmp_path, capsys, sc
     expected = [f"run: runs {said}, whose commands budget-gate does not read: "] if said else []
     assert len(notes) == len(expected)
     assert all(n.startswith(e) for n, e in zip(notes, expected, strict=True))
+
+
+def test_a_wandb_or_katib_command_that_runs_a_shell_script_says_it_is_unread(
+    tmp_path, capsys
+) -> None:
+    """As a SkyPilot ``run`` does: the script's commands are in the repository or the image."""
+    sweep = wandb("{value: 5}", declared="") + 'command: [bash, run.sh, "${args}"]\n'
+    code, result = check(tmp_path, capsys, sweep)
+    assert code != INVALID, result["errors"]
+    assert "command: runs run.sh, whose commands budget-gate does not read: " in " | ".join(
+        result["imported"]["notes"]
+    )
+    script = '["bash", "/scripts/train.sh", "--epochs=${trialParameters.numEpochs}"]'
+    code, result = check(tmp_path, capsys, katib('{list: ["10"]}', command=script), "e.yaml")
+    assert code != INVALID, result["errors"]
+    notes = " | ".join(result["imported"]["notes"])
+    assert "the trial's command: runs /scripts/train.sh, whose commands budget-gate" in notes
+    code, result = check(tmp_path, capsys, katib('{list: ["10"]}'), "e.yaml")
+    assert "budget-gate does not read" not in " | ".join(result["imported"]["notes"])

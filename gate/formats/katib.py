@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from dataclasses import replace
 from typing import Any
 
@@ -20,7 +21,7 @@ from gate.formats.command_lines import names_epochs
 from gate.formats.extension import annotation_facts
 from gate.formats.katib_epochs import Epochs, fewer_epochs, listed_values, substituted
 from gate.formats.katib_nodes import INSTANCE_LABEL
-from gate.formats.katib_pods import GPU, trial_reading
+from gate.formats.katib_pods import GPU, containers, trial_pods, trial_reading
 from gate.formats.model import (
     Draft,
     Mapped,
@@ -30,6 +31,7 @@ from gate.formats.model import (
     mapping,
     whole_epochs,
 )
+from gate.formats.shell_effects import scripts_note
 from gate.spec.facts import ANNOTATION_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc
 
@@ -70,6 +72,7 @@ def read(doc: LoadedDoc) -> Mapped:
     notes.extend(_early_stopping(spec))
     _objective(draft, spec, at)
     epochs, labels = _trial(draft, spec, doc)
+    notes.extend(_scripts(spec, doc))
     notes.extend(
         dict.fromkeys(
             f"the pods are pinned to {label}: {model}, whose GPU model budget-gate does not "
@@ -323,6 +326,19 @@ def _objective(draft: Draft, spec: dict[str, Any], at: Any) -> None:
         [{"metric": metric, "op": op, "value": value}],
         Source(Origin.FILE, f"objective.goal {goal} of {metric}", at("spec", "objective", "goal")),
     )
+
+
+def _scripts(spec: dict[str, Any], doc: LoadedDoc) -> list[str]:
+    """Say the shell scripts the trial's containers hand their work to (unread, unpriced)."""
+    base: DataPath = ("spec", "trialTemplate", "trialSpec")
+    trial = mapping(mapping(spec.get("trialTemplate")).get("trialSpec"))
+    notes: dict[str, None] = {}
+    for pod in trial_pods(trial, base, doc.source_map.locate):
+        for _, container, _ in containers(pod.spec, pod.path):
+            argv = [str(w) for key in ("command", "args") for w in container.get(key) or []]
+            note = scripts_note(shlex.join(argv), "the trial's command")
+            notes.update({note: None} if note else {})
+    return list(notes)
 
 
 def _trial(

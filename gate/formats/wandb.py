@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from typing import Any
 
 from gate.errors import InputError
@@ -33,6 +34,7 @@ from gate.formats.model import (
     whole_epochs,
     within,
 )
+from gate.formats.shell_effects import scripts_note
 from gate.formats.wandb_command import command_epochs
 from gate.formats.wandb_parameters import Found, distribution, parameters
 from gate.spec.facts import EXTENSION_KEY
@@ -75,6 +77,9 @@ def read(doc: LoadedDoc) -> Mapped:
     _trials(draft, data, method, grid, at)
     notes = _early_terminate(draft, data, at)
     _quality_gate(draft, data, at)
+    command = data.get("command")
+    argv = shlex.join(map(str, command)) if isinstance(command, list) else None
+    notes += [note] if (note := scripts_note(argv, "command")) else []
     notes.append(
         "W&B runs as many runs at once as agents are started; the sweep does not say "
         f"({COMMENT} {{max_concurrent_trials: N}} says it)"
