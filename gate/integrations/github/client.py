@@ -197,7 +197,8 @@ class GitHubClient(RepositoryContents):
         with self._failing(f"listing the events of pull request #{number}"):
             events = self._pull(number).as_issue().get_events()
             moves = [e.created_at for e in events if e.event == "base_ref_changed"]
-        return _utc(max(moves)) if moves else None
+        now = dt.datetime.now(dt.timezone.utc)  # NOTE: an undated edit: taken as just now
+        return max(_utc(m) if m else now for m in moves) if moves else None
 
     def team_member(self, org: str, slug: str, login: str) -> bool | None:
         """Whether ``login`` is an active member of ``org/slug``; None when it can't be read.
