@@ -794,6 +794,32 @@ def test_a_failing_spec_whose_reader_leaves_early_does_not_exit_0():
     assert b"Traceback" not in err and b"Exception ignored" not in err
 
 
+def test_passing_specs_whose_reader_leaves_early_are_141_not_0(tmp_path):
+    """``check specs/ | head -c 100``: the report, larger than the pipe holds, was not read
+    whole, and a pass nobody saw is no pass (docs/cli.md). The reader leaves after its
+    first bytes, so the failing write is the last flush, not one inside the command."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    text = (ROOT / "examples" / "cifar-sweep.yaml").read_text(encoding="utf-8")
+    for i in range(300):
+        (specs / f"s{i}.yaml").write_text(text, encoding="utf-8")
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "default.yaml").write_text("apiVersion: budget-gate/v1\nkind: Policy\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gate", "check", str(specs), "--policy-dir", str(policies)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    assert len(proc.stdout.read(100)) == 100
+    proc.stdout.close()
+    with proc.stderr:
+        err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141, err
+    assert b"Traceback" not in err and b"Exception ignored" not in err
+
+
 def test_a_report_that_cannot_be_written_is_one_line_not_a_traceback():
     with open("/dev/full", "wb") as full:
         failing = _check_to(full.fileno())

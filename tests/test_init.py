@@ -310,3 +310,31 @@ def test_the_built_in_default_is_what_init_writes():
     assert written == packaged.replace("\n# teams: []\n", "\nteams: []\n")
     assert written != packaged and builtin_policies().for_team(None).policy.teams is None
     assert yaml.safe_load(written)["teams"] == []
+
+
+def test_the_getting_started_journey_after_init_clears_a_launch(tmp_path, monkeypatch, keys):
+    """docs/getting-started.md after ``init``: the approver listed with their key, their key
+    exported; request, approve and verify then record signed records and clear the launch
+    (without those steps each refuses, saying what to set)."""
+    monkeypatch.chdir(tmp_path)
+    subprocess.run(["git", "init", "-q", "."], check=True)
+    assert main(["init"]) == 0
+    sample = Path("experiments/sample.yaml").read_text(encoding="utf-8")
+    sweep = sample.replace("max_trials: 12", "max_trials: 20")
+    sweep = sweep.replace("max_concurrent_trials: 4", "max_concurrent_trials: 8")
+    assert sweep != sample
+    Path("experiments/sweep.yaml").write_text(sweep, encoding="utf-8")
+    policy = Path("policies/default.yaml")
+    teams = "    teams: [ml-platform]"
+    policy.write_text(policy.read_text().replace(teams, f"    users: [bob]\n{teams}"))
+    with Path("policies/allowed_signers").open("a", encoding="utf-8") as signers:
+        signers.write(keys.line("bob") + "\n")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    spec = "experiments/sweep.yaml"
+    assert main(["check", spec]) == 2  # approval required
+    assert main(["request-approval", spec, "--reason", "needs the full grid"]) == 3  # no key
+    for name, value in keys.env("bob").items():
+        monkeypatch.setenv(name, value)
+    assert main(["request-approval", spec, "--reason", "needs the full grid"]) == 0
+    assert main(["approve", spec, "--by", "bob", "--reason", "worth it", "--expires", "14d"]) == 0
+    assert main(["verify", spec]) == 0

@@ -95,14 +95,16 @@ _quick_exit = False
 def _flushed(code: int) -> int:
     """``code``, once the output still buffered is written; a write that fails says so.
 
-    A reader that left (``| head``) leaves the verdict as it is; any other failure (a full
-    disk) is one line on stderr, and a passing run that could not write its report is not
-    a pass (exit 3, as for a ``--format NAME=FILE`` that cannot be written).
+    A reader that left (``| head``) leaves a failing verdict as it is, and turns a pass into
+    141 (the report was not read whole); any other failure (a full disk) is one line on
+    stderr, and a passing run that could not write its report is not a pass (exit 3, as for
+    a ``--format NAME=FILE`` that cannot be written).
     """
     try:
         sys.stdout.flush()
     except BrokenPipeError:
         drop_stdout()
+        code = code or EXIT_BROKEN_PIPE
     except OSError as exc:
         drop_stdout()
         print(_shown(stdout_error(exc), located=False), file=sys.stderr)

@@ -76,13 +76,33 @@ def write_stdout(text: str) -> None:
     a reader that left (``| head``) is the CLI's to answer.
     """
     try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        _write_all(text)
     except BrokenPipeError:
         raise
     except OSError as exc:
         drop_stdout()
         raise stdout_error(exc) from None
+
+
+def _write_all(text: str) -> None:
+    """Every byte of ``text`` to stdout, or the error of the write that failed.
+
+    NOTE: Python's text stdout takes a short write to a pipe whose reader left (``| head``)
+    for a whole one and says nothing; the file descriptor is written to directly, so the
+    write after it fails (EPIPE) and a report that was not read whole is never a pass.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # captured or replaced: no descriptor
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    sys.stdout.flush()
+    encoding = sys.stdout.encoding or "utf-8"
+    data = text.replace("\n", os.linesep).encode(encoding, sys.stdout.errors or "strict")
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def stdout_error(exc: OSError) -> InputError:
