@@ -57,7 +57,8 @@ def test_request_approve_verify(team):
     assert (code, _unsigned(err)) == (0, "")  # the test team's records are unsigned
     assert out.startswith(f"approved {Path(spec).name} — ")
     assert "approval by alice until " in out and "(local): worth it" in out
-    assert "in MLflow experiment budget-gate-ledger at http://127.0.0.1:" in out
+    assert "stored as MLflow run " in out  # the run, not called a record: its id differs
+    assert " in experiment budget-gate-ledger at http://127.0.0.1:" in out
     approval = team.records(spec)[-1]
     assert approval.kind is RecordKind.APPROVAL and approval.source is Source.LOCAL
     assert (approval.by, approval.reason, approval.team) == ("alice", "worth it", team.name)

@@ -920,3 +920,30 @@ def test_every_command_that_cannot_write_its_output_is_one_line_exit_3(argv):
     err = proc.stderr.decode()
     assert proc.returncode == 3, err
     assert err.startswith("budget-gate: cannot write the output (No space left on device)")
+
+
+def test_check_says_it_did_not_read_the_ledger_the_environment_names(capsys, monkeypatch):
+    """A plain check reads no ledger: with ``MLFLOW_TRACKING_URI`` set, a spec that needs an
+    approval says that approvals recorded there were not counted, and how to count them."""
+    argv = ["check", "examples/llm-finetune-grid.yaml", "--policy-dir", "policies", "-q"]
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert main(argv) == 2
+    assert "were not read" not in capsys.readouterr().err
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")  # never contacted
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "approvals recorded in the ledger at $MLFLOW_TRACKING_URI were not read" in err
+    assert 'pass --tracking-uri "$MLFLOW_TRACKING_URI" to count them' in err
+
+
+def test_verify_says_an_input_error_once_at_column_1(tmp_path, capsys):
+    """With its text report on stdout, verify's input errors are there, not twice."""
+    spec = tmp_path / "typo.yaml"
+    text = (ROOT / "examples" / "cifar-sweep.yaml").read_text(encoding="utf-8")
+    spec.write_text(text.replace("max_epochs:", "max_epoch:"), encoding="utf-8")
+    assert main(["verify", str(spec), "--policy-dir", "policies"]) == 3
+    out, err = capsys.readouterr()
+    assert f"{spec}:16:3: unknown key 'max_epoch' in workload" in out
+    assert "max_epoch'" not in err
+    assert main(["verify", str(spec), "--policy-dir", "policies", "--format", "json"]) == 3
+    assert f"{spec}:16:3: unknown key 'max_epoch' in workload" in capsys.readouterr().err

@@ -30,6 +30,7 @@ from gate.errors import GateError, InputError
 from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import SpecResult
 from gate.integrations.git.repo import STDIN_NAME
+from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
 from gate.policy.verdict import FailOn, exit_code
 from gate.spec.loader import MAX_FILE_BYTES
@@ -100,7 +101,24 @@ def run(args: argparse.Namespace) -> int:
     emit(report, targets)
     if any(t.name == "github" for t in targets):
         append_step_summary(report, os.environ)
+    _say_approvals_unread(ledger, results)
     return exit_code(report.outcome, fail_on)
+
+
+def _say_approvals_unread(ledger: LedgerView, results: list[SpecResult]) -> None:
+    """Say that a ledger the environment names was not read for a spec that needs approval.
+
+    NOTE: a plain ``check`` reads no ledger (it stays fast and offline): with
+    ``MLFLOW_TRACKING_URI`` set, an approval recorded there would otherwise go unsaid.
+    """
+    needs = any(r.outcome is Outcome.APPROVAL_REQUIRED for r in results)
+    if needs and not ledger.opened and os.environ.get("MLFLOW_TRACKING_URI"):
+        print(
+            "budget-gate: approvals recorded in the ledger at $MLFLOW_TRACKING_URI were not "
+            "read: check reads the ledger only with --tracking-uri (or for a monthly budget); "
+            'pass --tracking-uri "$MLFLOW_TRACKING_URI" to count them, as verify does',
+            file=sys.stderr,
+        )
 
 
 def _evaluate_all(

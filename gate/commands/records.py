@@ -227,7 +227,9 @@ def describe(record: LedgerRecord, run_id: str, where: str) -> list[str]:
     if record.ran_by_user or record.ran_by_email:
         email = f" (git user.email {record.ran_by_email})" if record.ran_by_email else ""
         lines.append(f"  run by OS user {record.ran_by_user or 'unknown'}{email}")
-    lines.append(f"  ledger record {run_id} in MLflow experiment {LEDGER_EXPERIMENT} at {where}")
+    # NOTE: the MLflow run that holds the record, not the record's own id (in its signed
+    # payload), which verify and revoke name
+    lines.append(f"  stored as MLflow run {run_id} in experiment {LEDGER_EXPERIMENT} at {where}")
     return lines
 
 

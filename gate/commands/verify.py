@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     check_launched(args.spec, evaluator.repo_path.root)
     evaluation = evaluator.evaluate_spec(args.spec)
     result = evaluation.result
-    print_errors([result])
+    if args.format != "text":  # NOTE: the text report carries them at column 1 already
+        print_errors([result])
     in_play = result.approval is not None or result.budget is not None
     if result.outcome is Outcome.PASS and in_play and not judge_only:
         signer = signer_for(None)
