@@ -193,6 +193,7 @@ def test_diff_command_between_two_files(repo, capsys):
         "  worst     cost 24.00 → 96.00 USD (+72.00 USD, ×4); GPU-hours 12.0 → 48.0 (+36.0, ×4)\n"
         "  expected  cost 24.00 → 96.00 USD (+72.00 USD, ×4); GPU-hours 12.0 → 48.0 (+36.0, ×4)\n"
         "  - grid grew from 12 to 48 trials (×4)\n"
+        "  policy: default\n"
     )
 
 

@@ -947,3 +947,16 @@ def test_verify_says_an_input_error_once_at_column_1(tmp_path, capsys):
     assert "max_epoch'" not in err
     assert main(["verify", str(spec), "--policy-dir", "policies", "--format", "json"]) == 3
     assert f"{spec}:16:3: unknown key 'max_epoch' in workload" in capsys.readouterr().err
+
+
+def test_estimate_and_diff_name_the_policy_that_priced_each_side(capsys):
+    """Every output names the policy it used, the built-in default or a team's."""
+    assert main(["estimate", "examples/cifar-sweep.yaml", "--format", "json"]) == 0
+    (estimate,) = json.loads(capsys.readouterr().out)["estimates"]
+    assert estimate["policy"] == "vision ← default"
+    argv = ["diff", "examples/cifar-sweep.yaml", "examples/llm-finetune-grid.yaml"]
+    assert main(argv) == 0
+    assert "  policy: vision ← default (base), default (head)\n" in capsys.readouterr().out
+    assert main([*argv, "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["policy"] == {"base": "vision ← default", "head": "default"}

@@ -31,19 +31,30 @@ def run(args: argparse.Namespace) -> int:
     present = [r for r in (base, head) if r is not None]
     print_errors(present)
     diff = compare(args.head if head is not None else args.base, base, head)
+    policies = {"base": base.policy if base else None, "head": head.policy if head else None}
     if args.format == "json":
         document = {
             "schema_version": SCHEMA_VERSION,
             "base": args.base,
             "head": args.head,
+            "policy": policies,
             "diff": diff_document(diff),
         }
         write_stdout(indented_json.dumps(document) + "\n")
     else:
         lines = diff_lines(diff, args.base)
-        write_stdout("\n".join([f"{diff.file}: {lines[0]}", *lines[1:]]) + "\n")
+        text = [f"{diff.file}: {lines[0]}", *lines[1:], _policies(policies)]
+        write_stdout("\n".join(text) + "\n")
     invalid = any(r.outcome is Outcome.INVALID for r in present)
     return Outcome.INVALID.exit_code if invalid else 0
+
+
+def _policies(policies: dict[str, str | None]) -> str:
+    """``  policy: vision``, or each side's when they differ: which policy judged what."""
+    base, head = policies["base"], policies["head"]
+    if base is None or head is None or base == head:
+        return f"  policy: {base or head or 'none (neither side was read)'}"
+    return f"  policy: {base} (base), {head} (head)"
 
 
 def _version(evaluator: Evaluator, path: str) -> SpecResult | None:

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         estimates = [
             {
                 key: r[key]
-                for key in ("file", "name", "currency", "estimate", "alternatives")
+                for key in ("file", "name", "policy", "currency", "estimate", "alternatives")
                 if key != "alternatives" or args.alternatives
             }
             for r in document["results"]
