@@ -67,9 +67,11 @@ def parse_event(name: str, payload: Mapping[str, Any]) -> Event:
     except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
         # NOTE: a field of another shape (a string for an object) or a number past an int
         # (1e999) is a payload GitHub does not send: an input error, never a crash.
+        what = f"no field {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args else str(exc)
         raise InputError(
-            f"the {name or 'unnamed'} event payload is not what GitHub sends ({exc!r} missing "
-            "or malformed)",
+            f"the {name or 'unnamed'} event payload is not what GitHub sends for the events "
+            f"budget-gate ci answers (pull_request, pull_request_review, issue_comment): "
+            f"{what[:200]}",
             hint="run budget-gate ci from a GitHub Actions workflow (GITHUB_EVENT_PATH)",
         ) from None
 

@@ -68,7 +68,7 @@ def headline(report: MonthReport) -> str:
     return (
         f"budget-gate report {report.period}{team}: {counted(len(report.teams), 'team')}, "
         f"{counted(len(report.lines), 'run')}, {format_amount(report.actual)} "
-        f"{report.currency} actual, {report.qualified:,} qualified models "
+        f"{report.currency} actual, {counted(report.qualified, 'qualified model')} "
         f"(MLflow at {report.where}, {when(report.generated_at)})"
     )
 
@@ -239,8 +239,9 @@ def _costliest(report: MonthReport) -> Table:
     most = (
         f"The {counted(len(rows), 'costliest experiment')}" if rows else "The costliest experiments"
     )
+    their = "its" if len(rows) == 1 else "their"
     return Table(
-        f"{most} and their waste ({report.currency})",
+        f"{most} and {their} waste ({report.currency})",
         header,
         rows,
         left=(0, 1, 2, 3),
