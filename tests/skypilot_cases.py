@@ -318,8 +318,9 @@ def test_exec_and_jobs_launch_are_judged_too(repo, tmp_path):
 
 def test_a_cleared_cluster_goes_down_when_idle_unless_its_task_says_otherwise(repo, tmp_path):
     """A spec prices the training, not the cluster left idle after it: a cleared launch with
-    no autostop of its own gets autodown after 10 idle minutes; one with its own keeps it,
-    and an exec or a managed job (whose controller tears its cluster down) is left alone."""
+    no autostop of its own that acts within an hour gets autodown after 10 idle minutes; one
+    with its own keeps it, and an exec or a managed job (whose controller tears its cluster
+    down) is left alone."""
     spec = write_spec(repo, 2)
     s = settings(repo)
     (resources,) = apply_policy(request(task(tmp_path, spec)), s).task.resources
@@ -329,6 +330,11 @@ def test_a_cleared_cluster_goes_down_when_idle_unless_its_task_says_otherwise(re
     own.set_resources({r.copy(autostop={"idle_minutes": 60}) for r in own.resources})
     (kept,) = apply_policy(request(own), s).task.resources
     assert (kept.autostop_config.idle_minutes, kept.autostop_config.down) == (60, False)
+    for idle in (-1, 61, 525_600):  # cancelled (sky launch -i -1), past an hour, a year
+        late = task(tmp_path, spec)
+        late.set_resources({r.copy(autostop={"idle_minutes": idle}) for r in late.resources})
+        (fixed,) = apply_policy(request(late), s).task.resources
+        assert (fixed.autostop_config.idle_minutes, fixed.autostop_config.down) == (10, True)
     for name in (sky.AdminPolicyRequestName.CLUSTER_EXEC, sky.AdminPolicyRequestName.JOBS_LAUNCH):
         (untouched,) = apply_policy(request(task(tmp_path, spec), name), s).task.resources
         assert untouched.autostop_config is None

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -797,7 +798,7 @@ def test_a_failing_spec_whose_reader_leaves_early_does_not_exit_0():
 def test_passing_specs_whose_reader_leaves_early_are_141_not_0(tmp_path):
     """``check specs/ | head -c 100``: the report, larger than the pipe holds, was not read
     whole, and a pass nobody saw is no pass (docs/cli.md). The reader leaves after its
-    first bytes, so the failing write is the last flush, not one inside the command."""
+    first bytes: the write of the rest fails (Python's text stdout took it for done)."""
     specs = tmp_path / "specs"
     specs.mkdir()
     text = (ROOT / "examples" / "cifar-sweep.yaml").read_text(encoding="utf-8")
@@ -960,3 +961,40 @@ def test_estimate_and_diff_name_the_policy_that_priced_each_side(capsys):
     assert main([*argv, "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["policy"] == {"base": "vision ← default", "head": "default"}
+
+
+def test_a_slow_reader_of_a_non_blocking_stdout_gets_the_whole_report(tmp_path):
+    """A full non-blocking pipe (EAGAIN) is a reader still to come, not a full disk."""
+    import fcntl
+
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    text = (ROOT / "examples" / "imagenet-bruteforce.yaml").read_text(encoding="utf-8")
+    for i in range(100):
+        (specs / f"s{i}.yaml").write_text(text, encoding="utf-8")
+    read, write = os.pipe()
+    fcntl.fcntl(write, fcntl.F_SETFL, fcntl.fcntl(write, fcntl.F_GETFL) | os.O_NONBLOCK)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gate", "check", str(specs), "--policy-dir", "policies"],
+        stdout=write, stderr=subprocess.PIPE, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    os.close(write)
+    time.sleep(2)  # the report (hundreds of KB) is past what the pipe holds by now
+    with os.fdopen(read, "rb") as reader:
+        out = reader.read()
+    _, err = proc.communicate(timeout=120)
+    assert len(out) > 200_000
+    assert proc.returncode == 1, err  # violations, read whole
+    assert out.rstrip().endswith(b"verdict: violation (exit 1)"), out[-300:]
+
+
+def test_a_stdout_that_cannot_show_a_character_gets_it_escaped_not_a_crash():
+    proc = subprocess.run(
+        [sys.executable, "-m", "gate", "check", "examples/cifar-sweep.yaml", "--policy-dir",
+         "policies"],
+        capture_output=True, cwd=ROOT, check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "ascii"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert b"cifar10-resnet18-sweep (policy: vision \\u2190 default)" in proc.stdout

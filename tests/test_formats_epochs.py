@@ -994,6 +994,8 @@ def test_a_katib_script_kubernetes_expands_from_the_env_is_read(tmp_path, capsys
         ("source run.sh", "run.sh"),
         ("python train.py --epochs 10", None),  # the training itself
         ("torchrun --nproc-per-node 8 train.py", None),
+        ("deepspeed train.py --deepspeed ds.json", None),  # a launcher of a Python program
+        ("accelerate launch train.py", None),
         ("source .venv/bin/activate\npython train.py", None),  # sets up the shell
     ],
 )
@@ -1025,3 +1027,15 @@ def test_a_wandb_or_katib_command_that_runs_a_shell_script_says_it_is_unread(
     assert "the trial's command: runs /scripts/train.sh, whose commands budget-gate" in notes
     code, result = check(tmp_path, capsys, katib('{list: ["10"]}'), "e.yaml")
     assert "budget-gate does not read" not in " | ".join(result["imported"]["notes"])
+
+
+@pytest.mark.parametrize(
+    "shell", ["ash -c", "mksh -c", "yash -c", "fish -c", "tcsh -c", "busybox sh -c"]
+)
+def test_a_loop_under_any_shell_is_read_as_the_shell_runs_it(tmp_path, capsys, shell) -> None:
+    """A shell left off the list ran its loop unread: ``ash -c "for ...; do train; done"``
+    was priced as one run of two epochs."""
+    loop = "for i in 1 2 3 4 5 6 7 8 9 10; do python train.py --epochs 2; done"
+    code, result = _sky(tmp_path, capsys, f'{shell} "{loop}"')
+    assert code == INVALID
+    assert "a script that also runs `for`" in only_error(result)["message"]

@@ -463,3 +463,53 @@ def test_a_value_with_spaces_handed_to_no_shell_passes(tmp_path, capsys) -> None
     code, result = check(tmp_path, capsys, text, "sweep.yaml")
     assert code != INVALID, result["errors"]
     assert epochs_of(result) == 2
+
+
+def test_a_word_joining_two_listed_values_is_refused(tmp_path, capsys) -> None:
+    """``--${a}${b}=1000`` with ``a: [ep, x]``, ``b: [ochs, y]`` makes ``--epochs=1000`` only
+    when both are written at once; each value was read alone and it passed at 1 epoch."""
+    text = katib(
+        command='["python3", "train.py", "--epochs=1", '
+        '"--${trialParameters.extra}${trialParameters.b}=1000"]',
+        listed='["ep", "x"]',
+    )
+    text = text.replace(
+        "  trialTemplate:\n",
+        '    - name: b\n      parameterType: categorical\n      feasibleSpace: {list: ["ochs",'
+        ' "y"]}\n  trialTemplate:\n',
+    ).replace(
+        "      - {name: extra, reference: extra}\n",
+        "      - {name: extra, reference: extra}\n      - {name: b, reference: b}\n",
+    )
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    message = result["errors"][0]["message"]
+    assert "joins the listed values of trial parameters b and extra" in message
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        "                envFrom: [{configMapRef: {name: train-args}}]\n",
+        "                env: [{name: EXTRA, valueFrom: {configMapKeyRef: {name: a, key: b}}}]\n",
+    ],
+    ids=["envFrom", "valueFrom"],
+)
+def test_a_kubernetes_reference_to_a_value_outside_the_file_is_refused(tmp_path, capsys, env):
+    """Kubernetes writes ``$(EXTRA)`` from the container's env, no shell needed: a value
+    from a ConfigMap may be ``--epochs=1000``."""
+    text = katib(command='["python3", "train.py", "--epochs=1", "$(EXTRA)"]', more=env)
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    message = result["errors"][0]["message"]
+    assert "$(EXTRA) in the trial's command: Kubernetes writes there the value of EXTRA" in message
+
+
+def test_a_kubernetes_reference_through_another_env_value_is_followed(tmp_path, capsys) -> None:
+    """``B: $(A)`` with ``A: --epochs=1000``: Kubernetes expands a value from the entries
+    before it, so ``$(B)`` in the command trains 1000 epochs."""
+    env = '                env: [{name: A, value: "--epochs=1000"}, {name: B, value: "$(A)"}]\n'
+    text = katib(command='["python3", "train.py", "--epochs=1", "$(B)"]', more=env)
+    code, result = check(tmp_path, capsys, text)
+    assert code != INVALID, result["errors"]
+    assert epochs_of(result) == 1000

@@ -47,10 +47,9 @@ def run(args: argparse.Namespace) -> int:
 
     With ``--base-ref`` each spec's base version is priced too, under the same policies
     and prices, so the diff shows what the change to the spec did to its cost. The ledger
-    is opened only for a policy with a monthly budget, or with --tracking-uri (then fresh
-    approvals count as in ``verify``); plain checks never import MLflow. Whenever the
-    ledger is read, fresh approvals count. Nothing to check is bad input (exit 3) unless
-    ``--allow-empty``: a gate that passes an empty directory can be walked around.
+    is opened only for a policy with a monthly budget, or with --tracking-uri; whenever it
+    is read, fresh approvals count, as in ``verify``; plain checks never import MLflow.
+    Nothing to check is bad input (exit 3) unless ``--allow-empty``.
     """
     targets = plan_targets(args.format)
     if args.specs.count(STDIN) > 1 or (STDIN in args.specs and args.base_ref):

@@ -99,10 +99,22 @@ def _write_all(text: str) -> None:
         return
     sys.stdout.flush()
     encoding = sys.stdout.encoding or "utf-8"
-    data = text.replace("\n", os.linesep).encode(encoding, sys.stdout.errors or "strict")
+    # NOTE: a stdout that cannot show a dash (PYTHONIOENCODING=ascii) gets \u2014, not a crash
+    data = text.replace("\n", os.linesep).encode(encoding, "backslashreplace")
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        view = view[_write_some(fd, view) :]
+
+
+def _write_some(fd: int, data: memoryview) -> int:
+    """What ``os.write`` wrote; 0 once a non-blocking stdout, full for now, can take more."""
+    try:
+        return os.write(fd, data)
+    except BlockingIOError:  # NOTE: the reader is slow, not gone: wait for it
+        import select
+
+        select.select([], [fd], [])
+        return 0
 
 
 def stdout_error(exc: OSError) -> InputError:

@@ -23,6 +23,7 @@ from gate.formats.command_lines import (
     names_epochs,
     unread,
 )
+from gate.formats.katib_env import env_of, expand, refuse_outside_refs
 from gate.formats.model import mapping, most_epochs, whole_epochs, within
 from gate.formats.shell_effects import refuse_unread_training
 from gate.formats.wandb_command import refuse_unset_words
@@ -63,10 +64,11 @@ def epochs_in(
         for i, w in enumerate(container.get(key) or [])
     ]
     locate = doc.source_map.locate
-    env = _env_of(container)
+    env = env_of(container)
+    refuse_outside_refs(words, container, env, lambda path: locate(path) or locate(here))
     # NOTE: Kubernetes expands $(NAME) before the command runs, a shell $NAME and ${NAME} in
     # its script (word-split: ARGS="--epochs 1000"); read as both would, from the env
-    expanded = [(_expand(w, env), path) for w, path in words]
+    expanded = [(expand(w, env), path) for w, path in words]
     refuse_unread_training(
         expanded, "the trial's command", lambda path: locate(path) or locate(here)
     )
@@ -120,23 +122,6 @@ def _env_epochs(
     return found
 
 
-def _env_of(container: dict[str, Any]) -> dict[str, str]:
-    """The container's env values by name, for the ``$(NAME)`` Kubernetes expands in args."""
-    listed = container.get("env")
-    return {
-        str(e["name"]): str(e["value"])
-        for e in (listed if isinstance(listed, list) else [])
-        if isinstance(e, dict) and "name" in e and "value" in e
-    }
-
-
-def _expand(word: str, env: dict[str, str]) -> str:
-    """The word as Kubernetes and then a shell expand it from the container's env."""
-    word = _KUBE_REF.sub(lambda m: env.get(m[1], m[0]), word)
-    return _SHELL_REF.sub(lambda m: env.get(m[1] or m[2], m[0]), word)
-
-
-_SHELL_REF = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
 _HOOKS = (
     ("lifecycle", "postStart"),
     ("lifecycle", "preStop"),
@@ -169,9 +154,6 @@ def _refuse_hooks(container: dict[str, Any], here: DataPath, locate: Any) -> Non
 
 
 _KUBE_VAR = re.compile(r"^\$\((\w+)\)$")
-_KUBE_REF = re.compile(r"(?<!\$)\$\(([-.\w]+)\)")
-"""``$(NAME)`` in a command or args, which Kubernetes expands from the container's env before
-the command runs (``sh -c "$(TRAIN)"`` runs TRAIN's value); an unknown one stays, as there."""
 
 
 def _flags_in(
@@ -280,6 +262,7 @@ def substituted(
     at a time; other placeholders stay, read as before.
     """
     text = json.dumps(trial, default=str)  # NOTE: a date, as Kubernetes writes it: text
+    _refuse_joined(text, {n for n, v in values.items() if any(map(_words, v))}, location)
     found: list[tuple[dict[str, Any], str]] = []
     for name, listed in values.items():
         mark = "${trialParameters." + name + "}"
@@ -297,6 +280,32 @@ def substituted(
             variant = json.loads(text.replace(mark, value))
             found.append((variant, f" (with {mark} = {value!r})"))
     return found
+
+
+def _words(value: str) -> bool:
+    return not _NUMBER.fullmatch(value)
+
+
+_MARK = re.compile(r"\$\{trialParameters\.([^}]+)\}")
+
+
+def _refuse_joined(text: str, worded: set[str], location: Location | None) -> None:
+    """Refuse a string of the trial that joins the values of two listed parameters.
+
+    Each listed value is read in the trial one at a time; ``--${trialParameters.a}${
+    trialParameters.b}=1000`` with ``a: [ep]``, ``b: [ochs]`` makes ``--epochs`` only
+    when both are written at once.
+    """
+    for string in re.findall(r'"((?:[^"\\]|\\.)*)"', text):
+        joined = sorted({m for m in _MARK.findall(string) if m in worded})
+        if len(joined) > 1:
+            raise InputError(
+                f"{string!r} joins the listed values of trial parameters "
+                f"{' and '.join(joined)}: budget-gate reads one listed value at a time",
+                location=location,
+                hint="give each listed value a word of its own, or write the experiment as a "
+                "budget-gate spec",
+            )
 
 
 def pod_epochs(

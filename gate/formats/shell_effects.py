@@ -175,6 +175,8 @@ def scripts_not_read(words: Words) -> list[str]:
         runner = run[at].rsplit("/", 1)[-1] if at is not None else ""
         if script is None or _norm(script) in written or PYTHON.fullmatch(runner):
             continue
+        if script.endswith(".py"):  # NOTE: a launcher's program (deepspeed train.py)
+            continue
         if runner != "torchrun" and script not in found:
             found.append(script)
     return found

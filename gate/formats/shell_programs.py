@@ -176,7 +176,9 @@ def harmless(name: str, args: list[str]) -> bool:
     return name in _HARMLESS or f"{name}:{first}" in _TOOLS
 
 
-_WRAPPERS = _split("env nice time timeout sudo exec stdbuf ionice numactl taskset nohup command")
+_WRAPPERS = _split(
+    "env nice time timeout sudo exec stdbuf ionice numactl taskset nohup command busybox toybox"
+)
 """Programs that run the command after their options (``nohup python t.py``)."""
 _VALUED = _split(
     "-u --unset -C --chdir -n --adjustment -f --format -o --output -s --signal -k --kill-after",
@@ -188,8 +190,12 @@ _VALUED = _split(
 """The options of wrappers and repeaters (``xargs``, ``parallel``, ``watch``) that take a value."""
 
 
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "su", "eval", "ssh"})
-"""Programs that run a script: their script's commands are theirs."""
+SHELLS = frozenset(
+    {"sh", "bash", "dash", "zsh", "ksh", "su", "eval", "ssh"}
+    | set(_split("ash mksh lksh oksh pdksh yash posh rbash fish csh tcsh"))
+)
+"""Programs that run a script: their script's commands are theirs (any shell a job may
+call: one left out runs its loops unread)."""
 HIDDEN = "\0"
 """What :func:`shell_script` returns for a script the file does not show (stdin, ``<(...)``)."""
 _SSH_VALUED = _split("-b -c -D -E -e -F -I -i -J -L -l -m -O -o -p -Q -R -S -W -w")

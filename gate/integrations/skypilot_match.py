@@ -168,6 +168,8 @@ def check_controller(task: Task, request: str) -> None:
 
 AUTODOWN_MINUTES = 10
 """Idle minutes after which a cleared cluster that set no autostop of its own is torn down."""
+OWN_AUTOSTOP_MINUTES = 60
+"""The longest idle time a task's own autostop may keep: one longer (a year) is none."""
 
 
 def autodown(task: Any, request: str, minutes: int = AUTODOWN_MINUTES) -> bool:
@@ -175,8 +177,8 @@ def autodown(task: Any, request: str, minutes: int = AUTODOWN_MINUTES) -> bool:
 
     A spec prices the training, not a cluster left idle after it: a GPU cluster with no
     autostop spends on, unpriced, until someone tears it down. A task's own autostop (stop
-    or down, any idle time) is kept; an ``exec`` runs on a cluster launched before, and a
-    managed job's controller tears its cluster down itself.
+    or down, after at most an hour idle) is kept; an ``exec`` runs on a cluster launched
+    before, and a managed job's controller tears its cluster down itself.
     """
     resources = task.resources
     if request != "launch" or all(_stops(r) for r in resources):
@@ -188,5 +190,8 @@ def autodown(task: Any, request: str, minutes: int = AUTODOWN_MINUTES) -> bool:
 
 
 def _stops(resources: Any) -> bool:
+    """An autostop that will act: on, after 0 to 60 idle minutes (``-i -1`` cancels one)."""
     config = getattr(resources, "autostop_config", None)
-    return config is not None and bool(config.enabled)
+    if config is None or not config.enabled or not isinstance(config.idle_minutes, int):
+        return False
+    return 0 <= config.idle_minutes <= OWN_AUTOSTOP_MINUTES
