@@ -129,7 +129,8 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
         )
     present, removed = select_specs(changed, settings.globs)
     shown, activity = None, None
-    history = SpecHistory(gh, pull, head)  # NOTE: commits read once, by the ledger's rule too
+    # NOTE: commits read once, by the ledger's rule too; a base edit may not be listed yet
+    history = SpecHistory(gh, pull, head, settings.now if event.base_from else None)
     base_files = _base_policies(gh, pull, settings.policy_dir)
     policies = PolicySet(settings.policy_dir, base_files)
     if settings.ledger is not None and present:

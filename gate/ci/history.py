@@ -39,9 +39,16 @@ class SpecHistory:
     # commit on the base's own first-parent line.
     """
 
-    def __init__(self, gh: CommitReader, pull: PullInfo, head: str) -> None:
+    def __init__(
+        self, gh: CommitReader, pull: PullInfo, head: str, moved_by: dt.datetime | None = None
+    ) -> None:
+        """Read ``pull`` from ``head``; ``moved_by``: the base was edited by then.
+
+        That is this run's ``edited`` event, which GitHub's issue events may not show yet.
+        """
         self._gh, self._head, self._base, self._number = gh, head, pull.base_sha, pull.number
         self._moved: tuple[dt.datetime | None] | None = None
+        self._moved_by = moved_by
         self._limit = MAX_WALK if pull.commits is None else max(1, min(MAX_WALK, pull.commits))
         self._known = pull.commits
         self._commits: dict[str, CommitInfo] = {}
@@ -82,7 +89,9 @@ class SpecHistory:
     def base_moved_at(self) -> dt.datetime | None:
         """When the pull request's base was last edited (GitHub's date), read once."""
         if self._moved is None:
-            self._moved = (self._gh.base_moved_at(self._number),)
+            read = self._gh.base_moved_at(self._number)
+            known = [m for m in (read, self._moved_by) if m is not None]
+            self._moved = (max(known) if known else None,)
         return self._moved[0]
 
     def last_change(self, path: str) -> SpecChange:

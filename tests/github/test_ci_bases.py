@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
 from tests.github.ci_kit import BASE, NUMBER, SPEC, T0, PullRequestStory, grid_spec
 from tests.github.events import load_event
-from tests.github.state import FileChange, fake_sha
+from tests.github.state import FileChange, IssueEvent, fake_sha
 
 HOUR = dt.timedelta(hours=1)
 
@@ -129,3 +131,31 @@ def test_an_approval_given_before_the_base_was_edited_does_not_count_after(story
     again = story.review_event("alice", at=moved + dt.timedelta(seconds=1))
     assert story.run("pull_request_review", again).code == 0
     assert _statuses(story, head)["budget-gate"] == "success"
+
+
+@pytest.mark.parametrize("how", ["not-listed-yet", "automatic"])
+def test_a_base_edit_counts_before_github_lists_it_and_when_github_makes_it(story, how) -> None:
+    """The ``edited`` run may read the issue events before GitHub lists the edit: the edit
+    happened by then. GitHub's own retargeting of a stacked pull request (its base merged)
+    is listed as ``automatic_base_change_succeeded``: a base edit too."""
+    stage, head = _opened_into_stage(story)
+    pull = story.repo.pull(NUMBER)
+    assert story.run("pull_request_review", story.review_event("alice", at=T0 + 3 * HOUR)).code == 0
+    pull.base_sha, pull.base_ref = BASE, story.repo.default_branch
+    pull.files[:] = [FileChange(filename=SPEC, status="added"), FileChange(filename="README.md")]
+    if how == "automatic":
+        at = dt.datetime.now(dt.timezone.utc)
+        pull.events.append(
+            IssueEvent(
+                id=1, actor="web-flow", event="automatic_base_change_succeeded", created_at=at
+            )
+        )
+        ran = story.run("pull_request.labeled", story.pull_request_event("labeled"))
+    else:
+        edited = story.pull_request_event("edited")
+        edited["changes"] = {"base": {"ref": {"from": "stage"}, "sha": {"from": stage}}}
+        ran = story.run("pull_request.edited", edited, seed=False)  # GitHub lists nothing yet
+        assert not pull.events
+    assert ran.code == 0, ran.stderr
+    assert _statuses(story, head)["budget-gate"] == "pending"
+    assert "before the pull request's base was changed on" in story.bot_comments()[-1]

@@ -196,7 +196,7 @@ class GitHubClient(RepositoryContents):
         """When the pull request's base was last edited (GitHub's ``base_ref_changed``)."""
         with self._failing(f"listing the events of pull request #{number}"):
             events = self._pull(number).as_issue().get_events()
-            moves = [e.created_at for e in events if e.event == "base_ref_changed"]
+            moves = [e.created_at for e in events if e.event in _BASE_MOVES]
         now = dt.datetime.now(dt.timezone.utc)  # NOTE: an undated edit: taken as just now
         return max(_utc(m) if m else now for m in moves) if moves else None
 
@@ -332,6 +332,10 @@ class GitHubClient(RepositoryContents):
                 f"GitHub at {self.api_url} could not be reached while {doing} "
                 f"({type(exc).__name__})"
             ) from None
+
+
+_BASE_MOVES = frozenset({"base_ref_changed", "automatic_base_change_succeeded"})
+"""A base edited by hand, or by GitHub when the base of a stacked pull request was merged."""
 
 
 def _seg(value: str) -> str:
