@@ -453,8 +453,14 @@ POD_CONFIGS = {
             }
         }
     },
+    "a CDI annotation": {  # a CDI-enabled runtime injects what it names, past any request
+        "kubernetes": {
+            "pod_config": {"metadata": {"annotations": {"cdi.k8s.io/x": "nvidia.com/gpu=all"}}}
+        }
+    },
 }
 SHOWN = {
+    "a CDI annotation": "the annotation cdi.k8s.io/x",
     "NVIDIA_VISIBLE_DEVICES set twice": "NVIDIA_VISIBLE_DEVICES",
     "resourceClaims": "resourceClaims (dynamic resource allocation)",
     "a device plugin named like a GPU": "k8s.amazonaws.com/vgpu",

@@ -513,3 +513,18 @@ def test_a_kubernetes_reference_through_another_env_value_is_followed(tmp_path, 
     code, result = check(tmp_path, capsys, text)
     assert code != INVALID, result["errors"]
     assert epochs_of(result) == 1000
+
+
+def test_a_katib_pod_annotation_that_asks_the_runtime_for_devices_is_refused(tmp_path, capsys):
+    """``cdi.k8s.io/x: nvidia.com/gpu=all`` on the trial's pods: a CDI-enabled runtime hands
+    them every GPU of the node, whatever their resources ask."""
+    text = katib().replace(
+        "          spec:\n            restartPolicy: Never\n",
+        "          metadata:\n            annotations: {cdi.k8s.io/train: nvidia.com/gpu=all}\n"
+        "          spec:\n            restartPolicy: Never\n",
+    )
+    assert "cdi.k8s.io/train" in text
+    code, result = check(tmp_path, capsys, text)
+    assert code == INVALID
+    message = result["errors"][0]["message"]
+    assert "the annotation cdi.k8s.io/train asks the container runtime for devices" in message

@@ -23,6 +23,7 @@ from typing import Any
 from gate.admission.affinity import pinned_labels, required_keys
 from gate.admission.asks import pod_request
 from gate.admission.labels import SPEC_ANNOTATION
+from gate.spec.devices import cdi_annotation
 
 ACCELERATOR_LABELS = (
     "budget-gate/accelerator",
@@ -203,6 +204,13 @@ def _pod_set(pod_set: Mapping[str, Any], assignment: Mapping[str, Any] | None) -
     count = (assignment or {}).get("count", pod_set.get("count", 1))
     flavors = (assignment or {}).get("flavors") or {}
     gpus = pod_request(pod)
+    annotations = _texts(meta.get("annotations"))
+    if cdi := sorted(k for k in annotations if cdi_annotation(k)):
+        raise ValueError(
+            f"the pod annotation {cdi[0]} asks the container runtime for devices (CDI), past "
+            "the device plugin and budget-gate — ask for nvidia.com/gpu in its resources, and "
+            "drop the annotation"
+        )
     # NOTE: the flavor of a GPU resource the pods ask for, not of one listed at 0
     gpu_flavor = next((flavors[r] for r, n in gpus.items() if n and r in flavors), None)
     return PodSet(
@@ -212,7 +220,7 @@ def _pod_set(pod_set: Mapping[str, Any], assignment: Mapping[str, Any] | None) -
         node_selector=_texts(pod.get("nodeSelector")),
         flavor=gpu_flavor,
         labels=_texts(meta.get("labels")),
-        annotations=_texts(meta.get("annotations")),
+        annotations=annotations,
         node_affinity=pinned_labels(pod),
         affinity_keys=required_keys(pod),
         restart_policy=pod.get("restartPolicy"),

@@ -22,7 +22,7 @@ from gate.errors import InputError, Location
 from gate.formats.katib_epochs import Epochs, pod_epochs
 from gate.formats.katib_nodes import gpu_labels, refuse_claims, refuse_unasked_gpus
 from gate.formats.model import mapping, value_at
-from gate.spec.devices import counts_as_accelerator
+from gate.spec.devices import cdi_annotation, counts_as_accelerator
 from gate.spec.loader import DataPath, LoadedDoc
 
 GPU = "nvidia.com/gpu"
@@ -51,6 +51,30 @@ class Pod:
     path: DataPath
 
 
+def _refuse_cdi(node: Any, path: DataPath, locate: Locate) -> None:
+    """Refuse a ``cdi.k8s.io/`` annotation anywhere in the trial.
+
+    A CDI-enabled runtime injects the devices it names (``nvidia.com/gpu=all``), past any
+    GPU count.
+    """
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            _refuse_cdi(item, (*path, i), locate)
+        return
+    if not isinstance(node, dict):
+        return
+    for key in mapping(node.get("annotations")):
+        if cdi_annotation(str(key)):
+            raise InputError(
+                f"the annotation {key} asks the container runtime for devices (CDI), past the "
+                "GPUs budget-gate counts",
+                location=locate((*path, "annotations", key)) or locate(path),
+                hint="ask for nvidia.com/gpu in the container's resources, and drop it",
+            )
+    for key, value in node.items():
+        _refuse_cdi(value, (*path, key), locate)
+
+
 def trial_pods(trial: dict[str, Any], base: DataPath, locate: Locate) -> list[Pod]:
     """The pods of a Job, a PyTorchJob (any ``*ReplicaSpecs``) or a TrainJob.
 
@@ -67,6 +91,7 @@ def trial_pods(trial: dict[str, Any], base: DataPath, locate: Locate) -> list[Po
             location=locate(base[:-1]) or locate(()),
             hint="write the trial in trialTemplate.trialSpec",
         )
+    _refuse_cdi(trial, base, locate)
     group = str(trial.get("apiVersion") or "").rpartition("/")[0]
     if kind not in ("Job", "TrainJob", *REPLICA_KINDS) or group not in _GROUPS.get(
         str(kind), ("kubeflow.org",)

@@ -87,10 +87,22 @@ def devices_in(node: Any) -> Iterator[str]:
     asked = _mapping(node.get("resources"))
     if node.get("resourceClaims") or asked.get("claims"):
         yield "resourceClaims (dynamic resource allocation)"
+    annotations = _mapping(node.get("annotations"))
+    yield from (f"the annotation {k}" for k in annotations if cdi_annotation(str(k)))
     for part in ("limits", "requests"):
         yield from (str(n) for n in _mapping(asked.get(part)) if counts_as_accelerator(str(n)))
     for value in node.values():
         yield from devices_in(value)
+
+
+CDI_PREFIX = "cdi.k8s.io/"
+"""Pod annotations a CDI-enabled runtime (containerd 1.7+, CRI-O) reads as devices to inject
+(``cdi.k8s.io/x: nvidia.com/gpu=all``), past the device plugin and any GPU request."""
+
+
+def cdi_annotation(key: str) -> bool:
+    """Whether a pod annotation asks the container runtime for devices (CDI)."""
+    return key.strip().lower().startswith(CDI_PREFIX)
 
 
 def _mapping(value: Any) -> dict[str, Any]:

@@ -205,3 +205,19 @@ def test_fields_of_the_wrong_type_are_a_rejection_not_a_crash(repo, kube, case, 
     outcome = only(gate.decide([obj]))  # never stored: the write finds no Workload (404)
     assert outcome.state == "Rejected" and not outcome.applied
     assert "cannot be read (TypeError: " in outcome.message
+
+
+@pytest.mark.parametrize("gpus", [0, 1])
+def test_a_pod_annotation_that_asks_the_runtime_for_devices_is_rejected(repo, kube, gpus):
+    """A CDI-enabled runtime (containerd 1.7+, CRI-O) injects the devices a
+    ``cdi.k8s.io/...`` pod annotation names, past the device plugin: a GPU-less pod with
+    ``nvidia.com/gpu=all`` there gets every GPU of its node."""
+    spec = write_spec(repo, trials=2) if gpus else None
+    job, pod_sets = objects.batch_job(f"cdi-{gpus}", gpus=gpus, spec=spec)
+    for template in (job["spec"]["template"], pod_sets[0]["template"]):
+        meta = template.setdefault("metadata", {})
+        meta.setdefault("annotations", {})["cdi.k8s.io/train"] = "nvidia.com/gpu=all"
+    workload = submit(kube, (job, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    message = kube.check(workload)["message"]
+    assert "the pod annotation cdi.k8s.io/train asks the container runtime for devices" in message
