@@ -528,3 +528,13 @@ def test_a_katib_pod_annotation_that_asks_the_runtime_for_devices_is_refused(tmp
     assert code == INVALID
     message = result["errors"][0]["message"]
     assert "the annotation cdi.k8s.io/train asks the container runtime for devices" in message
+
+
+def test_an_option_value_from_outside_the_file_stays_that_options_value(tmp_path, capsys):
+    """``--data-dir=$(DATA_DIR)`` with DATA_DIR from ``envFrom``: Kubernetes writes the value
+    into that one argv word, which stays the option's value whatever it holds."""
+    env = "                envFrom: [{configMapRef: {name: paths}}]\n"
+    text = katib(command='["python3", "train.py", "--epochs=1", "--data=$(DATA_DIR)"]', more=env)
+    code, result = check(tmp_path, capsys, text)
+    assert code != INVALID, result["errors"]
+    assert epochs_of(result) == 1

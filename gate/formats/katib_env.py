@@ -17,6 +17,9 @@ from gate.formats.command_lines import Words
 KUBE_REF = re.compile(r"(?<!\$)\$\(([-.\w]+)\)")
 """``$(NAME)`` in a command or args, which Kubernetes expands from the container's env before
 the command runs (``sh -c "$(TRAIN)"`` runs TRAIN's value); an unknown one stays, as there."""
+_OPTION_VALUE = re.compile(r"--?[\w.-]+=\S*")
+"""An option and its value in one argv word, no space: Kubernetes writes a value into it,
+which stays that option's value (a shell's script, with its spaces, is never one)."""
 _SHELL_REF = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
 
 
@@ -49,6 +52,8 @@ def refuse_outside_refs(
         if isinstance(e, dict) and "name" in e and "value" not in e
     }
     for word, path in words:
+        if _OPTION_VALUE.fullmatch(word):  # NOTE: --data=$(DIR): one argv word, whatever DIR
+            continue
         for name in KUBE_REF.findall(word):
             if name not in env and (name in hidden or container.get("envFrom")):
                 raise InputError(
