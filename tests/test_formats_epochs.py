@@ -1039,3 +1039,27 @@ def test_a_loop_under_any_shell_is_read_as_the_shell_runs_it(tmp_path, capsys, s
     code, result = _sky(tmp_path, capsys, f'{shell} "{loop}"')
     assert code == INVALID
     assert "a script that also runs `for`" in only_error(result)["message"]
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "system=$(lsb_release -si)\nversion=$(lsb_release -sr)\npython train.py",
+        'eval "$(conda shell.bash hook)"\nconda activate env\npython train.py',
+        'eval "$(micromamba shell hook --shell bash)"\npython train.py',
+        'eval "$(pyenv init -)"\neval "$(ssh-agent -s)"\npython train.py',
+        "until getent hosts head; do sleep 2; done\nnslookup head\npython train.py",
+    ],
+    ids=["lsb_release", "conda-hook", "micromamba-hook", "pyenv-ssh-agent", "dns-wait"],
+)
+def test_common_setup_lines_of_upstream_tasks_pass(tmp_path, capsys, script) -> None:
+    """SkyPilot's own examples query the OS twice and initialise conda with ``eval``: those
+    train nothing, and were refused as training run twice or a script not shown."""
+    code, result = _sky(tmp_path, capsys, script)
+    assert code != INVALID, result["errors"]
+
+
+def test_an_eval_of_any_other_commands_output_is_still_refused(tmp_path, capsys) -> None:
+    code, result = _sky(tmp_path, capsys, 'eval "$(cat cmd.txt)"\npython train.py')
+    assert code == INVALID
+    assert "a script the file does not show" in only_error(result)["message"]

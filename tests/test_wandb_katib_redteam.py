@@ -538,3 +538,15 @@ def test_an_option_value_from_outside_the_file_stays_that_options_value(tmp_path
     code, result = check(tmp_path, capsys, text)
     assert code != INVALID, result["errors"]
     assert epochs_of(result) == 1
+
+
+def test_a_pod_fact_in_a_katib_script_is_no_outside_word(tmp_path, capsys) -> None:
+    """``$(POD)`` from ``fieldRef: metadata.name`` inside ``sh -c``: a pod's name holds no
+    shell syntax, so it adds no words (a ConfigMap's value would)."""
+    env = "                env: [{name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]\n"
+    command = '["sh", "-c", "python3 train.py --epochs=1 --tag=$(POD)"]'
+    code, result = check(tmp_path, capsys, katib(command=command, more=env))
+    assert code != INVALID, result["errors"]
+    secret = env.replace("fieldRef: {fieldPath: metadata.name}", "secretKeyRef: {name: s, key: k}")
+    code, result = check(tmp_path, capsys, katib(command=command, more=secret))
+    assert code == INVALID

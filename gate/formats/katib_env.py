@@ -49,7 +49,7 @@ def refuse_outside_refs(
     hidden = {
         str(e["name"])
         for e in (listed if isinstance(listed, list) else [])
-        if isinstance(e, dict) and "name" in e and "value" not in e
+        if isinstance(e, dict) and "name" in e and "value" not in e and not _pod_fact(e)
     }
     for word, path in words:
         if _OPTION_VALUE.fullmatch(word):  # NOTE: --data=$(DIR): one argv word, whatever DIR
@@ -63,6 +63,15 @@ def refuse_outside_refs(
                     hint=f"give {name} its value in the container's env, or write the words "
                     "in the command itself",
                 )
+
+
+def _pod_fact(entry: dict[str, Any]) -> bool:
+    """A value Kubernetes takes from the pod itself (its name, IP, a resource quantity).
+
+    No shell syntax fits in those: a ``fieldRef`` or ``resourceFieldRef`` adds no words.
+    """
+    source = entry.get("valueFrom")
+    return isinstance(source, dict) and set(source) <= {"fieldRef", "resourceFieldRef"}
 
 
 def expand(word: str, env: dict[str, str]) -> str:

@@ -145,7 +145,8 @@ _HARMLESS = _split(
     "tr sort uniq tee ls du df free nproc hostname whoami id date basename dirname realpath find",
     "readlink stat file md5sum sha256sum seq jq yq envsubst tar unzip gunzip gzip zip xz wget",
     "curl git git-lfs gsutil rsync scp nc ping nvidia-smi ps kill pkill pip pip3 apt apt-get yum",
-    "dnf apk brew",
+    "dnf apk brew lsb_release lscpu lspci lsblk ldconfig uname arch nvcc nslookup getent dig",
+    "host pg_isready ss netstat ip ifconfig",
 )
 """Utilities that train nothing and run none of their words as a command."""
 _TOOLS = _split(
@@ -155,7 +156,10 @@ _TOOLS = _split(
     "wandb:sync docker:pull docker:login docker:push aws:s3 aws:configure gcloud:storage",
 )
 """Tools' subcommands that install, fetch or look up (``uv pip``; not ``uv run``)."""
-_CONDA = _split("install create activate deactivate env config update clean init info list remove")
+_CONDA = _split(
+    "install create activate deactivate env config update clean init info list remove shell",
+    "shell.bash shell.zsh shell.fish shell.posix",
+)
 PYTHON = re.compile(r"(?:python|pypy)[\d.]*")
 _PYTHON_HARMLESS = (["-m", "pip"], ["-m", "venv"], ["-m", "ensurepip"], ["-V"], ["--version"])
 _ENVIRONMENTS = _split("activate .bashrc .profile .bash_profile .env conda.sh")
@@ -216,7 +220,8 @@ def shell_script(name: str, args: list[str]) -> str | None:
     if name not in SHELLS:
         return None
     if name == "eval":
-        return " ".join(args)
+        script = " ".join(args)
+        return "" if _ENVIRONMENT_HOOK.fullmatch(script) else script
     if name == "ssh":
         at = 0
         while at < len(args) and args[at].startswith("-"):
@@ -232,6 +237,13 @@ def shell_script(name: str, args: list[str]) -> str | None:
         if not word.startswith(("-", "+")) or word == "-":
             return HIDDEN if word.startswith("<(") or word == "-" else ""
     return HIDDEN if name != "su" else ""
+
+
+_ENVIRONMENT_HOOK = re.compile(
+    r"""(["']?)\$\((?:conda|mamba|micromamba|pyenv|rbenv|nodenv|direnv|ssh-agent|fnm|opam)"""
+    r"""(?:\s+[-\w.=/]+)*\)\1"""
+)
+"""``eval "$(conda shell.bash hook)"``: a tool's shell setup, as ``source activate`` is."""
 
 
 _LAUNCHERS = _split("torchrun deepspeed torch.distributed.run torch.distributed.launch")
