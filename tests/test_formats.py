@@ -726,8 +726,9 @@ def test_hydra_epochs_it_cannot_see_are_refused(tmp_path, epochs, message) -> No
     [
         # SkyPilot infers 8 × H100 from p5.48xlarge; the declared T4 must not price it
         ("{instance_type: p5.48xlarge}", "resources.instance_type p5.48xlarge holds", 2),
-        # SkyPilot reads h100 as H100: dropping an unpriced candidate priced the T4
-        ("{accelerators: [T4:1, h100:8]}", "the task's candidate h100:8 has no price", 2),
+        # an unpriced candidate beside a priced one: dropping it priced the T4 (h100 is H100,
+        # test_formats_epochs.py::test_a_skypilot_accelerator_in_another_case_is_the_catalogs)
+        ("{accelerators: [T4:1, Z100:8]}", "the task's candidate Z100:8 has no price", 2),
         # SkyPilot refuses both; skipped or read by bool(), they priced a T4 or spot
         ('{any_of: ["H100:8", {accelerators: T4:1}]}', "resources.any_of is not a list of", 2),
         ("{ordered: {accelerators: H100:8}}", "resources.ordered is not a list of", 2),

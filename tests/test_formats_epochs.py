@@ -1063,3 +1063,20 @@ def test_an_eval_of_any_other_commands_output_is_still_refused(tmp_path, capsys)
     code, result = _sky(tmp_path, capsys, 'eval "$(cat cmd.txt)"\npython train.py')
     assert code == INVALID
     assert "a script the file does not show" in only_error(result)["message"]
+
+
+def test_a_skypilot_accelerator_in_another_case_is_the_catalogs(tmp_path, capsys) -> None:
+    """SkyPilot reads ``A10g`` and ``h100`` as ``A10G`` and ``H100`` (its own example tasks
+    write them so): they were refused as having no price."""
+    task = (
+        "resources: {accelerators: {L4, A10g}}\n"
+        "envs: {X_BUDGET_GATE_MAX_EPOCHS: 3, X_BUDGET_GATE_EPOCH_MINUTES: 1}\n"
+        "run: python train.py --epochs 3\n"
+    )
+    code, result = check(tmp_path, capsys, task, "task.yaml")
+    assert code != INVALID, result["errors"]
+    assert field(result, "resources.accelerator")["value"] == "A10G"
+    assert "accelerator A10g read as A10G, as SkyPilot reads it" in result["imported"]["notes"]
+    code, result = check(tmp_path, capsys, task.replace("{L4, A10g}", "h100:8"), "task.yaml")
+    assert code != INVALID, result["errors"]
+    assert field(result, "resources.accelerator")["value"] == "H100"

@@ -59,12 +59,20 @@ def import_doc(
                 return None
             return found.per_gpu_hour
 
+        known = [*catalog.accelerators, *policy.prices.overrides]
+
+        def canonical(accelerator: str) -> str:
+            if accelerator in known:
+                return accelerator
+            return {k.lower(): k for k in known}.get(accelerator.lower(), accelerator)
+
         return Team(
             defaults=policy.defaults,
             policy=where,
             calibration=calibration if policy.calibration.use else None,
             min_runs=policy.calibration.min_runs,
             price=price,
+            canonical=canonical,
             needs_approval=frozenset(policy.approval.accelerators),
         )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import PurePath
 from typing import Any, Protocol
@@ -74,6 +74,9 @@ class Team:
     price: Callable[[str, bool], Decimal | None] | None = None
     """Price per GPU-hour of an accelerator (on spot or not) under the team's policy, to
     find the dearest candidate."""
+    canonical: Callable[[str], str] = str
+    """An accelerator's catalog spelling (SkyPilot reads ``a10g`` as ``A10G``); the name
+    itself where no other case of it is known."""
     needs_approval: frozenset[str] = frozenset()
     """The accelerators the team's policy approves each use of (``approval.accelerators``)."""
 
@@ -103,6 +106,25 @@ _SHAPE_FAILURES = (
 """What a mapper raises on a value of a shape it does not read (a list where a number goes)."""
 
 
+def _catalog_names(mapped: Mapped, draft: Draft, canonical: Callable[[str], str]) -> Mapped:
+    """The task's accelerators as the catalog spells them: SkyPilot reads names in any case.
+
+    ``draft``'s accelerator is renamed in place; each renaming is a note.
+    """
+    renamed = {c[0]: canonical(c[0]) for c in mapped.candidates if canonical(c[0]) != c[0]}
+    key = ("resources", "accelerator")
+    if key in draft and isinstance(draft[key].value, str):
+        name = draft[key].value
+        if canonical(name) != name:
+            renamed[name] = canonical(name)
+            draft[key] = replace(draft[key], value=renamed[name])
+    said = [f"accelerator {a} read as {b}, as SkyPilot reads it" for a, b in renamed.items()]
+    candidates = tuple(
+        (renamed.get(name, name), count, spot, at) for name, count, spot, at in mapped.candidates
+    )
+    return replace(mapped, candidates=candidates, notes=(*mapped.notes, *said))
+
+
 def read(doc: LoadedDoc, fmt: Format) -> Mapped:
     """The format's mapper applied to ``doc`` (its module is imported only now).
 
@@ -128,6 +150,8 @@ def translate(doc: LoadedDoc, fmt: Format, context: Context) -> Imported:
     mapped = read(doc, fmt)
     draft = dict(mapped.draft)
     team = context.team(_team(mapped.facts, context.launch))
+    if fmt is Format.SKYPILOT:
+        mapped = _catalog_names(mapped, draft, team.canonical)
     dearest(draft, mapped, team.price)
     refuse_unjudged(draft, mapped, team.needs_approval)
     _merge_facts(draft, mapped.facts, doc.file, mapped.spell)
