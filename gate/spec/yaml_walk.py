@@ -129,7 +129,10 @@ def _yaml_hint(problem: str, text: str, index: int) -> str:
     if "while parsing a flow" in problem:
         return "close the bracket or brace that starts here"
     if "single document" in problem or "another document" in problem:
-        return "keep one document per file (remove the extra ---)"
+        return (
+            "a file of several documents (a SkyPilot pipeline, a list of Kubernetes objects) "
+            "is not read as one spec: put each task or experiment in a file of its own"
+        )
     return "check the indentation and quoting here"
 
 

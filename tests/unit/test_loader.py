@@ -286,3 +286,12 @@ def test_a_key_two_sources_of_one_merge_bring_is_refused(key: str) -> None:
         load_bytes(text.encode(), "f.yaml")
     written = f"a: &a {{{key}: 1}}\nb: &b {{{key}: 8}}\nm:\n  <<: [*a, *b]\n  {key}: 2\n"
     assert load_bytes(written.encode(), "f.yaml").data["m"] == {key: 2}  # written wins
+
+
+def test_a_file_of_several_documents_says_each_goes_in_a_file_of_its_own():
+    """A SkyPilot pipeline (tasks between ``---``) is valid YAML: removing the ``---`` would
+    merge its tasks, so the fix is a file per task."""
+    with pytest.raises(InputError) as raised:
+        load_bytes(b"name: a\nrun: x\n---\nname: b\nrun: y\n", "pipeline.yaml")
+    assert "put each task or experiment in a file of its own" in str(raised.value)
+    assert "remove the extra ---" not in str(raised.value)
