@@ -352,6 +352,18 @@ def test_optuna_params_alone_still_read(tmp_path, capsys) -> None:
     assert code != INVALID, result["errors"]
 
 
+def test_optunas_integer_interval_is_read_its_top_the_epochs(tmp_path, capsys) -> None:
+    """``int(interval(16, 256))`` is the Optuna sweeper's documented integer range (its own
+    examples use it): refused as a cast; an epochs range written so trains its top."""
+    space = "    params:\n      batch: int(interval(16, 256))\n      trainer.max_epochs: "
+    text = OPTUNA.format(space=space + "int(interval(5.0, 20.0))\n")
+    code, result = check(tmp_path, capsys, text.replace("  max_epochs: 10\n", "  max_epochs: 5\n"))
+    assert code != INVALID, result["errors"]
+    assert field(result, "workload.max_epochs")["value"] == "20"
+    code, result = check(tmp_path, capsys, OPTUNA.format(space=space + "str(interval(5, 20))\n"))
+    assert code == INVALID  # another cast is still refused
+
+
 # --- 5. hydra.job.env_set hands the job its environment ---------------------------------------
 
 ENV = """\

@@ -5,8 +5,8 @@
 ``shuffle(sweep=range(1, 1000))``), parsed by :mod:`gate.formats.hydra_grammar` and bound as
 Hydra's sweep functions bind their arguments, keyword forms too; each becomes a search
 parameter (values, or a low/high range) and the count of jobs it makes. Any other call
-(``glob``, whose values are the config group's files, ``sort``, a cast, an unknown name) is
-refused, never read as one literal value: it could hide a sweep.
+(``glob``, whose values are the config group's files, ``sort``, a cast other than ``int`` and
+``float``, an unknown name) is refused, never read as one literal value: it could hide a sweep.
 """
 
 from __future__ import annotations
@@ -171,12 +171,46 @@ def _shuffle(args: list[Any], keywords: dict[str, Any]) -> Any:
     return replace(_choice(args, {}), shuffled=True)
 
 
+def _cast(kind: type[int] | type[float]) -> Any:
+    """``int(interval(16, 256))``, ``float(choice(1, 2))``: the sweep, its values cast.
+
+    The Optuna sweeper's documented integer range; a cast changes no count of jobs.
+    """
+
+    def one(value: Any) -> Any:
+        try:
+            return kind(value) if not isinstance(value, bool) else _bad(value)
+        except (TypeError, ValueError, OverflowError):
+            return _bad(value)
+
+    def _bad(value: Any) -> Any:
+        raise _Refused(f"{kind.__name__}() of {value!r} is no number")
+
+    def cast(args: list[Any], keywords: dict[str, Any]) -> Any:
+        if keywords or len(args) != 1:
+            raise _Refused(f"{kind.__name__}() takes one value or sweep")
+        (arg,) = args
+        if not isinstance(arg, _Sweep):
+            return one(arg)
+        value = dict(arg.value)
+        for key in ("low", "high"):
+            if key in value:
+                value[key] = one(value[key])
+        if isinstance(value.get("values"), list):
+            value["values"] = [one(v) for v in value["values"]]
+        return replace(arg, value=value)
+
+    return cast
+
+
 _FUNCTIONS = {
     "choice": _choice,
     "range": _range,
     "interval": _interval,
     "tag": _tag,
     "shuffle": _shuffle,
+    "int": _cast(int),
+    "float": _cast(float),
 }
 
 
