@@ -998,3 +998,15 @@ def test_a_stdout_that_cannot_show_a_character_gets_it_escaped_not_a_crash():
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert b"cifar10-resnet18-sweep (policy: vision \\u2190 default)" in proc.stdout
+
+
+def test_check_of_a_kubernetes_job_says_kueue_judges_it(tmp_path, capsys):
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: sample-job}\n"
+        "spec: {template: {spec: {containers: [{name: c, image: busybox}]}}}\n"
+    )
+    assert main(["check", str(job), "--policy-dir", "policies", "-q"]) == 3
+    out = capsys.readouterr().out
+    assert f"{job}:2:7: Job (batch/v1) is a Kubernetes object, not an experiment spec" in out
+    assert "did you mean" not in out

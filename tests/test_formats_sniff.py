@@ -110,3 +110,22 @@ def test_a_katib_experiment_with_top_level_sweep_keys_stays_katib(tmp_path, caps
     code, result = check(tmp_path, capsys, text)
     assert result["imported"]["format"] == "Katib Experiment", result["errors"]
     assert code == 0 and result["estimate"]["worst"]["trials"] == 7
+
+
+@pytest.mark.parametrize(
+    ("api", "kind", "said"),
+    [
+        ("batch/v1", "Job", "Job (batch/v1)"),
+        ("v1", "Pod", "Pod (v1)"),
+        ("ray.io/v1", "RayJob", "RayJob (ray.io/v1)"),
+        ("jobset.x-k8s.io/v1alpha2", "JobSet", "JobSet (jobset.x-k8s.io/v1alpha2)"),
+        ("budget-gate/v2", "Experiment", None),  # a spec of a mistyped version
+        ("v1", "Experiment", None),
+    ],
+)
+def test_a_kubernetes_object_given_as_a_spec_is_named_so(api, kind, said) -> None:
+    """A Kueue sample Job checked as a spec got budget-gate's schema errors ("did you mean
+    'budget-gate/v1'?"): it is judged when Kueue admits it."""
+    from gate.formats import kubernetes_object
+
+    assert kubernetes_object({"apiVersion": api, "kind": kind}) == said

@@ -33,7 +33,7 @@ from gate.evaluation.reading import (
     refuse_spec_named_folders,
 )
 from gate.evaluation.report import SpecResult
-from gate.formats import Format, sniff
+from gate.formats import Format, kubernetes_object, sniff
 from gate.policy.findings import Finding, Outcome
 from gate.policy.loader import LoadedPolicy, PolicySet
 from gate.policy.model import Policy, Severity
@@ -163,6 +163,14 @@ class Evaluator:
             if fmt is not Format.BUDGET_GATE:
                 imported = self.import_doc(doc, fmt, launch or {})
                 doc = imported.doc
+            elif (found := kubernetes_object(doc.data)) is not None:
+                raise InputError(
+                    f"{found} is a Kubernetes object, not an experiment spec: Kueue's admission "
+                    "check judges it when it is submitted",
+                    location=doc.source_map.locate(("kind",)),
+                    hint="name its spec in the pod template's budget-gate/spec annotation for "
+                    "budget-gate serve kueue-admission (docs/kueue.md), and check that spec",
+                )
             spec = parsed if parsed is not None and imported is None else parse_spec(doc)
         except (InputError, InputErrors) as exc:
             return Evaluation(invalid_result(spec_file, exc, fmt))

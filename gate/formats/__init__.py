@@ -60,6 +60,23 @@ def sniff(data: Mapping[str, Any]) -> Format:
     return Format.BUDGET_GATE
 
 
+_KUBERNETES_API = re.compile(r"(?:[a-z0-9.-]+\.[a-z]+/)?v\d+(?:(?:alpha|beta)\d+)?|[a-z]+/v\d+")
+"""``batch/v1``, ``v1``, ``ray.io/v1``, ``jobset.x-k8s.io/v1alpha2``: a Kubernetes object's."""
+
+
+def kubernetes_object(data: Mapping[str, Any]) -> str | None:
+    """``Job (batch/v1)`` for a Kubernetes object given as a spec (Kueue judges those), else None.
+
+    A Katib Experiment is read as one; a budget-gate document of another version is not this.
+    """
+    api, kind = data.get("apiVersion"), data.get("kind")
+    if not isinstance(api, str) or not isinstance(kind, str) or api.startswith("budget-gate/"):
+        return None
+    if kind in ("Experiment", "Policy"):  # NOTE: budget-gate's own kinds, a version mistyped
+        return None
+    return f"{kind} ({api})" if _KUBERNETES_API.fullmatch(api) else None
+
+
 def _is_hydra(data: Mapping[str, Any]) -> bool:
     """A Hydra config: a top-level ``hydra`` key, or a defaults list naming a hydra/ group.
 
