@@ -27,6 +27,7 @@ from gate.ci.judging import approval_record, revocation_record
 from gate.ci.policy_change import log_lines
 from gate.ci.policy_change import render as render_policy_change
 from gate.ci.publish import publish
+from gate.ci.scope import Outside
 from gate.commands.common import ledger_view, make_report, print_errors, utc_now
 from gate.commands.output import append_step_summary, write_atomically, write_stdout
 from gate.commands.records import signer_for
@@ -45,7 +46,7 @@ from gate.ledger.signing import CI_PRINCIPAL, Signer
 from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
 from gate.policy.verdict import FailOn, exit_code
-from gate.reporters import load_reporter
+from gate.reporters import indented_json, load_reporter
 from gate.reporters.github import command, message_command
 from gate.reporters.markdown import COMMENT_LIMIT
 
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
             _context(args, env, settings, prepared),
             prepared.diffs,
         )
-        _write_local(report, env, args.report_json)
+        _write_local(report, env, args.report_json, prepared.outside_read)
         _log_policy_change(prepared, env)
         _log_outside(prepared)
         try:
@@ -195,8 +196,15 @@ def _context(
     )
 
 
-def _write_local(report: Report, env: Mapping[str, str], report_json: str | None) -> None:
-    """Annotations on stdout, the job summary, the JSON report file and the step outputs."""
+def _write_local(
+    report: Report, env: Mapping[str, str], report_json: str | None, outside: Outside
+) -> None:
+    """Annotations on stdout, the job summary, the JSON report file and the step outputs.
+
+    The JSON report also lists the changed spec files the ``specs`` globs leave out
+    (``unjudged``): a step that reads it learns what this run did not judge, as the
+    comment says.
+    """
     print_errors(list(report.results))
     write_stdout(load_reporter("github").render(report))
     sys.stdout.flush()
@@ -204,7 +212,13 @@ def _write_local(report: Report, env: Mapping[str, str], report_json: str | None
     path = report_json or os.path.join(
         env.get("RUNNER_TEMP") or tempfile.gettempdir(), "budget-gate-report.json"
     )
-    write_atomically(path, load_reporter("json").render(report))
+    document = json.loads(load_reporter("json").render(report))
+    document["unjudged"] = {
+        "specs": list(outside.specs),
+        "unread": [{"file": file, "why": why} for file, why in outside.unread],
+        "not_read": list(outside.unchecked),
+    }
+    write_atomically(path, indented_json.dumps(document) + "\n")
     target = env.get("GITHUB_OUTPUT")
     if target:
         lines = "".join(f"{k}={v}\n" for k, v in outputs(report, os.path.abspath(path)).items())

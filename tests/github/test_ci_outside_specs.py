@@ -57,6 +57,9 @@ def test_a_spec_is_found_by_parsing_it_however_it_is_spelled(story: PullRequestS
     assert sorted(line.split("file=", 1)[1].split(",", 1)[0] for line in warned) == sorted(
         SPELLINGS
     )
+    unjudged = ran.report["unjudged"]  # the JSON report a later step reads says it too
+    assert sorted(unjudged["specs"]) == sorted(SPELLINGS)
+    assert unjudged["unread"] == [] and unjudged["not_read"] == []
 
 
 def test_a_file_that_cannot_be_read_is_said_to_be_unread(story: PullRequestStory) -> None:
@@ -80,6 +83,9 @@ def test_a_file_that_cannot_be_read_is_said_to_be_unread(story: PullRequestStory
     assert any(
         "vendor/module.yaml is outside the specs globs and was not read" in w for w in warnings
     )
+    unjudged = ran.report["unjudged"]
+    assert unjudged["specs"] == ["configs/plain.yaml"]
+    assert [u["file"] for u in unjudged["unread"]] == ["configs/link.yaml", "vendor/module.yaml"]
 
 
 def test_past_the_cap_the_files_not_read_are_named(story: PullRequestStory) -> None:
@@ -101,6 +107,7 @@ def test_past_the_cap_the_files_not_read_are_named(story: PullRequestStory) -> N
     (warning,) = [line for line in ran.stdout.splitlines() if "were not read" in line]
     assert "2 changed spec files outside the specs globs were not read" in warning
     assert warning.endswith("docs/z-last.yaml, configs/z-spec.yaml")
+    assert ran.report["unjudged"]["not_read"] == ["docs/z-last.yaml", "configs/z-spec.yaml"]
 
 
 def test_a_flood_of_long_outside_paths_never_keeps_a_withdrawn_approval_green(story) -> None:
