@@ -512,6 +512,8 @@ def test_prices_table(capsys):
     out = capsys.readouterr().out
     assert "H100         aws        8.4280  3.3214" in out and "SkyPilot" in out
     assert main(["prices", "H1000"]) == 3
+    assert main(["prices", "h100"]) == 3  # the table is the catalog's names: it says which
+    assert "unknown accelerator 'h100' — did you mean 'H100'?" in capsys.readouterr().err
 
 
 def test_the_console_script_runs_in_a_fresh_process():

@@ -16,9 +16,13 @@ def run(args: argparse.Namespace) -> int:
     names = catalog.accelerators
     if args.accelerator:
         if args.accelerator not in catalog.prices:
+            from gate.estimate.prices import closest_accelerator
+
+            close = closest_accelerator(args.accelerator, names)
+            known = f"known accelerators: {', '.join(names)}"
             raise InputError(
                 f"unknown accelerator {args.accelerator!r}",
-                hint=f"known accelerators: {', '.join(names)}",
+                hint=f"did you mean {close!r}? ({known})" if close else known,
             )
         names = [args.accelerator]
     rows = [("accelerator", "cloud", "on-demand", "spot")]
