@@ -1080,3 +1080,14 @@ def test_a_skypilot_accelerator_in_another_case_is_the_catalogs(tmp_path, capsys
     code, result = check(tmp_path, capsys, task.replace("{L4, A10g}", "h100:8"), "task.yaml")
     assert code != INVALID, result["errors"]
     assert field(result, "resources.accelerator")["value"] == "H100"
+
+
+def test_a_script_piped_into_a_shell_is_refused_in_words_that_say_so(tmp_path, capsys) -> None:
+    """``curl … | sh`` runs what the file does not show; the message said "a script that also
+    runs `sh, running a script …`, which may run it a number of times" of no loop at all."""
+    installer = "curl -LsSf https://astral.sh/uv/install.sh | sh\npython train.py --epochs 3"
+    code, result = _sky(tmp_path, capsys, installer)
+    assert code == INVALID
+    message = only_error(result)["message"]
+    assert message.startswith("`sh` in run runs a script the file does not show (read from a pipe")
+    assert "a number of times" not in message

@@ -145,9 +145,21 @@ _COMMENT = re.compile(r"(?:^|(?<=\s))#.*$")
 """A ``#`` that starts a word, and the rest of its line: a comment, as a shell reads it."""
 
 
+_HIDDEN_SAID = ", running a script the file does not show"
+
+
 def _repeated(
     repeater: str, trains: str, path: DataPath, where: str, locate: Callable[..., Location | None]
 ) -> InputError:
+    if repeater.endswith(_HIDDEN_SAID):  # NOTE: no loop: a script from elsewhere
+        shell = repeater.removesuffix(_HIDDEN_SAID)
+        return InputError(
+            f"`{shell}` in {where} runs a script the file does not show (read from a pipe, "
+            "stdin, `<(...)` or a command's output): what it runs, and how often, is not in "
+            "the file",
+            location=locate(path),
+            hint="write its commands in the file itself",
+        )
     return InputError(
         f"{trains} in {where}, a script that also runs `{repeater}`, which may run it a number "
         "of times the file does not show: the epochs a trial trains are not in the file",
@@ -211,7 +223,7 @@ def _shell_runs(name: str, words: Words, repeat: str | None, depth: int) -> Iter
     command, path = tuple(word for word, _ in words), words[0][1]
     script = shell_script(name, list(command[1:]))
     if script == HIDDEN or (script and script.lstrip().startswith(("$", "`"))):
-        yield _Run(command, f"{name}, running a script the file does not show", path)
+        yield _Run(command, f"{name}{_HIDDEN_SAID}", path)
         return
     if script:
         at = next((p for w, p in words[1:] if w == script), path)
