@@ -7,7 +7,7 @@ own price per accelerator and capacity, and a currency with an exchange rate fro
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
@@ -192,8 +192,15 @@ def _convert(
 
 def closest_accelerator(name: str, known: list[str]) -> str | None:
     """The known name ``name`` most likely means: the same in another case, else a close one."""
-    lower = {k.lower(): k for k in known}
-    return lower.get(name.lower()) or closest(name, known)
+    return same_in_any_case(name, known) or closest(name, known)
+
+
+def same_in_any_case(name: str, known: Iterable[str]) -> str | None:
+    """The known name that is ``name`` in some case (``a10g``: ``A10G``), itself first."""
+    known = list(known)
+    if name in known:
+        return name
+    return next((k for k in known if k.lower() == name.lower()), None)
 
 
 def _known_hint(name: str, known: list[str]) -> str:

@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from gate.errors import InputError
-from gate.estimate.prices import Catalog, quote
+from gate.estimate.prices import Catalog, quote, same_in_any_case
 from gate.policy.findings import Edit, Finding
 from gate.policy.rules import missing_labels, no_quality_gate, spot_without_checkpoints
 from gate.spec.loader import DataPath, LoadedDoc
@@ -59,12 +59,9 @@ def import_doc(
                 return None
             return found.per_gpu_hour
 
-        known = [*catalog.accelerators, *policy.prices.overrides]
-
         def canonical(accelerator: str) -> str:
-            if accelerator in known:
-                return accelerator
-            return {k.lower(): k for k in known}.get(accelerator.lower(), accelerator)
+            known = [*catalog.accelerators, *policy.prices.overrides]
+            return same_in_any_case(accelerator, known) or accelerator
 
         return Team(
             defaults=policy.defaults,

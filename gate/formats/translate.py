@@ -111,13 +111,12 @@ def _catalog_names(mapped: Mapped, draft: Draft, canonical: Callable[[str], str]
 
     ``draft``'s accelerator is renamed in place; each renaming is a note.
     """
-    renamed = {c[0]: canonical(c[0]) for c in mapped.candidates if canonical(c[0]) != c[0]}
     key = ("resources", "accelerator")
-    if key in draft and isinstance(draft[key].value, str):
-        name = draft[key].value
-        if canonical(name) != name:
-            renamed[name] = canonical(name)
-            draft[key] = replace(draft[key], value=renamed[name])
+    priced = draft[key].value if key in draft and isinstance(draft[key].value, str) else None
+    names = dict.fromkeys([*(c[0] for c in mapped.candidates), *([priced] if priced else [])])
+    renamed = {name: canonical(name) for name in names if canonical(name) != name}
+    if priced in renamed:
+        draft[key] = replace(draft[key], value=renamed[priced])
     said = [f"accelerator {a} read as {b}, as SkyPilot reads it" for a, b in renamed.items()]
     candidates = tuple(
         (renamed.get(name, name), count, spot, at) for name, count, spot, at in mapped.candidates
