@@ -48,6 +48,7 @@ from gate.policy.findings import Outcome
 from gate.policy.verdict import FailOn, exit_code
 from gate.reporters import indented_json, load_reporter
 from gate.reporters.github import command, message_command
+from gate.reporters.json import JsonReporter
 from gate.reporters.markdown import COMMENT_LIMIT
 
 DEFAULT_SPECS = "experiments/**"
@@ -212,7 +213,7 @@ def _write_local(
     path = report_json or os.path.join(
         env.get("RUNNER_TEMP") or tempfile.gettempdir(), "budget-gate-report.json"
     )
-    document = json.loads(load_reporter("json").render(report))
+    document = JsonReporter().document(report)
     document["unjudged"] = {
         "specs": list(outside.specs),
         "unread": [{"file": file, "why": why} for file, why in outside.unread],

@@ -31,8 +31,12 @@ class JsonReporter:
 
     def render(self, report: Report) -> str:
         """Render the report as indented JSON with a trailing newline."""
+        return indented_json.dumps(self.document(report)) + "\n"
+
+    def document(self, report: Report) -> dict[str, Any]:
+        """The report's JSON document, for a caller that adds its own keys (``budget-gate ci``)."""
         fired = set(report.fired)
-        document = {
+        return {
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "budget-gate", "version": report.version},
             "outcome": report.outcome.value,
@@ -51,7 +55,6 @@ class JsonReporter:
                 if rule_id in fired
             },
         }
-        return indented_json.dumps(document) + "\n"
 
 
 def render_result(result: SpecResult) -> str:
