@@ -23,6 +23,7 @@ _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _BACKSLASHED = frozenset("\\`*_[]|~$#")
 _MENTION = "@&#8203;"
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_NO_BIDI = dict.fromkeys(map(ord, _BIDI), "\ufffd")
 _WWW = re.compile(r"(?i)(www)\.")
 _URL_SAFE = ":/?#[]@!$&'*+,;=%-._~"
 
@@ -47,6 +48,15 @@ def _escape_char(ch: str) -> str:
     if ch in "\u2028\u2029" or unicodedata.category(ch) == "Cc":
         return " "
     return ch
+
+
+def without_bidi(value: str) -> str:
+    """``value`` with its bidirectional overrides as U+FFFD: shown as written, never reversed.
+
+    For the formats that escape their own way (the HTML page, the SVG charts) but must not
+    let a spec's label reorder what a reader sees around it.
+    """
+    return value.translate(_NO_BIDI)
 
 
 def code(value: str, *, in_table: bool = False) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from gate.errors import MissingExtra
 from gate.report.model import MonthReport
+from gate.reporters.markup import without_bidi
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -74,6 +75,8 @@ def _svg(figure: Figure) -> str:
 
 
 def _short(text: str) -> str:
+    """A label cut to fit, its bidirectional overrides shown as U+FFFD (not reversing it)."""
+    text = without_bidi(text)
     return text if len(text) <= _LABEL else text[: _LABEL - 1] + "…"
 
 

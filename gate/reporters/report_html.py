@@ -3,14 +3,16 @@
 The page opens from disk with no network: styles are inline, the charts are SVG drawn by
 matplotlib (:mod:`gate.reporters.report_charts`) and embedded, there is no script, and a
 Content-Security-Policy of ``default-src 'none'`` forbids the browser to fetch anything
-should something slip in. Every string from a spec, a tag or a record is HTML-escaped.
+should something slip in. Every string from a spec, a tag or a record is HTML-escaped, its
+bidirectional overrides shown as U+FFFD.
 """
 
 from __future__ import annotations
 
-from html import escape
+from html import escape as _escape
 
 from gate.report.model import MonthReport
+from gate.reporters.markup import without_bidi
 from gate.reporters.report_charts import charts
 from gate.reporters.report_tables import Table, headline, note_lines, tables
 
@@ -58,6 +60,11 @@ def render(report: MonthReport) -> str:
         f"<title>budget-gate report {escape(str(report.period))}</title>"
         f"<style>{_CSS}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n"
     )
+
+
+def escape(value: str) -> str:
+    """HTML text that shows as written: escaped, and no bidirectional override kept."""
+    return _escape(without_bidi(value))
 
 
 def _table(table: Table) -> str:

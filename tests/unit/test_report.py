@@ -155,7 +155,7 @@ def test_a_run_without_a_plan_is_counted_not_priced():
     assert runs.experiments == []
 
 
-HOSTILE = "$\\frac{$ <img src=x onerror=alert(1)> @org/team [x](http://evil) | *"
+HOSTILE = "$\\frac{$ <img src=x onerror=alert(1)> @org/team [x](http://evil) | * \u202egnp.exe"
 
 
 def test_markdown_and_html_escape_what_specs_and_records_say():
@@ -174,6 +174,8 @@ def test_markdown_and_html_escape_what_specs_and_records_say():
     page = html(report)
     assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert "<script" not in page
+    for text in (md, page):  # a right-to-left override would show the label reversed
+        assert "\u202e" not in text and "\ufffdgnp.exe" in text
 
 
 def test_report_formats_import_no_mlflow_and_matplotlib_only_to_draw():
