@@ -7,6 +7,7 @@ real MLflow server with approvals recorded by the real ``budget-gate approve``.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import hashlib
 import json
@@ -671,8 +672,47 @@ def test_a_kubeflow_job_written_as_upstream_writes_it_is_admitted(repo, kube):
     job, pod_sets = objects.pytorch_job("upstream", spec=spec, workers=0)
     for pod_set in pod_sets:
         del pod_set["template"]["spec"]["restartPolicy"]
-    kube.add(objects.workload_for(job, pod_sets))
+    submit(kube, (job, pod_sets))  # its replica specs are read: OnFailure
     assert only(controller(repo, kube).sync()).state == "Ready"
+
+
+@pytest.mark.parametrize("replica", ["Worker", "Launcher"])
+def test_a_kubeflow_gpu_replica_that_restarts_after_every_exit_is_rejected(repo, kube, replica):
+    """``restartPolicy: Always`` on a replica spec (which the operator writes into its pods
+    over the template's) reruns the training after it ends well: the job never ends. A
+    replica the Workload has no pod set for (``Launcher`` here) is taken to hold GPUs."""
+    spec = write_spec(repo, trials=2)
+    job, pod_sets = objects.pytorch_job("forever", spec=spec, workers=1)
+    replicas = job["spec"]["pytorchReplicaSpecs"]
+    replicas.setdefault(replica, copy.deepcopy(replicas["Worker"]))["restartPolicy"] = "Always"
+    workload = submit(kube, (job, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    assert kube.check(workload)["message"] == (
+        f"budget-gate: workload ml/{workload['metadata']['name']}: its PyTorchJob forever "
+        f"restarts the pods of its replica {replica} after every exit (pytorchReplicaSpecs."
+        f"{replica}.restartPolicy Always), so their training runs again and again and the job "
+        "never ends, which no spec prices — set restartPolicy: OnFailure (or Never, ExitCode) "
+        "on the replica"
+    )
+
+
+def test_a_kubeflow_replica_without_gpus_may_restart_always(repo, kube):
+    spec = write_spec(repo, trials=2)
+    job, pod_sets = objects.pytorch_job("cpu-sidecar", spec=spec, workers=1)
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] = "Always"
+    for limits in (c["resources"]["limits"] for c in pod_sets[1]["template"]["spec"]["containers"]):
+        limits.pop("nvidia.com/gpu")
+    submit(kube, (job, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Ready"
+
+
+def test_a_kubeflow_job_the_role_may_not_read_is_rejected(repo, kube):
+    spec = write_spec(repo, trials=2)
+    workload = submit(kube, objects.pytorch_job("old-role", spec=spec, workers=0))
+    kube.rules = [r for r in kube.rules if "pytorchjobs" not in r["resources"]]
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    message = kube.check(workload)["message"]
+    assert "its PyTorchJob old-role cannot be read for its replicas' restartPolicy (" in message
 
 
 def test_a_job_the_role_may_not_read_is_rejected_with_the_role_to_grant(repo, kube):

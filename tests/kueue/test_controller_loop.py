@@ -210,6 +210,16 @@ def test_serve_without_the_kubernetes_client_says_which_extra_to_install():
     assert proc.stderr.endswith(" — pip install 'budget-gate[kueue]'\n")
 
 
+KUBEFLOW_REPLICAS = {
+    "PyTorchJob": "pytorchReplicaSpecs",
+    "TFJob": "tfReplicaSpecs",
+    "XGBoostJob": "xgbReplicaSpecs",
+    "PaddleJob": "paddleReplicaSpecs",
+    "JAXJob": "jaxReplicaSpecs",
+    "MPIJob": "mpiReplicaSpecs",
+}
+
+
 def test_every_rule_of_the_cluster_role_is_needed(repo, kube):
     """With the shipped rules the flows above work; without any one of them, one breaks."""
     spec = write_spec(repo, trials=2)
@@ -228,9 +238,15 @@ def test_every_rule_of_the_cluster_role_is_needed(repo, kube):
     kube.add(objects.workload_for(spark, objects.batch_job("sp-pods")[1]))
     submit(kube, objects.batch_job("bj", spec=spec))  # its completions are read
     submit(kube, objects.jobset("js", spec=spec, replicated=(("workers", 1, 2, 4),)))
+    for kind, replicas in KUBEFLOW_REPLICAS.items():  # their replicas' restartPolicy is read
+        job, pod_sets = objects.pytorch_job(kind.lower(), spec=spec, workers=0)
+        job["kind"] = kind
+        job["spec"][replicas] = job["spec"].pop("pytorchReplicaSpecs")
+        kube.add_other(job, kind.lower() + "s")
+        kube.add(objects.workload_for(job, pod_sets))
     grants = [(i, res, verb) for i, r in enumerate(rules) for res in r["resources"]
               for verb in r["verbs"]]  # fmt: skip
-    assert len(grants) == 11
+    assert len(grants) == 17
     spared = [grant for grant in grants if not _forbidden(repo, kube, _without(rules, *grant))]
     assert spared == []
     kube.rules = rules

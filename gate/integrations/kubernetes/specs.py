@@ -24,6 +24,13 @@ RERUN_KINDS = {"Job": "batch", "JobSet": "jobset.x-k8s.io"}
 """Job kinds whose pods may run again one after another (``completions`` over
 ``parallelism``), which the Workload does not show: Kueue counts only the pods at once."""
 
+KUBEFLOW_JOBS = dict.fromkeys(
+    ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"), "kubeflow.org"
+)
+"""Kubeflow job kinds: each replica's ``restartPolicy`` is on its replica spec
+(``spec.pytorchReplicaSpecs.Worker.restartPolicy``), which the operator writes into the pods
+over the template's, and which the Workload does not show."""
+
 ENDS_ITS_PODS = {"RayJob": "ray.io"}
 """Owners whose ``restartPolicy: Always`` pods end with the job (KubeRay's Ray pods)."""
 
@@ -39,8 +46,7 @@ HOLDS_ITS_PODS = {
 pod that ends, whatever the pods' ``restartPolicy``: no spec prices that."""
 
 POLICY_ELSEWHERE = {
-    **dict.fromkeys(("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"),
-                    "kubeflow.org"),
+    **KUBEFLOW_JOBS,
     "TrainJob": "trainer.kubeflow.org",
     "SparkApplication": "sparkoperator.k8s.io",
     "Job": "batch",
@@ -96,6 +102,9 @@ def reruns(api: KueueApi, workload: Workload, owners: OwnerCache) -> str | None:
     again = next(filter(None, (_restarts(ps, owner) for ps in workload.pod_sets)), None)
     if again is not None:
         return f"workload {workload.key}: {again}"
+    if owner is not None and _owned_by(owner, KUBEFLOW_JOBS):
+        job = _owner(api, workload.namespace, owner, owners, "its replicas' restartPolicy")
+        return _replica_restarts(workload, owner, job)
     if owner is None or RERUN_KINDS.get(owner.kind) != owner.api_version.split("/")[0]:
         return None
     found = _owner(api, workload.namespace, owner, owners, "how often it runs its pods")
@@ -112,6 +121,33 @@ def reruns(api: KueueApi, workload: Workload, owners: OwnerCache) -> str | None:
                 "shows only those at once — make completions equal parallelism, and run "
                 "the repeats as the trials of the spec's search"
             )
+    return None
+
+
+def _replica_restarts(workload: Workload, owner: Owner, job: Any) -> str | None:
+    """Why a Kubeflow job's GPU replica restarts after every exit, or ``None``.
+
+    ``restartPolicy: Always`` on a replica spec restarts its pods' training after it ends
+    well too, so the job never ends. A replica whose pod set the Workload does not name is
+    taken to hold GPUs: what it holds is not known.
+    """
+    spec = (job or {}).get("spec") or {}
+    named = {pod_set.name for pod_set in workload.pod_sets}
+    with_gpus = {pod_set.name for pod_set in workload.pod_sets if pod_set.gpu_resources}
+    for key, replicas in spec.items():
+        if not str(key).endswith("ReplicaSpecs") or not isinstance(replicas, dict):
+            continue
+        for kind, replica in replicas.items():
+            pod_set = str(kind).lower()  # Kueue names a replica's pod set so
+            always = isinstance(replica, dict) and replica.get("restartPolicy") == "Always"
+            if always and (pod_set in with_gpus or pod_set not in named):
+                return (
+                    f"workload {workload.key}: its {owner.kind} {owner.name} restarts the pods "
+                    f"of its replica {kind} after every exit ({key}.{kind}.restartPolicy "
+                    "Always), so their training runs again and again and the job never ends, "
+                    "which no spec prices — set restartPolicy: OnFailure (or Never, ExitCode) "
+                    "on the replica"
+                )
     return None
 
 
