@@ -696,6 +696,53 @@ def test_a_kubeflow_gpu_replica_that_restarts_after_every_exit_is_rejected(repo,
     )
 
 
+def _wrapped(name: str, components: list[dict], pod_sets: list[dict]) -> tuple[dict, list]:
+    """An AppWrapper holding ``components``, and ``pod_sets`` as Kueue reads them."""
+    meta = {"name": name, "namespace": "ml", "uid": str(uuid.uuid4()),
+            "labels": {objects.QUEUE_LABEL: "gpu"}}  # fmt: skip
+    owner = {
+        "apiVersion": "workload.codeflare.dev/v1beta2",
+        "kind": "AppWrapper",
+        "metadata": meta,
+        "spec": {"components": [{"template": c} for c in components]},
+    }
+    return owner, pod_sets  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("inside", "said"),
+    [
+        ("completions", "holds a Job batch that runs 1000 pods (completions), 1 at a time"),
+        ("replica", "holds a PyTorchJob pt that restarts the pods of its replica Master after"),
+        ("raycluster", "holds a RayCluster #1 that keeps its pods running, each replaced"),
+    ],
+)
+def test_an_appwrapper_is_judged_by_the_components_it_holds(repo, kube, inside, said):
+    """Kueue sees an AppWrapper's pods at once; what its components run again was unread."""
+    spec = write_spec(repo, trials=2)
+    batch, pod_sets = objects.batch_job("batch", spec=spec)
+    components = [batch]
+    if inside == "completions":
+        components = [{**batch, "spec": {**batch["spec"], "completions": 1000}}]
+    elif inside == "replica":
+        job, pod_sets = objects.pytorch_job("pt", spec=spec, workers=0)
+        job["spec"]["pytorchReplicaSpecs"]["Master"]["restartPolicy"] = "Always"
+        components = [job]
+    else:
+        components.append({"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": {}})
+    owner, pod_sets = _wrapped(f"aw-{inside}", components, pod_sets)
+    kube.add_other(owner, "appwrappers")
+    workload = kube.add(objects.workload_for(owner, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    message = kube.check(workload)["message"]
+    assert f"its AppWrapper aw-{inside} {said}" in message, message
+    assert "which no spec prices" in message or "the trials of the spec's search" in message
+    plain, pod_sets = _wrapped("aw-plain", [batch], objects.batch_job("batch", spec=spec)[1])
+    kube.add_other(plain, "appwrappers")
+    kube.add(objects.workload_for(plain, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Ready"
+
+
 def test_a_kubeflow_replica_without_gpus_may_restart_always(repo, kube):
     spec = write_spec(repo, trials=2)
     job, pod_sets = objects.pytorch_job("cpu-sidecar", spec=spec, workers=1)

@@ -244,9 +244,22 @@ def test_every_rule_of_the_cluster_role_is_needed(repo, kube):
         job["spec"][replicas] = job["spec"].pop("pytorchReplicaSpecs")
         kube.add_other(job, kind.lower() + "s")
         kube.add(objects.workload_for(job, pod_sets))
+    wrapper = {
+        "apiVersion": "workload.codeflare.dev/v1beta2",
+        "kind": "AppWrapper",
+        "metadata": {
+            "name": "aw",
+            "namespace": "ml",
+            "uid": "uid-aw",
+            "labels": {objects.QUEUE_LABEL: "gpu"},
+        },
+        "spec": {"components": [{"template": objects.batch_job("in-aw")[0]}]},
+    }
+    kube.add_other(wrapper, "appwrappers")  # its components are read
+    kube.add(objects.workload_for(wrapper, objects.batch_job("aw-pods", spec=spec)[1]))
     grants = [(i, res, verb) for i, r in enumerate(rules) for res in r["resources"]
               for verb in r["verbs"]]  # fmt: skip
-    assert len(grants) == 17
+    assert len(grants) == 18
     spared = [grant for grant in grants if not _forbidden(repo, kube, _without(rules, *grant))]
     assert spared == []
     kube.rules = rules

@@ -8,8 +8,8 @@ pass and judged per Workload, so a launch recorded for one counts against the ne
 ``resync`` seconds it lists everything again, which also makes new AdmissionChecks of ours
 ``Active``. A Workload whose decision waits on the ledger stays
 ``Pending`` and is tried again every ``ledger_retry`` seconds until the ledger answers.
-The spec a Workload names is found by :mod:`~gate.integrations.kubernetes.specs`, and the
-watch that feeds the batches is :mod:`~gate.integrations.kubernetes.watch`.
+See :mod:`~gate.integrations.kubernetes.specs` (the spec a Workload names), ``.reruns``
+(the pods it runs again unseen) and ``.watch`` (the watch that feeds the batches).
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ from gate.integrations.kubernetes.launches import (
     prepare_launch,
     write_batch,
 )
-from gate.integrations.kubernetes.specs import OwnerCache, reruns, spec_named
+from gate.integrations.kubernetes.reruns import reruns
+from gate.integrations.kubernetes.specs import OwnerCache, spec_named
 from gate.integrations.kubernetes.watch import Inbox, by_uid, follow
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger.records import LedgerStore
