@@ -22,16 +22,20 @@ the search), at most once every ``refresh_seconds`` of the injected clock.
 from __future__ import annotations
 
 import bisect
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from numbers import Integral, Real
 
 from gate.estimate.returns import gain, pays
 from gate.guard.limits import Ceiling, GuardLimits
 from gate.guard.model import Action, Decision, Report, StopKind
 
 REFRESH_SECONDS = 60.0
+
+log = logging.getLogger(__name__)
 
 Refresh = Callable[[], "Ceiling | None"]
 """Reads the current ceiling from the ledger; ``None`` when no approval holds any more."""
@@ -57,6 +61,28 @@ class _Curve:
         self.epochs.append(epoch)
         self.best.append(best)
         self.held.append(held)
+
+
+def seconds_held(value: object, trial: str, what: str = "seconds held") -> float:
+    """``value`` as a plain ``float`` of seconds, refused unless a finite number >= 0.
+
+    NOTE: numpy's numbers (a loop that times its epochs with numpy) become floats: kept,
+    their ``repr`` (``np.float64(360.0)``) is no Decimal, and every decision raised.
+
+    Raises:
+        ValueError: NaN, infinite, negative or not a number: a broken timer, which
+            counted as nothing would let the trial spend without limit.
+    """
+    try:
+        seconds = float(value) if isinstance(value, Real) else math.nan
+    except OverflowError:  # an int past a float's range
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise ValueError(
+            f"budget-gate guard: trial {trial} reported {value!r} {what} — "
+            "report the GPU time held so far, a finite number of seconds >= 0"
+        )
+    return seconds
 
 
 class Guard:
@@ -86,6 +112,7 @@ class Guard:
         self._in_a_row = 0
         self._failed = 0
         self._stopped: Decision | None = None
+        self._said_unmonitored = False
 
     def _set_ceiling(self, ceiling: Ceiling) -> None:
         self.ceiling = ceiling
@@ -147,11 +174,7 @@ class Guard:
             ValueError: ``gpu_seconds`` is NaN, infinite or negative: a broken timer, which
                 counted as nothing would let the trial spend without limit.
         """
-        if not (math.isfinite(gpu_seconds) and gpu_seconds >= 0):
-            raise ValueError(
-                f"budget-gate guard: trial {trial} reported {gpu_seconds!r} GPU-seconds — "
-                "report the GPU time held so far, a finite number of seconds >= 0"
-            )
+        gpu_seconds = seconds_held(gpu_seconds, trial, "GPU-seconds")
         key = (trial, attempt)
         before = self._attempts.get(key, 0.0)
         if gpu_seconds > before:
@@ -165,10 +188,11 @@ class Guard:
         search = self.check()
         if search.stop:
             return self._with_trial(search, report)
+        value = self._monitored(report)  # after the spend: a bad report still counts, stops
         capped = self._caps(report)
         if capped is not None:
             return capped
-        flat = self._plateau(report)
+        flat = self._plateau(report, value)
         if flat is not None:
             return flat
         return self._decide(Action.CONTINUE, report)
@@ -253,14 +277,39 @@ class Guard:
             )
         return None
 
-    def _plateau(self, report: Report) -> Decision | None:
+    def _monitored(self, report: Report) -> float | None:
+        """The monitored metric's value, checked with the epoch before the curve holds them.
+
+        NOTE: an epoch that is no number (None, ``'3'``) entered the trial's curve and
+        raised TypeError at that report and every later one.
+
+        Raises:
+            ValueError: the epoch, or the monitored metric, is no number.
+        """
+        epoch, value = report.epoch, report.metrics.get(self.limits.monitor)
+        if not isinstance(epoch, Real) or not (isinstance(epoch, Integral) or math.isfinite(epoch)):
+            raise ValueError(
+                f"budget-gate guard: trial {report.trial} reported epoch {epoch!r} — "
+                "report the epoch as a number"
+            )
+        if value is None:
+            self._unmonitored(report)
+            return None
+        try:
+            return float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(
+                f"budget-gate guard: trial {report.trial} reported {self.limits.monitor} "
+                f"{value!r:.80} at epoch {epoch} — report it as a number"
+            ) from None
+
+    def _plateau(self, report: Report, value: float | None) -> Decision | None:
         limits = self.limits
-        value = report.metrics.get(limits.monitor)
         if value is None:
             return None
         curve = self._curves.setdefault(report.trial, _Curve())
         held = self._attempts.get((report.trial, report.attempt), 0.0)
-        curve.add(report.epoch, float(value), held, limits.mode)
+        curve.add(report.epoch, value, held, limits.mode)
         threshold = limits.threshold
         if threshold is None:
             return None
@@ -284,6 +333,26 @@ class Guard:
             f"{curve.epochs[start]}–{report.epoch}, no more than the {need:.3g} the policy "
             f"accepts ({threshold.describe(limits.currency)}): plateau at epoch "
             f"{curve.epochs[start]}",
+        )
+
+    def _unmonitored(self, report: Report) -> None:
+        """Say once that a report lacks the monitored metric: no plateau can stop its trial.
+
+        NOTE: a metric logged under another name (``loss``, ``val/loss``) turned the plateau
+        rule off without a word.
+        """
+        if self.limits.threshold is None or self._said_unmonitored:
+            return
+        self._said_unmonitored = True
+        log.warning(
+            "budget-gate guard: trial %s reported no %r at epoch %s (it reported %s): the "
+            "plateau rule cannot stop a trial without it; report the metric the spec's "
+            "stopping.early_stopping.monitor names (val_loss where it names none)",
+            report.trial,
+            self.limits.monitor,
+            report.epoch,
+            ", ".join(sorted(repr(k) for k, v in report.metrics.items() if v is not None)[:10])
+            or "no metric",
         )
 
     def _never_finite(self, report: Report, curve: _Curve, start: int) -> Decision | None:

@@ -24,7 +24,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 
-from gate.guard.core import Guard
+from gate.guard.core import Guard, seconds_held
 from gate.guard.marks import RunMarks
 from gate.guard.model import Decision, Report
 from gate.integrations.mlflow.tracking_uri import resolve_tracking_uri
@@ -81,7 +81,7 @@ class LoopGuard:
         is down costs at most the ledger's timeout, is logged once, and raises nothing.
         """
         held = self.held_seconds if held_seconds is None else held_seconds
-        gpu_seconds = held * float(self.guard.limits.gpus)
+        gpu_seconds = seconds_held(held, self.trial) * float(self.guard.limits.gpus)
         decision = self.guard.observe(Report(self.trial, epoch, metrics, gpu_seconds, self.attempt))
         if self._marks is not None and self._run_id is not None:
             cost = self.guard.limits.cost(gpu_seconds)

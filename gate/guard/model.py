@@ -26,6 +26,7 @@ from gate.ledger.tracking import (
 __all__ = [
     "COST_METRIC",
     "GPU_SECONDS_ATTR",
+    "GPU_SECONDS_OF_ATTR",
     "STOPPED_BY",
     "Action",
     "Decision",
@@ -35,6 +36,9 @@ __all__ = [
 
 GPU_SECONDS_ATTR = PREFIX + "gpu_seconds"
 """Where an engine keeps a trial's GPU-seconds held (Optuna trial user attributes)."""
+GPU_SECONDS_OF_ATTR = PREFIX + "gpu_seconds_of"
+"""The number of the Optuna trial whose figure ``GPU_SECONDS_ATTR`` is: a trial Optuna
+retries (``RetryHeartbeatStaleTrialCallback``) starts with a copy of the dead one's."""
 
 
 class Action(str, Enum):

@@ -37,15 +37,16 @@ import logging
 import math
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import optuna
 
-from gate.guard.core import Guard
+from gate.guard.core import Guard, seconds_held
 from gate.guard.marks import RunMarks
-from gate.guard.model import GPU_SECONDS_ATTR, STOPPED_BY, Decision, Report
+from gate.guard.model import GPU_SECONDS_ATTR, GPU_SECONDS_OF_ATTR, STOPPED_BY, Decision, Report
 from gate.integrations.mlflow.tracking_uri import resolve_tracking_uri
 
 if TYPE_CHECKING:
@@ -100,6 +101,8 @@ class OptunaGuard:
         self._lock = threading.RLock()
         """One thread at a time reads the storage into the guard and decides."""
         self._warned = False
+        self._starts: dict[str, float] = {}
+        """Per trial reported without ``held_seconds``: its start on the monotonic clock."""
 
     def report(
         self,
@@ -124,7 +127,7 @@ class OptunaGuard:
         """
         decision = self._report(trial, epoch, metrics, held_seconds, mlflow_run_id)
         if decision.stop and not self._prunes(trial.study):
-            if not self._warned:
+            if not self._warned and not _multi(trial.study):
                 self._warned = True
                 log.warning(
                     "budget-gate guard: the study's pruner is not the guard's, so report() "
@@ -151,7 +154,7 @@ class OptunaGuard:
     def admit(self, trial: Trial) -> None:
         """Call first in the objective: prune a trial that starts after the search stopped."""
         with self._lock:
-            self._sync(trial.study, skip=trial.number)
+            self._sync(_study_of(trial), skip=trial.number)
             decision = self.guard.check()
         if decision.stop_search:
             trial.set_user_attr(STOPPED_BY, decision.tags().get(STOPPED_BY, ""))
@@ -183,21 +186,19 @@ class OptunaGuard:
         mlflow_run_id: str | None,
     ) -> Decision:
         """Count and decide under the lock; the MLflow marks after it, best effort."""
-        if held_seconds is None:
-            held_seconds = (
-                dt.datetime.now() - (trial.datetime_start or dt.datetime.now())
-            ).total_seconds()
-        gpu_seconds = held_seconds * float(self.guard.limits.gpus)
         with self._lock:
-            key = self._sync(trial.study, skip=trial.number).key(trial.number)
-            # NOTE: refuses a broken timer before the storage holds it: stored, every
-            # worker read it back.
+            key = self._sync(_study_of(trial), skip=trial.number).key(trial.number)
+            # NOTE: refuses a broken timer before the storage holds it (stored, every
+            # worker read it back), and stores a plain float (a numpy.float32 is no JSON).
+            gpu_seconds = self._held(trial, key, held_seconds) * float(self.guard.limits.gpus)
             self.guard.record(key, gpu_seconds)
+            if trial.user_attrs.get(GPU_SECONDS_OF_ATTR) != trial.number:
+                trial.set_user_attr(GPU_SECONDS_OF_ATTR, trial.number)  # first: fails closed
             trial.set_user_attr(GPU_SECONDS_ATTR, gpu_seconds)
+            decision = self.guard.observe(Report(key, epoch, metrics, gpu_seconds))  # checks
             value = metrics.get(self.guard.limits.monitor)
-            if value is not None:
+            if value is not None and not _multi(trial.study):
                 trial.report(float(value), epoch)
-            decision = self.guard.observe(Report(key, epoch, metrics, gpu_seconds))
             if decision.stop:
                 for name, text in decision.tags().items():
                     trial.set_user_attr(name, text)
@@ -206,6 +207,21 @@ class OptunaGuard:
             # NOTE: after the stop is on the trial; best effort, bounded, raises nothing.
             marks.write(mlflow_run_id, epoch, self.guard.limits.cost(gpu_seconds), decision)
         return decision
+
+    def _held(self, trial: Trial, key: str, held_seconds: float | None) -> float:
+        """The seconds ``trial`` has held its GPUs: the caller's, else since Optuna started it.
+
+        NOTE: Optuna's start is local wall time, which goes back (summer time ends): now
+        minus it went negative and every report raised. The monotonic clock counts from
+        this guard's first sight of the trial, plus the wall time before it (at least 0).
+        """
+        if held_seconds is not None:
+            return seconds_held(held_seconds, key)
+        now = time.monotonic()
+        if key not in self._starts:
+            wall = dt.datetime.now() - (trial.datetime_start or dt.datetime.now())
+            self._starts[key] = now - max(wall.total_seconds(), 0.0)
+        return now - self._starts[key]
 
     def _sync(self, study: optuna.Study, skip: int | None = None) -> _Study:
         """Count every trial's spend and every finished trial's outcome from the storage.
@@ -266,9 +282,9 @@ class OptunaGuard:
         return label
 
     def _prunes(self, study: optuna.Study) -> bool:
-        """Whether ``study`` prunes through this guard's pruner."""
+        """Whether ``study`` prunes through this guard's pruner (never a multi-objective one)."""
         pruner = study.pruner
-        return isinstance(pruner, GuardPruner) and pruner._guard is self
+        return isinstance(pruner, GuardPruner) and pruner._guard is self and not _multi(study)
 
     def _run_marks(self) -> RunMarks:
         """One writer for every run: an MLflow found down is waited on once, not per trial."""
@@ -285,6 +301,27 @@ def _halt(trial: Trial, decision: Decision) -> NoReturn:
         with contextlib.suppress(RuntimeError):
             trial.study.stop()
     raise optuna.TrialPruned(decision.reason)
+
+
+def _study_of(trial: Trial) -> optuna.Study:
+    """The study ``trial`` belongs to; a ``FixedTrial`` (a retrain) belongs to none."""
+    study = getattr(trial, "study", None)
+    if not isinstance(study, optuna.Study):
+        raise TypeError(
+            f"budget-gate guard: a {type(trial).__name__} belongs to no study, whose storage "
+            "the guard counts: guard a retrain with gate.guard.loop.LoopGuard, or run it as a "
+            "study trial (study.enqueue_trial(params))"
+        )
+    return study
+
+
+def _multi(study: optuna.Study) -> bool:
+    """Whether ``study`` has several objectives.
+
+    NOTE: Optuna refuses ``trial.report`` and ``trial.should_prune`` there
+    (NotImplementedError): the guard's stops are raised, and its curve is its own.
+    """
+    return len(study.directions) > 1
 
 
 def _storage_of(study: optuna.Study) -> object:
@@ -313,6 +350,8 @@ def _charge(trial: FrozenTrial, gpus: float, now: dt.datetime, done: bool) -> fl
     worker that read it.
     """
     stored = trial.user_attrs.get(GPU_SECONDS_ATTR)
+    if trial.user_attrs.get(GPU_SECONDS_OF_ATTR, trial.number) != trial.number:
+        stored = None  # a retry's copy of its dead trial's figure: that one is counted
     figure = _figure(stored)
     broken = stored is not None and figure is None
     if trial.datetime_start is None or not (done or broken):

@@ -37,7 +37,8 @@ group's, as ``tune.with_resources`` asks; a fraction as held) or the spec's
 ``gpus_per_trial``, whichever is more.
 A search resumed with ``Tuner.restore`` carries on from what the guard had counted: Tune
 restores the stopper with the experiment (``tests/test_guard_ray.py`` checks it).
-The epoch is the result's ``epoch``, else ``training_iteration``. The object pickles (Tune
+The epoch is the result's ``epoch``, else ``training_iteration``; metrics are named as Tune
+names them (``val/loss`` for a nested ``{"val": {"loss": ...}}``). The object pickles (Tune
 saves it with the experiment); the guard inside it holds only plain values.
 """
 
@@ -51,6 +52,7 @@ from numbers import Real
 from typing import Any
 
 from ray.tune import Callback, Stopper
+from ray.tune.utils import flatten_dict
 
 from gate.guard.core import Guard
 from gate.guard.model import Decision, Report
@@ -88,7 +90,11 @@ class RayGuard(Stopper, Callback):
         claimed = self._claimed(trial_id, attempt, result)
         held = max(claimed, self._measure(trial_id, attempt))
         epoch = _epoch(result)
-        metrics = {k: v for k, v in result.items() if isinstance(v, (int, float))}
+        # NOTE: named as Tune names them (``val/loss`` for ``{"val": {"loss": ...}}``), and
+        # numbers.Real, not (int, float): a nested or numpy.float32 metric was left out, and
+        # the plateau rule never saw it.
+        flat = flatten_dict(result)
+        metrics: dict[str, Any] = {k: v for k, v in flat.items() if isinstance(v, Real)}
         gpu_seconds = held * self._gpus_of(trial_id)
         decision = self.guard.observe(Report(trial_id, epoch, metrics, gpu_seconds, attempt))
         if decision.stop:
