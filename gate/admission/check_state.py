@@ -266,6 +266,11 @@ def seconds_until(moment: dt.datetime, now: dt.datetime) -> int:
     return max(0, int((moment - now.replace(microsecond=0)).total_seconds()))
 
 
+def rejection(message: str) -> Decision:
+    """A Workload rejected for ``message``, said as every rejection is (one line, capped)."""
+    return _say(State.REJECTED, message)
+
+
 def _say(state: State, message: str, requeue_after: int | None = None) -> Decision:
     return Decision(state, _line(message), requeue_after)
 

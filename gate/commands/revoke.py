@@ -33,7 +33,14 @@ def run(args: argparse.Namespace) -> int:
     # NOTE: judged as every reader judges (a revocation counts only from one who may
     # revoke): an ignored one, say a listed launcher's, must not stop the approver's own.
     records = view.records(LedgerQuery(fingerprint=need.fingerprint))
-    live = live_approvals(records, now, (need.approvers, need.owner))
+    # NOTE: an approval covers one path; a copy of the spec at another path revokes its own
+    # approvals only, never the original's (same version, another path).
+    path = draft.evaluation.path
+    live = [
+        a
+        for a in live_approvals(records, now, (need.approvers, need.owner))
+        if not path or a.spec == path
+    ]
     if not live:
         raise InputError(
             f"{args.spec}: no approval of this version ({short(need.fingerprint)}) to revoke",

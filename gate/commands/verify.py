@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import uuid
@@ -20,6 +21,7 @@ from gate.errors import one_line
 from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key, launch_or_join
 from gate.integrations.git.repo import RepoPaths
 from gate.integrations.signing import SIGNER_ENV
+from gate.launch import ledger_uri
 from gate.ledger.approvals import JOIN_WITHIN
 from gate.ledger.records import LedgerRecord, when
 from gate.policy.findings import Outcome
@@ -36,11 +38,14 @@ def run(args: argparse.Namespace) -> int:
     _, now = as_of(args)
     judge_only = args.dry_run or args.as_of is not None  # a past moment launches nothing
     key = _launch_key(args.launch_key)
-    view = ledger_view(args, now, approvals=True)
-    evaluator = make_evaluator(args, ledger=view)
-    evaluator = evaluator.with_launch_key(key)
+    evaluator = make_evaluator(args)
     assert isinstance(evaluator.repo_path, RepoPaths)  # make_evaluator's: the policies' root
-    check_launched(args.spec, evaluator.repo_path.root)
+    root = evaluator.repo_path.root
+    check_launched(args.spec, root)
+    given = args.policy_dir is not None
+    args.tracking_uri = ledger_uri(args.tracking_uri, root, policy_dir_given=given)
+    view = ledger_view(args, now, approvals=True)
+    evaluator = dataclasses.replace(evaluator, ledger=view).with_launch_key(key)
     evaluation = evaluator.evaluate_spec(args.spec)
     result = evaluation.result
     if args.format != "text":  # NOTE: the text report carries them at column 1 already

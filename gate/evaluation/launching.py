@@ -13,14 +13,16 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
+from decimal import Decimal
 
 from gate.errors import ApprovalRequired, InputError
 from gate.evaluation.evaluate import Evaluation
-from gate.ledger.approvals import joins, launch_group, launches_of
+from gate.ledger.approvals import commits, joins, launch_group, launches_of
 from gate.ledger.records import LedgerQuery, LedgerRecord, RecordKind
 from gate.ledger.signing import Signer
 from gate.ledger.tracking import COST_CENTER_LABEL
 from gate.ledger.view import LedgerView
+from gate.money import format_money
 from gate.words import counted
 
 LAUNCH_KEY_ENV = "BUDGET_GATE_LAUNCH_KEY"
@@ -73,11 +75,16 @@ def prepare_launch(
 
     Nothing is written: a caller that decides many launches in one pass (the Kueue
     controller) counts each at once and writes them concurrently.
+
+    Raises:
+        gate.errors.ApprovalRequired: the launch the key names committed less than this
+            one's worst case: it is no launch of this one to join.
     """
     result = evaluation.result
     assert result.fingerprint is not None
     for record in view.records(LedgerQuery(fingerprint=result.fingerprint)):
         if record.kind is RecordKind.LAUNCH and joins(record, launch_key, view.now):
+            _refuse_a_cheap_join(evaluation, record)
             return record, False
     approval = result.approval.approval if result.approval else None
     record = launch_record(
@@ -121,6 +128,27 @@ def launch_or_join(
     record = dataclasses.replace(record, run_id=run_id)
     _refuse_a_lost_race(view, evaluation, record)
     return record, True
+
+
+def _refuse_a_cheap_join(evaluation: Evaluation, launch: LedgerRecord) -> None:
+    """Refuse to join a launch that committed less than this launch's worst case.
+
+    NOTE: a launch's worst case is its signer's word, and any listed key signs launches: a
+    launch of the spec at 0 USD written by hand under a key of its own, then joined with
+    that key, ran the search with nothing committed to the month (on every launch path).
+    """
+    result = evaluation.result
+    assert result.estimate is not None
+    worst = result.estimate.worst.cost
+    if commits(launch, worst, result.currency):
+        return
+    committed = format_money(launch.worst_cost or Decimal(0), launch.currency)
+    raise ApprovalRequired(
+        f"{result.file}: launch key {launch.launch_key} names a launch that committed "
+        f"{committed}, below this launch's worst case {format_money(worst, result.currency)}: "
+        "it is no launch of this one to join",
+        reasons=(f"launch with no key (unset {LAUNCH_KEY_ENV}), or with a new one",),
+    )
 
 
 def _refuse_a_lost_race(view: LedgerView, evaluation: Evaluation, launch: LedgerRecord) -> None:

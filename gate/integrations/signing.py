@@ -14,6 +14,7 @@ import contextlib
 import os
 import subprocess
 import tempfile
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,8 +92,27 @@ def signer_from(
     return SshSigner(who, str(path))
 
 
+_written: dict[str, str] = {}
+"""The file each inline key was written to in this process (one per key)."""
+_written_lock = threading.Lock()
+
+
 def _key_file(material: str) -> str:
-    """The inline private key in a file only this user can read, deleted when the process ends."""
+    """The inline private key in a file only this user can read, deleted when the process ends.
+
+    NOTE: one file per key and process: the SkyPilot policy server and the Kueue controller
+    set up their signer for every launch, and each wrote another copy of the private key,
+    kept until the process ended (for ever, if it was killed). A copy removed meanwhile (a
+    temporary-file cleaner) is written again.
+    """
+    with _written_lock:
+        name = _written.get(material)
+        if name is None or not os.path.isfile(name):
+            name = _written[material] = _write_key(material)
+        return name
+
+
+def _write_key(material: str) -> str:
     handle, name = tempfile.mkstemp(prefix="budget-gate-key-")  # created 0600
     try:
         os.write(handle, material.strip().encode("ascii", "replace") + b"\n")

@@ -201,10 +201,12 @@ def stale_reason(
         return f"{what} was revoked ({revocation.summary()}{why})"
     expiry = expires(approval)
     if expiry <= now:
+        named = approval.expires_at
         unset = (
             ""
-            if approval.expires_at
-            else (f" (it names no expiry: an approval holds at most {MAX_EXPIRY.days} days)")
+            if named == expiry
+            else f" (it names {f'expiry {when(named)}' if named else 'no expiry'}: an "
+            f"approval holds at most {MAX_EXPIRY.days} days)"
         )
         return f"{what} expired on {when(expiry)}{unset}"
     if approval.currency != need.currency:
@@ -222,18 +224,19 @@ def stale_reason(
 
 
 def expires(approval: LedgerRecord) -> dt.datetime:
-    """When ``approval`` expires: its ``expires_at``, else :data:`MAX_EXPIRY` after it.
+    """When ``approval`` expires: its ``expires_at``, at most :data:`MAX_EXPIRY` after it.
 
-    NOTE: ``approve`` always sets an expiry, but a v1 record or one written through the
-    store's API may not; nothing outlives the longest expiry ``approve`` allows (the path
-    lookups read back only that far).
+    NOTE: ``approve`` always sets an expiry within a year, but a v1 record or one written
+    through the store's API may set none, or one decades ahead; nothing outlives the
+    longest expiry ``approve`` allows (the path lookups read back only that far).
     """
-    if approval.expires_at is not None:
-        return approval.expires_at
     try:
-        return approval.recorded_at + MAX_EXPIRY
+        longest = approval.recorded_at + MAX_EXPIRY
     except OverflowError:  # recorded near the end of time: it has not expired yet
-        return dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+        longest = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+    if approval.expires_at is not None:
+        return min(approval.expires_at, longest)
+    return longest
 
 
 def explain_changed(records: Iterable[LedgerRecord], fingerprint: str) -> str | None:
@@ -262,16 +265,39 @@ def used_up(
 ) -> str | None:
     """Why ``approval``'s launches are used up, or ``None`` while one is left for this one.
 
-    A launch this one joins (same key, recorded within :data:`JOIN_WITHIN`) is not counted.
+    A launch this one joins (same key, recorded within :data:`JOIN_WITHIN`) is not counted,
+    unless it committed less than this launch's worst case (:func:`commits`).
     """
-    used = [r for r in launches_of(approval, launches) if not joins(r, need.launch_key, now)]
+    used = [
+        r
+        for r in launches_of(approval, launches)
+        if not (joins(r, need.launch_key, now) and commits(r, need.worst_cost, need.currency))
+    ]
     if len(used) < need.launches:
         return None
+    last = used[-1]
+    cheap = ""
+    if joins(last, need.launch_key, now):
+        cheap = (
+            f" (its key {last.launch_key} committed "
+            f"{format_money(last.worst_cost or Decimal(0), last.currency)}, below this "
+            f"launch's worst case {format_money(need.worst_cost, need.currency)}: no join)"
+        )
     return (
         f"{approval.summary()} covers {counted(need.launches, 'launch', 'launches')} "
-        f"(approval.launches) and was used by the launch on {when(used[-1].recorded_at)}: "
-        "approve again to launch again"
+        f"(approval.launches) and was used by the launch on {when(last.recorded_at)}"
+        f"{cheap}: approve again to launch again"
     )
+
+
+def commits(launch: LedgerRecord, worst: Decimal, currency: str) -> bool:
+    """Whether ``launch`` committed at least ``worst``, this launch's, so it may be joined.
+
+    NOTE: a launch's worst case is its signer's word, and any listed key may sign one: a
+    launch of the approval at 0 USD under a key of the launcher's own, then joined with
+    that key, ran the approved search with nothing committed to the month.
+    """
+    return launch.currency == currency and (launch.worst_cost or Decimal(0)) >= worst
 
 
 def launch_group(launch: LedgerRecord) -> str | None:

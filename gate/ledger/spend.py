@@ -18,13 +18,14 @@ Whose reservations are left out (the
 spec being evaluated) and which currency counts are decided only when the totals are read,
 so one state serves every spec of a scope. It encodes to JSON (amounts as exact decimal
 strings) for the ledger's snapshot records. Folding a record twice changes nothing but
-the counts, so a copy of a record (same record id) adds no money.
+the counts, so a copy of a record (same record id, same signed payload) adds no money.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -112,7 +113,7 @@ class Spend:
                 self.launched.add(record.approval)
                 self._release(self.reserved, record.approval)
             if current:
-                self._launch(record, key, order)
+                self._launch(record, _launch_id(record, key), order)
         elif record.kind is RecordKind.RECONCILIATION:
             self._reconcile(record, order, current=current)
 
@@ -249,6 +250,18 @@ def _unlives(rows: list[list[Any]]) -> dict[str, Live]:
         )
         for key, spec, fp, cur, amount, micros, rid, group in rows
     }
+
+
+def _launch_id(record: LedgerRecord, key: str) -> str:
+    """What makes two launch records one: the same id *and* the same signed payload.
+
+    NOTE: a record's id is its writer's to choose; a listed launcher's key signed a launch
+    of 0 USD under the id of a real launch, and the month kept whichever came last. Only a
+    copy (the same payload) is the same launch; another payload under that id is one more.
+    """
+    if record.payload is None:
+        return key
+    return f"{key}#{hashlib.sha256(record.payload.encode()).hexdigest()[:16]}"
 
 
 def _micros(moment: dt.datetime) -> int:

@@ -12,12 +12,15 @@ import datetime as dt
 import hashlib
 import json
 import uuid
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
+from gate.integrations import open_ledger
 from gate.ledger import tracking
-from gate.ledger.records import RecordKind
+from gate.ledger.records import LedgerRecord, RecordKind
+from gate.policy.loader import PolicySet
 from tests.kueue import objects
 from tests.kueue.conftest import (
     LedgerSwitch,
@@ -106,6 +109,25 @@ def test_each_admission_is_a_launch_that_uses_its_approval(repo, kube):
     assert launch.launch_key == f"kueue-{ready.uid}" and launch.worst_cost > 0
     assert "covers 1 launch (approval.launches) and was used by the launch" in refused.message
     assert len([r for r in repo.records(spec) if r.kind is RecordKind.LAUNCH]) == 1
+
+
+def test_a_workload_whose_key_names_a_launch_that_committed_too_little_is_rejected(repo, kube):
+    """A launch of the spec at 0 USD, written by hand under the Workload's own launch key
+    before the check decides, was joined: admitted with nothing committed to the month."""
+    repo.policy(limits=", monthly_budget: 50")  # the spec: 10.32 USD worst case, no approval
+    spec = write_spec(repo, trials=2)
+    workload = submit(kube, objects.batch_job("free", spec=spec))
+    forged = LedgerRecord(
+        kind=RecordKind.LAUNCH, spec=spec, fingerprint=fingerprint_of(repo.root / spec),
+        experiment="free", recorded_at=dt.datetime.now(dt.timezone.utc), currency="USD",
+        worst_cost=Decimal(0), team=repo.name, launch_key=f"kueue-{workload['metadata']['uid']}",
+    )  # fmt: skip
+    open_ledger(repo.uri, PolicySet(repo.policy_dir).trust()).append(forged, None)
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    message = kube.check(workload)["message"]
+    assert "names a launch that committed 0.00 USD, below this launch's worst case" in message
+    launches = [r for r in repo.records(spec) if r.kind is RecordKind.LAUNCH]
+    assert [r.worst_cost for r in launches] == [Decimal(0)]  # nothing joined, nothing written
 
 
 def test_a_pass_records_one_versions_launches_in_one_record_that_counts_each(repo, kube):

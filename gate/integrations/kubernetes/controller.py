@@ -6,10 +6,9 @@ once), however many Workloads share them; a spec named by many Workloads is read
 pass and judged per Workload, so a launch recorded for one counts against the next.
 :meth:`Controller.run` watches Workloads and decides what changed in batches; every
 ``resync`` seconds it lists everything again, which also makes new AdmissionChecks of ours
-``Active``. A Workload whose decision waits on the ledger stays
-``Pending`` and is tried again every ``ledger_retry`` seconds until the ledger answers.
-See :mod:`~gate.integrations.kubernetes.specs` (the spec a Workload names), ``.reruns``
-(the pods it runs again unseen) and ``.watch`` (the watch that feeds the batches).
+``Active``. A Workload whose decision waits on the ledger stays ``Pending`` and is tried
+again every ``ledger_retry`` seconds until the ledger answers.
+See :mod:`~gate.integrations.kubernetes.specs`, ``.reruns`` and ``.watch`` (the batches).
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gate.admission.check_state import Decision, Judged, Options, State, decide
+from gate.admission.check_state import Decision, Judged, Options, State, decide, rejection
 from gate.admission.clearance import Unjudged, judge_spec
 from gate.admission.labels import SPEC_ANNOTATION
 from gate.admission.spec_file import SpecRefError, read_spec
@@ -35,7 +34,7 @@ from gate.admission.workload import (
     bare_workload,
     read_workload,
 )
-from gate.errors import BackendError
+from gate.errors import ApprovalRequired, BackendError
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluator
 from gate.integrations import open_ledger
@@ -256,6 +255,8 @@ class Controller:
             launch = prepare_launch(shared.view, decision.cleared, workload, shared.evaluator)
         except BackendError as exc:
             return _unrecorded(exc), None
+        except ApprovalRequired as exc:  # its key names a launch that committed too little
+            return rejection(str(exc)), None
         return decision, launch
 
     def _judge(self, workload: Workload, shared: _Pass) -> Judged:
@@ -316,7 +317,6 @@ class Controller:
         return dataclasses.replace(outcome, applied=True)
 
     # -- the loop -------------------------------------------------------------------------
-
     def run(self, stop: threading.Event) -> None:
         """Decide Workloads as they change until ``stop`` is set."""
         inbox = Inbox()
