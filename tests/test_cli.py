@@ -192,6 +192,27 @@ def test_a_team_policy_named_as_none_is_read_is_refused_not_skipped(write_yaml, 
     assert "not read — a policy file is named <team>.yaml" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("place", ["teams/nlp.yaml", "teams/old/NLP.yml"])
+def test_a_team_policy_in_a_folder_of_the_policies_is_refused_not_skipped(
+    write_yaml, capsys, place
+):
+    """Only the files directly in the policy directory are read: one folder down, the team
+    was judged by the default policy, and ``policy check`` counted one policy valid."""
+    write_yaml("p/default.yaml", POLICY)
+    write_yaml(f"p/{place}", POLICY + "limits: {max_gpus_per_trial: 0}\n")
+    write_yaml("p/tests/nlp.yaml", SPEC.replace("TEAM", "nlp"))  # a fixture: no policy
+    write_yaml("p/.git/nlp.yaml", "x: 1\n")  # hidden: never looked at
+    spec = write_yaml("s.yaml", SPEC.replace("TEAM", "nlp"))
+    pdir = spec.rsplit("/", 1)[0] + "/p"
+    for argv in (["check", "--policy-dir", pdir, spec], ["policy", "check", pdir]):
+        assert main(argv) == 3
+        err = capsys.readouterr().err
+        assert f"p/{place}: not read — only the files directly in " in err, err
+        assert "tests/nlp.yaml" not in err and ".git" not in err
+    other = write_yaml("o.yaml", SPEC.replace("TEAM", "cv"))  # another team is judged as before
+    assert main(["check", "--policy-dir", pdir, other]) != 3
+
+
 @pytest.mark.parametrize(
     "policy",
     [

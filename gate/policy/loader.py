@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from gate.errors import InputError, InputErrors, Location
 from gate.estimate.prices import load_catalog
 from gate.ledger.tracking import COST_CENTER_LABEL
+from gate.policy import files as naming
 from gate.policy.files import misnamed_error, policy_like, read_as_policy, team_of
 from gate.policy.merge import deep_merge, refuse_lifted
 from gate.policy.model import BUILTIN_NAME, NO_BASE, Ownership, Policy
@@ -120,7 +121,7 @@ class PolicySet:
             return self.load(team)
         for file in self._misnamed():
             if team_of(file) == team:
-                raise misnamed_error(self.policy_dir / file)
+                raise misnamed_error(self.policy_dir, file)
         return self.load(DEFAULT)
 
     def load(self, name: str) -> LoadedPolicy:
@@ -154,10 +155,15 @@ class PolicySet:
     def _misnamed(self) -> list[str]:
         """Files that look like policies but are never read (:mod:`gate.policy.files`)."""
         if self._misnamed_files is None:
+            here = self._files_here()
+            below = self._files if self._files is not None else naming.folder_files(self.policy_dir)
             self._misnamed_files = sorted(
-                f
-                for f in self._files_here()
-                if policy_like(f) and not read_as_policy(f) and f != CALIBRATION_FILE
+                [
+                    f
+                    for f in here
+                    if policy_like(f) and not read_as_policy(f) and f != CALIBRATION_FILE
+                ]
+                + naming.in_folders(below)
             )
         return self._misnamed_files
 
@@ -196,7 +202,7 @@ class PolicySet:
                 loaded.append(found)
             else:
                 errors.extend(found)
-        errors.extend(misnamed_error(self.policy_dir / f) for f in self._misnamed())
+        errors.extend(misnamed_error(self.policy_dir, f) for f in self._misnamed())
         if errors:
             raise InputErrors(list({str(e): e for e in errors}.values()))
         return loaded

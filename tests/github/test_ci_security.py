@@ -130,6 +130,26 @@ def test_a_misnamed_team_policy_on_the_base_fails_as_it_does_locally(
     assert "success" not in statuses
 
 
+def test_a_team_policy_in_a_folder_of_the_base_fails_as_it_does_locally(
+    story: PullRequestStory,
+) -> None:
+    """``policies/teams/nlp.yaml`` is never read (only files directly in ``policies/`` are):
+    the team was judged by the default policy in silence; CI refuses it, as ``check`` does."""
+    base = story.repo.pull(NUMBER).base_sha
+    nlp = "apiVersion: budget-gate/v1\nkind: Policy\nlimits: {max_experiment_cost: 100}\n"
+    story.repo.put_file("policies/teams/nlp.yaml", nlp, ref=base)
+    story.repo.put_file("policies/tests/nlp-fixture.yaml", "a: 1\n", ref=base)  # fixtures: fine
+    story.change(SPEC, grid_spec(1), at=T0 + HOUR)  # team nlp: 145 USD, over nlp's 100
+    ran = story.run("pull_request.opened", story.pull_request_event())
+    assert ran.code == 3, ran.stderr
+    assert "policies/teams/nlp.yaml: not read — only the files directly in policies" in ran.stderr
+    assert "nlp-fixture" not in ran.stderr
+    statuses = [
+        s.state for s in story.repo.latest_statuses(story.head) if s.context == "budget-gate"
+    ]
+    assert "success" not in statuses
+
+
 def test_a_spec_past_the_3000_files_github_lists_fails_closed(story: PullRequestStory) -> None:
     """The file list stops at 3,000: a spec among the rest would pass unjudged."""
     story.push(PADDING, at=T0 + HOUR)

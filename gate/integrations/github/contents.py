@@ -16,7 +16,10 @@ from github.Repository import Repository
 
 from gate.errors import BackendError, InputError
 from gate.ledger.signing import SIGNERS_FILE
+from gate.policy.files import in_folders
 
+_FOLDER_FILES = 1_000
+"""The files listed in a folder of the policy directory, for the policies misplaced there."""
 _CONTENT_LIMIT = 1_000_000  # the contents API returns no content for larger files
 
 
@@ -65,8 +68,9 @@ class RepositoryContents:
         """The policy files directly in directory ``path`` at ``ref``, or None if absent.
 
         Policy files: the ``*.yaml`` files and the ledger's signers file, and the files
-        named like policies that are not read (``nlp.yml``, ``NLP.yaml``), so that the
-        policy set refuses them here as it does on disk.
+        named like policies that are not read (``nlp.yml``, ``NLP.yaml``, ``teams/nlp.yaml``
+        in a folder, given empty: only their names count), so that the policy set refuses
+        them here as it does on disk.
         """
         listing = self._contents(path, ref, f"listing {path}")
         if not isinstance(listing, list):
@@ -78,7 +82,13 @@ class RepositoryContents:
             and (e.name.lower().endswith((".yaml", ".yml")) or e.name == SIGNERS_FILE)
         )
         files = {name: self.read_file(f"{path}/{name}", ref) for name in names}
-        return {name: data for name, data in files.items() if data is not None}
+        found = {name: data for name, data in files.items() if data is not None}
+        top = "" if path == "." else f"{path.strip('/')}/"
+        folders = [e for e in listing if e.type == "dir" and e.name != "tests"]
+        for folder in (f for f in folders if not f.name.startswith(".")):
+            below = self.list_files(folder.path, ref, _FOLDER_FILES) or []
+            found.update(dict.fromkeys(in_folders(p.removeprefix(top) for p in below), b""))
+        return found
 
     def list_files(self, path: str, ref: str, limit: int) -> list[str] | None:
         """Paths of the files under directory ``path`` at ``ref``, at any depth, sorted.
