@@ -1,9 +1,11 @@
-"""GitHub Actions workflow commands: one annotation per finding and per input error.
+r"""GitHub Actions workflow commands: one annotation per finding and per input error.
 
 ``::error file=F,line=L,col=C,title=T::message``. Severities map to ``error``,
 ``warning`` (approval) and ``notice`` (warn); a waived finding is a notice that says so.
 The message escapes ``%``, CR and LF; the properties also ``:`` and ``,``, as the runner
-requires. The job summary (Markdown) is written by the command, not here.
+requires; any other control character (a terminal escape in a file name: the Actions log
+renders ANSI) is shown as its escape (``\x1b``). The job summary (Markdown) is written by
+the command, not here.
 """
 
 from __future__ import annotations
@@ -93,6 +95,13 @@ def _problem_text(message: str, hint: str) -> str:
 
 
 def _escape(value: str, escapes: tuple[tuple[str, str], ...]) -> str:
+    if not value.isprintable():
+        value = "".join(_visible(ch) for ch in value)
     for raw, escaped in escapes:
         value = value.replace(raw, escaped)
     return value
+
+
+def _visible(ch: str) -> str:
+    """CR and LF as they are (escaped as the runner reads them); other controls as escapes."""
+    return ch if ch.isprintable() or ch in "\r\n" else ch.encode("unicode_escape").decode()

@@ -151,7 +151,7 @@ def _finding_line(f: Finding, file: str) -> str:
     where = f.location or one_line(file)
     waived = f" (waived: {f.waived_by})" if f.waived_by else ""
     approved = f" (approved by {f.approved_by})" if f.approved_by else ""
-    return f"{where}: {f.severity.value} {f.rule_id} {f.message}{waived}{approved}"
+    return one_line(f"{where}: {f.severity.value} {f.rule_id} {f.message}{waived}{approved}")
 
 
 def _budget_line(b: BudgetStatus) -> str:

@@ -32,6 +32,18 @@ def test_command_escapes_message_and_properties():
     )
 
 
+def test_terminal_escapes_in_a_file_name_are_shown_not_sent():
+    """A pull request's file name may hold ``ESC[2J`` or an OSC title: the Actions log
+    renders ANSI, so it was run there; shown as ``\\x1b`` it is inert."""
+    name = "a\x1b[2Jb\x1b]0;T\x07.yaml"
+    line = command("error", f"{name} is not one of team vision's specs", None, name, "BG204")
+    assert "\x1b" not in line and "\x07" not in line
+    assert line == (
+        "::error file=a\\x1b[2Jb\\x1b]0;T\\x07.yaml,title=BG204"
+        "::a\\x1b[2Jb\\x1b]0;T\\x07.yaml is not one of team vision's specs"
+    )
+
+
 def test_a_finding_without_location_names_only_the_file():
     assert command("notice", "m", None, "s.yaml", "t") == "::notice file=s.yaml,title=t::m"
 
@@ -67,3 +79,21 @@ def test_input_errors_are_annotated_at_their_position():
         "::error file=experiments/broken.yaml,line=9,col=3,title=budget-gate invalid input::"
         "unknown key 'gpus_per_trail' in resources — did you mean 'gpus_per_trial'?" in out
     )
+
+
+def test_the_terminal_shows_a_findings_control_characters_as_escapes():
+    """A finding's message quotes a file name, which may hold ``ESC[2J`` or a line break:
+    the position before it was escaped, the message printed them raw."""
+    import dataclasses
+
+    from gate.reporters.text import TextReporter
+
+    report = hostile_report()
+    result = report.results[0]
+    finding = dataclasses.replace(result.findings[0], message="a\x1b[2Jb.yaml\r\nis not ours")
+    report = dataclasses.replace(
+        report, results=[dataclasses.replace(result, findings=[finding]), *report.results[1:]]
+    )
+    text = TextReporter().render(report)
+    assert "\x1b" not in text and "\r" not in text
+    assert "a\\x1b[2Jb.yaml\\r\\nis not ours" in text
