@@ -19,11 +19,18 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
 
 
 def closest(word: str, options: Collection[str], cutoff: float = 0.6) -> str | None:
-    """The option ``word`` most likely means (a typo's "did you mean"), if one is close."""
+    """The option ``word`` most likely means (a typo's "did you mean"), if one is close.
+
+    Case counts for nothing: ``BF16`` means ``bf16``, not the ``fp16`` that differs from it
+    in one letter once case is ignored but in two as written.
+    """
     import difflib  # NOTE: here, not at the top: only a mistake needs it (5 ms of a check)
 
-    found = difflib.get_close_matches(word, list(options), n=1, cutoff=cutoff)
-    return found[0] if found else None
+    folded: dict[str, str] = {}
+    for option in options:
+        folded.setdefault(option.casefold(), option)
+    found = difflib.get_close_matches(word.casefold(), list(folded), n=1, cutoff=cutoff)
+    return folded[found[0]] if found else None
 
 
 def aligned(rows: Sequence[Sequence[str]], left: Collection[int] = (0,)) -> list[str]:
