@@ -220,6 +220,9 @@ def test_a_team_policy_in_a_folder_of_the_policies_is_refused_not_skipped(
         "waivers: [{rule: BG101, specs: 'a\\', reason: old one, expires: 2099-12-31}]\n",
         "owns: {specs: ['!']}\n",
         "owns: {specs: [exp/**, '! ']}\n",
+        # a '..' step matches nothing (paths are the repository's): a dead '!' widened owns
+        "owns: {specs: [exp/**, '!../exp/secret/**']}\n",
+        "waivers: [{rule: BG101, specs: 'exp/../../s.yaml', reason: old, expires: 2099-12-31}]\n",
     ],
 )
 def test_a_policy_glob_gitignore_refuses_is_refused_at_its_line(write_yaml, capsys, policy):

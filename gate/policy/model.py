@@ -127,7 +127,9 @@ _POLICY_NAME = r"^[a-z0-9][a-z0-9_-]*$"
 _GLOB_CHARS = r"(?:[^\x00-\x1f\x7f-\x9f\\]|\\[^\x00-\x1f\x7f-\x9f])+$"
 """Printable characters, a backslash only before the one it escapes (gitignore refuses a
 pattern that ends in one)."""
-_WAIVER_GLOB = r"^(?![!#\s])" + _GLOB_CHARS
+_NO_PARENT = r"(?!(?:.*/)?!?\.\.(?:/|$))"
+"""No ``..`` component: globs match paths relative to the repository root, never above it."""
+_WAIVER_GLOB = r"^(?![!#\s])" + _NO_PARENT + _GLOB_CHARS
 
 
 def _matching(pattern: str, problem: str) -> Check:
@@ -164,7 +166,8 @@ WaiverGlob = Annotated[
     _matching(
         _WAIVER_GLOB,
         "is not a usable glob — a waiver glob cannot start with '!' (negation), '#' or a "
-        "space, end in a lone backslash, nor hold control characters; list the specs it waives",
+        "space, end in a lone backslash, hold control characters, nor step above the "
+        "repository with '..'; list the specs it waives, relative to the repository root",
     ),
 ]
 """A gitignore-style glob; no ``!`` negation or ``#`` comment, no control characters."""
@@ -186,15 +189,15 @@ class GuardSettings(Model):
     """The guard stops the search after this many failed trials in all."""
 
 
-_OWNED_GLOB = r"^(?![#\s])(?!!\s*$)" + _GLOB_CHARS
+_OWNED_GLOB = r"^(?![#\s])(?!!\s*$)" + _NO_PARENT + _GLOB_CHARS
 OwnedGlob = Annotated[
     str,
     Field(min_length=1, max_length=200, json_schema_extra={"pattern": _OWNED_GLOB}),
     _matching(
         _OWNED_GLOB,
         "is not a usable glob — it cannot start with '#' or a space, be a bare '!', end in a "
-        "lone backslash, nor hold control characters; write a path glob such as "
-        "experiments/nlp/**",
+        "lone backslash, hold control characters, nor step above the repository with '..'; "
+        "write a path glob relative to the repository root, such as experiments/nlp/**",
     ),
 ]
 """A gitignore-style glob of spec paths (``!glob`` takes back what an earlier one matched)."""
