@@ -99,9 +99,13 @@ def _to_input_error(root: type[Model], err: Any, source_map: SourceMap) -> Input
         return InputError(f"{dotted}: {fixed[0]}", location=source_map.locate(loc), hint=fixed[1])
     if kind in ("union", "model_type", "model_attributes_type", "dict_type"):
         return _wrong_shape(root, loc, err, source_map)
-    if kind == "string_pattern_mismatch":
-        problem, hint = describe_pattern(field, err)
-        return InputError(f"{dotted}: {problem}", location=source_map.locate(loc), hint=hint)
+    if kind == "string_pattern_mismatch":  # of a value, a list's item, or a mapping's key
+        key = field == "[key]"
+        at = loc[:-1] if key else loc
+        name = "the key" if key else (dotted if loc and isinstance(loc[-1], int) else field)
+        problem, hint = describe_pattern(name, err)
+        where = source_map.locate(at, key=key)
+        return InputError(f"{_dotted(at) or 'document'}: {problem}", location=where, hint=hint)
     if kind in ("decimal_type", "is_instance_of"):  # pydantic's words name Python's types
         words = _WORDS.get(kind, "a value of the expected kind")
         return InputError(

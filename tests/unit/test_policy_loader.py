@@ -84,6 +84,17 @@ def test_unknown_rule_ids_in_severity_and_waivers_are_refused() -> None:
     ]
 
 
+def test_a_misspelt_rule_id_key_is_named_by_its_key_not_a_placeholder() -> None:
+    """``severity: {BG3O3: error}`` (letter O) said ``write [key] as a rule id``."""
+    bad = DEFAULT + b"severity: {BG3O3: error}\n"
+    with pytest.raises(InputErrors) as err:
+        PolicySet("policies", {"default.yaml": bad}).for_team(None)
+    assert [str(e) for e in err.value.errors] == [
+        "policies/default.yaml:4:12: severity.BG3O3: 'BG3O3' is not a rule id such as BG104 "
+        "— write the key as a rule id such as BG104",
+    ]
+
+
 def test_load_all_reports_every_broken_policy_and_no_other_file() -> None:
     broken = b"apiVersion: budget-gate/v1\nkind: Policy\nlimits: {max_trial_hours: -1}\n"
     files = {"default.yaml": DEFAULT, "nlp.yaml": broken, "tests/x.yaml": b"not a policy"}
