@@ -124,6 +124,11 @@ def _offset_location(text: str, offset: int, file: str) -> Location:
 def _yaml_hint(problem: str, text: str, index: int) -> str:
     if "tab" in problem or text[index : index + 1] == "\t":
         return "indent with spaces, not tabs"
+    if "escape" in problem:  # "\q", or "\ud800" (a surrogate PyYAML cannot decode)
+        return (
+            "in double quotes a backslash starts an escape: write \\\\ for a backslash, or "
+            "use single quotes; write a character beyond \\uFFFF as itself or as \\UXXXXXXXX"
+        )
     if "quoted scalar" in problem:
         return "close the quote that starts here"
     if "while parsing a flow" in problem:

@@ -295,3 +295,16 @@ def test_a_file_of_several_documents_says_each_goes_in_a_file_of_its_own():
         load_bytes(b"name: a\nrun: x\n---\nname: b\nrun: y\n", "pipeline.yaml")
     assert "put each task or experiment in a file of its own" in str(raised.value)
     assert "remove the extra ---" not in str(raised.value)
+
+
+@pytest.mark.parametrize("escape", ["\\q", "\\ud800", "\\uD83D\\uDE00"])
+def test_a_bad_escape_in_double_quotes_is_told_as_an_escape_not_an_unclosed_quote(escape):
+    """The hint said "close the quote that starts here" of a quote that is closed."""
+    with pytest.raises(InputError) as err:
+        load_bytes(f'name: "x{escape}"\n'.encode(), "s.yaml")
+    location = err.value.location
+    assert location is not None and (location.line, location.col >= 9) == (1, True)  # the escape
+    assert "close the quote" not in str(err.value)
+    assert "in double quotes a backslash starts an escape: write \\\\ for a backslash" in str(
+        err.value
+    )
