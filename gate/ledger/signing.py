@@ -97,8 +97,16 @@ class Signers:
         """Parse ``content``; a bad line is an input error naming ``file:line``."""
         try:
             text = content.decode("ascii")
-        except UnicodeDecodeError:
-            raise InputError(f"{file}: the signers file is not ASCII") from None
+        except UnicodeDecodeError as exc:
+            before = content[: exc.start]
+            line = before.count(b"\n") + 1
+            col = exc.start - (before.rfind(b"\n") + 1) + 1
+            raise InputError(
+                "the signers file is not ASCII (a byte-order mark, or a name or comment in "
+                "another script)",
+                location=Location(file, line, col),
+                hint="save it as plain ASCII: principals, key types and keys are ASCII",
+            ) from None
         entries = []
         for number, line in enumerate(text.splitlines(), 1):
             stripped = line.strip()
@@ -154,7 +162,7 @@ def _entry(line: str, file: str, number: int) -> Entry:
     except (ValueError, NotImplementedError, IndexError) as exc:
         # NOTE: NotImplementedError is sshsig's word for a key type it does not support.
         raise InputError(
-            f"not a signer line ({exc})",
+            f"not a signer line ({str(exc) or 'not a principal, a key type and a key'})",
             location=where,
             hint="write `principal ssh-ed25519 AAAA…` as git's allowed_signers file does",
         ) from None
