@@ -99,12 +99,11 @@ class Signers:
             text = content.decode("ascii")
         except UnicodeDecodeError as exc:
             before = content[: exc.start]
-            line = before.count(b"\n") + 1
-            col = exc.start - (before.rfind(b"\n") + 1) + 1
+            row, col = before.count(b"\n") + 1, exc.start - (before.rfind(b"\n") + 1) + 1
             raise InputError(
                 "the signers file is not ASCII (a byte-order mark, or a name or comment in "
                 "another script)",
-                location=Location(file, line, col),
+                location=Location(file, row, col),
                 hint="save it as plain ASCII: principals, key types and keys are ASCII",
             ) from None
         entries = []
