@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from gate.errors import InputError
 from gate.integrations.signing import KEY_ENV, SIGNER_ENV, signer_from
 from gate.ledger.signing import SIGNERS_FILE, Signers, record_message
 
@@ -62,3 +63,28 @@ def test_an_inline_key_whose_file_was_removed_is_written_again(
     again = signer_from(environ, principal=None)
     assert again is not None and Path(again.key).is_file()
     assert again.sign(record_message("{}")).startswith("-----BEGIN SSH SIGNATURE-----")
+
+
+def test_an_inline_key_with_windows_line_ends_signs(tmp_path: Path):
+    """A key pasted with CRLF line ends: ssh-keygen could not load it."""
+    text, line = _new_key(tmp_path)
+    signer = signer_from({KEY_ENV: text.replace("\n", "\r\n"), SIGNER_ENV: "fresh"}, principal=None)
+    assert signer is not None
+    message = record_message('{"v":2}')
+    signers = Signers.parse(line.encode(), SIGNERS_FILE)
+    assert signers.check(message, signer.sign(message), "fresh", dt.datetime.now(dt.UTC)) is None
+
+
+def test_an_inline_key_cut_short_is_said_without_its_temporary_file(tmp_path: Path):
+    """ssh-keygen's words named the temporary file the key was written to, and a public key."""
+    text, _ = _new_key(tmp_path)
+    cut = text[: len(text) // 2]
+    signer = signer_from({KEY_ENV: cut, SIGNER_ENV: "fresh"}, principal=None)
+    assert signer is not None
+    with pytest.raises(InputError) as err:
+        signer.sign(record_message('{"v":2}'))
+    said = str(err.value)
+    assert said.startswith(f"ssh-keygen could not sign with the key text in {KEY_ENV}: ")
+    assert signer.key not in said and "budget-gate-key-" not in said
+    assert "give the whole OpenSSH private key, from its -----BEGIN line" in said
+    assert cut[40:80] not in said  # no part of the secret

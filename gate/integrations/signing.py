@@ -34,6 +34,8 @@ class SshSigner:
 
     principal: str
     key: str
+    inline: bool = False
+    """``key`` is a file written from the key's text (never named: it is temporary)."""
 
     def sign(self, message: bytes) -> str:
         """The armored SSHSIG of ``message`` in the ``budget-gate`` namespace."""
@@ -58,6 +60,13 @@ class SshSigner:
         if done.returncode != 0 or not done.stdout.startswith(b"-----BEGIN SSH SIGNATURE-----"):
             first = done.stderr.decode("utf-8", "replace").strip().splitlines()
             why = first[-1] if first else f"exit {done.returncode}"
+            if self.inline:
+                raise InputError(
+                    f"ssh-keygen could not sign with the key text in {KEY_ENV}: "
+                    + why.replace(self.key, "the key given"),
+                    hint="give the whole OpenSSH private key, from its -----BEGIN line to its "
+                    "-----END line, with its line breaks (cat ~/.ssh/id_ed25519)",
+                )
             raise InputError(
                 f"ssh-keygen could not sign with the key in {KEY_ENV}: {why}",
                 hint="check the key file (or that ssh-agent holds the key of the .pub given)",
@@ -82,7 +91,7 @@ def signer_from(
             hint="set it to your name as the policies' allowed_signers file lists it",
         )
     if material.lstrip().startswith(_INLINE):
-        return SshSigner(who, _key_file(material))
+        return SshSigner(who, _key_file(material), inline=True)
     path = Path(material).expanduser()
     if not path.is_file():
         raise InputError(
@@ -115,7 +124,8 @@ def _key_file(material: str) -> str:
 def _write_key(material: str) -> str:
     handle, name = tempfile.mkstemp(prefix="budget-gate-key-")  # created 0600
     try:
-        os.write(handle, material.strip().encode("ascii", "replace") + b"\n")
+        text = material.strip().replace("\r\n", "\n")  # a key pasted from Windows
+        os.write(handle, text.encode("ascii", "replace") + b"\n")
     finally:
         os.close(handle)
     atexit.register(_forget, name)
