@@ -97,6 +97,15 @@ def test_verify_refuses_a_spec_the_action_never_picks_by_name(repo: Team) -> Non
     assert code == 3 and "link.yaml: not a spec file name (a link to the file small)" in err
 
 
+def test_verify_of_a_directory_says_it_is_one(repo: Team) -> None:
+    """``verify experiments`` said to rename the folder to end in .yaml."""
+    for name in ("experiments", "experiments/"):
+        code, _, err = repo.cli("verify", name, "--dry-run")
+        assert code == 3, err
+        assert f"{name}: a directory — a launch judges the one spec file it launches" in err
+        assert "rename" not in err
+
+
 def test_verify_refuses_a_spec_inside_a_submodule_or_a_nested_repository(repo: Team) -> None:
     assert (repo.root / "experiments/ext/.git").is_file()  # a real submodule's .git file
     for name, why in NESTED.items():

@@ -97,8 +97,13 @@ def check_launchable(named: str, path: Path, root: Path) -> None:
         InputError: the name, or the place, is one the Action never judges (fail closed).
     """
     shown = one_line(named)
+    if path.is_dir():
+        raise InputError(
+            f"{shown}: a directory — a launch judges the one spec file it launches",
+            hint=f"name the spec file, e.g. {shown.rstrip('/')}/sweep.yaml",
+        )
     if not (is_spec_file(named) and is_spec_file(path.name)):
-        own = path.name == os.path.basename(named.replace("\\", "/"))
+        own = path.name == os.path.basename(named.replace("\\", "/").rstrip("/"))
         target = "" if own else f" (a link to the file {one_line(path.name)})"
         raise InputError(
             f"{shown}: not a spec file name{target}: the Action judges only files whose "
