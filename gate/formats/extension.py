@@ -19,6 +19,7 @@ from typing import Any
 
 from gate.errors import InputError, InputErrors, Location
 from gate.formats.model import FactMap, Origin, Source, Traced
+from gate.formats.spelling import near_prefix
 from gate.spec.facts import ANNOTATION_PREFIX, ENV_PREFIX, EXTENSION_KEY, FACT_PATHS, Facts
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap, load_bytes
 from gate.spec.validation import validate
@@ -27,6 +28,8 @@ COMMENT = f"# {EXTENSION_KEY}:"
 """How the comment block starts (at the start of a line)."""
 _HEADER = re.compile(rf"^#( *){re.escape(EXTENSION_KEY)}:")
 _LINE = re.compile(r"^#( *)\S")
+_NAMED = re.compile(r"^#( *)([\w.-]+) *: *(?:\{.*)?$")
+"""A comment line that opens a block (`# name:`, `# name: {...}`), not prose."""
 
 
 def comment_doc(doc: LoadedDoc) -> LoadedDoc | None:
@@ -37,6 +40,14 @@ def comment_doc(doc: LoadedDoc) -> LoadedDoc | None:
     place and each error and fact points at the file's own line and column.
     """
     lines = doc.text.splitlines()
+    for i, line in enumerate(lines):
+        named = _NAMED.match(line)
+        if named and named.group(2) != EXTENSION_KEY and near_prefix(named.group(2), EXTENSION_KEY):
+            raise InputError(
+                f"a comment block # {named.group(2)}: is not read: its name is not {EXTENSION_KEY}",
+                location=Location(doc.file, i + 1, named.start(2) + 1),
+                hint=f"did you mean {COMMENT!r}?",
+            )
     starts = [i for i, line in enumerate(lines) if _HEADER.match(line)]
     if not starts:
         return None
@@ -67,6 +78,9 @@ def comment_facts(doc: LoadedDoc) -> FactMap:
 
 def block_facts(doc: LoadedDoc, *, spelled: str = EXTENSION_KEY) -> FactMap:
     """The ``x-budget-gate:`` block of a Hydra config (empty when there is none)."""
+    _refuse_near_misses(
+        {k: v for k, v in doc.data.items() if k != EXTENSION_KEY}, EXTENSION_KEY, doc.source_map, ()
+    )
     block = doc.data.get(EXTENSION_KEY)
     if block is None:
         return {}
@@ -89,6 +103,7 @@ def annotation_facts(annotations: Any, file: str, where: SourceMap, path: DataPa
     """``budget-gate/<fact>`` annotations of a Kubernetes object at ``path``."""
     if not isinstance(annotations, dict):
         return {}
+    _refuse_near_misses(annotations, ANNOTATION_PREFIX, where, path)
     named = {
         key.removeprefix(ANNOTATION_PREFIX): (value, (*path, key))
         for key, value in annotations.items()
@@ -101,12 +116,47 @@ def env_facts(envs: Any, file: str, where: SourceMap, path: DataPath) -> FactMap
     """``X_BUDGET_GATE_<FACT>`` envs of a SkyPilot task at ``path``."""
     if not isinstance(envs, dict):
         return {}
+    own = {k: v for k, v in envs.items() if not str(k).startswith(RUNTIME_PREFIX)}
+    _refuse_near_misses(own, ENV_PREFIX, where, path)
     named = {
         key.removeprefix(ENV_PREFIX).lower(): (value, (*path, key))
         for key, value in envs.items()
         if isinstance(key, str) and key.startswith(ENV_PREFIX)
     }
     return _flat(named, file, where, "envs." + ENV_PREFIX)
+
+
+RUNTIME_PREFIX = "BUDGET_GATE_"
+"""budget-gate's own settings of a launched task (``BUDGET_GATE_SPEC``), not facts."""
+
+
+def _refuse_near_misses(
+    keys: Mapping[Any, Any], prefix: str, where: SourceMap, path: DataPath
+) -> None:
+    """Refuse a key whose prefix is a near miss of ``prefix``: its fact would go unread.
+
+    ``budget_gate/team`` or ``X_BUDGETGATE_TEAM`` leaves the team unset, and the default
+    policy would judge the file in silence.
+    """
+    for key in keys:
+        if not isinstance(key, str) or not near_prefix(key, prefix):
+            continue
+        fixed = _fixed(key, prefix)
+        raise InputError(
+            f"{key} is not read: its prefix is not {prefix}",
+            location=where.locate((*path, key), key=True),
+            hint=f"did you mean {fixed!r}?" if fixed else f"write the fact as {prefix}<fact>",
+        )
+
+
+def _fixed(key: str, prefix: str) -> str | None:
+    """The key with its prefix spelled right, where the near miss is one it can see."""
+    if prefix == EXTENSION_KEY:
+        return prefix
+    if prefix.endswith("/"):
+        return prefix + key.rsplit("/", 1)[1] if "/" in key else None
+    rest = re.sub(r"^(?i:x?[-_.]?budget[-_.]?gate[-_.]?)", "", key)
+    return prefix + rest.upper() if rest != key and rest else None
 
 
 def _flat(

@@ -150,6 +150,7 @@ def _entries(
         home = (*parent, *group.split("/")) if root is here else tuple(group.split("/"))
         plugin = home[:1] == ("hydra",) and len(home) > 1  # hydra/launcher, hydra/hydra_logging
         own = value if isinstance(value, list) else [value]
+        _refuse_outside(str(key), root / group, base, where)  # NOTE: before its glob lists it
         for option in _options(group, value, root / group, swept):
             if option is None:
                 continue
@@ -183,6 +184,7 @@ _MAX_NESTING = 8
 
 def _check(context: _Context, entry: _Entry, after_self: bool, depth: int) -> None:
     """Refuse what the entry's config (and the configs it composes) sets unseen."""
+    _refuse_outside(entry.label, entry.file, context.base, entry.where)
     if not entry.file.is_file():
         if entry.optional or entry.plugin:
             return  # NOTE: a plugin's config (the Optuna sweeper's) is the mapping's to read
@@ -219,6 +221,27 @@ def _check(context: _Context, entry: _Entry, after_self: bool, depth: int) -> No
             "one Hydra runs",
             location=group_doc.source_map.locate(path, key=True),
             hint=_HINT,
+        )
+
+
+def _refuse_outside(label: str, path: Path, base: Path, where: Location | None) -> None:
+    """Refuse a group path that leaves the config's folder, before anything reads it.
+
+    ``model: /tmp/cfg`` or ``model: ../../../tmp/cfg`` (or a symlink out) would read a file
+    of the machine that runs the check (in the Action: a pull request probing the runner),
+    and name it and its keys in the errors. Hydra's group paths stay in its search path.
+    """
+    try:
+        inside = path.resolve().is_relative_to(base.resolve())
+    except (OSError, RuntimeError):  # NOTE: a symlink loop
+        inside = False
+    if not inside:
+        raise InputError(
+            f"{label} in the defaults list: the group path leaves the config's folder, "
+            "so it is not read",
+            location=where,
+            hint="name a group option beside the config (group/option.yaml), without a "
+            "leading / or ..",
         )
 
 

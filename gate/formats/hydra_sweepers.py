@@ -17,6 +17,7 @@ from gate.errors import InputError
 from gate.formats.hydra_defaults import picked
 from gate.formats.hydra_launchers import basic_sweeper
 from gate.formats.model import Draft, Origin, Source, Traced
+from gate.formats.spelling import BASIC_SWEEPER, OPTUNA_SWEEPER, refuse_unknown
 
 OPTUNA_DEFAULTS = {"n_trials": 20, "n_jobs": 2}
 """``OptunaSweeperConf`` (hydra_plugins/hydra_optuna_sweeper/config.py)."""
@@ -42,6 +43,9 @@ def sweeper_trials(
 ) -> None:
     """The chosen sweeper's trials: Optuna's, the basic sweeper's grid; any other refused."""
     kind = chosen.get("hydra/sweeper", "basic")
+    known = {"optuna": OPTUNA_SWEEPER, "basic": BASIC_SWEEPER}.get(kind)
+    if known is not None:  # NOTE: Hydra merges into the sweeper's dataclass: it refuses others
+        refuse_unknown(sweeper, known, ("hydra", "sweeper"), at, f"Hydra {kind} sweeper")
     if kind == "optuna":
         _optuna(draft, sweeper, chosen, counts, at)
     elif kind == "basic":

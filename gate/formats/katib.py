@@ -32,6 +32,7 @@ from gate.formats.model import (
     whole_epochs,
 )
 from gate.formats.shell_effects import scripts_note
+from gate.formats.spelling import refuse_katib_near_misses
 from gate.spec.facts import ANNOTATION_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc
 
@@ -59,6 +60,7 @@ def read(doc: LoadedDoc) -> Mapped:
             location=at("apiVersion"),
             hint=f"budget-gate reads Katib Experiments of {API_VERSION}",
         )
+    refuse_katib_near_misses(data, doc.source_map)
     spec = data.get("spec")
     if not isinstance(spec, dict):
         raise InputError("the Experiment has no spec", location=at(), hint="add spec:")

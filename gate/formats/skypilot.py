@@ -26,6 +26,7 @@ from gate.formats.command_lines import (
 from gate.formats.extension import env_facts
 from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping, whole_epochs
 from gate.formats.shell_effects import refuse_unread_training, scripts_note
+from gate.formats.spelling import refuse_unknown_task_keys
 from gate.spec.devices import devices_in
 from gate.spec.facts import ENV_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap
@@ -42,7 +43,11 @@ class Candidate:
 
 
 def read(doc: LoadedDoc) -> Mapped:
-    """The task's GPUs per trial (per node × nodes), spot, name, and its envs' facts."""
+    """The task's GPUs per trial (per node × nodes), spot, name, and its envs' facts.
+
+    A key SkyPilot's task schema does not have is refused, as SkyPilot refuses it.
+    """
+    refuse_unknown_task_keys(doc.data, doc.source_map)
     return read_task(doc.data, doc.file, doc.source_map)
 
 

@@ -35,6 +35,7 @@ from gate.formats.model import (
     within,
 )
 from gate.formats.shell_effects import scripts_note
+from gate.formats.spelling import WANDB_HYPERBAND, WANDB_METRIC, WANDB_TOP, refuse_unknown
 from gate.formats.wandb_command import command_epochs
 from gate.formats.wandb_parameters import Found, distribution, parameters
 from gate.spec.facts import EXTENSION_KEY
@@ -95,7 +96,7 @@ def read(doc: LoadedDoc) -> Mapped:
 
 
 def _refuse_foreign_keys(doc: LoadedDoc) -> None:
-    """Top-level keys W&B's sweeps schema refuses: the extension block, a SkyPilot task's."""
+    """Keys W&B's sweeps schema refuses: the extension block, a SkyPilot task's, a typo's."""
     data = doc.data
     if EXTENSION_KEY in data:
         raise InputError(
@@ -115,6 +116,11 @@ def _refuse_foreign_keys(doc: LoadedDoc) -> None:
                 hint="keep the sweep and the SkyPilot task in two files: the task names the "
                 "sweep in envs: {BUDGET_GATE_SPEC: path/to/sweep.yaml}",
             )
+    where = doc.source_map
+    refuse_unknown(data, WANDB_TOP, (), where, "W&B sweep")
+    refuse_unknown(data.get("metric"), WANDB_METRIC, ("metric",), where, "W&B sweep")
+    stop = data.get("early_terminate")
+    refuse_unknown(stop, WANDB_HYPERBAND, ("early_terminate",), where, "W&B sweep")
 
 
 def _quality_gate(draft: Draft, data: dict[str, Any], at: Any) -> None:

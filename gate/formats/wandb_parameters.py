@@ -14,6 +14,7 @@ from typing import Any
 
 from gate.errors import InputError, InputErrors
 from gate.formats.model import dotted, finite_number
+from gate.formats.spelling import WANDB_PARAMETER, refuse_unknown
 from gate.spec.loader import DataPath, LoadedDoc
 
 MAX_GRID_VALUES = 100_000
@@ -37,6 +38,7 @@ def parameters(section: Any, path: DataPath, doc: LoadedDoc, grid: bool) -> Foun
     for key, config in sorted(section.items()):
         here = (*path, key)
         if isinstance(config, dict) and "parameters" in config and not _is_leaf(config):
+            refuse_unknown(config, ("parameters",), here, doc.source_map, "W&B nested parameter")
             nested = parameters(config["parameters"], (*here, "parameters"), doc, grid)
             for name, entry in nested.items():
                 _add(found, f"{key}.{name}", entry, doc, errors)
@@ -81,6 +83,7 @@ def _parameter(
     shown = dotted(path)
     if not isinstance(config, dict):
         raise InputError(f"{shown} is not a mapping", location=where, hint="write values: [...]")
+    refuse_unknown(config, WANDB_PARAMETER, path, doc.source_map, "W&B sweep parameter")
     kind = distribution(config)
     if kind == "categorical":
         values = config.get("values")
