@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from gate import tracking
+from gate.ledger.tracking import MODEL, PRECISION
 from tests.ledger_kit import unique
 from tests.reconcile_kit import Lab, log_run
 
@@ -196,3 +197,17 @@ def test_calibrate_writes_over_a_calibration_only(history):
     assert policy.read_text(encoding="utf-8") == before
     code, _, err = lab.team.cli("calibrate", "--experiment", lab.experiment, "--write", target)
     assert code == 0, err
+
+
+def test_tags_of_a_run_are_shown_escaped_in_the_table(lab: Lab):
+    """A run's model, accelerator and precision tags (any text a job logs) reached the
+    terminal raw: ``\\x1b[31m`` coloured the rest of the table (found by a fuzzer)."""
+    spec = write_spec(lab, 4, 1, lab.team.name)
+    escapes = {MODEL: "m\x1b[31m", tracking.ACCELERATOR: "a\x1b]0;t\x07", PRECISION: "p\x1b[2J\n"}
+    tags = {**tracking.run_tags(spec, trial_id=0, attempt=1), **escapes}
+    log_run(lab.client, lab.experiment_id, tags=tags, hours=0.5,
+            metrics={tracking.TRAIN_SECONDS: 600.0}, history={"val_loss": LOSS})  # fmt: skip
+    code, out, err = lab.team.cli("calibrate", "--experiment", lab.experiment)
+    assert code == 0, err
+    assert "\x1b" not in out + err and "\x07" not in out
+    assert "m\\x1b[31m on a\\x1b]0;t\\x07 × 1 p\\x1b[2J\\n " in out, out

@@ -29,6 +29,7 @@ from gate.calibrate.model import (
 from gate.cli import main
 from gate.spec.base import LARGEST, SMALLEST
 from gate.spec.loader import load_bytes
+from tests.conftest import ROOT
 from tests.plain_words import internals_in
 
 KEY = {"model": "bert", "accelerator": "A100-80GB", "gpus": 1, "precision": "bf16"}
@@ -234,3 +235,46 @@ def _checked_in(tmp_path: Path, capsys, fmt: str, figures: dict[str, object], wo
     capsys.readouterr()
     main(["check", "--calibration", str(path), str(spec), *shown])
     return capsys.readouterr().out
+
+
+_SCALAR_ENTRIES = (
+    '{"apiVersion":"budget-gate/v1","kind":"Calibration","created":"2026-12-01","entries":%s}'
+)
+
+
+@pytest.mark.parametrize("value", ["true", "1", "1.5", '"x"', "null", "{}"])
+def test_entries_that_are_no_list_are_bad_input_not_a_crash(tmp_path, capsys, value):
+    """The fuzzer's ``entries: true`` (or 1, 1.5) was iterated before it was validated: 70."""
+    path = tmp_path / "calibration.json"
+    path.write_text(_SCALAR_ENTRIES % value, encoding="utf-8")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.replace("WORKLOAD", EPOCHS), encoding="utf-8")
+    for args in (["--calibration", str(path)], ["--policy-dir", str(_policies_with(path))]):
+        code = main(["check", *args, str(spec)])
+        out, err = capsys.readouterr()
+        assert code == 3, out + err
+        assert "internal error" not in err and "Traceback" not in out + err
+        assert "calibration.json:1:86: entries: input should be a valid list — " in out + err
+
+
+def _policies_with(calibration: Path) -> Path:
+    """A policy directory of the project's default policy and ``calibration`` beside it."""
+    policies = calibration.parent / "policies"
+    policies.mkdir(exist_ok=True)
+    (policies / "default.yaml").write_bytes((ROOT / "policies" / "default.yaml").read_bytes())
+    (policies / "calibration.json").write_bytes(calibration.read_bytes())
+    return policies
+
+
+def test_policy_check_validates_the_calibration_check_reads(tmp_path, capsys):
+    """``policy check`` said all was valid while every ``check`` exited on the calibration."""
+    path = tmp_path / "calibration.json"
+    path.write_text(_SCALAR_ENTRIES % "true", encoding="utf-8")
+    policies = _policies_with(path)
+    assert main(["policy", "check", str(policies)]) == 3
+    out, err = capsys.readouterr()
+    assert err.startswith(f"{policies}/calibration.json:1:86: entries: input should be a ")
+    (policies / "calibration.json").write_text(_SCALAR_ENTRIES % "[]")
+    assert main(["policy", "check", str(policies)]) == 0
+    out, err = capsys.readouterr()
+    assert f"{policies}/calibration.json: ok (0 entries)\n" in out

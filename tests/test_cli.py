@@ -262,7 +262,10 @@ def test_a_quoted_glob_gitignore_refuses_is_bad_input(tmp_path, monkeypatch, cap
 def test_the_calibration_beside_the_policies_is_no_misnamed_policy(write_yaml, capsys):
     """Nor an editor's lock link (Emacs writes .#default.yaml, a link to nowhere)."""
     pdir = write_yaml("p/default.yaml", POLICY).rsplit("/", 1)[0]
-    write_yaml("p/calibration.json", "{}")
+    write_yaml(
+        "p/calibration.json",
+        '{"apiVersion": "budget-gate/v1", "kind": "Calibration", "created": "2026-12-01"}',
+    )
     os.symlink("alice@host.1234:1700000000", f"{pdir}/.#default.yaml")
     assert main(["policy", "check", pdir]) == 0, capsys.readouterr().err
 

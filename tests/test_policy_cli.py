@@ -6,14 +6,17 @@ Each test builds a small repository in ``tmp_path`` (policies/, experiments/), r
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import ROOT
+from tests.signing_kit import Keys
 
 SPEC = """\
 apiVersion: budget-gate/v1
@@ -264,9 +267,12 @@ def test_policy_check_of_a_file_or_a_missing_directory_says_what_to_pass(tmp_pat
     proc = gate("policy", "check", "policies/default.yaml", cwd=root)
     assert proc.returncode == 3
     assert proc.stderr == (
-        "budget-gate: policy directory 'policies/default.yaml' is a file — pass the directory "
-        "that holds it: policies\n"
+        "budget-gate: policy directory 'policies/default.yaml' is not a directory — pass the "
+        "directory that holds it: policies\n"
     )
+    os.mkfifo(root / "pipe")  # said "not found"
+    proc = gate("policy", "check", "pipe", cwd=root)
+    assert proc.returncode == 3 and "policy directory 'pipe' is not a directory" in proc.stderr
     proc = gate("policy", "check", "nowhere", cwd=root)
     assert proc.returncode == 3
     assert "(--policy-dir DIR, or policy check DIR)" in proc.stderr
@@ -292,6 +298,29 @@ def test_policy_test_reports_mismatches_and_unfired_rules(tmp_path: Path) -> Non
     assert "  BG101 gpus-per-trial" in out  # listed: no fixture makes it fire
     (root / "policies/tests/wrong.yaml").unlink()
     assert gate("policy", "test", cwd=root).returncode == 0
+
+
+def test_policy_test_runs_every_fixture_check_would_read_as_a_spec(tmp_path: Path) -> None:
+    """A .json fixture (check reads .json specs) was skipped: "1 fixtures: 1 passed"."""
+    good = NO_TEAM + "expect: {verdict: violation, rules: [BG104]}\n"
+    wrong = json.dumps({**yaml.safe_load(NO_TEAM), "expect": {"verdict": "pass", "rules": []}})
+    calibration = '{"apiVersion": "budget-gate/v1", "kind": "Calibration", "created": "2026-12-01"}'
+    root = repo(
+        tmp_path,
+        {
+            "policies/default.yaml": DEFAULT,
+            "policies/tests/over.yaml": good,
+            "policies/tests/upper.YML": good,
+            "policies/tests/wrong.json": wrong,
+            "policies/tests/calibration.json": calibration,  # what they are judged with
+        },
+    )
+    proc = gate("policy", "test", cwd=root)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = proc.stdout.splitlines()
+    assert "ok    policies/tests/upper.YML: violation [BG104]" in out
+    assert "FAIL  policies/tests/wrong.json: expected pass [], got violation [BG104]" in out
+    assert "3 fixtures: 2 passed, 1 failed" in out
 
 
 def test_policy_test_refuses_a_fixture_without_expect(tmp_path: Path) -> None:
@@ -397,3 +426,19 @@ def test_a_policy_in_another_currency_without_a_rate_is_said_and_refused_at_its_
     proc = gate("check", "spec.yaml", cwd=root)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "3.10000 EUR/GPU-h for A100-80GB" in proc.stdout
+
+
+def test_policy_check_reads_the_signers_file_every_ledger_reader_parses(
+    tmp_path: Path, keys: Keys
+) -> None:
+    """A broken allowed_signers file passed ``policy check`` and failed every ledger read."""
+    root = repo(tmp_path, {"policies/default.yaml": DEFAULT})
+    signers = root / "policies" / "allowed_signers"
+    signers.write_text(keys.signers("alice"), encoding="ascii")
+    proc = gate("policy", "check", "policies", cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert "policies/allowed_signers: ok (1 signer key)" in proc.stdout
+    signers.write_bytes(b"\xef\xbb\xbf" + keys.signers("alice").encode())  # an editor's BOM
+    proc = gate("policy", "check", "policies", cwd=root)
+    assert proc.returncode == 3
+    assert "policies/allowed_signers:1:1: the signers file is not ASCII" in proc.stderr

@@ -160,7 +160,9 @@ def parse(doc: LoadedDoc) -> Calibration:
     A figure written ``5e-05`` (as ``json.dumps`` wrote them before :func:`dump` added the
     ``.0``) loads as text in YAML 1.1; in the measured figures it is read as the number.
     """
-    for entry in doc.data.get("entries") or ():
+    entries = doc.data.get("entries")
+    # NOTE: a scalar (true, 1) is left to the validator, which says a list is wanted
+    for entry in entries if isinstance(entries, list) else ():
         if not isinstance(entry, dict):
             continue
         for name in _STATS:

@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     one (it covers the spec should the policy tighten), anyone else is told it needs none
     and nothing is recorded (exit 0).
     """
-    expires = args.expires or DEFAULT_EXPIRY
+    # NOTE: an empty --expires '' is refused as the malformed duration it is, not the default
+    expires = DEFAULT_EXPIRY if args.expires is None else args.expires
     expiry_after(expires, utc_now())  # a bad --expires is refused before the ledger opens
     reason = required_text(args.reason, "--reason")
     by = required_text(args.by, "--by")

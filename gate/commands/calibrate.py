@@ -27,7 +27,7 @@ from gate.calibrate.observe import Observation, observe
 from gate.commands import backtest
 from gate.commands.common import load_policies, make_evaluator, quiet_mlflow, utc_now
 from gate.commands.output import write_atomically
-from gate.errors import InputError
+from gate.errors import InputError, one_line
 from gate.estimate.prices import quoter
 from gate.estimate.returns import threshold_for
 from gate.estimate.settings import Returns
@@ -209,6 +209,7 @@ def render(calibration: Calibration, min_runs: int) -> str:
         "",
         *aligned([header, *(_row(entry) for entry in calibration.entries)], left=(0, 2)),
     ]
+    lines = [one_line(line) for line in lines]
     coarsest = [  # every run is in its model's coarsest entry once
         entry for entry in calibration.entries if entry.key == Key(model=entry.key.model)
     ]
@@ -229,8 +230,10 @@ def render(calibration: Calibration, min_runs: int) -> str:
 
 
 def _row(entry: Entry) -> tuple[str, ...]:
+    # NOTE: a key's parts are runs' tags (model, accelerator, precision): any text a job
+    # logged, a terminal escape included, shown escaped (and aligned as shown)
     return (
-        entry.key.describe(),
+        one_line(entry.key.describe()),
         str(entry.runs),
         _stat(entry.epoch_minutes),
         _median(entry.setup_minutes),

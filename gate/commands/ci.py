@@ -33,6 +33,7 @@ from gate.commands.output import append_step_summary, write_atomically, write_st
 from gate.commands.records import signer_for
 from gate.errors import BackendError, InputError, one_line
 from gate.evaluation.report import DOCS_URL, RenderContext, Report
+from gate.integrations.whole_files import MAX_READ_BYTES, why_not_regular
 from gate.ledger.approvals import live_approvals
 from gate.ledger.records import (
     DEFAULT_EXPIRY,
@@ -157,9 +158,14 @@ def _env(env: Mapping[str, str], name: str) -> str:
 
 
 def _payload(path: str) -> dict[str, Any]:
+    refused = why_not_regular(path, "GITHUB_EVENT_PATH")  # NOTE: never a FIFO, at most 25 MB
+    if refused is not None:
+        raise InputError(
+            refused, hint="point GITHUB_EVENT_PATH at the event's JSON file, as GitHub Actions does"
+        )
     try:
-        with open(path, encoding="utf-8") as handle:
-            payload = json.load(handle)
+        with open(path, "rb") as handle:
+            payload = json.loads(handle.read(MAX_READ_BYTES).decode("utf-8"))
     except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep
         raise InputError(f"GITHUB_EVENT_PATH {path}: cannot read the event ({exc})") from None
     if not isinstance(payload, dict):

@@ -11,6 +11,7 @@ import argparse
 import os
 
 from gate.commands.common import make_evaluator, print_errors
+from gate.commands.discovery import refuse_stdin
 from gate.commands.output import write_stdout
 from gate.errors import InputError
 from gate.evaluation.diff import compare
@@ -24,6 +25,7 @@ from gate.reporters.json import SCHEMA_VERSION, diff_document
 
 def run(args: argparse.Namespace) -> int:
     """Price both versions and print the change; the exit code says only if input was bad."""
+    refuse_stdin("diff", args.base, args.head)
     evaluator = make_evaluator(args)
     base, head = _version(evaluator, args.base), _version(evaluator, args.head)
     if base is None and head is None:

@@ -16,6 +16,30 @@ from typing import NoReturn
 from gate.errors import InputError, one_line
 from gate.spec import globs
 
+STDIN = "-"
+"""The name ``check`` reads a spec from stdin for; no other command reads stdin."""
+
+
+def refuse_stdin(command: str, *paths: str) -> None:
+    """Refuse ``-`` where only files are read: looked for as a file, it was "no such file"."""
+    if STDIN in paths:
+        raise InputError(
+            f"{command} does not read a spec from stdin (-): only budget-gate check does",
+            hint="save the spec to a file and pass its path (a file named - is ./-), or pipe "
+            "it to budget-gate check -",
+        )
+
+
+def require_specs(paths: list[str], patterns: list[str]) -> list[str]:
+    """``paths``, refused when empty: as in ``check``, no spec found is no success."""
+    if not paths:
+        raise InputError(
+            f"no specs found in {one_line(' '.join(patterns))} (directories are searched for "
+            "*.yaml, *.yml and *.json, in any case)",
+            hint="check the path",
+        )
+    return paths
+
 
 def expand_specs(patterns: list[str]) -> list[str]:
     """Expand directories and quoted globs into spec paths, keeping the order given.

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from gate.commands.common import make_evaluator, make_report, print_errors
-from gate.commands.discovery import expand_specs
+from gate.commands.discovery import expand_specs, refuse_stdin, require_specs
 from gate.commands.output import write_stdout
 from gate.estimate.model import Estimate, Scenario
 from gate.evaluation.report import SpecResult
@@ -25,9 +25,11 @@ def run(args: argparse.Namespace) -> int:
     errors go to stderr, and in JSON also under ``invalid`` (one object per spec, with
     ``check``'s error objects).
     """
+    refuse_stdin("estimate", *args.specs)
+    paths = require_specs(expand_specs(args.specs), args.specs)
     every = frozenset(Outcome) if args.alternatives else frozenset()
     evaluator = make_evaluator(args, alternatives_for=every)
-    results = [evaluator.evaluate(path) for path in expand_specs(args.specs)]
+    results = [evaluator.evaluate(path) for path in paths]
     print_errors(results)
     valid = [r for r in results if r.outcome is not Outcome.INVALID]
     if args.summary:

@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from gate.commands.common import make_evaluator
+from gate.commands.discovery import refuse_stdin
 from gate.commands.output import write_atomically, write_stdout
 from gate.errors import InputError
 from gate.formats import Format, sniff
@@ -35,6 +36,7 @@ def _same_file(a: str, b: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Print (or --write) the equivalent spec; exit 3 when the file cannot be read as one."""
+    refuse_stdin("import", args.file)
     if args.write and _same_file(args.write, args.file):
         raise InputError(
             f"--write {args.write} is the file being imported: it would be overwritten",

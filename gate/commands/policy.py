@@ -22,12 +22,12 @@ from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import SpecResult
 from gate.model import Field, Model
-from gate.policy.loader import LoadedPolicy, PolicySet
+from gate.policy.loader import CALIBRATION_FILE, LoadedPolicy, PolicySet
 from gate.policy.rules import all_rule_ids, rule_info
+from gate.spec.globs import is_spec_file
 from gate.spec.loader import LoadedDoc, load_file
 from gate.spec.validation import validate
 
-FIXTURE_SUFFIXES = (".yaml", ".yml")
 _LEDGER_RULES = ("BG120", "BG121")  # need the ledger's monthly spend, which tests have not
 _WAIVER_RULES = ("BG901", "BG902")
 
@@ -87,6 +87,17 @@ def run_check(directory: str) -> int:
                 f"  note: currency {policy.policy.currency} without prices.usd_exchange_rate: "
                 "a spec on an accelerator that prices.overrides does not price is refused"
             )
+    # NOTE: check prices with the calibration beside the policies: validated here too, so
+    # policy check never says all is valid while every check exits on it
+    calibration = load_calibration(directory, None)
+    if calibration is not None:
+        count = len(calibration.entries)
+        where = Path(directory) / CALIBRATION_FILE
+        print(one_line(f"{where}: ok ({count} {'entry' if count == 1 else 'entries'})"))
+    signers = PolicySet(directory).trust().signers  # NOTE: every ledger reader parses it
+    if signers is not None:
+        count = len(signers.entries)
+        print(one_line(f"{signers.file}: ok ({count} signer {'key' if count == 1 else 'keys'})"))
     print(f"{len(loaded)} {'policy' if len(loaded) == 1 else 'policies'} valid in {directory}")
     return 0
 
@@ -139,9 +150,16 @@ def _fixture_files(where: Path) -> list[Path]:
             hint="add fixture specs there, each with an expect: {verdict: ..., rules: [...]} "
             "block (docs/policies.md), or pass --fixtures DIR",
         )
-    files = sorted(p for p in where.rglob("*") if p.suffix in FIXTURE_SUFFIXES and p.is_file())
+    # NOTE: every name check reads as a spec (.json, .YML too): a .json fixture was skipped
+    # unsaid; the calibration the fixtures are judged with is no fixture
+    calibration = where / CALIBRATION_FILE
+    files = sorted(
+        p for p in where.rglob("*") if is_spec_file(p.name) and p.is_file() and p != calibration
+    )
     if not files:
-        raise InputError(f"no policy fixtures in {where}", hint="add *.yaml fixture specs")
+        raise InputError(
+            f"no policy fixtures in {where}", hint="add *.yaml (or .yml, .json) fixture specs"
+        )
     return files
 
 

@@ -26,6 +26,7 @@ from gate.integrations.mlflow.patience import Patience
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.integrations.shared_secret import read_secret, refusal
 from gate.integrations.skypilot_settings import MissingSpec, PolicySettings
+from gate.integrations.whole_files import why_not_regular
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -165,6 +166,10 @@ def _tls_files(certfile: str | None, keyfile: str | None) -> tuple[str | None, s
         raise InputError(
             "--ssl-certfile and --ssl-keyfile go together", hint="give both PEM files, or neither"
         )
+    for option, path in (("--ssl-certfile", certfile), ("--ssl-keyfile", keyfile)):
+        refused = why_not_regular(path, option)  # NOTE: a FIFO hung the load below
+        if refused is not None:
+            raise InputError(refused, hint="give a PEM certificate (chain) and its private key")
     import ssl
 
     try:  # NOTE: load them now, so a wrong file is exit 3 here, not a crash in uvicorn

@@ -24,6 +24,8 @@ from gate.integrations import open_ledger
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.policy.loader import PolicySet
 
+KUBECONFIG_HINT = "give --kubeconfig FILE (and --context NAME) that `kubectl config view` reads"
+
 
 def run(args: argparse.Namespace) -> int:
     """Run the controller; exit 3 on bad options or a missing extra, 4 when the API fails."""
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         cluster = api.connect(args.kubeconfig, args.context)
     except api.KubeError as exc:
-        raise InputError(str(exc), hint="give --kubeconfig FILE (and --context NAME)") from None
+        raise InputError(str(exc), hint=KUBECONFIG_HINT) from None
     worker = controller.Controller(cluster, settings)
     try:
         checks = worker.activate()

@@ -46,8 +46,12 @@ def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
 
     Raises:
         gate.errors.MissingExtra: MLflow is needed and not installed (exit 3, naming the extra).
-        gate.errors.InputError: the URI names a directory, another tool's database, or no file.
+        gate.errors.InputError: the URI names a directory, another tool's database, or no file;
+            or ``BUDGET_GATE_LEDGER_TIMEOUT`` is no number of seconds (whatever the store).
     """
+    from gate.integrations.mlflow.patience import Patience
+
+    Patience.from_env(os.environ)  # NOTE: refused for every store, not only those that wait
     if tracking_uri.startswith(("http://", "https://")) and not os.environ.get(
         "MLFLOW_TRACKING_AUTH"
     ):

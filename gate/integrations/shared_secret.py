@@ -10,9 +10,9 @@ import base64
 import binascii
 import hmac
 from collections.abc import Mapping
-from pathlib import Path
 
 from gate.errors import InputError
+from gate.integrations.whole_files import read_regular
 
 SECRET_ENV = "BUDGET_GATE_POLICY_SECRET"
 """The env var that holds the shared secret, when no secret file is given."""
@@ -27,13 +27,13 @@ def read_secret(path: str | None, environ: Mapping[str, str]) -> str:
         gate.errors.InputError: no secret, an unreadable file, or one too short (exit 3).
     """
     if path is not None:
+        hint = f"give a regular file whose first line is the secret, or set {SECRET_ENV}"
+        raw = read_regular(path, "--secret-file", hint)
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            reason = getattr(exc, "strerror", None) or type(exc).__name__
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
             raise InputError(
-                f"--secret-file {path}: cannot be read ({reason})",
-                hint="give a readable file whose first line is the secret",
+                f"--secret-file {path}: cannot be read (not UTF-8)", hint=hint
             ) from None
         secret, where = (text.splitlines() or [""])[0].strip(), f"--secret-file {path}"
     else:

@@ -111,7 +111,9 @@ class PolicySet:
             return None
         except OSError as exc:
             path = self.policy_dir / file_name
-            raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+            raise InputError(
+                f"{path}: cannot read ({exc.strerror})", hint=f"make {file_name} a readable file"
+            ) from None
 
     def for_team(self, team: str | None) -> LoadedPolicy:
         """The team's policy if ``<team>.yaml`` exists, else the default policy."""
@@ -226,9 +228,9 @@ class PolicySet:
 
     def _require_dir(self) -> None:
         if self._files is None and not self.policy_dir.is_dir():
-            if self.policy_dir.is_file():
+            if self.policy_dir.exists():  # a file, a FIFO, a device
                 raise InputError(
-                    f"policy directory {str(self.policy_dir)!r} is a file",
+                    f"policy directory {str(self.policy_dir)!r} is not a directory",
                     hint=f"pass the directory that holds it: {self.policy_dir.parent}",
                 )
             raise InputError(

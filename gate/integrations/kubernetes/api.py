@@ -19,9 +19,11 @@ from typing import Any
 
 import kubernetes
 import urllib3
+import yaml
 from kubernetes.client.exceptions import ApiException
 
 from gate.admission.workload import Workload
+from gate.integrations.whole_files import why_not_regular
 
 GROUP = "kueue.x-k8s.io"
 VERSION = "v1beta2"
@@ -58,6 +60,18 @@ class KubeError(Exception):
         self.status = status
 
 
+def _kubeconfig_files(kubeconfig: str | None) -> list[str]:
+    """The files the client reads: ``kubeconfig``, else each existing one of $KUBECONFIG."""
+    from kubernetes.config import kube_config
+
+    if kubeconfig is not None:
+        return [kubeconfig]
+    listed = kube_config.KUBE_CONFIG_DEFAULT_LOCATION.split(
+        kube_config.ENV_KUBECONFIG_PATH_SEPARATOR
+    )
+    return [os.path.expanduser(p) for p in listed if p and os.path.exists(os.path.expanduser(p))]
+
+
 def connect(kubeconfig: str | None = None, context: str | None = None) -> KueueApi:
     """The API of the cluster the controller runs for.
 
@@ -68,17 +82,43 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> KueueA
         KubeError: the configuration cannot be loaded.
     """
     configuration = kubernetes.client.Configuration()
+    in_cluster = kubeconfig is None and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    files = [] if in_cluster else _kubeconfig_files(kubeconfig)
+    for file in files:
+        refused = why_not_regular(file, "kubeconfig")
+        if refused is not None:
+            raise KubeError(f"cannot load the Kubernetes configuration: {refused}")
     try:
-        if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        if in_cluster:
             kubernetes.config.load_incluster_config(client_configuration=configuration)
         else:
             kubernetes.config.load_kube_config(
                 config_file=kubeconfig, context=context, client_configuration=configuration
             )
-    except (kubernetes.config.ConfigException, OSError, ValueError) as exc:
-        raise KubeError(f"cannot load the Kubernetes configuration: {exc}") from None
+    # NOTE: the client parses the file with PyYAML and walks what it finds unchecked: a
+    # malformed file raises YAMLError, a list where a mapping belongs TypeError and so on
+    except (
+        kubernetes.config.ConfigException, yaml.YAMLError, OSError, ValueError, TypeError,
+        AttributeError, KeyError, IndexError, RecursionError,
+    ) as exc:  # fmt: skip
+        named = f"{', '.join(files)}: " if files else ""
+        raise KubeError(f"cannot load the Kubernetes configuration: {named}{_why(exc)}") from None
     configuration.retries = 1
     return KueueApi(kubernetes.client.ApiClient(configuration))
+
+
+def _why(exc: Exception) -> str:
+    """What is wrong with a kubeconfig the client failed on, in one line."""
+    text = " ".join(str(exc).split())[:300]
+    if isinstance(exc, yaml.YAMLError):
+        return f"invalid YAML: {text}"
+    if isinstance(exc, RecursionError):
+        return "nested too deep to read"
+    if isinstance(exc, KeyError):
+        return f"no field {text} where kubectl expects one"
+    if isinstance(exc, (TypeError, AttributeError, IndexError)):
+        return f"a field is not of the shape kubectl expects (a list, a mapping): {text}"
+    return text or type(exc).__name__
 
 
 class KueueApi:

@@ -154,6 +154,9 @@ def bounded_client(client: T, tracking_uri: str) -> T:
     Raises:
         gate.errors.InputError: ``BUDGET_GATE_LEDGER_TIMEOUT`` is malformed.
     """
+    # NOTE: read whatever the store: a malformed setting is refused the same way for a
+    # sqlite:/// or file store (no requests to bound) as for a tracking server
+    patience = Patience.from_env(os.environ)
     if not tracking_uri.startswith(("http://", "https://")):
-        return client  # a sqlite:/// or file store: no requests to bound
-    return cast(T, BoundedCalls(client, Patience.from_env(os.environ)))
+        return client
+    return cast(T, BoundedCalls(client, patience))
