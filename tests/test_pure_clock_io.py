@@ -42,8 +42,9 @@ ALLOWED = {
     "gate/estimate/prices.py": {"files", "read_text"},  # the packaged price catalog
     "gate/estimate/flops.py": {"files", "read_text"},  # the packaged model-size table
     "gate/estimate/prices_build.py": {"open", "is_file", "write_text"},  # builds the catalog
-    "gate/admission/spec_file.py": {"read_bytes", "read_text"},  # the spec a launch names, in
-    # the repo, and the .git file that says whether the repo is another's submodule
+    "gate/admission/spec_file.py": {"read_bytes", "read_text", "is_dir"},  # the spec a launch
+    # names, in the repo, and the .git file that says whether the repo is another's submodule
+    "gate/policy/files.py": {"walk"},  # the policy directory's folders, for policies misplaced
 }
 """Where the clock or a file is the module's job, and which calls it makes (short, explicit)."""
 
