@@ -6,24 +6,9 @@ policy judged a file its team's policy refuses. Checked by the real CLI on files
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from gate.cli import main
-from tests.test_formats_strict_keys import DEFAULT, KATIB, VISION
-
-
-def check(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    policies = tmp_path / "policies"
-    policies.mkdir(exist_ok=True)
-    (policies / "default.yaml").write_text(DEFAULT)
-    (policies / "vision.yaml").write_text(VISION)
-    target = tmp_path / "config.yaml"
-    target.write_text(text)
-    code = main(["check", "--policy-dir", str(policies), str(target)])
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err, str(target)
+from tests.test_formats_strict_keys import KATIB, check
 
 
 def test_the_katib_team_annotation_spelt_right_is_judged_by_the_teams_policy(tmp_path, capsys):
