@@ -111,8 +111,34 @@ def test_a_key_skypilots_task_schema_lacks_is_refused_at_its_line(tmp_path, caps
     assert f"{file}:{at}:" in out and said in out
 
 
+@pytest.mark.parametrize(
+    "resources",
+    ["  gpus: H100:8\n", "  any_of:\n    - {gpus: H100:8}\n    - {accelerators: A100:8}\n"],
+)
+def test_skypilots_gpus_alias_is_read_as_accelerators(tmp_path, capsys, resources):
+    """SkyPilot renames ``gpus`` to ``accelerators`` before it checks its schema: refused as
+    an unknown key ("did you mean 'cpus'?"), two upstream examples could not be checked."""
+    text = f"resources:\n{resources}run: python train.py --epochs 10\n"
+    code, out, _ = check(tmp_path, text, capsys)
+    assert code != 3, out
+    assert "H100" in out and "8 GPUs per trial" in out
+    code, out, file = check(
+        tmp_path, "resources:\n  gpus: H100:8\n  accelerators: H100:8\nrun: x\n", capsys
+    )
+    assert code == 3
+    assert f"{file}:2:3: resources gives both gpus and accelerators, which SkyPilot refuses" in out
+
+
+def test_skypilots_own_aliases_are_the_ones_read():
+    resources = pytest.importorskip("sky.resources")
+    from gate.formats.spelling import SKYPILOT_ALIASES
+
+    assert resources.RESOURCE_CONFIG_ALIASES == SKYPILOT_ALIASES
+
+
 def test_a_task_of_skypilots_own_keys_and_a_null_key_passes(tmp_path, capsys):
-    """SkyPilot drops a key whose value is null before it validates: so does budget-gate."""
+    """A key whose value is null sets nothing, so it is passed over (SkyPilot itself drops
+    its known keys' nulls and refuses unknown ones: laxer here, and harmless)."""
     text = (
         "name: t\nworkdir: .\nnum_nodes: 1\nfile_mounts: {/data: s3://b}\n"
         "envs: {X_BUDGET_GATE_TEAM: vision, BUDGET_GATE_SPEC: x.yaml, WANDB_MODE: offline}\n"

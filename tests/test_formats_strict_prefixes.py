@@ -41,6 +41,18 @@ def test_the_task_team_env_spelt_right_is_judged_by_the_teams_policy(tmp_path, c
     assert code == 1, out  # budget-gate's own BUDGET_GATE_SPEC and other envs pass
 
 
+@pytest.mark.parametrize("name", ["BUDGET_CATEGORY", "BUDGET_RATE", "X_BUDGET_DATE"])
+def test_names_of_their_own_that_start_like_the_prefix_are_not_near_misses(tmp_path, capsys, name):
+    """Within two edits of the prefix, ``BUDGET_CATEGORY: research`` was refused."""
+    code, out, _ = check(tmp_path, TASK.replace("WANDB_PROJECT", name), capsys)
+    assert code == 1, out
+    katib = KATIB.replace(
+        "budget-gate/team: vision", "budget-gate/team: vision\n    budget-rate/x: y"
+    )
+    code, out, _ = check(tmp_path, katib, capsys)
+    assert code != 3, out
+
+
 @pytest.mark.parametrize(
     "written",
     ["x_budget_gate_team", "X_BUDGETGATE_TEAM", "X-BUDGET-GATE-TEAM", "XBUDGET_GATE_TEAM"],

@@ -26,7 +26,7 @@ from gate.formats.command_lines import (
 from gate.formats.extension import env_facts
 from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping, whole_epochs
 from gate.formats.shell_effects import refuse_unread_training, scripts_note
-from gate.formats.spelling import refuse_unknown_task_keys
+from gate.formats.spelling import aliased, refuse_unknown_task_keys
 from gate.spec.devices import devices_in
 from gate.spec.facts import ENV_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap
@@ -301,6 +301,7 @@ def _candidates(resources: Any, path: DataPath, where: SourceMap) -> list[Candid
     """Every accelerator the resources name, across any_of / ordered alternatives."""
     if not isinstance(resources, dict):
         return []
+    resources = aliased(resources, path, where)
     found: list[Candidate] = []
     for key in ("any_of", "ordered"):
         alternatives = resources.get(key)
@@ -317,7 +318,7 @@ def _candidates(resources: Any, path: DataPath, where: SourceMap) -> list[Candid
         for i, alternative in enumerate(alternatives):
             merged = {
                 **{k: v for k, v in resources.items() if k not in ("any_of", "ordered")},
-                **alternative,
+                **aliased(alternative, (*path, key, i), where),
             }
             found.extend(_candidates(merged, (*path, key, i), where))
     if found:

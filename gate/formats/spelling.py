@@ -103,6 +103,8 @@ SKYPILOT_RESOURCES = _words(
     "priority priority_class region use_spot volumes zone"
 )
 """``get_resources_schema()`` of SkyPilot 0.14.1 (an ``any_of``/``ordered`` item: a subset)."""
+SKYPILOT_ALIASES = {"gpus": "accelerators"}
+"""``sky.resources.RESOURCE_CONFIG_ALIASES``: renamed before SkyPilot checks the schema."""
 SPEC_TOP = ("metadata", "workload", "search", "stopping", "quality_gate")
 SPEC_RESOURCES = ("gpus_per_trial", "accelerator")
 """A budget-gate spec's own keys: a file with them is a spec that lost its first lines."""
@@ -170,7 +172,7 @@ def refuse_unknown(
     """Refuse the keys of ``node`` (at ``path``) the engine does not have, each at its line.
 
     ``near_only``: only a near miss of a known key (an engine that drops unknown keys).
-    A key whose value is null is skipped where the engine skips it (SkyPilot drops them).
+    A key whose value is null holds nothing to read, so it is passed over.
     """
     if not isinstance(node, Mapping):
         return
@@ -197,6 +199,28 @@ def refuse_unknown(
         raise InputErrors(errors)
 
 
+def aliased(resources: dict[str, Any], path: DataPath, where: SourceMap) -> dict[str, Any]:
+    """``resources`` with SkyPilot's aliases renamed (``gpus: H100:8`` is ``accelerators``).
+
+    NOTE: SkyPilot renames them before it reads the resources, at the top and in each
+    alternative, and refuses a mapping that gives both names.
+    """
+    found = {k: v for k, v in resources.items() if k in SKYPILOT_ALIASES and v is not None}
+    if not found:
+        return resources
+    renamed = {k: v for k, v in resources.items() if k not in SKYPILOT_ALIASES}
+    for alias, value in found.items():
+        canonical = SKYPILOT_ALIASES[alias]
+        if renamed.get(canonical) is not None:
+            raise InputError(
+                f"resources gives both {alias} and {canonical}, which SkyPilot refuses",
+                location=where.locate((*path, alias), key=True),
+                hint=f"keep one: {alias} is another name for {canonical}",
+            )
+        renamed[canonical] = value
+    return renamed
+
+
 def refuse_unknown_task_keys(data: Mapping[str, Any], where: SourceMap) -> None:
     """A SkyPilot task's keys as SkyPilot's schema has them; a spec's keys say it is one."""
     resources = data.get("resources")
@@ -218,16 +242,17 @@ def refuse_unknown_task_keys(data: Mapping[str, Any], where: SourceMap) -> None:
             hint="check the Hydra config that composes this file; budget-gate reads a group "
             "file through it",
         )
-    present = {k: v for k, v in data.items() if v is not None}  # NOTE: SkyPilot skips nulls
+    present = {k: v for k, v in data.items() if v is not None}  # NOTE: a null sets nothing
     refuse_unknown(present, SKYPILOT_TASK, (), where, "SkyPilot task")
     if not isinstance(resources, Mapping):
         return
     live = {k: v for k, v in resources.items() if v is not None}
-    refuse_unknown(live, SKYPILOT_RESOURCES, ("resources",), where, "SkyPilot task's resources")
+    known = SKYPILOT_RESOURCES | set(SKYPILOT_ALIASES)
+    refuse_unknown(live, known, ("resources",), where, "SkyPilot task's resources")
     for key in ("any_of", "ordered"):
         for i, item in enumerate(resources.get(key) or []):
             path = ("resources", key, i)
-            refuse_unknown(item, SKYPILOT_RESOURCES, path, where, "SkyPilot task's resources")
+            refuse_unknown(item, known, path, where, "SkyPilot task's resources")
 
 
 def refuse_katib_near_misses(data: Mapping[str, Any], where: SourceMap) -> None:
@@ -268,20 +293,11 @@ def near_prefix(key: str, prefix: str) -> bool:
     """Whether ``key`` starts with a near miss of ``prefix`` (not the prefix itself).
 
     ``budget_gate/team``, ``budget-gate.io/team`` for ``budget-gate/``; ``x_budget_gate_team``,
-    ``X_BUDGETGATE_TEAM`` for ``X_BUDGET_GATE_``: within two edits once case and the
-    separators are set aside.
+    ``X_BUDGETGATE_TEAM`` for ``X_BUDGET_GATE_``: the same letters once case and the
+    separators are set aside, the leading ``x`` of an extension key optional. Only those
+    confusions: ``BUDGET_CATEGORY`` or ``budget-rate/x`` are names of their own.
     """
     if key.startswith(prefix):
         return False
     want, have = _squeezed(prefix), _squeezed(key)
-    return any(_distance(have[:n], want) <= 2 for n in range(len(want) - 2, len(want) + 3) if n > 0)
-
-
-def _distance(a: str, b: str) -> int:
-    """Levenshtein distance (short strings: a prefix's length)."""
-    row = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        for j, cb in enumerate(b, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
-    return row[len(b)]
+    return have.startswith(want) or (want.startswith("x") and have.startswith(want[1:]))
