@@ -795,3 +795,27 @@ def test_a_job_the_role_may_not_read_is_rejected_with_the_role_to_grant(repo, ku
     assert message.endswith(
         "— let budget-gate get Job objects (the ClusterRole of budget-gate init --kueue)"
     )
+
+
+@pytest.mark.parametrize("wrapped", ["pytorch", "rayjob"])
+def test_an_appwrapper_of_jobs_that_end_is_admitted_without_a_written_policy(repo, kube, wrapped):
+    """A PyTorchJob keeps restartPolicy on its replica spec, a RayJob's Ray pods end with
+    it: wrapped in an AppWrapper, their templates without a policy were rejected as a bare
+    Pod's ("restartPolicy Always, a Pod's default"), though each is admitted unwrapped."""
+    spec = write_spec(repo, trials=2)
+    if wrapped == "pytorch":
+        job, pod_sets = objects.pytorch_job("pt", spec=spec, workers=0)
+    else:
+        job, pod_sets = objects.pytorch_job("ray", spec=spec, workers=0)
+        job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": job["metadata"]}
+    for pod_set in pod_sets:
+        del pod_set["template"]["spec"]["restartPolicy"]
+    owner, pod_sets = _wrapped(f"aw-{wrapped}", [job], pod_sets)
+    kube.add_other(owner, "appwrappers")
+    kube.add(objects.workload_for(owner, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Ready"
+    bare, pod_sets = _wrapped("aw-pod", [{"apiVersion": "v1", "kind": "Pod"}], pod_sets)
+    kube.add_other(bare, "appwrappers")  # a bare Pod's template without one: Always
+    workload = kube.add(objects.workload_for(bare, pod_sets))
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    assert "restartPolicy Always, a Pod's default" in kube.check(workload)["message"]

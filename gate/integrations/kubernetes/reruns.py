@@ -74,18 +74,18 @@ def reruns(api: KueueApi, workload: Workload, owners: OwnerCache) -> str | None:
         gate.admission.spec_file.SpecRefError: the job cannot be read (RBAC).
     """
     owner = workload.owner
-    again = next(filter(None, (_restarts(ps, owner) for ps in workload.pod_sets)), None)
+    found = None
+    if owner is not None and _owned_by(owner, _READ):
+        kubeflow = owner.kind in KUBEFLOW_JOBS
+        why = "its replicas' restartPolicy" if kubeflow else "how often it runs its pods"
+        found = read_owner(api, workload.namespace, owner, owners, why) or {}
+    kinds = _component_kinds(found) if _owned_by(owner, WRAPPERS) else _kind_of(owner)
+    again = next(filter(None, (_restarts(ps, owner, kinds) for ps in workload.pod_sets)), None)
     if again is not None:
         return f"workload {workload.key}: {again}"
-    if owner is None or not _owned_by(owner, _READ):
+    if owner is None or found is None:
         return None
-    why = (
-        "its replicas' restartPolicy"
-        if owner.kind in KUBEFLOW_JOBS
-        else "how often it runs its pods"
-    )
-    found = read_owner(api, workload.namespace, owner, owners, why)
-    said = _runs_again(owner.kind, found or {}, workload)
+    said = _runs_again(owner.kind, found, workload)
     return (
         None if said is None else f"workload {workload.key}: its {owner.kind} {owner.name} {said}"
     )
@@ -166,19 +166,44 @@ def _replica_restarts(spec: dict[str, Any], workload: Workload | None) -> str | 
     return None
 
 
-def _restarts(pod_set: PodSet, owner: Owner | None) -> str | None:
+Kinds = frozenset[tuple[str, str]]
+"""The (kind, API group) of the job a pod set's pods belong to: an AppWrapper's components'."""
+
+
+def _kind_of(owner: Owner | None) -> Kinds:
+    return frozenset() if owner is None else frozenset({(owner.kind, _group(owner.api_version))})
+
+
+def _component_kinds(wrapper: Any) -> Kinds:
+    """The kinds an AppWrapper holds; none read (``{}``): nothing vouches for its pods."""
+    components = ((wrapper or {}).get("spec") or {}).get("components") or []
+    templates = [c.get("template") for c in components if isinstance(c, dict)]
+    return frozenset(
+        (str(t.get("kind", "")), _group(str(t.get("apiVersion", ""))))
+        for t in templates
+        if isinstance(t, dict)
+    )
+
+
+def _all_in(kinds: Kinds, known: dict[str, str]) -> bool:
+    return bool(kinds) and all(known.get(kind) == group for kind, group in kinds)
+
+
+def _restarts(pod_set: PodSet, owner: Owner | None, kinds: Kinds) -> str | None:
     """Why the pod set's GPU pods run again after every exit, or ``None``.
 
     ``restartPolicy: Always`` as written (Kubernetes writes it into a Pod's, a Deployment's
     and a StatefulSet's templates when none is given), or none written outside the kinds
-    of :data:`POLICY_ELSEWHERE` (a bare Pod's, an AppWrapper's or a RayCluster's template
-    runs as a Pod's default); and an owner of :data:`HOLDS_ITS_PODS` keeps them until
-    deleted whatever their policy. A RayJob's Ray pods end with the job.
+    of :data:`POLICY_ELSEWHERE` (a bare Pod's or a RayCluster's template runs as a Pod's
+    default); and an owner of :data:`HOLDS_ITS_PODS` keeps them until deleted whatever
+    their policy. A RayJob's Ray pods end with the job. ``kinds`` are those of the job the
+    pods belong to: the owner, or the components of an AppWrapper (all of them must end).
     """
-    if not pod_set.gpu_resources or _owned_by(owner, ENDS_ITS_PODS):
+    if not pod_set.gpu_resources or _all_in(kinds, ENDS_ITS_PODS):
         return None
     policy = pod_set.restart_policy
-    if policy == "Always" or (policy is None and not _owned_by(owner, POLICY_ELSEWHERE)):
+    elsewhere = _all_in(kinds, {**POLICY_ELSEWHERE, **ENDS_ITS_PODS})
+    if policy == "Always" or (policy is None and not elsewhere):
         said = "restartPolicy Always" if policy else "restartPolicy Always, a Pod's default"
         return (
             f"the pods of its pod set {pod_set.name} restart after every exit ({said}), so "
@@ -205,4 +230,8 @@ def _restarts(pod_set: PodSet, owner: Owner | None) -> str | None:
 
 def _owned_by(owner: Owner | None, kinds: dict[str, str]) -> bool:
     """Whether ``owner`` is one of ``kinds`` (kind → API group), its group included."""
-    return owner is not None and kinds.get(owner.kind) == owner.api_version.rpartition("/")[0]
+    return owner is not None and kinds.get(owner.kind) == _group(owner.api_version)
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
