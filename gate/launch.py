@@ -36,11 +36,7 @@ from gate.guard.limits import limits_for
 from gate.integrations import open_ledger
 from gate.integrations.git.policy_dir import POLICY_DIR, open_policies
 from gate.integrations.git.repo import RepoPaths
-from gate.integrations.mlflow.tracking_uri import (
-    default_tracking_uri,
-    redact,
-    resolve_tracking_uri,
-)
+from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
 from gate.ledger.records import MAX_CLOCK_SKEW, LedgerRecord
 from gate.ledger.view import LedgerView
@@ -93,8 +89,8 @@ def require_approval(
     directory, as ``budget-gate verify`` finds them (else the built-in default policy, which
     is logged and named in ``result.policy``). The ledger is at
     ``tracking_uri``, else ``MLFLOW_TRACKING_URI``, else ``mlflow.db`` at the root of the
-    git work tree of the current directory (outside one, in the directory; outside the
-    repository whose policies were found from the spec, that repository's); it is
+    git work tree that holds the policy directory (beside the built-in default: the current
+    directory's), from whatever directory the script runs; it is
     read only when the spec needs an approval or its policy a monthly budget. ``now``
     must be the current time (within a clock skew): a launch is judged when it happens,
     and another moment is refused (``budget-gate verify --as-of`` judges one without
@@ -167,7 +163,8 @@ def _clear(
         _log.warning("no policies/ directory at the repository root: the built-in default applies")
     repo = RepoPaths(policies.policy_dir if not policies.builtin else POLICY_DIR)
     check_launched(spec, repo.root)  # before any ledger read: fail closed
-    uri = ledger_uri(tracking_uri, repo.root, policy_dir_given=policy_dir is not None)
+    home = None if policies.builtin else policies.policy_dir
+    uri = resolve_tracking_uri(tracking_uri, os.environ, home)  # beside the policies
     key = _launch_key(launch_key, call)
     view = LedgerView(
         lambda trust: open_ledger(uri, trust), moment, approvals=True, where=redact(uri)
@@ -199,25 +196,6 @@ def _clear(
     if launch_key is None:
         _cleared(key, call)
     return verification, evaluation, view, uri
-
-
-def ledger_uri(given: str | None, root: Path, *, policy_dir_given: bool) -> str:
-    """The ledger's URI: ``given``, ``MLFLOW_TRACKING_URI``, else the repository's sqlite file.
-
-    The default is ``mlflow.db`` at the root of the current directory's repository, unless
-    the current directory lies outside ``root``, the repository whose policies were found
-    from the spec: then it is ``root``'s.
-
-    NOTE: run from outside the repository (a cron job, a script in another checkout), a
-    launch judged the spec by the repository's policies against an empty ledger in the
-    current directory: the month's budget passed, and the launch went to a stray file.
-    """
-    uri = resolve_tracking_uri(given, os.environ)
-    if given or os.environ.get("MLFLOW_TRACKING_URI") or policy_dir_given:
-        return uri
-    if Path.cwd().resolve().is_relative_to(root):
-        return uri
-    return default_tracking_uri(root)
 
 
 def _moment(now: dt.datetime | None) -> dt.datetime:

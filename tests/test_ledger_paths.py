@@ -112,3 +112,46 @@ def test_a_guard_opened_from_outside_the_repository_refreshes_from_its_ledger(
     refresh = guard._refresh
     assert refresh is not None and refresh() == guard.ceiling
     assert not (elsewhere / "mlflow.db").exists()
+
+
+def test_naming_the_policy_directory_from_outside_reads_its_ledger_too(
+    outside: tuple[str, Path], capsys: pytest.CaptureFixture[str]
+):
+    """``--policy-dir /repo/policies`` kept the current directory's (empty) ledger: the
+    budget passed (exit 0) and the launch went to a stray file, as if the fix were unsaid."""
+    spec, elsewhere = outside
+    policies = str(Path(spec).parent / "policies")
+    assert main(["verify", spec, "--policy-dir", policies]) == 1
+    assert "BG120" in capsys.readouterr().out
+    with pytest.raises(gate.PolicyViolation, match="BG120"):
+        gate.require_approval(spec, policy_dir=policies)
+    assert not (elsewhere / "mlflow.db").exists()
+
+
+def test_every_command_run_from_outside_uses_the_one_ledger_of_the_policies(
+    team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """Only verify and the launch API read the repository's ledger from outside: approve
+    wrote a stray one there (verify then refused, exit 2), and revoke from outside found no
+    approval to revoke while verify from the same place cleared it."""
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("BUDGET_GATE_LAUNCH_KEY", raising=False)
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    at_root = Team(root, "", team.capsys, team.name, team.cost_center)
+    at_root.policy()
+    monkeypatch.chdir(root)
+    spec = str(root / at_root.spec(8))  # 80 USD, needs an approval
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["approve", spec, "--by", "alice", "--reason", "ok"]) == 0
+    assert main(["verify", spec, "--dry-run"]) == 0
+    monkeypatch.chdir(root)
+    assert main(["verify", spec, "--dry-run"]) == 0  # the same ledger from the root
+    monkeypatch.chdir(elsewhere)
+    assert main(["revoke", spec, "--by", "bob", "--reason", "stop"]) == 0
+    assert main(["verify", spec, "--dry-run"]) == 2
+    capsys.readouterr()
+    assert not (elsewhere / "mlflow.db").exists() and (root / "mlflow.db").exists()

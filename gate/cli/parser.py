@@ -140,8 +140,8 @@ def _tracking(what: str, *, rest: bool = False) -> Parser:
     group.add_argument(
         "--tracking-uri",
         metavar="URI",
-        help=f"{what} (default: $MLFLOW_TRACKING_URI, else mlflow.db at the git "
-        "repository's root, or in the current directory outside git)"
+        help=f"{what} (default: $MLFLOW_TRACKING_URI, else mlflow.db at the root of the "
+        "git repository that holds the policies, or beside them outside git)"
         + ("; an http(s) server is read over REST, without MLflow" if rest else ""),
     )
     return group

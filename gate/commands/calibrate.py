@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,14 +24,19 @@ from gate.calibrate.learn import learn
 from gate.calibrate.model import Calibration, Entry, Key, Stat, dump
 from gate.calibrate.observe import Observation, observe
 from gate.commands import backtest
-from gate.commands.common import load_policies, make_evaluator, quiet_mlflow, utc_now
+from gate.commands.common import (
+    load_policies,
+    make_evaluator,
+    quiet_mlflow,
+    tracking_uri_of,
+    utc_now,
+)
 from gate.commands.output import write_atomically
 from gate.errors import InputError, one_line
 from gate.estimate.prices import quoter
 from gate.estimate.returns import threshold_for
 from gate.estimate.settings import Returns
 from gate.integrations import needs_mlflow
-from gate.integrations.mlflow.tracking_uri import resolve_tracking_uri
 from gate.ledger import tracking
 from gate.ledger.records import LEDGER_EXPERIMENT
 from gate.policy.model import Policy
@@ -109,7 +113,7 @@ def _observations(
 
     ``sink``, when given, also sees every run as read, with its experiment's name.
     """
-    uri = resolve_tracking_uri(args.tracking_uri, os.environ)
+    uri = tracking_uri_of(args)
     quiet_mlflow()
     with needs_mlflow("calibrate"):
         from gate.integrations.mlflow.runs import MlflowRuns, RunQuery

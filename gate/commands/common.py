@@ -223,9 +223,9 @@ def ledger_view(
 
     ``if_read``: approvals also count for a spec whose monthly budget read the ledger.
     """
-    from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
+    from gate.integrations.mlflow.tracking_uri import redact
 
-    uri = resolve_tracking_uri(getattr(args, "tracking_uri", None), os.environ)
+    uri = tracking_uri_of(args)
     return LedgerView(
         lambda trust: _open_ledger(uri, trust),
         now,
@@ -233,6 +233,24 @@ def ledger_view(
         where=redact(uri),
         approvals_if_read=if_read,
     )
+
+
+def tracking_uri_of(args: argparse.Namespace) -> str:
+    """--tracking-uri, MLFLOW_TRACKING_URI, else ``mlflow.db`` beside the policies in use.
+
+    The policies are found as :func:`load_policies` finds them (from the spec's folder for
+    a command run outside the repository), so every command reads one ledger.
+    """
+    from gate.integrations.git.policy_dir import expected_policy_dir, policy_dir_for
+    from gate.integrations.mlflow.tracking_uri import resolve_tracking_uri
+
+    given = getattr(args, "policy_dir", None)
+    if getattr(args, "base_ref", None):
+        home: Path | None = Path(given) if given else expected_policy_dir()
+    else:
+        spec = getattr(args, "spec", None)
+        home = policy_dir_for(given, spec=spec if isinstance(spec, str) else None)
+    return resolve_tracking_uri(getattr(args, "tracking_uri", None), os.environ, home)
 
 
 def _open_ledger(uri: str, trust: Trust) -> LedgerStore:

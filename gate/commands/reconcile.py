@@ -22,7 +22,13 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from gate import __version__
-from gate.commands.common import make_evaluator, print_errors, quiet_mlflow, utc_now
+from gate.commands.common import (
+    make_evaluator,
+    print_errors,
+    quiet_mlflow,
+    tracking_uri_of,
+    utc_now,
+)
 from gate.commands.output import write_stdout
 from gate.commands.progress import progress_for
 from gate.commands.records import new_record, say_ignored, signer_for, warn_unsigned
@@ -30,7 +36,7 @@ from gate.errors import InputError
 from gate.estimate.prices import Quote, quoter
 from gate.evaluation.evaluate import Evaluation
 from gate.integrations import needs_mlflow, open_ledger
-from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
+from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger import tracking
 from gate.ledger.approvals import live_approvals
 from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerStore, RecordKind, short
@@ -65,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         return evaluation.result.outcome.exit_code
     spec, policy = evaluation.spec, evaluation.policy
     assert spec is not None and policy is not None and evaluation.result.estimate is not None
-    uri = resolve_tracking_uri(args.tracking_uri, os.environ)
+    uri = tracking_uri_of(args)
     quiet_mlflow()
     with needs_mlflow("reconcile"):
         from gate.integrations.mlflow.runs import MlflowRuns, RunQuery

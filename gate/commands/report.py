@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
-import os
 import sys
 from collections.abc import Iterator
 from decimal import Decimal
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gate import __version__
-from gate.commands.common import make_evaluator, quiet_mlflow, utc_now
+from gate.commands.common import make_evaluator, quiet_mlflow, tracking_uri_of, utc_now
 from gate.commands.output import FormatTarget, plan_targets, write_atomically
 from gate.commands.progress import progress_for
 from gate.commands.reconcile import requote
@@ -36,7 +35,7 @@ from gate.errors import InputError
 from gate.evaluation.evaluate import Evaluator
 from gate.integrations import needs_mlflow, open_ledger
 from gate.integrations.git.spec_versions import SpecVersions
-from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
+from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger import tracking
 from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord
 from gate.money import to_decimal
@@ -73,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             hint=_known_hint(_known_teams(evaluator.policies)),
         )
     plans = SpecPlans(evaluator, now)
-    uri = resolve_tracking_uri(args.tracking_uri, os.environ)
+    uri = tracking_uri_of(args)
     quiet_mlflow()
     runs, names = _store(uri)
     month_runs = MonthRuns(plans, period, names)

@@ -42,10 +42,11 @@ def run(args: argparse.Namespace) -> int:
     repo = Path(args.repo)
     if not repo.is_dir():
         raise InputError(f"--repo {args.repo} is not a directory", hint="give the repository root")
+    policy_dir = repo / (args.policy_dir or "policies")  # the ledger's default lies beside it
     settings = PolicySettings(
         repo=repo,
-        policy_dir=repo / (args.policy_dir or "policies"),
-        tracking_uri=resolve_tracking_uri(args.tracking_uri, os.environ),
+        policy_dir=policy_dir,
+        tracking_uri=resolve_tracking_uri(args.tracking_uri, os.environ, policy_dir),
         missing_spec=MissingSpec(args.missing_spec),
     )
     Patience.from_env(os.environ)  # a malformed BUDGET_GATE_LEDGER_TIMEOUT: exit 3 now

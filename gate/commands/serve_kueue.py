@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate.admission.check_state import Options
 from gate.errors import BackendError, InputError
@@ -23,6 +24,9 @@ from gate.evaluation.report import absent_ledger
 from gate.integrations import open_ledger
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.policy.loader import PolicySet
+
+if TYPE_CHECKING:
+    from gate.integrations.kubernetes.controller import Controller
 
 KUBECONFIG_HINT = "give --kubeconfig FILE (and --context NAME) that `kubectl config view` reads"
 
@@ -39,10 +43,11 @@ def run(args: argparse.Namespace) -> int:
     repo = Path(args.repo)
     if not repo.is_dir():
         raise InputError(f"--repo {args.repo} is not a directory", hint="give the repository root")
+    policy_dir = repo / (args.policy_dir or "policies")  # the ledger's default lies beside it
     settings = controller.Settings(
         repo=repo,
-        policy_dir=repo / (args.policy_dir or "policies"),
-        tracking_uri=resolve_tracking_uri(args.tracking_uri, os.environ),
+        policy_dir=policy_dir,
+        tracking_uri=resolve_tracking_uri(args.tracking_uri, os.environ, policy_dir),
         controller_name=args.controller_name,
         options=Options(
             missing_spec_allowed=args.missing_spec == "allow",
@@ -57,15 +62,7 @@ def run(args: argparse.Namespace) -> int:
     except api.KubeError as exc:
         raise InputError(str(exc), hint=KUBECONFIG_HINT) from None
     worker = controller.Controller(cluster, settings)
-    try:
-        checks = worker.activate()
-    except api.KubeError as exc:
-        if exc.status == 404:  # no kueue.x-k8s.io/v1beta2: no Kueue, or one before 0.15
-            raise BackendError(
-                f"the Kubernetes API at {cluster.host} serves no {api.API_VERSION} "
-                f"AdmissionChecks ({exc}) — install Kueue 0.15 or newer"
-            ) from None
-        raise BackendError(f"the Kubernetes API at {cluster.host} failed: {exc}") from None
+    checks = _activate(worker, cluster.host)
     _log_decisions()
     stop = _stop_on_sigterm()  # NOTE: before it says it runs, so a stop then is clean
     ledger_at = redact(settings.tracking_uri)
@@ -87,6 +84,21 @@ def run(args: argparse.Namespace) -> int:
     except api.KubeError as exc:
         raise BackendError(f"the Kubernetes API at {cluster.host} failed: {exc}") from None
     return 0
+
+
+def _activate(worker: Controller, host: str) -> frozenset[str]:
+    """Make our AdmissionChecks Active; their names, or a backend error (exit 4)."""
+    from gate.integrations.kubernetes import api
+
+    try:
+        return worker.activate()
+    except api.KubeError as exc:
+        if exc.status == 404:  # no kueue.x-k8s.io/v1beta2: no Kueue, or one before 0.15
+            raise BackendError(
+                f"the Kubernetes API at {host} serves no {api.API_VERSION} "
+                f"AdmissionChecks ({exc}) — install Kueue 0.15 or newer"
+            ) from None
+        raise BackendError(f"the Kubernetes API at {host} failed: {exc}") from None
 
 
 def _stop_on_sigterm() -> threading.Event:

@@ -21,7 +21,6 @@ from gate.errors import one_line
 from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key, launch_or_join
 from gate.integrations.git.repo import RepoPaths
 from gate.integrations.signing import SIGNER_ENV
-from gate.launch import ledger_uri
 from gate.ledger.approvals import JOIN_WITHIN
 from gate.ledger.records import LedgerRecord, when
 from gate.policy.findings import Outcome
@@ -40,11 +39,8 @@ def run(args: argparse.Namespace) -> int:
     key = _launch_key(args.launch_key)
     evaluator = make_evaluator(args)
     assert isinstance(evaluator.repo_path, RepoPaths)  # make_evaluator's: the policies' root
-    root = evaluator.repo_path.root
-    check_launched(args.spec, root)
-    given = args.policy_dir is not None
-    args.tracking_uri = ledger_uri(args.tracking_uri, root, policy_dir_given=given)
-    view = ledger_view(args, now, approvals=True)
+    check_launched(args.spec, evaluator.repo_path.root)  # before any ledger read: fail closed
+    view = ledger_view(args, now, approvals=True)  # beside the policies, from any directory
     evaluator = dataclasses.replace(evaluator, ledger=view).with_launch_key(key)
     evaluation = evaluator.evaluate_spec(args.spec)
     result = evaluation.result

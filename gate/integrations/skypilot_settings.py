@@ -63,7 +63,7 @@ class PolicySettings:
                 f"BUDGET_GATE_MISSING_SPEC is {missing[:40]!r}", hint="set it to reject or allow"
             ) from None
         Patience.from_env(environ)
-        uri = _plain("MLFLOW_TRACKING_URI", resolve_tracking_uri(None, environ))
+        uri = _plain("MLFLOW_TRACKING_URI", resolve_tracking_uri(None, environ, policy_dir))
         return cls(repo, policy_dir, uri, missing_spec)
 
 

@@ -63,14 +63,26 @@ def open_policies(
     built-in default applies (``PolicySet.builtin``); the reports name it too
     (``policy: built-in default``).
     """
+    found = policy_dir_for(given, cwd, spec)
+    return builtin_policies() if found is None else PolicySet(found)
+
+
+def policy_dir_for(
+    given: str | Path | None, cwd: Path | None = None, spec: str | Path | None = None
+) -> Path | None:
+    """The policy directory :func:`open_policies` reads, or ``None`` for the built-in one.
+
+    The default ledger lies beside it (:mod:`gate.integrations.mlflow.tracking_uri`), so
+    every command reads the ledger of the policies that judge, from any directory.
+    """
     if given is not None:
-        return PolicySet(given)
+        return Path(given)
     found = find_policy_dir(cwd)
     if found is None and spec is not None:
         folder = Path(os.path.abspath(spec)).parent
         near = find_policy_dir(folder)
         found = Path(os.path.normpath(folder / near)) if near is not None else None
-    return builtin_policies() if found is None else PolicySet(found)
+    return found
 
 
 def _shown(path: Path, here: Path) -> Path:

@@ -1,13 +1,16 @@
 """Where the ledger lives: the tracking URI a command uses, and how it is named in messages.
 
 The default ledger is the file ``mlflow.db`` at the root of the git work tree that holds
-the current directory, so ``verify`` run from ``experiments/`` reads the same ledger as
-``approve`` run from the root; outside a git work tree it is ``mlflow.db`` in the current
-directory.
+the policy directory in use (outside a work tree, beside that directory), so every command
+reads the ledger of the policies that judge: ``verify`` run from ``experiments/``, from
+``/tmp`` or with ``--policy-dir /repo/policies`` reads the ledger ``approve`` wrote from the
+root. Under the built-in default policy (no policy directory) it is ``mlflow.db`` at the
+root of the current directory's work tree, else in the current directory.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -44,17 +47,28 @@ def _without_user(uri: str) -> str:
     return urlunsplit(parts._replace(netloc=f"***@{host}"))
 
 
-def resolve_tracking_uri(flag: str | None, environ: Mapping[str, str]) -> str:
-    """``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else the repository's sqlite file."""
-    return flag or environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(Path.cwd())
+def resolve_tracking_uri(
+    flag: str | None, environ: Mapping[str, str], policy_dir: str | Path | None = None
+) -> str:
+    """``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else the policies' sqlite file.
+
+    ``policy_dir`` is the policy directory in use (``None``: the built-in default policy).
+    """
+    found = flag or environ.get("MLFLOW_TRACKING_URI")
+    if found:
+        return found
+    if policy_dir is None:
+        return default_tracking_uri(Path.cwd())
+    home = Path(os.path.abspath(policy_dir))
+    return default_tracking_uri(home, outside=home.parent)
 
 
-def default_tracking_uri(cwd: Path) -> str:
+def default_tracking_uri(cwd: Path, *, outside: Path | None = None) -> str:
     """``sqlite:///`` + the absolute path of ``mlflow.db`` at the repository root of ``cwd``.
 
     The root is the nearest directory upward that holds ``.git`` (a directory, or the file
     of a linked work tree or submodule) — what ``git rev-parse --show-toplevel`` prints,
-    without starting git. Outside a work tree the file is in ``cwd``.
+    without starting git. Outside a work tree the file is in ``outside``, else in ``cwd``.
     """
-    root = repository_root(cwd) or cwd
+    root = repository_root(cwd) or outside or cwd
     return "sqlite:///" + (root / LEDGER_FILE).as_posix()
