@@ -91,10 +91,11 @@ def test_the_launch_api_from_outside_the_repository_reads_its_ledger(
     assert not (elsewhere / "mlflow.db").exists()
 
 
-def test_a_guard_opened_from_outside_the_repository_refreshes_from_its_ledger(
+def _repo_and_elsewhere(
     team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
-    """The guard's ceiling is re-read from the ledger its launch was cleared against."""
+) -> tuple[Path, str, Path]:
+    """A repository with the team's policies and an 80 USD spec that needs an approval (its
+    absolute path), and a directory outside it; no tracking URI in the environment."""
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.delenv("BUDGET_GATE_LAUNCH_KEY", raising=False)
     root = tmp_path / "repo"
@@ -103,10 +104,19 @@ def test_a_guard_opened_from_outside_the_repository_refreshes_from_its_ledger(
     at_root = Team(root, "", team.capsys, team.name, team.cost_center)
     at_root.policy()
     monkeypatch.chdir(root)
-    spec = at_root.spec(8)  # 80 USD, needs an approval
-    assert main(["approve", spec, "--by", "alice", "--reason", "ok"]) == 0
+    spec = str(root / at_root.spec(8))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
+    return root, spec, elsewhere
+
+
+def test_a_guard_opened_from_outside_the_repository_refreshes_from_its_ledger(
+    team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The guard's ceiling is re-read from the ledger its launch was cleared against."""
+    root, spec, elsewhere = _repo_and_elsewhere(team, tmp_path, monkeypatch)
+    monkeypatch.chdir(root)
+    assert main(["approve", spec, "--by", "alice", "--reason", "ok"]) == 0
     monkeypatch.chdir(elsewhere)
     guard = gate.open_guard(spec)
     refresh = guard._refresh
@@ -134,17 +144,7 @@ def test_every_command_run_from_outside_uses_the_one_ledger_of_the_policies(
     """Only verify and the launch API read the repository's ledger from outside: approve
     wrote a stray one there (verify then refused, exit 2), and revoke from outside found no
     approval to revoke while verify from the same place cleared it."""
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    monkeypatch.delenv("BUDGET_GATE_LAUNCH_KEY", raising=False)
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q")
-    at_root = Team(root, "", team.capsys, team.name, team.cost_center)
-    at_root.policy()
-    monkeypatch.chdir(root)
-    spec = str(root / at_root.spec(8))  # 80 USD, needs an approval
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
+    root, spec, elsewhere = _repo_and_elsewhere(team, tmp_path, monkeypatch)
     monkeypatch.chdir(elsewhere)
     assert main(["approve", spec, "--by", "alice", "--reason", "ok"]) == 0
     assert main(["verify", spec, "--dry-run"]) == 0
