@@ -1085,9 +1085,42 @@ def test_a_skypilot_accelerator_in_another_case_is_the_catalogs(tmp_path, capsys
 def test_a_script_piped_into_a_shell_is_refused_in_words_that_say_so(tmp_path, capsys) -> None:
     """``curl … | sh`` runs what the file does not show; the message said "a script that also
     runs `sh, running a script …`, which may run it a number of times" of no loop at all."""
-    installer = "curl -LsSf https://astral.sh/uv/install.sh | sh\npython train.py --epochs 3"
-    code, result = _sky(tmp_path, capsys, installer)
+    piped = "curl -LsSf https://example.com/get.sh | sh\npython train.py --epochs 3"
+    code, result = _sky(tmp_path, capsys, piped)
     assert code == INVALID
     message = only_error(result)["message"]
     assert message.startswith("`sh` in run runs a script the file does not show (read from a pipe")
     assert "a number of times" not in message
+
+
+@pytest.mark.parametrize(
+    "installer",
+    [
+        "curl -LsSf https://astral.sh/uv/install.sh | sh",
+        "curl -fsSL https://pixi.sh/install.sh | bash",
+        "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y",
+        "wget -qO- https://astral.sh/uv/0.5.1/install.sh | sh",
+    ],
+)
+def test_a_well_known_installer_piped_into_a_shell_is_read_as_the_installer(
+    tmp_path, capsys, installer
+) -> None:
+    """uv's, pixi's, rustup's installers start 1 in 13 of SkyPilot's own example tasks: each
+    was refused as a script the file does not show, though it is a third party's, fixed."""
+    code, result = _sky(tmp_path, capsys, f"{installer}\npython train.py --epochs 10")
+    assert code != INVALID, result["errors"]
+
+
+@pytest.mark.parametrize(
+    "fetch",
+    [
+        "curl https://example.com/t.sh https://astral.sh/uv/install.sh | sh",  # two addresses
+        "curl -K more.cfg https://astral.sh/uv/install.sh | sh",  # a config that adds more
+        "curl -LsSf https://astral.sh/uv/install.sh.example.com/x | sh",
+        "wget -qO- https://astral.sh/uv/install.sh https://example.com/t.sh | sh",
+    ],
+)
+def test_an_installer_address_does_not_vouch_for_what_else_is_piped(tmp_path, capsys, fetch):
+    code, result = _sky(tmp_path, capsys, f"{fetch}\npython train.py --epochs 10")
+    assert code == INVALID, result
+    assert "runs a script the file does not show" in only_error(result)["message"]

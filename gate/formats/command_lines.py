@@ -29,6 +29,7 @@ from gate.formats.shell_programs import (
     repeated_commands,
     run_key,
     shell_script,
+    without_installers,
 )
 from gate.spec.loader import DataPath
 
@@ -144,7 +145,6 @@ def _refuse_unreadable(
 _COMMENT = re.compile(r"(?:^|(?<=\s))#.*$")
 """A ``#`` that starts a word, and the rest of its line: a comment, as a shell reads it."""
 
-
 _HIDDEN_SAID = ", running a script the file does not show"
 
 
@@ -237,7 +237,7 @@ def _shell_runs(name: str, words: Words, repeat: str | None, depth: int) -> Iter
 
 
 def _script(text: str, path: DataPath, repeat: str | None, depth: int) -> Iterator[_Run]:
-    for found, again in simple_commands(text, repeat):
+    for found, again in simple_commands(without_installers(text), repeat):
         yield from _runs([(word, path) for word in found], again, depth + 1)
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "run_key",
     "shell_script",
     "skip_heredocs",
+    "without_installers",
 ]
 
 
@@ -284,3 +285,28 @@ def _python_script(args: list[str]) -> list[str]:
     while at < len(args) and args[at].startswith("-") and args[at] not in ("-m", "-c", "-"):
         at += 1 + (args[at] in _PYTHON_VALUED)
     return args[at:]
+
+
+_FETCH_FLAG = (
+    r"(?:-[LsSfq]+|-q?O\s*-|--proto\s+'?=https'?|--tlsv1\.[23]|--location|--silent"
+    r"|--show-error|--fail|--https-only)"
+)
+_INSTALLER = re.compile(
+    r"(?<![^\s;&|(])(?:curl|wget)(?:\s+" + _FETCH_FLAG + r")*\s+(['\"]?)https://"
+    r"(?:astral\.sh/uv/(?:\d+(?:\.\d+)*/)?install\.sh|pixi\.sh/install\.sh|sh\.rustup\.rs"
+    r"|install\.python-poetry\.org/?)\1(?:\s+" + _FETCH_FLAG + r")*"
+    r"\s*\|\s*(?:sh|bash)(?:\s+-s(?:\s+--(?:\s+-y)?)?)?(?=[ \t]*(?:$|[;&|)\n#]))",
+    re.M,
+)
+"""A well-known tool installer piped to a shell (``curl -LsSf https://astral.sh/uv/install.sh
+| sh``: uv, pixi, rustup, poetry): one fetch of one fixed https address, its flags those that
+only quiet or harden it (no ``-K`` config, no second address), into a plain shell."""
+
+
+def without_installers(script: str) -> str:
+    """``script`` with each :data:`_INSTALLER` pipeline as ``true``.
+
+    A script read from a pipe is refused as unshown, but these are a third party's fixed
+    installers, not the author's loop, and a SkyPilot task's setup commonly starts with one.
+    """
+    return _INSTALLER.sub("true", script) if "https://" in script else script
