@@ -319,3 +319,16 @@ def test_a_hydra_group_file_with_a_tasks_keys_is_said_to_be_hydras(tmp_path, cap
     code, out, file = check(tmp_path, text, capsys)
     assert code == 3
     assert f"{file}:1:1: defaults is not a key of a SkyPilot task, but of a Hydra config" in out
+
+
+def test_a_wandb_exponent_without_a_dot_is_said_to_be_text(tmp_path, capsys):
+    """``min: 5e-6`` is a string to YAML 1.1 (PyYAML, W&B's reader), which W&B refuses: the
+    message said "a uniform distribution needs min <= max", of two numbers in order."""
+    text = (
+        "method: random\nrun_cap: 4\nparameters:\n  lr: {min: 5e-6, max: 0.001}\n"
+        "  epochs: {value: 3}\n# x-budget-gate: {team: vision}\n"
+    )
+    code, out, file = check(tmp_path, text, capsys)
+    assert code == 3
+    assert f"{file}:4:7: parameters.lr: min '5e-6' is text, not a number" in out
+    assert "write it with a dot, e.g. 5.0e-6" in out

@@ -10,6 +10,7 @@ other distribution), and a random or Bayesian search takes its range.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from gate.errors import InputError, InputErrors
@@ -101,6 +102,17 @@ def _parameter(
     if "normal" in kind and not grid:
         return None, 1  # unbounded: no range to give the spec; it does not change the count
     low, high = config.get("min"), config.get("max")
+    texts = [f"{k} {v!r}" for k, v in (("min", low), ("max", high)) if isinstance(v, str)]
+    if any(
+        re.fullmatch(r"[-+]?\d+(\.\d*)?[eE][-+]?\d+", v) for v in (low, high) if isinstance(v, str)
+    ):
+        raise InputError(  # NOTE: YAML 1.1 (PyYAML, W&B's reader) reads 5e-6 as a string
+            f"{shown}: {' and '.join(texts)} {'are' if len(texts) > 1 else 'is'} text, not a "
+            "number: YAML reads an exponent "
+            "without a dot as a string, and W&B refuses it",
+            location=where,
+            hint="write it with a dot, e.g. 5.0e-6 (or 0.000005)",
+        )
     if not isinstance(low, (int, float)) or not isinstance(high, (int, float)) or low > high:
         raise InputError(
             f"{shown}: a {kind} distribution needs min <= max",
