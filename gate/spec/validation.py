@@ -183,9 +183,10 @@ def describe_pattern(field: str, err: Any) -> tuple[str, str]:
     """What a string that misses its key's pattern should look like, and the fix, in words."""
     value = err.get("input")
     pattern = str((err.get("ctx") or {}).get("pattern", ""))
+    if isinstance(value, str) and any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value):
+        # NOTE: before any mending: "vi\x1b[2Jsion" mended read "write team: vi-2jsion"
+        return "contains a control character", "remove it (specs reach terminals and logs)"
     if pattern not in _PATTERNS:
-        if isinstance(value, str) and any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value):
-            return "contains a control character", "remove it (specs reach terminals and logs)"
         return f"{_described(value)} is not in the expected form", "see budget-gate schema"
     words, fix = _PATTERNS[pattern]
     mended = fix(value) if isinstance(value, str) else ""

@@ -9,7 +9,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gate.errors import InputError, Location
+from gate.errors import InputError, InputErrors, Location
 from gate.spec.loader import MAX_NODES, load_bytes
 from tests.conftest import ROOT
 
@@ -308,3 +308,20 @@ def test_a_bad_escape_in_double_quotes_is_told_as_an_escape_not_an_unclosed_quot
     assert "in double quotes a backslash starts an escape: write \\\\ for a backslash" in str(
         err.value
     )
+
+
+def test_a_name_with_a_control_character_is_not_mended_into_another_name():
+    """``team: "vi\\e[2Jsion"`` was answered "write team: vi-2jsion", a name no one wrote."""
+    from gate.spec.experiment import Experiment
+    from gate.spec.validation import validate
+
+    text = (
+        'apiVersion: budget-gate/v1\nkind: Experiment\nmetadata: {name: x, team: "vi\\e[2Jsion"}\n'
+        "resources: {accelerator: A100-80GB, gpus_per_trial: 1}\n"
+        "workload: {max_epochs: 3, epoch_minutes: 5}\nsearch: {strategy: random, max_trials: 2}\n"
+    )
+    with pytest.raises(InputErrors) as err:
+        validate(Experiment, load_bytes(text.encode(), "s.yaml"))
+    said = " ".join(map(str, err.value.errors))
+    assert "s.yaml:3:27: metadata.team: contains a control character — remove it" in said
+    assert "vi-2jsion" not in said
