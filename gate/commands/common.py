@@ -22,7 +22,7 @@ from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import DOCS_URL, LedgerNote, RenderContext, Report, SpecResult
 from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
-from gate.policy.loader import CALIBRATION_FILE, PolicySet
+from gate.policy.loader import CALIBRATION_FILE, PolicySet, builtin_policies
 from gate.policy.rules import all_rule_ids, rule_info
 from gate.spec.globs import SPEC_SUFFIXES
 from gate.spec.loader import load_bytes, load_file
@@ -83,13 +83,12 @@ def load_policies(args: argparse.Namespace) -> PolicySet:
     default is said on stderr, and the report names it: it applies only when no policy
     directory was named or found.
     """
-    from gate.integrations.git.policy_dir import expected_policy_dir, open_policies
-
+    home = policy_home(args)
     base_ref = getattr(args, "base_ref", None)
     if base_ref:
-        return base_policies(str(args.policy_dir or expected_policy_dir()), base_ref)
-    spec = getattr(args, "spec", None)
-    policies = open_policies(args.policy_dir, spec=spec if isinstance(spec, str) else None)
+        assert home is not None  # with a ref, the directory where the policies would be
+        return base_policies(str(home), base_ref)
+    policies = builtin_policies() if home is None else PolicySet(home)
     if policies.builtin:
         from gate.integrations.git.repo import repository_root
 
@@ -241,16 +240,24 @@ def tracking_uri_of(args: argparse.Namespace) -> str:
     The policies are found as :func:`load_policies` finds them (from the spec's folder for
     a command run outside the repository), so every command reads one ledger.
     """
-    from gate.integrations.git.policy_dir import expected_policy_dir, policy_dir_for
     from gate.integrations.mlflow.tracking_uri import resolve_tracking_uri
+
+    home = policy_home(args)
+    return resolve_tracking_uri(getattr(args, "tracking_uri", None), os.environ, home)
+
+
+def policy_home(args: argparse.Namespace) -> Path | None:
+    """The policy directory a command reads: --policy-dir, else found, else ``None`` (built in).
+
+    With --base-ref, the directory where the policies would be, read at that ref.
+    """
+    from gate.integrations.git.policy_dir import expected_policy_dir, policy_dir_for
 
     given = getattr(args, "policy_dir", None)
     if getattr(args, "base_ref", None):
-        home: Path | None = Path(given) if given else expected_policy_dir()
-    else:
-        spec = getattr(args, "spec", None)
-        home = policy_dir_for(given, spec=spec if isinstance(spec, str) else None)
-    return resolve_tracking_uri(getattr(args, "tracking_uri", None), os.environ, home)
+        return Path(given) if given else expected_policy_dir()
+    spec = getattr(args, "spec", None)
+    return policy_dir_for(given, spec=spec if isinstance(spec, str) else None)
 
 
 def _open_ledger(uri: str, trust: Trust) -> LedgerStore:

@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
 
 def run_check(directory: str) -> int:
     """Load every policy; print one line each, plus what leaves the default. Exit 0 or 3."""
-    loaded = PolicySet(directory).load_all()
+    policies = PolicySet(directory)
+    loaded = policies.load_all()
     for policy in loaded:
         print(one_line(f"{_file(directory, policy)}: ok ({policy.name})"))
         if policy.left_default is not None:
@@ -94,7 +95,7 @@ def run_check(directory: str) -> int:
         count = len(calibration.entries)
         where = Path(directory) / CALIBRATION_FILE
         print(one_line(f"{where}: ok ({count} {'entry' if count == 1 else 'entries'})"))
-    signers = PolicySet(directory).trust().signers  # NOTE: every ledger reader parses it
+    signers = policies.trust().signers  # NOTE: every ledger reader parses it
     if signers is not None:
         count = len(signers.entries)
         print(one_line(f"{signers.file}: ok ({count} signer {'key' if count == 1 else 'keys'})"))
