@@ -55,7 +55,13 @@ def test_names_of_their_own_that_start_like_the_prefix_are_not_near_misses(tmp_p
 
 @pytest.mark.parametrize(
     "written",
-    ["x_budget_gate_team", "X_BUDGETGATE_TEAM", "X-BUDGET-GATE-TEAM", "XBUDGET_GATE_TEAM"],
+    [
+        "x_budget_gate_team",
+        "X_BUDGETGATE_TEAM",
+        "X-BUDGET-GATE-TEAM",
+        "XBUDGET_GATE_TEAM",
+        "BUDGET_GATE_TEAM",  # a fact without its X_, not one of budget-gate's own settings
+    ],
 )
 def test_a_near_miss_of_the_env_prefix_is_refused(tmp_path, capsys, written):
     code, out, file = check(tmp_path, TASK.replace("X_BUDGET_GATE_TEAM", written), capsys)

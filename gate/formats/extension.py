@@ -116,7 +116,7 @@ def env_facts(envs: Any, file: str, where: SourceMap, path: DataPath) -> FactMap
     """``X_BUDGET_GATE_<FACT>`` envs of a SkyPilot task at ``path``."""
     if not isinstance(envs, dict):
         return {}
-    own = {k: v for k, v in envs.items() if not str(k).startswith(RUNTIME_PREFIX)}
+    own = {k: v for k, v in envs.items() if not _runtime_setting(str(k))}
     _refuse_near_misses(own, ENV_PREFIX, where, path)
     named = {
         key.removeprefix(ENV_PREFIX).lower(): (value, (*path, key))
@@ -128,6 +128,14 @@ def env_facts(envs: Any, file: str, where: SourceMap, path: DataPath) -> FactMap
 
 RUNTIME_PREFIX = "BUDGET_GATE_"
 """budget-gate's own settings of a launched task (``BUDGET_GATE_SPEC``), not facts."""
+
+
+def _runtime_setting(key: str) -> bool:
+    """``BUDGET_GATE_SPEC``, ``BUDGET_GATE_LAUNCH_KEY``: a setting, not a fact's near miss.
+
+    ``BUDGET_GATE_TEAM`` names a fact without its ``X_``: a near miss, not a setting.
+    """
+    return key.startswith(RUNTIME_PREFIX) and key[len(RUNTIME_PREFIX) :].lower() not in FACT_PATHS
 
 
 def _refuse_near_misses(
