@@ -9,9 +9,12 @@ from the commits API) may not approve it. Commits are attributed as follows:
 - ``web-flow`` is GitHub's committer for edits made on the web and for the merges it makes;
   it is never a person. A web edit's author is the person who made it.
 - A merge commit's diff (against its first parent) shows what the merge brought in. A merge
-  committed by ``web-flow`` ("Update branch": the base merged into the pull request) makes no
-  one a contributor: what it brought was the base's, changed and reviewed there. A merge
-  made by a person (committed on their machine) is theirs: they chose what it holds.
+  committed by ``web-flow`` whose other parents are on the base's first-parent line
+  ("Update branch": the base merged into the pull request, ``CommitInfo.base_merge``) makes
+  no one a contributor: what it brought was the base's, changed and reviewed there. Any
+  other merge is its author's, ``web-flow``'s too: GitHub's button also merges a side branch
+  into the pull request's (a pull request into it, the merges API), and whoever pressed it
+  chose that branch. A merge made by a person (committed on their machine) is theirs.
 - A commit whose author or committer email is linked to no account names no login: it may be
   anyone's, the approver's included, so it refuses every approval on GitHub (fail closed).
   Committing it again with a linked email, or an approval through the ledger, is the way on.
@@ -41,10 +44,11 @@ _NOT_ALLOWED = "and the policy does not allow self-approval"
 def made_by(commit: CommitInfo) -> tuple[tuple[str, str], ...] | None:
     """Who answers for a commit's changes, as (role, login); None when one is unknown.
 
-    The role is ``authored`` or ``committed``. A merge committed by ``web-flow`` is GitHub's
-    own (empty); ``web-flow`` itself is never anyone.
+    The role is ``authored`` or ``committed``. A merge of the base committed by ``web-flow``
+    is GitHub's own (empty); ``web-flow`` itself is never anyone. A ``web-flow`` merge not
+    proven to bring in the base is its author's (fail closed: None when that is unknown).
     """
-    if len(commit.parents) > 1 and _web_flow(commit.committer):
+    if len(commit.parents) > 1 and commit.base_merge and _web_flow(commit.committer):
         return ()
     if commit.author is None or commit.committer is None:
         return None

@@ -5,11 +5,14 @@ timing_refusal`); all of them say who made the change (:mod:`gate.ci.contributor
 walk follows first parents because a merge's first parent is the branch it was made on: it
 stays on the pull request's own line and steps over what a merge of the base brought in,
 while the merge itself, whose diff against its first parent shows that, is on the walk.
+A merge whose other parents are all on the base's first-parent line is marked a base merge
+(``CommitInfo.base_merge``): only then is what it brought in proven to be the base's.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import Protocol
 
 from gate.ci.approvals import SpecChange
@@ -67,12 +70,21 @@ class SpecHistory:
             if merged and sha in self._on_base():
                 return line, True
             commit = self._commit(sha)
+            if len(commit.parents) > 1:
+                merged, commit = True, self._marked(commit)
             line.append(commit)
-            merged |= len(commit.parents) > 1
             if not commit.parents or commit.parents[0] == self._base:
                 return line, True
             sha = commit.parents[0]
         return line, self._known is not None and len(line) >= self._known
+
+    def _marked(self, merge: CommitInfo) -> CommitInfo:
+        """``merge`` with ``base_merge`` set when every other parent is on the base's line.
+
+        Only then is it proven to bring in the base (what "Update branch" does); a merge of
+        any other branch, GitHub's button included, brings in what someone chose.
+        """
+        return replace(merge, base_merge=all(p in self._on_base() for p in merge.parents[1:]))
 
     def _on_base(self) -> set[str]:
         """The base's first-parent line from its tip, MAX_WALK commits of it, read once."""

@@ -69,6 +69,9 @@ class CommitInfo:
     """The GitHub login of the commit's author; None when its email is linked to no account."""
     committer: str | None = None
     """The committer's login (``web-flow`` for GitHub's own commits); None as for ``author``."""
+    base_merge: bool = False
+    """A merge whose other parents are on the base's first-parent line (GitHub's "Update
+    branch"): what it brought in is the base's. Only the walk of the history can tell."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,13 +109,17 @@ def test_githubs_merge_of_the_base_makes_no_one_a_contributor(
 
     The base changed the spec too, so the merge's diff (against its first parent) lists it.
     The same merge made on alice's machine (committed by alice) is hers: she chose what it
-    holds, conflict resolution included.
+    holds, conflict resolution included. The base moved on to ``main`` (GitHub's pull request
+    then names it as its base): only a merge of the base's own line is GitHub's.
     """
     story.change(SPEC, grid_spec(4), at=fresh() - 3 * HOUR)  # Codertocat's 64 trials
     story.run("pull_request.opened", story.pull_request_event())
+    pull = story.repo.pull(NUMBER)
     main = story.repo.add_commit(
-        date=fresh() - 2 * HOUR, files=[SPEC], author="bob", parents=[BASE]
+        date=fresh() - 2 * HOUR, files=[SPEC], author="bob", parents=[BASE], branch=pull.base_ref
     ).sha
+    story.repo.contents[main] = dict(story.repo.files_at(BASE))
+    pull.base_sha = main
     merged = story.push(
         {SPEC: grid_spec(4) + "# from main\n"},
         at=fresh() - HOUR,

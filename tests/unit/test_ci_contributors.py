@@ -33,7 +33,8 @@ def change(*commits: CommitInfo, complete: bool = True) -> SpecChange:
     [
         (commit("alice", "alice"), (("authored", "alice"), ("committed", "alice"))),
         (commit("alice", "web-flow"), (("authored", "alice"),)),  # a web edit is its author's
-        (commit("alice", "Web-Flow", parents=2), ()),  # GitHub merged the base in
+        # a web-flow merge the walk did not prove the base's (base_merge) is its author's
+        (commit("alice", "Web-Flow", parents=2), (("authored", "alice"),)),
         (commit("alice", "alice", parents=2), (("authored", "alice"), ("committed", "alice"))),
         (commit(None, "alice"), None),
         (commit("alice", None), None),
