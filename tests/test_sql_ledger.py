@@ -43,6 +43,7 @@ def _record(i: int, kind: RecordKind, **changes: object) -> LedgerRecord:
         cost_center=f"cc-{i % 4}",
         by="alice",
         reason="worth it",
+        pr_number=(None, 7, 8)[i % 3],
     )
     return dataclasses.replace(record, **changes)
 
@@ -82,6 +83,8 @@ def _searches() -> list[str]:
         LedgerQuery(team="vision", cost_center="cc-1"),
         LedgerQuery(team="nlp", since=NOW - dt.timedelta(days=9)),
         LedgerQuery(fingerprint="sha256:nothing"),
+        LedgerQuery(pr_number=7),
+        LedgerQuery(pr_number=8, spec="experiments/it's AND that.yaml"),
     ]
     found = [filter_string(q, finished=f) for q in queries for f in (True, False)]
     cutoff, now = millis(NOW - dt.timedelta(days=12)), millis(NOW)
@@ -140,6 +143,11 @@ def test_queries_and_a_months_sums_are_mlflows(store):
     for query in (LedgerQuery(), LedgerQuery(team="vision"), LedgerQuery(fingerprint=FP)):
         assert sql.query(query) == client.query(query)
         assert sql.ignored == client.ignored
+    for number in (7, 8):  # a pull request's records, whatever their spec (CI's revocations)
+        query = LedgerQuery(pr_number=number)
+        found = sql.query(query)
+        assert found == client.query(query) and len({r.spec for r in found}) > 1
+        assert {r.pr_number for r in found} == {number}
     for team in ("vision", "nlp"):
         query = LedgerQuery(team=team, since=month)
         ours, theirs = sql.month_spend(query, later), client.month_spend(query, later)

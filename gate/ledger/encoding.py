@@ -211,6 +211,8 @@ def _from_payload(tags: Mapping[str, str], run_id: str) -> LedgerRecord:
     for tag, name in _SEARCHED.items():
         if tags.get(tag) != body.get(name):
             raise ValueError(f"tag {tag} says {tags.get(tag)!r}, its payload {body.get(name)!r}")
+    if tags.get(PR_NUMBER) != _text(_int(body.get("pr_number"))):  # NOTE: searched too
+        raise ValueError(f"tag {PR_NUMBER} says {tags.get(PR_NUMBER)!r}, its payload differs")
     return LedgerRecord(
         kind=RecordKind(body["kind"]),
         spec=_str(body["spec"]),

@@ -121,6 +121,9 @@ class LedgerQuery:
     team: str | None = None
     cost_center: str | None = None
     since: dt.datetime | None = None
+    pr_number: int | None = None
+    """A pull request's records, whatever their spec: CI revokes the withdrawn approvals of
+    one its diff no longer shows."""
 
     def matches(self, record: LedgerRecord) -> bool:
         """Whether ``record`` is one this query reads."""
@@ -129,6 +132,7 @@ class LedgerQuery:
             and self.spec in (None, record.spec)
             and self.team in (None, record.team)
             and self.cost_center in (None, record.cost_center)
+            and self.pr_number in (None, record.pr_number)
             and (self.since is None or record.recorded_at >= self.since)
         )
 

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from gate.errors import BackendError, InputError
 from gate.ledger import tracking
-from gate.ledger.encoding import KIND, read_record
+from gate.ledger.encoding import KIND, PR_NUMBER, read_record
 from gate.ledger.launches import launches_in
 from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord
 from gate.ledger.signing import Trust
@@ -149,6 +149,8 @@ def filter_string(query: LedgerQuery, *, finished: bool = True) -> str:
         tracking.TEAM: query.team,
         tracking.COST_CENTER: query.cost_center,
     }
+    if query.pr_number is not None:  # NOTE: written as str(int), bound to the payload's
+        by_tag[PR_NUMBER] = str(query.pr_number)
     clauses.extend(f"tags.{key} = {quote(value)}" for key, value in by_tag.items() if value)
     if query.since is not None:
         clauses.append(f"attributes.start_time >= {millis(query.since)}")
