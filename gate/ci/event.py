@@ -58,6 +58,9 @@ class Event:
     skip: str | None = None
     base_from: str | None = None
     """The base branch an ``edited`` event moved the pull request away from."""
+    attempt: int = 1
+    """Which attempt of its workflow run this is (``GITHUB_RUN_ATTEMPT``): a re-run carries
+    the first run's payload, after the head may have moved."""
 
 
 def parse_event(name: str, payload: Mapping[str, Any]) -> Event:
@@ -122,6 +125,22 @@ def _comment(base: Event, payload: Mapping[str, Any]) -> Event:
         return _skip(base, "the comment is not a /budget-gate approve command")
     found = ApproveCommand(int(comment["id"]), str(comment["user"]["login"]), command or None)
     return _with(base, int(issue["number"]), command=found)
+
+
+def run_attempt(value: str | None) -> int:
+    """``GITHUB_RUN_ATTEMPT`` as a number (1 when unset: a run outside GitHub Actions).
+
+    Raises:
+        gate.errors.InputError: it is set to something other than a whole number from 1.
+    """
+    if value is None:
+        return 1
+    if not (value.isascii() and value.isdigit() and len(value) <= 6) or int(value) < 1:
+        raise InputError(
+            f"GITHUB_RUN_ATTEMPT {value[:40]!r} is not a run attempt (1, 2, …)",
+            hint="leave GITHUB_RUN_ATTEMPT to GitHub Actions, which sets it",
+        )
+    return int(value)
 
 
 def parse_command(body: str) -> str | None:

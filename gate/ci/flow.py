@@ -80,6 +80,8 @@ class Settings:
     fail_on: FailOn
     now: dt.datetime
     ledger: LedgerView | None = None
+    sticky: bool = True
+    """The run writes its report as a comment, which keeps which commit a comment approved."""
 
 
 @dataclass
@@ -172,7 +174,7 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
         )
     if any(e.result.outcome is Outcome.APPROVAL_REQUIRED for e in evaluations):
         found = activity or _activity(gh, pull)
-        _judge(gh, event, prepared, evaluations, settings.now, found, history)
+        _judge(gh, event, prepared, evaluations, settings, found, history)
     return prepared
 
 
@@ -264,7 +266,7 @@ def _judge(
     event: Event,
     prepared: Prepared,
     evaluations: list[Evaluation],
-    now: dt.datetime,
+    settings: Settings,
     activity: tuple[list[ReviewInfo], list[CommentInfo]],
     history: SpecHistory,
 ) -> None:
@@ -276,9 +278,10 @@ def _judge(
         prepared.pull,
         prepared.head_sha,
         prepared.evaluator,
-        now,
+        settings.now,
         activity,
         history,
+        sticky=settings.sticky,
     )
     prepared.results = judged.results
     prepared.comments = judged.comments

@@ -5,17 +5,16 @@ one counts when it came after the spec's last change (:mod:`gate.ci.history`), f
 the policy's approvers name, directly, by team or by repository role (each asked of GitHub
 once per run), and not from the author, the owner or whoever made a commit that changed the
 spec, where the policy says so (the pure checks are :mod:`gate.ci.approvals`' and
-:mod:`gate.ci.contributors`'). A comment binds to the
-commit that was the head when it was first processed; the bindings are kept in the ledger
-and the sticky comment. An approval that counts becomes a ledger record.
+:mod:`gate.ci.contributors`'). A comment approves the commit it names by its full SHA, or
+else the commit that was the head when its own run first processed it; those bindings are
+kept in the ledger and the sticky comment (:mod:`gate.ci.bindings`). An approval that counts
+becomes a ledger record.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -31,27 +30,19 @@ from gate.ci.approvals import (
     team_ref,
     timing_refusal,
 )
+from gate.ci.bindings import bindings, standing_bindings
 from gate.ci.contributors import contributor_refusal
-from gate.ci.event import Event, named_commit, parse_command
+from gate.ci.event import Event
 from gate.ci.history import SpecHistory
 from gate.ci.model import CommentInfo, CommitInfo, PullInfo, ReviewInfo
 from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.report import SpecResult
 from gate.ledger.approvals import NO_APPROVAL, ApprovalCheck
 from gate.ledger.approvers import Approvers
-from gate.ledger.records import LedgerQuery, LedgerRecord, RecordKind, Source
+from gate.ledger.records import LedgerRecord, RecordKind
 from gate.ledger.tracking import COST_CENTER_LABEL, spec_path
-from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
 from gate.policy.verdict import apply_approval, decide
-
-BIND_WITHIN = dt.timedelta(minutes=10)
-"""A ``/budget-gate approve`` processed later than this after it was posted binds to no
-commit: the head may have moved since (a re-run, a queued runner), and it must be posted
-again."""
-_BOUND = re.compile(
-    r"^<!-- budget-gate:bound:(comment-[0-9]+):([0-9a-f]{40}|[0-9a-f]{64}) -->$", re.MULTILINE
-)
 
 
 class Reader(Protocol):
@@ -75,7 +66,8 @@ class Judged:
     """The evaluations' results, in order, those needing approval with its check applied."""
     comments: list[CommentInfo]
     bindings: dict[str, str]
-    """Which commit each ``/budget-gate approve`` approved (``comment-<id>`` → head SHA)."""
+    """What the sticky comment keeps: which commit each standing ``/budget-gate approve``
+    that counted approved (``comment-<id>`` → head SHA)."""
     approvers: list[Approvers]
     accepted: list[tuple[Evaluation, Candidate]]
     refusals: list[str]
@@ -92,14 +84,20 @@ def judge_approvals(
     now: dt.datetime,
     activity: tuple[list[ReviewInfo], list[CommentInfo]],
     history: SpecHistory | None = None,
+    *,
+    sticky: bool,
 ) -> Judged:
-    """Judge the reviews and approve comments of each spec; ``activity``, ``history``: read once."""
+    """Judge the reviews and approve comments of each spec; ``activity``, ``history``: read once.
+
+    ``sticky``: the run writes its sticky comment, which keeps the comments' bindings.
+    """
     reviews, comments = activity
-    bindings = _bindings(comments, evaluator.ledger, evaluations, event, head_sha, now)
-    found = candidates(reviews, comments, bindings)
+    bound = bindings(comments, evaluator.ledger, evaluations, event, head_sha, now, sticky=sticky)
+    found = candidates(reviews, comments, bound.commits)
     history = history or SpecHistory(gh, pull, head_sha)
     access = _AccessCache(gh)
     command = event.command.comment_id if event.command else None
+    unbound = {command: bound.unbound} if bound.unbound and command is not None else {}
     command_reasons: list[str] = []
     accepted_command = False
     results = [e.result for e in evaluations]
@@ -114,32 +112,47 @@ def judge_approvals(
         owner = evaluation.spec.metadata.owner if evaluation.spec else None
         change, people = history.last_change(result.file), (pull.author, owner)
         verdicts = [
-            (candidate, _refusal(candidate, (result.file, change), approvers, people, access, gh))
-            for candidate in found
+            (c, _refusal(c, (result.file, change), approvers, people, access, gh, unbound))
+            for c in found
         ]
         chosen = next((c for c, refusal in reversed(verdicts) if refusal is None), None)
-        # NOTE: why the ledger's approvals do not count (approval.sources, a revocation) is
-        # kept; that it holds none at all is no news on a pull request.
-        ledger = result.approval.stale if result.approval else ()
-        stale = [reason for reason in ledger if not reason.startswith(NO_APPROVAL)]
-        stale += [f"{c.describe()} does not count: {refusal}" for c, refusal in verdicts if refusal]
         for candidate, refusal in verdicts:
             if candidate.via is Via.COMMENT and candidate.id == command:
                 accepted_command |= refusal is None
                 if refusal is not None:
                     command_reasons.append(f"{result.file}: {refusal}")
-        if chosen is None:
-            stale.append(
-                f"approvers: {approvers.describe()} — approve the pull request or "
-                "comment “/budget-gate approve <reason>”"
-            )
+        stale = _stale(result, verdicts, approvers if chosen is None else None)
         results[index] = _with_approval(
             result, evaluation, chosen, stale, pull.number, evaluator.fail_on_warn
         )
         if chosen is not None:
             accepted.append((evaluation, chosen))
     refusals = command_reasons if command is not None and not accepted_command else []
-    return Judged(results, comments, bindings, all_approvers, accepted, refusals)
+    counted = {c.id for _, c in accepted if c.via is Via.COMMENT}
+    keep = standing_bindings(bound, comments, counted)
+    return Judged(results, comments, keep, all_approvers, accepted, refusals)
+
+
+def _stale(
+    result: SpecResult,
+    verdicts: list[tuple[Candidate, str | None]],
+    unmet: Approvers | None,
+) -> list[str]:
+    """Why no approval counts for ``result``: the ledger's, each candidate's, who may give one.
+
+    ``unmet``: the approvers, when none of the candidates counts.
+    """
+    # NOTE: why the ledger's approvals do not count (approval.sources, a revocation) is
+    # kept; that it holds none at all is no news on a pull request.
+    ledger = result.approval.stale if result.approval else ()
+    stale = [reason for reason in ledger if not reason.startswith(NO_APPROVAL)]
+    stale += [f"{c.describe()} does not count: {refusal}" for c, refusal in verdicts if refusal]
+    if unmet is not None:
+        stale.append(
+            f"approvers: {unmet.describe()} — approve the pull request or "
+            "comment “/budget-gate approve <reason>”"
+        )
+    return stale
 
 
 def _refusal(
@@ -149,76 +162,22 @@ def _refusal(
     people: tuple[str, str | None],
     access: _AccessCache,
     gh: Reader,
+    unbound: dict[int, str],
 ) -> str | None:
-    """Why ``candidate`` does not approve the spec (``None``: it does): when, who, authority.
+    """Why ``candidate`` does not approve the spec (``None``: it does): who, then when.
 
     ``spec`` is its path and history; ``people`` the pull request's author and the spec's
     owner. Neither they nor whoever made a commit that changed the spec may approve it.
+    ``unbound`` says why this run did not bind its own comment (by comment id).
     """
     (author, owner), (path, change) = people, spec
+    plain = candidate.commit_id is None and candidate.named is None and not candidate.edited
     return (
-        timing_refusal(candidate, change)
-        or identity_refusal(candidate, approvers, author, owner)
-        or contributor_refusal(candidate.login, approvers, path, change)
+        identity_refusal(candidate, approvers, author, owner)
         or _authority_refusal(candidate.login, approvers, access, gh.owner)
-    )
-
-
-def _bindings(
-    comments: list[CommentInfo],
-    ledger: LedgerView | None,
-    evaluations: list[Evaluation],
-    event: Event,
-    head_sha: str,
-    now: dt.datetime,
-) -> dict[str, str]:
-    """The commit each approving comment approved, as first processed.
-
-    This run's own comment binds to the head now, if it was posted moments ago; any comment
-    that names the head by its full SHA binds to it, whichever run reads it. Earlier
-    bindings come from the ledger (CI's records of the approvals it accepted), and, unless
-    the ledger's records must be signed, from budget-gate's own sticky comments (by the
-    action's ``bot-login``: another bot's lines bind nothing).
-    """
-    bound: dict[str, str] = {}
-    trust = ledger.trusted() if ledger is not None else None
-    if trust is None or not trust.signed:
-        ours = [c for c in comments if c.ours]
-        bound.update(found for c in ours for found in _BOUND.findall(c.body))
-    if ledger is not None:
-        for evaluation in evaluations:
-            fp = evaluation.result.fingerprint
-            if fp is not None and evaluation.result.outcome is Outcome.APPROVAL_REQUIRED:
-                bound.update(_recorded(ledger.records(LedgerQuery(fingerprint=fp))))
-    command = event.command
-    if command is not None and f"comment-{command.comment_id}" not in bound:
-        comment = next((c for c in comments if c.id == command.comment_id), None)
-        named, _ = named_commit(command.reason or "")
-        fresh = comment is not None and now - comment.created_at <= BIND_WITHIN
-        if fresh and (named is None or head_sha == named):
-            bound[f"comment-{command.comment_id}"] = head_sha
-    for comment in comments:  # NOTE: one whose own run was skipped (a newer run took its place)
-        reason = None if comment.ours or comment.is_bot else parse_command(comment.body)
-        if reason is not None and named_commit(reason)[0] == head_sha:
-            bound.setdefault(f"comment-{comment.id}", head_sha)
-    return bound
-
-
-def _recorded(records: Iterable[LedgerRecord]) -> dict[str, str]:
-    return {
-        r.event_id: r.head_sha
-        for r in records
-        if r.kind is RecordKind.APPROVAL
-        and r.source is Source.GITHUB_COMMENT
-        and r.event_id
-        and r.head_sha
-    }
-
-
-def binding_lines(bindings: dict[str, str]) -> str:
-    """The hidden lines of the sticky comment that keep the comments' bindings."""
-    return "".join(
-        f"<!-- budget-gate:bound:{key}:{sha} -->\n" for key, sha in sorted(bindings.items())
+        or contributor_refusal(candidate.login, approvers, path, change)
+        or (unbound.get(candidate.id) if plain and candidate.via is Via.COMMENT else None)
+        or timing_refusal(candidate, change)
     )
 
 

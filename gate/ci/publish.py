@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
+from gate.ci.bindings import binding_lines
 from gate.ci.decisions import (
     APPROVAL_LABEL,
     CommentMode,
@@ -27,7 +28,6 @@ from gate.ci.decisions import (
 )
 from gate.ci.event import ApproveCommand
 from gate.ci.flow import GitHub, Prepared
-from gate.ci.judging import binding_lines
 from gate.ci.model import CommentInfo
 from gate.ci.policy_change import render as render_policy_change
 from gate.ci.policy_change import status as policy_status

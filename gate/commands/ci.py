@@ -19,10 +19,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from gate.ci.approvals import withdrawn
+from gate.ci.approvals import standing, withdrawn
 from gate.ci.decisions import CommentMode, outputs
-from gate.ci.event import parse_event
-from gate.ci.flow import Prepared, Settings, prepare
+from gate.ci.event import parse_event, run_attempt
+from gate.ci.flow import GitHub, Prepared, Settings, prepare
+from gate.ci.history import SpecHistory
 from gate.ci.judging import approval_record, revocation_record
 from gate.ci.policy_change import log_lines
 from gate.ci.policy_change import render as render_policy_change
@@ -61,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     """Handle one workflow event; 0 when there is nothing to do."""
     env = os.environ
     event = parse_event(_env(env, "GITHUB_EVENT_NAME"), _payload(_env(env, "GITHUB_EVENT_PATH")))
+    event = replace(event, attempt=run_attempt(env.get("GITHUB_RUN_ATTEMPT")))
     if event.skip is not None:
         print(one_line(f"budget-gate: nothing to do: {event.skip}"))
         return 0
@@ -76,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         fail_on=fail_on,
         now=now,
         ledger=_ledger(args, env, now),
+        sticky=mode is not CommentMode.OFF,
     )
     from gate.integrations.github.client import GitHubClient, bot_login
 
@@ -102,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
                 moved_from=event.base_from,
             )
         finally:  # NOTE: a revocation reaches the ledger though GitHub failed a write
-            _record(settings.ledger, prepared, now)
+            _record(settings.ledger, prepared, now, gh, now if event.base_from else None)
     for note in notes:
         print(message_command("warning", note, "budget-gate"))
     if prepared.policy_change is not None and not prepared.policy_change.valid:
@@ -244,49 +247,70 @@ def _run_url(env: Mapping[str, str]) -> str:
 
 
 def _revoke_withdrawn(
-    ledger: LedgerView, prepared: Prepared, now: dt.datetime, signer: Signer | None
+    ledger: LedgerView,
+    prepared: Prepared,
+    now: dt.datetime,
+    signer: Signer | None,
+    gh: GitHub,
+    moved_by: dt.datetime | None,
 ) -> None:
     """Revoke the ledger's copies of this pull request's approvals that GitHub withdrew.
 
     A dismissed review, a request for changes after an approval, a deleted comment, or one
     given before the base was edited: the pull request's status already ignores them, and
     the revocation (signed as CI) makes ``verify`` and the launch paths ignore them too.
+    Found by the pull request's number, whatever their spec: one the diff no longer shows
+    (its file taken out of the pull request) would still clear a launch of what was approved.
     """
-    if prepared.shown is None:
-        return
     number = prepared.pull.number
-    for result in prepared.results:  # every version of the spec: an older one could clear it
-        try:
-            records = ledger.records(LedgerQuery(spec=result.file, since=now - MAX_EXPIRY))
-        except BackendError as exc:  # said aloud; the next run revokes what is left
-            note = f"withdrawn approvals of {result.file} were not checked in the ledger: {exc}"
-            print(message_command("warning", note, "budget-gate"))
-            return
+    try:
+        records = ledger.records(LedgerQuery(pr_number=number, since=now - MAX_EXPIRY))
         # NOTE: CI's own revocations only: a local one by a signer who may not revoke counts
         # nowhere, and taken as done here it would leave a withdrawn approval in force.
         ours = [
             r for r in records if not (r.kind is RecordKind.REVOCATION and r.source is Source.LOCAL)
         ]
-        for approval in live_approvals(ours, now):
-            why = withdrawn(approval, number, prepared.shown, prepared.base_moved_at)
-            if why is None or approval.record_id is None:
-                continue
-            try:
-                run_id = ledger.store().append(
-                    revocation_record(approval, why, number, now), signer
-                )
-            except InputError as exc:  # signers required, and no key (a fork's run)
-                note = f"the withdrawn approval was not revoked in the ledger: {exc}"
-                print(message_command("warning", note, "budget-gate"))
-                continue
-            print(
-                one_line(
-                    f"budget-gate: revoked {approval.summary()} of {approval.spec} as {run_id}"
-                )
-            )
+        live = [a for a in live_approvals(ours, now) if a.record_id is not None]
+        shown, moved = _standing(gh, prepared, moved_by) if live else (frozenset(), None)
+    except BackendError as exc:  # said aloud; the next run revokes what is left
+        note = f"withdrawn approvals of pull request #{number} were not checked: {exc}"
+        print(message_command("warning", note, "budget-gate"))
+        return
+    for approval in live:
+        why = withdrawn(approval, number, shown, moved)
+        if why is None:
+            continue
+        try:
+            run_id = ledger.store().append(revocation_record(approval, why, number, now), signer)
+        except InputError as exc:  # signers required, and no key (a fork's run)
+            note = f"the withdrawn approval was not revoked in the ledger: {exc}"
+            print(message_command("warning", note, "budget-gate"))
+            continue
+        print(one_line(f"budget-gate: revoked {approval.summary()} of {approval.spec} as {run_id}"))
 
 
-def _record(ledger: LedgerView | None, prepared: Prepared, now: dt.datetime) -> None:
+def _standing(
+    gh: GitHub, prepared: Prepared, moved_by: dt.datetime | None
+) -> tuple[frozenset[str], dt.datetime | None]:
+    """The approvals GitHub shows now, and when the base was last edited.
+
+    The flow's, when it read them; it reads neither when the pull request changes no spec,
+    yet an approval of a spec since taken out of it may have been withdrawn.
+    """
+    if prepared.shown is not None:
+        return prepared.shown, prepared.base_moved_at
+    pull = prepared.pull
+    shown = standing(gh.reviews(pull.number), gh.comments(pull.number))
+    return shown, SpecHistory(gh, pull, prepared.head_sha, moved_by).base_moved_at()
+
+
+def _record(
+    ledger: LedgerView | None,
+    prepared: Prepared,
+    now: dt.datetime,
+    gh: GitHub,
+    moved_by: dt.datetime | None,
+) -> None:
     """Record accepted GitHub approvals in the MLflow ledger, when one is configured.
 
     Each is recorded once per spec version (by the review or comment that gave it), with
@@ -296,7 +320,7 @@ def _record(ledger: LedgerView | None, prepared: Prepared, now: dt.datetime) -> 
     if ledger is None:
         return
     signer = signer_for(CI_PRINCIPAL)
-    _revoke_withdrawn(ledger, prepared, now, signer)
+    _revoke_withdrawn(ledger, prepared, now, signer, gh, moved_by)
     if not prepared.accepted:
         return
     span = parse_expiry(DEFAULT_EXPIRY)

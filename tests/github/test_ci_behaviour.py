@@ -359,7 +359,7 @@ def test_a_ledger_outage_does_not_fail_a_spec_that_needs_nothing_from_it(
     ran = story.run("pull_request.opened", story.pull_request_event())
     assert ran.code == 0, ran.stderr
     assert story.status()[0] == "success"
-    assert "withdrawn approvals of experiments/llm-grid.yaml were not checked" in ran.stdout
+    assert "withdrawn approvals of pull request #2 were not checked" in ran.stdout
 
 
 def test_pull_request_target_is_a_pull_request(story: PullRequestStory) -> None:
