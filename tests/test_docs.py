@@ -236,3 +236,24 @@ def test_schema_docs_writes_the_committed_pages(tmp_path, capsys):
         assert _text(tmp_path / page) == _text(DOCS / "reference" / page)
     assert main(["schema", "--docs"]) == 0
     assert "## Resources" in capsys.readouterr().out
+
+
+_TEST_REF = re.compile(r"`(tests/[^`:]+\.py)?(?:::)?(test_[A-Za-z0-9_]*)?`")
+
+
+def test_every_threat_model_row_names_tests_that_exist():
+    """A row's last cell names the tests that back it (``tests/x.py::name`` or ``::name`` for
+    the file named before it): a renamed or deleted test must not leave a row unbacked."""
+    rows = [line for line in _text(DOCS / "threat-model.md").splitlines() if line.startswith("| ")]
+    missing, backed = [], 0
+    for row in rows[2:]:  # NOTE: past the header and its rule
+        cell, current = row.rstrip("| ").rsplit("|", 1)[-1], None
+        for path, name in _TEST_REF.findall(cell):
+            current = path or current
+            if current is None or not (ROOT / current).is_file():
+                missing.append(f"{current}: no such file")
+            elif name and f"def {name}(" not in _text(ROOT / current):
+                missing.append(f"{current}::{name}")
+            backed += 1
+    assert not missing
+    assert backed > len(rows)
