@@ -229,8 +229,8 @@ def timing_refusal(candidate: Candidate, change: SpecChange) -> str | None:
         )
     if candidate.commit_id is None:
         return (
-            "budget-gate did not process it while it was the newest word on the pull "
-            "request, so the commit it approved is unknown; comment again"
+            "the commit it approved is unknown (a comment binds to the head in its own run, "
+            "and that is kept once it counts); comment again"
         )
     if candidate.commit_id not in change.since:
         verb = "reviewed" if candidate.via is Via.REVIEW else "approved"

@@ -164,20 +164,21 @@ def _refusal(
     gh: Reader,
     unbound: dict[int, str],
 ) -> str | None:
-    """Why ``candidate`` does not approve the spec (``None``: it does): who, then when.
+    """Why ``candidate`` does not approve the spec (``None``: it does): who, when, authority.
 
     ``spec`` is its path and history; ``people`` the pull request's author and the spec's
     owner. Neither they nor whoever made a commit that changed the spec may approve it.
-    ``unbound`` says why this run did not bind its own comment (by comment id).
+    ``unbound`` says why this run did not bind its own comment (by comment id). What GitHub
+    must be asked (teams, roles) comes last: a flood of stale comments costs no requests.
     """
     (author, owner), (path, change) = people, spec
     plain = candidate.commit_id is None and candidate.named is None and not candidate.edited
     return (
         identity_refusal(candidate, approvers, author, owner)
-        or _authority_refusal(candidate.login, approvers, access, gh.owner)
-        or contributor_refusal(candidate.login, approvers, path, change)
         or (unbound.get(candidate.id) if plain and candidate.via is Via.COMMENT else None)
         or timing_refusal(candidate, change)
+        or contributor_refusal(candidate.login, approvers, path, change)
+        or _authority_refusal(candidate.login, approvers, access, gh.owner)
     )
 
 

@@ -144,3 +144,31 @@ def test_run_attempt_reads_github_s_counter(value: str | None, attempt: int) -> 
 def test_run_attempt_refuses_anything_else(value: str) -> None:
     with pytest.raises(InputError, match="is not a run attempt"):
         run_attempt(value)
+
+
+def test_stale_commands_by_many_people_cost_no_team_or_role_requests(
+    story: PullRequestStory,
+) -> None:
+    """Who may approve is asked of GitHub last: commands whose commit is unknown or stale
+    are refused before, so a flood of them on a public repository spends no rate limit."""
+    story.change(SPEC, grid_spec(4), at=T0 + HOUR)
+    story.run("pull_request.opened", story.pull_request_event())
+    for n in range(12):
+        login = f"passer-by-{n}"
+        story.fake.add_user(login)
+        story.fake.seed_from_event(story.comment_event(login, "/budget-gate approve", at=fresh()))
+    story.fake.clear_log()
+    ran = story.run("pull_request.labeled", story.pull_request_event("labeled"))
+    assert ran.code == 0, ran.stderr
+    assert story.status()[0] == "pending"
+    asked = [
+        r.path
+        for op in (
+            "teams/get-membership-for-user-in-org",
+            "repos/get-collaborator-permission-level",
+        )
+        for r in story.fake.requests_for(op)
+    ]
+    assert not [path for path in asked if "passer-by" in path]
+    said = " ".join(story.bot_comments()[0].split())
+    assert said.count("the commit it approved is unknown") == 12
