@@ -12,6 +12,7 @@ import datetime as dt
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import takewhile
 
 from gate.ci.approvals import FULL_SHA
 from gate.ci.event import Event, named_commit, parse_command
@@ -25,6 +26,8 @@ BIND_WITHIN = dt.timedelta(minutes=10)
 """A ``/budget-gate approve`` processed later than this after it was posted binds to no
 commit: the head may have moved since (a re-run, a queued runner), and it must be posted
 again."""
+STICKY_PREFIX = "<!-- budget-gate:comment:"
+"""How budget-gate's sticky comment begins (its marker, :mod:`gate.reporters.markdown`)."""
 _BOUND = re.compile(
     r"^<!-- budget-gate:bound:(comment-[0-9]+):([0-9a-f]{40}|[0-9a-f]{64}) -->$", re.MULTILINE
 )
@@ -51,22 +54,24 @@ def bindings(
     now: dt.datetime,
     *,
     sticky: bool,
+    signs: bool = False,
 ) -> Bound:
     """The commit each approving comment approved.
 
     A comment that names a commit by its full SHA approved that commit, whichever run reads
     it. Any other binds to the head when first processed: by its own run's first attempt
     (a re-run gets the same payload after the head may have moved), moments after it was
-    posted, and only where the binding is kept (the ``sticky`` comment, or a ledger).
+    posted, and only where the binding is kept: the ``sticky`` comment, unless the ledger's
+    records must be signed, or the ledger (signed: only when this run ``signs`` as CI).
     Earlier bindings come from the ledger (CI's records of the approvals it accepted), and,
-    unless the ledger's records must be signed, from budget-gate's own sticky comments (by
-    the action's ``bot-login``: another bot's lines bind nothing).
+    unless the ledger's records must be signed, from the hidden lines that open budget-gate's
+    own sticky comments (by the action's ``bot-login``: another bot's lines bind nothing).
     """
     bound: dict[str, str] = {}
     trust = ledger.trusted() if ledger is not None else None
-    if trust is None or not trust.signed:
-        ours = [c for c in comments if c.ours]
-        bound.update(found for c in ours for found in _BOUND.findall(c.body))
+    signed = trust is not None and trust.signed
+    if not signed:
+        bound.update(found for c in comments if c.ours for found in _stored(c.body))
     if ledger is not None:
         for evaluation in evaluations:
             fp = evaluation.result.fingerprint
@@ -80,10 +85,22 @@ def bindings(
     command, unbound = event.command, None
     if command is not None and f"comment-{command.comment_id}" not in bound:
         posted = next((c for c in comments if c.id == command.comment_id), None)
-        unbound = _unbound(posted, event.attempt, now, kept=sticky or ledger is not None)
+        kept = (sticky and not signed) or (ledger is not None and (signs or not signed))
+        unbound = _unbound(posted, event.attempt, now, kept=kept)
         if unbound is None and named_commit(command.reason or "")[0] is None:
             bound[f"comment-{command.comment_id}"] = head_sha
     return Bound(bound, stored, unbound)
+
+
+def _stored(body: str) -> list[tuple[str, str]]:
+    """The bindings a sticky comment keeps: in the hidden lines that open it, nowhere else.
+
+    NOTE: a line further down may be quoted text (a spec's name, a bot echoing a comment).
+    """
+    if not body.startswith(STICKY_PREFIX):
+        return []
+    lines = takewhile(lambda line: line.startswith("<!-- budget-gate:"), body.splitlines())
+    return [found for line in lines for found in _BOUND.findall(line)]
 
 
 def _named(comment: CommentInfo) -> str | None:
@@ -112,9 +129,9 @@ def _unbound(
         )
     if not kept:
         return (
-            "with the comment off and no ledger (tracking-uri), budget-gate keeps no record of "
-            "which commit a comment approved; name it: /budget-gate approve <the head's full "
-            "SHA> <reason>, or approve the pull request with a review"
+            "nothing here keeps which commit a comment approved (the comment is off, or the "
+            "ledger's records must be signed and this run has no CI key); name it: "
+            "/budget-gate approve <the head's full SHA> <reason>, or approve with a review"
         )
     return None
 

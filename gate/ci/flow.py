@@ -82,6 +82,8 @@ class Settings:
     ledger: LedgerView | None = None
     sticky: bool = True
     """The run writes its report as a comment, which keeps which commit a comment approved."""
+    signs: bool = False
+    """The run has CI's signing key: its ledger records keep that under a signed ledger."""
 
 
 @dataclass
@@ -282,6 +284,7 @@ def _judge(
         activity,
         history,
         sticky=settings.sticky,
+        signs=settings.signs,
     )
     prepared.results = judged.results
     prepared.comments = judged.comments

@@ -86,13 +86,17 @@ def judge_approvals(
     history: SpecHistory | None = None,
     *,
     sticky: bool,
+    signs: bool = False,
 ) -> Judged:
     """Judge the reviews and approve comments of each spec; ``activity``, ``history``: read once.
 
-    ``sticky``: the run writes its sticky comment, which keeps the comments' bindings.
+    ``sticky``: the run writes its sticky comment; ``signs``: it signs ledger records as CI
+    (either may keep the comments' bindings: :func:`gate.ci.bindings.bindings`).
     """
     reviews, comments = activity
-    bound = bindings(comments, evaluator.ledger, evaluations, event, head_sha, now, sticky=sticky)
+    bound = bindings(
+        comments, evaluator.ledger, evaluations, event, head_sha, now, sticky=sticky, signs=signs
+    )
     found = candidates(reviews, comments, bound.commits)
     history = history or SpecHistory(gh, pull, head_sha)
     access = _AccessCache(gh)
@@ -121,7 +125,7 @@ def judge_approvals(
                 accepted_command |= refusal is None
                 if refusal is not None:
                     command_reasons.append(f"{result.file}: {refusal}")
-        stale = _stale(result, verdicts, approvers if chosen is None else None)
+        stale = _stale(result, verdicts, approvers if chosen is None else None, head_sha)
         results[index] = _with_approval(
             result, evaluation, chosen, stale, pull.number, evaluator.fail_on_warn
         )
@@ -137,10 +141,12 @@ def _stale(
     result: SpecResult,
     verdicts: list[tuple[Candidate, str | None]],
     unmet: Approvers | None,
+    head_sha: str,
 ) -> list[str]:
     """Why no approval counts for ``result``: the ledger's, each candidate's, who may give one.
 
-    ``unmet``: the approvers, when none of the candidates counts.
+    ``unmet``: the approvers, when none of the candidates counts. The comment it suggests
+    names the head, so a push before the comment's run is not what it approves.
     """
     # NOTE: why the ledger's approvals do not count (approval.sources, a revocation) is
     # kept; that it holds none at all is no news on a pull request.
@@ -149,8 +155,8 @@ def _stale(
     stale += [f"{c.describe()} does not count: {refusal}" for c, refusal in verdicts if refusal]
     if unmet is not None:
         stale.append(
-            f"approvers: {unmet.describe()} — approve the pull request or "
-            "comment “/budget-gate approve <reason>”"
+            f"approvers: {unmet.describe()} — approve the pull request or comment "
+            f"“/budget-gate approve {head_sha} <reason>”"
         )
     return stale
 

@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         now=now,
         ledger=_ledger(args, env, now),
         sticky=mode is not CommentMode.OFF,
+        signs=bool(env.get("BUDGET_GATE_SIGNING_KEY")),
     )
     from gate.integrations.github.client import GitHubClient, bot_login
 

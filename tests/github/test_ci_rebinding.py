@@ -88,7 +88,7 @@ def test_with_the_comment_off_and_no_ledger_only_a_named_commit_binds(
     assert ran.code == 0, ran.stderr
     assert story.status()[0] == "pending"
     said = " ".join(story.comments()[-1].split())  # the reply: the comment is off
-    assert "budget-gate keeps no record of which commit a comment approved" in said
+    assert "nothing here keeps which commit a comment approved" in said
     named = f"/budget-gate approve {story.head} reviewed"
     story.run("issue_comment", story.comment_event("alice", named, at=fresh()))
     assert story.status() == ("success", "approved by alice · worst case 580.27 USD")
@@ -172,3 +172,48 @@ def test_stale_commands_by_many_people_cost_no_team_or_role_requests(
     assert not [path for path in asked if "passer-by" in path]
     said = " ".join(story.bot_comments()[0].split())
     assert said.count("the commit it approved is unknown") == 12
+
+
+def test_a_binding_line_quoted_in_another_bot_comment_binds_nothing(
+    story: PullRequestStory,
+) -> None:
+    """Another workflow posting as the same account (a lint report quoting a changed file)
+    carries the line a fork's author wrote: only the lines that open budget-gate's own
+    sticky comment bind."""
+    event = _approved_then_costlier(story)
+    costly = story.head
+    line = f"<!-- budget-gate:bound:comment-{event['comment']['id']}:{costly} -->"
+    story.push({"docs/notes.md": f"{line}\n"}, at=fresh())  # leaves the spec alone
+    quoted = f"### markdownlint\n\n```\ndocs/notes.md:1\n{line}\n```\n"
+    story.repo.add_comment(NUMBER, "github-actions[bot]", quoted)
+    story.repo.add_comment(NUMBER, "github-actions[bot]", f"{line}\n")  # even at its top
+    ran = story.run("pull_request.synchronize", story.pull_request_event("synchronize"))
+    assert ran.code == 0, ran.stderr
+    assert story.status()[0] == "pending", "alice approved 64 trials, never 128"
+
+
+def test_a_signed_ledger_without_the_ci_key_binds_no_unnamed_comment(
+    story: PullRequestStory, mlflow_server, keys: Keys
+) -> None:
+    """Its records cannot be written and it ignores the sticky's lines: nothing keeps the
+    binding, so the comment is refused at once rather than green now and lost at the next
+    push; a comment naming the head counts in every run."""
+    story.repo.put_file("policies/allowed_signers", keys.signers(CI_PRINCIPAL, "alice"), ref=BASE)
+    story.extra_env = {"MLFLOW_TRACKING_URI": mlflow_server.uri}  # no BUDGET_GATE_SIGNING_KEY
+    team = unique("nokey")
+    story.change(SPEC, _grid(4, team), at=T0 + HOUR)
+    assert story.run("pull_request.opened", story.pull_request_event()).code == 0
+    said = " ".join(story.bot_comments()[0].split())
+    assert f"comment “/budget-gate approve {story.head} &lt;reason&gt;”" in said  # named
+    event = story.comment_event("alice", "/budget-gate approve ok", at=fresh())
+    assert story.run("issue_comment", event).code == 0
+    assert story.status()[0] == "pending"
+    assert "nothing here keeps which commit a comment approved" in " ".join(
+        story.comments()[-1].split()
+    )
+    named = story.comment_event("alice", f"/budget-gate approve {story.head} ok", at=fresh())
+    assert story.run("issue_comment", named).code == 0
+    assert story.status()[0] == "success"
+    story.push({"README.md": "typo\n"}, at=fresh())
+    story.run("pull_request.synchronize", story.pull_request_event("synchronize"))
+    assert story.status()[0] == "success"
