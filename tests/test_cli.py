@@ -459,12 +459,13 @@ def test_a_report_file_over_the_calibration_read_is_refused(tmp_path, capsys):
 def test_every_format_says_the_built_in_policy_judged(tmp_path, monkeypatch, capsys):
     """Outside a repository with policies/, SARIF and annotations say so, as text does."""
     monkeypatch.chdir(tmp_path)
+    shutil.copy(PASSING, tmp_path / "passing.yaml")  # NOTE: PASSING's folder finds policies/
     said = "judged by the built-in default policy: there is no policies/ directory"
-    assert main(["check", PASSING, "--format", "sarif"]) == 0
+    assert main(["check", "passing.yaml", "--format", "sarif"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     notes = run["invocations"][0]["toolExecutionNotifications"]
     assert [n["level"] for n in notes if n["message"]["text"].startswith(said)] == ["warning"]
-    assert main(["check", PASSING, "--format", "github"]) == 0
+    assert main(["check", "passing.yaml", "--format", "github"]) == 0
     out = capsys.readouterr().out
     assert f"title=budget-gate%3A taken as given::{said}" in out
     assert out.startswith("::") and "::warning file=" in out
@@ -964,6 +965,29 @@ def test_check_says_it_did_not_read_the_ledger_the_environment_names(capsys, mon
     err = capsys.readouterr().err
     assert "approvals recorded in the ledger at $MLFLOW_TRACKING_URI were not read" in err
     assert 'pass --tracking-uri "$MLFLOW_TRACKING_URI" to count them' in err
+
+
+def test_check_says_it_did_not_read_the_default_ledger_approve_writes(
+    tmp_path, capsys, monkeypatch
+):
+    """After ``approve`` wrote the default ledger (mlflow.db at the repository root), a plain
+    check of the spec still needs approval: it says the ledger was not read, and where."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    shutil.copytree(ROOT / "policies", repo / "policies")
+    (repo / "experiments").mkdir()
+    shutil.copy(ROOT / "examples" / "llm-finetune-grid.yaml", repo / "experiments" / "g.yaml")
+    monkeypatch.chdir(repo)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    argv = ["check", "experiments/g.yaml", "-q"]
+    assert main(argv) == 2
+    assert "were not read" not in capsys.readouterr().err  # no ledger yet: nothing to say
+    (repo / "mlflow.db").write_bytes(b"")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    ledger = f"sqlite:///{(repo / 'mlflow.db').as_posix()}"
+    assert f"approvals recorded in the default ledger, {ledger}, were not read" in err
+    assert f"pass --tracking-uri {ledger} to count them" in err
 
 
 def test_verify_says_an_input_error_once_at_column_1(tmp_path, capsys):

@@ -107,6 +107,33 @@ def test_verify_from_outside_the_repository_judges_by_the_specs_policies(
     assert "built-in default" not in out + err
 
 
+def test_check_judges_a_subfolder_projects_specs_by_its_policies_as_verify_does(
+    tmp_path, monkeypatch, capsys
+):
+    """``init --dir a/b`` in a larger repository: from the root, check of a/b's specs found
+    no policies/ and passed them under the built-in default, while verify failed them."""
+    root = _repo(
+        tmp_path,
+        {
+            "a/b/policies/default.yaml": DEFAULT,
+            "a/b/policies/nlp.yaml": NLP,
+            "a/b/experiments/t.yaml": SPEC,
+            "x.yaml": SPEC,
+        },
+    )
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.chdir(root)
+    verify = _cli(capsys, "verify", "--dry-run", "a/b/experiments/t.yaml")
+    for argv in (["a/b/experiments/t.yaml"], ["a/b/experiments"]):
+        code, out, err = _cli(capsys, "check", *argv)
+        assert (code, "error BG104" in out) == (verify[0], True), out + err
+        assert "built-in default" not in out + err
+    code, out, err = _cli(capsys, "check", "a/b/experiments/t.yaml", "x.yaml")
+    assert code == 3
+    assert "the specs given lie under different policy directories" in err
+    assert "the built-in default" in err
+
+
 def test_require_approval_from_outside_the_repository_finds_its_policies(tmp_path, monkeypatch):
     root = _repo(
         tmp_path,

@@ -7,6 +7,7 @@ import dataclasses
 import os
 import stat
 import sys
+from pathlib import Path
 
 from gate.commands.common import (
     as_of,
@@ -100,24 +101,36 @@ def run(args: argparse.Namespace) -> int:
     emit(report, targets)
     if any(t.name == "github" for t in targets):
         append_step_summary(report, os.environ)
-    _say_approvals_unread(ledger, results)
+    _say_approvals_unread(ledger, results, None if policies.builtin else policies.policy_dir)
     return exit_code(report.outcome, fail_on)
 
 
-def _say_approvals_unread(ledger: LedgerView, results: list[SpecResult]) -> None:
-    """Say that a ledger the environment names was not read for a spec that needs approval.
+def _say_approvals_unread(
+    ledger: LedgerView, results: list[SpecResult], policy_dir: str | Path | None
+) -> None:
+    """Say that a ledger the environment names, or the default one, was not read.
 
-    NOTE: a plain ``check`` reads no ledger (it stays fast and offline): with
-    ``MLFLOW_TRACKING_URI`` set, an approval recorded there would otherwise go unsaid.
+    NOTE: a plain ``check`` reads no ledger (it stays fast and offline): an approval
+    recorded in ``MLFLOW_TRACKING_URI``, or in the default ledger ``approve`` writes, would
+    otherwise go unsaid, and the spec look unapproved.
     """
-    needs = any(r.outcome is Outcome.APPROVAL_REQUIRED for r in results)
-    if needs and not ledger.opened and os.environ.get("MLFLOW_TRACKING_URI"):
-        print(
-            "budget-gate: approvals recorded in the ledger at $MLFLOW_TRACKING_URI were not "
-            "read: check reads the ledger only with --tracking-uri (or for a monthly budget); "
-            'pass --tracking-uri "$MLFLOW_TRACKING_URI" to count them, as verify does',
-            file=sys.stderr,
-        )
+    if ledger.opened or not any(r.outcome is Outcome.APPROVAL_REQUIRED for r in results):
+        return
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        where, flag = "in the ledger at $MLFLOW_TRACKING_URI", '"$MLFLOW_TRACKING_URI"'
+    else:
+        from gate.integrations.mlflow.tracking_uri import resolve_tracking_uri
+
+        uri = resolve_tracking_uri(None, {}, policy_dir)
+        if not Path(uri.removeprefix("sqlite:///")).is_file():
+            return
+        where, flag = f"in the default ledger, {uri},", uri
+    print(
+        f"budget-gate: approvals recorded {where} were not read: check reads the ledger "
+        f"only with --tracking-uri (or for a monthly budget); pass --tracking-uri {flag} to "
+        "count them, as verify does",
+        file=sys.stderr,
+    )
 
 
 def _evaluate_all(

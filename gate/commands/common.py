@@ -257,7 +257,8 @@ def policy_home(args: argparse.Namespace) -> Path | None:
     if getattr(args, "base_ref", None):
         return Path(given) if given else expected_policy_dir()
     spec = getattr(args, "spec", None)
-    return policy_dir_for(given, spec=spec if isinstance(spec, str) else None)
+    specs = [spec] if isinstance(spec, str) else getattr(args, "specs", None) or []
+    return policy_dir_for(given, specs=[s for s in specs if isinstance(s, str) and s != "-"])
 
 
 def _open_ledger(uri: str, trust: Trust) -> LedgerStore:

@@ -14,8 +14,10 @@ names it.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
+from gate.errors import InputError
 from gate.integrations.git.repo import repository_root
 from gate.policy.loader import PolicySet, builtin_policies
 
@@ -63,26 +65,44 @@ def open_policies(
     built-in default applies (``PolicySet.builtin``); the reports name it too
     (``policy: built-in default``).
     """
-    found = policy_dir_for(given, cwd, spec)
+    found = policy_dir_for(given, cwd, [] if spec is None else [spec])
     return builtin_policies() if found is None else PolicySet(found)
 
 
 def policy_dir_for(
-    given: str | Path | None, cwd: Path | None = None, spec: str | Path | None = None
+    given: str | Path | None, cwd: Path | None = None, specs: Sequence[str | Path] = ()
 ) -> Path | None:
     """The policy directory :func:`open_policies` reads, or ``None`` for the built-in one.
 
-    The default ledger lies beside it (:mod:`gate.integrations.mlflow.tracking_uri`), so
-    every command reads the ledger of the policies that judge, from any directory.
+    None found from ``cwd``, the specs' own folders are searched the same way (``check
+    a/b/experiments/`` from the root of a repository whose policies are in ``a/b/``, as
+    ``verify`` of one of them does); specs under different policies are refused. The
+    default ledger lies beside it (:mod:`gate.integrations.mlflow.tracking_uri`), so every
+    command reads the ledger of the policies that judge, from any directory.
+
+    Raises:
+        gate.errors.InputError: the specs lie under different policy directories.
     """
     if given is not None:
         return Path(given)
     found = find_policy_dir(cwd)
-    if found is None and spec is not None:
-        folder = Path(os.path.abspath(spec)).parent
-        near = find_policy_dir(folder)
-        found = Path(os.path.normpath(folder / near)) if near is not None else None
-    return found
+    if found is not None or not specs:
+        return found
+    near = {_near(Path(os.path.abspath(spec))) for spec in specs}
+    if len(near) > 1:
+        shown = ", ".join(sorted(str(d) if d else "the built-in default" for d in near))
+        raise InputError(
+            f"the specs given lie under different policy directories ({shown})",
+            hint="check each directory's specs on their own, or pass --policy-dir",
+        )
+    return near.pop()
+
+
+def _near(spec: Path) -> Path | None:
+    """The policy directory found from a spec's folder (a directory's own), absolute."""
+    folder = spec if spec.is_dir() else spec.parent
+    near = find_policy_dir(folder)
+    return Path(os.path.normpath(folder / near)) if near is not None else None
 
 
 def _shown(path: Path, here: Path) -> Path:
