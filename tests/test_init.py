@@ -338,3 +338,24 @@ def test_the_getting_started_journey_after_init_clears_a_launch(tmp_path, monkey
     assert main(["request-approval", spec, "--reason", "needs the full grid"]) == 0
     assert main(["approve", spec, "--by", "bob", "--reason", "worth it", "--expires", "14d"]) == 0
     assert main(["verify", spec]) == 0
+
+
+def test_init_below_the_repository_root_says_what_to_move_and_ignores_the_ledger_there(
+    tmp_path, capsys
+):
+    """GitHub and pre-commit read their files at the repository's root only, and the
+    default ledger is mlflow.db there: init in a/b said nothing and ignored a/b/mlflow.db."""
+    (tmp_path / ".git").mkdir()
+    project = tmp_path / "a" / "b"
+    project.mkdir(parents=True)
+    assert main(["init", "--dir", str(project)]) == 0
+    err = capsys.readouterr().err
+    assert f"note: {project} is not the root of its git repository ({tmp_path})" in err
+    assert "specs: a/b/experiments/** and policy-dir: a/b/policies" in err
+    assert "/mlflow.db" in (tmp_path / ".gitignore").read_text(encoding="utf-8")
+    assert not (project / ".gitignore").exists()
+    other = tmp_path / "elsewhere"
+    (other / ".git").mkdir(parents=True)
+    assert main(["init", "--dir", str(other)]) == 0  # a repository's root: nothing to move
+    assert "is not the root" not in capsys.readouterr().err
+    assert "/mlflow.db" in (other / ".gitignore").read_text(encoding="utf-8")

@@ -90,8 +90,7 @@ def judge_approvals(
 ) -> Judged:
     """Judge the reviews and approve comments of each spec; ``activity``, ``history``: read once.
 
-    ``sticky``: the run writes its sticky comment; ``signs``: it signs ledger records as CI
-    (either may keep the comments' bindings: :func:`gate.ci.bindings.bindings`).
+    ``sticky``, ``signs``: what may keep the comments' bindings (:func:`bindings`).
     """
     reviews, comments = activity
     bound = bindings(

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from gate.commands.schema import SCHEMAS, render_schema
 from gate.errors import InputError
+from gate.integrations.git.repo import repository_root
 from gate.ledger.signing import CI_PRINCIPAL
 
 PRE_COMMIT = """\
@@ -137,6 +138,27 @@ def _ignore_ledger(root: Path) -> str:
     return f"{'added' if current is not None else 'wrote'} {IGNORED[1:]} to {path}"
 
 
+def _repository_of(root: Path) -> Path | None:
+    """The git work tree ``root`` lies inside, when ``root`` is not its top: else None.
+
+    The default ledger is ``mlflow.db`` at that top, whatever folder holds the policies.
+    """
+    top = repository_root(Path(os.path.abspath(root)))
+    return None if top is None or top == Path(os.path.abspath(root)) else top
+
+
+def _not_at_the_root(root: Path, top: Path) -> str:
+    """What a project set up below its repository's root must move or set for CI to run."""
+    below = Path(os.path.relpath(os.path.abspath(root), top)).as_posix()
+    return (
+        f"note: {root} is not the root of its git repository ({top}): GitHub runs only the "
+        f"workflows in {top / '.github/workflows'} and pre-commit reads only "
+        f"{top / '.pre-commit-config.yaml'}; move {root / '.github/workflows/budget-gate.yml'} "
+        f"and {root / '.pre-commit-config.yaml'} there, with the action's specs: "
+        f"{below}/experiments/** and policy-dir: {below}/policies"
+    )
+
+
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
@@ -196,7 +218,12 @@ def run(args: argparse.Namespace) -> int:
         _create(root / path, text, private=path == CI_KEY)
         print(f"wrote {root / path}", file=sys.stderr)
     if "policies/default.yaml" in files:
-        print(_ignore_ledger(root), file=sys.stderr)
+        top = _repository_of(root)
+        if top is not None:
+            _refuse_links(top, [GITIGNORE])
+        print(_ignore_ledger(top or root), file=sys.stderr)
+        if top is not None:
+            print(_not_at_the_root(root, top), file=sys.stderr)
     if kueue:
         print(
             f"next: replace REPLACE_ME in {root / KUEUE_MANIFESTS}, create the ledger secret "
