@@ -20,7 +20,8 @@ def add_check(commands: argparse._SubParsersAction[Any], parents: list[Parser]) 
         parents=parents,
         help="validate, price and gate experiment specs",
         description="Validate each spec, price it (worst and expected case) and apply the "
-        "team policy. Directories are searched for *.yaml and *.yml; quoted globs are "
+        "team policy. Directories are searched for *.yaml, *.yml and *.json (in any case); "
+        "quoted globs are "
         "expanded. The approvals ledger is read only when a policy sets a monthly budget, or "
         "when --tracking-uri is given; whenever it is read, fresh approvals count too.",
         epilog=EPILOG,
