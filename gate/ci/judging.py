@@ -257,6 +257,7 @@ def revocation_record(
         source=approval.source,
         pr_number=pr_number,
         revokes=(approval.record_id,),
+        repository=approval.repository,
     )
 
 

@@ -40,6 +40,7 @@ from gate.ledger.records import (
     DEFAULT_EXPIRY,
     MAX_EXPIRY,
     LedgerQuery,
+    LedgerRecord,
     RecordKind,
     Source,
     parse_expiry,
@@ -106,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
                 moved_from=event.base_from,
             )
         finally:  # NOTE: a revocation reaches the ledger though GitHub failed a write
-            _record(settings.ledger, prepared, now, gh, now if event.base_from else None)
+            moved_by = now if event.base_from else None
+            _record(settings.ledger, prepared, now, gh, moved_by, repository)
     for note in notes:
         print(message_command("warning", note, "budget-gate"))
     if prepared.policy_change is not None and not prepared.policy_change.valid:
@@ -254,6 +256,7 @@ def _revoke_withdrawn(
     signer: Signer | None,
     gh: GitHub,
     moved_by: dt.datetime | None,
+    repository: str,
 ) -> None:
     """Revoke the ledger's copies of this pull request's approvals that GitHub withdrew.
 
@@ -262,6 +265,7 @@ def _revoke_withdrawn(
     the revocation (signed as CI) makes ``verify`` and the launch paths ignore them too.
     Found by the pull request's number, whatever their spec: one the diff no longer shows
     (its file taken out of the pull request) would still clear a launch of what was approved.
+    Only this repository's: a ledger may serve several, whose pull requests share numbers.
     """
     number = prepared.pull.number
     try:
@@ -271,7 +275,12 @@ def _revoke_withdrawn(
         ours = [
             r for r in records if not (r.kind is RecordKind.REVOCATION and r.source is Source.LOCAL)
         ]
-        live = [a for a in live_approvals(ours, now) if a.record_id is not None]
+        here = {result.file for result in prepared.results}
+        live = [
+            a
+            for a in live_approvals(ours, now)
+            if a.record_id is not None and _of_this_repository(a, repository, here)
+        ]
         shown, moved = _standing(gh, prepared, moved_by) if live else (frozenset(), None)
     except BackendError as exc:  # said aloud; the next run revokes what is left
         note = f"withdrawn approvals of pull request #{number} were not checked: {exc}"
@@ -288,6 +297,17 @@ def _revoke_withdrawn(
             print(message_command("warning", note, "budget-gate"))
             continue
         print(one_line(f"budget-gate: revoked {approval.summary()} of {approval.spec} as {run_id}"))
+
+
+def _of_this_repository(approval: LedgerRecord, repository: str, here: set[str]) -> bool:
+    """Whether a GitHub approval of a pull request with this number is this repository's.
+
+    One recorded before records named their repository counts only for a spec this diff
+    changes, as then: another repository's pull request of that number may have made it.
+    """
+    if approval.repository is None:
+        return approval.spec in here
+    return approval.repository.casefold() == repository.casefold()
 
 
 def _standing(
@@ -311,6 +331,7 @@ def _record(
     now: dt.datetime,
     gh: GitHub,
     moved_by: dt.datetime | None,
+    repository: str,
 ) -> None:
     """Record accepted GitHub approvals in the MLflow ledger, when one is configured.
 
@@ -321,7 +342,7 @@ def _record(
     if ledger is None:
         return
     signer = signer_for(CI_PRINCIPAL)
-    _revoke_withdrawn(ledger, prepared, now, signer, gh, moved_by)
+    _revoke_withdrawn(ledger, prepared, now, signer, gh, moved_by, repository)
     if not prepared.accepted:
         return
     span = parse_expiry(DEFAULT_EXPIRY)
@@ -331,7 +352,8 @@ def _record(
         if any(r.event_id == record.event_id and r.spec == record.spec for r in known):
             continue
         try:
-            run_id = ledger.store().append(replace(record, expires_at=now + span), signer)
+            written = replace(record, expires_at=now + span, repository=repository)
+            run_id = ledger.store().append(written, signer)
         except InputError as exc:  # signers required, and no key (a fork's run): said aloud
             note = f"the approval was not recorded in the ledger: {exc}"
             print(message_command("warning", note, "budget-gate"))

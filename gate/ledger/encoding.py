@@ -94,6 +94,7 @@ def payload(record: LedgerRecord) -> str:
         "approval": record.approval,
         "launch_key": record.launch_key,
         "launch_keys": list(record.launch_keys) or None,
+        "repository": record.repository,
         "signer": record.signer,
     }
     clean = {key: value for key, value in body.items() if value is not None}
@@ -240,6 +241,7 @@ def _from_payload(tags: Mapping[str, str], run_id: str) -> LedgerRecord:
         approval=_opt(body.get("approval")),
         launch_key=_opt(body.get("launch_key")),
         launch_keys=_launch_keys(body),
+        repository=_opt(body.get("repository")),
         signer=_opt(body.get("signer")),
         signature=tags.get(SIGNATURE),
         payload=text,

@@ -67,7 +67,8 @@ class LedgerRecord:
     of one search one launch; a launch record with ``launch_keys`` records one launch per
     key at once (:mod:`gate.ledger.launches`: readers see one launch record per key).
     ``head_sha`` and ``event_id`` bind a GitHub approval to the commit it was given on and
-    the review or comment that gave it. ``ran_by_user`` and
+    the review or comment that gave it, ``repository`` (``owner/name``) to the repository
+    whose pull request ``pr_number`` is: a ledger may serve several. ``ran_by_user`` and
     ``ran_by_email`` say who ran the command that wrote a local record.
 
     ``signer``, ``signature`` and ``payload`` are the signed form (see
@@ -101,6 +102,7 @@ class LedgerRecord:
     approval: str | None = None
     launch_key: str | None = None
     launch_keys: tuple[str, ...] = ()
+    repository: str | None = None
     signer: str | None = None
     signature: str | None = None
     payload: str | None = None

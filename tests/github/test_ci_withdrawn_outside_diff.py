@@ -14,11 +14,13 @@ import datetime as dt
 import uuid
 from pathlib import Path
 
+import pytest
+
 from gate.cli import main
 from gate.integrations import open_ledger
 from gate.ledger.records import LedgerQuery, RecordKind
 from tests.github.ci_kit import NUMBER, POLICY, SPEC, T0, PullRequestStory, fresh, grid_spec
-from tests.ledger_kit import UNSIGNED, seed_record
+from tests.ledger_kit import UNSIGNED, seed_record, unique
 
 HOUR = dt.timedelta(hours=1)
 OTHER = "experiments/other-grid.yaml"
@@ -122,3 +124,39 @@ def test_another_pull_requests_approval_of_the_spec_is_left_alone(
     assert "budget-gate: revoked approval by alice" in ran.stdout  # ours
     kinds = [r.kind for r in open_ledger(mlflow_server.uri, UNSIGNED).query(LedgerQuery(team=team))]
     assert kinds == [RecordKind.APPROVAL]  # not revoked
+
+
+@pytest.mark.parametrize("repository", ["acme/other-repo", None])
+def test_another_repositorys_pull_request_of_the_same_number_is_left_alone(
+    story: PullRequestStory, mlflow_server, repository: str | None
+) -> None:
+    """One ledger serves two repositories: their pull requests #2 are not one. Another's
+    approval (named by its repository, or one recorded before records named it, of a spec
+    this diff does not change) is not revoked because this pull request does not show it."""
+    story.extra_env = {"MLFLOW_TRACKING_URI": mlflow_server.uri}
+    team = unique("hello")
+    story.change(SPEC, grid_spec(4).replace("team: nlp", f"team: {team}"), at=T0 + HOUR)
+    story.run("pull_request.opened", story.pull_request_event())
+    ran = story.run("pull_request_review", story.review_event("alice", at=T0 + 2 * HOUR))
+    assert "budget-gate: recorded approval by alice" in ran.stdout
+    ledger = open_ledger(mlflow_server.uri, UNSIGNED)
+    (ours,) = ledger.query(LedgerQuery(team=team))
+    assert ours.repository == story.repo.full_name
+    other_team = unique("other-repo")
+    theirs = dataclasses.replace(
+        ours,
+        team=other_team,
+        by="bob",
+        event_id="review-987654321",
+        spec="experiments/theirs.yaml",
+        repository=repository,
+        payload=None,
+        run_id=None,
+        record_id=None,
+    )
+    seed_record(mlflow_server.uri, theirs)
+    assert [r.pr_number for r in ledger.query(LedgerQuery(team=other_team))] == [NUMBER]
+    ran = story.run("pull_request.labeled", story.pull_request_event("labeled"))
+    assert ran.code == 0, ran.stderr
+    kinds = [r.kind for r in ledger.query(LedgerQuery(team=other_team))]
+    assert kinds == [RecordKind.APPROVAL], ran.stdout[-800:]
