@@ -71,9 +71,10 @@ def _candidates(spec: Experiment, current: Estimate) -> Iterator[tuple[str, tupl
             "slow starters",
         )
     if configurations > 1:
-        half = configurations // 2
+        half, seeds = configurations // 2, len(search.seeds)
+        runs = f"{half} trials" if seeds == 1 else f"{half} configurations × {seeds} seeds"
         yield (
-            f"random search, {half} trials",
+            f"random search, {runs}",
             (Edit(("search", "strategy"), "random"), Edit(("search", "max_trials"), half)),
             f"samples {half} of the {configurations} configurations",
         )
