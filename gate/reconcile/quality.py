@@ -54,7 +54,8 @@ def evaluate_gate(conditions: Sequence[Condition], metrics: Mapping[str, float])
             failures.append(f"no metric matches {condition.metric!r}")
             continue
         failures.extend(
-            f"{name} = {_number(metrics[name])}, needs {condition.op} {_number(condition.value)}"
+            f"{name} = {_shown(metrics[name], condition.value)}, needs {condition.op} "
+            f"{_number(condition.value)}"
             for name in names
             if not _holds(metrics[name], condition.op, condition.value)
         )
@@ -79,6 +80,12 @@ def _holds(value: float, op: str, limit: float) -> bool:
 
 def _number(value: float) -> str:
     return f"{value:.4g}"
+
+
+def _shown(value: float, bound: float) -> str:
+    """``value`` short, unless it then reads as the bound it failed (0.7999999 as 0.8)."""
+    short = _number(value)
+    return repr(value) if short == _number(bound) and value != bound else short
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,3 +133,13 @@ def test_better():
     assert better(0.6, 0.5, "max") and not better(0.5, 0.5, "max")
     assert better(0.4, 0.5, "min") and not better(0.6, 0.5, "min")
     assert not better(math.nan, None, "max")
+
+
+def test_a_value_that_rounds_to_the_bound_it_failed_is_shown_in_full():
+    """0.7999999999999999 printed as 0.8 read as "0.8, needs >= 0.8": a fail without reason."""
+    result = evaluate_gate([F1], {"val_macro_f1": 0.7 + 0.1})  # 0.7999999999999999
+    assert not result.passed
+    assert result.failures == ("val_macro_f1 = 0.7999999999999999, needs >= 0.8",)
+    assert evaluate_gate([F1], {"val_macro_f1": 0.5}).failures == (
+        "val_macro_f1 = 0.5, needs >= 0.8",
+    )
