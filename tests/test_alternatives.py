@@ -93,4 +93,3 @@ def test_the_comment_shows_cheaper_plans_for_blocked_specs_only(tmp_path: Path):
     assert text.index("Cheaper plans") > blocked
     _, json_out = _run("check", "examples/llm-finetune-grid.yaml", "--format", "json")
     assert json.loads(json_out)["results"][0]["alternatives"] == []
-

@@ -25,6 +25,7 @@ from gate.calibrate.model import Calibration, Entry, Key, Stat, dump
 from gate.calibrate.observe import Observation, observe
 from gate.commands import backtest
 from gate.commands.common import (
+    default_ledger,
     load_policies,
     make_evaluator,
     quiet_mlflow,
@@ -118,7 +119,7 @@ def _observations(
     with needs_mlflow("calibrate"):
         from gate.integrations.mlflow.runs import MlflowRuns, RunQuery
 
-        runs = MlflowRuns(uri)
+        runs = MlflowRuns(uri, default=default_ledger(args))
     wanted = set(args.experiment or ())
     listed = runs.experiments()
     missing = wanted - {name for _, name in listed}

@@ -246,6 +246,14 @@ def tracking_uri_of(args: argparse.Namespace) -> str:
     return resolve_tracking_uri(getattr(args, "tracking_uri", None), os.environ, home)
 
 
+def default_ledger(args: argparse.Namespace) -> bool:
+    """Whether :func:`tracking_uri_of` fell back to the default ``mlflow.db``.
+
+    A missing store then names the default and how to point elsewhere: the user gave no path.
+    """
+    return not (getattr(args, "tracking_uri", None) or os.environ.get("MLFLOW_TRACKING_URI"))
+
+
 def policy_home(args: argparse.Namespace) -> Path | None:
     """The policy directory a command reads: --policy-dir, else found, else ``None`` (built in).
 

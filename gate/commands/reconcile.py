@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from gate import __version__
 from gate.commands.common import (
+    default_ledger,
     make_evaluator,
     print_errors,
     quiet_mlflow,
@@ -46,12 +47,13 @@ from gate.policy.model import Policy
 from gate.reconcile.actuals import Plan, RunFacts, RunStatus, price_run
 from gate.reconcile.quality import monitor_for
 from gate.reconcile.reconciler import Reconciler, ReconcileReport, Reconciliation
+from gate.reporters.reconcile_text import REFUSED
 from gate.spec.experiment import Experiment
 from gate.spec.trial import Capacity
 
 if TYPE_CHECKING:
     from gate.integrations.github.client import GitHubClient
-    from gate.integrations.mlflow.runs import Progress, RunQuery
+    from gate.integrations.mlflow.runs import MlflowRuns, Progress, RunQuery
 
 FORMATS = {
     "text": "gate.reporters.reconcile_text",
@@ -76,21 +78,9 @@ def run(args: argparse.Namespace) -> int:
     with needs_mlflow("reconcile"):
         from gate.integrations.mlflow.runs import MlflowRuns, RunQuery
 
-        runs = MlflowRuns(uri)
+        runs = MlflowRuns(uri, default=default_ledger(args))
     experiment = spec.tracking.mlflow_experiment or spec.metadata.name
-    if experiment == LEDGER_EXPERIMENT:
-        raise InputError(
-            f"{args.spec}: tracking.mlflow_experiment is the ledger's experiment "
-            f"{LEDGER_EXPERIMENT!r}, which holds its records, not training runs",
-            hint="set tracking.mlflow_experiment to the experiment the runs are logged in",
-        )
-    experiment_id = runs.experiment_id(experiment)
-    if experiment_id is None:
-        raise InputError(
-            f"{args.spec}: MLflow at {runs.where} has no experiment {experiment!r}",
-            hint="set tracking.mlflow_experiment in the spec to where the runs are logged, "
-            "or pass the right --tracking-uri",
-        )
+    experiment_id = _experiment_id(args.spec, runs, experiment)
     trust = evaluator.policies.trust()
     warn_unsigned(trust)
     ledger = open_ledger(uri, trust)
@@ -102,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if fingerprint is not None:
         others = RunQuery(experiment_id, None, None, other_than=fingerprint)
         _other_versions(runs.facts, others, experiment, fingerprint, plan, bool(result.runs))
-    record_id, why_not = _record(args, evaluation, ledger, result, now)
+    record_id, why_not, refusal = _try_record(args, evaluation, ledger, result, now)
     report = ReconcileReport(
         file=args.spec,
         name=spec.metadata.name,
@@ -116,10 +106,30 @@ def run(args: argparse.Namespace) -> int:
         not_recorded=why_not,
         repository=os.environ.get("GITHUB_REPOSITORY", ""),
     )
-    if github is not None:
+    if github is not None and refusal is None:
         _comment(github, args.pr, report)
     write_stdout(_renderer(args.format)(report))
+    if refusal is not None:
+        raise refusal  # after the report: exit 3, nothing recorded
     return result.verdict.exit_code
+
+
+def _experiment_id(file: str, runs: MlflowRuns, experiment: str) -> str:
+    """The id of the spec's MLflow experiment; the ledger's, or none, is bad input."""
+    if experiment == LEDGER_EXPERIMENT:
+        raise InputError(
+            f"{file}: tracking.mlflow_experiment is the ledger's experiment "
+            f"{LEDGER_EXPERIMENT!r}, which holds its records, not training runs",
+            hint="set tracking.mlflow_experiment to the experiment the runs are logged in",
+        )
+    experiment_id = runs.experiment_id(experiment)
+    if experiment_id is None:
+        raise InputError(
+            f"{file}: MLflow at {runs.where} has no experiment {experiment!r}",
+            hint="set tracking.mlflow_experiment in the spec to where the runs are logged, "
+            "or pass the right --tracking-uri",
+        )
+    return experiment_id
 
 
 def _reconcile(
@@ -210,6 +220,23 @@ def _plan(
 def requote(spec: Experiment, policy: Policy) -> Callable[[str, Capacity], Quote | None]:
     """Prices for runs tagged with another accelerator or capacity (older spec versions)."""
     return quoter(policy, spec.resources.cloud or policy.prices.cloud)
+
+
+def _try_record(
+    args: argparse.Namespace,
+    evaluation: Evaluation,
+    ledger: LedgerStore,
+    result: Reconciliation,
+    now: dt.datetime,
+) -> tuple[str | None, str | None, InputError | None]:
+    """:func:`_record`, with a refusal (say, not CI's key) kept to raise after the report.
+
+    The user who ran ``reconcile`` still wants the figures; nothing was recorded.
+    """
+    try:
+        return (*_record(args, evaluation, ledger, result, now), None)
+    except InputError as refused:
+        return None, f"{REFUSED}{refused.message}", refused
 
 
 def _record(

@@ -26,7 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gate import __version__
-from gate.commands.common import make_evaluator, quiet_mlflow, tracking_uri_of, utc_now
+from gate.commands.common import (
+    default_ledger,
+    make_evaluator,
+    quiet_mlflow,
+    tracking_uri_of,
+    utc_now,
+)
 from gate.commands.output import FormatTarget, plan_targets, write_atomically
 from gate.commands.progress import progress_for
 from gate.commands.reconcile import requote
@@ -74,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     plans = SpecPlans(evaluator, now)
     uri = tracking_uri_of(args)
     quiet_mlflow()
-    runs, names = _store(uri)
+    runs, names = _store(uri, default=default_ledger(args))
     month_runs = MonthRuns(plans, period, names)
     for facts in _window(runs, names, period):
         month_runs.add(facts, facts.tags.get(tracking.MONITOR, ""))
@@ -109,12 +115,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _store(uri: str) -> tuple[MlflowRuns, dict[str, str]]:
+def _store(uri: str, *, default: bool) -> tuple[MlflowRuns, dict[str, str]]:
     """The tracking store's runs, and its active experiments' names by id."""
     with needs_mlflow("report"):
         from gate.integrations.mlflow.runs import MlflowRuns
 
-        runs = MlflowRuns(uri)
+        runs = MlflowRuns(uri, default=default)
     return runs, dict(runs.experiments())
 
 

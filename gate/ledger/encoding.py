@@ -20,7 +20,7 @@ from typing import Any
 from gate.errors import InputError
 from gate.ledger import tracking
 from gate.ledger.records import MAX_CLOCK_SKEW, LedgerRecord, RecordKind, Source
-from gate.ledger.signing import SIGNERS_FILE, Signer, Trust, record_message
+from gate.ledger.signing import CI_PRINCIPAL, SIGNERS_FILE, Signer, Trust, record_message
 
 RECORD_VERSION = "2"
 PAYLOAD_VERSION = 2
@@ -127,21 +127,68 @@ def seal(
     signature = signer.sign(record_message(text)) if signer is not None else None
     sealed = dataclasses.replace(draft, payload=text, signature=signature)
     if trust.signed:
+        due = due_signer(record)
         if signer is None:
             raise InputError(
                 f"cannot record the {record.kind.value}: the policies' {SIGNERS_FILE} requires "
                 "every ledger record to be signed, and no signing key is set",
-                hint="set BUDGET_GATE_SIGNING_KEY to your SSH key (a private key file, or its "
-                ".pub with the key in ssh-agent) and BUDGET_GATE_SIGNER to your name there",
+                hint=_no_key_hint(record, due),
             )
         refusal = trust.refusal(sealed)
         if refusal is not None:
             raise InputError(
                 f"cannot record the {record.kind.value} signed as {signer.principal}: {refusal}",
-                hint=f"use the key {trust.file} lists for {signer.principal}, or ask the "
-                "policy owners to add yours",
+                hint=_refusal_hint(record, due, signer.principal, trust.file),
             )
     return sealed
+
+
+_KEY_ENV = (
+    "set BUDGET_GATE_SIGNING_KEY to {whose} SSH key (a private key file, or its .pub with the "
+    "key in ssh-agent) and BUDGET_GATE_SIGNER to {name}"
+)
+
+
+def due_signer(record: LedgerRecord) -> str | None:
+    """Who alone may sign a record like ``record`` (``None``: any listed principal).
+
+    The rule :func:`gate.ledger.signing.may_sign` enforces, so a refusal names the one fix.
+    """
+    if record.kind is RecordKind.RECONCILIATION:
+        return CI_PRINCIPAL
+    if record.kind not in (RecordKind.APPROVAL, RecordKind.REVOCATION):
+        return None
+    return record.by or "" if record.source is Source.LOCAL else CI_PRINCIPAL
+
+
+def _no_key_hint(record: LedgerRecord, due: str | None) -> str:
+    """Whose key to set: the user's own can never sign a record only another may sign."""
+    if due is None:
+        return _KEY_ENV.format(whose="your", name="your name there")
+    return _ci_hint(record) if due == CI_PRINCIPAL else _KEY_ENV.format(whose=f"{due}'s", name=due)
+
+
+def _refusal_hint(record: LedgerRecord, due: str | None, signed_as: str, file: str) -> str:
+    """The refusal's own fix: sign as the due signer, else a key the file lists."""
+    if due == CI_PRINCIPAL and signed_as != CI_PRINCIPAL:
+        return _ci_hint(record)
+    if due is not None and signed_as != due:
+        return (
+            f"a local {record.kind.value} counts only when its --by ({due}) signs it: sign as "
+            f"{due} (BUDGET_GATE_SIGNER={due} with {due}'s key in BUDGET_GATE_SIGNING_KEY)"
+        )
+    return f"use the key {file} lists for {signed_as}, or ask the policy owners to add yours"
+
+
+def _ci_hint(record: LedgerRecord) -> str:
+    """Only CI signs these: say so, and what the user can do at a terminal instead."""
+    kinds, how = f"GitHub {record.kind.value}s", "record it on the pull request, or a local one"
+    if record.kind is RecordKind.RECONCILIATION:
+        kinds, how = "reconciliations", "run with --dry-run to see the report without recording it"
+    return (
+        f"{kinds} count only when CI signs them as {CI_PRINCIPAL} (the Action, or a scheduled "
+        f"workflow that holds the CI key); {how}"
+    )
 
 
 def to_tags(record: LedgerRecord) -> dict[str, str]:

@@ -46,6 +46,11 @@ class Commitments:
     approvals: list[LedgerRecord] = field(default_factory=list)
     """Every approval of the period not revoked, in record order (superseded ones too)."""
     revoked: set[str] = field(default_factory=set)
+    revocations: dict[str, LedgerRecord] = field(default_factory=dict)
+    """Per revoked approval's id, the first revocation by the period's end that names it."""
+    revoked_approvals: list[LedgerRecord] = field(default_factory=list)
+    """The approvals of the period revoked by its end: listed, so a month's decisions do
+    not vanish from the report without a word."""
     launches_recorded: bool = False
     other_currency: int = 0
     unknown_kinds: Counter[str] = field(default_factory=Counter)
@@ -80,10 +85,13 @@ def commitments(records: Iterable[LedgerRecord], period: Period, currency: str) 
     """
     found = Commitments(currency)
     kept = [r for r in records if r.recorded_at < period.end]
-    found.revoked = {
-        revoked for r in kept if r.kind is RecordKind.REVOCATION for revoked in r.revokes
-    }
-    for record in sorted(kept, key=lambda r: (r.recorded_at, r.record_id or "")):
+    ordered = sorted(kept, key=lambda r: (r.recorded_at, r.record_id or ""))
+    for record in ordered:
+        if record.kind is RecordKind.REVOCATION:
+            for revoked in record.revokes:
+                found.revocations.setdefault(revoked, record)
+    found.revoked = set(found.revocations)
+    for record in ordered:
         _fold(found, record, period.holds(record.recorded_at))
     found.approved.update(newest_per_spec(found.approvals))
     return found
@@ -114,6 +122,8 @@ def _fold(found: Commitments, record: LedgerRecord, current: bool) -> None:
     match kind:
         case RecordKind.APPROVAL.value:
             if record.record_id in found.revoked:
+                if current:
+                    found.revoked_approvals.append(record)
                 return
             found.newest_approval[record.fingerprint] = record
             if current:

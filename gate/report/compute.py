@@ -38,6 +38,7 @@ from gate.report.model import (
     MonthFigure,
     MonthReport,
     Ranking,
+    RevokedRow,
     SpotRow,
     TeamRow,
     WasteRow,
@@ -108,6 +109,7 @@ def build_report(given: ReportInputs) -> MonthReport:
         costliest=tuple(_experiments(current)[:COSTLIEST]),
         spot=_spot(lines),
         approvals=_approvals(given, kept),
+        revoked=_revoked(given),
         rankings=_rankings(teams),
         lines=tuple(lines),
         unpriced=tuple(u for u in given.unpriced if _unpriced_wanted(given, u)),
@@ -271,6 +273,28 @@ def _approvals(given: ReportInputs, kept: list[ExperimentMonth]) -> tuple[Approv
                 over_triggers=needs.get(record.fingerprint),
             )
         )
+    return tuple(sorted(rows, key=lambda r: (r.team, r.recorded_at, r.spec)))
+
+
+def _revoked(given: ReportInputs) -> tuple[RevokedRow, ...]:
+    """The period's revoked approvals, each with who revoked it when."""
+    found = given.commitments
+    rows = [
+        RevokedRow(
+            team=team_of(record),
+            experiment=record.experiment,
+            spec=record.spec,
+            fingerprint=record.fingerprint,
+            by=record.by or "",
+            source=record.source.value,
+            recorded_at=record.recorded_at,
+            approved=record.worst_cost or Decimal(0),
+            revoked_by=found.revocations[record.record_id or ""].by or "",
+            revoked_at=found.revocations[record.record_id or ""].recorded_at,
+        )
+        for record in found.revoked_approvals
+        if _wanted(given, team_of(record))
+    ]
     return tuple(sorted(rows, key=lambda r: (r.team, r.recorded_at, r.spec)))
 
 

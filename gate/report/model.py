@@ -172,6 +172,22 @@ class ApprovalRow:
 
 
 @dataclass(frozen=True, slots=True)
+class RevokedRow:
+    """An approval recorded in the period and revoked by its end: it holds no money."""
+
+    team: str
+    experiment: str
+    spec: str
+    fingerprint: str
+    by: str
+    source: str
+    recorded_at: dt.datetime
+    approved: Decimal
+    revoked_by: str
+    revoked_at: dt.datetime
+
+
+@dataclass(frozen=True, slots=True)
 class Ranking:
     """Teams in rank order (best first) on one figure; teams without it come last."""
 
@@ -201,6 +217,8 @@ class MonthReport:
     notes: tuple[str, ...] = ()
     version: str = ""
     team_filter: str | None = None
+    revoked: tuple[RevokedRow, ...] = ()
+    """The approvals of the period revoked by its end (not in ``approvals``)."""
 
     @property
     def actual(self) -> Decimal:

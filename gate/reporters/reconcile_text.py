@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 from gate.errors import one_line
@@ -14,6 +15,10 @@ from gate.words import aligned
 
 MAX_LISTED = 10
 _COLUMNS = ("run", "trial", "status", "GPUs", "held", "GPU-h", "cost", "gate", "epochs", "util")
+
+
+REFUSED = "refused (exit 3): "
+"""How ``not_recorded`` begins when the ledger refused the record (say, not CI's key)."""
 
 
 def money(amount: Decimal, currency: str) -> str:
@@ -50,7 +55,10 @@ def render(report: ReconcileReport) -> str:
     quality = quality_line(result)
     if quality:
         blocks.append(one_line(quality))
-    blocks.append(_joined([*record_lines(report), verdict_line(result)]))
+    verdict = verdict_line(result)
+    if report.not_recorded is not None and report.not_recorded.startswith(REFUSED):
+        verdict = re.sub(r" \(exit [01]\)$", " (exit 3: not recorded)", verdict)
+    blocks.append(_joined([*record_lines(report), verdict]))
     return "\n\n".join(blocks) + "\n"
 
 

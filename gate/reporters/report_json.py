@@ -51,6 +51,7 @@ def render(report: MonthReport) -> str:
         "costliest_experiments": _costliest(report),
         "spot": _spot(report),
         "approvals": _approvals(report),
+        "revoked_approvals": _revoked(report),
         "rankings": _rankings(report),
         "unpriced": _unpriced(report),
         "notes": list(report.notes),
@@ -147,6 +148,25 @@ def _approvals(report: MonthReport) -> list[dict[str, Any]]:
             "runs": a.runs,
         }
         for a in report.approvals
+    ]
+
+
+def _revoked(report: MonthReport) -> list[dict[str, Any]]:
+    """Added within schema 1: a new key, every earlier one as it was."""
+    return [
+        {
+            "recorded_at": r.recorded_at.isoformat(),
+            "team": r.team,
+            "experiment": r.experiment,
+            "spec": r.spec,
+            "fingerprint": r.fingerprint,
+            "by": r.by,
+            "source": r.source,
+            "approved": str(r.approved),
+            "revoked_by": r.revoked_by,
+            "revoked_at": r.revoked_at.isoformat(),
+        }
+        for r in report.revoked
     ]
 
 

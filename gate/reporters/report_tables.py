@@ -74,8 +74,8 @@ def headline(report: MonthReport) -> str:
 
 
 def tables(report: MonthReport) -> list[Table]:
-    """Every table of the report, in reading order."""
-    return [
+    """Every table of the report, in reading order (revoked approvals only when there are)."""
+    found = [
         _budget(report),
         _returns(report),
         _models(report),
@@ -83,8 +83,10 @@ def tables(report: MonthReport) -> list[Table]:
         _costliest(report),
         _spot(report),
         _approvals(report),
+        _revoked(report),
         _ranking(report),
     ]
+    return [table for table in found if table is not None]
 
 
 def _budget(report: MonthReport) -> Table:
@@ -314,7 +316,41 @@ def _approvals(report: MonthReport) -> Table:
         header,
         rows,
         left=(0, 1, 2, 3, 4),
-        empty="no approvals recorded in the period",
+        empty=_no_approvals(report),
+    )
+
+
+def _no_approvals(report: MonthReport) -> str:
+    """Why the approvals table is empty: none recorded, or every one revoked (said, not hidden)."""
+    revoked = len(report.revoked)
+    if not revoked:
+        return "no approvals recorded in the period"
+    return (
+        f"no approval counts in the period: {counted(revoked, 'approval')} recorded, "
+        f"{revoked:,} revoked (listed below)"
+    )
+
+
+def _revoked(report: MonthReport) -> Table | None:
+    """The period's revoked approvals: someone's decision, undone, holding no money."""
+    if not report.revoked:
+        return None
+    rows = tuple(
+        (
+            when(r.recorded_at),
+            r.team,
+            r.experiment,
+            f"{r.by} ({r.source})",
+            money(r.approved),
+            f"revoked by {r.revoked_by or 'unknown'} on {when(r.revoked_at)}",
+        )
+        for r in report.revoked
+    )
+    return Table(
+        f"Approvals recorded in the period and revoked, holding nothing ({report.currency})",
+        ("recorded", "team", "experiment", "approved by", "approved (worst)", "revoked"),
+        rows,
+        left=(0, 1, 2, 3, 5),
     )
 
 

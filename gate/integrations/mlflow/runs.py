@@ -33,6 +33,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 from gate.errors import InputError
 from gate.integrations.mlflow.run_sources import (
@@ -89,7 +90,8 @@ class RunQuery:
 class MlflowRuns:
     """Training runs in the MLflow tracking store at ``tracking_uri``."""
 
-    def __init__(self, tracking_uri: str) -> None:
+    def __init__(self, tracking_uri: str, *, default: bool = False) -> None:
+        """Open the store; ``default``: the URI is the default ledger, not one the user gave."""
         self.tracking_uri = tracking_uri
         self.where = redact(tracking_uri)
         stored = store_path(tracking_uri)
@@ -97,10 +99,7 @@ class MlflowRuns:
             refuse_foreign(stored, self.where)
         if stored is not None and (no_store_yet(stored) or not stored.is_file()):
             # NOTE: MLflow's client would make an empty store there: a month of no runs
-            raise InputError(
-                f"{self.where}: no MLflow store at {stored}",
-                hint="check the path: the sqlite file the runs were logged to",
-            )
+            raise _no_store(self.where, stored, default)
         with failing_on(self.where, "opening the tracking store", (OSError,)):
             self._source = open_sql(tracking_uri) or open_source(tracking_uri)
 
@@ -206,6 +205,20 @@ class MlflowRuns:
                 for run_id, points in self._source.histories(chunk, key, query.max_points).items():
                     histories[(run_id, key)] = points
         return [_facts(raw, histories, _history_key(raw, query)) for raw in batch]
+
+
+def _no_store(where: str, stored: Path, default: bool) -> InputError:
+    """No store at the path: a default nobody chose is said so, with how to point elsewhere."""
+    if default:
+        return InputError(
+            f"no MLflow store at {stored}, the default ledger (nothing logged here yet?)",
+            hint="pass --tracking-uri or set MLFLOW_TRACKING_URI to the tracking server or "
+            "sqlite file the runs were logged to",
+        )
+    return InputError(
+        f"{where}: no MLflow store at {stored}",
+        hint="check the path: the sqlite file the runs were logged to",
+    )
 
 
 def _start_order(run: RawRun) -> int:

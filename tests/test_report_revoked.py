@@ -1,0 +1,146 @@
+"""The report lists the approvals revoked in the period instead of dropping them unsaid.
+
+Newcomer report, finding 6: an approval recorded and revoked in the month left "no
+approvals recorded in the period". Revoked approvals still hold nothing (every figure is
+as before); they are listed with who revoked them and when, in the text and the JSON.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+
+from gate.ledger.records import LedgerRecord, RecordKind
+from gate.report.commitments import commitments
+from gate.report.compute import ReportInputs, build_report
+from gate.report.model import MonthReport
+from gate.report.period import Month, Period
+from gate.reporters.report_json import SCHEMA_VERSION
+from gate.reporters.report_json import render as as_json
+from gate.reporters.report_markdown import render as as_markdown
+from gate.reporters.report_text import render as as_text
+
+UTC = dt.timezone.utc
+NOVEMBER = Period(Month(2026, 11), Month(2026, 11), trend=0)
+
+
+def _at(month: int, day: int, hour: int = 0) -> dt.datetime:
+    return dt.datetime(2026, month, day, hour, tzinfo=UTC)
+
+
+def _approval(when: dt.datetime, worst: str, rid: str, by: str = "bob") -> LedgerRecord:
+    return LedgerRecord(
+        kind=RecordKind.APPROVAL,
+        spec="exp/sweep.yaml",
+        fingerprint="sha256:old",
+        experiment="sweep",
+        recorded_at=when,
+        currency="USD",
+        worst_cost=Decimal(worst),
+        team="t",
+        by=by,
+        record_id=rid,
+    )
+
+
+def _revocation(when: dt.datetime, by: str, *ids: str) -> LedgerRecord:
+    return LedgerRecord(
+        kind=RecordKind.REVOCATION,
+        spec="exp/sweep.yaml",
+        fingerprint="sha256:old",
+        experiment="sweep",
+        recorded_at=when,
+        currency="USD",
+        team="t",
+        by=by,
+        revokes=ids,
+        record_id=f"revokes-{'-'.join(ids)}",
+    )
+
+
+def _report(records: list[LedgerRecord], team: str | None = None) -> MonthReport:
+    return build_report(
+        ReportInputs(
+            period=NOVEMBER,
+            now=_at(12, 1),
+            currency="USD",
+            where="test",
+            experiments=[],
+            commitments=commitments(records, NOVEMBER, "USD"),
+            budgets={},
+            team_filter=team,
+        )
+    )
+
+
+def test_an_approval_revoked_in_the_month_is_said_not_hidden():
+    report = _report([_approval(_at(11, 3), "300", "a1"), _revocation(_at(11, 4), "carol", "a1")])
+    assert report.approvals == ()
+    assert sum(t.approved for t in report.teams) == 0  # it still holds nothing
+    [row] = report.revoked
+    assert (row.by, row.approved, row.revoked_by, row.revoked_at) == (
+        "bob",
+        Decimal(300),
+        "carol",
+        _at(11, 4),
+    )
+    text = as_text(report)
+    assert "no approvals recorded in the period" not in text
+    assert "no approval counts in the period: 1 approval recorded, 1 revoked" in text
+    assert "revoked by carol on 2026-11-04 00:00 UTC" in text
+    assert "revoked by carol on 2026-11-04 00:00 UTC" in as_markdown(report)
+
+
+def test_the_json_adds_revoked_approvals_and_keeps_approvals_as_they_were():
+    records = [
+        _approval(_at(11, 2), "100", "kept"),
+        _approval(_at(11, 3), "300", "a1"),
+        _revocation(_at(11, 4), "carol", "a1"),
+    ]
+    document = json.loads(as_json(_report(records)))
+    assert document["schema_version"] == SCHEMA_VERSION == "1"
+    assert [a["approved"] for a in document["approvals"]] == ["100"]
+    assert document["revoked_approvals"] == [
+        {
+            "recorded_at": "2026-11-03T00:00:00+00:00",
+            "team": "t",
+            "experiment": "sweep",
+            "spec": "exp/sweep.yaml",
+            "fingerprint": "sha256:old",
+            "by": "bob",
+            "source": "local",
+            "approved": "300",
+            "revoked_by": "carol",
+            "revoked_at": "2026-11-04T00:00:00+00:00",
+        }
+    ]
+    assert [t["approved"] for t in document["teams"]] == ["100"]
+
+
+def test_a_month_without_revocations_reads_as_before():
+    report = _report([])
+    assert report.revoked == ()
+    assert "no approvals recorded in the period" in as_text(report)
+    assert "revoked" not in as_text(report)
+    assert json.loads(as_json(report))["revoked_approvals"] == []
+
+
+def test_a_revocation_after_the_period_or_of_an_earlier_month_lists_nothing():
+    october = _approval(_at(10, 20), "50", "oct")
+    late = _approval(_at(11, 3), "300", "a1")
+    records = [
+        october,
+        late,
+        _revocation(_at(11, 5), "bob", "oct"),
+        _revocation(_at(12, 2), "bob", "a1"),
+    ]
+    report = _report(records)
+    assert report.revoked == ()  # October's is October's; December's does not reach back
+    assert [a.approved for a in report.approvals] == [Decimal(300)]
+
+
+def test_team_filter_keeps_other_teams_revocations_out():
+    records = [_approval(_at(11, 3), "300", "a1"), _revocation(_at(11, 4), "carol", "a1")]
+    assert _report(records, team="other").revoked == ()
+    assert len(_report(records, team="t").revoked) == 1
