@@ -75,7 +75,9 @@ def test_a_defaults_list_of_no_hydra_group_is_refused_not_read_as_wandb(tmp_path
     # no W&B sweep has a defaults key; without a hydra/ group nothing says what this is
     code, result = check(tmp_path, capsys, f"defaults: [db]\n{APP_KEYS}# x-budget-gate: {FACTS}\n")
     assert code == 3 and result.get("imported") is None  # read as a spec, which refuses it
-    assert "unknown key 'defaults'" in " ".join(e["message"] for e in result["errors"])
+    (error,) = result["errors"]  # one line, not an error per missing spec key
+    assert error["message"].startswith("not a budget-gate spec")
+    assert "a Hydra sweep names a hydra/ group in defaults" in error["hint"]
 
 
 def test_a_skypilot_task_with_a_sweeps_keys_is_refused_not_read_as_wandb(tmp_path, capsys) -> None:

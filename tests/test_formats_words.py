@@ -124,8 +124,10 @@ def test_a_fact_the_engine_cannot_hold_is_written_in_its_extension_point(tmp_pat
     task = tmp_path / "task.yaml"
     task.write_text((RULES / "skypilot-h100x8-4nodes.yaml").read_text())
     (text,) = fix_texts(evaluate(task, where).result, "BG102")
-    assert text == "envs: {X_BUDGET_GATE_MAX_EPOCHS: 1}"
-    task.write_text(task.read_text().replace("X_BUDGET_GATE_MAX_EPOCHS: 2", text[7:-1]))
+    assert text == "envs.X_BUDGET_GATE_MAX_EPOCHS (line 8) gives 2: make it 1"  # the env it has
+    task.write_text(
+        task.read_text().replace("X_BUDGET_GATE_MAX_EPOCHS: 2", "X_BUDGET_GATE_MAX_EPOCHS: 1")
+    )
     assert "BG102" not in rule_ids(evaluate(task, where).result)
 
 
@@ -139,7 +141,10 @@ def test_a_missing_label_says_where_in_the_file_and_adding_it_there_passes(tmp_p
     sweep.write_text((CONFIGS / "wandb/sweep-grid.yaml").read_text())
     message = finding(evaluate(sweep, where).result, "BG201").message
     comment = '# x-budget-gate: {labels: {"cost-center": "..."}}'
-    assert message == f"required label 'cost-center' is missing — add the comment line {comment}"
+    assert message == (
+        f"required label 'cost-center' is missing — add the comment line {comment} (one "
+        "# x-budget-gate: block holds every fact; every missing one goes in this one labels value)"
+    )
     sweep.write_text(sweep.read_text() + comment.replace("...", "cc-7") + "\n")
     assert "BG201" not in rule_ids(evaluate(sweep, where).result)
 
@@ -148,8 +153,10 @@ def test_a_missing_label_in_katib_is_an_annotation(tmp_path) -> None:
     where = policies(tmp_path, "labels: {required: [cost-center]}\n")
     result = evaluate(CONFIGS / "katib/median-stop.annotated.yaml", where).result
     message = finding(result, "BG201").message
-    expected = """metadata.annotations: {budget-gate/labels: '{"cost-center": "..."}'}"""
-    assert message.endswith(f"— add {expected}")
+    expected = (
+        """budget-gate/labels: '{"cost-center": "..."}' under metadata.annotations: (line 9)"""
+    )
+    assert message.endswith(f"— add {expected} (every missing one goes in this one labels value)")
 
 
 def test_missing_facts_name_the_extension_point_and_the_engines_own_key() -> None:
@@ -157,9 +164,13 @@ def test_missing_facts_name_the_extension_point_and_the_engines_own_key() -> Non
     result = evaluate(CONFIGS / "katib/grid.yaml", PolicySet(shipped)).result
     hints = {e.message: e.hint for e in result.errors}
     gpus = hints["the file does not say how many GPUs a trial holds"]
-    assert gpus.startswith("add metadata.annotations: {budget-gate/gpus_per_trial: '...'}")
+    every = "accelerator: '...', budget-gate/gpus_per_trial: '...', budget-gate/epoch_minutes"
+    assert gpus.startswith(
+        f"add annotations: {{budget-gate/{every}: '...'}} under metadata: (line 4)"
+    )
     assert "nvidia.com/gpu limits on the containers of spec.trialTemplate.trialSpec" in gpus
-    assert f"defaults: {{gpus_per_trial: ...}} in {shipped / 'default.yaml'}" in gpus
+    every = "accelerator: ..., gpus_per_trial: ..., epoch_minutes: ..."
+    assert f"defaults: {{{every}}} in {shipped / 'default.yaml'}" in gpus
     assert not any(SPEC_PATH.search(m) for m in hints)
 
 

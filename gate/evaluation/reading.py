@@ -6,13 +6,15 @@ at ``file:line:col``, and a search too large to be a plan is refused before it i
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import PurePosixPath
 
 from gate.errors import InputError, InputErrors, Location
 from gate.estimate.trials import count_trials
 from gate.evaluation.report import SpecResult
-from gate.formats import Format
+from gate.formats import SPEC_ADD, SPEC_LOOKS, Format, unmarked
+from gate.model import fields_of
 from gate.policy.findings import Outcome
 from gate.spec.experiment import Experiment
 from gate.spec.globs import is_spec_file
@@ -55,7 +57,10 @@ def refuse_spec_named_folders(path: str) -> None:
 
 
 def parse_spec(doc: LoadedDoc) -> Experiment:
-    """The document as an Experiment; a policy given as a spec is said to be one."""
+    """The document as an Experiment; a policy, or a file with no spec key, is said to be one.
+
+    A training config beside the specs would otherwise get an error per missing spec key.
+    """
     kind = doc.data.get("kind")
     if kind == "Policy":
         raise InputError(
@@ -63,7 +68,38 @@ def parse_spec(doc: LoadedDoc) -> Experiment:
             location=doc.source_map.locate(("kind",)),
             hint="check specs with budget-gate check; policies go in --policy-dir",
         )
+    if "apiVersion" not in doc.data and "kind" not in doc.data:
+        _refuse_unmarked(doc)
     return validate(Experiment, doc)
+
+
+def _refuse_unmarked(doc: LoadedDoc) -> None:
+    """Refuse a file without apiVersion/kind in one line, with what else it says is wrong.
+
+    With a spec's sections it is a spec that lost its first lines; with none it is another
+    file in the specs folder (a training config), and an error per spec key would send its
+    author to write a spec into it.
+    """
+    top = Location(doc.file, 1, 1)
+    looks = InputError(SPEC_LOOKS, location=top, hint=SPEC_ADD)
+    if not _SECTIONS & doc.data.keys():
+        raise InputError(
+            "not a budget-gate spec: no apiVersion/kind and no spec section (metadata, "
+            "resources, workload, ...), nor a W&B, Katib, SkyPilot or Hydra file",
+            location=top,
+            hint=unmarked(doc.data),
+        )
+    lines = {"apiVersion": "budget-gate/v1", "kind": "Experiment"}
+    try:
+        validate(Experiment, dataclasses.replace(doc, data={**lines, **doc.data}))
+    except InputErrors as exc:
+        raise InputErrors([looks, *exc.errors]) from None
+    raise looks
+
+
+_SECTIONS = frozenset(f.key for f in fields_of(Experiment).values())
+"""A spec's top-level keys (``apiVersion``, ``kind`` among them): a file with none is no
+spec that lost its first lines, but another file (a training config) in the specs folder."""
 
 
 def invalid_result(

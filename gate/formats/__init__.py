@@ -15,7 +15,12 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
-__all__ = ["Format", "sniff"]
+__all__ = ["SPEC_ADD", "SPEC_HINT", "SPEC_LOOKS", "Format", "sniff", "unmarked"]
+
+SPEC_LOOKS = "this looks like a budget-gate spec without its apiVersion/kind lines"
+SPEC_ADD = "add `apiVersion: budget-gate/v1` and `kind: Experiment`"
+SPEC_HINT = f"{SPEC_LOOKS} — {SPEC_ADD}"
+"""A file with a spec's own keys and no apiVersion/kind: a spec that lost its first lines."""
 
 
 class Format(str, Enum):
@@ -38,7 +43,8 @@ def sniff(data: Mapping[str, Any]) -> Format:
     Hydra's markers come before W&B's: a Hydra app's own keys may be ``method`` and
     ``parameters``, while a W&B sweep never has a top-level ``hydra`` or ``defaults``
     (its schema allows neither, and W&B's local controller refuses them). A file with
-    ``defaults`` but no hydra/ group is neither: it is read as a spec, which refuses it.
+    ``defaults`` but no hydra/ group is neither: it is read as a spec, which refuses it
+    (:func:`unmarked`).
     """
     api = data.get("apiVersion")
     if api == "budget-gate/v1":
@@ -95,3 +101,25 @@ def _is_hydra(data: Mapping[str, Any]) -> bool:
         if isinstance(key, str)
     ]
     return any(_HYDRA_GROUP.search(name.strip()) for name in names)
+
+
+_MARKS = (
+    "W&B: method and parameters; Katib: apiVersion: kubeflow.org/v1beta1 and kind: Experiment; "
+    "SkyPilot: resources, run or num_nodes; Hydra: a hydra: key or a hydra/ group in defaults"
+)
+"""What makes a file each engine's, as :func:`sniff` tells them."""
+
+
+def unmarked(data: Mapping[str, Any]) -> str:
+    """The fix for a file with no spec section and no engine's marks (a training config).
+
+    Such a file is no spec that lost its first lines: a hint per missing spec key would
+    send its author to write a spec into it. Half an engine's marks are named.
+    """
+    move = "move it out of the specs folder (and out of the Action's specs globs)"
+    if "defaults" in data:
+        half = "a Hydra sweep names a hydra/ group in defaults (override hydra/sweeper: ...)"
+        return f"{half} or has a hydra: key, see budget-gate import; or {move}"
+    if "method" in data or "parameters" in data:
+        return f"a W&B sweep has both method and parameters, see budget-gate import; or {move}"
+    return f"{move}; or, for an engine's file, give it its marks ({_MARKS}), see budget-gate import"

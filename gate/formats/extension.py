@@ -6,7 +6,8 @@ writes the same block as a YAML comment (``# x-budget-gate:``), which every load
 a Hydra config may too. Kubernetes keeps any ``metadata.annotations`` (Katib:
 ``budget-gate/<fact>``); SkyPilot refuses unknown keys but passes ``envs`` to the job
 (``X_BUDGET_GATE_<FACT>``). Annotation and env values are strings: JSON when they parse as
-JSON (``3.5``, ``[0, 1]``), else text.
+JSON (``3.5``, ``[0, 1]``), else text. A hint to add a fact names the point the file has
+and its line (:class:`gate.formats.model.Point`): written anew, it would be a second one.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gate.errors import InputError, InputErrors, Location
-from gate.formats.model import FactMap, Origin, Source, Traced
+from gate.formats.model import FactMap, Origin, Point, Source, Traced, has_path, value_at
 from gate.formats.spelling import near_prefix
 from gate.spec.facts import ANNOTATION_PREFIX, ENV_PREFIX, EXTENSION_KEY, FACT_PATHS, Facts
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap, load_bytes
@@ -230,4 +231,114 @@ def _rooted(source_map: SourceMap, prefix: DataPath) -> SourceMap:
     return SourceMap(
         {p[cut:]: loc for p, loc in source_map.values.items() if p[:cut] == prefix},
         {p[cut:]: loc for p, loc in source_map.keys.items() if p[:cut] == prefix},
+    )
+
+
+# How a hint adds to the point a file has, rather than writing a second one: a second
+# comment block is refused, a second envs: key is a duplicate.
+
+Pairs = Callable[[Mapping[str, str]], str]
+
+
+def _pairs(key: Callable[[str], str], quote: Callable[[str], str]) -> Pairs:
+    """Facts as ``key: value`` entries, each key and value as the point spells them."""
+    return lambda facts: ", ".join(f"{key(n)}: {quote(v)}" for n, v in facts.items())
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def comment_at(doc: LoadedDoc) -> str | None:
+    """Where the ``# x-budget-gate:`` comment block stands, or None when there is none."""
+    for number, line in enumerate(doc.text.splitlines(), 1):
+        header = _HEADER.match(line)
+        if header is None:
+            continue
+        if line[header.end() :].strip().startswith("{"):
+            return f"inside the {{...}} of the {COMMENT} line (line {number})"
+        return f"to the {COMMENT} block at line {number}"
+    return None
+
+
+def key_at(doc: LoadedDoc, path: DataPath, said: str) -> str | None:
+    """Where the mapping at ``path`` stands (``under envs: (line 4)``), or None when absent."""
+    if not has_path(doc.data, path):
+        return None
+    key = doc.source_map.locate(path, key=True)
+    line = f" (line {key.line})" if key else ""
+    value = doc.source_map.values.get(path)
+    lines = doc.text.splitlines()
+    if value is None or value_at(doc.data, path) is None or value.line > len(lines):
+        return f"under {said}{line}"
+    if lines[value.line - 1][value.col - 1 :].startswith("{"):
+        return f"inside the {{...}} of {said}{line}"
+    return f"under {said}{line}"
+
+
+def wandb_point(doc: LoadedDoc) -> Point:
+    """A W&B sweep's point: the comment block (W&B's schema refuses any other key)."""
+    plain = _pairs(_same, _same)
+    at = comment_at(doc)
+    return Point(
+        lambda f: f"the comment line {COMMENT} {{{plain(f)}}}",
+        plain,
+        at,
+        exists=at is not None,
+        once=f"one {COMMENT} block holds every fact",
+    )
+
+
+def hydra_point(doc: LoadedDoc) -> Point:
+    """A Hydra config's point: its ``x-budget-gate:`` key, or the comment block it has."""
+    plain = _pairs(_same, _same)
+    at = comment_at(doc) or key_at(doc, (EXTENSION_KEY,), f"{EXTENSION_KEY}:")
+    return Point(
+        lambda f: f"{EXTENSION_KEY}: {{{plain(f)}}} at the top level",
+        plain,
+        at,
+        exists=at is not None,
+        once=f"one {EXTENSION_KEY}: holds every fact",
+    )
+
+
+def _env_text(value: str) -> str:
+    """An env's value: a number or a quoted string as it is, else YAML-quoted text."""
+    plain = re.fullmatch(r'-?[\d.]+|".*"', value)
+    return value if plain else "'" + value.replace("'", "''") + "'"
+
+
+def skypilot_point(doc: LoadedDoc) -> Point:
+    """A SkyPilot task's point: ``X_BUDGET_GATE_*`` entries of its ``envs``."""
+    envs = _pairs(lambda n: ENV_PREFIX + n.upper(), _env_text)
+    at = key_at(doc, ("envs",), "envs:")
+    return Point(
+        lambda f: f"envs: {{{envs(f)}}}",
+        envs,
+        at,
+        exists=at is not None,
+        once="one envs: holds every fact",
+    )
+
+
+def _annotation_text(value: str) -> str:
+    """An annotation's value: a string, so anything but a quoted one is YAML-quoted."""
+    return value if value.startswith('"') else "'" + value.replace("'", "''") + "'"
+
+
+def katib_point(doc: LoadedDoc) -> Point:
+    """A Katib Experiment's point: ``budget-gate/*`` annotations in its ``metadata``."""
+    notes = _pairs(lambda n: ANNOTATION_PREFIX + n, _annotation_text)
+    at = key_at(doc, ("metadata", "annotations"), "metadata.annotations:")
+    if at is not None:
+        return Point(entries=notes, at=at, exists=True)
+
+    def annotations(facts: Mapping[str, str]) -> str:
+        return f"annotations: {{{notes(facts)}}}"
+
+    return Point(
+        lambda f: f"metadata: {{{annotations(f)}}}",
+        annotations,
+        key_at(doc, ("metadata",), "metadata:"),
+        once="one annotations: holds every fact",
     )

@@ -18,7 +18,7 @@ import math
 from typing import Any
 
 from gate.errors import InputError
-from gate.formats.extension import COMMENT, block_facts, comment_facts
+from gate.formats.extension import COMMENT, block_facts, comment_facts, hydra_point
 from gate.formats.hydra_defaults import chosen as chosen_groups
 from gate.formats.hydra_defaults import refuse_unread_groups
 from gate.formats.hydra_epochs import epochs as epochs_of
@@ -87,7 +87,7 @@ def read(doc: LoadedDoc) -> Mapped:
         draft,
         _facts(doc),
         tuple(notes),
-        where=_where,
+        point=hydra_point(doc),
         native=_NATIVE,
         spell=lambda path, value: (
             fewer_epochs(epochs, value)
@@ -108,10 +108,6 @@ def _facts(doc: LoadedDoc) -> FactMap:
             hint="keep one of them",
         )
     return key or comment
-
-
-def _where(fact: str, value: str) -> str:
-    return f"{EXTENSION_KEY}: {{{fact}: {value}}} at the top level"
 
 
 _NATIVE = {

@@ -18,7 +18,7 @@ from typing import Any
 
 from gate.errors import InputError
 from gate.formats.command_lines import names_epochs
-from gate.formats.extension import annotation_facts
+from gate.formats.extension import annotation_facts, katib_point
 from gate.formats.katib_epochs import Epochs, fewer_epochs, listed_values, substituted
 from gate.formats.katib_nodes import INSTANCE_LABEL
 from gate.formats.katib_pods import GPU, containers, trial_pods, trial_reading
@@ -33,7 +33,6 @@ from gate.formats.model import (
 )
 from gate.formats.shell_effects import scripts_note
 from gate.formats.spelling import refuse_katib_near_misses
-from gate.spec.facts import ANNOTATION_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc
 
 API_VERSION = "kubeflow.org/v1beta1"
@@ -90,7 +89,7 @@ def read(doc: LoadedDoc) -> Mapped:
         draft,
         facts,
         tuple(n for n in notes if n),
-        where=_where,
+        point=katib_point(doc),
         native=_NATIVE,
         spell=lambda path, value: (
             fewer_epochs(epochs, value)
@@ -134,11 +133,6 @@ def _trial_counts(draft: Draft, spec: dict[str, Any], at: Any) -> None:
             Source(Origin.ENGINE, "Katib's default parallelTrialCount 3", at("spec")),
         )
     )
-
-
-def _where(fact: str, value: str) -> str:
-    text = value if value.startswith('"') else "'" + value.replace("'", "''") + "'"
-    return f"metadata.annotations: {{{ANNOTATION_PREFIX}{fact}: {text}}}"
 
 
 _NATIVE = {

@@ -62,8 +62,37 @@ Spell = Callable[[DataPath, Any], "str | None"]
 """A spec edit (path, new value) written with the engine's own key, or None."""
 
 
-def _plain(fact: str, value: str) -> str:
-    return f"{fact}: {value}"
+def _pairs(facts: Mapping[str, str]) -> str:
+    return ", ".join(f"{name}: {value}" for name, value in facts.items())
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """How to add facts to a file's extension point, as the file stands now.
+
+    Written anew (``# x-budget-gate: {gpus_per_trial: ...}``, ``envs: {...}``), a point the
+    file already has would be a second one: a second comment block is refused, a second
+    ``envs:`` key is a duplicate. So where it exists, the facts are entries to add to it,
+    at its line; where it does not, the hint says that one holds every fact
+    (:mod:`gate.formats.extension`).
+    """
+
+    whole: Callable[[Mapping[str, str]], str] = _pairs
+    """The point written anew with these facts (name → value as YAML flow)."""
+    entries: Callable[[Mapping[str, str]], str] = _pairs
+    """The facts as entries to add at :attr:`at`."""
+    at: str | None = None
+    """Where to add :attr:`entries` (``under envs: (line 4)``); None: write :attr:`whole`."""
+    exists: bool = False
+    """Whether the file has the point (not only the place for it, Katib's ``metadata:``)."""
+    once: str = ""
+    """Said where the point is written anew: ``one envs: holds every fact``."""
+
+    def add(self, facts: Mapping[str, str], note: str = "") -> str:
+        """What to add for ``facts``, and where (the text after a hint's "add")."""
+        text = self.whole(facts) if self.at is None else f"{self.entries(facts)} {self.at}"
+        notes = "; ".join(t for t in ("" if self.exists else self.once, note) if t)
+        return f"{text} ({notes})" if notes else text
 
 
 def _unspelt(path: DataPath, value: Any) -> str | None:
@@ -77,9 +106,9 @@ class Mapped:
     draft: Draft
     facts: FactMap
     notes: tuple[str, ...] = ()
-    where: Callable[[str, str], str] = _plain
-    """How to write a fact (its name, its value as YAML flow) in this format's extension
-    point: ``# x-budget-gate: {epoch_minutes: 3}``."""
+    point: Point = field(default_factory=Point)
+    """How to add a fact (its name, its value as YAML flow) to this file's extension point:
+    ``# x-budget-gate: {epoch_minutes: 3}``, or an entry of the block it has."""
     native: Mapping[str, str] = field(default_factory=dict)
     """The engine's own way to give a fact, where it has one (Katib: GPUs from the trial
     pods' ``nvidia.com/gpu`` limits)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gate.errors import InputError, Location
@@ -23,7 +23,7 @@ from gate.formats.command_lines import (
     names_epochs,
     unread,
 )
-from gate.formats.extension import env_facts
+from gate.formats.extension import env_facts, skypilot_point
 from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping, whole_epochs
 from gate.formats.shell_effects import refuse_unread_training, scripts_note
 from gate.formats.spelling import aliased, refuse_unknown_task_keys
@@ -48,7 +48,8 @@ def read(doc: LoadedDoc) -> Mapped:
     A key SkyPilot's task schema does not have is refused, as SkyPilot refuses it.
     """
     refuse_unknown_task_keys(doc.data, doc.source_map)
-    return read_task(doc.data, doc.file, doc.source_map)
+    mapped = read_task(doc.data, doc.file, doc.source_map)
+    return replace(mapped, point=skypilot_point(doc))  # NOTE: its text: {} or not
 
 
 def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
@@ -104,7 +105,7 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
         draft,
         facts,
         tuple(notes),
-        where=_where,
+        point=skypilot_point(LoadedDoc(file, data, where)),
         native=_NATIVE,
         spell=lambda path, value: _spell(path, value, pick, nodes),
         candidates=tuple(
@@ -250,12 +251,6 @@ def _refuse_config_gpus(config: Any, at: Any) -> None:
             location=at("config"),
             hint="ask for GPUs in resources.accelerators",
         )
-
-
-def _where(fact: str, value: str) -> str:
-    plain = re.fullmatch(r'-?[\d.]+|".*"', value)
-    text = value if plain else "'" + value.replace("'", "''") + "'"
-    return f"envs: {{{ENV_PREFIX}{fact.upper()}: {text}}}"
 
 
 _NATIVE = {

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.errors import InputError, InputErrors, Location
-from gate.formats import Format
+from gate.formats import SPEC_HINT, Format
 from gate.formats.model import Draft, Mapped, Origin
 from gate.spec.facts import FACT_PATHS
 from gate.spec.loader import DataPath, SourceMap
@@ -44,6 +44,8 @@ class EngineWords:
     format: Format
     draft: Draft
     mapped: Mapped
+    file: str = ""
+    """The imported file: a value set in another (the launching task) names its file."""
 
     def edit(self, path: DataPath, value: Any) -> str:
         """The edit ``path: value`` as a change to the engine's file."""
@@ -52,12 +54,11 @@ class EngineWords:
             return own
         have = self.draft.get(path)
         fact = _FACT_AT.get(path)
-        if have is not None and have.source.origin in (Origin.FILE, Origin.ENGINE):
-            at = have.source.location
-            where = f" (line {at.line})" if at else ""
+        if have is not None and have.source.origin in _WRITTEN:
+            where = self._line(have.source.location)
             return f"{have.source.detail}{where} gives {flow(have.value)}: make it {flow(value)}"
         if fact is not None:
-            return self.mapped.where(fact, flow(value))
+            return self.mapped.point.add({fact: flow(value)})
         dotted = ".".join(str(p) for p in path)
         return (
             f"{dotted}: {flow(value)} has no key in a {self.format.value}: write a budget-gate "
@@ -73,14 +74,43 @@ class EngineWords:
             if fact is None:
                 continue
             rest = path[end:]
-            example = flow({str(rest[0]): "..."}) if rest else _EXAMPLES.get(fact, "...")
             native = self.mapped.native.get(fact)
-            return self.mapped.where(fact, example) + (f" (or {native})" if native else "")
+            said = self._within(fact, str(rest[0])) if rest else None
+            said = said or self.mapped.point.add({fact: _EXAMPLES.get(fact, "...")})
+            return said + (f" (or {native})" if native else "")
         return None
 
+    def _within(self, fact: str, key: str) -> str:
+        """Where to add ``key`` to the mapping ``fact`` (a label), keeping the keys it has.
 
+        Each missing label is its own finding: a hint that wrote the whole mapping anew
+        with one label would, followed for each, keep only the last.
+        """
+        have = self.draft.get(FACT_PATHS[fact])
+        given = have.value if have is not None and isinstance(have.value, dict) else None
+        if have is None or given is None:
+            return self.mapped.point.add(
+                {fact: flow({key: "..."})}, f"every missing one goes in this one {fact} value"
+            )
+        line = self._line(have.source.location)
+        if have.source.origin is Origin.EXTENSION and "(line" in line:
+            if key in given:
+                return f"a value for {flow(key)} in {have.source.detail}{line}"
+            return f"{flow({key: '...'})[1:-1]} to {have.source.detail}{line}"
+        merged = self.mapped.point.add({fact: flow({**given, key: "..."})})
+        return f"{merged} (the file's {fact} replace those of {have.source.detail})"
+
+    def _line(self, at: Location | None) -> str:
+        """`` (line 7)`` in the imported file, `` (task.yaml line 7)`` in another."""
+        if at is None:
+            return ""
+        return f" (line {at.line})" if at.file == self.file else f" ({at.file} line {at.line})"
+
+
+_WRITTEN = (Origin.FILE, Origin.ENGINE, Origin.EXTENSION)
+"""Sources written in a file: an edit changes the value where it stands."""
 _EXAMPLES = {
-    "quality_gate": '[{metric: "...", op: ">=", value: ...}]',
+    "quality_gate": '[{"metric": "...", "op": ">=", "value": ...}]',
     "labels": '{"...": "..."}',
 }
 
@@ -108,10 +138,6 @@ SKYPILOT_ALIASES = {"gpus": "accelerators"}
 SPEC_TOP = ("metadata", "workload", "search", "stopping", "quality_gate")
 SPEC_RESOURCES = ("gpus_per_trial", "accelerator")
 """A budget-gate spec's own keys: a file with them is a spec that lost its first lines."""
-SPEC_HINT = (
-    "this looks like a budget-gate spec without its apiVersion/kind lines — add "
-    "`apiVersion: budget-gate/v1` and `kind: Experiment`"
-)
 
 WANDB_TOP = _words(
     "apiVersion kind controller description program job image_uri entity project method "

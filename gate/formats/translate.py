@@ -159,11 +159,11 @@ def translate(doc: LoadedDoc, fmt: Format, context: Context) -> Imported:
     refuse_other_models(draft, mapped.pinned)
     _fill_calibration(draft, team)
     _fill_name(draft, doc.file)
-    _require(draft, mapped, doc, team.policy)
+    _require(draft, mapped, doc, team)
     fields = _provenance(draft)
     data, source_map = _assemble(draft, doc)
     summary = ImportSummary(fmt, fields, mapped.notes)
-    words = EngineWords(fmt, draft, mapped)
+    words = EngineWords(fmt, draft, mapped, doc.file)
     return Imported(LoadedDoc(doc.file, data, source_map, doc.text), summary, words)
 
 
@@ -280,20 +280,31 @@ _REQUIRED: tuple[tuple[str, str], ...] = (
 )
 
 
-def _require(draft: Draft, mapped: Mapped, doc: LoadedDoc, policy: str) -> None:
-    """An error for each fact no source gave, naming the key to add and where."""
+def _require(draft: Draft, mapped: Mapped, doc: LoadedDoc, team: Team) -> None:
+    """An error for each fact no source gave, naming the key to add and where.
+
+    Where the file has no extension point yet, each hint writes one that holds every fact
+    missing: a hint per fact, each followed, would write the point twice.
+    """
     missing = [(name, why) for name, why in _REQUIRED if FACT_PATHS[name] not in draft]
     if not _has_epoch_time(draft):
         missing.append(("epoch_minutes", "how long one epoch takes"))
     if not missing:
         return
     top = doc.source_map.locate(()) or Location(doc.file, 1, 1)
+    every = {name: "..." for name, _ in missing}
     errors = []
     for name, why in missing:
         native = mapped.native.get(name)
-        ways = [mapped.where(name, "..."), *([native] if native else [])]
-        if policy:
-            ways.append(f"defaults: {{{name}: ...}} in {policy}")
+        ways = [mapped.point.add({name: "..."} if mapped.point.exists else every)]
+        ways += [native] if native else []
+        if team.policy and not team.policy.startswith("the built-in"):
+            given = team.defaults.model_dump(exclude_none=True)
+            ways.append(
+                f"{name}: ... under defaults: in {team.policy}"
+                if given
+                else f"defaults: {{{', '.join(f'{n}: ...' for n in every)}}} in {team.policy}"
+            )
         errors.append(
             InputError(
                 f"the file does not say {why}", location=top, hint="add " + ", or ".join(ways)

@@ -19,7 +19,7 @@ from typing import Any
 
 from gate.errors import InputError
 from gate.formats.command_lines import names_epochs
-from gate.formats.extension import COMMENT, comment_facts
+from gate.formats.extension import COMMENT, comment_facts, wandb_point
 from gate.formats.model import (
     Draft,
     Mapped,
@@ -89,7 +89,7 @@ def read(doc: LoadedDoc) -> Mapped:
         draft,
         comment_facts(doc),
         tuple(notes),
-        where=_where,
+        point=wandb_point(doc),
         native=_NATIVE,
         spell=lambda path, value: _spell(path, value, params, data),
     )
@@ -136,10 +136,6 @@ def _quality_gate(draft: Draft, data: dict[str, Any], at: Any) -> None:
                 at("metric", "target"),
             ),
         )
-
-
-def _where(fact: str, value: str) -> str:
-    return f"the comment line {COMMENT} {{{fact}: {value}}}"
 
 
 _NATIVE = {
