@@ -133,6 +133,14 @@ class RunResult:
     quality: float | None = None
     submitted: dt.datetime | None = None
     fingerprint: str = ""
+
+    @property
+    def open(self) -> bool:
+        """Charged up to now: still running, or dated by its writer to end after now."""
+        return (
+            self.end is None and self.start is not None and self.status is not RunStatus.SCHEDULED
+        )
+
     notes: tuple[str, ...] = ()
     guard_stop: GuardStop | None = None
     price: Decimal = Decimal(0)

@@ -131,8 +131,8 @@ class Reconciliation:
 
     @property
     def running(self) -> int:
-        """Runs still running (charged up to now): the totals are provisional."""
-        return sum(1 for r in self.runs if r.status is RunStatus.RUNNING)
+        """Runs charged up to now (:attr:`RunResult.open`): the totals are provisional."""
+        return sum(1 for r in self.runs if r.open)
 
     def count(self, status: RunStatus) -> int:
         """How many runs have ``status``."""
@@ -169,7 +169,7 @@ class Reconciler:
             idle_waste(facts),
         )
         variance = _variance(plan, cost, gpu_hours)
-        running = sum(1 for r in runs if r.status is RunStatus.RUNNING)
+        running = sum(1 for r in runs if r.open)
         chart = chart_metric(plan.spec, plan.monitor)
         curve, best_at = _curve(runs, chart)
         used = [r for r in runs if r.utilization is not None]

@@ -344,8 +344,9 @@ def _notes(
     running = sum(g.result.running for g in current)
     if running:
         notes.append(
-            f"{counted(running, 'run')} still running: charged up to {given.now:%Y-%m-%d %H:%M} "
-            "UTC, so the figures are provisional"
+            f"{counted(running, 'run')} still running (or dated by the job to end after "
+            f"now): charged up to {given.now:%Y-%m-%d %H:%M} UTC, so the figures are "
+            "provisional"
         )
     if any(given.now < month.end for month in given.period.months):
         notes.append("the period is not over: forecast is each month's actual at the pace so far")

@@ -84,6 +84,17 @@ def test_per_run_status_hours_gpus_and_cost():
     assert result.notes == ()
 
 
+def test_a_finished_run_dated_to_end_after_now_is_provisional_like_a_running_one():
+    """A job wrote end_time 9999: charged up to now, it grows with every read, so the
+    totals are provisional (and a report of its month says so), as for a running run."""
+    plan = make_plan(now=5.0)
+    result = reconcile(plan, [facts("r", start=1, hours=10**6), facts("done", start=0)])
+    ended = {run.run_id: run for run in result.runs}
+    assert ended["r"].held_hours == D(4) and ended["r"].end is None and ended["r"].open
+    assert not ended["done"].open
+    assert result.running == 1 and result.verdict.provisional
+
+
 def test_a_mig_slice_is_charged_its_share():
     plan = make_plan({"resources": {"gpus_per_trial": 1, "mig_profile": "1g.10gb"}}, price="7")
     result = price_run(facts("r", hours=7), plan)
