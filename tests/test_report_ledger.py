@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
+import json
 import types
 from decimal import Decimal
 from typing import Any
@@ -327,3 +328,18 @@ def test_a_budget_overrun_by_a_quarter_never_reads_100_percent():
     assert against_budget(Decimal(1000), Decimal(1000)) == "100 %"
     assert against_budget(Decimal(1010), Decimal(1000)) == "101 %"
     assert against_budget(Decimal(1), None) == "—"
+
+
+def test_idle_time_no_run_measured_is_not_measured_rather_than_zero():
+    """No run logged GPU utilization: a 0.00 read as "no idle"; reconcile says "not measured"."""
+    from gate.reporters.report_json import render as as_json
+
+    report = _report(NOVEMBER, _runs(NOVEMBER, (OLD, 1, 2)), [])
+    idle = next(w for w in report.waste if w.title.startswith("Idle"))
+    assert not idle.measured
+    failed = next(w for w in report.waste if w.title.startswith("Failed"))
+    assert failed.measured
+    shown = text(report)
+    assert "Idle GPU time (upper bound): not measured (no run logged it)" in shown
+    rows = json.loads(as_json(report))["waste"]
+    assert [r["measured"] for r in rows] == [True, False, False]  # no history: no plateau

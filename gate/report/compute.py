@@ -170,6 +170,7 @@ def _waste_rows(current: list[ExperimentMonth]) -> tuple[WasteRow, ...]:
                 sum((w.gpu_hours for w in found), Decimal(0)),
                 sum(w.runs for w in found),
                 upper_bound=kind is WasteKind.IDLE,
+                measured=not found or any(w.measured for w in found),
             )
         )
     return tuple(rows)

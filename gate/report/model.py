@@ -109,6 +109,8 @@ class WasteRow:
     gpu_hours: Decimal
     runs: int
     upper_bound: bool = False
+    measured: bool = True
+    """False when no run logged what it needs (GPU utilization, for idle): its 0 is unknown."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,6 +92,7 @@ def _waste_rows(report: MonthReport) -> list[dict[str, Any]]:
             "gpu_hours": str(w.gpu_hours),
             "runs": w.runs,
             "upper_bound": w.upper_bound,
+            "measured": w.measured,
         }
         for w in report.waste
     ]

@@ -190,6 +190,8 @@ def _waste(report: MonthReport) -> Table:
             f"{w.runs:,}",
             share(w.cost / actual if actual else None),
         )
+        if w.measured
+        else (f"{w.title}: not measured (no run logged it)", NONE, NONE, "0", NONE)
         for w in report.waste
     ]
     guard = report.guard
