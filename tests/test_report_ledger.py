@@ -343,3 +343,16 @@ def test_idle_time_no_run_measured_is_not_measured_rather_than_zero():
     assert "Idle GPU time (upper bound): not measured (no run logged it)" in shown
     rows = json.loads(as_json(report))["waste"]
     assert [r["measured"] for r in rows] == [True, False, False]  # no history: no plateau
+
+
+def test_runs_charged_above_their_specs_gpus_and_open_ends_are_noted():
+    """A GPU tag above the spec, and an end its job dated after now, are the job's word."""
+    month_runs = MonthRuns(lambda f: _priced(), NOVEMBER)
+    tags = {tracking.SPEC: SPEC, tracking.FINGERPRINT: OLD}
+    month_runs.add(facts("big", start=1, hours=2, gpus=8, tags=tags))
+    month_runs.add(facts("later", start=1, hours=10**6, tags=tags))  # ends in the year 2140
+    report = _report(NOVEMBER, month_runs, [])
+    assert "1 run charged for more GPUs than their spec's gpus_per_trial" in " ".join(report.notes)
+    assert any(
+        "1 run still running (or dated by the job to end after now)" in n for n in report.notes
+    )

@@ -279,6 +279,10 @@ def _gpus(facts: RunFacts, plan: Plan, notes: list[str]) -> Decimal:
         )
         return Decimal(planned)
     if count:
+        if count > planned:  # NOTE: charged on the job's word, which may be a typo: said
+            notes.append(
+                f"{tracking.GPUS} tag says {count}, above the spec's {planned}: {count} charged"
+            )
         return Decimal(count)
     why = "no" if text is None else f"an invalid ({text!r})"
     notes.append(f"{why} {tracking.GPUS} tag: {planned} GPUs assumed from the spec")

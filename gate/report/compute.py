@@ -45,7 +45,7 @@ from gate.report.model import (
     WasteSplit,
 )
 from gate.report.period import Month, Period
-from gate.report.runs import ExperimentMonth, RunLine, Unpriced
+from gate.report.runs import ExperimentMonth, RunLine, Unpriced, run_notes
 from gate.report.teams import team_rows, waste_split
 from gate.spec.trial import Capacity
 from gate.words import counted
@@ -342,13 +342,7 @@ def _notes(
     )
     notes.extend(_currency_notes(given, window))
     notes.extend(_ledger_notes(given))
-    running = sum(g.result.running for g in current)
-    if running:
-        notes.append(
-            f"{counted(running, 'run')} still running (or dated by the job to end after "
-            f"now): charged up to {given.now:%Y-%m-%d %H:%M} UTC, so the figures are "
-            "provisional"
-        )
+    notes.extend(run_notes(current, given.now))
     if any(given.now < month.end for month in given.period.months):
         notes.append("the period is not over: forecast is each month's actual at the pace so far")
     return notes

@@ -22,6 +22,7 @@ command reads it again by the plan's metric.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from gate.reconcile.actuals import MS_PER_HOUR, Plan, RunFacts, RunResult, momen
 from gate.reconcile.reconciler import Reconciler, Reconciliation
 from gate.report.commitments import NO_TEAM
 from gate.report.period import Month, Period
+from gate.words import counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,3 +227,27 @@ class MonthRuns:
             )
             for reason, runs in sorted(self._unpriced.items())
         ]
+
+
+def run_notes(current: Iterable[ExperimentMonth], now: dt.datetime) -> list[str]:
+    """What the period's runs took on their jobs' word: GPUs above the spec, open ends."""
+    groups = list(current)
+    notes = []
+    above = sum(
+        1
+        for g in groups
+        for r in g.result.runs
+        if r.gpus > g.priced.plan.spec.resources.gpus_per_trial
+    )
+    if above:
+        notes.append(
+            f"{counted(above, 'run')} charged for more GPUs than their spec's gpus_per_trial, "
+            f"on their {tracking.GPUS} tag's word (reconcile lists them)"
+        )
+    running = sum(g.result.running for g in groups)
+    if running:
+        notes.append(
+            f"{counted(running, 'run')} still running (or dated by the job to end after "
+            f"now): charged up to {now:%Y-%m-%d %H:%M} UTC, so the figures are provisional"
+        )
+    return notes

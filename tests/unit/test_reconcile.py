@@ -73,7 +73,7 @@ def test_domain_a_phases_give_the_effective_training_ratio():
 
 def test_per_run_status_hours_gpus_and_cost():
     run = facts("r", hours=1.5, gpus=4, tags={tracking.TRIAL_ID: "t3", tracking.ATTEMPT: "2"})
-    result = price_run(run, make_plan(price="2"))
+    result = price_run(run, make_plan({"resources": {"gpus_per_trial": 4}}, price="2"))
     assert result.status is RunStatus.FINISHED
     assert result.held_hours == D("1.5")
     assert result.gpus == D(4)
@@ -93,6 +93,15 @@ def test_a_finished_run_dated_to_end_after_now_is_provisional_like_a_running_one
     assert ended["r"].held_hours == D(4) and ended["r"].end is None and ended["r"].open
     assert not ended["done"].open
     assert result.running == 1 and result.verdict.provisional
+
+
+def test_a_gpu_tag_above_the_specs_is_charged_and_said():
+    """The tag is the job's word: 10**12 GPUs on a 1-GPU spec was charged without a note."""
+    result = price_run(facts("r", gpus=10**12), make_plan(price="2"))
+    assert result.gpus == D(10**12)
+    assert result.notes == (
+        "budget_gate.gpus tag says 1000000000000, above the spec's 1: 1000000000000 charged",
+    )
 
 
 def test_a_mig_slice_is_charged_its_share():
