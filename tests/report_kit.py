@@ -94,7 +94,13 @@ def seed(root: Path, uri: str) -> Month:
     )
     specs = {
         "A": ("vision", "model: resnet", "on-demand", "", 6),
-        "B": ("nlp", "model: bert", "spot", ", checkpoint_every_minutes: 30", 3),
+        "B": (
+            "nlp",
+            "model: bert, cost-center: ml-42",
+            "spot",
+            ", checkpoint_every_minutes: 30",
+            3,
+        ),
         "C": ("tabular", "", "on-demand", "", 2),
     }
     client = MlflowClient(uri)

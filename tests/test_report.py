@@ -213,6 +213,12 @@ def test_focus_rows_pass_the_specification_and_add_up(month, capsys, tmp_path):
     tags = json.loads(b1["Tags"])
     assert tags["team"] == month.teams["nlp"] and tags["model"] == "bert"
     assert tags["spec"] == month.specs["B"] and tags["fingerprint"].startswith("sha256:")
+    assert tags["cost-center"] == "ml-42"  # the spec's label; a spec without one has none
+    assert all(
+        "cost-center" not in json.loads(r["Tags"])
+        for r in rows
+        if r is not b1 and json.loads(r["Tags"])["spec"] != month.specs["B"]
+    )
     assert b1["x_CostSource"].startswith("derived: GPU-hours")
     assert month.run_ids["lost"] not in by_run and month.run_ids["april"] not in by_run
     assert month.run_ids["misfiled"] not in by_run and month.run_ids["backwards"] not in by_run

@@ -9,9 +9,11 @@ and the clouds' own exports speak. Each priced run of the period is one ``Usage`
 - ``ConsumedQuantity`` and ``PricingQuantity`` are its GPU-hours (``GPU-Hours``), and
   ``ListUnitPrice`` and ``ContractedUnitPrice`` the price: their product is the cost;
 - ``ChargePeriodStart``/``End`` are the run's start and end (a run still running: the
-  report's clock), ``BillingPeriodStart``/``End`` the month it started in;
-- ``ResourceId`` is the MLflow run id, ``Tags`` hold team, model, spec, fingerprint and
-  experiment, ``BillingAccountId`` the team and ``SubAccountId`` the experiment;
+  report's clock), ``BillingPeriodStart``/``End`` the month it started in (a run is
+  counted whole there, so one that crosses the month's end charges past it);
+- ``ResourceId`` is the MLflow run id, ``Tags`` hold team, model, spec, fingerprint,
+  experiment, trial and the spec's ``cost-center`` label where it has one,
+  ``BillingAccountId`` the team and ``SubAccountId`` the experiment;
 - ``PricingCategory`` is ``Dynamic`` for spot, ``Standard`` otherwise;
 - ``ProviderName`` and ``PublisherName`` are the cloud the policy prices at (its
   ``prices.cloud``, or the spec's ``resources.cloud``), else ``budget-gate``, which is
@@ -36,6 +38,7 @@ import json
 from decimal import Decimal
 
 from gate.errors import one_line
+from gate.ledger.tracking import COST_CENTER_LABEL
 from gate.report.model import MonthReport
 from gate.report.runs import RunLine
 from gate.spec.trial import Capacity
@@ -159,6 +162,9 @@ def _our_columns(line: RunLine) -> dict[str, str]:
         "experiment": priced.experiment,
         "trial": run.trial,
     }
+    cost_center = priced.plan.spec.metadata.labels.get(COST_CENTER_LABEL)
+    if cost_center:
+        tags[COST_CENTER_LABEL] = cost_center
     return {
         "Tags": json.dumps(tags, sort_keys=True, ensure_ascii=False),
         "x_CostSource": COST_SOURCE,
