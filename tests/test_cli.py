@@ -1063,3 +1063,27 @@ def test_check_of_a_kubernetes_job_says_kueue_judges_it(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"{job}:2:7: Job (batch/v1) is a Kubernetes object, not an experiment spec" in out
     assert "did you mean" not in out
+
+
+def test_a_windows_path_and_a_link_loop_get_their_own_fix(tmp_path, capsys, monkeypatch):
+    """ "no such file — check the path" for experiments\\a.yaml, and "check permissions" for a
+    link to itself, sent a newcomer looking in the wrong place."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "experiments").mkdir()
+    shutil.copy(PASSING, tmp_path / "experiments" / "a.yaml")
+    (tmp_path / "loop.yaml").symlink_to("loop.yaml")
+    assert main(["check", "-q", "experiments\\a.yaml", "loop.yaml", "nope.yaml"]) == 3
+    out = capsys.readouterr().out
+    assert (
+        "experiments\\a.yaml: no such file — write the path with /, as in experiments/a.yaml" in out
+    )
+    assert "loop.yaml: cannot read (Too many levels of symbolic links) — a link that leads" in out
+    assert "nope.yaml: no such file — check the path, or quote a glob" in out
+
+
+def test_no_command_shows_the_commands_not_one_error_line(capsys):
+    """A first try of ``budget-gate`` alone: the help lists what to run (still exit 3)."""
+    assert main([]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("usage: budget-gate")
+    assert "budget-gate check examples/cifar-sweep.yaml" in err and "verify" in err

@@ -122,6 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _complete(build_parser())
     words = sys.argv[1:] if argv is None else argv
     parser = build_parser(command_named(words))
+    if not words:  # NOTE: a first try with no command: the commands, not one error line
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, usage errors

@@ -11,6 +11,7 @@ marker keys in the data.
 from __future__ import annotations
 
 import copy
+import errno
 import os
 import stat
 from dataclasses import dataclass, field
@@ -100,18 +101,33 @@ def load_file(path: str | Path, *, empty_ok: bool = False) -> LoadedDoc:
         finally:
             os.close(fd)
     except FileNotFoundError:
-        raise InputError(
-            f"{name}: no such file", hint="check the path, or quote a glob the shell did not expand"
-        ) from None
+        raise InputError(f"{name}: no such file", hint=_missing_hint(name)) from None
     except IsADirectoryError:
         raise InputError(
             f"{name}: is a directory", hint="pass YAML files, e.g. dir/*.yaml"
         ) from None
     except OSError as exc:
-        raise InputError(
-            f"{name}: cannot read ({exc.strerror})", hint="check permissions"
-        ) from None
+        hint = (
+            "check permissions"
+            if exc.errno in (errno.EACCES, errno.EPERM)
+            else (
+                "a link that leads back to itself: point it at the spec file"
+                if exc.errno == errno.ELOOP
+                else "check the path and the file"
+            )
+        )
+        raise InputError(f"{name}: cannot read ({exc.strerror})", hint=hint) from None
     return load_bytes(raw, name, empty_ok=empty_ok)
+
+
+BACKSLASH = "\\"
+
+
+def _missing_hint(name: str) -> str:
+    """How to name the file: with ``/`` where a Windows path used a backslash, else check it."""
+    if BACKSLASH in name and os.path.exists(name.replace(BACKSLASH, "/")):
+        return f"write the path with /, as in {name.replace(BACKSLASH, '/')}"
+    return "check the path, or quote a glob the shell did not expand"
 
 
 def _read_at_most(fd: int, limit: int) -> bytes:
