@@ -23,6 +23,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from gate.estimate.model import SpotComparison
 from gate.ledger.records import LedgerRecord
@@ -260,14 +261,7 @@ def _approvals(given: ReportInputs, kept: list[ExperimentMonth]) -> tuple[Approv
         ]
         rows.append(
             ApprovalRow(
-                team=team_of(record),
-                experiment=record.experiment,
-                spec=record.spec,
-                fingerprint=record.fingerprint,
-                by=record.by or "",
-                source=record.source.value,
-                recorded_at=record.recorded_at,
-                approved=record.worst_cost or Decimal(0),
+                **_approved(record),
                 expected=record.expected_cost,
                 actual=sum((r.cost for r in paid), Decimal(0)),
                 runs=len(paid),
@@ -277,19 +271,26 @@ def _approvals(given: ReportInputs, kept: list[ExperimentMonth]) -> tuple[Approv
     return tuple(sorted(rows, key=lambda r: (r.team, r.recorded_at, r.spec)))
 
 
+def _approved(record: LedgerRecord) -> dict[str, Any]:
+    """What every approval row says of its record (:class:`gate.report.model.Approved`)."""
+    return {
+        "team": team_of(record),
+        "experiment": record.experiment,
+        "spec": record.spec,
+        "fingerprint": record.fingerprint,
+        "by": record.by or "",
+        "source": record.source.value,
+        "recorded_at": record.recorded_at,
+        "approved": record.worst_cost or Decimal(0),
+    }
+
+
 def _revoked(given: ReportInputs) -> tuple[RevokedRow, ...]:
     """The period's revoked approvals, each with who revoked it when."""
     found = given.commitments
     rows = [
         RevokedRow(
-            team=team_of(record),
-            experiment=record.experiment,
-            spec=record.spec,
-            fingerprint=record.fingerprint,
-            by=record.by or "",
-            source=record.source.value,
-            recorded_at=record.recorded_at,
-            approved=record.worst_cost or Decimal(0),
+            **_approved(record),
             revoked_by=found.revocations[record.record_id or ""].by or "",
             revoked_at=found.revocations[record.record_id or ""].recorded_at,
         )

@@ -156,8 +156,8 @@ class SpotRow:
 
 
 @dataclass(frozen=True, slots=True)
-class ApprovalRow:
-    """One approval recorded in the period: by whom, for what, and what its runs cost."""
+class Approved:
+    """An approval recorded in the period: by whom, from where, for what, at what worst case."""
 
     team: str
     experiment: str
@@ -167,6 +167,12 @@ class ApprovalRow:
     source: str
     recorded_at: dt.datetime
     approved: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRow(Approved):
+    """One approval that counts in the period, and what its runs cost."""
+
     expected: Decimal | None
     actual: Decimal
     runs: int
@@ -174,17 +180,9 @@ class ApprovalRow:
 
 
 @dataclass(frozen=True, slots=True)
-class RevokedRow:
+class RevokedRow(Approved):
     """An approval recorded in the period and revoked by its end: it holds no money."""
 
-    team: str
-    experiment: str
-    spec: str
-    fingerprint: str
-    by: str
-    source: str
-    recorded_at: dt.datetime
-    approved: Decimal
     revoked_by: str
     revoked_at: dt.datetime
 

@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from gate.calibrate.backtest import Accuracy
-from gate.report.model import MonthReport, TeamRow, WasteSplit
+from gate.report.model import Approved, MonthReport, TeamRow, WasteSplit
 from gate.reporters import indented_json
 
 SCHEMA_VERSION = "1"
@@ -132,16 +132,23 @@ def _spot(report: MonthReport) -> dict[str, Any]:
     }
 
 
+def _approved(a: Approved) -> dict[str, Any]:
+    """What every approval row says of its record, in the order the JSON keeps."""
+    return {
+        "recorded_at": a.recorded_at.isoformat(),
+        "team": a.team,
+        "experiment": a.experiment,
+        "spec": a.spec,
+        "fingerprint": a.fingerprint,
+        "by": a.by,
+        "source": a.source,
+    }
+
+
 def _approvals(report: MonthReport) -> list[dict[str, Any]]:
     return [
         {
-            "recorded_at": a.recorded_at.isoformat(),
-            "team": a.team,
-            "experiment": a.experiment,
-            "spec": a.spec,
-            "fingerprint": a.fingerprint,
-            "by": a.by,
-            "source": a.source,
+            **_approved(a),
             "over_triggers": a.over_triggers,
             "approved": str(a.approved),
             "expected": _dec(a.expected),
@@ -156,13 +163,7 @@ def _revoked(report: MonthReport) -> list[dict[str, Any]]:
     """Added within schema 1: a new key, every earlier one as it was."""
     return [
         {
-            "recorded_at": r.recorded_at.isoformat(),
-            "team": r.team,
-            "experiment": r.experiment,
-            "spec": r.spec,
-            "fingerprint": r.fingerprint,
-            "by": r.by,
-            "source": r.source,
+            **_approved(r),
             "approved": str(r.approved),
             "revoked_by": r.revoked_by,
             "revoked_at": r.revoked_at.isoformat(),
