@@ -71,7 +71,7 @@ def bindings(
     trust = ledger.trusted() if ledger is not None else None
     signed = trust is not None and trust.signed
     if not signed:
-        bound.update(found for c in comments if c.ours for found in _stored(c.body))
+        bound.update(found for c in comments if c.ours for found in stored_bindings(c.body))
     if ledger is not None:
         for evaluation in evaluations:
             fp = evaluation.result.fingerprint
@@ -92,7 +92,7 @@ def bindings(
     return Bound(bound, stored, unbound)
 
 
-def _stored(body: str) -> list[tuple[str, str]]:
+def stored_bindings(body: str) -> list[tuple[str, str]]:
     """The bindings a sticky comment keeps: in the hidden lines that open it, nowhere else.
 
     NOTE: a line further down may be quoted text (a spec's name, a bot echoing a comment).

@@ -161,6 +161,9 @@ _COMMIT = re.compile(
 )
 
 
+_FULL = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{40}(?![0-9a-fA-F])")
+
+
 def named_commit(reason: str) -> tuple[str | None, str]:
     """The commit ``/budget-gate approve <commit> [reason]`` names (lowercase), and the rest.
 
@@ -168,11 +171,15 @@ def named_commit(reason: str) -> tuple[str | None, str]:
     workflow run, in which a push would otherwise be what the comment approves. The commit
     may be wrapped in backticks or parentheses and followed by ``:`` or ``,``. A first word
     of 7 to 11 hex digits names a commit only with both digits and letters a-f, so a reason
-    that starts ``20240115`` or ``defaced`` is a reason; 12 or more name one always.
+    that starts ``20240115`` or ``defaced`` is a reason; 12 or more name one always. A
+    full SHA anywhere else in the reason names that commit.
     """
     found = _COMMIT.match(reason)
     if found is None or {"`": "`", "(": ")"}.get(found.group("open"), "") != found.group("close"):
-        return None, reason
+        # NOTE: a full SHA elsewhere (a commit link, "approve, reviewed abc…f.") names that
+        # commit too: taken for no commit, the comment would approve whatever the head is.
+        anywhere = _FULL.search(reason)
+        return (anywhere.group(0).lower(), reason) if anywhere else (None, reason)
     commit = found.group("commit").lower()
     mixed = any(c.isdigit() for c in commit) and any(c.isalpha() for c in commit)
     if len(commit) < 12 and not mixed:

@@ -102,9 +102,10 @@ class Prepared:
     """Why the comment that triggered the run (a /budget-gate approve) was not accepted."""
     policy_change: PolicyChange | None = None
     """The head's policies checked and their impact, when the pull request changes them."""
-    bindings: dict[str, str] = field(default_factory=dict)
+    bindings: dict[str, str] | None = None
     """Which commit each ``/budget-gate approve`` approved (``comment-<id>`` → head SHA):
-    bound when first processed, kept in the ledger and the sticky comment."""
+    bound when first processed, kept in the ledger and the sticky comment; ``None`` when
+    no approval was judged this run (the sticky keeps the lines it holds)."""
     outside: list[str] = field(default_factory=list)
     """Changed specs (``kind: Experiment``, or an engine's file) the spec globs leave out."""
     outside_read: Outside = field(default_factory=Outside)

@@ -102,7 +102,7 @@ def judge_approvals(
     command = event.command.comment_id if event.command else None
     unbound = {command: bound.unbound} if bound.unbound and command is not None else {}
     command_reasons: list[str] = []
-    accepted_command = False
+    counted: set[int] = set()  # NOTE: comments that passed every check, chosen or not
     results = [e.result for e in evaluations]
     all_approvers: list[Approvers] = []
     accepted: list[tuple[Evaluation, Candidate]] = []
@@ -120,18 +120,17 @@ def judge_approvals(
         ]
         chosen = next((c for c, refusal in reversed(verdicts) if refusal is None), None)
         for candidate, refusal in verdicts:
-            if candidate.via is Via.COMMENT and candidate.id == command:
-                accepted_command |= refusal is None
-                if refusal is not None:
-                    command_reasons.append(f"{result.file}: {refusal}")
+            if candidate.via is Via.COMMENT and refusal is None:
+                counted.add(candidate.id)
+            elif candidate.via is Via.COMMENT and candidate.id == command:
+                command_reasons.append(f"{result.file}: {refusal}")
         stale = _stale(result, verdicts, approvers if chosen is None else None, head_sha)
         results[index] = _with_approval(
             result, evaluation, chosen, stale, pull.number, evaluator.fail_on_warn
         )
         if chosen is not None:
             accepted.append((evaluation, chosen))
-    refusals = command_reasons if command is not None and not accepted_command else []
-    counted = {c.id for _, c in accepted if c.via is Via.COMMENT}
+    refusals = command_reasons if command is not None and command not in counted else []
     keep = standing_bindings(bound, comments, counted)
     return Judged(results, comments, keep, all_approvers, accepted, refusals)
 

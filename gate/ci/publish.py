@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from gate.ci.bindings import binding_lines
+from gate.ci.bindings import binding_lines, stored_bindings
 from gate.ci.decisions import (
     APPROVAL_LABEL,
     CommentMode,
@@ -127,7 +127,6 @@ def _comment(
     gh: GitHub, prepared: Prepared, report: Report, mode: CommentMode, writes: _Writes
 ) -> None:
     number = prepared.pull.number
-    body = comment_body(prepared, report)
     existing = None
     if mode is CommentMode.UPDATE:
         if prepared.comments is None:
@@ -135,6 +134,9 @@ def _comment(
         marker = comment_marker(report.context)
         existing = sticky(prepared.comments, marker)
         writes.notes.extend(impostors(prepared.comments, marker))
+    if prepared.bindings is None:  # NOTE: not judged this run: the sticky keeps what it holds
+        prepared.bindings = dict(stored_bindings(existing.body)) if existing else {}
+    body = comment_body(prepared, report)
     if existing is None:
         # A pull request that changes neither specs nor policies gets no comment.
         if report.results or report.diffs or prepared.policy_change or _outside(prepared):
