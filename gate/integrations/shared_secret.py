@@ -55,7 +55,11 @@ def read_secret(path: str | None, environ: Mapping[str, str]) -> str:
 def refusal(authorization: str | None, secret: str) -> str | None:
     """Why a request's ``Authorization`` header does not prove the secret (``None``: it does)."""
     if not authorization:
-        return "no credentials (put them in the policy URL, http://budget-gate:SECRET@HOST:PORT)"
+        # NOTE: not in the policy URL: SkyPilot shows that URL in every rejection it prints
+        return (
+            "no credentials (give the API server's user a ~/.netrc line: machine HOST login "
+            "budget-gate password SECRET)"
+        )
     scheme, _, value = authorization.strip().partition(" ")
     if scheme.lower() == "basic":
         try:
