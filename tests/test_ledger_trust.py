@@ -163,6 +163,8 @@ def test_each_launch_uses_the_approval_and_commits_the_month(
         code, out, _ = signed.cli("verify", spec)
         assert code == 2
         assert "covers 1 launch (approval.launches) and was used by the launch on" in out
+        said = " ".join(out.split())  # NOTE: a search's workers are one launch: say how
+        assert "worker processes of one search are one launch when they share a" in said
     launches = [
         r for r in signed.records(spec, trust=Trust_of(signed)) if r.kind is RecordKind.LAUNCH
     ]

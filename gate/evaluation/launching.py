@@ -176,7 +176,8 @@ def _refuse_a_lost_race(view: LedgerView, evaluation: Evaluation, launch: Ledger
             f"{approval.summary()} up",
             (
                 f"it covers {counted(policy.approval.launches, 'launch', 'launches')} "
-                "(approval.launches): approve again to launch again",
+                f"(approval.launches): approve again to launch again; the worker processes "
+                f"of one search are one launch when they share a {LAUNCH_KEY_ENV}",
             ),
         )
 

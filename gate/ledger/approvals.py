@@ -286,7 +286,8 @@ def used_up(
     return (
         f"{approval.summary()} covers {counted(need.launches, 'launch', 'launches')} "
         f"(approval.launches) and was used by the launch on {when(last.recorded_at)}"
-        f"{cheap}: approve again to launch again"
+        f"{cheap}: approve again to launch again; the worker processes of one search are "
+        "one launch when they share a BUDGET_GATE_LAUNCH_KEY"
     )
 
 
