@@ -60,6 +60,9 @@ class Verification:
     tags: dict[str, str] = field(default_factory=dict)
     launch: LedgerRecord | None = None
     """The launch recorded in the ledger (``None`` when the ledger was not in play)."""
+    experiment: str = ""
+    """The MLflow experiment the spec's runs belong in (``tracking.mlflow_experiment``, else
+    its name): ``mlflow.set_experiment`` it, or reconcile and the report will not find them."""
 
     def run_tags(
         self, trial_id: str | int | None = None, attempt: int | None = None
@@ -192,6 +195,7 @@ def _clear(
         result,
         tags,
         launch,
+        evaluation.spec.tracking.mlflow_experiment or evaluation.spec.metadata.name,
     )
     if launch_key is None:
         _cleared(key, call)

@@ -75,3 +75,22 @@ def test_open_guard_needs_the_approval_and_takes_its_amount(lab):
     assert guard.ceiling.amount == Decimal(600)  # 6 trials × 10 h × 10 USD
     # The guard re-reads the ledger when due: still approved, same amount.
     assert guard._refresh is not None and guard._refresh() == guard.ceiling
+
+
+def test_a_held_seconds_that_does_not_grow_is_said_once(lab, caplog):
+    """Each epoch's own seconds passed as held_seconds charged 60 GPU-hours as one."""
+    spec = lab.write_spec(trials=2, epochs=10)  # within the team's triggers: no approval
+    guard = gate.open_guard(spec, policy_dir=lab.team.policy_dir, tracking_uri=lab.team.uri)
+    loop = LoopGuard(guard, "7")
+    with caplog.at_level("WARNING", logger="gate.guard.loop"):
+        for epoch in range(1, 4):
+            loop.step(epoch, {"val_loss": 1.0 / epoch}, held_seconds=60.0)
+    said = [r.getMessage() for r in caplog.records if "did not grow" in r.getMessage()]
+    assert len(said) == 1
+    assert "it is the attempt's seconds held so far (a running total)" in said[0]
+    caplog.clear()
+    fresh = LoopGuard(guard, "8")
+    with caplog.at_level("WARNING", logger="gate.guard.loop"):
+        for epoch in range(1, 4):
+            fresh.step(epoch, {"val_loss": 1.0 / epoch}, held_seconds=60.0 * epoch)
+    assert not [r for r in caplog.records if "did not grow" in r.getMessage()]

@@ -57,6 +57,8 @@ def test_require_approval_raises_until_approved(team):
         "budget_gate.epoch_minutes_worst": "6",
     }
     assert "budget_gate.trial_id" not in cleared.run_tags()
+    # NOTE: where the runs must be logged for reconcile and the report to find them
+    assert cleared.experiment == cleared.result.name  # the spec names no other experiment
     retry = cleared.run_tags(trial_id=3, attempt=2)
     assert retry == {**tags, "budget_gate.attempt": "2"}
 

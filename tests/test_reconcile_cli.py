@@ -283,7 +283,7 @@ def test_an_unknown_experiment_is_bad_input(lab):
     Path(lab.spec).write_text(text)
     code, out, err = lab.reconcile()
     assert code == 3 and out == ""
-    assert "has no experiment 'nowhere'" in err and "tracking.mlflow_experiment" in err
+    assert "has no experiment 'nowhere'" in err and "mlflow.set_experiment('nowhere')" in err
 
 
 def test_an_invalid_spec_is_exit_3(lab):

@@ -126,8 +126,8 @@ def _experiment_id(file: str, runs: MlflowRuns, experiment: str) -> str:
     if experiment_id is None:
         raise InputError(
             f"{file}: MLflow at {runs.where} has no experiment {experiment!r}",
-            hint="set tracking.mlflow_experiment in the spec to where the runs are logged, "
-            "or pass the right --tracking-uri",
+            hint=f"log the runs there (mlflow.set_experiment({experiment!r}), as "
+            "gate.require_approval(...).experiment names it), or pass the right --tracking-uri",
         )
     return experiment_id
 

@@ -20,6 +20,7 @@ hides its decision.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -28,6 +29,8 @@ from gate.guard.core import Guard, seconds_held
 from gate.guard.marks import RunMarks
 from gate.guard.model import Decision, Report
 from gate.integrations.mlflow.tracking_uri import resolve_tracking_uri
+
+log = logging.getLogger(__name__)
 
 
 class LoopGuard:
@@ -53,6 +56,8 @@ class LoopGuard:
         self._held = 0.0
         self._since: float | None = clock()
         self._run_id = mlflow_run_id
+        self._given: float | None = None  # the last held_seconds a step was given
+        self._warned = False
         self._marks: RunMarks | None = None
         if mlflow_run_id is not None:
             self._marks = RunMarks(resolve_tracking_uri(tracking_uri, os.environ))
@@ -77,9 +82,15 @@ class LoopGuard:
     ) -> Decision:
         """Report one epoch; stop the loop when the decision says so (``.stop``).
 
-        The run's marks come after the decision and never stand in its way: an MLflow that
-        is down costs at most the ledger's timeout, is logged once, and raises nothing.
+        ``held_seconds``: the seconds this attempt has held its GPUs so far, a running
+        total (default: counted since the loop began, pauses left out). One that does not
+        grow from a step to the next is said once: an epoch's own seconds passed there are
+        charged as one epoch in all. The run's marks come after the decision and never stand
+        in its way: an MLflow that is down costs at most the ledger's timeout, is logged
+        once, and raises nothing.
         """
+        if held_seconds is not None:
+            self._check_growth(epoch, held_seconds)
         held = self.held_seconds if held_seconds is None else held_seconds
         gpu_seconds = seconds_held(held, self.trial) * float(self.guard.limits.gpus)
         decision = self.guard.observe(Report(self.trial, epoch, metrics, gpu_seconds, self.attempt))
@@ -87,6 +98,20 @@ class LoopGuard:
             cost = self.guard.limits.cost(gpu_seconds)
             self._marks.write(self._run_id, epoch, cost, decision)
         return decision
+
+    def _check_growth(self, epoch: int, given: float) -> None:
+        """Say once that a held_seconds did not grow: it is a total, not the epoch's."""
+        last, self._given = self._given, given
+        if last is not None and given <= last and not self._warned:
+            self._warned = True
+            log.warning(
+                "trial %s: held_seconds %s at epoch %s did not grow from %s: it is the "
+                "attempt's seconds held so far (a running total), not the epoch's",
+                self.trial,
+                given,
+                epoch,
+                last,
+            )
 
     def end(self, *, failed: bool = False) -> Decision:
         """The attempt is over; ``failed`` counts towards the policy's failure limits.
