@@ -47,9 +47,13 @@ _LAZY = ("Verification", "open_guard", "require_approval")
 
 
 def __getattr__(name: str) -> object:
-    """Load the launch API on first use (PEP 562)."""
+    """Load the launch API, and ``gate.tracking``, on first use (PEP 562)."""
     if name in _LAZY:
         from gate import launch
 
         return getattr(launch, name)
+    if name == "tracking":  # NOTE: the pages write gate.tracking.run_tags after import gate
+        import importlib
+
+        return importlib.import_module("gate.tracking")
     raise AttributeError(f"module 'gate' has no attribute {name!r}")

@@ -25,8 +25,8 @@ prefer ``trial.should_prune()`` call :meth:`OptunaGuard.report` and use
 ``report`` raises the stop itself. The callback counts failed trials (every worker's, from
 the storage) and stops the worker once the search is over. One guard may hold several
 studies (a coarse search, then a fine one) under its approval: each study, told apart by
-its storage and id (not its name), is counted on its own. The threads of
-``optimize(n_jobs=...)`` share one guard: it reads and counts for one at a time.
+its storage and id (not its name), is counted on its own; ``optimize(n_jobs=...)``'s
+threads share one guard, which reads and counts for one at a time.
 """
 
 from __future__ import annotations
@@ -42,7 +42,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import optuna
+from gate.guard.engines import missing_engine
+
+try:
+    import optuna
+except ModuleNotFoundError:
+    raise missing_engine(__name__, "Optuna") from None
 
 from gate.guard.core import Guard, seconds_held
 from gate.guard.marks import RunMarks
@@ -54,11 +59,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_FINISHED = (
-    optuna.trial.TrialState.COMPLETE,
-    optuna.trial.TrialState.PRUNED,
-    optuna.trial.TrialState.FAIL,
-)
+_STATE = optuna.trial.TrialState
+_FINISHED = (_STATE.COMPLETE, _STATE.PRUNED, _STATE.FAIL)
 
 
 @dataclass(slots=True)
@@ -316,10 +318,9 @@ def _study_of(trial: Trial) -> optuna.Study:
 
 
 def _multi(study: optuna.Study) -> bool:
-    """Whether ``study`` has several objectives.
+    """Whether ``study`` has several objectives (no ``trial.report`` there: stops raised).
 
-    NOTE: Optuna refuses ``trial.report`` and ``trial.should_prune`` there
-    (NotImplementedError): the guard's stops are raised, and its curve is its own.
+    NOTE: Optuna refuses ``trial.report`` and ``trial.should_prune`` with several.
     """
     return len(study.directions) > 1
 
@@ -381,8 +382,7 @@ class GuardPruner(optuna.pruners.BasePruner):
     """Prune when the guard stops the trial (decided in :meth:`OptunaGuard.report`)."""
 
     def __init__(self, guard: OptunaGuard, wrapped: optuna.pruners.BasePruner | None) -> None:
-        self._guard = guard
-        self._wrapped = wrapped
+        self._guard, self._wrapped = guard, wrapped
 
     def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
         """Whether ``trial`` stops: the guard's stop tags on it, or the wrapped pruner."""

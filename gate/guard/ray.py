@@ -51,8 +51,13 @@ from collections.abc import Callable
 from numbers import Real
 from typing import Any
 
-from ray.tune import Callback, Stopper
-from ray.tune.utils import flatten_dict
+from gate.guard.engines import missing_engine
+
+try:
+    from ray.tune import Callback, Stopper
+    from ray.tune.utils import flatten_dict
+except ModuleNotFoundError:
+    raise missing_engine(__name__, "Ray Tune") from None
 
 from gate.guard.core import Guard
 from gate.guard.model import Decision, Report
