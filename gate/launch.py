@@ -164,6 +164,8 @@ def _clear(
     policies = open_policies(policy_dir, spec=spec)
     if policies.builtin:
         _log.warning("no policies/ directory at the repository root: the built-in default applies")
+    if not policies.builtin:
+        policies.require_dir()  # NOTE: else its missing folder read as the spec's misplacement
     repo = RepoPaths(policies.policy_dir if not policies.builtin else POLICY_DIR)
     check_launched(spec, repo.root)  # before any ledger read: fail closed
     home = None if policies.builtin else policies.policy_dir

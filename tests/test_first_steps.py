@@ -473,3 +473,32 @@ def test_run_tags_name_the_spec_by_its_path_in_the_repository(tmp_path, monkeypa
     assert tracking.run_tags("t.yaml", trial_id=3)[tracking.SPEC] == "experiments/t.yaml"
     monkeypatch.chdir(tmp_path)
     assert tracking.run_tags("repo/experiments/t.yaml")[tracking.SPEC] == "experiments/t.yaml"
+
+
+def test_verify_names_a_missing_or_foreign_policy_dir_not_a_nested_repository(
+    tmp_path, monkeypatch, capsys
+):
+    """--policy-dir /nonexist, or a folder outside the spec's repository, was reported as the
+    spec lying in "a nested git repository or submodule"."""
+    root = _repo(
+        tmp_path,
+        {"policies/default.yaml": DEFAULT, "policies/nlp.yaml": NLP, "experiments/t.yaml": SPEC},
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "default.yaml").write_text(DEFAULT, encoding="utf-8")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.chdir(root)
+    missing = str(tmp_path / "nonexist")
+    code, _, err = _cli(
+        capsys, "verify", "--dry-run", "experiments/t.yaml", "--policy-dir", missing
+    )
+    assert code == 3 and f"policy directory {missing!r} not found" in err
+    with pytest.raises(gate.InputError, match="not found"):
+        gate.require_approval(root / "experiments" / "t.yaml", policy_dir=missing)
+    code, _, err = _cli(
+        capsys, "verify", "--dry-run", "experiments/t.yaml", "--policy-dir", str(elsewhere)
+    )
+    assert code == 3, err
+    assert f"lies in the git repository {root}, and the policies in use lie outside it" in err
+    assert "nested git repository" not in err

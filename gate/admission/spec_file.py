@@ -112,6 +112,14 @@ def check_launchable(named: str, path: Path, root: Path) -> None:
             hint=f"rename it to end in .yaml (e.g. {_suggested(path.name)}), commit it under "
             "the Action's specs globs, and launch that file",
         )
+    home = _repository_apart(path, root)
+    if home is not None:
+        raise InputError(
+            f"{shown}: lies in the git repository {home}, and the policies in use lie outside "
+            f"it (under {one_line(str(root))})",
+            hint="pass --policy-dir with that repository's policies, or none: they are found "
+            "from the spec's repository",
+        )
     where = _apart(path, root) or _submodule(root)
     if where is not None:
         raise InputError(
@@ -119,6 +127,23 @@ def check_launchable(named: str, path: Path, root: Path) -> None:
             hint="commit the spec in the repository itself, under the Action's specs globs "
             "(not in a submodule or a nested clone), and launch it from there",
         )
+
+
+def _repository_apart(path: Path, root: Path) -> str | None:
+    """The repository ``path`` lies in below ``root``, where ``root`` is no repository.
+
+    The policies given (``--policy-dir``) are then not that repository's: no submodule.
+    """
+    if os.path.lexists(root / ".git") or not path.is_relative_to(root):
+        return None
+    return next(
+        (
+            one_line(str(f))
+            for f in path.parents
+            if f.is_relative_to(root) and f != root and os.path.lexists(f / ".git")
+        ),
+        None,
+    )
 
 
 def _apart(path: Path, root: Path) -> str | None:

@@ -39,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
     key = _launch_key(args.launch_key)
     evaluator = make_evaluator(args)
     assert isinstance(evaluator.repo_path, RepoPaths)  # make_evaluator's: the policies' root
+    if not evaluator.policies.builtin:
+        evaluator.policies.require_dir()  # NOTE: a missing one read as the spec misplaced
     check_launched(args.spec, evaluator.repo_path.root)  # before any ledger read: fail closed
     view = ledger_view(args, now, approvals=True)  # beside the policies, from any directory
     evaluator = dataclasses.replace(evaluator, ledger=view).with_launch_key(key)

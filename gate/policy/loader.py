@@ -226,6 +226,10 @@ class PolicySet:
             self._present[file_name] = path.is_symlink() or path.exists()
         return self._present[file_name]
 
+    def require_dir(self) -> None:
+        """Refuse a policy directory that is not there (exit 3), before anything is judged."""
+        self._require_dir()
+
     def _require_dir(self) -> None:
         if self._files is None and not self.policy_dir.is_dir():
             if self.policy_dir.exists():  # a file, a FIFO, a device
