@@ -36,6 +36,7 @@ from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.report import SpecResult
 from gate.ledger.approvers import Approvers
 from gate.ledger.records import LedgerRecord, RecordKind
+from gate.ledger.signing import CI_PRINCIPAL, Signer, signs_as
 from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
 from gate.policy.loader import CALIBRATION_FILE, PolicySet
@@ -82,8 +83,9 @@ class Settings:
     ledger: LedgerView | None = None
     sticky: bool = True
     """The run writes its report as a comment, which keeps which commit a comment approved."""
-    signs: bool = False
-    """The run has CI's signing key: its ledger records keep that under a signed ledger."""
+    signer: Signer | None = None
+    """CI's signing key (``BUDGET_GATE_SIGNING_KEY``): its records keep which commit a
+    comment approved, under a signed ledger only if the signers file lists it for CI."""
 
 
 @dataclass
@@ -285,7 +287,7 @@ def _judge(
         activity,
         history,
         sticky=settings.sticky,
-        signs=settings.signs,
+        signs=_signs(settings, prepared.evaluator.ledger),
     )
     prepared.results = judged.results
     prepared.comments = judged.comments
@@ -293,3 +295,9 @@ def _judge(
     prepared.approvers = judged.approvers
     prepared.accepted = judged.accepted
     prepared.refusals = judged.refusals
+
+
+def _signs(settings: Settings, ledger: LedgerView | None) -> bool:
+    """Whether this run's ledger records count as CI's: a key the signers file lists for it."""
+    trust = ledger.trusted() if ledger is not None else None
+    return signs_as(settings.signer, trust, CI_PRINCIPAL, settings.now)

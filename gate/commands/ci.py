@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         now=now,
         ledger=_ledger(args, env, now),
         sticky=mode is not CommentMode.OFF,
-        signs=bool(env.get("BUDGET_GATE_SIGNING_KEY")),
+        signer=_ci_signer(),
     )
     from gate.integrations.github.client import GitHubClient, bot_login
 
@@ -247,6 +247,14 @@ def _run_url(env: Mapping[str, str]) -> str:
         env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")
     )
     return f"{server}/{repo}/actions/runs/{run_id}" if server and repo and run_id else ""
+
+
+def _ci_signer() -> Signer | None:
+    """CI's key, if one is set and loads: one that does not is said when the run records."""
+    try:
+        return signer_for(CI_PRINCIPAL)
+    except InputError:
+        return None
 
 
 def _revoke_withdrawn(

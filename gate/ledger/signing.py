@@ -27,7 +27,7 @@ from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
-from gate.errors import InputError, Location
+from gate.errors import GateError, InputError, Location
 
 if TYPE_CHECKING:
     from sshsig import PublicKey
@@ -355,6 +355,27 @@ def may_sign(record: Signed) -> str | None:
     if signer != CI_PRINCIPAL:
         return f"a {record.source.value} {record.kind.value} is signed by {signer}, not CI"
     return None
+
+
+def signs_as(signer: Signer | None, trust: Trust | None, principal: str, at: dt.datetime) -> bool:
+    """Whether ``signer``'s records would count as ``principal``'s under ``trust``.
+
+    Under no signers file any writer's do; else a probe is signed and checked as a reader
+    checks a record, so a key the file does not list (an old secret) is found before it
+    is relied on.
+    """
+    if signer is None or trust is None:
+        return False
+    if trust.signers is None:
+        return True
+    if signer.principal != principal:
+        return False
+    probe = record_message("budget-gate: a probe of the signing key")
+    try:
+        signature = signer.sign(probe)
+    except GateError:
+        return False
+    return trust.signers.check(probe, signature, principal, at) is None
 
 
 def record_message(payload: str) -> bytes:
