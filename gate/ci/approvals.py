@@ -96,6 +96,8 @@ class SpecChange:
     base_moved_at: dt.datetime | None = None
     """When the pull request's base was last edited: approvals given before it approved a
     diff against another base, and count no more."""
+    walked: frozenset[str] = frozenset()
+    """The commits the walk read from the head, and the base (empty: not known)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +236,11 @@ def timing_refusal(candidate: Candidate, change: SpecChange) -> str | None:
         )
     if candidate.commit_id not in change.since:
         verb = "reviewed" if candidate.via is Via.REVIEW else "approved"
+        if change.walked and candidate.commit_id not in change.walked:
+            return (
+                f"it {verb} commit {candidate.commit_id[:7]}, which is not in the pull "
+                "request's history now (pushed over, or another branch's): approve the head"
+            )
         return f"it {verb} commit {candidate.commit_id[:7]}, from before {last}"
     return moved_refusal(candidate.at, change.base_moved_at)
 

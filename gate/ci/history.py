@@ -113,9 +113,12 @@ class SpecHistory:
         # NOTE: a commit of more than 3,000 files is listed in part: it may hold the
         # change, so it is taken to (an approval of an older commit would not count).
         changes = tuple(c for c in line if path in c.paths or not c.complete)
+        walked = frozenset({*(c.sha for c in line), self._base}) if complete else frozenset()
         if not changes:
             head = line[0]
-            return SpecChange(head.sha, head.date, frozenset({head.sha}), (), complete, moved)
+            return SpecChange(
+                head.sha, head.date, frozenset({head.sha}), (), complete, moved, walked
+            )
         last = changes[0]
         since = frozenset(c.sha for c in line[: line.index(last) + 1])
-        return SpecChange(last.sha, last.date, since, changes, complete, moved)
+        return SpecChange(last.sha, last.date, since, changes, complete, moved, walked)
