@@ -144,7 +144,7 @@ class PolicySet:
     def _files_here(self) -> list[str]:
         if self._files is not None:
             return [f for f in self._files if "/" not in f]
-        self._require_dir()
+        self.require_dir()
         # NOTE: an entry named as a policy counts whatever it is (a broken link, a directory,
         # a FIFO): left out, the team it names would be judged by the default in silence; a
         # hidden one is an editor's lock link (.#default.yaml), which no one reads
@@ -228,9 +228,6 @@ class PolicySet:
 
     def require_dir(self) -> None:
         """Refuse a policy directory that is not there (exit 3), before anything is judged."""
-        self._require_dir()
-
-    def _require_dir(self) -> None:
         if self._files is None and not self.policy_dir.is_dir():
             if self.policy_dir.exists():  # a file, a FIFO, a device
                 raise InputError(
@@ -245,7 +242,7 @@ class PolicySet:
             )
 
     def _load(self, name: str) -> LoadedPolicy:
-        self._require_dir()
+        self.require_dir()
         docs: list[LoadedDoc] = []
         left: Location | None = None
         current: str | None = name
