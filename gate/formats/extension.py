@@ -269,36 +269,35 @@ def key_at(doc: LoadedDoc, path: DataPath, said: str) -> str | None:
     line = f" (line {key.line})" if key else ""
     value = doc.source_map.values.get(path)
     lines = doc.text.splitlines()
-    if value is None or value_at(doc.data, path) is None or value.line > len(lines):
-        return f"under {said}{line}"
-    if lines[value.line - 1][value.col - 1 :].startswith("{"):
-        return f"inside the {{...}} of {said}{line}"
-    return f"under {said}{line}"
+    flow = (
+        value is not None
+        and value_at(doc.data, path) is not None
+        and value.line <= len(lines)
+        and lines[value.line - 1][value.col - 1 :].startswith("{")
+    )
+    return f"{'inside the {...} of' if flow else 'under'} {said}{line}"
 
 
 def wandb_point(doc: LoadedDoc) -> Point:
     """A W&B sweep's point: the comment block (W&B's schema refuses any other key)."""
-    plain = _pairs(_same, _same)
-    at = comment_at(doc)
-    return Point(
-        lambda f: f"the comment line {COMMENT} {{{plain(f)}}}",
-        plain,
-        at,
-        exists=at is not None,
-        once=f"one {COMMENT} block holds every fact",
-    )
+    return _block_point(comment_at(doc), f"the comment line {COMMENT} {{}}", f"{COMMENT} block")
 
 
 def hydra_point(doc: LoadedDoc) -> Point:
     """A Hydra config's point: its ``x-budget-gate:`` key, or the comment block it has."""
-    plain = _pairs(_same, _same)
     at = comment_at(doc) or key_at(doc, (EXTENSION_KEY,), f"{EXTENSION_KEY}:")
+    return _block_point(at, f"{EXTENSION_KEY}: {{}} at the top level", f"{EXTENSION_KEY}:")
+
+
+def _block_point(at: str | None, written: str, one: str) -> Point:
+    """A point whose facts are plain ``name: value`` pairs; ``written`` holds them at ``{}``."""
+    plain = _pairs(_same, _same)
     return Point(
-        lambda f: f"{EXTENSION_KEY}: {{{plain(f)}}} at the top level",
+        lambda f: written.replace("{}", "{" + plain(f) + "}"),
         plain,
         at,
         exists=at is not None,
-        once=f"one {EXTENSION_KEY}: holds every fact",
+        once=f"one {one} holds every fact",
     )
 
 
