@@ -62,6 +62,20 @@ def test_verify_warns_then_makes_the_ledger_with_its_launch(team, tmp_path):
     assert "200.00 USD of 1,000.00 USD spent" in out  # the first launch, read back
 
 
+def test_an_approval_into_no_ledger_says_it_made_one_not_that_it_read_it_as_empty(team, tmp_path):
+    store = tmp_path / "new.db"
+    spec = team.spec(40)  # over the trigger of 35: needs an approval
+    code, out, err = team.cli(
+        "approve", spec, "--by", "alice", "--reason", "ok", uri=f"sqlite:///{store}"
+    )
+    assert code == 0, err
+    assert f"budget-gate: note: no ledger was at sqlite:///{store}: made it" in err
+    assert "read as empty" not in out + err
+    assert store.is_file()
+    code, out, _ = team.cli("verify", spec, uri=f"sqlite:///{store}")
+    assert code == 0, out  # the approval made the ledger and is read from it
+
+
 def test_the_launch_api_logs_it(team, tmp_path, caplog):
     import gate
 

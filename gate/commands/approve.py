@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     )
     run_id = draft.view.store().append(record, signer_for(by))
     print("approved " + "\n".join(describe(record, run_id, draft.view.where)))
-    say_ledger(draft.view)
+    say_ledger(draft.view, wrote=True)
     if evaluation.result.outcome is Outcome.PASS:
         print("  note: this version needs no approval under the current policy")
     return 0

@@ -9,7 +9,7 @@ import os
 import sys
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gate.commands.common import (
     ledger_view,
@@ -99,11 +99,18 @@ def signer_for(principal: str | None) -> Signer | None:
     return signer_from(os.environ, principal=principal)
 
 
-def say_ledger(view: LedgerView) -> None:
-    """What a writing command read of the ledger, on stderr: unsigned, or records it ignored."""
+def say_ledger(view: LedgerView, *, wrote: bool = False) -> None:
+    """What a writing command read of the ledger, on stderr: unsigned, or records it ignored.
+
+    A command that ``wrote`` its record into a ledger that was not there made it: that is
+    said as such, not as a ledger "read as empty" (the file it has just created).
+    """
     from gate.commands.common import ledger_note
 
     note = ledger_note(view)
+    if note is not None and wrote and note.absent:
+        note = replace(note, absent=False)
+        print(f"budget-gate: note: no ledger was at {note.where}: made it", file=sys.stderr)
     for line in note.lines() if note is not None else ():
         print(f"budget-gate: {line}", file=sys.stderr)
 

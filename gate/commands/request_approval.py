@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     )
     run_id = view.store().append(record, signer_for(by))
     print("requested approval for " + "\n".join(describe(record, run_id, view.where)))
-    say_ledger(view)
+    say_ledger(view, wrote=True)
     for finding in result.findings:
         if finding.active:
             print(f"  {finding.severity.value} {finding.rule_id} {finding.message}")
