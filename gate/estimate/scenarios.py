@@ -378,7 +378,9 @@ def _spot(inputs: _Pricing, on_demand: Quote | None, stop: int) -> SpotCompariso
     # NOTE: at a price near zero, the rounding of three products can leave -3e-26: a cost
     # is never below zero.
     spot_gpu = max(spot.cost - spot.other_cost - recompute, Decimal(0))
-    return SpotComparison(plain.cost, spot_gpu, recompute, spot.other_cost)
+    # NOTE: the spec is spot on both sides, so the on-demand side was charged spot's extra
+    # ops too: an on-demand run has none (they cancelled out, and BG306 never saw them).
+    return SpotComparison(plain.cost - plain.other_cost, spot_gpu, recompute, spot.other_cost)
 
 
 def _retry(policy: PricingPolicy) -> Decimal:

@@ -51,3 +51,21 @@ def test_on_demand_capacity_never_fires():
     est = estimate(spec, POLICY, make_quote("1"), make_quote("3"))
     ctx = RuleContext(spec, est, POLICY, "exp/spec.yaml", TODAY)
     assert list(spot_dearer_than_on_demand.check(ctx)) == []
+
+
+def test_extra_ops_alone_make_checkpointed_spot_dearer_and_are_named():
+    # 4 trials × 100 h: on demand 1,200 USD; spot 400 USD plus 250 USD of ops a trial.
+    spec = make_spec(
+        {
+            "resources": {"capacity": "spot", "checkpoint_every_minutes": 30},
+            "workload": {"max_epochs": 100, "epoch_minutes": 60},
+        }
+    )
+    policy = make_policy({"spot": {"preemptions_per_hour": 0, "extra_ops_per_trial": 250}})
+    est = estimate(spec, policy, make_quote("1", capacity=Capacity.SPOT), make_quote("3"))
+    ctx = RuleContext(spec, est, policy, "exp/spec.yaml", TODAY)
+    [violation] = spot_dearer_than_on_demand.check(ctx)
+    assert violation.message == (
+        "spot is expected to cost 200.00 USD more than on-demand "
+        "(0.00 USD of it recomputing preempted work, 1,000.00 USD in spot's extra ops)"
+    )

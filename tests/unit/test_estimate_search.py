@@ -240,6 +240,24 @@ def test_spot_extra_ops_are_charged_per_trial():
     assert est.worst.cost == D(4) * D("100.5") + 8
 
 
+def test_spot_extra_ops_lower_the_net_saving_and_can_make_spot_dearer():
+    """DOMAIN: net saving = on-demand − spot − recompute − extra ops; on demand has no ops."""
+    from gate.estimate.scenarios import estimate
+
+    spec = _spot_spec(checkpoint_every_minutes=30)
+    spot, on_demand = make_quote("1", capacity=Capacity.SPOT), make_quote("3")
+    savings = {}
+    for ops in (0, 1, 400):
+        policy = make_policy({"spot": {"preemptions_per_hour": 0, "extra_ops_per_trial": ops}})
+        found = estimate(spec, policy, spot, on_demand).spot
+        assert found is not None
+        assert found.on_demand_cost == D("1206")  # 4 trials × 100.5 h × 3 USD, whatever the ops
+        assert found.extra_ops_cost == 4 * D(ops)
+        savings[ops] = found.net_saving
+    assert savings[0] - savings[1] == D(4)
+    assert savings[400] == D("1206") - D("402") - D(1600) < 0  # spot dearer: BG306's case
+
+
 def test_domain_example_e_electricity_per_gpu_year():
     assert electricity_per_gpu_year(D("0.5"), D("1.4"), D("0.8")) == D("4905.6")
 

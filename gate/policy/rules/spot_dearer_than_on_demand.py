@@ -35,8 +35,9 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     """Flag a negative expected spot net saving."""
     spot = ctx.estimate.spot
     if spot is not None and spot.net_saving < 0:
+        ops = spot.extra_ops_cost and f", {money(spot.extra_ops_cost, ctx)} in spot's extra ops"
         yield Violation(
             f"spot is expected to cost {money(-spot.net_saving, ctx)} more than on-demand "
-            f"({money(spot.recompute_cost, ctx)} of it recomputing preempted work)",
+            f"({money(spot.recompute_cost, ctx)} of it recomputing preempted work{ops or ''})",
             ("resources", "capacity"),
         )
