@@ -190,3 +190,65 @@ def test_a_launch_signed_at_0_usd_is_no_launch_to_join_under_a_monthly_budget(
     assert [r.record_id for r in launches] == ["e" * 32]  # nothing recorded, nothing joined
     assert signed.cli("verify", spec)[0] == 0  # a launch of its own: 80 USD committed
     assert _committed(signed) == "80.00"
+
+
+def _forged_launch(team: Team, keys: Keys, spec: str, key: str, approval: str | None) -> None:
+    """A launch of ``spec`` at its full worst case under ``key``, naming ``approval``."""
+    trust = PolicySet(team.policy_dir).trust()
+    [first] = [r for r in team.records(spec, trust=trust) if r.kind is RecordKind.APPROVAL]
+    forged = dataclasses.replace(
+        first,
+        kind=RecordKind.LAUNCH,
+        recorded_at=dt.datetime.now(UTC),
+        by="launcher",
+        reason=None,
+        expires_at=None,
+        approval=approval,
+        launch_key=key,
+        ran_by_user=None,
+        ran_by_email=None,
+    )
+    _write_signed(team, keys, forged, record_id=key.ljust(32, "0"))
+
+
+def test_a_launch_that_names_no_approval_cannot_be_joined_to_launch_an_approval_again(
+    signed: Team, keys: Keys, monkeypatch: pytest.MonkeyPatch
+):
+    """A launcher's key signs a launch of the spec at its full worst case naming no approval,
+    under a key of its own, then launches with that key, again and again: each launch
+    joined a forged one, and the one-launch approval was never used. A launch joins only a
+    launch that used an approval that clears it (exit 2, saying so), on every launch path."""
+    spec = signed.spec(8)  # 80 USD worst case, needs an approval (approval.launches 1)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    _as(monkeypatch, keys, "launcher")
+    for key in ("forged-a", "forged-b"):
+        _forged_launch(signed, keys, spec, key, approval=None)
+        code, out, err = signed.cli("verify", spec, "--launch-key", key)
+        assert code == 2, out + err
+        assert f"launch key {key} names a launch that used no approval" in err
+        with pytest.raises(gate.ApprovalRequired, match="used no approval"):
+            gate.require_approval(
+                spec, policy_dir=signed.policy_dir, tracking_uri=signed.uri, launch_key=key
+            )
+    assert signed.cli("verify", spec)[0] == 0  # the approval's one launch, recorded
+    assert signed.cli("verify", spec)[0] == 2  # and no more
+
+
+def test_workers_still_join_a_launch_of_an_older_approval_that_holds(
+    signed: Team, keys: Keys, monkeypatch: pytest.MonkeyPatch
+):
+    """A search launched under alice's approval; bob approves again while it runs (the newest
+    approval is the one a new launch would use). Its workers, sharing its launch key, join
+    the launch, whose approval still holds, using neither approval again."""
+    spec = signed.spec(8)
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    _as(monkeypatch, keys, "launcher")
+    assert signed.cli("verify", spec, "--launch-key", "search-1")[0] == 0
+    _as(monkeypatch, keys, "bob")
+    assert signed.cli("approve", spec, "--by", "bob", "--reason", "again")[0] == 0
+    _as(monkeypatch, keys, "launcher")
+    code, out, err = signed.cli("verify", spec, "--launch-key", "search-1")
+    assert code == 0, out + err
+    assert "joins launch search-1" in out + err, out + err
+    assert signed.cli("verify", spec)[0] == 0  # bob's approval: one launch left, used now
+    assert signed.cli("verify", spec)[0] == 2

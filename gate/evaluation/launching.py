@@ -85,6 +85,7 @@ def prepare_launch(
     for record in view.records(LedgerQuery(fingerprint=result.fingerprint)):
         if record.kind is RecordKind.LAUNCH and joins(record, launch_key, view.now):
             _refuse_a_cheap_join(evaluation, record)
+            _refuse_a_join_of_no_approval(view, evaluation, record)
             return record, False
     approval = result.approval.approval if result.approval else None
     record = launch_record(
@@ -149,6 +150,58 @@ def _refuse_a_cheap_join(evaluation: Evaluation, launch: LedgerRecord) -> None:
         "it is no launch of this one to join",
         reasons=(f"launch with no key (unset {LAUNCH_KEY_ENV}), or with a new one",),
     )
+
+
+def _refuse_a_join_of_no_approval(
+    view: LedgerView, evaluation: Evaluation, launch: LedgerRecord
+) -> None:
+    """Refuse to join a launch that used no approval that holds for this one.
+
+    NOTE: any listed key signs launches: a launch of the spec at its full worst case that
+    names no approval (or a revoked, expired or smaller one), written under a key of the
+    launcher's own and joined with that key, launched a one-launch approval any number of
+    times, never using it. A join stands only where the approval it used would clear this
+    launch now; one that needs no approval joins any launch that committed enough.
+    """
+    found = evaluation.result.approval
+    if found is None or found.approval is None or launch.approval == found.approval.record_id:
+        return
+    if launch.approval is not None and _holds(view, evaluation, launch):
+        return
+    result = evaluation.result
+    used = "no approval" if launch.approval is None else "an approval that no longer clears it"
+    raise ApprovalRequired(
+        f"{result.file}: launch key {launch.launch_key} names a launch that used {used}: "
+        "it is no launch of this one to join",
+        reasons=(f"launch with no key (unset {LAUNCH_KEY_ENV}), or with a new one",),
+    )
+
+
+def _holds(view: LedgerView, evaluation: Evaluation, launch: LedgerRecord) -> bool:
+    """Whether the approval ``launch`` used would clear this launch, joining it, now."""
+    from gate.ledger.approvals import Requirement, check_approvals
+
+    result, spec, policy = evaluation.result, evaluation.spec, evaluation.policy
+    assert result.fingerprint is not None and result.estimate is not None
+    assert spec is not None and policy is not None
+    records = [
+        r
+        for r in view.records(LedgerQuery(fingerprint=result.fingerprint))
+        if (r.kind is not RecordKind.APPROVAL or r.record_id == launch.approval)
+        and not (view.withdrawn and view.withdrawn(r))
+    ]
+    need = Requirement(
+        result.fingerprint,
+        result.estimate.worst.cost,
+        policy.currency,
+        policy.approval.approvers,
+        spec.metadata.owner,
+        tuple(policy.approval.sources),
+        spec=evaluation.path or result.file,
+        launches=policy.approval.launches,
+        launch_key=launch.launch_key,
+    )
+    return check_approvals(records, need, view.now).approval is not None
 
 
 def _refuse_a_lost_race(view: LedgerView, evaluation: Evaluation, launch: LedgerRecord) -> None:
