@@ -269,9 +269,7 @@ def test_the_embedded_sqlite_ledger_is_the_default(tmp_path, capsys, monkeypatch
     ledger = f"sqlite:///{tmp_path.as_posix()}/mlflow.db"
     assert (proc.returncode, _unsigned(proc.stderr)) == (
         0,
-        f"budget-gate: warning: no ledger at {ledger}: read as empty, nothing approved or spent "
-        "is recorded there — if the ledger is elsewhere, give its URI (--tracking-uri or "
-        "MLFLOW_TRACKING_URI)\n",
+        f"budget-gate: note: no ledger was at {ledger}: made it\n",
     )
     # Outside a git work tree the default ledger is in the current directory, named in full.
     assert f"at sqlite:///{tmp_path.as_posix()}/mlflow.db\n" in proc.stdout

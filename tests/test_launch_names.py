@@ -208,3 +208,25 @@ def test_the_pre_commit_hook_checks_every_spec_file_the_action_judges() -> None:
     picked = set(filter_by_include_exclude(names, hook["files"], hook["exclude"]))
     judged = {n for n in names if is_spec_file(n) and matches(["experiments/**"], n)}
     assert picked == judged and len(judged) == 10
+
+
+def test_a_spec_outside_the_repository_is_refused_by_verify_and_require_approval(
+    repo: Team, tmp_path: Path
+) -> None:
+    """A spec reached through a directory link out of the repository, or named by a path
+    outside it, was judged by the repository's policies and cleared, though no pull request
+    judged it (SkyPilot and Kueue refused the same file)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.yaml").write_text((repo.root / SPEC).read_text())
+    (repo.root / "experiments" / "out").symlink_to(outside)
+    why = f"lies outside the repository {repo.root.resolve()} whose policies judge it"
+    for name in ("experiments/out/x.yaml", str(outside / "x.yaml")):
+        code, out, err = repo.cli("verify", name, "--dry-run")
+        assert code == 3, out + err
+        assert why in err and "so no pull request judged this spec" in err
+        with pytest.raises(gate.InputError, match="lies outside the repository"):
+            gate.require_approval(name, policy_dir=repo.policy_dir, tracking_uri=repo.uri)
+    code, _, err = repo.cli("verify", "experiments/out/x.yaml", "--dry-run")
+    assert f"(a link to {(outside / 'x.yaml').resolve()})" in err
+    assert repo.cli("verify", SPEC, "--dry-run")[0] == 0  # the same file, in the repository

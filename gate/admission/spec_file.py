@@ -112,6 +112,13 @@ def check_launchable(named: str, path: Path, root: Path) -> None:
             hint=f"rename it to end in .yaml (e.g. {_suggested(path.name)}), commit it under "
             "the Action's specs globs, and launch that file",
         )
+    if os.path.lexists(root / ".git") and not path.is_relative_to(root):
+        raise InputError(
+            f"{shown}: lies outside the repository {one_line(str(root))} whose policies judge "
+            f"it{_through_a_link(named, path)}, so no pull request judged this spec",
+            hint="commit the spec in the repository, under the Action's specs globs, and "
+            "launch it from there",
+        )
     home = _repository_apart(path, root)
     if home is not None:
         raise InputError(
@@ -127,6 +134,11 @@ def check_launchable(named: str, path: Path, root: Path) -> None:
             hint="commit the spec in the repository itself, under the Action's specs globs "
             "(not in a submodule or a nested clone), and launch it from there",
         )
+
+
+def _through_a_link(named: str, path: Path) -> str:
+    """`` (a link to PATH)`` when the name given is not where the spec lies, else nothing."""
+    return "" if Path(named).absolute() == path else f" (a link to {one_line(str(path))})"
 
 
 def _repository_apart(path: Path, root: Path) -> str | None:
