@@ -10,13 +10,12 @@ for whole GPUs, refuses a MIG spec after this.
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gate.spec.devices import counts_as_accelerator, visible_devices
+from gate.spec.devices import counts_as_accelerator, reaches_every_gpu, visible_devices
 from gate.spec.experiment import Experiment
 from gate.spec.trial import Capacity
 
@@ -24,8 +23,6 @@ GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "gpu.int
 """Extended resources counted as whole GPUs."""
 MIG_PREFIX = "nvidia.com/mig-"
 """``nvidia.com/mig-1g.10gb``: MIG slices of the profile after the prefix."""
-DEVICE_LIST_ROOTS = ("/var/run/nvidia-container-devices", "/run/nvidia-container-devices")
-"""Where NVIDIA's toolkit reads the GPUs a container gets from its mounts' paths."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +106,7 @@ def _container_gpus(container: Mapping[str, Any]) -> dict[str, int]:
             f"{visible}, which reaches the node's GPUs without asking for them — ask for "
             "nvidia.com/gpu in its resources, and drop the variable"
         )
-    if (how := _reaches_every_gpu(container)) is not None:
+    if (how := reaches_every_gpu(container)) is not None:
         raise ValueError(
             f"container {container.get('name', '(unnamed)')!r} {how}, which reaches every GPU "
             "of its node without asking for them (the NVIDIA container toolkit hands them "
@@ -125,29 +122,6 @@ def _container_gpus(container: Mapping[str, Any]) -> dict[str, int]:
                 f"{', '.join(GPU_RESOURCES)} or nvidia.com/mig-<profile>"
             )
     return {r: _whole(r, v) for r, v in asked.items() if _priced(r)}
-
-
-def _reaches_every_gpu(container: Mapping[str, Any]) -> str | None:
-    """How a container gets its node's GPUs past the device plugin, said, or ``None``.
-
-    NOTE: the toolkit honours ``NVIDIA_VISIBLE_DEVICES`` (CUDA images set it to ``all``)
-    in a privileged container, and takes one with ``CAP_SYS_ADMIN`` for privileged, even
-    where the node refuses it to the unprivileged; and a mount whose path lies under its
-    device-list root names GPUs to hand over (the ``volume-mounts`` strategy, the very
-    hardening that refuses the variable, reads them so).
-    """
-    context = container.get("securityContext") or {}
-    if context.get("privileged") is True:
-        return "is privileged (securityContext.privileged)"
-    capabilities = context.get("capabilities") or {}
-    added = {str(c).upper().removeprefix("CAP_") for c in capabilities.get("add") or []}
-    if added & {"SYS_ADMIN", "ALL"}:
-        return "adds the capability SYS_ADMIN (securityContext.capabilities.add)"
-    for mount in container.get("volumeMounts") or []:
-        where = posixpath.normpath("/" + str(mount.get("mountPath", "")).strip().lstrip("/"))
-        if any(where == root or where.startswith(root + "/") for root in DEVICE_LIST_ROOTS):
-            return f"mounts a volume at {where}, the device list of NVIDIA's toolkit"
-    return None
 
 
 def _priced(resource: str) -> bool:

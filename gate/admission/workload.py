@@ -10,7 +10,8 @@ Reads the object as the API server returns it (``kueue.x-k8s.io/v1beta2``, a pla
   (:func:`gate.admission.asks.pod_request`);
 - where those GPUs run: the accelerator and spot-ness named by the pod template's
   ``nodeSelector``, its required node affinity, or the ResourceFlavor Kueue assigned to the
-  GPU resource (its ``nodeLabels``, and last its name, unless the pods pick a machine type).
+  GPU resource (its ``nodeLabels``, and last its name, unless the pods pick their nodes
+  otherwise: a machine type, a node's name, other pods, a toleration).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gate.admission.affinity import pinned_labels, required_keys
+from gate.admission.affinity import Picker, node_pickers, pinned_labels, required_keys
 from gate.admission.asks import pod_request
 from gate.admission.labels import SPEC_ANNOTATION
 from gate.spec.devices import cdi_annotation
@@ -78,6 +79,10 @@ class PodSet:
     """Every node label its required node affinity says anything of (``NotIn`` too)."""
     restart_policy: str | None = None
     """Its template's ``restartPolicy``, where written (``None``: not in the template)."""
+    node_pickers: tuple[Picker, ...] = ()
+    """The other ways its pods pick their nodes (:func:`~gate.admission.affinity.node_pickers`)."""
+    requested: int | None = None
+    """The pods its job asks for (the pod set's ``count``), where Kueue admitted fewer."""
 
     @property
     def gpu_resources(self) -> dict[str, int]:
@@ -201,7 +206,8 @@ def _pod_set(pod_set: Mapping[str, Any], assignment: Mapping[str, Any] | None) -
     template = pod_set["template"]
     meta = template.get("metadata") or {}
     pod = template["spec"]
-    count = (assignment or {}).get("count", pod_set.get("count", 1))
+    asked = int(pod_set.get("count", 1))
+    count = int((assignment or {}).get("count", asked))
     flavors = (assignment or {}).get("flavors") or {}
     gpus = pod_request(pod)
     annotations = _texts(meta.get("annotations"))
@@ -215,7 +221,7 @@ def _pod_set(pod_set: Mapping[str, Any], assignment: Mapping[str, Any] | None) -
     gpu_flavor = next((flavors[r] for r, n in gpus.items() if n and r in flavors), None)
     return PodSet(
         name=pod_set["name"],
-        pods=int(count),
+        pods=count,
         gpus=gpus,
         node_selector=_texts(pod.get("nodeSelector")),
         flavor=gpu_flavor,
@@ -224,6 +230,8 @@ def _pod_set(pod_set: Mapping[str, Any], assignment: Mapping[str, Any] | None) -
         node_affinity=pinned_labels(pod),
         affinity_keys=required_keys(pod),
         restart_policy=pod.get("restartPolicy"),
+        node_pickers=node_pickers(pod, [r for r, n in gpus.items() if n]),
+        requested=asked if count < asked else None,
     )
 
 
@@ -292,14 +300,19 @@ def _picked_by(pod_set: PodSet) -> str | None:
     """How the pods pick their nodes beyond where they run, said, or ``None``.
 
     A pod that picks nodes by a label (a machine type, a node pool, a GPU family, a
-    ``NotIn`` of a model) may land on GPUs its flavor's name does not say: the name is then
-    no proof of the model, and the flavor must label its nodes.
+    ``NotIn`` of a model), by a node's name (``nodeName``, ``matchFields``), by other pods, or
+    onto tainted nodes (:func:`~gate.admission.affinity.node_pickers`) may land on GPUs its
+    flavor's name does not say: the name is then no proof of the model, and the flavor must
+    label its nodes.
     """
-    keys = [*pod_set.node_selector, *pod_set.affinity_keys]
-    for key in keys:
-        if not key.startswith(PLACE_LABELS):
-            value = pod_set.node_selector.get(key)
-            how = f"{key}={value}" if value is not None else f"required node affinity on {key}"
+    selector = pod_set.node_selector
+    pickers: list[Picker] = [
+        *((key, f"{key}={value}") for key, value in selector.items()),
+        *((key, f"required node affinity on {key}") for key in pod_set.affinity_keys),
+        *pod_set.node_pickers,
+    ]
+    for key, how in pickers:
+        if key is None or not key.startswith(PLACE_LABELS):
             return (
                 f"the pods pick their nodes by {how}, and their flavor's nodeLabels name no "
                 "accelerator, so its name proves no GPU model"

@@ -1,7 +1,8 @@
 """What hands a Kubernetes container accelerators (pure).
 
 Device-plugin resources (``nvidia.com/gpu``, or any named like an accelerator), devices
-claimed through Dynamic Resource Allocation, and ``NVIDIA_VISIBLE_DEVICES``. Shared by the
+claimed through Dynamic Resource Allocation, ``NVIDIA_VISIBLE_DEVICES``, and what reaches
+every GPU of a node past them (:func:`reaches_every_gpu`). Shared by the
 Kueue admission (a Workload's containers), the SkyPilot admission policy and the SkyPilot
 importer (pod configs merged into a task's pods), so all three count the same resources.
 What no object shows (an image's own ``ENV NVIDIA_VISIBLE_DEVICES=all``, as CUDA's base
@@ -11,6 +12,7 @@ images set it, or one from ``envFrom``) is the NVIDIA container toolkit's to ref
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -37,6 +39,42 @@ def visible_devices(container: Mapping[str, Any]) -> str | None:
             value = str(entry.get("value", "")).strip()
             shown = None if value.lower() in _NO_DEVICES else value
     return shown
+
+
+DEVICE_LIST_ROOTS = ("/var/run/nvidia-container-devices", "/run/nvidia-container-devices")
+"""Where NVIDIA's toolkit reads the GPUs a container gets from its mounts' paths."""
+
+
+def reaches_every_gpu(container: Mapping[str, Any]) -> str | None:
+    """How a container gets its node's GPUs past the device plugin, said, or ``None``.
+
+    NOTE: the toolkit honours ``NVIDIA_VISIBLE_DEVICES`` (CUDA images set it to ``all``)
+    in a privileged container, and takes one with ``CAP_SYS_ADMIN`` for privileged, even
+    where the node refuses it to the unprivileged; and a mount whose path lies under its
+    device-list root names GPUs to hand over (the ``volume-mounts`` strategy, the very
+    hardening that refuses the variable, reads them so). Shared by the Kueue admission and
+    the SkyPilot policy (pod configs); a value of the wrong type counts as what it may be.
+    """
+    context = _mapping(container.get("securityContext"))
+    if context.get("privileged") not in (None, False):
+        return "is privileged (securityContext.privileged)"
+    added = _mapping(context.get("capabilities")).get("add") or []
+    names = {str(c).strip().upper().removeprefix("CAP_") for c in _listed(added)}
+    if names & {"SYS_ADMIN", "ALL"}:
+        return "adds the capability SYS_ADMIN (securityContext.capabilities.add)"
+    for mount in _listed(container.get("volumeMounts")):
+        path = mount.get("mountPath", "") if isinstance(mount, Mapping) else mount
+        where = posixpath.normpath("/" + str(path).strip().lstrip("/"))
+        if any(where == root or where.startswith(root + "/") for root in DEVICE_LIST_ROOTS):
+            return f"mounts a volume at {where}, the device list of NVIDIA's toolkit"
+    return None
+
+
+def _listed(value: Any) -> list[Any]:
+    """A list as itself, any other value but none as a list of one (fail closed)."""
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
 
 
 _ACCELERATOR_VENDORS = (
@@ -105,5 +143,5 @@ def cdi_annotation(key: str) -> bool:
     return key.strip().lower().startswith(CDI_PREFIX)
 
 
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

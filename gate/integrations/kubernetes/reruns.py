@@ -6,10 +6,17 @@ says ``restartPolicy: Always``, or any of those inside an AppWrapper, runs the t
 again and again under one admission, which no spec prices: :func:`reruns` says why, so the
 controller rejects the Workload. What the pod templates do not say is read from the job
 that owns the Workload, once per pass.
+
+Kueue may admit a pod set below its ``count`` (partial admission): it then cuts a batch Job
+with ``kueue.x-k8s.io/job-min-parallelism`` to the pods it admitted (its ``parallelism``),
+and leaves its ``completions`` unless the Job says
+``kueue.x-k8s.io/job-completions-equal-parallelism``. No other job is cut: it runs every pod
+it asks for, more than the Workload admitted.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from gate.admission.workload import Owner, PodSet, Workload
@@ -61,6 +68,14 @@ BARE = ("Pod", "v1")
 
 _READ = {**RERUN_KINDS, **KUBEFLOW_JOBS, **WRAPPERS}
 
+MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
+"""A batch Job's annotation that lets Kueue admit it partially, cutting its ``parallelism``
+to the pods it admits (Kueue reads it with Go's ``strconv.Atoi``)."""
+COMPLETIONS_EQUAL = "kueue.x-k8s.io/job-completions-equal-parallelism"
+"""With :data:`MIN_PARALLELISM`, Kueue sets the Job's ``completions`` to its cut
+``parallelism`` too (read with Go's ``strconv.ParseBool``)."""
+_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+
 
 def reruns(api: KueueApi, workload: Workload, owners: OwnerCache) -> str | None:
     """Why the job that owns ``workload`` runs more pods than the Workload shows, or ``None``.
@@ -81,6 +96,7 @@ def reruns(api: KueueApi, workload: Workload, owners: OwnerCache) -> str | None:
         found = read_owner(api, workload.namespace, owner, owners, why) or {}
     kinds = _component_kinds(found) if _owned_by(owner, WRAPPERS) else _kind_of(owner)
     again = next(filter(None, (_restarts(ps, owner, kinds) for ps in workload.pod_sets)), None)
+    again = again or _admitted_short(workload, owner, found) or _ownerless(workload)
     if again is not None:
         return f"workload {workload.key}: {again}"
     if owner is None or found is None:
@@ -108,13 +124,86 @@ def _runs_again(kind: str, job: Any, workload: Workload | None) -> str | None:
     ]  # fmt: skip
     for each in jobs:
         completions, parallelism = each.get("completions"), each.get("parallelism", 1)
+        if kind == "Job" and workload is not None and _cut_to_admitted(job):
+            completions, parallelism = _as_admitted(job, completions, workload)
         if isinstance(completions, int) and completions > max(1, int(parallelism or 0)):
             return (
                 f"runs {completions} pods (completions), {parallelism} at a time "
                 "(parallelism), but its Workload shows only those at once — make completions "
                 "equal parallelism, and run the repeats as the trials of the spec's search"
+                f"{_EQUAL_FIX if kind == 'Job' and _cut_to_admitted(job) else ''}"
             )
     return None
+
+
+_EQUAL_FIX = (
+    f" (under {MIN_PARALLELISM}, Kueue cuts parallelism to the pods it admits and leaves "
+    f'completions: add {COMPLETIONS_EQUAL}: "true" to cut both)'
+)
+
+
+def _annotations(job: Any) -> dict[str, Any]:
+    meta = job.get("metadata") if isinstance(job, dict) else None
+    found = meta.get("annotations") if isinstance(meta, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def _cut_to_admitted(job: Any) -> bool:
+    """Whether Kueue surely cuts this batch Job's ``parallelism`` to the pods it admits.
+
+    Only a :data:`MIN_PARALLELISM` that Go's ``strconv.Atoi`` reads: a value this reads
+    and Kueue would not would take a Job that runs every pod as cut.
+    """
+    value = _annotations(job).get(MIN_PARALLELISM)
+    return isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]{1,9}", value) is not None
+
+
+def _as_admitted(job: Any, completions: Any, workload: Workload) -> tuple[Any, int]:
+    """The ``completions`` and ``parallelism`` Kueue gives a Job it cuts to what it admits.
+
+    ``parallelism`` becomes the pods admitted; ``completions`` too only under
+    :data:`COMPLETIONS_EQUAL` (true as Go's ``strconv.ParseBool`` reads it).
+    """
+    admitted = min((pod_set.pods for pod_set in workload.pod_sets), default=0)
+    if _annotations(job).get(COMPLETIONS_EQUAL) in _GO_TRUE:
+        return admitted, admitted
+    return completions, admitted
+
+
+def _ownerless(workload: Workload) -> str | None:
+    """Why GPU pods that no job owns run again: a Kueue pod group's failed pods are replaced.
+
+    Kueue owns a pod group's Workload by its pods, none of them its controller, and admits
+    a pod made to replace one that failed under the same admission (unless a pod says
+    ``kueue.x-k8s.io/retriable-in-group: "false"``, which no pod set shows and a pod may
+    drop later): nothing bounds how often the training runs.
+    """
+    if workload.owner is not None or not any(ps.gpu_resources for ps in workload.pod_sets):
+        return None
+    return (
+        "no job owns its GPU pods (a Kueue pod group, kueue.x-k8s.io/pod-group-name, whose "
+        "failed pods Kueue replaces under the same admission), so nothing bounds how often "
+        "their training runs, which no spec prices — run the training as a Job "
+        "(restartPolicy: Never, or OnFailure under the Job's backoffLimit)"
+    )
+
+
+def _admitted_short(workload: Workload, owner: Owner | None, job: Any) -> str | None:
+    """Why a pod set Kueue admitted below its ``count`` runs more pods than admitted.
+
+    Kueue cuts only a batch Job with :data:`MIN_PARALLELISM` to the pods it admits (its
+    completions are judged by :func:`_runs_again`); any other job runs all it asks for.
+    """
+    short = next((ps for ps in workload.pod_sets if ps.requested is not None), None)
+    if short is None or (_owned_by(owner, {"Job": "batch"}) and _cut_to_admitted(job)):
+        return None
+    whose = "its job" if owner is None else f"its {owner.kind} {owner.name}"
+    return (
+        f"its pod set {short.name} is admitted for {short.pods} of its {short.requested} "
+        f"pods, but {whose} runs all {short.requested}, which the Workload does not show "
+        f"(Kueue cuts only a batch Job with {MIN_PARALLELISM} to the pods it admits) — "
+        "ask for the pods the spec prices, and queue it where they fit"
+    )
 
 
 def _components(spec: dict[str, Any]) -> str | None:
