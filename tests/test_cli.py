@@ -738,7 +738,8 @@ def test_quiet_prints_only_the_findings_and_what_was_taken_as_given():
         "examples/llm-finetune-grid.yaml:21:3: approval BG110 64 trials is over the approval "
         "trigger of 32\n"
         "examples/llm-finetune-grid.yaml: note: team nlp is taken as the spec declares it: no "
-        "policy states which specs it owns (owns.specs in nlp.yaml), so any spec may claim it\n"
+        "policy states which specs it owns (team nlp has no policy file: add nlp.yaml with "
+        "owns.specs), so any spec may claim it\n"
     )
 
 
@@ -896,9 +897,10 @@ def test_check_with_an_exit_hook_registered_leaves_the_usual_way(tmp_path):
     assert mark.read_text() == "saved"
 
 
-def test_a_spec_in_a_folder_named_like_a_spec_file_is_refused(tmp_path, capsys):
+def test_a_spec_in_a_folder_named_like_a_spec_file_is_refused(tmp_path, capsys, monkeypatch):
     """A waiver of experiments/nlp/nightly-eval.yaml covered nightly-eval.yaml/a.yaml, b.yaml…
     (gitignore's patterns name a folder of that name and all in it): 28k USD, no approval."""
+    monkeypatch.chdir(tmp_path)  # no repository: from this one's root, a spec outside it
     folder = tmp_path / "experiments" / "nightly-eval.yaml"
     folder.mkdir(parents=True)
     (folder / "a.yaml").write_text((ROOT / "examples" / "cifar-sweep.yaml").read_text())
@@ -995,11 +997,13 @@ def test_verify_says_an_input_error_once_at_column_1(tmp_path, capsys):
     spec = tmp_path / "typo.yaml"
     text = (ROOT / "examples" / "cifar-sweep.yaml").read_text(encoding="utf-8")
     spec.write_text(text.replace("max_epochs:", "max_epoch:"), encoding="utf-8")
-    assert main(["verify", str(spec), "--policy-dir", "policies"]) == 3
+    policies = str(tmp_path / "policies")  # beside the spec: this repository's lie outside it
+    shutil.copytree(ROOT / "policies", policies)
+    assert main(["verify", str(spec), "--policy-dir", policies]) == 3
     out, err = capsys.readouterr()
     assert f"{spec}:16:3: unknown key 'max_epoch' in workload" in out
     assert "max_epoch'" not in err
-    assert main(["verify", str(spec), "--policy-dir", "policies", "--format", "json"]) == 3
+    assert main(["verify", str(spec), "--policy-dir", policies, "--format", "json"]) == 3
     assert f"{spec}:16:3: unknown key 'max_epoch' in workload" in capsys.readouterr().err
 
 

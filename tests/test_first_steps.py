@@ -232,7 +232,10 @@ def _estimate_out(tmp_path, monkeypatch, capsys, spec: str, *extra: str) -> str:
 def test_a_cap_that_ends_trials_is_not_called_nothing_stopping_early(tmp_path, monkeypatch, capsys):
     spec = SPEC.replace("search:", "stopping: {max_trial_hours: 0.5}\nsearch:")
     out = _estimate_out(tmp_path, monkeypatch, capsys, spec)
-    assert "no early stopping: a per-trial cap ends trials before all 10 epochs" in out
+    assert (
+        "no early stopping: trials run until max_trial_hours stops them, before all 10 epochs"
+        in out
+    )
     assert "but a cap ends them" not in out and "nothing stops early: trials would" not in out
 
 

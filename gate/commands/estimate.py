@@ -14,7 +14,7 @@ from gate.money import format_amount, format_nonzero
 from gate.policy.findings import Outcome
 from gate.reporters import indented_json
 from gate.reporters.json import JsonReporter
-from gate.reporters.text import alternative_lines
+from gate.reporters.text import alternative_lines, judged_on
 from gate.words import counted
 
 
@@ -94,6 +94,8 @@ def _render_text(result: SpecResult) -> str:
         f"price: {format_amount(q.per_gpu_hour, 5)} {q.currency} per GPU-hour, "
         f"{q.accelerator} {q.capacity.value} ({q.basis})"
     )
+    if (judged := judged_on(est)) is not None:
+        lines.append(judged)
     if est.epoch_minutes_range is not None:
         low, high = est.epoch_minutes_range
         lines.append(f"epoch time: {low:f}–{high:f} min (worst takes the high end)")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from decimal import Decimal
 
 from gate.estimate.measured import Measured, declared_minutes, epoch_note
+from gate.estimate.reliability import MAX_FACTOR
 from gate.estimate.settings import PricingPolicy, ScenarioName
-from gate.money import format_amount
+from gate.money import format_amount, to_decimal
 from gate.spec.experiment import Experiment
 from gate.spec.trial import Range
 from gate.words import counted, every_epoch
@@ -100,33 +101,119 @@ def default_notes(policy: PricingPolicy) -> list[str]:
     return [f"policy defaults: {'; '.join(used)}"] if used else []
 
 
-def preemption_note(spec: Experiment, policy: PricingPolicy, gpu_hours: Decimal) -> str:
-    """How often spot runs are preempted, what saves work, and what is recomputed."""
+def preemption_note(
+    spec: Experiment, policy: PricingPolicy, gpu_hours: Decimal, clamped: bool = False
+) -> str:
+    """How often spot runs are preempted, what saves work, and what is recomputed.
+
+    ``clamped``: a run's expected time under preemptions passed the ceiling of
+    :data:`gate.estimate.reliability.MAX_FACTOR` times its length, so the figure is a floor.
+    """
     every = spec.resources.checkpoint_every_minutes
     saved = (
         f"checkpoints every {every:g} min"
         if every
         else "no checkpoints (a preemption restarts the run)"
     )
-    return (
+    note = (
         f"spot: {policy.spot.preemptions_per_hour:g} preemptions per hour, {saved}: "
-        f"{format_amount(gpu_hours, 1)} GPU-h recomputed"
+        f"{'at least ' if clamped else ''}{format_amount(gpu_hours, 1)} GPU-h recomputed"
     )
+    if clamped:
+        note += (
+            f" (clamped: a run is priced at no more than {MAX_FACTOR:,.0f} times its length "
+            "under preemptions; its true expected time is longer, and such a run may never "
+            "finish)"
+        )
+    return note
 
 
-def stop_line(spec: Experiment, top_epoch: int, stop_note: str | None, unfinished: bool) -> str:
-    """What ends the scenario's trials, in words."""
-    if unfinished and spec.stopping.early_stopping is None:
-        return f"no early stopping: a per-trial cap ends trials before {every_epoch(top_epoch)}"
-    return stop_note or f"every trial runs {every_epoch(top_epoch)} (nothing stops early)"
+def stop_line(
+    spec: Experiment, top_epoch: int, stop_note: str | None, cap: str | None, pruned: bool
+) -> str:
+    """What ends the scenario's trials, in words.
+
+    ``cap`` is the per-trial cap (``max_trial_hours``, ``max_trial_cost``) that stops even
+    the furthest trial, if one does, and ``pruned`` says a halving search's rungs stop
+    trials early: then "every trial runs all its epochs" would be false.
+    """
+    plain = f"every trial runs {every_epoch(top_epoch)}"
+    rungs = f"the {spec.search.strategy.value.replace('_', ' ')} rungs" if pruned else None
+    stoppers = [name for name in (rungs, cap) if name]
+    if not stoppers:
+        return stop_note or f"{plain} (nothing stops early)"
+    verb = "stops" if stoppers == [cap] else "stop"  # the rungs, or two of them
+    instead = f"trials run until {' or '.join(stoppers)} {verb} them" + (
+        f", before {every_epoch(top_epoch)}"
+        if cap
+        else f"; only those promoted to the top rung run {every_epoch(top_epoch)}"
+    )
+    if stop_note is None or stop_note == f"{plain} (nothing stops early)":
+        return f"no early stopping: {instead}"
+    if stop_note.endswith(f"so {plain}"):  # early stopping would come after the last epoch
+        return f"{stop_note.removesuffix(plain)}early stopping stops none: {instead}"
+    return stop_note
 
 
 def concurrency(spec: Experiment, policy: PricingPolicy, trials: int) -> tuple[int, list[str]]:
-    """Trials at once, and the team limit that lowers them, said."""
+    """Trials at once, and what set them when the spec did not: its default, the team limit."""
     wanted = min(spec.search.max_concurrent_trials, trials)
+    notes = []
+    if trials > 1 and "max_concurrent_trials" not in spec.search.model_fields_set:
+        notes.append(
+            "one trial at a time: search.max_concurrent_trials is not set (set it to run "
+            "trials side by side)"
+        )
     gpus = spec.resources.gpus_per_trial
     limit = policy.limits.max_concurrent_gpus
     if limit is not None and wanted * gpus > limit:
         allowed = max(1, limit // gpus)
-        return allowed, [f"team limit of {limit} concurrent GPUs runs {allowed} trials at once"]
-    return wanted, []
+        notes.append(f"team limit of {limit} concurrent GPUs runs {allowed} trials at once")
+        return allowed, notes
+    return wanted, notes
+
+
+def queue_note(policy: PricingPolicy, waves: int, retry_runs: Decimal) -> list[str]:
+    """The policy's queue wait in the wall-clock, said: it alone may pass a deadline.
+
+    Retries stretch the whole wall-clock by their share of the work, queue wait included
+    (a retried attempt waits again, in proportion).
+    """
+    hours = policy.estimation.queue_wait_hours
+    if not hours or not waves:
+        return []
+    added = waves * to_decimal(hours) * (1 + retry_runs)
+    note = (
+        f"queue wait {hours:g} h per wave (estimation.queue_wait_hours): "
+        f"+{format_amount(added, 1)} h of the wall-clock"
+    )
+    if retry_runs:
+        note += (
+            f" ({counted(waves, 'wave')} × {hours:g} h × {format_amount(1 + retry_runs, 3)}: "
+            "retries stretch the whole wall-clock, queue wait included)"
+        )
+    return [note]
+
+
+def cost_notes(
+    spec: Experiment,
+    policy: PricingPolicy,
+    name: ScenarioName,
+    retry_runs: Decimal,
+    waves: int,
+    recompute: tuple[Decimal, bool],
+    measured_failures: bool = False,
+) -> list[str]:
+    """What the scenario assumes of failures, retries, queues and preemptions.
+
+    ``recompute``: the GPU-hours recomputed after preemptions, and whether a run's
+    preemption factor was clamped at its ceiling.
+    """
+    notes = [
+        *reliability_notes(policy, retry_runs, name, measured_failures),
+        *default_notes(policy),
+        *queue_note(policy, waves, retry_runs),
+    ]
+    if recompute[0]:
+        notes.append(preemption_note(spec, policy, *recompute))
+    return notes

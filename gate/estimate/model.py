@@ -112,6 +112,7 @@ class Estimate:
         "_expected_cut",
         "_spot",
         "epoch_minutes_range",
+        "judged_on",
         "measured",
         "quote",
         "savings",
@@ -130,11 +131,14 @@ class Estimate:
         epoch_minutes_range: tuple[Decimal, Decimal] | None = None,
         measured: Measured | None = None,
         expected_cut: Callable[[], Cut | None] | None = None,
+        judged_on: ScenarioName = "worst",
     ) -> None:
         self.worst, self._expected, self.quote, self.strategy = worst, expected, quote, strategy
         self.savings, self._spot = savings, spot
         self.epoch_minutes_range, self.measured = epoch_minutes_range, measured
         self._expected_cut: Callable[[], Cut | None] | tuple[Cut | None] | None = expected_cut
+        self.judged_on: ScenarioName = judged_on
+        """The scenario the policy's limits and approval triggers judge (``limits.scenario``)."""
 
     @property
     def expected(self) -> Scenario:
@@ -182,6 +186,8 @@ class Estimate:
             self.spot,
             self.epoch_minutes_range,
             self.measured,
+            None,  # NOTE: the expected cut, found already where the expected case is priced
+            self.judged_on,
         )
 
     def __eq__(self, other: object) -> bool:

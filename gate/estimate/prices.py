@@ -103,7 +103,11 @@ def quote(
             f"prices.overrides.{accelerator}.reserved in the team policy",
         )
     usd, basis = _catalog_price(clouds, accelerator, capacity.value, cloud, location)
-    return Quote(accelerator, capacity, _convert(usd, policy, currency_at), policy.currency, basis)
+    price = _convert(usd, policy, currency_at)
+    if policy.currency != "USD":  # NOTE: converted: the rate is said, as every fallback is
+        rate = policy.prices.usd_exchange_rate
+        basis += f"; USD catalog price × {rate:f}, the policy's prices.usd_exchange_rate"
+    return Quote(accelerator, capacity, price, policy.currency, basis)
 
 
 HOURS_PER_YEAR = 8760

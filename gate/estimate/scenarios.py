@@ -16,14 +16,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import NamedTuple, TypeVar
 
-from gate.estimate.assumptions import (
-    concurrency,
-    default_notes,
-    preemption_note,
-    reliability_notes,
-    shared_notes,
-    stop_line,
-)
+from gate.estimate.assumptions import concurrency, cost_notes, shared_notes, stop_line
 from gate.estimate.caps import Cut, TrialCap, TrialPath, trial_cap
 from gate.estimate.flops import with_prior
 from gate.estimate.measured import Measured, measured_policy, minutes_for
@@ -87,6 +80,7 @@ def estimate(
             epoch_minutes_range=_range(spec),
             measured=measured,
             expected_cut=lambda: _expected_cut(inputs, stopped()[0], worst),
+            judged_on=policy.limits.scenario,
         )
     stop, stop_note = expected_stop(spec, policy, measured)
     expected = _scenario(inputs, "expected", stop, stop_note)
@@ -103,6 +97,7 @@ def estimate(
         spot=spot,
         epoch_minutes_range=_range(spec),
         measured=measured,
+        judged_on=policy.limits.scenario,
     )
 
 
@@ -161,6 +156,7 @@ class _Usage(NamedTuple):
     unfinished: bool = False
     first_result: Decimal = Decimal(0)
     cut: Cut | None = None
+    clamped: bool = False
 
 
 def _scenario(
@@ -183,18 +179,7 @@ def _scenario(
     trial_hours = usage.trial_hours * (1 + retry_runs)
     exact_gpu_hours = units * trial_hours
     other = policy.spot.extra_ops_per_trial * trials if _is_spot(spec) else Decimal(0)
-    notes = (
-        [
-            *shared_notes(spec, trials, name, inputs.measured),
-            *(describe_plan(spec, name, stages, inputs.persistence) if prune else []),
-            stop_line(spec, top_epoch, stop_note, usage.unfinished),
-            *usage.cap_notes,
-            *limit_notes,
-            *_cost_notes(inputs, name, retry_runs, usage.recompute_hours * units),
-        ]
-        if inputs.notes
-        else []
-    )
+    notes = _notes(inputs, name, stages, (top_epoch, stop_note), usage, limit_notes, prune=prune)
     return Scenario(
         name=name,
         trials=trials,
@@ -225,19 +210,34 @@ def _scenario(
     )
 
 
-def _cost_notes(
-    inputs: _Pricing, name: ScenarioName, retry_runs: Decimal, recompute_gpu_hours: Decimal
+def _notes(
+    inputs: _Pricing,
+    name: ScenarioName,
+    stages: tuple[Stage, ...],
+    stop: tuple[int, str | None],
+    usage: _Usage,
+    limit_notes: list[str],
+    *,
+    prune: bool,
 ) -> list[str]:
-    """What the scenario assumes of failures, retries, queues and preemptions."""
-    policy = inputs.policy
-    measured_failures = inputs.measured is not None and inputs.measured.failure_rate is not None
-    notes = [
-        *reliability_notes(policy, retry_runs, name, measured_failures),
-        *default_notes(policy),
+    """What one scenario assumes, in words: ``stop`` is its top epoch and what ends it there."""
+    if not inputs.notes:
+        return []
+    spec, policy, measured = inputs.spec, inputs.policy, inputs.measured
+    units = spec.resources.gpus_per_trial * spec.resources.gpu_share
+    measured_failures = measured is not None and measured.failure_rate is not None
+    recompute = (usage.recompute_hours * units, usage.clamped)
+    retry_runs = _retry(policy)
+    cap = usage.cut.field if usage.unfinished and usage.cut is not None else None
+    rungs = prune and spec.search.strategy in HALVING and any(len(s.rungs) > 1 for s in stages)
+    return [
+        *shared_notes(spec, inputs.trials, name, measured),
+        *(describe_plan(spec, name, stages, inputs.persistence) if prune else []),
+        stop_line(spec, *stop, cap, rungs),
+        *usage.cap_notes,
+        *limit_notes,
+        *cost_notes(spec, policy, name, retry_runs, usage.waves, recompute, measured_failures),
     ]
-    if recompute_gpu_hours:
-        notes.append(preemption_note(inputs.spec, policy, recompute_gpu_hours))
-    return notes
 
 
 def _usage(
@@ -268,6 +268,7 @@ def _usage(
         furthest.cut,
         clock.first or Decimal(0),
         cut,
+        clock.clamped,
     )
 
 

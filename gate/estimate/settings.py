@@ -173,11 +173,19 @@ class Spot(Model):
 
 
 class ConcurrencyLimit(Protocol):
-    """The one limit the estimate reads: how many GPUs the team may hold at once."""
+    """What the estimate reads of the limits: the GPUs the team may hold at once.
+
+    And the scenario the limits judge, said beside the estimate.
+    """
 
     @property
     def max_concurrent_gpus(self) -> int | None:
         """GPUs the team may hold at once, or ``None`` when unlimited."""
+        ...
+
+    @property
+    def scenario(self) -> ScenarioName:
+        """The scenario limits and approval triggers are judged on."""
         ...
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from gate.estimate.caps import Cut, TrialCap, TrialPath, advance, cut_note
+from gate.estimate.reliability import MAX_FACTOR
 from gate.estimate.schedule import Stage, ceil_int
 
 
@@ -25,6 +26,8 @@ class Clock:
     wall: Decimal = Decimal(0)
     first: Decimal | None = None
     """When the first trial reaches the top rung (``None`` until a stage says)."""
+    clamped: bool = False
+    """Whether a run's preemption factor hit its ceiling, so the held hours are a floor."""
 
     def add(
         self,
@@ -41,6 +44,7 @@ class Clock:
         for trials, run, billed in runs:
             self.trial_hours += trials * billed
             self.recompute += trials * (billed - run)
+            self.clamped = self.clamped or (run > 0 and billed >= run * _CEILING)
             stage_work += trials * billed
             if synchronous:
                 rung_waves = ceil_int(trials / concurrency)
@@ -114,3 +118,4 @@ def round_hours(hours: Decimal) -> Decimal:
 
 
 _NANOHOUR = Decimal("1e-9")
+_CEILING = Decimal(str(MAX_FACTOR))

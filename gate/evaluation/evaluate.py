@@ -247,7 +247,7 @@ class Evaluator:
             approval=approval,
             alternatives=cheaper,
             imported=imported.summary if imported is not None else None,
-            notes=verdict_notes(spec, policy, est.measured, self.as_of),
+            notes=verdict_notes(spec, policy, est.measured, self.as_of, teams),
         )
         return Evaluation(result, spec, policy, path)
 

@@ -6,22 +6,31 @@ cloud the spec names over the policy's ``prices.cloud``; a measured figure over 
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from gate.estimate.measured import Measured, overruled
 from gate.policy.model import Policy
 from gate.spec.experiment import Experiment
 
 
 def verdict_notes(
-    spec: Experiment, policy: Policy, measured: Measured | None, as_of: str | None
+    spec: Experiment,
+    policy: Policy,
+    measured: Measured | None,
+    as_of: str | None,
+    team_files: Collection[str],
 ) -> tuple[str, ...]:
-    """Each thing the verdict took as given, in words."""
+    """Each thing the verdict took as given, in words.
+
+    ``team_files``: the teams with a policy file of their own, where ``owns.specs`` goes.
+    """
     when = f"judged as of {as_of} (--as-of), not now: waivers, approvals and the "
     notes = [when + "budget month are those of that moment"] if as_of else []
     team = spec.metadata.team
     if team is not None and not (policy.owns is not None and policy.owns.specs):
         notes.append(
             f"team {team} is taken as the spec declares it: no policy states which specs "
-            f"it owns (owns.specs in {team}.yaml), so any spec may claim it"
+            f"it owns{_where_owns_goes(team, policy, team_files)}, so any spec may claim it"
         )
     cloud, default = spec.resources.cloud, policy.prices.cloud
     if cloud is not None and cloud != default:
@@ -37,3 +46,15 @@ def verdict_notes(
     rate, mfu = policy.reliability.failure_rate, policy.estimation.mfu
     notes.extend(overruled(spec, measured, rate, mfu))
     return tuple(notes)
+
+
+def _where_owns_goes(team: str, policy: Policy, team_files: Collection[str]) -> str:
+    """Where the team's ``owns.specs`` would go: its own file, or one to add.
+
+    A team no policy knows (a typo: BG203 says so) gets no file to create.
+    """
+    if team in team_files:
+        return f" (owns.specs in {team}.yaml)"
+    if policy.teams is not None and team not in policy.teams:
+        return ""
+    return f" (team {team} has no policy file: add {team}.yaml with owns.specs)"

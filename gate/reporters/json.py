@@ -166,6 +166,7 @@ def _estimate(est: Estimate) -> dict[str, Any]:
             "currency": est.quote.currency,
             "basis": est.quote.basis,
         },
+        "judged_on": est.judged_on,
         "worst": _scenario(est.worst),
         "expected": _scenario(est.expected),
     }

@@ -23,6 +23,7 @@ from gate.reporters import assert_never
 from gate.reporters.change import cost_change, explain, gpu_hours_change, signed, status
 from gate.reporters.imported import provenance, read_as
 from gate.reporters.markup import escape, link
+from gate.reporters.text import judged_on
 
 _SEVERITIES = (Severity.ERROR, Severity.APPROVAL, Severity.WARN)
 
@@ -109,7 +110,8 @@ def _estimate_block(est: Estimate, currency: str) -> list[str]:
         f"Price: {format_amount(q.per_gpu_hour, 5)} {escape(q.currency)}/GPU-hour for "
         f"{escape(q.accelerator)} {q.capacity.value} ({escape(q.basis)})"
     )
-    return [table, price]
+    judged = judged_on(est)
+    return [table, price, *([escape(judged[0].upper() + judged[1:])] if judged else [])]
 
 
 def _estimate_row(s: Scenario, currency: str) -> str:

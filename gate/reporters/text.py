@@ -89,9 +89,10 @@ def _estimate_lines(est: Estimate, currency: str) -> list[str]:
         f"{q.accelerator} {q.capacity.value} ({q.basis})"
     )
     notes = assumption_lines(est)
+    judged = [f"  {line}"] if (line := judged_on(est)) else []
     saves = [
-        f"  saves: {s.what} −{format_amount(s.gpu_hours, 1)} GPU-h "
-        f"(−{format_amount(s.cost)} {currency}, {s.scenario})"
+        f"  saves: {s.what} {format_amount(s.gpu_hours, 1)} GPU-h "
+        f"({format_amount(s.cost)} {currency}, {s.scenario} case)"
         for s in est.savings
     ]
     if est.spot is not None:
@@ -100,7 +101,17 @@ def _estimate_lines(est: Estimate, currency: str) -> list[str]:
             f"  spot {word} {format_amount(abs(est.spot.net_saving))} {currency} "
             "against on-demand (expected, recompute included)"
         )
-    return [*table, price, *notes, *saves]
+    return [*table, price, *judged, *notes, *saves]
+
+
+def judged_on(est: Estimate) -> str | None:
+    """Which case the limits and approval triggers judged, said where it is not the worst."""
+    if est.judged_on == "worst":
+        return None
+    return (
+        f"judged on: the {est.judged_on} case (the policy's limits.scenario): limits and "
+        "approval triggers compare its figures, not the worst case's"
+    )
 
 
 def assumption_lines(est: Estimate) -> list[str]:

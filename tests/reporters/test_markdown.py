@@ -175,10 +175,9 @@ def test_a_huge_report_is_cut_below_the_limit_with_a_note():
     out = render(_many_specs(2_000, 3))
     assert utf16_length(out) <= COMMENT_LIMIT
     assert "Cut to fit GitHub's 65,536-character comment limit" in out
-    assert (
-        "1,811 specs not in the summary table; 1,973 specs without a section; 2 specs "
-        "without findings and assumptions."
-    ) in out
+    # NOTE: each section's assumptions say the trials run one at a time (no
+    # max_concurrent_trials): the sections are longer, so fewer of them fit
+    assert "1,811 specs not in the summary table; 1,977 specs without a section." in out
     assert out.rstrip().endswith("budget-gate 0.1.0</sub>")
     assert out.count("<details>") == out.count("</details>")
 

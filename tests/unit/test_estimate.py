@@ -57,7 +57,8 @@ def test_max_trial_hours_caps_each_trial_and_says_so():
         "no trial finishes its epochs, so no finished model"
     ) in worst.assumptions
     assert (
-        "no early stopping: a per-trial cap ends trials before all 100 epochs" in worst.assumptions
+        "no early stopping: trials run until max_trial_hours stops them, before all 100 epochs"
+        in worst.assumptions
     )
 
 
