@@ -10,7 +10,6 @@ from decimal import Decimal
 
 from gate.cli import main
 from gate.ledger.records import RecordKind
-from gate.money import fixed
 from tests.conftest import ROOT
 from tests.ledger_kit import UNSIGNED, fingerprint_of
 from tests.mlflow_server import CLIENT_ENV
@@ -53,11 +52,13 @@ def test_the_digits_grid_trains_logs_and_reconciles(mlflow_server, capsys, monke
     assert crashed["epochs"] == 14  # it crashed in epoch 15, before validating it
 
     cost = Decimal(totals["cost"])
-    assert Decimal(totals["cost_per_qualified_model"]) == cost / totals["qualified"]
+    assert cost > 0  # seconds-long runs: three significant digits, not 0.00
+    per = Decimal(totals["cost_per_qualified_model"])
+    assert abs(per - cost / totals["qualified"]) <= per / 100  # each to 3 significant digits
     price = Decimal(doc["price"]["per_gpu_hour"])
-    # 1 "GPU" per trial; a run's GPU-hours are kept to 12 decimals, its cost is their product
-    held = sum(fixed(Decimal(r["held_hours"]), 12) for r in runs)
-    assert cost == held * price
+    # 1 "GPU" per trial: the cost is the hours held × the price (each figure rounded)
+    held = sum(Decimal(r["held_hours"]) for r in runs)
+    assert abs(cost - held * price) <= cost / 100
     assert Decimal(totals["effective_training_ratio"]) < 1
     plateau = next(w for w in doc["waste"] if w["kind"] == "epochs-after-plateau")
     assert plateau["measured"] and plateau["advice"]
@@ -68,7 +69,8 @@ def test_the_digits_grid_trains_logs_and_reconciles(mlflow_server, capsys, monke
         for r in _ledger(mlflow_server.uri, fingerprint_of(str(ROOT / SPEC)))
         if r.kind is RecordKind.RECONCILIATION
     ]
-    assert record.actual_cost == cost and record.run_id == doc["ledger"]["record_id"]
+    assert record.run_id == doc["ledger"]["record_id"]
+    assert abs(record.actual_cost - cost) <= cost / 100  # the ledger exact, the JSON rounded
 
     _calibrate_and_price_a_new_spec(mlflow_server.uri, capsys, tmp_path)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from pathlib import Path
 
@@ -147,13 +148,13 @@ def test_over_the_approved_amount_by_more_than_the_tolerance_exits_1(lab):
     lab.log(trial=1, start=1, hours=1, metrics=GOOD)  # 110: at the 10 % tolerance
     code, doc = lab.json("--dry-run")
     assert code == 0 and doc["variance"]["over"] is False
-    assert doc["variance"]["approved"] == "100"
+    assert doc["variance"]["approved"] == "100.00"
     lab.log(trial=2, start=2, hours=0.01, metrics=GOOD)  # 110.10
     code, out, _ = lab.reconcile("--dry-run")
     assert code == 1
     assert (
         "verdict: fail — actual 110.10 USD exceeds the approved 100.00 USD (10.1 % over) by "
-        "more than the tolerance of 10 % (exit 1)"
+        "more than the tolerance of 10.0 % (exit 1)"
     ) in out
     lab.team.policy(limits=", reconcile_tolerance: 0.2")
     assert lab.reconcile("--dry-run")[0] == 0
@@ -218,13 +219,16 @@ def test_runs_retagged_away_from_this_version_are_said_with_their_hours(lab):
     tags = {**tracking.run_tags(lab.spec, trial_id=2), tracking.FINGERPRINT: "made-up"}
     del tags[tracking.GPUS], tags[tracking.TEAM]
     log_run(lab.client, lab.experiment_id, tags=tags, hours=5)
-    code, _, err = lab.reconcile("--dry-run")
+    code, out, err = lab.reconcile("--dry-run")
     assert code == 0, err
-    assert (
-        f"budget-gate: MLflow experiment {lab.experiment} also holds 2 run(s) tagged with 2 "
+    note = (
+        f"MLflow experiment {lab.experiment} also holds 2 run(s) tagged with 2 "
         "other fingerprint(s) (55.00 GPU-h), not counted here — pass "
         "--all-versions to reconcile them"
-    ) in err
+    )
+    assert f"budget-gate: {note}" in err and f"\nnote: {note}\n" in out
+    _, doc = lab.json("--dry-run")
+    assert doc["other_versions"] == {"runs": 2, "versions": 2, "gpu_hours": "55.0000", "note": note}
     _, doc = lab.json("--dry-run", "--all-versions")
     assert doc["totals"]["runs"] == 3 and Decimal(doc["totals"]["cost"]) == 650
 
@@ -317,7 +321,8 @@ def test_runs_of_an_older_version_on_another_accelerator_are_priced_at_its_price
     h100 = next(r for r in doc["runs"] if r["fingerprint"] == fingerprint_of(str(older)))
     assert h100["notes"] == ["ran on H100 on-demand: charged at its own price"]
     dearest = max(c["on-demand"] for c in load_catalog().prices["H100"].values())
-    assert Decimal(h100["cost"]) == 2 * dearest  # no cloud named: the dearest cloud's median
+    # no cloud named: the dearest cloud's median, to the cent as the JSON writes money
+    assert Decimal(h100["cost"]) == (2 * dearest).quantize(Decimal("0.01"))
     assert code == 0
 
 
@@ -348,12 +353,80 @@ def test_the_seed_case_prices_85_percent_as_post_plateau_waste(lab):
     plateau = next(w for w in doc["waste"] if w["kind"] == "epochs-after-plateau")
     total = Decimal(doc["totals"]["cost"])
     share = Decimal(plateau["cost"]) / total
-    assert share == Decimal("0.85")
+    assert round(share, 6) == Decimal("0.85")  # both figures rounded to the cent
     assert plateau["runs"] == 64
     assert "stopped paying after epoch 60 (median)" in plateau["detail"]
-    assert "85 % of their training cost" in plateau["detail"]
+    assert "85.0 % of their training cost" in plateau["detail"]
     assert doc["monitor"]["accepted_return"] == "0.1 % of its value per 10 epochs"
     _, text, _ = lab.reconcile("--dry-run", spec=str(spec))
-    assert "stopped paying after epoch 60" in text and "85 % of their training cost" in text
+    assert "stopped paying after epoch 60" in text and "85.0 % of their training cost" in text
     # After the last CLI call, which reads (and so swallows) the captured output.
     print(f"\nseed case: plateau waste {plateau['cost']} of {total} USD ({share:.1%})")
+
+
+def test_the_quality_curve_counts_qualified_models_only(lab):
+    """A finished run that fails the gate (no per-class recall) is no model, whatever its
+    val_macro_f1: the 100 spent after the first model bought the better qualified one."""
+    lab.log(trial=0, start=0, hours=10, metrics={**GOOD, "val_macro_f1": 0.85})
+    lab.log(trial=1, start=1, hours=10, metrics={"val_macro_f1": 0.95})  # fails the gate
+    lab.log(trial=2, start=2, hours=10, metrics={**GOOD, "val_macro_f1": 0.9})
+    code, out, err = lab.reconcile("--dry-run")
+    assert code == 0, err
+    assert (
+        "quality against cost: best qualified model val_macro_f1 0.9 reached after 300.00 USD "
+        "of 300.00 USD (every run's cost counted)\n"
+    ) in out
+    assert "0.95" not in out.split("quality against cost")[1]
+    _, doc = lab.json("--dry-run")
+    curve = doc["quality_curve"]
+    assert [p["best"] for p in curve["points"]] == [0.85, 0.85, 0.9]
+    assert [p["cost"] for p in curve["points"]] == ["100.00", "200.00", "300.00"]
+    assert curve["best_reached_at_cost"] == "300.00" and curve["qualified_only"] is True
+    assert doc["totals"]["cost_per_qualified_model"] == "150.00"  # the unqualified run counts
+    _, markdown, _ = lab.reconcile("--dry-run", "--format", "markdown")
+    assert "### Quality against cost (qualified models)" in markdown
+    assert "Best qualified model val\\_macro\\_f1 0.9 reached after 300.00 USD" in markdown
+
+
+def test_no_runs_of_this_version_is_said_in_every_report_not_only_on_stderr(lab):
+    """After an edit the new version has no runs: the text, the PR comment (Markdown) and
+    the JSON say how many runs of other versions there are, and name --all-versions."""
+    for trial in range(3):
+        lab.log(trial=trial, start=trial, hours=1, metrics=GOOD)
+    edited = lab.write_spec(trials=7)
+    note = (
+        f"no runs of this version ({fingerprint_of(edited)[:19]}) in MLflow experiment "
+        f"{lab.experiment}; 3 run(s) of 1 other version(s) are there — pass --all-versions "
+        "to reconcile them"
+    )
+    code, out, err = lab.reconcile("--dry-run", spec=edited)
+    assert code == 1
+    assert f"\nnote: {note}\n" in out and f"budget-gate: {note}" in err
+    _, markdown, _ = lab.reconcile("--dry-run", "--format", "markdown", spec=edited)
+    [said] = [line for line in markdown.splitlines() if "other version(s)" in line]
+    assert said.startswith("> ℹ️ no runs of this version") and "all-versions" in said
+    _, doc = lab.json("--dry-run", spec=edited)
+    assert doc["other_versions"] == {"runs": 3, "versions": 1, "gpu_hours": None, "note": note}
+    assert doc["notes"][-1] == note
+    _, every = lab.json("--dry-run", "--all-versions", spec=edited)
+    assert every["other_versions"] is None and every["totals"]["runs"] == 3
+
+
+def test_json_figures_at_checks_places_and_percentages_at_one_decimal(lab):
+    """Money to the cent, hours to 4 places, the price to 5, as check's JSON writes the same
+    estimate; the text's percentages all have one decimal (not "+15 %" beside "+64.3 %")."""
+    lab.log(trial=0, hours=10, metrics=GOOD)
+    lab.log(trial=1, start=1, hours=20, metrics=GOOD)  # 300 against a worst case of 600
+    code, out, err = lab.reconcile("--dry-run")
+    assert code == 0, err
+    assert "worst-case estimate: 600.00 USD, 60.00 GPU-h (actual −50.0 %)" in out
+    assert "limit: 660.00 USD = worst-case estimate + 10.0 % tolerance" in out
+    _, doc = lab.json("--dry-run")
+    assert (doc["totals"]["cost"], doc["totals"]["gpu_hours"]) == ("300.00", "30.0000")
+    assert (doc["variance"]["limit"], doc["runs"][0]["held_hours"]) == ("660.00", "10.0000")
+    assert doc["totals"]["hours_to_first_qualified_model"] == "10.0000"
+    code, out, err = lab.team.cli("check", lab.spec, "--format", "json")
+    worst = json.loads(out)["results"][0]["estimate"]["worst"]
+    assert doc["variance"]["worst"] == worst["cost"] == "600.00"
+    assert doc["variance"]["worst_gpu_hours"] == worst["gpu_hours"]
+    assert doc["price"]["per_gpu_hour"] == worst["drivers"]["price_per_gpu_hour"] == "10.00000"

@@ -40,13 +40,18 @@ from gate.integrations import needs_mlflow, open_ledger
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger import tracking
 from gate.ledger.approvals import live_approvals
-from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerStore, RecordKind, short
+from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerStore, RecordKind
 from gate.money import to_decimal
 from gate.policy.findings import Outcome
 from gate.policy.model import Policy
 from gate.reconcile.actuals import Plan, RunFacts, RunStatus, price_run
 from gate.reconcile.quality import monitor_for
-from gate.reconcile.reconciler import Reconciler, ReconcileReport, Reconciliation
+from gate.reconcile.reconciler import (
+    OtherVersions,
+    Reconciler,
+    ReconcileReport,
+    Reconciliation,
+)
 from gate.reporters.reconcile_text import REFUSED
 from gate.spec.experiment import Experiment
 from gate.spec.trial import Capacity
@@ -89,9 +94,10 @@ def run(args: argparse.Namespace) -> int:
     fingerprint = None if args.all_versions else plan.fingerprint
     query = RunQuery(experiment_id, fingerprint, plan.monitor.metric)
     result = _reconcile(plan, runs.facts, query)
+    other_versions = None
     if fingerprint is not None:
         others = RunQuery(experiment_id, None, None, other_than=fingerprint)
-        _other_versions(runs.facts, others, experiment, fingerprint, plan, bool(result.runs))
+        other_versions = _other_versions(runs.facts, others, experiment, plan, bool(result.runs))
     record_id, why_not, refusal = _try_record(args, evaluation, ledger, result, now)
     report = ReconcileReport(
         file=args.spec,
@@ -105,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         record_id=record_id,
         not_recorded=why_not,
         repository=os.environ.get("GITHUB_REPOSITORY", ""),
+        other_versions=other_versions,
     )
     if github is not None and refusal is None:
         _comment(github, args.pr, report)
@@ -151,40 +158,25 @@ def _other_versions(
     read: Callable[[RunQuery, Progress | None], Iterable[RunFacts]],
     query: RunQuery,
     experiment: str,
-    fingerprint: str,
     plan: Plan,
     found: bool,
-) -> None:
-    """Say what the experiment's runs of other fingerprints hold, uncounted here.
+) -> OtherVersions | None:
+    """What the experiment's runs of other fingerprints hold, uncounted here; said on stderr.
 
     After a spec edit its new version has no runs; and a run whose job retagged it (another
-    fingerprint, or none) would leave this version's total without a word.
+    fingerprint, or none) would leave this version's total without a word. The reports say
+    it too (a note; ``other_versions`` in JSON): stderr is not in a pull-request comment.
     """
     others = list(read(query, None))
     versions = Counter(facts.tags.get(tracking.FINGERPRINT) for facts in others)
-    runs, count = len(others), len(versions)
-    if found and not runs:
-        return
-    if not found:
-        also = (
-            f"{runs} run(s) of {count} other version(s) are there — pass --all-versions to "
-            "reconcile them"
-            if runs
-            else "no runs of other versions either"
-        )
-        print(
-            f"budget-gate: no runs of this version ({short(fingerprint)}) in MLflow experiment "
-            f"{experiment}; {also}",
-            file=sys.stderr,
-        )
-        return
-    hours = sum((price_run(facts, plan).gpu_hours for facts in others), Decimal(0))
-    print(
-        f"budget-gate: MLflow experiment {experiment} also holds {runs} run(s) tagged with "
-        f"{count} other fingerprint(s) ({hours:.2f} GPU-h), not counted "
-        "here — pass --all-versions to reconcile them",
-        file=sys.stderr,
+    if found and not others:
+        return None
+    hours = (
+        sum((price_run(facts, plan).gpu_hours for facts in others), Decimal(0)) if found else None
     )
+    said = OtherVersions(experiment, plan.fingerprint, len(others), len(versions), found, hours)
+    print(f"budget-gate: {said.note}", file=sys.stderr)
+    return said
 
 
 def _plan(

@@ -10,20 +10,22 @@ long the metric histories are; :meth:`Reconciler.result` adds them up (DOMAIN.md
 - time to first qualified model runs from the first submission (queue included when the
   launcher tagged it; never after a run's start) to the end of the first run that passes the gate;
 - retries are grouped by trial id; the effective-training ratio counts runs that logged
-  phases; utilization-weighted GPU-hours count runs that logged GPU utilization.
+  phases; utilization-weighted GPU-hours count runs that logged GPU utilization;
+- the quality curve is the best *qualified* model against cumulative spend: a run that
+  fails the gate bought no model, whatever its metric, though its cost is spent.
 
-Waste, variance and the verdict are in :mod:`gate.reconcile.waste`.
+Waste, variance and the verdict are in :mod:`gate.reconcile.waste`; the notes in
+:mod:`gate.reconcile.notes`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from gate.estimate.measured import minutes_text
+from gate.ledger.records import short
 from gate.reconcile.actuals import (
     MS_PER_HOUR,
     Plan,
@@ -33,6 +35,7 @@ from gate.reconcile.actuals import (
     by_start,
     price_run,
 )
+from gate.reconcile.notes import notes
 from gate.reconcile.quality import ChartMetric, better, chart_metric
 from gate.reconcile.waste import (
     RunWaste,
@@ -44,7 +47,6 @@ from gate.reconcile.waste import (
     idle_waste,
     plateau_waste,
 )
-from gate.words import counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,11 @@ class TrialRetries:
 
 @dataclass(frozen=True, slots=True)
 class CurvePoint:
-    """Cumulative cost after a run ended, and the best quality any finished run had by then."""
+    """Cumulative cost after a run ended, and the best quality of a qualified model by then.
+
+    Only runs that pass the quality gate count as a model (DOMAIN.md: compare at equal
+    quality); every run's cost, failed and unqualified ones included, counts in ``cost``.
+    """
 
     cost: Decimal
     best: float | None
@@ -83,8 +89,9 @@ class Reconciliation:
     """The experiment's runs added up: spend, qualified models, waste, variance, verdict.
 
     ``runs`` are in start order; ``curve`` is in end order (runs still running last), for
-    the chart of best quality against cumulative cost. ``best_at`` is the cumulative cost
-    when the best value was last improved: whatever came after bought no better model.
+    the chart of the best qualified model against cumulative cost. ``best_at`` is the
+    cumulative cost when a qualified model last improved on the best: whatever came after
+    bought no better qualified model (``None`` with none qualified).
     """
 
     plan: Plan
@@ -202,7 +209,7 @@ class Reconciler:
             verdict=decide(len(runs), len(qualified), variance, running),
             curve=curve,
             best_at=best_at,
-            notes=_notes(plan, runs),
+            notes=notes(plan, runs),
         )
 
 
@@ -289,94 +296,47 @@ def _curve(
     points = []
     for run in sorted(runs, key=_end_key):
         spent += run.cost
-        if run.quality is not None and better(run.quality, best, chart.mode):
+        if run.qualified and run.quality is not None and better(run.quality, best, chart.mode):
             best, best_at = run.quality, spent
         points.append(CurvePoint(spent, best))
     return tuple(points), best_at
 
 
-def _notes(plan: Plan, runs: Sequence[RunResult]) -> tuple[str, ...]:
-    notes = [note] if (note := _epoch_error(plan, runs)) is not None else []
-    if not plan.spec.quality_gate:
-        notes.append("the spec has no quality_gate: every finished run counts as qualified")
-    approval = plan.approval
-    if approval is not None and approval.currency != plan.quote.currency:
-        notes.append(
-            f"the approval is in {approval.currency}, the policy prices in "
-            f"{plan.quote.currency}: compared with the worst-case estimate instead"
-        )
-    if (basis := _estimate_basis(plan)) is not None:
-        notes.append(basis)
-    return tuple(notes)
-
-
-def _epoch_error(plan: Plan, runs: Sequence[RunResult]) -> str | None:
-    """The runs' median epoch time against what the estimate priced, and on what basis."""
-    times = [
-        (r.phases.training if r.phases is not None else r.held_hours) * 60 / r.epochs
-        for r in runs
-        if r.epochs and r.end is not None
-    ]
-    if not times:
-        return None
-    actual = statistics.median(times)
-    priced = _priced_epoch(plan)
-    if priced is None or not actual:
-        return None
-    error = (priced.minutes - actual) / actual
-    return (
-        f"epoch time: the runs took {minutes_text(actual)} min (median of "
-        f"{counted(len(times), 'run')}); the estimate priced {minutes_text(priced.minutes)} "
-        f"({priced.short}): error {error:+.1%}"
-    )
-
-
 @dataclass(frozen=True, slots=True)
-class _PricedEpoch:
-    """The epoch time the estimate's expected case priced, and its basis, short and long."""
+class OtherVersions:
+    """The experiment's runs of other spec versions, which this reconciliation left out.
 
-    minutes: Decimal
-    short: str
-    long: str
+    ``found`` says whether this version had runs; ``gpu_hours`` is what the others held
+    (``None`` when not priced: with no run of this version, their count is what matters).
+    """
 
+    experiment: str
+    fingerprint: str
+    runs: int
+    versions: int
+    found: bool
+    gpu_hours: Decimal | None = None
 
-def _priced_epoch(plan: Plan) -> _PricedEpoch | None:
-    """Measured, a FLOPs prior, or the spec's declared figure; ``None`` when there is none."""
-    measured = plan.estimate.measured
-    epoch = measured.epoch if measured is not None else None
-    if epoch is not None and epoch.prior:
-        return _PricedEpoch(epoch.median, epoch.basis, f"a FLOPs prior ({epoch.basis})")
-    if epoch is not None:
-        return _PricedEpoch(
-            epoch.median, f"median of {epoch.basis}", f"the measured calibration of {epoch.basis}"
+    @property
+    def note(self) -> str:
+        """The sentence the reports and stderr say, naming ``--all-versions``."""
+        if self.found:
+            held = "" if self.gpu_hours is None else f" ({self.gpu_hours:.2f} GPU-h)"
+            return (
+                f"MLflow experiment {self.experiment} also holds {self.runs} run(s) tagged with "
+                f"{self.versions} other fingerprint(s){held}, not counted here — pass "
+                "--all-versions to reconcile them"
+            )
+        also = (
+            f"{self.runs} run(s) of {self.versions} other version(s) are there — pass "
+            "--all-versions to reconcile them"
+            if self.runs
+            else "no runs of other versions either"
         )
-    work = plan.spec.workload
-    if not work.declares_epoch_time:
-        return None
-    expected, worst = work.epoch_minutes_for("expected"), work.epoch_minutes_for("worst")
-    declared = (
-        f"the spec's declared epoch time ({minutes_text(expected)} min, "
-        f"worst {minutes_text(worst)})"
-    )
-    return _PricedEpoch(expected, "the spec's figure", declared)
-
-
-def _estimate_basis(plan: Plan) -> str | None:
-    """What the cost variance is against: the basis of the epoch time the estimate priced."""
-    priced = _priced_epoch(plan)
-    if priced is None:
-        return None
-    measured = plan.estimate.measured
-    also = [
-        name
-        for name, figure in (
-            ("plateau", measured.plateau if measured is not None else None),
-            ("failure rate", measured.failure_rate if measured is not None else None),
+        return (
+            f"no runs of this version ({short(self.fingerprint)}) in MLflow experiment "
+            f"{self.experiment}; {also}"
         )
-        if figure is not None
-    ]
-    measured_too = f"; its {' and '.join(also)} measured too" if also else ""
-    return f"cost variance: the estimate priced each epoch from {priced.long}{measured_too}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,7 +344,9 @@ class ReconcileReport:
     """A reconciliation with what the reporters say around it (where the runs came from).
 
     ``record_id`` is the ledger record written, or ``not_recorded`` says why none was;
-    ``repository`` identifies the pull-request comment (``$GITHUB_REPOSITORY``).
+    ``repository`` identifies the pull-request comment (``$GITHUB_REPOSITORY``);
+    ``other_versions`` the runs of other spec versions left out (``None``: none, or
+    ``--all-versions``).
     """
 
     file: str
@@ -398,3 +360,10 @@ class ReconcileReport:
     record_id: str | None = None
     not_recorded: str | None = None
     repository: str = ""
+    other_versions: OtherVersions | None = None
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The reconciliation's notes, then what the experiment holds of other versions."""
+        others = self.other_versions
+        return (*self.result.notes, *([others.note] if others is not None else []))

@@ -121,7 +121,7 @@ def plateau_waste(runs: Sequence[RunWaste], monitor: Monitor) -> Waste:
     epochs = [r.epochs for r in known if r.epochs]
     cost = sum((r.plateau_cost for r in known), Decimal(0))
     trained = sum((r.train_cost for r in known), Decimal(0))
-    share = f", {percent(cost / trained)} of their training cost" if trained else ""
+    share = f", {fixed_percent(cost / trained)} of their training cost" if trained else ""
     detail = (
         f"{monitor.metric} ({monitor.mode}, must gain {monitor.threshold.describe()}) stopped "
         f"paying after epoch {_median(plateaus)} (median) while runs trained "
@@ -249,6 +249,19 @@ def percent(fraction: Decimal) -> str:
     return f"{float(round(fraction * 100, 1)):g} %"
 
 
+def fixed_percent(fraction: Decimal) -> str:
+    """``0.15`` as ``15.0 %``: always one decimal, so figures side by side read alike.
+
+    The reconcile reports use it throughout (``+15.0 %`` beside ``+64.3 %``, not ``+15 %``).
+    """
+    return f"{format_amount(fraction * 100, 1)} %"
+
+
+def signed_percent(fraction: Decimal) -> str:
+    """A change as ``+15.0 %`` or ``−44.0 %`` (a true minus, one decimal)."""
+    return f"{'+' if fraction >= 0 else '−'}{fixed_percent(abs(fraction))}"
+
+
 def change(actual: Decimal, planned: Decimal) -> Decimal | None:
     """Relative change from ``planned`` to ``actual`` (``None`` when nothing was planned)."""
     return (actual - planned) / planned if planned else None
@@ -281,10 +294,10 @@ def decide(runs: int, qualified: int, variance: Variance, running: int) -> Verdi
         )
     if variance.over:
         share = change(variance.actual, variance.reference)
-        over = f" ({percent(share)} over)" if share else ""
+        over = f" ({fixed_percent(share)} over)" if share else ""
         reasons.append(
             f"actual {_money(variance.actual, currency)} exceeds the "
             f"{variance.reference_name} {_money(variance.reference, currency)}{over} "
-            f"by more than the tolerance of {percent(variance.tolerance)}"
+            f"by more than the tolerance of {fixed_percent(variance.tolerance)}"
         )
     return Verdict(not reasons, tuple(reasons), provisional=running > 0)

@@ -1,9 +1,10 @@
-"""A Mermaid ``xychart-beta`` of the best quality so far against cumulative cost.
+"""A Mermaid ``xychart-beta`` of the best qualified model so far against cumulative cost.
 
 GitHub renders Mermaid code blocks in comments. An xychart spaces the points of a line
 evenly, so the curve is resampled at equal steps of cumulative cost (0 to the total): each
-point is the best value any finished run had reached by that spend, and the axis' worst end
-until the first model exists. A flat line at the right is money that bought no quality.
+point is the best value a qualified model had reached by that spend (every run's cost
+spent), and the axis' worst end until the first model exists. A flat line at the right is
+money that bought no better qualified model.
 
 Mermaid text is not Markdown: backslash escapes would show, and a quote or a backtick
 could end a label or the block. Labels from a spec (the metric name) keep only a safe
@@ -47,7 +48,7 @@ def resample(curve: Sequence[CurvePoint], steps: int = STEPS) -> list[tuple[Deci
 
 
 def xychart(curve: Sequence[CurvePoint], chart: ChartMetric, currency: str) -> str:
-    """The fenced Mermaid block, or ``""`` when no finished run has a value to plot."""
+    """The fenced Mermaid block, or ``""`` when no qualified model has a value to plot."""
     sampled = resample(curve)
     values = [v for _, v in sampled if v is not None]
     if not values:

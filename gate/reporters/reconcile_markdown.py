@@ -2,10 +2,10 @@
 
 Layout: a hidden marker (one comment per repository and spec, updated in place), the
 headline with cost per qualified model, the variance table, totals, waste with advice,
-the chart of best quality against cumulative cost (Mermaid), retries, then the runs in a
-collapsed table. Every string from a spec or from MLflow (run names, metric names, notes)
-is escaped with :func:`gate.reporters.markup.escape`. The runs table is cut first when the
-body would pass GitHub's comment limit.
+the chart of the best qualified model against cumulative cost (Mermaid), retries, then
+the runs in a collapsed table. Every string from a spec or from MLflow (run names, metric
+names, notes) is escaped with :func:`gate.reporters.markup.escape`. The runs table is cut
+first when the body would pass GitHub's comment limit.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from gate.ledger.records import LEDGER_EXPERIMENT, short
 from gate.money import format_amount, format_small
 from gate.reconcile.actuals import RunResult, RunStatus
 from gate.reconcile.reconciler import ReconcileReport, Reconciliation
-from gate.reconcile.waste import Variance, change, percent
+from gate.reconcile.waste import Variance, change, fixed_percent, signed_percent
 from gate.reporters.chart import xychart
 from gate.reporters.markdown import COMMENT_LIMIT
 from gate.reporters.markup import escape, utf16_length
@@ -87,7 +87,7 @@ def _headline(report: ReconcileReport) -> str:
     if verdict.provisional:
         lines.append(f"> ⏳ Provisional: {result.running} run(s) still running, charged up to now.")
     lines.extend(f"> ❌ {escape(reason)}" for reason in verdict.reasons)
-    lines.extend(f"> ℹ️ {escape(note)}" for note in result.notes)
+    lines.extend(f"> ℹ️ {escape(note)}" for note in report.notes)
     return "\n\n".join(lines)
 
 
@@ -108,7 +108,7 @@ def _variance_table(v: Variance) -> str:
         )
     state = "❌ over" if v.over else "within"
     lines.append(
-        f"| limit ({v.reference_name} + {percent(v.tolerance)}) | "
+        f"| limit ({v.reference_name} + {fixed_percent(v.tolerance)}) | "
         f"{_money(v.limit, v.currency)} | | {state} |"
     )
     return "\n".join(lines)
@@ -116,9 +116,7 @@ def _variance_table(v: Variance) -> str:
 
 def _delta(actual: Decimal, planned: Decimal) -> str:
     delta = change(actual, planned)
-    if delta is None:
-        return "—"
-    return f"{'+' if delta >= 0 else '−'}{percent(abs(delta))}"
+    return "—" if delta is None else signed_percent(delta)
 
 
 def _totals(result: Reconciliation) -> str:
@@ -128,14 +126,14 @@ def _totals(result: Reconciliation) -> str:
     ]
     if result.effective_ratio is not None:
         lines.append(
-            f"- **Effective-training ratio:** {format_amount(result.effective_ratio * 100, 1)} % "
+            f"- **Effective-training ratio:** {fixed_percent(result.effective_ratio)} "
             f"({result.phased_runs} runs logged phases)"
         )
     if result.utilization_gpu_hours is not None and result.utilization is not None:
         lines.append(
             "- **Utilization-weighted GPU-hours:** "
             f"{format_small(result.utilization_gpu_hours)} (mean utilization "
-            f"{format_amount(result.utilization * 100, 1)} %, {result.utilization_runs} runs)"
+            f"{fixed_percent(result.utilization)}, {result.utilization_runs} runs)"
         )
     first = result.first_qualified
     if first is not None and result.hours_to_first_qualified is not None:
@@ -197,7 +195,9 @@ def _chart(result: Reconciliation) -> str:
     if not block:
         return ""
     line = quality_line(result).removeprefix("quality against cost: ")
-    return "\n\n".join(["### Quality against cost", block, escape(line[:1].upper() + line[1:])])
+    return "\n\n".join(
+        ["### Quality against cost (qualified models)", block, escape(line[:1].upper() + line[1:])]
+    )
 
 
 def _retries(result: Reconciliation) -> str:

@@ -10,7 +10,7 @@ from gate.ledger.records import LEDGER_EXPERIMENT, short
 from gate.money import format_amount, format_small
 from gate.reconcile.actuals import RunResult, RunStatus
 from gate.reconcile.reconciler import ReconcileReport, Reconciliation
-from gate.reconcile.waste import Variance, change, percent
+from gate.reconcile.waste import Variance, change, fixed_percent, signed_percent
 from gate.words import aligned
 
 MAX_LISTED = 10
@@ -87,7 +87,7 @@ def header_lines(report: ReconcileReport) -> list[str]:
         f"{plan.monitor.min_delta:g}; {plan.monitor.source}); more epochs pay while they gain "
         f"{plan.monitor.threshold.describe(q.currency)}",
     ]
-    lines.extend(f"note: {note}" for note in result.notes)
+    lines.extend(f"note: {note}" for note in report.notes)
     return lines
 
 
@@ -110,8 +110,8 @@ def gate_cell(run: RunResult) -> str:
 
 
 def utilization_cell(run: RunResult) -> str:
-    """Mean GPU utilization in percent, or ``—``."""
-    return "—" if run.utilization is None else f"{format_amount(run.utilization * 100, 0)} %"
+    """Mean GPU utilization in percent (one decimal, as every percentage here), or ``—``."""
+    return "—" if run.utilization is None else fixed_percent(run.utilization)
 
 
 def epochs_cell(run: RunResult) -> str:
@@ -157,13 +157,13 @@ def total_lines(result: Reconciliation) -> list[str]:
     lines = [f"GPU-hours: {hours(result.gpu_hours)} allocated"]
     if result.effective_ratio is not None:
         lines.append(
-            f"effective-training ratio: {format_amount(result.effective_ratio * 100, 1)} % "
+            f"effective-training ratio: {fixed_percent(result.effective_ratio)} "
             f"(runs that logged phases: {result.phased_runs} of {len(result.runs)})"
         )
     if result.utilization_gpu_hours is not None and result.utilization is not None:
         lines.append(
             f"utilization-weighted GPU-hours: {hours(result.utilization_gpu_hours)} "
-            f"(mean utilization {format_amount(result.utilization * 100, 1)} % over "
+            f"(mean utilization {fixed_percent(result.utilization)} over "
             f"{result.utilization_runs} of {len(result.runs)} runs)"
         )
     lines.append(f"cost: {money(result.cost, currency)}")
@@ -261,35 +261,36 @@ def variance_lines(v: Variance) -> list[str]:
     state = "over" if v.over else "within"
     lines.append(
         f"limit: {money(v.limit, v.currency)} = {v.reference_name} + "
-        f"{percent(v.tolerance)} tolerance — actual is {state}"
+        f"{fixed_percent(v.tolerance)} tolerance — actual is {state}"
     )
     return lines
 
 
 def _against(actual: Decimal, planned: Decimal) -> str:
     delta = change(actual, planned)
-    if delta is None:
-        return ""
-    sign = "+" if delta >= 0 else "−"
-    return f" (actual {sign}{percent(abs(delta))})"
+    return "" if delta is None else f" (actual {signed_percent(delta)})"
 
 
 def quality_line(result: Reconciliation) -> str:
-    """Where the money stopped buying quality, or ``""`` without a quality value."""
+    """Where the money stopped buying quality, or ``""`` without a qualified model.
+
+    Only qualified models count as quality (a run that fails the gate is no model, whatever
+    its metric); every run's cost counts as spend.
+    """
     best = next((p.best for p in reversed(result.curve) if p.best is not None), None)
     if best is None or result.best_at is None:
         return ""
     after = result.cost - result.best_at
     tail = (
         f"; the last {money(after, result.currency)} "
-        f"({percent(after / result.cost)}) bought no better model"
+        f"({fixed_percent(after / result.cost)}) bought no better qualified model"
         if after > 0
         else ""
     )
     return (
-        f"quality against cost: best {result.chart.metric} {best:.4g} reached after "
-        f"{money(result.best_at, result.currency)} of "
-        f"{money(result.cost, result.currency)}{tail}"
+        f"quality against cost: best qualified model {result.chart.metric} {best:.4g} "
+        f"reached after {money(result.best_at, result.currency)} of "
+        f"{money(result.cost, result.currency)} (every run's cost counted){tail}"
     )
 
 

@@ -157,10 +157,23 @@ def test_the_comment_marker_is_per_repository_and_spec():
     assert re.fullmatch(r"<!-- budget-gate:reconcile:[0-9a-f]{16} -->", marker("", ""))
 
 
-def test_json_is_exact_and_complete():
+def test_json_is_complete_at_checks_places():
+    """Money to the cent, hours to 4 decimals, the price to 5, as check's JSON writes them
+    (schema 2; 1 wrote "32", "184.0" and "112.000000000" side by side)."""
     doc = json.loads(reconcile_json.render(sample()))
-    assert doc["schema_version"] == "1" and doc["kind"] == "reconciliation"
-    assert doc["totals"]["cost"] == "112"
+    assert doc["schema_version"] == "2" and doc["kind"] == "reconciliation"
+    assert doc["totals"]["cost"] == "112.00" and doc["totals"]["gpu_hours"] == "28.0000"
+    assert doc["totals"]["cost_per_qualified_model"] == "37.33"
+    assert doc["price"]["per_gpu_hour"] == "4.00000"
+    variance = doc["variance"]
+    assert (variance["expected"], variance["approved"], variance["limit"]) == (
+        "32.00",
+        "200.00",
+        "220.00",
+    )
+    assert doc["quality_curve"]["qualified_only"] is True
+    assert doc["quality_curve"]["best_reached_at_cost"] == "64.00"
+    assert doc["other_versions"] is None
     assert doc["totals"]["statuses"] == {"FAILED": 1, "FINISHED": 4, "RUNNING": 1}
     assert doc["variance"]["approval_id"] == "approval-run-1"
     assert [w["kind"] for w in doc["waste"]] == [
@@ -169,13 +182,14 @@ def test_json_is_exact_and_complete():
         "idle-gpu-time",
     ]
     [retry] = doc["retries"]
-    assert retry["trial"] == "3" and retry["retry_cost"] == "8"
+    assert retry["trial"] == "3" and retry["retry_cost"] == "8.00"
     running = next(r for r in doc["runs"] if r["status"] == "RUNNING")
-    assert running["end"] is None and running["held_hours"] == "2"
+    assert running["end"] is None and running["held_hours"] == "2.0000"
+    assert running["cost"] == "16.00" and running["utilization"] == "0.700000"
     phases = doc["runs"][0]["phases_hours"]
-    assert phases["setup"] == "0.1666666666666666666666666667" and phases["evaluation"] == "0"
-    total = sum(D(v) for v in phases.values())
-    assert round(total, 20) == D(doc["runs"][0]["held_hours"]) == 2
+    assert phases["setup"] == "0.1667" and phases["evaluation"] == "0.0000"
+    total = sum(D(v) for v in phases.values())  # each rounded: within half a unit apiece
+    assert abs(total - D(doc["runs"][0]["held_hours"])) <= D("0.0002")
     assert doc["verdict"] == {
         "passed": True,
         "provisional": True,

@@ -235,7 +235,7 @@ def test_epochs_and_the_cost_of_epochs_after_the_plateau():
     assert plateau.detail == (
         "val_loss (min, must gain 0.1 % of its value per 10 epochs) stopped paying after "
         "epoch 60 (median) while runs trained 400 epochs; 340 epochs over 1 of 1 run(s) came "
-        "after it, 85 % of their training cost"
+        "after it, 85.0 % of their training cost"
     )
     assert plateau.advice.startswith("add stopping.early_stopping on val_loss")
 
@@ -338,7 +338,7 @@ def test_variance_against_the_estimate_and_the_approval_with_tolerance():
     assert over.variance.over and over.verdict.exit_code == 1
     assert over.verdict.reasons == (
         "actual 110.10 USD exceeds the approved 100.00 USD (10.1 % over) by more than the "
-        "tolerance of 10 %",
+        "tolerance of 10.0 %",
     )
 
 
@@ -368,7 +368,7 @@ def test_without_a_quality_gate_every_finished_run_qualifies():
 
 def test_the_curve_follows_end_time_and_marks_where_quality_stopped_improving():
     runs = [
-        facts("a", start=0, hours=1, f1=0.7),
+        facts("a", start=0, hours=1, f1=0.82),
         facts("b", start=0, hours=2, f1=0.9),
         facts("c", start=0, hours=3, f1=0.85),
         facts("d", start=0, hours=0.5, status="FAILED", f1=0.99),  # failed: no model
@@ -376,26 +376,28 @@ def test_the_curve_follows_end_time_and_marks_where_quality_stopped_improving():
     result = reconcile(make_plan(price="10"), runs)
     assert result.curve == (
         CurvePoint(D(5), None),
-        CurvePoint(D(15), 0.7),
+        CurvePoint(D(15), 0.82),
         CurvePoint(D(35), 0.9),
         CurvePoint(D(65), 0.9),
     )
     assert result.best_at == D(35)
 
 
-def test_utilization_is_the_mean_over_gpus_and_ignores_non_numbers():
-    samples = {
-        "system/gpu_0_utilization_percentage": (100.0, float("nan")),
-        "system/gpu_1_utilization_percentage": (20.0, 40.0),
-        "system/gpu_2_utilization_percentage": (float("inf"),),
-    }
-    run = price_run(facts("r", gpus=2, utilization=samples), make_plan())
-    assert run.utilization == D("0.65")
-    assert run.idle_cost == run.cost * D("0.35")
-    assert price_run(facts("r"), make_plan()).idle_cost is None
-
-
-@pytest.mark.parametrize(("samples", "expected"), [((150.0,), D(1)), ((-5.0,), D(0))])
-def test_utilization_is_clamped_to_0_and_1(samples, expected):
-    run = price_run(facts("r", utilization={"k": samples}), make_plan())
-    assert run.utilization == expected
+def test_the_curve_counts_qualified_models_only_and_every_runs_cost():
+    """DOMAIN.md: plans compare at equal quality. A finished run that fails the gate is no
+    model, however good its metric: its 0.95 is not "best", and its cost is still spent."""
+    gate = [
+        {"metric": "val_f1", "op": ">=", "value": 0.8},
+        {"metric": "val_recall_class_*", "op": ">=", "value": 0.6},
+    ]
+    recall = {"val_recall_class_0": 0.7}
+    runs = [
+        facts("q1", start=0, hours=1, f1=0.85, metrics=recall),
+        facts("u", start=0, hours=2, f1=0.95),  # no per-class recall: fails the gate
+        facts("q2", start=0, hours=4, f1=0.9, metrics=recall),
+    ]
+    result = reconcile(make_plan({"quality_gate": gate}), runs)
+    assert {r.run_id: r.qualified for r in result.runs} == {"q1": True, "u": False, "q2": True}
+    assert [p.best for p in result.curve] == [0.85, 0.85, 0.9]
+    assert [p.cost for p in result.curve] == [D(10), D(30), D(70)]
+    assert result.best_at == D(70)  # the last 40 bought the better qualified model

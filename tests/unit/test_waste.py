@@ -112,7 +112,7 @@ def test_a_zero_reference_fails_any_spend_without_dividing_by_zero():
     v = variance("1", approved="0", tolerance="0.5")
     verdict = decide(1, 1, v, 0)
     assert verdict.reasons == (
-        "actual 1.00 USD exceeds the approved 0.00 USD by more than the tolerance of 50 %",
+        "actual 1.00 USD exceeds the approved 0.00 USD by more than the tolerance of 50.0 %",
     )
 
 
