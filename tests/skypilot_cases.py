@@ -99,9 +99,17 @@ def task(
     *,
     nodes: int = 1,
     spot: bool = False,
+    infra: str | None = "",
 ) -> sky.Task:
-    """A task YAML as a user writes it, read by SkyPilot itself."""
+    """A task YAML as a user writes it, read by SkyPilot itself.
+
+    ``A100`` names a family SkyPilot widens to ``A100-80GB`` on Kubernetes, SSH and Slurm, so
+    its tasks name a cloud (``infra: aws``) unless ``infra`` says otherwise (None: none).
+    """
+    if infra == "":
+        infra = "aws" if (accelerators or "").startswith("A100:") else None
     resources = {"use_spot": spot, **({"accelerators": accelerators} if accelerators else {})}
+    resources |= {"infra": infra} if infra else {}
     config = {"name": "train", "num_nodes": nodes, "resources": resources, "run": "python t.py"}
     if spec is not None:
         config["envs"] = {"BUDGET_GATE_SPEC": spec, "LR": "0.1"}
@@ -273,8 +281,8 @@ def test_a_spec_priced_at_the_cloud_it_names_runs_only_there(repo, tmp_path):
     s = settings(repo)
 
     def on(*clouds: str | None) -> sky.Task:
-        t = task(tmp_path, path, "A100:8")
-        candidates = [task(tmp_path, path, "A100:8").resources for _ in clouds]
+        t = task(tmp_path, path, "A100:8", infra=None)
+        candidates = [task(tmp_path, path, "A100:8", infra=None).resources for _ in clouds]
         pinned = [
             next(iter(c)).copy(infra=cloud) if cloud else next(iter(c))
             for c, cloud in zip(candidates, clouds, strict=True)
@@ -298,6 +306,30 @@ def test_a_spec_priced_at_the_cloud_it_names_runs_only_there(repo, tmp_path):
     exec_ = sky.AdminPolicyRequestName.CLUSTER_EXEC
     assert apply_policy(request(on(None), exec_), s).task.envs["BUDGET_GATE_SPEC"] == path
     assert "may run on AWS, but" in rejection(request(on("aws"), exec_), s)
+
+
+@pytest.mark.parametrize("infra", ["kubernetes", "ssh", "slurm", None])
+def test_a_gpu_name_skypilot_widens_runs_only_on_a_named_cloud(repo, tmp_path, infra):
+    """On Kubernetes SkyPilot lets ``A100`` match an ``A100-80GB`` node (and Slurm a GRES type
+    holding its segments): a task cleared at A100's price ran on the dearer GPU."""
+    spec = write_a100_spec(repo)
+    s = settings(repo)
+    message = rejection(request(task(tmp_path, spec, "A100:8", infra=infra)), s)
+    where = f"on {next(iter(task(tmp_path, spec, 'A100:8', infra=infra).resources)).cloud}"
+    assert message == (
+        f"budget-gate: task 'train' may run {where if infra else 'on any cloud SkyPilot picks'}, "
+        "where SkyPilot places A100 on A100-80GB GPUs too (it matches a GPU name to longer names "
+        f"that start with it), dearer than {spec} is priced for — set resources: {{infra: aws}} "
+        "(a cloud whose A100 is the one priced) in every candidate, or price A100-80GB in the "
+        f"spec (resources.accelerator), ask for it, and clear it again (budget-gate check {spec})"
+    )
+    assert apply_policy(request(task(tmp_path, spec, "A100:8", infra="gcp")), s).task
+    exec_ = sky.AdminPolicyRequestName.CLUSTER_EXEC  # runs on its cluster, checked at launch
+    assert apply_policy(request(task(tmp_path, spec, "A100:8", infra=None), exec_), s).task
+    (repo.root / spec).write_text(
+        A100_SPEC.format(trials=2, team=repo.name).replace("A100,", "A100-80GB,")
+    )
+    assert apply_policy(request(task(tmp_path, spec, "A100-80GB:8", infra=infra)), s).task
 
 
 def test_exec_and_jobs_launch_are_judged_too(repo, tmp_path):
@@ -815,6 +847,7 @@ def test_a_managed_job_restarts_no_more_often_than_the_policy_prices(repo, tmp_p
         "name": "train",
         "resources": {
             "accelerators": "A100:8",
+            "infra": "aws",
             "job_recovery": {"strategy": "FAILOVER", "max_restarts_on_errors": 1000},
         },
         "envs": {"BUDGET_GATE_SPEC": spec},
@@ -829,6 +862,38 @@ def test_a_managed_job_restarts_no_more_often_than_the_policy_prices(repo, tmp_p
     config["resources"]["job_recovery"] = {"strategy": "FAILOVER"}  # type: ignore[index]
     path.write_text(json.dumps(config))
     assert apply_policy(request(sky.Task.from_yaml(str(path)), jobs), settings(repo)).task
+
+
+@pytest.mark.parametrize(
+    ("recovery", "said"),
+    [
+        ({"max_restarts_on_errors": 0, "recover_on_exit_codes": [33]}, "exit codes [33] (job_"),
+        ({"recover_on_exit_codes": 33}, "restarts on the exit codes 33 (job_recovery.recover_on"),
+        ({"strategy": "FAILOVER", "restart_forever": True}, "sets job_recovery.restart_forever,"),
+    ],
+)
+@pytest.mark.parametrize("name", ["jobs.launch", "jobs.launch_cluster"])
+def test_a_managed_job_restarts_on_nothing_the_policy_does_not_bound(
+    repo, tmp_path, recovery, said, name
+):
+    """``recover_on_exit_codes`` restarted past max_restarts_on_errors: ``|| exit 33`` retrained
+    for ever under one launch; a key budget-gate does not read is refused the same way."""
+    spec = write_a100_spec(repo)
+    approve(repo, spec)
+    config = {
+        "name": "train",
+        "resources": {"accelerators": "A100:8", "infra": "aws", "job_recovery": recovery},
+        "envs": {"BUDGET_GATE_SPEC": spec},
+        "run": "python train.py || exit 33",
+    }
+    path = tmp_path / "task.yaml"
+    path.write_text(json.dumps(config))
+    kind = sky.AdminPolicyRequestName(name)
+    message = rejection(request(sky.Task.from_yaml(str(path)), kind), settings(repo))
+    assert said in message
+    config["resources"]["job_recovery"] = {"strategy": "FAILOVER", "recover_on_exit_codes": []}  # type: ignore[index]
+    path.write_text(json.dumps(config))
+    assert apply_policy(request(sky.Task.from_yaml(str(path)), kind), settings(repo)).task
 
 
 def test_a_controller_that_asks_for_gpus_is_refused(repo, tmp_path):

@@ -178,3 +178,278 @@ def test_a_task_trains_no_more_epochs_than_the_spec_it_names(repo, tmp_path, run
             f"but {spec} is cleared for 10 (workload.max_epochs) — train at most 10 epochs, or "
             f"change the spec and clear it again (budget-gate check {spec})"
         )
+
+
+def _cpu_task(tmp: Path, config: dict | None = None, **more) -> sky.Task:
+    """A task that asks for no GPU (no spec needed), with a ``config:`` of its own."""
+    task = {"name": "prep", "resources": {"cpus": 4}, "run": "python prep.py", **more}
+    if config is not None:
+        task["config"] = config
+    path = tmp / "cpu.yaml"
+    path.write_text(json.dumps(task))
+    return sky.Task.from_yaml(str(path))
+
+
+def _client(t: sky.Task, config: dict, name=sky.AdminPolicyRequestName.CLUSTER_LAUNCH):
+    return sky.UserRequest(task=t, skypilot_config=sky.Config(config), request_name=name, user=None)
+
+
+def _pod(container: dict, *, init: bool = False) -> dict:
+    return {"spec": {"initContainers" if init else "containers": [container]}}
+
+
+PRIVILEGED = {"securityContext": {"privileged": True}}
+REACHING = {  # each reaches every GPU of its node with no GPU asked (as the Kueue check says)
+    "privileged": {"kubernetes": {"pod_config": _pod(PRIVILEGED)}},
+    "SYS_ADMIN": {
+        "kubernetes": {
+            "pod_config": _pod({"securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}})
+        }
+    },
+    "CAP_SYS_ADMIN in an init container": {
+        "kubernetes": {
+            "pod_config": _pod(
+                {"securityContext": {"capabilities": {"add": ["cap_sys_admin"]}}}, init=True
+            )
+        }
+    },
+    "ALL in a context's pod config": {
+        "kubernetes": {
+            "context_configs": {
+                "gpu-ctx": {
+                    "pod_config": _pod({"securityContext": {"capabilities": {"add": ["ALL"]}}})
+                }
+            }
+        }
+    },
+    "privileged in ssh.pod_config": {"ssh": {"pod_config": _pod(PRIVILEGED)}},
+    "a device-list mount": {
+        "kubernetes": {
+            "pod_config": _pod(
+                {
+                    "volumeMounts": [
+                        {"name": "d", "mountPath": "/var/run/nvidia-container-devices/all"}
+                    ]
+                }
+            )
+        }
+    },
+    "a device-list mount spelled apart": {
+        "kubernetes": {
+            "pod_config": _pod(
+                {
+                    "volumeMounts": [
+                        {"name": "d", "mountPath": "//run/x/../nvidia-container-devices/"}
+                    ]
+                }
+            )
+        }
+    },
+}
+SAID = {
+    "privileged": "is privileged (securityContext.privileged)",
+    "privileged in ssh.pod_config": "is privileged (securityContext.privileged)",
+    "a device-list mount": "mounts a volume at /var/run/nvidia-container-devices/all",
+    "a device-list mount spelled apart": "mounts a volume at /run/nvidia-container-devices,",
+}
+
+
+@pytest.mark.parametrize("placed", sorted(REACHING))
+@pytest.mark.parametrize("where", ["config", "the client's SkyPilot config"])
+def test_a_pod_config_that_reaches_every_gpu_of_its_node_is_refused(repo, tmp_path, placed, where):
+    """Privileged, SYS_ADMIN or a device-list mount: the NVIDIA toolkit hands a 'CPU task' every
+    GPU of its node (the Kueue check refused them; the SkyPilot policy let them through)."""
+    config = REACHING[placed]
+    t = _cpu_task(tmp_path, config if where == "config" else None)
+    message = rejection(_client(t, {} if where == "config" else config), settings(repo))
+    assert message.startswith(
+        f"budget-gate: task 'prep' has a container in a pod config in {where}"
+    )
+    said = SAID.get(placed, "adds the capability SYS_ADMIN (securityContext.capabilities.add)")
+    assert f" that {said}" in message and "reaches every GPU of its node" in message
+
+
+def test_a_cleared_one_gpu_task_cannot_reach_every_gpu_of_its_node(repo, tmp_path):
+    spec = write_spec(repo, 2)  # 1 × L4, no approval needed
+    t = _task(tmp_path, {"BUDGET_GATE_SPEC": spec}, accelerators="L4:1")
+    apply_policy(request(t), settings(repo))  # as priced
+    message = rejection(_client(t, REACHING["privileged"]), settings(repo))
+    assert "is privileged (securityContext.privileged)" in message
+
+
+@pytest.mark.parametrize(
+    "name",
+    [sky.AdminPolicyRequestName.JOBS_LAUNCH_CONTROLLER, sky.AdminPolicyRequestName.SERVE_UP],
+)
+def test_a_controller_or_a_service_cannot_reach_every_gpu_either(repo, tmp_path, name):
+    """A controller's pod, placed on a GPU node by the client's pod config, held them all."""
+    message = rejection(_client(_cpu_task(tmp_path), REACHING["SYS_ADMIN"], name), settings(repo))
+    assert "adds the capability SYS_ADMIN" in message
+    assert apply_policy(_client(_cpu_task(tmp_path), {}, name), settings(repo))
+
+
+def test_a_pod_config_without_privileges_passes(repo, tmp_path):
+    calm = {
+        "securityContext": {"privileged": False, "capabilities": {"add": ["NET_ADMIN"]}},
+        "volumeMounts": [{"name": "d", "mountPath": "/var/run/other"}],
+    }
+    t = _cpu_task(tmp_path, {"kubernetes": {"pod_config": _pod(calm)}})
+    assert apply_policy(_client(t, {}), settings(repo)).task is t
+
+
+SBATCH = {
+    "slurm.sbatch_options": lambda o: {"slurm": {"sbatch_options": o}},
+    "cluster_configs": lambda o: {"slurm": {"cluster_configs": {"c1": {"sbatch_options": o}}}},
+    "partition_configs": lambda o: {
+        "slurm": {"cluster_configs": {"c1": {"partition_configs": {"gpu": {"sbatch_options": o}}}}}
+    },
+}
+
+
+OPTIONS = [
+    "gpus-per-node",
+    "gpus_per_task",
+    "gres",
+    "tres-per-task",
+    "array",
+    "arr",
+    "ntasks",
+    "exclusive",
+    "nodelist",
+    "constraint",
+    "nodes",
+    "time",
+    "dependency",
+    "requeue",
+    "G",
+]
+WHERE = ["config", "the client's SkyPilot config"]
+
+
+@pytest.mark.parametrize(
+    ("option", "level", "where"),
+    [(o, sorted(SBATCH)[i % 3], WHERE[i % 2]) for i, o in enumerate(OPTIONS)],
+)  # fmt: skip
+def test_sbatch_options_that_may_ask_for_gpus_or_repeat_the_job_are_refused(
+    repo, tmp_path, option, level, where
+):
+    """SkyPilot writes each as an #SBATCH line: h100:8, or a job array of 100, for a 'CPU task'."""
+    config = SBATCH[level]({option: "h100:8" if "gpu" in option else "1-100"})
+    t = _cpu_task(tmp_path, config if where == "config" else None)
+    message = rejection(_client(t, {} if where == "config" else config), settings(repo))
+    assert message.startswith(
+        f"budget-gate: task 'prep' sets slurm.sbatch_options {option} in {where}, which may ask "
+        "for GPUs or run the job again or wider"
+    )
+    assert "ask for GPUs in resources.accelerators (e.g. H100:8)" in message
+    assert "sbatch_options may set only A, account, comment," in message
+
+
+def test_sbatch_options_that_set_no_count_pass_with_one_word_each(repo, tmp_path):
+    plain = {"account": "ml-team", "qos": "normal", "mail_type": "END", "comment": "run-7"}
+    t = _cpu_task(tmp_path, SBATCH["partition_configs"](plain))
+    assert apply_policy(_client(t, SBATCH["slurm.sbatch_options"]({"A": "x"})), settings(repo))
+    hidden = {"account": "ml-team --gpus-per-node=h100:8"}  # sbatch reads a line's words
+    message = rejection(_client(_cpu_task(tmp_path, SBATCH["cluster_configs"](hidden)), {}),
+                        settings(repo))  # fmt: skip
+    assert "whose space, quote or # sbatch would read as options of their own" in message
+
+
+@pytest.mark.parametrize(
+    ("run", "envs", "said"),
+    [
+        ("python t.py --num_train_epochs 2 --max_steps 9000000", {}, "--max_steps 9000000 in run"),
+        ("accelerate launch train.py --max_train_steps=9999", {}, "--max_train_steps=9999 in run"),
+        ("python train.py trainer.max_steps=10000000", {}, "trainer.max_steps=10000000 in run"),
+        ("python t.py --num-train-steps 500 --total_steps -1", {}, "--num-train-steps 500 in run"),
+        ("python train.py --max_st 500", {}, "--max_st 500 in run"),  # argparse's unique prefix
+        ("python train.py --max_steps $STEPS", {"STEPS": "-1"}, "--max_steps $STEPS in run"),
+        ("python train.py", {"MAX_STEPS": "10000"}, "envs MAX_STEPS: 10000"),
+    ],
+)  # fmt: skip
+def test_a_task_that_bounds_its_training_by_steps_is_refused(repo, tmp_path, run, envs, said):
+    """Hugging Face's Trainer runs max_steps over the epochs: 10 epochs priced, 10M steps run."""
+    spec = write_spec(repo, 2)  # 10 epochs; two trials need no approval
+    named = {"BUDGET_GATE_SPEC": spec}
+    message = rejection(request(_task(tmp_path, {**named, **envs}, run=run)), settings(repo))
+    assert message == (
+        f"budget-gate: task 'train' bounds its training by steps ({said}), but {spec} prices "
+        "epochs, not steps (workload.max_epochs: 10) — a positive steps budget trains past the "
+        "epochs (Hugging Face's Trainer and Lightning stop at the steps): drop it, or set it to "
+        "-1, and bound the training by its epochs"
+    )
+    off = "python train.py --epochs 10 --max_steps -1 --save_steps 500 --warmup_steps 100"
+    assert apply_policy(request(_task(tmp_path, named, run=off)), settings(repo))
+
+
+@pytest.mark.parametrize(
+    "run",
+    ["python train.py $'--max_steps=500'", "python train.py --max_steps ' 500'",
+     "python train.py # --max_steps 500", "bash -c 'python train.py --max-train-steps 9'"],
+)  # fmt: skip
+def test_a_steps_budget_the_reader_cannot_read_is_refused_too(repo, tmp_path, run):
+    """However the command reader splits a quote or a comment, a named steps budget is refused."""
+    spec = write_spec(repo, 2)
+    message = rejection(
+        request(_task(tmp_path, {"BUDGET_GATE_SPEC": spec}, run=run)), settings(repo)
+    )
+    assert message.startswith("budget-gate: task 'train' bounds its training by steps (")
+
+
+@pytest.mark.parametrize(
+    ("run", "said"),
+    [
+        ("python train.py --epochs ' 1000'", "trains 1000 epochs (--epochs ' 1000' in run)"),
+        ("python train.py --epochs '1000 '", "trains 1000 epochs (--epochs '1000 ' in run)"),
+        ("python train.py --epochs=1000 # --epochs=2", "trains 1000 epochs (--epochs 1000 in"),
+        ("python train.py $'--epochs=1000'", "trains 1000 epochs (--epochs 1000 in run)"),
+        ('python train.py $"--epochs=1000"', "trains 1000 epochs (--epochs 1000 in run)"),
+        ('python train.py --epochs "$(echo 1000)"', "a command's output is not in the file"),
+        ("python train.py --epochs $(echo 1000)", "the epochs it trains are not in the file"),
+    ],
+)  # fmt: skip
+def test_a_tasks_command_is_read_as_bash_and_argparse_read_it(repo, tmp_path, run, said):
+    """Red-team launch report §4: a spaced value, a comment, bash's quotes passed at 10."""
+    spec = write_spec(repo, 2)  # 10 epochs
+    message = rejection(
+        request(_task(tmp_path, {"BUDGET_GATE_SPEC": spec}, run=run)), settings(repo)
+    )
+    assert said in message
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        "python train.py -m seed='range(1,1000)' --epochs 10",
+        "python train.py --multirun seed=1,2 --epochs 10",
+        "wandb agent --count 500 ent/proj/abc123",
+        "python -m wandb agent --count 500 ent/proj/abc123",
+        "torchrun --nproc_per_node 1 --max-restarts 1000 train.py --epochs 10",
+        "python -m torch.distributed.run --max_restarts 3 train.py --epochs 10",
+    ],
+)
+def test_a_task_whose_command_repeats_its_training_is_refused(repo, tmp_path, run):
+    """Red-team foreign report F4, F5: 999 Hydra jobs or 1000 restarts cleared as one run."""
+    spec = write_spec(repo, 2)  # 10 epochs, no retries priced
+    message = rejection(
+        request(_task(tmp_path, {"BUDGET_GATE_SPEC": spec}, run=run)), settings(repo)
+    )
+    assert "a number of trainings the file does not price" in message or (
+        "reruns the whole training after a failure" in message
+    )
+
+
+def test_torchrun_may_restart_as_often_as_the_policy_prices_retries(repo, tmp_path):
+    """The policy priced 3 retries a trial (reliability.max_retries): torchrun's restarts up
+    to that many are what it priced, as a managed job's max_restarts_on_errors are."""
+    repo.policy(extra="  launches: 1000\nreliability: {failure_rate: 0.1, max_retries: 3}\n")
+    spec = write_spec(repo, 2)  # 10 epochs
+    run = "torchrun --nproc_per_node 1 --max-restarts {} train.py --epochs 10"
+    cleared = apply_policy(
+        request(_task(tmp_path, {"BUDGET_GATE_SPEC": spec}, run=run.format(3))), settings(repo)
+    )
+    assert cleared.task is not None
+    message = rejection(
+        request(_task(tmp_path, {"BUDGET_GATE_SPEC": spec}, run=run.format(4))), settings(repo)
+    )
+    assert "reruns the whole training after a failure" in message

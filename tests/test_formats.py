@@ -924,6 +924,17 @@ envs: {EPOCHS: 10, X_BUDGET_GATE_EPOCH_MINUTES: 2}
             "[{resources: {limits: {nvidia.com/gpu: 8}}}]}}}}\n",
             "GPUs asked for in the task's config",
         ),
+        (  # the admin policy refused these at launch; check let them pass as priced
+            "run: python t.py --epochs 10\n"
+            "config: {kubernetes: {pod_config: {spec: {containers: "
+            "[{securityContext: {privileged: true}}]}}}}\n",
+            "is privileged (securityContext.privileged), which reaches every GPU of its node",
+        ),
+        (
+            "run: python t.py --epochs 10\n"
+            "config: {slurm: {sbatch_options: {gpus-per-node: 'h100:8', array: 1-100}}}\n",
+            "slurm.sbatch_options gpus-per-node: 'h100:8' may ask for GPUs",
+        ),
     ],
 )
 def test_what_a_skypilot_task_runs_beyond_the_run_priced_is_refused(tmp_path, extra, said):
@@ -974,7 +985,10 @@ def test_a_wandb_macro_the_agent_does_not_expand_overrules_no_flag(tmp_path, com
     [
         ('    gres: "gpu:h200:1"\n', True),  # Slurm allocates an H200; A100-80GB is priced
         ('    gres: "gpu:a100:1"\n', False),  # an A100: the 80 GB one priced is the dearer
-        ("    gpus_per_node: 1\n    constraint: h200\n", False),  # said, in the site's words
+        ("    gpus_per_node: 1\n    constraint: h200\n", True),  # sbatch -C h200: an H200
+        ("    gpus_per_node: 1\n    partition: gpu-h200\n", True),
+        ("    gpus_per_node: 1\n    constraint: a100|ib\n", False),
+        ("    gpus_per_node: 1\n    constraint: ib\n", False),  # no model: said
     ],
 )
 def test_a_slurm_gpu_model_is_the_accelerator_priced_or_said(tmp_path, launcher, refused):
@@ -983,26 +997,25 @@ def test_a_slurm_gpu_model_is_the_accelerator_priced_or_said(tmp_path, launcher,
     result = evaluation.result
     if refused:
         (error,) = result.errors
-        assert "the trials run on hydra.launcher.gres: h200, but the accelerator priced is" in (
+        key = launcher.split("\n")[-2].strip().split(":")[0]
+        assert f"the trials run on hydra.launcher.{key}: h200, but the accelerator priced is" in (
             error.message
         )
         return
     assert result.outcome is not Outcome.INVALID, result.errors
     if "constraint" in launcher:
-        assert any("constraint: h200 picks the nodes" in n for n in result.imported.notes)
+        assert any("picks the nodes" in n for n in result.imported.notes)
 
 
-def test_a_step_budget_in_a_hydra_config_is_said(tmp_path):
-    """Hugging Face's Trainer runs max_steps over num_train_epochs: priced by epochs, said."""
+def test_a_step_budget_in_a_hydra_config_is_refused(tmp_path):
+    """Hugging Face's Trainer runs max_steps over num_train_epochs: past the epochs priced."""
     text = (
         SUBMITIT_CONFIG.format(timeout="")
         + "training: {num_train_epochs: 1, max_steps: 10000000}\n"
     )
     result = _hydra(tmp_path, text).result
-    assert any(
-        n.startswith("training.max_steps: 10000000 bounds training by steps")
-        for n in result.imported.notes
-    )
+    (error,) = result.errors
+    assert error.message.startswith("training.max_steps: 10000000 bounds the training by steps")
 
 
 def test_a_katib_gpu_limit_merged_over_a_written_one_is_refused(tmp_path) -> None:

@@ -1,8 +1,7 @@
 """The command lines an engine runs, and the epochs flags in them, as a shell and argparse do.
 
-An argv element with whitespace in it is a script (``sh -c "python t.py --epochs 90"``):
-its commands (lines, or ``;``, ``&&``, ``||``, ``&`` and pipes between them) are read as a
-POSIX shell splits them, ``#`` no comment (a commented-out flag counts: the worst case).
+A shell's script (``sh -c "python t.py --epochs 90"``) is split into its commands as bash
+splits it (:mod:`gate.formats.command_words`: lines, separators, quotes, ``#`` comments).
 In each command an epochs flag's last value counts, as argparse keeps it, under any
 spelling argparse accepts for it: ``--epochs``, ``--max-epochs``, ``--num_train_epochs``,
 ``--trainer.max_epochs``, and their unique prefixes (``--epo``, argparse's ``allow_abbrev``),
@@ -19,6 +18,9 @@ from itertools import takewhile
 from typing import NamedTuple
 
 from gate.errors import InputError, Location
+from gate.formats.command_words import Words as Words
+from gate.formats.command_words import commands_of as commands_of
+from gate.formats.command_words import shell_words as shell_words
 from gate.formats.shell_loops import FUNCTION, TooDeep, Unreadable, simple_commands
 from gate.formats.shell_programs import (
     HIDDEN,
@@ -32,38 +34,6 @@ from gate.formats.shell_programs import (
     without_installers,
 )
 from gate.spec.loader import DataPath
-
-Words = list[tuple[str, DataPath]]
-"""Command-line words, each with the path of the file's value it comes from."""
-
-_SEPARATORS = frozenset({";", "&&", "||", "|", "&"})
-"""Shell words that end one command and start the next."""
-_MAX_SCRIPT_DEPTH = 4
-"""Scripts read inside scripts; deeper quoting is left as words."""
-_NEWLINE = re.compile(r"(?<!\\)\n")
-
-
-def commands_of(words: Words, depth: int = 0) -> list[Words]:
-    """The commands an argv runs: itself, and each command of the shell scripts it holds.
-
-    Scripts in scripts are read too (``bash -c "su -c '...'"``), a few levels deep; each word
-    keeps the path of the argv element it comes from.
-    """
-    plain: Words = []
-    found: list[Words] = []
-    for word, path in words:
-        if depth >= _MAX_SCRIPT_DEPTH or not any(c.isspace() for c in word):
-            plain.append((word, path))
-            continue
-        command: Words = []
-        for token in [*shell_words(word), ";"]:
-            if token in _SEPARATORS:
-                found.extend(commands_of(command, depth + 1))
-                command = []
-            else:
-                command.append((token, path))
-    return [plain, *found] if plain else found
-
 
 _MAX_RUN_DEPTH = 16
 """Scripts and repeaters read inside each other before a script is refused as too deep."""
@@ -253,22 +223,6 @@ _LOOP = re.compile(
 """A word that may repeat commands, in a script whose structure cannot be read."""
 
 
-def shell_words(script: str) -> list[str]:
-    """``script`` split as a POSIX shell splits it, lines and separators apart.
-
-    NOTE: shlex reads a newline as a space, running a script's lines into one command, and a
-    ``#`` inside a word (``--run-name=exp#2``) as a comment: lines are split first, and no
-    ``#`` is a comment. Unbalanced quotes: the words as they stand.
-    """
-    lexer = shlex.shlex(_NEWLINE.sub(" ; ", script), posix=True, punctuation_chars=";&|")
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:
-        return script.split()
-
-
 EPOCH_FLAG = re.compile(r"^--?((?:[\w.-]*[._-])?ep(?:o(?:c(?:hs?)?)?)?)(?:=(.*))?$")
 """A word that sets the epochs: ``--epochs 90``, ``--max-epochs=90``, ``--num_train_epochs``,
 ``--trainer.max_epochs``, or a prefix argparse would complete to one (``--epo``)."""
@@ -395,6 +349,13 @@ def option_name(flag: str) -> str:
 def unread(flag: Flag, where: str, hint: str) -> InputError:
     """The error for an epochs flag whose value the file does not say (``--epochs $E``)."""
     return InputError(
-        f"{flag.written} {flag.value} in {where}: the epochs it trains are not in the file",
+        f"{flag.written} {quoted(flag.value)} in {where}: the epochs it trains are not in the file",
         hint=hint,
     )
+
+
+def quoted(value: str) -> str:
+    """A flag's value as a shell would take it, on one line: ``' 1000'`` quoted."""
+    if value and not any(c.isspace() or c in "'\"" for c in value):
+        return value
+    return repr(value) if "\n" in value or "\t" in value else shlex.quote(value)

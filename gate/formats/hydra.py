@@ -7,6 +7,9 @@ sweeper: one job per combination of ``hydra.sweeper.params`` (comma lists, ``ran
 (Nevergrad, Ax) is refused: its trial count is in a form of its own, and read as the basic
 sweeper's grid it would be a guess. Submitit's ``gpus_per_node`` × ``nodes`` are a trial's
 GPUs, and ``timeout_min`` (default 60) ends a trial; ``hydra.job.env_set``'s epochs count.
+A step budget (:mod:`gate.formats.hydra_steps`), an interpolation Hydra resolves in the
+sweep or a ``_target_`` class (:mod:`gate.formats.hydra_unread`), and a Ray or Slurm pin to
+another GPU model (:mod:`gate.formats.hydra_pins`) are refused.
 Facts go in an ``x-budget-gate:``
 block, which Hydra keeps as any other key, or in a ``# x-budget-gate:`` comment block (for a
 config checked against a structured schema, which refuses unknown keys).
@@ -23,9 +26,12 @@ from gate.formats.hydra_defaults import chosen as chosen_groups
 from gate.formats.hydra_defaults import refuse_unread_groups
 from gate.formats.hydra_epochs import epochs as epochs_of
 from gate.formats.hydra_epochs import fewer_epochs
-from gate.formats.hydra_launchers import launcher, slurm_pins
+from gate.formats.hydra_launchers import launcher
+from gate.formats.hydra_pins import launcher_pins
+from gate.formats.hydra_steps import refuse_step_budgets
 from gate.formats.hydra_sweepers import sweeper_trials
 from gate.formats.hydra_sweeps import sweep
+from gate.formats.hydra_unread import refuse_unread
 from gate.formats.model import (
     Draft,
     FactMap,
@@ -48,6 +54,7 @@ def read(doc: LoadedDoc) -> Mapped:
 
     refuse_unread_groups(doc)
     chosen = chosen_groups(data.get("defaults"))
+    refuse_unread(data.get("hydra"), chosen, at)
     hydra = mapping(data.get("hydra"))
     sweeper = mapping(hydra.get("sweeper"))
     draft: Draft = {}
@@ -65,7 +72,7 @@ def read(doc: LoadedDoc) -> Mapped:
             ),
         )
     notes = ["command-line overrides (python app.py -m x=1,2) are not in the file: not counted"]
-    notes.extend(_step_budgets(data))
+    refuse_step_budgets(draft, data, at)
     if "method" in data and "parameters" in data:
         notes.append(
             "method and parameters are read as the app's own keys, not as a W&B sweep (a "
@@ -73,7 +80,7 @@ def read(doc: LoadedDoc) -> Mapped:
         )
     sweeper_trials(draft, sweeper, chosen, counts, at, notes, data.get("defaults"))
     launcher(draft, hydra, chosen, at, notes)
-    pins = slurm_pins(mapping(hydra.get("launcher")), at, notes)
+    pins = launcher_pins(mapping(hydra.get("launcher")), at, notes)
     inclusive = chosen.get("hydra/sweeper") == "optuna" and (
         chosen.get("hydra/sweeper/sampler") != "grid"
     )
@@ -144,28 +151,3 @@ def _spell(
 
 
 _SAMPLER_OF = {"random": "random", "bayesian": "tpe", "grid": "grid"}
-
-
-_MAX_DEPTH = 8
-
-
-def _step_budgets(data: dict[str, Any], path: tuple[str, ...] = ()) -> list[str]:
-    """What a positive ``max_steps`` may do, said: Hugging Face's Trainer runs it over epochs."""
-    said = []
-    for key, value in data.items() if isinstance(data, dict) and len(path) < _MAX_DEPTH else ():
-        here = (*path, str(key))
-        if here == ("hydra",):
-            continue
-        if (
-            key == "max_steps"
-            and isinstance(value, int)
-            and not isinstance(value, bool)
-            and value > 0
-        ):
-            said.append(
-                f"{'.'.join(here)}: {value} bounds training by steps, which budget-gate does not "
-                "price (Hugging Face's Trainer runs them past num_train_epochs): the epochs "
-                "priced are the config's"
-            )
-        said.extend(_step_budgets(value, here))
-    return said

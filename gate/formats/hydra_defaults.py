@@ -21,6 +21,7 @@ from typing import Any
 
 from gate.errors import InputError, Location
 from gate.formats.command_lines import names_epochs
+from gate.formats.hydra_steps import refuse_group_step
 from gate.formats.model import dotted, finite_number, has_path
 from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import DataPath, LoadedDoc, load_file
@@ -209,6 +210,7 @@ def _check(context: _Context, entry: _Entry, after_self: bool, depth: int) -> No
             _check(context, inner, after_self, depth + 1)
     for path, value in _leaves(group_doc.yaml12()):  # NOTE: as OmegaConf reads it
         whole = (*package, *path)
+        refuse_group_step(whole, value, group_doc.source_map.locate(path, key=True), entry.label)
         if path[:1] == ("defaults",) or not _read(whole):
             continue
         if _counts_no_more(whole, value, context.most_epochs):

@@ -287,30 +287,6 @@ _GRES = re.compile(r"(?:^|,)gpu(?::([\w.-]+))?:(\d+)")
 """Slurm's generic resources: ``gpu:8`` or ``gpu:a100:8`` (per node)."""
 
 
-def slurm_pins(
-    config: dict[str, Any], at: Any, notes: list[str]
-) -> tuple[tuple[str, str, Any], ...]:
-    """The GPU model a Submitit job is pinned to: a typed ``gres`` (``gpu:h200:1``).
-
-    Node features and partitions (``constraint: h200``, ``partition: gpu-h200``) name
-    models in the site's own words: said in ``notes``, for the accelerator priced to match.
-    """
-    pins = []
-    gres = config.get("gres")
-    if isinstance(gres, str) and (match := _GRES.search(gres)) and match.group(1):
-        pins.append(("hydra.launcher.gres", match.group(1), at("hydra", "launcher", "gres")))
-    extra = mapping(config.get("additional_parameters"))
-    for key in ("constraint", "partition"):
-        for where, value in ((config, config.get(key)), (extra, extra.get(key))):
-            if value not in (None, ""):
-                path = "" if where is config else "additional_parameters."
-                notes.append(
-                    f"hydra.launcher.{path}{key}: {value} picks the nodes, which budget-gate "
-                    "does not read: the accelerator priced must be theirs"
-                )
-    return tuple(pins)
-
-
 def _gpus_per_node(launcher: dict[str, Any], at: Any) -> tuple[int, str]:
     """A node's GPUs, the most of what Submitit asks for them by: and how the file says it."""
     found = [(0, "")]

@@ -23,6 +23,8 @@ from gate.formats.command_lines import (
     names_epochs,
     unread,
 )
+from gate.formats.command_repeaters import refuse_restarts_env
+from gate.formats.command_steps import refuse_step_budgets, refuse_steps_env
 from gate.formats.katib_env import env_of, expand, refuse_outside_refs
 from gate.formats.model import mapping, most_epochs, whole_epochs, within
 from gate.formats.shell_effects import refuse_unread_training
@@ -78,6 +80,7 @@ def epochs_in(
         "the trial's command",
         lambda path: locate(path) or locate(here),
     )
+    refuse_step_budgets(expanded, "the trial's command", lambda path: locate(path) or locate(here))
     _refuse_hooks(container, here, locate)
     per_command = [f for c in commands_of(expanded) if (f := _flags_in(c, here, spec, doc, env))]
     found = [entry for flags in per_command for entry in flags]
@@ -96,10 +99,14 @@ def _env_epochs(
     found = []
     for i, entry in enumerate(listed if isinstance(listed, list) else []):
         name = entry.get("name") if isinstance(entry, dict) else None
-        if not isinstance(name, str) or not names_epochs(name, abbreviated=False):
-            continue
         path = (*here, "env", i)
         where = doc.source_map.locate((*path, "value")) or doc.source_map.locate(path)
+        if isinstance(name, str):  # NOTE: a valueFrom's value is not in the file: not off
+            value = entry.get("value", entry.get("valueFrom"))
+            refuse_steps_env(name, value, "env of the trial's container:", where)
+            refuse_restarts_env(name, value, "env of the trial's container:", where)
+        if not isinstance(name, str) or not names_epochs(name, abbreviated=False):
+            continue
         value = str(entry.get("value", ""))
         if (literal := whole_epochs(value)) is not None:
             detail = f"env {name}={literal} in the trial's container"

@@ -15,6 +15,7 @@ import posixpath
 import re
 from collections.abc import Callable, Iterator
 from itertools import pairwise
+from typing import Any
 
 from gate.errors import InputError, Location
 from gate.formats.command_lines import (
@@ -26,20 +27,27 @@ from gate.formats.command_lines import (
     shell_words,
     training_runs,
 )
+from gate.formats.command_repeaters import refuse_program_repeats
+from gate.formats.command_steps import step_budgets
 from gate.formats.shell_programs import PYTHON, SHELLS, program, run_key
 from gate.spec.loader import DataPath
 
 Locate = Callable[[DataPath], Location | None]
 
 
-def refuse_unread_training(words: Words, where: str, locate: Locate, depth: int = 0) -> None:
+def refuse_unread_training(
+    words: Words, where: str, locate: Locate, depth: int = 0, *, restarts: int = 0
+) -> None:
     """Refuse a script whose training budget-gate cannot read from the file.
 
-    Repeats first (:func:`refuse_repeats`); then a script the job writes and runs (one
-    written from a here-document is read as the script itself is), the epochs set by a
-    builtin, and commands run from Python (or Perl, Ruby, Node) code in the script.
+    Repeats first (:func:`refuse_repeats`, and a program's own:
+    :func:`gate.formats.command_repeaters.refuse_program_repeats`, torchrun's restarts above
+    ``restarts``); then a script the job writes and runs (one written from a here-document
+    is read as the script itself is), the epochs set by a builtin, and commands run from
+    Python (or Perl, Ruby, Node) code in the script.
     """
     refuse_repeats(words, where, locate)
+    refuse_program_repeats(words, where, locate, restarts)
     commands = commands_of(words)
     written = _written_scripts(commands)
     bodies = {
@@ -54,7 +62,8 @@ def refuse_unread_training(words: Words, where: str, locate: Locate, depth: int 
             continue
         if _norm(script) in bodies and depth < _MAX_DEPTH:  # NOTE: its text is in the file
             body = [(bodies[_norm(script)], path)]
-            refuse_unread_training(body, f"{script} (written by {where})", locate, depth + 1)
+            written_by = f"{script} (written by {where})"
+            refuse_unread_training(body, written_by, locate, depth + 1, restarts=restarts)
             continue
         raise InputError(
             f"{where} runs {script}, a script it writes itself: budget-gate reads the "
@@ -280,3 +289,24 @@ def _inline_code(words: Words, depth: int = 0) -> Iterator[tuple[str, DataPath, 
 
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&"})
 _MAX_DEPTH = 4
+
+
+def refuse_held_commands(
+    script: str, envs: dict[str, Any], secret: set[str], key: str, location: Location | None
+) -> None:
+    """Refuse an env the script runs whose value holds an epochs or steps flag (``$TRAIN``).
+
+    A secret's value is not shown (it may hold a token beside the flag).
+    """
+    for name, value in envs.items():
+        if not isinstance(value, str) or not re.search(rf"\$\{{?{re.escape(str(name))}\b", script):
+            continue
+        words: Words = [(word, ()) for word in value.split()]
+        if epoch_flags(words) or step_budgets(words):
+            shown = "a secret" if name in secret else value
+            raise InputError(
+                f"{key} runs ${name}, whose value holds an epochs flag or a step budget "
+                f"({shown}): the shell expands it, budget-gate does not",
+                location=location,
+                hint=f"write the training command in {key} itself",
+            )

@@ -19,6 +19,7 @@ __all__ = [
     "PYTHON",
     "REPEATERS",
     "SHELLS",
+    "SSH_VALUED",
     "TooDeep",
     "Unreadable",
     "ansi_c",
@@ -203,7 +204,7 @@ SHELLS = frozenset(
 call: one left out runs its loops unread)."""
 HIDDEN = "\0"
 """What :func:`shell_script` returns for a script the file does not show (stdin, ``<(...)``)."""
-_SSH_VALUED = _split("-b -c -D -E -e -F -I -i -J -L -l -m -O -o -p -Q -R -S -W -w")
+SSH_VALUED = _split("-b -c -D -E -e -F -I -i -J -L -l -m -O -o -p -Q -R -S -W -w")
 
 
 def shell_script(name: str, args: list[str]) -> str | None:
@@ -226,7 +227,7 @@ def shell_script(name: str, args: list[str]) -> str | None:
     if name == "ssh":
         at = 0
         while at < len(args) and args[at].startswith("-"):
-            at += 1 + (args[at] in _SSH_VALUED)
+            at += 1 + (args[at] in SSH_VALUED)
         return " ".join(args[at + 1 :]) if at + 1 < len(args) else HIDDEN
     for at, word in enumerate(args):
         if word in ("--command", "-c") or (

@@ -21,15 +21,18 @@ from gate.formats.command_lines import (
     commands_of,
     epoch_flags,
     names_epochs,
+    quoted,
     unread,
 )
+from gate.formats.command_repeaters import refuse_restarts_env
+from gate.formats.command_steps import refuse_task_steps
 from gate.formats.extension import env_facts, skypilot_point
 from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping, whole_epochs
-from gate.formats.shell_effects import refuse_unread_training, scripts_note
+from gate.formats.shell_effects import refuse_held_commands, refuse_unread_training, scripts_note
 from gate.formats.spelling import aliased, refuse_unknown_task_keys
-from gate.spec.devices import devices_in
 from gate.spec.facts import ENV_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap
+from gate.spec.machine_configs import refuse_task_config
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +48,11 @@ class Candidate:
 def read(doc: LoadedDoc) -> Mapped:
     """The task's GPUs per trial (per node × nodes), spot, name, and its envs' facts.
 
-    A key SkyPilot's task schema does not have is refused, as SkyPilot refuses it.
+    A key SkyPilot's task schema does not have is refused, as SkyPilot refuses it, and so is
+    a step budget (:func:`gate.formats.command_steps.refuse_task_steps`).
     """
     refuse_unknown_task_keys(doc.data, doc.source_map)
+    refuse_task_steps(doc.data, lambda *path: doc.source_map.locate(tuple(path)))
     mapped = read_task(doc.data, doc.file, doc.source_map)
     return replace(mapped, point=skypilot_point(doc))  # NOTE: its text: {} or not
 
@@ -66,7 +71,7 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
                 hint=f"check the training task without {kind}:, or write the experiment as a "
                 "budget-gate spec",
             )
-    _refuse_config_gpus(data.get("config"), at)
+    refuse_task_config(data.get("config"), at)
     draft: Draft = {}
     if isinstance(data.get("name"), str) and data["name"]:
         draft[("metadata", "name")] = Traced(data["name"], Source(Origin.FILE, "name", at("name")))
@@ -114,16 +119,19 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
     )
 
 
-def task_epochs(data: dict[str, Any], at: Any) -> tuple[int, str, DataPath] | None:
+def task_epochs(
+    data: dict[str, Any], at: Any, *, restarts: int = 0
+) -> tuple[int, str, DataPath] | None:
     """The most epochs a task hands a trial (its commands', its envs'), what says so, where.
 
-    Raises :class:`InputError` for epochs the file does not show (a loop, a value set
-    outside it): the SkyPilot policy reads a launched task the same way.
+    Raises :class:`InputError` for epochs the file does not show (a loop, a program's own
+    repeater, a value set outside it), and for torchrun restarts above ``restarts`` (the
+    retries priced): the SkyPilot policy reads a launched task the same way.
     """
-    return max([*_run_epochs(data, at), *_env_epochs(data, at)], default=None)
+    return max([*_run_epochs(data, at, restarts), *_env_epochs(data, at, restarts)], default=None)
 
 
-def _run_epochs(data: dict[str, Any], at: Any) -> list[tuple[int, str, DataPath]]:
+def _run_epochs(data: dict[str, Any], at: Any, restarts: int) -> list[tuple[int, str, DataPath]]:
     """The most epochs the task trains, and where: of ``setup`` and ``run``'s commands.
 
     In each command each epochs flag's last value counts (:mod:`gate.formats.command_lines`).
@@ -138,8 +146,8 @@ def _run_epochs(data: dict[str, Any], at: Any) -> list[tuple[int, str, DataPath]
         script = data.get(key)
         if not isinstance(script, str):
             continue
-        refuse_unread_training([(script, (key,))], key, lambda path: at(*path))
-        _refuse_held_commands(script, envs, set(mapping(data.get("secrets"))), key, at)
+        refuse_unread_training([(script, (key,))], key, lambda path: at(*path), restarts=restarts)
+        refuse_held_commands(script, envs, set(mapping(data.get("secrets"))), key, at(key))
         for command in commands_of([(script, (key,))]):
             best: tuple[int, str, DataPath] | None = None
             for flag in epoch_flags(command):
@@ -149,7 +157,9 @@ def _run_epochs(data: dict[str, Any], at: Any) -> list[tuple[int, str, DataPath]
                     error = unread(
                         flag,
                         key,
-                        f"the script sets {name} itself: write the number in the flag"
+                        "write the number: a command's output is not in the file"
+                        if flag.value.startswith(("$(", "`"))
+                        else f"the script sets {name} itself: write the number in the flag"
                         if flag.value.startswith("$") and _sets(script, name)
                         else f"write the number, or set {name} in envs"
                         if flag.value.startswith("$")
@@ -157,7 +167,7 @@ def _run_epochs(data: dict[str, Any], at: Any) -> list[tuple[int, str, DataPath]
                     )
                     error.location = at(key)
                     raise error
-                shown = f"{flag.written} {flag.value}" + (
+                shown = f"{flag.written} {quoted(flag.value)}" + (
                     f" (envs {flag.value.strip('${}')}: {number})" if flag.value[0] == "$" else ""
                 )
                 if best is None or number > best[0]:
@@ -170,7 +180,7 @@ def _run_epochs(data: dict[str, Any], at: Any) -> list[tuple[int, str, DataPath]
     return [(sum(n for n, _, _ in each), detail, each[0][2])]
 
 
-def _env_epochs(data: dict[str, Any], at: Any) -> list[tuple[int, str, DataPath]]:
+def _env_epochs(data: dict[str, Any], at: Any, restarts: int) -> list[tuple[int, str, DataPath]]:
     """The epochs the task's envs (and secrets) named like the epochs hand its programs.
 
     SkyPilot exports them to ``setup`` and ``run``, so a program may read ``EPOCHS`` from its
@@ -181,6 +191,7 @@ def _env_epochs(data: dict[str, Any], at: Any) -> list[tuple[int, str, DataPath]
     held |= {name: ("secrets", value) for name, value in mapping(data.get("secrets")).items()}
     found: list[tuple[int, str, DataPath]] = []
     for name, (key, value) in held.items():  # NOTE: a secret wins over an env of its name
+        refuse_restarts_env(str(name), value, key, at(key, name), restarts)
         if str(name).startswith(ENV_PREFIX) or not names_epochs(str(name), abbreviated=False):
             continue
         number = whole_epochs(value)
@@ -216,41 +227,6 @@ def _sets(script: str, name: str) -> bool:
     """
     unread = re.sub(rf"\$(?:{re.escape(name)}\b|\{{{re.escape(name)}\}})", "", script)
     return re.search(rf"(?<![\w$]){re.escape(name)}(?!\w)", unread) is not None
-
-
-def _refuse_held_commands(
-    script: str, envs: dict[str, Any], secret: set[str], key: str, at: Any
-) -> None:
-    """Refuse an env the script runs whose value holds an epochs flag (``run: $TRAIN``).
-
-    A secret's value is not shown (it may hold a token beside the flag).
-    """
-    for name, value in envs.items():
-        if not isinstance(value, str) or not re.search(rf"\$\{{?{re.escape(str(name))}\b", script):
-            continue
-        if epoch_flags([(word, ()) for word in value.split()]):
-            shown = "a secret" if name in secret else value
-            raise InputError(
-                f"{key} runs ${name}, whose value holds an epochs flag ({shown}): the shell "
-                "expands it, budget-gate does not",
-                location=at(key),
-                hint=f"write the training command in {key} itself",
-            )
-
-
-def _refuse_config_gpus(config: Any, at: Any) -> None:
-    """Refuse accelerators a task's ``config:`` asks for (a pod config's ``nvidia.com/gpu``).
-
-    The same search as the SkyPilot admission policy's (:func:`gate.spec.devices.devices_in`).
-    """
-    devices = sorted(set(devices_in(config)))
-    if devices:
-        raise InputError(
-            f"config: {', '.join(devices)}: GPUs asked for in the task's config (a pod config), "
-            "which budget-gate does not read",
-            location=at("config"),
-            hint="ask for GPUs in resources.accelerators",
-        )
 
 
 _NATIVE = {

@@ -37,6 +37,7 @@ from gate.formats.model import (
 from gate.formats.shell_effects import scripts_note
 from gate.formats.spelling import WANDB_HYPERBAND, WANDB_METRIC, WANDB_TOP, refuse_unknown
 from gate.formats.wandb_command import command_epochs
+from gate.formats.wandb_launch import refuse_launch, sweep_method
 from gate.formats.wandb_parameters import Found, distribution, parameters
 from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import DataPath, LoadedDoc
@@ -58,14 +59,9 @@ def read(doc: LoadedDoc) -> Mapped:
         return Traced(value, Source(Origin.FILE, detail, at(*path)))
 
     _refuse_foreign_keys(doc)
-    method = data.get("method")
-    if method not in METHODS:
-        raise InputError(
-            f"method {method!r} is not a W&B search method",
-            location=at("method"),
-            hint="use grid, random or bayes",
-        )
-    draft: Draft = {("search", "strategy"): traced(METHODS[method], f"method: {method}", "method")}
+    refuse_launch(data, at)
+    method, where, detail = sweep_method(data, METHODS, at)  # scheduler.settings.method too
+    draft: Draft = {("search", "strategy"): traced(METHODS[method], detail, *where)}
     params = parameters(data.get("parameters"), ("parameters",), doc, method == "grid")
     grid = 1
     for name, (spec_param, count, path) in params.items():
@@ -75,7 +71,7 @@ def read(doc: LoadedDoc) -> Mapped:
         grid *= count
     _name(draft, data, at)
     _epochs(draft, params, data, at)
-    _trials(draft, data, method, grid, at)
+    _trials(draft, data, (method, where), grid, at)
     notes = _early_terminate(draft, data, at)
     _quality_gate(draft, data, at)
     command = data.get("command")
@@ -303,7 +299,10 @@ def _epoch_top(
     return epochs, f"{shown}: {kind} from {low} to {high}, so a run may train up to {epochs}"
 
 
-def _trials(draft: Draft, data: dict[str, Any], method: str, grid: int, at: Any) -> None:
+def _trials(
+    draft: Draft, data: dict[str, Any], run: tuple[str, DataPath], grid: int, at: Any
+) -> None:
+    method, where = run
     cap = data.get("run_cap")
     if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
         raise InputError(
@@ -323,8 +322,9 @@ def _trials(draft: Draft, data: dict[str, Any], method: str, grid: int, at: Any)
         return
     if cap is None:
         raise InputError(
-            f"method {method} without run_cap runs until stopped: the worst case has no bound",
-            location=at("method"),
+            f"{dotted(where)} {method} without run_cap runs until stopped: the worst case has "
+            "no bound",
+            location=at(*where),
             hint="add run_cap: N at the top level (W&B stops the sweep after N runs)",
         )
     draft[("search", "max_trials")] = Traced(

@@ -20,6 +20,7 @@ from gate.formats.command_lines import (
     training_runs,
     unread,
 )
+from gate.formats.command_steps import refuse_step_budgets
 from gate.formats.model import mapping, whole_epochs
 from gate.formats.shell_effects import refuse_unread_training
 from gate.formats.shell_programs import SHELLS
@@ -45,6 +46,7 @@ def command_epochs(command: Any, params: Found, at: Any) -> list[tuple[int, str,
     _refuse_split_values(words, params, at)
     swept = {option_name(name) for name in params}
     refuse_unread_training(words, "command", lambda path: at(*path))
+    refuse_step_budgets(words, "command", lambda path: at(*path))
     found, tops = [], []
     for words_of_one in commands_of(words):
         mine: list[tuple[int, str, DataPath]] = []

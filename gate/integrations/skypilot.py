@@ -38,12 +38,11 @@ from gate.errors import InputError
 from gate.evaluation.launching import LAUNCH_KEY_ENV, checked_key
 from gate.formats import Format
 from gate.formats.model import FactMap, Origin, Source, Traced
+from gate.integrations.skypilot_configs import refuse_config_reach
 from gate.integrations.skypilot_match import (
     autodown,
     check_controller,
-    check_epochs,
-    check_match,
-    check_restarts,
+    check_task,
     gpu_asks,
 )
 from gate.integrations.skypilot_settings import MissingSpec, PolicySettings
@@ -60,7 +59,6 @@ from gate.integrations.skypilot_spec import (
     whole_gpu_cost,
 )
 from gate.ledger import tracking
-from gate.spec.devices import devices_in
 from gate.spec.facts import ENV_PREFIX
 
 if TYPE_CHECKING:
@@ -185,6 +183,7 @@ def judge(
         return _no_service(task, request, settings, client_config)
     if request.endswith("launch_controller"):
         check_controller(task, request)
+        _refuse_pod_config_devices(task, client_config)  # NOTE: its pod on a GPU node
     if request not in CHECKED_REQUESTS:
         return {}
     _refuse_pod_config_devices(task, client_config)
@@ -205,11 +204,8 @@ def judge(
     if not named:
         check_self_cleared(evaluation.result, relative)
     if evaluation.spec is not None:
-        check_match(task, asks, evaluation.spec, relative, exec_request=request == "exec")
-        if named:  # NOTE: a task judged by itself was read whole: its epochs are the spec's
-            check_epochs(task, evaluation.spec, relative)
-        if evaluation.policy is not None:
-            check_restarts(task, evaluation.policy.reliability.max_retries, relative)
+        retries = evaluation.policy.reliability.max_retries if evaluation.policy else 0
+        check_task(task, asks, evaluation.spec, relative, retries, request=request, named=named)
         _check_who(task, request, evaluation, user, identities)
         if evaluation.spec.resources.mig_profile is not None and asks:
             whole = whole_gpu_cost(relative, content, settings, now)
@@ -293,27 +289,17 @@ def tracking_env(tag: str) -> str:
 
 
 def _refuse_pod_config_devices(task: sky.Task, client_config: Any) -> None:
-    """Refuse GPUs asked for through a pod config (a task's ``config:``, the client's own).
+    """Refuse what the task's ``config:`` or the request's config hands its machines unasked.
 
-    SkyPilot merges pod configs into the pods it makes (``kubernetes.pod_config``, a
-    context's ``context_configs.<ctx>.pod_config``, ``ssh.pod_config``; containers and init
-    containers), so ``nvidia.com/gpu: 8`` there holds eight GPUs while
-    ``resources.accelerators`` says none: the gate would see a CPU task needing no spec.
-    ``NVIDIA_VISIBLE_DEVICES`` in a container reaches them without asking.
+    GPUs in a pod config, a container that reaches every GPU of its node, an ``#SBATCH``
+    option that asks for GPUs or repeats the job (:mod:`gate.integrations.skypilot_configs`).
     """
     configs = [
         ("config", getattr(resources, "cluster_config_overrides", None))
         for resources in task.resources
     ]
     configs.append(("the client's SkyPilot config", _plain(client_config)))
-    for where, config in configs:
-        devices = sorted(set(devices_in(config)))
-        if devices:
-            raise Rejection(
-                f"task {task.name or '(unnamed)'!r} asks for {', '.join(devices)} through "
-                f"a pod config in {where}, which budget-gate does not count — ask for the "
-                "GPUs in resources.accelerators (e.g. H100:8) and name the spec"
-            )
+    refuse_config_reach(task.name or "(unnamed)", configs)
 
 
 def _plain(config: Any) -> Any:

@@ -14,6 +14,7 @@ from gate.admission.asks import GpuAsk
 from gate.admission.asks import matches as _matches
 from gate.errors import InputError
 from gate.integrations.skypilot_spec import Rejection
+from gate.integrations.skypilot_steps import check_steps
 from gate.spec.experiment import Experiment
 from gate.spec.trial import Capacity
 
@@ -59,19 +60,46 @@ def gpu_asks(task: Task) -> list[GpuAsk]:
     return asks
 
 
-def check_epochs(task: Task, spec: Experiment, relative: str) -> None:
-    """The task trains no more epochs than the spec it names was priced with.
+def check_task(
+    task: Task,
+    asks: list[GpuAsk],
+    spec: Experiment,
+    relative: str,
+    retries: int,
+    *,
+    request: str,
+    named: str,
+) -> None:
+    """The task asks for what the spec was priced with, trains no more, restarts no more.
+
+    ``retries`` is the policy's ``reliability.max_retries``: the reruns the price holds, of
+    a managed job (``job_recovery``) and of a command (``torchrun --max-restarts``) alike.
+    """
+    check_match(task, asks, spec, relative, exec_request=request == "exec")
+    check_epochs(task, spec, relative, named=bool(named), restarts=retries)
+    check_restarts(task, retries, relative)
+
+
+def check_epochs(
+    task: Task, spec: Experiment, relative: str, *, named: bool, restarts: int = 0
+) -> None:
+    """The task trains no more epochs than the spec it names was priced with, and no steps.
 
     Its ``run``, ``setup``, envs and secrets are read as ``budget-gate check`` reads a task
     file (:func:`gate.formats.skypilot.task_epochs`): a loop, or a value outside the task,
-    is refused too. A task that names no epochs trains what its spec says.
+    is refused too. A task that names no epochs trains what its spec says; a task judged by
+    itself (not ``named``) was read whole: its epochs are the spec's. Neither may bound its
+    training by steps (:func:`gate.integrations.skypilot_steps.check_steps`).
     """
     from gate.formats.skypilot import task_epochs  # NOTE: only where a task names a spec
 
+    check_steps(task, relative, spec.workload.max_epochs)
+    if not named:
+        return
     name = task.name or "(unnamed)"
     config = task.to_yaml_config()
     try:
-        found = task_epochs(config, lambda *path: None)
+        found = task_epochs(config, lambda *path: None, restarts=restarts)
     except InputError as exc:
         raise Rejection(f"task {name!r}: {exc.problem.message} — {exc.problem.hint}") from None
     most = spec.workload.max_epochs
@@ -111,6 +139,7 @@ def check_match(
             )
     if want.cloud is not None:
         _check_cloud(task, want.cloud, relative, exec_request=exec_request)
+    _check_family(task, want.accelerator, relative, exec_request=exec_request)
 
 
 def _check_cloud(task: Task, cloud: str, relative: str, *, exec_request: bool = False) -> None:
@@ -136,18 +165,76 @@ def _check_cloud(task: Task, cloud: str, relative: str, *, exec_request: bool = 
             )
 
 
+NAME_MATCHING_INFRA = frozenset({"kubernetes", "ssh", "slurm"})
+"""Where SkyPilot places a GPU name on nodes whose GPU's name starts with it (``A100`` on
+``A100-80GB`` nodes: its Kubernetes match lets a shorter name stand for a longer one, its
+Slurm match a name's segments for any GPU type that holds them)."""
+
+
+def _check_family(task: Task, accelerator: str, relative: str, *, exec_request: bool) -> None:
+    """A spec's GPU that names a family (``A100``: ``A100-80GB`` too) runs on a named cloud.
+
+    NOTE: the policy cannot pin the exact GPU there (each cluster labels its nodes in its own
+    way), so a candidate on Kubernetes, SSH or Slurm, or on no named cloud (SkyPilot's
+    optimizer may pick one of them), is refused. Only the families the price catalog
+    holds are known (``docs/threat-model.md``).
+    """
+    from gate.estimate.prices import load_catalog
+
+    stem = accelerator.lower()
+    longer = [n for n in load_catalog().accelerators if n.lower().startswith(stem + "-")]
+    for resources in task.resources if longer else ():
+        runs_on = str(resources.cloud).lower() if resources.cloud is not None else None
+        if not resources.accelerators or (exec_request and runs_on is None):
+            continue  # NOTE: an exec runs on its cluster, whose launch was checked
+        if runs_on is None or runs_on in NAME_MATCHING_INFRA:
+            where = f"on {resources.cloud}" if runs_on else "on any cloud SkyPilot picks"
+            raise Rejection(
+                f"task {task.name or '(unnamed)'!r} may run {where}, where SkyPilot places "
+                f"{accelerator} on {' or '.join(longer)} GPUs too (it matches a GPU name to "
+                f"longer names that start with it), dearer than {relative} is priced for — set "
+                f"resources: {{infra: aws}} (a cloud whose {accelerator} is the one priced) in "
+                f"every candidate, or price {longer[-1]} in the spec (resources.accelerator), "
+                f"ask for it, and clear it again (budget-gate check {relative})"
+            )
+
+
+RECOVERY_KEYS = frozenset({"strategy", "max_restarts_on_errors", "recover_on_exit_codes"})
+"""The ``job_recovery`` keys budget-gate reads; any other is refused (it may restart more)."""
+
+
 def check_restarts(task: Task, most: int, relative: str) -> None:
     """A managed job restarts on errors no more often than the policy prices retries.
 
     ``job_recovery.max_restarts_on_errors: 1000`` reruns the whole training a thousand times
     under one launch; the estimate prices at most ``reliability.max_retries`` retries.
+    ``recover_on_exit_codes`` restarts on those codes past any limit, so a non-empty one is
+    refused, as is a key not read here (a plugin's strategy options, a later SkyPilot's).
     """
+    name = task.name or "(unnamed)"
     for resources in task.resources:
         recovery = resources.job_recovery
-        restarts = recovery.get("max_restarts_on_errors", 0) if isinstance(recovery, dict) else 0
+        recovery = recovery if isinstance(recovery, dict) else {}
+        unknown = sorted(str(k) for k in recovery if k not in RECOVERY_KEYS)
+        if unknown:
+            raise Rejection(
+                f"task {name!r} sets job_recovery.{unknown[0]}, which budget-gate does not "
+                "read (it may restart the job past the retries priced) — drop it, and keep to "
+                "job_recovery.strategy and max_restarts_on_errors"
+            )
+        codes = recovery.get("recover_on_exit_codes")
+        if codes not in (None, []):
+            raise Rejection(
+                f"task {name!r} restarts on the exit codes {codes} "
+                "(job_recovery.recover_on_exit_codes) past any limit, but "
+                f"{relative} is priced with at most {most} retries (the policy's "
+                f"reliability.max_retries) — drop recover_on_exit_codes, and set "
+                f"max_restarts_on_errors: {most} at most"
+            )
+        restarts = recovery.get("max_restarts_on_errors", 0)
         if not isinstance(restarts, int) or isinstance(restarts, bool) or restarts > most:
             raise Rejection(
-                f"task {task.name or '(unnamed)'!r} restarts on errors up to {restarts} times "
+                f"task {name!r} restarts on errors up to {restarts} times "
                 f"(job_recovery.max_restarts_on_errors), but {relative} is priced with at most "
                 f"{most} retries (the policy's reliability.max_retries) — lower it to {most}"
             )
