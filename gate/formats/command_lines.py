@@ -21,6 +21,9 @@ from gate.errors import InputError, Location
 from gate.formats.command_words import Words as Words
 from gate.formats.command_words import commands_of as commands_of
 from gate.formats.command_words import shell_words as shell_words
+from gate.formats.epoch_names import EPOCH_FLAG as EPOCH_FLAG
+from gate.formats.epoch_names import names_epochs as names_epochs
+from gate.formats.epoch_names import paired_epochs
 from gate.formats.shell_loops import FUNCTION, TooDeep, Unreadable, simple_commands
 from gate.formats.shell_programs import (
     HIDDEN,
@@ -223,68 +226,6 @@ _LOOP = re.compile(
 """A word that may repeat commands, in a script whose structure cannot be read."""
 
 
-EPOCH_FLAG = re.compile(r"^--?((?:[\w.-]*[._-])?ep(?:o(?:c(?:hs?)?)?)?)(?:=(.*))?$")
-"""A word that sets the epochs: ``--epochs 90``, ``--max-epochs=90``, ``--num_train_epochs``,
-``--trainer.max_epochs``, or a prefix argparse would complete to one (``--epo``)."""
-
-
-_EPOCH_NAME = re.compile(
-    r"(?:[\w.-]*[._-])?ep(?:o(?:c(?:hs?)?)?)?"
-    r"|(?:[\w.-]*[._-])?epochs?[._-]?(?:count|total|num|number|n|max|limit)"
-)
-_WHOLE_EPOCH_NAME = re.compile(
-    r"(?:[\w.-]*[._-])?epochs?(?:[._-]?(?:count|total|num|number|n|max|limit))?"
-)
-"""The epochs named in whole words: what an environment variable or a ``key=value`` of a
-command line must say (no argparse completes ``EP`` there)."""
-_GLUED_EPOCHS = re.compile(r"(?:[\w.-]*[._-])?([a-z]+)epochs?")
-"""The epochs with a word glued before them: ``nepochs``, ``maxepochs``, ``numtrainepochs``."""
-_GLUED_PREFIX = re.compile(
-    r"(?:[\w.-]*[._-])?(?:n|nb|no|num|number|max|total|train|training)+ep(?:o(?:c(?:hs?)?)?)?"
-)
-"""A prefix argparse would complete to a glued count of epochs (``--nep`` for ``--nepochs``);
-only after a count's word, or ``step`` and ``keep`` would read as epochs."""
-_PER_EPOCH = re.compile(r"(?:^|[._-])per[._-]ep(?:o(?:c(?:hs?)?)?)?$")
-"""``steps_per_epoch``, ``samples_per_epoch``: a count in each epoch, not of them."""
-_SCHEDULE = re.compile(
-    r"(?:^|[._-])(?:warm[._-]?up|save|eval|evaluate|evaluation|val|valid|validation|log"
-    r"|logging|checkpoint|ckpt|start|resume|current|cur|begin|first|last|every|decay"
-    r"|anneal|freeze|unfreeze|swa|cooldown|patience|restart|offset|print|report|snapshot"
-    r"|test|min)(?=[._-]|$)"
-)
-"""A point or a part of the schedule, not its length: ``warmup_epochs``, ``start_epoch``,
-``save_every_epochs``, ``check_val_every_n_epoch``, Lightning's ``min_epochs``."""
-_GLUED_SCHEDULE = re.compile(
-    r"warmup|decay|anneal|freeze|cooldown|patience|restart|offset|snapshot|checkpoint|resume"
-    r"|save|eval|valid|logging|start|begin|first|last|every|print|report|test"
-)
-"""Such a word glued inside a longer one: ``lrdecayepochs`` (no short one: ``cur``, ``val``)."""
-_WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-"""Where camelCase starts a word: ``nEpochs`` is ``n_epochs``."""
-
-
-def names_epochs(name: str, *, abbreviated: bool = True) -> bool:
-    """Whether a config key, parameter or flag names the epochs.
-
-    ``epochs``, ``max-epochs``, ``nb_epochs``, ``n_epoch``, ``EPOCHS``, ``num_train_epochs``,
-    ``nEpochs``, ``maxEpochs``, ``epoch_count``, ``epochs_total`` and a prefix argparse would
-    complete (``epo``): a W&B parameter is handed to the program as ``--name=value``, so every
-    name its flag could be counts; not ``abbreviated``, only whole words (an environment
-    variable). Not ``eps``, ``step``, ``steps_per_epoch``, nor a point of the schedule
-    (``warmup_epochs``, ``start_epoch``, ``save_every_epochs``).
-    """
-    lowered = _WORD_START.sub("_", name).lower()
-    if _PER_EPOCH.search(lowered) or _SCHEDULE.search(lowered):
-        return False
-    pattern = _EPOCH_NAME if abbreviated else _WHOLE_EPOCH_NAME
-    if pattern.fullmatch(lowered) is not None:
-        return True
-    glued = _GLUED_EPOCHS.fullmatch(lowered)  # NOTE: nepochs, maxepochs, numtrainepochs
-    if glued is not None and not _SCHEDULE.search(glued[1]) and not glued[1].endswith("per"):
-        return _GLUED_SCHEDULE.search(glued[1]) is None
-    return abbreviated and _GLUED_PREFIX.fullmatch(lowered) is not None
-
-
 @dataclass(frozen=True, slots=True)
 class Flag:
     """One epochs flag of a command: its last value, where it is, how often it is given."""
@@ -305,14 +246,19 @@ def epoch_flags(command: Words) -> list[Flag]:
 
     A ``NAME=value`` word counts too: an environment variable the command sets for the
     program (``EPOCHS=1000 python t.py``, ``export EPOCHS=1000``, ``env NUM_EPOCHS=1000
-    ...``) or an override Hydra and OmegaConf read (``trainer.max_epochs=1000``).
+    ...``) or an override Hydra and OmegaConf read (``trainer.max_epochs=1000``); so do a
+    yacs pair and a JSON override (:func:`gate.formats.epoch_names.paired_epochs`).
     """
     last: dict[str, Flag] = {}
     for i, (word, path) in enumerate(command):
         match = EPOCH_FLAG.match(word) or _named_flag(word) or _assignment(word)
-        if match is None:
+        paired = None if match is not None else paired_epochs(word, command[i + 1 : i + 2])
+        if paired is not None:  # NOTE: yacs' KEY VALUE, a JSON object's epochs
+            written, value, path = paired[0], paired[1], command[i + 1][1] if paired[2] else path
+        elif match is None:
             continue
-        written, value = word.split("=", 1)[0], match.group(2)
+        else:
+            written, value = word.split("=", 1)[0], match.group(2)
         if value is None and i + 1 < len(command):
             value, path = command[i + 1]
         if value is not None:
