@@ -167,7 +167,7 @@ def _clear(
     if not policies.builtin:
         policies.require_dir()  # NOTE: else its missing folder read as the spec's misplacement
     repo = RepoPaths(policies.policy_dir if not policies.builtin else POLICY_DIR)
-    check_launched(spec, repo.root)  # before any ledger read: fail closed
+    check_launched(spec, repo.root, policies_there=not policies.builtin)  # before any read
     home = None if policies.builtin else policies.policy_dir
     uri = resolve_tracking_uri(tracking_uri, os.environ, home)  # beside the policies
     key = _launch_key(launch_key, call)

@@ -230,3 +230,32 @@ def test_a_spec_outside_the_repository_is_refused_by_verify_and_require_approval
     code, _, err = repo.cli("verify", "experiments/out/x.yaml", "--dry-run")
     assert f"(a link to {(outside / 'x.yaml').resolve()})" in err
     assert repo.cli("verify", SPEC, "--dry-run")[0] == 0  # the same file, in the repository
+
+
+def test_a_spec_outside_policies_that_lie_in_no_git_work_tree_is_refused_too(
+    repo: Team, tmp_path: Path, monkeypatch
+) -> None:
+    """An image built without ``.git``: its policies' folder is the repository, and a spec
+    outside it was cleared by them. With the built-in default no repository judges at all,
+    so a spec anywhere is judged by it (and said so), as before."""
+    image = tmp_path / "image"
+    (image / "experiments").mkdir(parents=True)
+    (image / "policies").mkdir()
+    for policy in Path(repo.policy_dir).glob("*.yaml"):
+        (image / "policies" / policy.name).write_text(policy.read_text())
+    outside = tmp_path / "elsewhere.yaml"
+    outside.write_text((repo.root / SPEC).read_text())
+    monkeypatch.chdir(image)
+    code, out, err = repo.cli("verify", str(outside), "--dry-run")  # --policy-dir: the repo's
+    assert code == 3 and "lies outside the repository" in err, out + err
+    repo.capsys.readouterr()
+    assert main(["verify", str(outside), "--dry-run", "--policy-dir", "policies"]) == 3
+    err = repo.capsys.readouterr().err
+    assert f"lies outside the repository {image.resolve()}" in err
+    assert "(a link to" not in err  # named by its own path: no link
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    monkeypatch.chdir(bare)  # no policies anywhere: the built-in default judges
+    code = main(["verify", str(outside), "--dry-run", "--tracking-uri", repo.uri])
+    err = repo.capsys.readouterr().err
+    assert code != 3 and "lies outside" not in err and "built-in default policy" in err

@@ -65,10 +65,12 @@ def read_spec(named: str, repo: Path, *, subject: str) -> tuple[str, bytes]:
         ) from None
 
 
-def check_launched(spec: str | Path, root: Path) -> None:
+def check_launched(spec: str | Path, root: Path, *, policies_there: bool = True) -> None:
     """:func:`check_launchable` for a spec named by a path from the current directory.
 
-    ``root`` is the repository the policies come from (``verify``'s, the launch API's).
+    ``root`` is the repository the policies come from (``verify``'s, the launch API's);
+    ``policies_there``: they are its own (not the built-in default), so a spec outside it
+    is refused even where it is no git work tree (an image built without ``.git``).
 
     Raises:
         InputError: the Action never judges a file so named, or so placed.
@@ -80,10 +82,10 @@ def check_launched(spec: str | Path, root: Path) -> None:
             f"{one_line(str(spec))}: cannot be resolved ({exc})",
             hint="name the spec by its path in the repository, e.g. experiments/sweep.yaml",
         ) from None
-    check_launchable(str(spec), path, root.resolve())
+    check_launchable(str(spec), path, root.resolve(), policies_there=policies_there)
 
 
-def check_launchable(named: str, path: Path, root: Path) -> None:
+def check_launchable(named: str, path: Path, root: Path, *, policies_there: bool = True) -> None:
     """Refuse a spec the Action never judges: every launch path calls this before judging.
 
     The Action judges the files a pull request changes whose names
@@ -112,7 +114,7 @@ def check_launchable(named: str, path: Path, root: Path) -> None:
             hint=f"rename it to end in .yaml (e.g. {_suggested(path.name)}), commit it under "
             "the Action's specs globs, and launch that file",
         )
-    if os.path.lexists(root / ".git") and not path.is_relative_to(root):
+    if (policies_there or os.path.lexists(root / ".git")) and not path.is_relative_to(root):
         raise InputError(
             f"{shown}: lies outside the repository {one_line(str(root))} whose policies judge "
             f"it{_through_a_link(named, path)}, so no pull request judged this spec",
@@ -137,8 +139,9 @@ def check_launchable(named: str, path: Path, root: Path) -> None:
 
 
 def _through_a_link(named: str, path: Path) -> str:
-    """`` (a link to PATH)`` when the name given is not where the spec lies, else nothing."""
-    return "" if Path(named).absolute() == path else f" (a link to {one_line(str(path))})"
+    """`` (a link to PATH)`` when a link leads the name given elsewhere, else nothing."""
+    given = Path(os.path.abspath(named))  # NOTE: ``..`` folded as the path reads, no link
+    return "" if given == path else f" (a link to {one_line(str(path))})"
 
 
 def _repository_apart(path: Path, root: Path) -> str | None:

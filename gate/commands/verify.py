@@ -41,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
     assert isinstance(evaluator.repo_path, RepoPaths)  # make_evaluator's: the policies' root
     if not evaluator.policies.builtin:
         evaluator.policies.require_dir()  # NOTE: a missing one read as the spec misplaced
-    check_launched(args.spec, evaluator.repo_path.root)  # before any ledger read: fail closed
+    check_launched(  # before any ledger read: fail closed
+        args.spec, evaluator.repo_path.root, policies_there=not evaluator.policies.builtin
+    )
     view = ledger_view(args, now, approvals=True)  # beside the policies, from any directory
     evaluator = dataclasses.replace(evaluator, ledger=view).with_launch_key(key)
     evaluation = evaluator.evaluate_spec(args.spec)
