@@ -96,13 +96,17 @@ def _tolerations(pod: Mapping[str, Any], asked: Iterable[str]) -> list[str]:
 
     Not those of a node in trouble (:data:`NODE_CONDITIONS`), nor the one Kubernetes'
     ``ExtendedResourceToleration`` adds to a pod that asks for a device (its resource's
-    name, ``Exists``, ``NoSchedule``): every node with that device may carry that taint.
+    name, ``NoSchedule``), written ``Exists`` or as GKE's and EKS's GPU docs write it
+    (``Equal``, ``present``): every node with that device may carry that taint.
     """
     said = []
     for toleration in _list(pod.get("tolerations")):
         toleration = _mapping(toleration)
         key = str(toleration.get("key") or "")
-        device = toleration.get("operator") == "Exists" and toleration.get("effect") == "NoSchedule"
+        operator = toleration.get("operator", "Equal")
+        device = toleration.get("effect") == "NoSchedule" and (
+            operator == "Exists" or (operator == "Equal" and toleration.get("value") == "present")
+        )
         if not key.startswith(NODE_CONDITIONS) and not (device and key in asked):
             said.append(f"a toleration of {f'the taint {key}' if key else 'every taint'}")
     return said

@@ -29,7 +29,10 @@ _MODELS = frozenset(_MODEL_NAMES.split())
 """GPU models a site's node feature or partition may name (a word of its own: ``gpu-h100``)."""
 _WORDS = re.compile(r"[A-Za-z0-9]+")
 RAY_MAX_RETRIES = 3
-"""Ray's default ``max_retries`` for a task (``ray.remote``): what the worst case assumes."""
+"""Ray's default ``max_retries`` for a task (``ray.remote``). It reruns a job only when its
+worker dies (a node lost, as a spot preemption), not when the program fails: the estimate
+prices neither (the policy's ``reliability`` stands for failures), so the default is left
+as Ray's; more reruns, or reruns of a job that raises, are refused."""
 
 Pin = tuple[str, str, Any]
 

@@ -174,6 +174,8 @@ PLAIN = [
     ("zone anti-affinity", _by_pods("podAntiAffinity", "topology.kubernetes.io/zone"), "a100-pool"),
     ("node conditions", _tolerate("node.kubernetes.io/not-ready"), "a100-pool"),
     ("GPU toleration", _tolerate("nvidia.com/gpu", "NoSchedule"), "a100-pool"),
+    ("GPU toleration as GKE writes it", {"tolerations": [{"key": "nvidia.com/gpu",
+     "operator": "Equal", "value": "present", "effect": "NoSchedule"}]}, "a100-pool"),
     ("nodeName, labelled flavor", {"nodeName": "a100-node-1"}, "a100"),
 ]  # fmt: skip
 
