@@ -385,10 +385,12 @@ def test_a_task_that_bounds_its_training_by_steps_is_refused(repo, tmp_path, run
 @pytest.mark.parametrize(
     "run",
     ["python train.py $'--max_steps=500'", "python train.py --max_steps ' 500'",
-     "python train.py # --max_steps 500", "bash -c 'python train.py --max-train-steps 9'"],
+     "python train_net.py --config-file c.yaml SOLVER.MAX_ITER 90000",
+     "python train.py --max_number_of_steps 1000",
+     "bash -c 'python train.py --max-train-steps 9'"],
 )  # fmt: skip
 def test_a_steps_budget_the_reader_cannot_read_is_refused_too(repo, tmp_path, run):
-    """However the command reader splits a quote or a comment, a named steps budget is refused."""
+    """A steps budget in bash's quotes, a yacs pair or a long name is refused as check reads it."""
     spec = write_spec(repo, 2)
     message = rejection(
         request(_task(tmp_path, {"BUDGET_GATE_SPEC": spec}, run=run)), settings(repo)
@@ -453,3 +455,21 @@ def test_torchrun_may_restart_as_often_as_the_policy_prices_retries(repo, tmp_pa
         request(_task(tmp_path, {"BUDGET_GATE_SPEC": spec}, run=run.format(4))), settings(repo)
     )
     assert "reruns the whole training after a failure" in message
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        "python train.py --epochs 10 --save_steps 500 --warmup_steps 100 --logging_steps 10",
+        "python train.py trainer.callbacks.model_checkpoint.every_n_train_steps=1000",
+        "accelerate launch train_unconditional.py --ddpm_num_steps 1000 --num_epochs 10",
+        "python train.py --epochs 10 # --max_steps 500 (a comment bash drops)",
+        "vllm bench latency --model m --num-iters 100",
+    ],
+)
+def test_steps_that_do_not_bound_the_training_pass(repo, tmp_path, run):
+    """A cadence, noise steps, a comment or a serving benchmark's iterations: false refusals
+    found in real configs (Lightning, diffusers, vLLM), none a training's length."""
+    spec = write_spec(repo, 2)  # 10 epochs
+    task = _task(tmp_path, {"BUDGET_GATE_SPEC": spec}, run=run)
+    assert apply_policy(request(task), settings(repo)).task is not None

@@ -59,3 +59,13 @@ def test_the_pair_is_an_epochs_flag_with_the_next_word_as_its_value() -> None:
     assert flags == {"SOLVER.MAX_EPOCHS": "1000", "epochs": "5"}
     [command] = commands_of([("python t.py SOLVER.MAX_EPOCHS", ("run",))])
     assert epoch_flags(command) == []  # no value: nothing handed
+
+
+def test_a_count_in_each_epoch_or_a_point_of_the_schedule_is_no_epochs_flag() -> None:
+    """``--steps_per_epoch 4000`` beside ``--epochs 3`` was priced as 4,000 epochs (and a
+    declared 3 was refused); timm's ``--cooldown-epochs``, trained after the epochs, counts."""
+    run = "python train.py --epochs 3 --steps_per_epoch 4000 --warmup-epochs 900 --start_epoch 5"
+    [command] = commands_of([(run, ("run",))])
+    assert {f.name: f.value for f in epoch_flags(command)} == {"epochs": "3"}
+    [command] = commands_of([("python train.py --epochs 10 --cooldown-epochs 1000", ("run",))])
+    assert {f.name: f.value for f in epoch_flags(command)}["cooldown_epochs"] == "1000"

@@ -251,8 +251,11 @@ def epoch_flags(command: Words) -> list[Flag]:
     """
     last: dict[str, Flag] = {}
     for i, (word, path) in enumerate(command):
-        match = EPOCH_FLAG.match(word) or _named_flag(word) or _assignment(word)
-        paired = None if match is not None else paired_epochs(word, command[i + 1 : i + 2])
+        match = _epoch_flag(word) or _named_flag(word) or _assignment(word)
+        previous = command[i - 1][0] if i else None
+        paired = (
+            None if match is not None else paired_epochs(word, previous, command[i + 1 : i + 2])
+        )
         if paired is not None:  # NOTE: yacs' KEY VALUE, a JSON object's epochs
             written, value, path = paired[0], paired[1], command[i + 1][1] if paired[2] else path
         elif match is None:
@@ -278,6 +281,15 @@ def _assignment(word: str) -> re.Match[str] | None:
     if match is None or not names_epochs(match.group(1), abbreviated=False):
         return None
     return match
+
+
+def _epoch_flag(word: str) -> re.Match[str] | None:
+    """:data:`EPOCH_FLAG` where :func:`names_epochs` agrees.
+
+    Not ``--steps_per_epoch``, nor a point of the schedule (``--warmup-epochs``).
+    """
+    match = EPOCH_FLAG.match(word)
+    return match if match is not None and names_epochs(match.group(1)) else None
 
 
 def _named_flag(word: str) -> re.Match[str] | None:

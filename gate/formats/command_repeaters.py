@@ -36,6 +36,8 @@ _HYDRA_FLAGS = frozenset({"--resolve", "-p", "--package", "-c", "--cfg", "--info
 """Hydra's own options, which may stand between ``-m`` and the overrides."""
 _PYTHON_VALUED = frozenset({"-W", "-X", "-Q"})
 _MODE = re.compile(r"^\+{0,2}hydra\.mode=(.*)$", re.IGNORECASE)
+_MULTIRUN_PREFIX = re.compile(r"--m(?:u(?:l(?:t(?:i(?:r(?:un?)?)?)?)?)?)?")
+"""A prefix of ``--multirun`` Hydra's parser completes (``--multi``): before an override."""
 _RESTARTS = re.compile(r"^--max(?:[-_]r(?:e(?:s(?:t(?:a(?:r(?:ts?)?)?)?)?)?)?)?(?:=(.*))?$")
 """torchrun's ``--max-restarts``/``--max_restarts``, or a prefix argparse completes to it."""
 _LAUNCHERS = re.compile(r"^(?:torchrun|accelerate|torch\.distributed\.(?:run|launch))$")
@@ -91,8 +93,11 @@ def refuse_restarts_env(
 
 
 def _priced(restarts: int) -> str:
-    if restarts == 0:
-        return "and no such retries are priced"
+    if restarts == 0:  # NOTE: check reads a file without the policy's retries
+        return (
+            "and a file read alone prices no such retries (at launch, the SkyPilot policy "
+            "allows the policy's reliability.max_retries)"
+        )
     return f"more than the {restarts} retries priced (the policy's reliability.max_retries)"
 
 
@@ -111,7 +116,8 @@ def _repeater(words: list[str]) -> tuple[int, str] | None:
     for at, word in enumerate(words):
         name = word.rsplit("/", 1)[-1]
         after = words[at + 1 :]
-        if word == "--multirun" or (word == "-m" and _multirun(words, at)):
+        abbreviated = _MULTIRUN_PREFIX.fullmatch(word) is not None  # NOTE: argparse's allow_abbrev
+        if word == "--multirun" or ((word == "-m" or abbreviated) and _multirun(words, at)):
             return at, f"Hydra's {word} runs a job for each combination of the sweep"
         if (mode := _MODE.match(word)) and mode[1].strip("'\"").upper() == "MULTIRUN":
             return at, "hydra.mode=MULTIRUN runs a job for each combination of the sweep"

@@ -22,16 +22,32 @@ from typing import Any
 from gate.errors import InputError, Location
 from gate.formats.command_lines import quoted
 from gate.formats.command_words import Words, commands_of
+from gate.formats.epoch_names import object_entries
 from gate.formats.model import mapping
 from gate.spec.loader import DataPath
 
-_BUDGET = r"(?:max|num|total|train(?:ing)?)[._-]?(?:train(?:ing)?[._-]?)?"
+_BUDGET = r"(?:max|num|total|train(?:ing)?)[._-]?(?:number[._-]?of[._-]?)?(?:train(?:ing)?[._-]?)?"
 _NAME = re.compile(rf"(?:^|[._-]){_BUDGET}(?:(?:time)?steps?|iters?|iterations?)$")
 """A name that bounds training by steps or iterations, in whole words (an env, an override)."""
 _PREFIX = re.compile(
     rf"(?:^|[._-]){_BUDGET}(?:(?:time)?st(?:e(?:ps?)?)?|it(?:e(?:r(?:s|ations?)?)?)?)$"
 )
 """The same, or a prefix argparse would complete to one (``--max_st``): a flag's name."""
+_NOT_TRAINING = (
+    "sched", "finder", "eval", "test", "valid", "runner", "rollout", "episode", "diffusion",
+    "ddpm", "ddim", "noise", "denois", "sampl", "inference", "generat", "predict", "bench",
+    "every", "log", "save", "warm", "checkpoint", "ckpt", "print", "report", "decay",
+    "anneal", "accum", "gradient", "optim", "lbfgs",
+)  # fmt: skip
+"""Words that start a word of a name whose steps are not the training's length: a
+learning-rate schedule (OneCycleLR's ``lr_scheduler.total_steps``), a checkpoint or log
+cadence (Lightning's ``every_n_train_steps``), an evaluation or rollout
+(``env_runner.max_steps``), a diffusion model's noise steps (``ddpm_num_steps``), an
+optimizer's own iterations (LBFGS' ``max_iter``). ``val`` counts as a whole word only."""
+_YACS_KEY = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+"""A dotted config key as yacs reads it, its value the next word (``SOLVER.MAX_ITER 90000``)."""
+_SERVING = frozenset({"vllm", "sglang", "lm_eval", "lm-eval", "text-generation-launcher"})
+"""Programs that serve or benchmark a model: their iterations train nothing."""
 _FLAG = re.compile(r"^--?([A-Za-z_][\w.-]*)(?:=(.*))?$", re.DOTALL)
 _ASSIGNMENT = re.compile(r"^\+{0,2}([A-Za-z_][\w.-]*)=(.*)$", re.DOTALL)
 _WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -40,11 +56,12 @@ _WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 def names_steps(name: str, *, abbreviated: bool = False) -> bool:
     """Whether a flag, override or variable names a step budget (``maxSteps`` too).
 
-    A dotted name under a learning-rate schedule (``lr_scheduler.total_steps``, OneCycleLR's)
-    shapes the schedule, not how long the training runs: no budget.
+    A name that says its steps are not the training's length (:data:`_NOT_TRAINING`: a
+    schedule, a cadence, an evaluation, noise steps), in any of its dotted parts, is none.
     """
     lowered = _WORD_START.sub("_", name).lower()
-    if any("sched" in part for part in lowered.split(".")[:-1]):
+    words = re.split(r"[._-]", lowered)
+    if "val" in words or any(w.startswith(_NOT_TRAINING) for w in words):
         return False
     return (_PREFIX if abbreviated else _NAME).search(lowered) is not None
 
@@ -62,7 +79,10 @@ def steps_off(value: Any) -> bool:
 
 def step_budgets(command: Words) -> list[tuple[str, DataPath]]:
     """Each step budget a command sets that is not off: how it is written, where."""
-    found = []
+    found: list[tuple[str, DataPath]] = []
+    words = [word for word, _ in command]
+    if any(word.rsplit("/", 1)[-1] in _SERVING for word in words[:3]):
+        return found  # NOTE: vllm bench latency --num-iters 100 times inference
     for i, (word, path) in enumerate(command):
         budget = _budget(word)
         if budget is None:
@@ -70,6 +90,8 @@ def step_budgets(command: Words) -> list[tuple[str, DataPath]]:
         value, shown = budget, word
         if value is _NEXT:
             value = command[i + 1][0] if i + 1 < len(command) else None
+            if not word.startswith("-") and (value is None or value.startswith("-")):
+                continue  # NOTE: a dotted name with no value after it is no yacs pair
             shown = f"{word} {quoted(value)}" if value is not None else f"{word} (no value)"
         if not steps_off(value):
             found.append((shown, path))
@@ -88,7 +110,10 @@ def _budget(word: str) -> object | None:
     assignment = _ASSIGNMENT.match(word)
     if assignment is not None and names_steps(assignment[1]):
         return assignment[2]
-    return None
+    if _YACS_KEY.fullmatch(word) and names_steps(word):
+        return _NEXT
+    budgets = [value for key, value in object_entries(word) if names_steps(key)]
+    return max(budgets, key=float) if budgets else None  # NOTE: --trainer '{"max_steps": 9}'
 
 
 _HINT = (

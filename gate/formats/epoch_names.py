@@ -41,13 +41,13 @@ _PER_EPOCH = re.compile(r"(?:^|[._-])per[._-]ep(?:o(?:c(?:hs?)?)?)?$")
 _SCHEDULE = re.compile(
     r"(?:^|[._-])(?:warm[._-]?up|save|eval|evaluate|evaluation|val|valid|validation|log"
     r"|logging|checkpoint|ckpt|start|resume|current|cur|begin|first|last|every|decay"
-    r"|anneal|freeze|unfreeze|swa|cooldown|patience|restart|offset|print|report|snapshot"
+    r"|anneal|freeze|unfreeze|swa|patience|restart|offset|print|report|snapshot"
     r"|test|min)(?=[._-]|$)"
 )
 """A point or a part of the schedule, not its length: ``warmup_epochs``, ``start_epoch``,
 ``save_every_epochs``, ``check_val_every_n_epoch``, Lightning's ``min_epochs``."""
 _GLUED_SCHEDULE = re.compile(
-    r"warmup|decay|anneal|freeze|cooldown|patience|restart|offset|snapshot|checkpoint|resume"
+    r"warmup|decay|anneal|freeze|patience|restart|offset|snapshot|checkpoint|resume"
     r"|save|eval|valid|logging|start|begin|first|last|every|print|report|test"
 )
 """Such a word glued inside a longer one: ``lrdecayepochs`` (no short one: ``cur``, ``val``)."""
@@ -79,34 +79,49 @@ def names_epochs(name: str, *, abbreviated: bool = True) -> bool:
 
 _YACS_KEY = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 """A dotted config key as yacs reads it (``SOLVER.MAX_EPOCHS``, ``train.epochs``)."""
+_PAIR_OPTIONS = frozenset({"--opts", "opts", "--cfg-options", "--options", "--set", "-o"})
+"""Options whose next words are yacs pairs, not the option's one value."""
 _OBJECT_ENTRY = re.compile(r"""["']?([A-Za-z_][\w.-]*)["']?\s*:\s*([^,{}\s]+)""")
 """A key and its value in an object, quoted or not (``num_epochs: 1000``, ``"a":"b"``)."""
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def paired_epochs(
-    word: str, following: Sequence[tuple[str, DataPath]]
-) -> tuple[str, str | None, bool] | None:
+    word: str, previous: str | None, following: Sequence[tuple[str, DataPath]]
+) -> tuple[str, str, bool] | None:
     """The epochs a word hands without a flag, or ``None``.
 
     Returns how it is written, its value, and whether the value is the next word. A dotted
     key named as the epochs in whole words, followed by a value (``SOLVER.MAX_EPOCHS
-    1000``), is yacs' pair; a word that is an object (JSON, or Jsonnet, whose keys need no
-    quotes: the shell took them off ``{"trainer":{"num_epochs":1000}}``) holding
-    epochs-named keys at any depth is an override, its largest number the value (a value
-    that is no plain number is given as written: the caller refuses it as unread).
+    1000``), is yacs' pair; not a dotted value of the option before it (``--resume
+    model.epoch --lr 0.1``): after an option that takes the next word, only a number
+    makes it a pair. A word that is an object (JSON, or Jsonnet, whose keys need no quotes:
+    the shell took them off ``{"trainer":{"num_epochs":1000}}``) holding epochs-named keys
+    with numbers is an override, its largest number the value; a bare ``epoch`` there is a
+    point (a checkpoint's), not a length.
     """
     if _YACS_KEY.fullmatch(word) and names_epochs(word.rsplit(".", 1)[-1], abbreviated=False):
-        return (word, following[0][0], True) if following else (word, None, False)
-    if not word.lstrip().startswith("{"):
-        return None
-    found = [
+        value = following[0][0] if following else None
+        if value is None or value.startswith("-"):
+            return None
+        after_option = previous is not None and previous.startswith("-") and "=" not in previous
+        if after_option and previous not in _PAIR_OPTIONS and not _NUMBER.fullmatch(value):
+            return None
+        return (word, value, True)
+    numbers = [
         (key, value)
-        for key, value in _OBJECT_ENTRY.findall(word)
-        if names_epochs(key, abbreviated=False)
+        for key, value in object_entries(word)
+        if key.lower() != "epoch" and names_epochs(key, abbreviated=False)
     ]
-    if not found:
+    if not numbers:
         return None
-    plain = [(k, v) for k, v in found if _NUMBER.fullmatch(v)]
-    key, value = max(plain, key=lambda kv: float(kv[1])) if len(plain) == len(found) else found[0]
+    key, value = max(numbers, key=lambda kv: float(kv[1]))
     return (key, value, False)
+
+
+def object_entries(word: str) -> list[tuple[str, str]]:
+    """The keys of an object word (``{...}``) whose values are plain numbers, quoted or not."""
+    if not word.lstrip().startswith("{"):
+        return []
+    entries = ((key, value.strip("\"'")) for key, value in _OBJECT_ENTRY.findall(word))
+    return [(key, value) for key, value in entries if _NUMBER.fullmatch(value)]

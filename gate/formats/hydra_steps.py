@@ -66,9 +66,19 @@ def refuse_step_budgets(draft: Draft, data: dict[str, Any], at: Any) -> None:
     _refuse_envs(data, at)
 
 
+_OWN_ITERATIONS = ("sklearn.", "scipy.", "torch.optim.")
+"""Classes whose ``max_iter`` bounds their own solver, not the training's epochs."""
+
+
 def _refuse_keys(node: Any, path: tuple[str, ...], at: Any) -> None:
-    """Each key of the config named as a step budget, at any depth (``hydra`` aside)."""
+    """Each key of the config named as a step budget, at any depth (``hydra`` aside).
+
+    An object a config instantiates from a solver's class (``_target_:
+    sklearn.cluster.KMeans``, ``torch.optim.LBFGS``) keeps its iterations to itself.
+    """
     if not isinstance(node, dict) or len(path) >= _MAX_DEPTH:
+        return
+    if str(node.get("_target_", "")).startswith(_OWN_ITERATIONS):
         return
     for key, value in node.items():
         here = (*path, str(key))

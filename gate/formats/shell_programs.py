@@ -114,6 +114,8 @@ def program(words: list[str], depth: int) -> int | None:
         at += 1
         while at < len(words) and words[at].startswith("-") and words[at] != "-":
             at += 1 + (words[at] in _VALUED)
+            if at > len(words):
+                return None  # NOTE: exec -a, its value missing: no program to run
             if words[at - 1] == "--":
                 break
         at += name in ("timeout", "taskset")  # NOTE: timeout 10h python t.py

@@ -39,6 +39,7 @@ from gate.formats.spelling import WANDB_HYPERBAND, WANDB_METRIC, WANDB_TOP, refu
 from gate.formats.wandb_command import command_epochs
 from gate.formats.wandb_launch import refuse_launch, sweep_method
 from gate.formats.wandb_parameters import Found, distribution, parameters
+from gate.formats.wandb_steps import refuse_step_parameters
 from gate.spec.facts import EXTENSION_KEY
 from gate.spec.loader import DataPath, LoadedDoc
 
@@ -71,6 +72,7 @@ def read(doc: LoadedDoc) -> Mapped:
         grid *= count
     _name(draft, data, at)
     _epochs(draft, params, data, at)
+    refuse_step_parameters(params, data, at)
     _trials(draft, data, (method, where), grid, at)
     notes = _early_terminate(draft, data, at)
     _quality_gate(draft, data, at)

@@ -7,35 +7,22 @@ num_train_epochs"), its example scripts' ``--max_train_steps`` likewise, and Lig
 (``--max_steps``, ``--max_train_steps``, ``--num_train_steps``, ``--total_steps``,
 ``trainer.max_steps=``, ``MAX_STEPS=``, iterations alike) in ``setup`` or ``run``, or an env
 or secret named so, is refused unless it is a number of at most 0 (``-1``: off), written
-where it is read. A mention the command reader cannot account for (a comment, a quote it
-does not read) is refused too (fail closed). Commands are read by
-:mod:`gate.formats.command_lines`, as the epochs are; imports no SkyPilot.
+where it is read. The names and the commands are read as ``budget-gate check`` reads them
+(:mod:`gate.formats.command_steps`, :mod:`gate.formats.command_lines`: bash's quotes and
+comments); imports no SkyPilot.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from typing import Any
 
 from gate.integrations.skypilot_spec import Rejection
 
-_BUDGET = r"(?:max|num|total|train(?:ing)?)[._-](?:train(?:ing)?[._-])?"
-STEPS_NAME = re.compile(
-    rf"(?:^|[._-]){_BUDGET}(?:st(?:e(?:ps?)?)?|it(?:e(?:r(?:s|ations?)?)?)?)$", re.IGNORECASE
-)
-"""An option, override or variable that bounds training by steps or iterations, or a unique
-prefix argparse would take for one (``--max_st``)."""
-_MENTION = re.compile(
-    rf"(?<![A-Za-z0-9]){_BUDGET}(?:steps?|iters?|iterations?)(?![A-Za-z0-9_])", re.IGNORECASE
-)
-"""A steps budget named anywhere in a script's text, read or not."""
-_FLAG = re.compile(r"^(?:--?|\+{0,2})([A-Za-z_][\w.-]*)(?:=(.*))?$", re.DOTALL)
-"""``--max_steps``, ``--max_steps=N``, ``trainer.max_steps=N``, ``MAX_STEPS=N``."""
-
 
 def check_steps(task: Any, relative: str, epochs: int) -> None:
     """Refuse a task whose ``setup``, ``run``, envs or secrets set a positive steps budget."""
+    from gate.formats.command_steps import names_steps, steps_off
+
     config = task.to_yaml_config()
     name = task.name or "(unnamed)"
     found = None
@@ -46,7 +33,7 @@ def check_steps(task: Any, relative: str, epochs: int) -> None:
     for key in ("envs", "secrets"):
         values = config.get(key)
         for var, value in (values if isinstance(values, dict) else {}).items():
-            if found is None and STEPS_NAME.search(str(var)) and not _off(value):
+            if found is None and names_steps(str(var)) and not steps_off(value):
                 shown = "(a secret)" if key == "secrets" else value
                 found = f"{key} {var}: {shown}"
     if found is not None:
@@ -61,34 +48,9 @@ def check_steps(task: Any, relative: str, epochs: int) -> None:
 def _in_script(script: str, key: str) -> str | None:
     """The first steps budget a script sets that is not off, said; None if there is none."""
     from gate.formats.command_lines import commands_of  # NOTE: only where a task names a spec
+    from gate.formats.command_steps import step_budgets
 
-    mentions = _MENTION.findall(script)
-    off = 0
     for command in commands_of([(script, (key,))]):
-        words = [word for word, _ in command]
-        for i, word in enumerate(words):
-            match = _FLAG.match(word)
-            if match is None or not STEPS_NAME.search(match[1]):
-                continue
-            if match[2] is not None:
-                value, shown = match[2], word
-            else:
-                value = words[i + 1] if i + 1 < len(words) else None
-                shown = f"{word} {value}" if value is not None else f"{word} (its value unread)"
-            if value is None or not _off(value):
-                return f"{shown} in {key}"
-            off += 1
-    if off < len(mentions):
-        return f"{mentions[0]} in {key}, where budget-gate cannot read its value"
+        for shown, _ in step_budgets(command):
+            return f"{shown} in {key}"
     return None
-
-
-def _off(value: Any) -> bool:
-    """Whether a steps budget's value turns it off: a number of at most 0 (``-1``, ``0``)."""
-    if isinstance(value, bool):
-        return False
-    try:
-        number = float(str(value).strip())
-    except ValueError:
-        return False
-    return math.isfinite(number) and number <= 0
