@@ -307,10 +307,6 @@ def _plain(config: Any) -> Any:
     return config if isinstance(config, dict) else {}
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _no_spec(task: sky.Task, asks: list[GpuAsk], settings: PolicySettings) -> dict[str, str]:
     if not asks:
         return {}
