@@ -25,6 +25,7 @@ from typing import Any
 
 from gate.admission.asks import GPU_RESOURCES, MIG_PREFIX, is_mig
 from gate.admission.clearance import Block, Unjudged, refusal
+from gate.admission.commands import command_refusal
 from gate.admission.labels import RUN_TAGS_ANNOTATION, SPEC_ANNOTATION, pod_annotations, pod_labels
 from gate.admission.spec_file import SpecRefError
 from gate.admission.spenders import namespace_refusal
@@ -100,6 +101,9 @@ def decide(
     spec, relative = judged.spec, judged.result.file
     if spec is not None:
         wrong = mismatch(workload, spec, relative, flavors, names | {spec.resources.accelerator})
+        retries = judged.policy.reliability.max_retries if judged.policy else 0
+        runs = ((pod_set.name, run) for pod_set in workload.pod_sets for run in pod_set.runs)
+        wrong = wrong or command_refusal(workload.key, runs, spec, relative, retries)
         if wrong is not None:
             return _say(State.REJECTED, wrong)
         stray = namespace_refusal(judged, workload.namespace, workload.key)

@@ -23,6 +23,7 @@ from typing import Any
 
 from gate.admission.affinity import Picker, node_pickers, pinned_labels, required_keys
 from gate.admission.asks import pod_request
+from gate.admission.commands import Run, container_runs
 from gate.admission.labels import SPEC_ANNOTATION
 from gate.spec.devices import cdi_annotation
 
@@ -83,6 +84,8 @@ class PodSet:
     """The other ways its pods pick their nodes (:func:`~gate.admission.affinity.node_pickers`)."""
     requested: int | None = None
     """The pods its job asks for (the pod set's ``count``), where Kueue admitted fewer."""
+    runs: tuple[Run, ...] = ()
+    """What its containers run (:func:`~gate.admission.commands.container_runs`)."""
 
     @property
     def gpu_resources(self) -> dict[str, int]:
@@ -232,6 +235,7 @@ def _pod_set(pod_set: Mapping[str, Any], assignment: Mapping[str, Any] | None) -
         restart_policy=pod.get("restartPolicy"),
         node_pickers=node_pickers(pod, [r for r, n in gpus.items() if n]),
         requested=asked if count < asked else None,
+        runs=container_runs(pod),
     )
 
 

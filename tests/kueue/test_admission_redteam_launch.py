@@ -222,3 +222,49 @@ def test_a_gpu_pod_group_that_no_job_owns_is_rejected(repo, kube):
     assert only(controller(repo, kube).sync()).state == "Rejected"
     message = kube.check(workload)["message"]
     assert "no job owns its GPU pods (a Kueue pod group, kueue.x-k8s.io/pod-group-name" in message
+
+
+def _runs(job: Any, command: list[str], env: dict[str, str] | None = None) -> None:
+    for pod in _template_specs(job):
+        pod["containers"][0]["command"] = command
+        if env:
+            pod["containers"][0]["env"] = [{"name": k, "value": v} for k, v in env.items()]
+
+
+COMMANDS = [
+    ("epochs", ["python", "train.py", "--epochs", "1000"], None, "trains 1000 epochs"),
+    ("kubelet variable", ["python", "train.py", "--epochs", "$(EPOCHS)"], {"EPOCHS": "1000"},
+     "trains 1000 epochs"),
+    ("shell script", ["bash", "-c", "python train.py --epochs $EPOCHS"], {"EPOCHS": "1000"},
+     "trains 1000 epochs"),
+    ("steps", ["python", "train.py", "--max_steps", "10000000"], None,
+     "bounds the training by steps"),
+    ("steps env", ["python", "train.py"], {"MAX_STEPS": "10000000"},
+     "bounds the training by steps"),
+    ("restarts", ["torchrun", "--max-restarts", "1000", "train.py"], None,
+     "reruns the whole training after a failure"),
+    ("multirun", ["python", "train.py", "-m", "seed=range(1,1000)"], None,
+     "runs a job for each combination of the sweep"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "command", "env", "said"), COMMANDS, ids=[c[0] for c in COMMANDS])
+def test_a_container_that_runs_more_than_its_spec_is_rejected(repo, kube, case, command, env, said):
+    """The check read a Workload's GPUs, not what its containers run: a Job cleared for a
+    spec of a few epochs ran ``--epochs 1000``, a step budget, a repeater or 1,000 restarts."""
+    spec = write_spec(repo, trials=2)
+    job = objects.batch_job(f"runs-{case}".replace(" ", "-"), spec=spec)
+    _runs(job, command, env)
+    workload = submit(kube, job)
+    assert only(controller(repo, kube).sync()).state == "Rejected"
+    message = kube.check(workload)["message"]
+    assert "container train of pod set main" in message and said in message, message
+
+
+def test_a_container_within_its_spec_is_ready(repo, kube):
+    spec = write_spec(repo, trials=2)
+    job = objects.batch_job("runs-within", spec=spec)
+    _runs(job, ["python", "train.py", "--epochs", "$(EPOCHS)", "--save_steps", "500"],
+          {"EPOCHS": "2"})  # fmt: skip
+    submit(kube, job)
+    assert only(controller(repo, kube).sync()).state == "Ready"
