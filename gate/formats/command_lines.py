@@ -21,9 +21,9 @@ from gate.errors import InputError, Location
 from gate.formats.command_words import Words as Words
 from gate.formats.command_words import commands_of as commands_of
 from gate.formats.command_words import shell_words as shell_words
+from gate.formats.epoch_names import ASSIGNMENT, FLAG, paired_epochs
 from gate.formats.epoch_names import EPOCH_FLAG as EPOCH_FLAG
 from gate.formats.epoch_names import names_epochs as names_epochs
-from gate.formats.epoch_names import paired_epochs
 from gate.formats.shell_loops import FUNCTION, TooDeep, Unreadable, simple_commands
 from gate.formats.shell_programs import (
     HIDDEN,
@@ -271,13 +271,9 @@ def epoch_flags(command: Words) -> list[Flag]:
     return list(last.values())
 
 
-_FLAG = re.compile(r"^--?([A-Za-z_][\w.-]*)(?:=(.*))?$", re.DOTALL)
-_ASSIGNMENT = re.compile(r"^\+{0,2}([A-Za-z_][\w.-]*)=(.*)$", re.DOTALL)
-
-
 def _assignment(word: str) -> re.Match[str] | None:
     """``EPOCHS=1000`` or ``trainer.max_epochs=1000``, named in whole words, as a flag."""
-    match = _ASSIGNMENT.match(word)
+    match = ASSIGNMENT.match(word)
     if match is None or not names_epochs(match.group(1), abbreviated=False):
         return None
     return match
@@ -294,7 +290,7 @@ def _epoch_flag(word: str) -> re.Match[str] | None:
 
 def _named_flag(word: str) -> re.Match[str] | None:
     """A flag :func:`names_epochs` reads as the epochs (``--nEpochs``), as :data:`EPOCH_FLAG`."""
-    match = _FLAG.match(word)
+    match = FLAG.match(word)
     return match if match is not None and names_epochs(match.group(1)) else None
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from gate.errors import InputError, Location
 from gate.formats.command_lines import quoted
 from gate.formats.command_words import Words, commands_of
-from gate.formats.epoch_names import object_entries
+from gate.formats.epoch_names import ASSIGNMENT, FLAG, WORD_START, YACS_KEY, object_entries
 from gate.formats.model import mapping
 from gate.spec.loader import DataPath
 
@@ -44,13 +44,8 @@ learning-rate schedule (OneCycleLR's ``lr_scheduler.total_steps``), a checkpoint
 cadence (Lightning's ``every_n_train_steps``), an evaluation or rollout
 (``env_runner.max_steps``), a diffusion model's noise steps (``ddpm_num_steps``), an
 optimizer's own iterations (LBFGS' ``max_iter``). ``val`` counts as a whole word only."""
-_YACS_KEY = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
-"""A dotted config key as yacs reads it, its value the next word (``SOLVER.MAX_ITER 90000``)."""
 _SERVING = frozenset({"vllm", "sglang", "lm_eval", "lm-eval", "text-generation-launcher"})
 """Programs that serve or benchmark a model: their iterations train nothing."""
-_FLAG = re.compile(r"^--?([A-Za-z_][\w.-]*)(?:=(.*))?$", re.DOTALL)
-_ASSIGNMENT = re.compile(r"^\+{0,2}([A-Za-z_][\w.-]*)=(.*)$", re.DOTALL)
-_WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def names_steps(name: str, *, abbreviated: bool = False) -> bool:
@@ -59,7 +54,7 @@ def names_steps(name: str, *, abbreviated: bool = False) -> bool:
     A name that says its steps are not the training's length (:data:`_NOT_TRAINING`: a
     schedule, a cadence, an evaluation, noise steps), in any of its dotted parts, is none.
     """
-    lowered = _WORD_START.sub("_", name).lower()
+    lowered = WORD_START.sub("_", name).lower()
     words = re.split(r"[._-]", lowered)
     if "val" in words or any(w.startswith(_NOT_TRAINING) for w in words):
         return False
@@ -104,13 +99,13 @@ _NEXT = object()
 
 def _budget(word: str) -> object | None:
     """The value a step budget's word sets (:data:`_NEXT`: the next word's), or None."""
-    flag = _FLAG.match(word)
+    flag = FLAG.match(word)
     if flag is not None and names_steps(flag[1], abbreviated=True):
         return _NEXT if flag[2] is None else flag[2]
-    assignment = _ASSIGNMENT.match(word)
+    assignment = ASSIGNMENT.match(word)
     if assignment is not None and names_steps(assignment[1]):
         return assignment[2]
-    if _YACS_KEY.fullmatch(word) and names_steps(word):
+    if YACS_KEY.fullmatch(word) and names_steps(word):
         return _NEXT
     budgets = [value for key, value in object_entries(word) if names_steps(key)]
     return max(budgets, key=float) if budgets else None  # NOTE: --trainer '{"max_steps": 9}'

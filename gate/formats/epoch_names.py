@@ -51,7 +51,7 @@ _GLUED_SCHEDULE = re.compile(
     r"|save|eval|valid|logging|start|begin|first|last|every|print|report|test"
 )
 """Such a word glued inside a longer one: ``lrdecayepochs`` (no short one: ``cur``, ``val``)."""
-_WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 """Where camelCase starts a word: ``nEpochs`` is ``n_epochs``."""
 
 
@@ -65,7 +65,7 @@ def names_epochs(name: str, *, abbreviated: bool = True) -> bool:
     variable). Not ``eps``, ``step``, ``steps_per_epoch``, nor a point of the schedule
     (``warmup_epochs``, ``start_epoch``, ``save_every_epochs``).
     """
-    lowered = _WORD_START.sub("_", name).lower()
+    lowered = WORD_START.sub("_", name).lower()
     if _PER_EPOCH.search(lowered) or _SCHEDULE.search(lowered):
         return False
     pattern = _EPOCH_NAME if abbreviated else _WHOLE_EPOCH_NAME
@@ -77,7 +77,11 @@ def names_epochs(name: str, *, abbreviated: bool = True) -> bool:
     return abbreviated and _GLUED_PREFIX.fullmatch(lowered) is not None
 
 
-_YACS_KEY = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+FLAG = re.compile(r"^--?([A-Za-z_][\w.-]*)(?:=(.*))?$", re.DOTALL)
+"""An option and its value where it is glued on: ``--epochs=90``, ``--max_steps``."""
+ASSIGNMENT = re.compile(r"^\+{0,2}([A-Za-z_][\w.-]*)=(.*)$", re.DOTALL)
+"""``NAME=value``: a variable a command sets, or a Hydra override (``++trainer.x=1``)."""
+YACS_KEY = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 """A dotted config key as yacs reads it (``SOLVER.MAX_EPOCHS``, ``train.epochs``)."""
 _PAIR_OPTIONS = frozenset({"--opts", "opts", "--cfg-options", "--options", "--set", "-o"})
 """Options whose next words are yacs pairs, not the option's one value."""
@@ -100,7 +104,7 @@ def paired_epochs(
     with numbers is an override, its largest number the value; a bare ``epoch`` there is a
     point (a checkpoint's), not a length.
     """
-    if _YACS_KEY.fullmatch(word) and names_epochs(word.rsplit(".", 1)[-1], abbreviated=False):
+    if YACS_KEY.fullmatch(word) and names_epochs(word.rsplit(".", 1)[-1], abbreviated=False):
         value = following[0][0] if following else None
         if value is None or value.startswith("-"):
             return None

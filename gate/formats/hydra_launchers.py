@@ -283,7 +283,7 @@ def _refuse_unread_parameters(config: dict[str, Any], at: Any) -> None:
         )
 
 
-_GRES = re.compile(r"(?:^|,)gpu(?::([\w.-]+))?:(\d+)")
+GRES = re.compile(r"(?:^|,)gpu(?::([\w.-]+))?:(\d+)")
 """Slurm's generic resources: ``gpu:8`` or ``gpu:a100:8`` (per node)."""
 
 
@@ -298,7 +298,7 @@ def _gpus_per_node(launcher: dict[str, Any], at: Any) -> tuple[int, str]:
         tasks = _launcher_count(launcher, "tasks_per_node", at) or 1
         found.append((per_task * tasks, f"gpus_per_task {per_task} × tasks_per_node {tasks}"))
     gres = launcher.get("gres")
-    if isinstance(gres, str) and (match := _GRES.search(gres)):
+    if isinstance(gres, str) and (match := GRES.search(gres)):
         found.append((int(match.group(2)), f"gres {gres}"))
     elif gres not in (None, "") and _GPU_KEY.search(str(gres)):
         raise InputError(

@@ -16,9 +16,9 @@ import re
 from typing import Any
 
 from gate.errors import InputError
+from gate.formats.hydra_launchers import GRES
 from gate.formats.model import mapping
 
-_GRES = re.compile(r"(?:^|,)gpu(?::([\w.-]+))?:(\d+)")
 """Slurm's generic resources: ``gpu:8`` or ``gpu:a100:8`` (per node)."""
 _MODEL_NAMES = (
     "A10 A10G A16 A30 A40 A100 A800 A6000 H20 H100 H200 H800 GH200 B100 B200 B300 GB200 GB300 "
@@ -41,7 +41,7 @@ def launcher_pins(config: dict[str, Any], at: Any, notes: list[str]) -> tuple[Pi
     """The GPU models the launcher pins its jobs to, each with where the file says it."""
     pins: list[Pin] = []
     gres = config.get("gres")
-    if isinstance(gres, str) and (match := _GRES.search(gres)) and match.group(1):
+    if isinstance(gres, str) and (match := GRES.search(gres)) and match.group(1):
         pins.append(("hydra.launcher.gres", match.group(1), at("hydra", "launcher", "gres")))
     extra = mapping(config.get("additional_parameters"))
     for key in ("constraint", "partition"):
