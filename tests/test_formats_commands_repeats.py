@@ -51,6 +51,9 @@ STEPS = [
     "python train.py --epochs 10 --max_steps $STEPS",  # not a number in the file
     "python train.py --epochs 10 --max_iters 600000",
     "bash -c 'python train.py --epochs 10 --max_steps 9'",
+    "fairseq-train data-bin --max-epoch 10 --max-update 300000",  # fairseq stops at either
+    "python lerobot/scripts/train.py --epochs 10 --steps=100000",  # LeRobot's own name
+    "lerobot-train --epochs 10 --offline.steps 100000",
 ]
 STEPS_OFF = "python train.py --epochs 10 --max_steps -1 --save_steps 500 --warmup_steps 100 --gradient_accumulation_steps 4 --steps_per_epoch 9"  # noqa: E501
 
@@ -76,6 +79,19 @@ def test_a_step_budget_in_setup_or_the_envs_is_refused(tmp_path, capsys) -> None
 
 def test_a_step_budget_that_is_off_and_the_schedules_steps_pass(tmp_path, capsys) -> None:
     code, result = _sky(tmp_path, capsys, STEPS_OFF, envs="  MAX_STEPS: -1\n")
+    assert code != INVALID, result["errors"]
+
+
+def test_fairseqs_schedule_and_accumulation_updates_pass(tmp_path, capsys) -> None:
+    """RoBERTa's GLUE recipe: ``--total-num-update`` sizes the LR decay, not the training."""
+    run = "fairseq-train RTE-bin --max-epoch 10 --total-num-update 2036 --warmup-updates 122 --update-freq 4"  # noqa: E501
+    code, result = _sky(tmp_path, capsys, run)
+    assert code != INVALID, result["errors"]
+
+
+def test_another_programs_steps_are_no_budget(tmp_path, capsys) -> None:
+    """``--steps`` is LeRobot's budget; elsewhere it is a sampler's or a solver's count."""
+    code, result = _sky(tmp_path, capsys, "python train.py --epochs 10 --steps 50")
     assert code != INVALID, result["errors"]
 
 

@@ -410,10 +410,33 @@ def test_a_trial_script_command_substitution_is_refused(tmp_path, capsys, script
 
 
 @pytest.mark.parametrize(
+    ("script", "said"),
+    [
+        ("python3 train.py --epochs 1 {--epochs,1000}", "brace expansion"),
+        ("python3 train.py --epochs 1 *", "names of files"),
+        ("python3 train.py --epochs 1 x$(cat args)", "a command's output"),
+    ],
+)
+def test_a_trial_script_word_the_shell_expands_into_flags_is_refused(
+    tmp_path, capsys, script, said
+) -> None:
+    """``bash -c`` brace-expands ``{--epochs,1000}`` into two words, a glob may match a file
+    named ``--epochs=1000``, and an unquoted output splits wherever it sits in a word."""
+    for text in (
+        katib(command=f'["bash", "-c", "{script}"]'),
+        SWEEP.format(command=f'[bash, -c, "{script}"]'),
+    ):
+        code, result = check(tmp_path, capsys, text, "sweep.yaml")
+        assert code == INVALID, result
+        assert said in only_error(result)["message"]
+
+
+@pytest.mark.parametrize(
     "command",
     [
         '["sh", "-c", "python3 train.py --epochs 1 --data $DATA_DIR --out $(pwd)/o"]',
-        '["python3", "train.py", "--epochs=1", "$EXTRA"]',  # no shell: the text itself
+        '["sh", "-c", "python3 train.py --epochs 1 \'*\' --name run-$(date +%s)"]',
+        '["python3", "train.py", "--epochs=1", "$EXTRA", "{--epochs,1000}", "*"]',  # no shell
     ],
 )
 def test_a_variable_as_an_options_value_or_outside_a_script_passes(tmp_path, capsys, command):

@@ -77,8 +77,13 @@ def refuse_repeats(words: Words, where: str, locate: Callable[[DataPath], Locati
 
 def training_runs(words: Words) -> list[tuple[tuple[str, ...], DataPath]]:
     """The commands of a script that may train, each where it is; none in one not read."""
+    return [(run, path) for run, path, _ in training_scripts(words)]
+
+
+def training_scripts(words: Words) -> list[tuple[tuple[str, ...], DataPath, str | None]]:
+    """:func:`training_runs`, each with the text of the script a shell split it from."""
     try:
-        return [(run.words, run.path) for run in _runs(words, None, 0)]
+        return [(run.words, run.path, run.script) for run in _runs(words, None, 0)]
     except Unreadable:  # NOTE: refuse_repeats refused it, or it runs only harmless commands
         return []
 
@@ -152,6 +157,8 @@ class _Run(NamedTuple):
     repeater: str | None
     """What repeats it; None: it runs once."""
     path: DataPath
+    script: str | None = None
+    """The text of the script a shell split it from; None: an argv no shell expands."""
 
 
 _RESTARTS = frozenset({"$0", "${0}", "$BASH_SOURCE", "${BASH_SOURCE}", "${BASH_SOURCE[0]}"})
@@ -177,7 +184,7 @@ def _runs(words: Words, repeat: str | None, depth: int) -> Iterator[_Run]:
         return
     if name == "foreach":  # NOTE: zsh's `foreach NAME (WORDS)` repeats the lines up to `end`
         raise Unreadable("zsh's `foreach`, whose body budget-gate does not read")
-    if name == "alias" and any(_LOOP_WORD.search(arg) for arg in args):
+    if name == "alias" and any(_an_alias_repeats(arg, path, depth) for arg in args):
         yield _Run(command, "alias", path)
         return
     if name == "trap" and args and args[0] not in ("-", "-p", "-l", "--"):
@@ -211,7 +218,22 @@ def _shell_runs(name: str, words: Words, repeat: str | None, depth: int) -> Iter
 
 def _script(text: str, path: DataPath, repeat: str | None, depth: int) -> Iterator[_Run]:
     for found, again in simple_commands(without_installers(text), repeat):
-        yield from _runs([(word, path) for word in found], again, depth + 1)
+        for run in _runs([(word, path) for word in found], again, depth + 1):
+            yield run if run.script is not None else run._replace(script=text)
+
+
+def _an_alias_repeats(definition: str, path: DataPath, depth: int) -> bool:
+    """Whether an alias holds a loop word, or a command with its words that may train.
+
+    SkyPilot runs ``setup`` and ``run`` in an interactive bash (``bash -i``), which expands
+    aliases: ``alias t='python train.py --epochs 1000'`` then ``t`` on a later line trains,
+    as often as the script names it, what no command of the script shows. A program renamed
+    (``alias python=python3``) adds no words: the commands that name it are read as written.
+    """
+    value = definition.partition("=")[2].strip()
+    if _LOOP_WORD.search(definition):
+        return True
+    return any(c.isspace() for c in value) and any(True for _ in _script(value, path, None, depth))
 
 
 _LOOP_WORD = re.compile(r"(?:^|[\s;&|(])(?:for|while|until|select)(?:[\s(]|$)")

@@ -5,7 +5,8 @@ num_train_epochs"), as its example scripts' ``--max_train_steps`` do, and Lightn
 ``max_steps`` and no ``max_epochs`` trains until the steps (``max_epochs`` -1): a command
 that says ``--epochs 1 --max_steps 10000000`` trains far more than the one epoch priced.
 A step budget (``--max_steps``, ``--max-steps``, ``--max_train_steps``, ``--num_train_steps``,
-``--total_steps``, iterations alike, an argparse prefix such as ``--max_st``;
+``--total_steps``, iterations alike, fairseq's ``--max-update``, an argparse prefix such as
+``--max_st``;
 ``trainer.max_steps=N``, ``MAX_STEPS=N``, Lightning's ``PL_TRAINER_MAX_STEPS``) in a command
 the gate prices, or an environment variable named so, is refused unless its value is a
 number of at most 0 (``-1``: off), written where it is read. Points of the schedule
@@ -27,10 +28,14 @@ from gate.formats.model import mapping
 from gate.spec.loader import DataPath
 
 _BUDGET = r"(?:max|num|total|train(?:ing)?)[._-]?(?:number[._-]?of[._-]?)?(?:train(?:ing)?[._-]?)?"
-_NAME = re.compile(rf"(?:^|[._-]){_BUDGET}(?:(?:time)?steps?|iters?|iterations?)$")
-"""A name that bounds training by steps or iterations, in whole words (an env, an override)."""
+_NAME = re.compile(
+    rf"(?:^|[._-])(?:{_BUDGET}(?:(?:time)?steps?|iters?|iterations?)|max[._-]?updates?)$"
+)
+"""A name that bounds training by steps, iterations or updates (fairseq's ``--max-update``),
+in whole words (an env, an override)."""
 _PREFIX = re.compile(
-    rf"(?:^|[._-]){_BUDGET}(?:(?:time)?st(?:e(?:ps?)?)?|it(?:e(?:r(?:s|ations?)?)?)?)$"
+    rf"(?:^|[._-])(?:{_BUDGET}(?:(?:time)?st(?:e(?:ps?)?)?|it(?:e(?:r(?:s|ations?)?)?)?)"
+    r"|max[._-]?upd(?:a(?:t(?:es?)?)?)?)$"
 )
 """The same, or a prefix argparse would complete to one (``--max_st``): a flag's name."""
 _NOT_TRAINING = (
@@ -78,8 +83,9 @@ def step_budgets(command: Words) -> list[tuple[str, DataPath]]:
     words = [word for word, _ in command]
     if any(word.rsplit("/", 1)[-1] in _SERVING for word in words[:3]):
         return found  # NOTE: vllm bench latency --num-iters 100 times inference
+    own = next((names for program, names in _OWN_NAMES if any(program in w for w in words[:3])), ())
     for i, (word, path) in enumerate(command):
-        budget = _budget(word)
+        budget = _budget(word, own)
         if budget is None:
             continue
         value, shown = budget, word
@@ -97,10 +103,18 @@ _NEXT = object()
 """A flag whose value is the next word."""
 
 
-def _budget(word: str) -> object | None:
-    """The value a step budget's word sets (:data:`_NEXT`: the next word's), or None."""
+_OWN_NAMES = (("lerobot", ("steps", "offline.steps")),)
+"""Programs whose own flag names a step budget no general name covers (LeRobot's
+``--steps=100000``: its training runs that many updates, whatever epochs are said)."""
+
+
+def _budget(word: str, own: tuple[str, ...] = ()) -> object | None:
+    """The value a step budget's word sets (:data:`_NEXT`: the next word's), or None.
+
+    ``own`` names the program's own step budgets, besides the general names.
+    """
     flag = FLAG.match(word)
-    if flag is not None and names_steps(flag[1], abbreviated=True):
+    if flag is not None and (names_steps(flag[1], abbreviated=True) or flag[1] in own):
         return _NEXT if flag[2] is None else flag[2]
     assignment = ASSIGNMENT.match(word)
     if assignment is not None and names_steps(assignment[1]):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,6 +28,7 @@ from gate.formats.command_steps import refuse_task_steps
 from gate.formats.extension import env_facts, skypilot_point
 from gate.formats.model import Draft, Mapped, Origin, Source, Traced, mapping, whole_epochs
 from gate.formats.shell_effects import refuse_held_commands, refuse_unread_training, scripts_note
+from gate.formats.shell_words import refuse_hidden_words, script_sets
 from gate.formats.spelling import aliased, refuse_unknown_task_keys
 from gate.spec.facts import ENV_PREFIX
 from gate.spec.loader import DataPath, LoadedDoc, SourceMap
@@ -148,6 +148,8 @@ def _run_epochs(data: dict[str, Any], at: Any, restarts: int) -> list[tuple[int,
             continue
         refuse_unread_training([(script, (key,))], key, lambda path: at(*path), restarts=restarts)
         refuse_held_commands(script, envs, set(mapping(data.get("secrets"))), key, at(key))
+        held = {str(name) for name, value in envs.items() if value is not None}
+        refuse_hidden_words(script, held, key, at(key))
         for command in commands_of([(script, (key,))]):
             best: tuple[int, str, DataPath] | None = None
             for flag in epoch_flags(command):
@@ -160,7 +162,7 @@ def _run_epochs(data: dict[str, Any], at: Any, restarts: int) -> list[tuple[int,
                         "write the number: a command's output is not in the file"
                         if flag.value.startswith(("$(", "`"))
                         else f"the script sets {name} itself: write the number in the flag"
-                        if flag.value.startswith("$") and _sets(script, name)
+                        if flag.value.startswith("$") and script_sets(script, name)
                         else f"write the number, or set {name} in envs"
                         if flag.value.startswith("$")
                         else "write the number of epochs",
@@ -215,18 +217,9 @@ def _env_number(value: str, envs: Any, script: str) -> int | None:
     if not value.startswith("$"):
         return whole_epochs(value)
     name = value.strip("${}")
-    if _sets(script, name):
+    if script_sets(script, name):
         return None
     return whole_epochs(envs.get(name)) if isinstance(envs, dict) else None
-
-
-def _sets(script: str, name: str) -> bool:
-    """Whether the script may change ``name``: it names it other than to read it (``$NAME``).
-
-    ``EPOCHS=``, ``EPOCHS+=00``, ``read EPOCHS``, ``let EPOCHS*=2``, ``printf -v EPOCHS``.
-    """
-    unread = re.sub(rf"\$(?:{re.escape(name)}\b|\{{{re.escape(name)}\}})", "", script)
-    return re.search(rf"(?<![\w$]){re.escape(name)}(?!\w)", unread) is not None
 
 
 _NATIVE = {

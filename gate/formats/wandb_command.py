@@ -17,13 +17,14 @@ from gate.formats.command_lines import (
     commands_of,
     epoch_flags,
     option_name,
-    training_runs,
+    training_scripts,
     unread,
 )
 from gate.formats.command_steps import refuse_step_budgets
 from gate.formats.model import mapping, whole_epochs
 from gate.formats.shell_effects import refuse_unread_training
 from gate.formats.shell_programs import SHELLS
+from gate.formats.shell_words import expansion_problem, is_value, outside_quotes
 from gate.formats.wandb_parameters import Found
 from gate.spec.loader import DataPath
 
@@ -152,13 +153,20 @@ def refuse_unset_words(
     output; ``--${FLAG}=1000``, an option's name. An option's value (``--data $DIR``) is no
     word of its own; an argv word no shell runs (``"$EXTRA"`` as one) is the text itself.
     """
-    raw = {path: word for word, path in words}
-    for run, path in training_runs(words):
-        if raw.get(path) == run[0]:
+    for run, path, text in training_scripts(words):
+        if text is None:
             continue  # NOTE: no script: the program is handed the text as it is
+        bare = outside_quotes(text, doubles=True)
         for before, word in pairwise(run):
             value = before.startswith("-") and "=" not in before and not word.startswith("-")
             whole = (_VARIABLE.match(word) and word not in macros) or _SUBSTITUTION.search(word)
+            split = expansion_problem(word, bare, value=is_value(before, word))
+            if split is not None:
+                raise InputError(
+                    f"{word} in {where}: {split}",
+                    location=locate(path),
+                    hint=f"write the words in {where} itself",
+                )
             if (whole and not value) or _NAMED_BY.search(word):
                 raise InputError(
                     f"{word} in {where}: the shell makes it words of the training command "
