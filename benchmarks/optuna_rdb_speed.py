@@ -72,7 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     # A ceiling nothing reaches, no plateau in reach: every report decides "continue".
     limits = make_limits({**SEED, "search": {"strategy": "random", "max_trials": 10**6}})
-    guard = OptunaGuard(Guard(limits, clock=time.monotonic, refresh=lambda: limits.ceiling))
+    # As gate.open_guard makes it: with a launch key, whose other studies each read lists.
+    guard = OptunaGuard(
+        Guard(limits, clock=time.monotonic, refresh=lambda: limits.ceiling, launch_key="bench")
+    )
 
     def plain(trial: optuna.Trial, epoch: int, value: float) -> None:
         trial.report(value, epoch)

@@ -131,7 +131,7 @@ def open_guard(
     :class:`gate.guard.optuna.OptunaGuard` or
     :class:`gate.guard.ray.RayGuard`. Raises as :func:`require_approval`.
     """
-    verification, evaluation, view, uri = _clear(
+    verification, evaluation, view, uri, key = _clear(
         spec, policy_dir, tracking_uri, now, launch_key, "open_guard"
     )
     estimate = verification.result.estimate
@@ -149,7 +149,7 @@ def open_guard(
             limits.ceiling,
             (evaluation.policy.approval.approvers, evaluation.spec.metadata.owner),
         )
-    return Guard(limits, clock=time.monotonic, refresh=refresh)
+    return Guard(limits, clock=time.monotonic, refresh=refresh, launch_key=key)
 
 
 def _clear(
@@ -159,7 +159,7 @@ def _clear(
     now: dt.datetime | None,
     launch_key: str | None,
     call: str,
-) -> tuple[Verification, Evaluation, LedgerView, str]:
+) -> tuple[Verification, Evaluation, LedgerView, str, str]:
     moment = _moment(now)
     policies = open_policies(policy_dir, spec=spec)
     if policies.builtin:
@@ -201,7 +201,7 @@ def _clear(
     )
     if launch_key is None:
         _cleared(key, call)
-    return verification, evaluation, view, uri
+    return verification, evaluation, view, uri, key
 
 
 def _moment(now: dt.datetime | None) -> dt.datetime:

@@ -4,6 +4,7 @@ stop's tags and per-epoch cost on the runs, reconcile listing what the stops sav
 
 from __future__ import annotations
 
+import os
 from decimal import Decimal
 
 import pytest
@@ -75,6 +76,8 @@ def test_open_guard_needs_the_approval_and_takes_its_amount(lab):
     assert guard.ceiling.amount == Decimal(600)  # 6 trials × 10 h × 10 USD
     # The guard re-reads the ledger when due: still approved, same amount.
     assert guard._refresh is not None and guard._refresh() == guard.ceiling
+    # The guard knows its launch, whose Optuna studies its workers read together.
+    assert guard.launch_key is not None and guard.launch_key == os.environ["BUDGET_GATE_LAUNCH_KEY"]
 
 
 def test_a_held_seconds_that_does_not_grow_is_said_once(lab, caplog):

@@ -57,6 +57,31 @@ def test_two_worker_processes_stop_at_the_approved_ceiling(tmp_path):
     assert not running
 
 
+def test_workers_of_one_launch_in_studies_of_their_own_share_the_ceiling(tmp_path):
+    """Each worker ran ``study_name=f"sweep-{i}"`` on one storage under one launch key:
+    each counted its own study alone and stopped at the whole 64 USD, 128 USD in all.
+    The guard now reads every study of its launch in the storage."""
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    optuna.create_study(study_name="sweep-0", storage=url)
+    optuna.create_study(study_name="sweep-1", storage=url)  # NOTE: no race to create
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.optuna_guard_worker", url, f"sweep-{i}", "launch-1"],
+            cwd=ROOT,
+            env=env,
+        )
+        for i in range(2)
+    ]
+    assert [w.wait(timeout=240) for w in workers] == [0, 0]
+    studies = [optuna.load_study(study_name=f"sweep-{i}", storage=url) for i in range(2)]
+    assert all(study.get_trials() for study in studies)  # both workers ran trials
+    seconds = sum(sum(spend_of(study).values()) for study in studies)
+    spend = Decimal(repr(seconds)) / 3600 * 2
+    assert 64 <= spend <= 64 + 2 * EPOCH_COST  # within one step per worker of one ceiling
+    assert {s.user_attrs.get("budget_gate.launch") for s in studies} == {"launch-1"}
+
+
 def _objective(guard: OptunaGuard, fail: bool = False):
     def objective(trial: optuna.Trial) -> float:
         guard.admit(trial)

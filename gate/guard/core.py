@@ -31,7 +31,8 @@ from numbers import Integral, Real
 
 from gate.estimate.returns import gain, pays
 from gate.guard.limits import Ceiling, GuardLimits
-from gate.guard.model import Action, Decision, Report, StopKind
+from gate.guard.model import Action, Decision, Report, StopKind, seconds_held
+from gate.guard.names import TrialNames
 
 REFRESH_SECONDS = 60.0
 
@@ -63,28 +64,6 @@ class _Curve:
         self.held.append(held)
 
 
-def seconds_held(value: object, trial: str, what: str = "seconds held") -> float:
-    """``value`` as a plain ``float`` of seconds, refused unless a finite number >= 0.
-
-    NOTE: numpy's numbers (a loop that times its epochs with numpy) become floats: kept,
-    their ``repr`` (``np.float64(360.0)``) is no Decimal, and every decision raised.
-
-    Raises:
-        ValueError: NaN, infinite, negative or not a number: a broken timer, which
-            counted as nothing would let the trial spend without limit.
-    """
-    try:
-        seconds = float(value) if isinstance(value, Real) else math.nan
-    except OverflowError:  # an int past a float's range
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds >= 0):
-        raise ValueError(
-            f"budget-gate guard: trial {trial} reported {value!r} {what} — "
-            "report the GPU time held so far, a finite number of seconds >= 0"
-        )
-    return seconds
-
-
 class Guard:
     """Decides, per report, whether a trial or the search goes on."""
 
@@ -95,8 +74,11 @@ class Guard:
         clock: Callable[[], float],
         refresh: Refresh | None = None,
         refresh_seconds: float = REFRESH_SECONDS,
+        launch_key: str | None = None,
     ) -> None:
         self.limits = limits
+        self.launch_key = launch_key
+        """The launch whose workers share the ceiling (their Optuna studies are read too)."""
         self._clock = clock
         self._refresh = refresh
         self._refresh_seconds = refresh_seconds
@@ -113,6 +95,8 @@ class Guard:
         self._failed = 0
         self._stopped: Decision | None = None
         self._said_unmonitored = False
+        self.names = TrialNames()
+        """Which adapter's trial each name is: a name counts one trial's spend."""
 
     def _set_ceiling(self, ceiling: Ceiling) -> None:
         self.ceiling = ceiling
@@ -188,10 +172,10 @@ class Guard:
         search = self.check()
         if search.stop:
             return self._with_trial(search, report)
-        value = self._monitored(report)  # after the spend: a bad report still counts, stops
-        capped = self._caps(report)
+        capped = self._caps(report)  # NOTE: before the metric: a bad one skips no red line
         if capped is not None:
             return capped
+        value = self._monitored(report)  # after the spend: a bad report still counts, stops
         flat = self._plateau(report, value)
         if flat is not None:
             return flat

@@ -25,9 +25,9 @@ import os
 import time
 from collections.abc import Callable, Mapping
 
-from gate.guard.core import Guard, seconds_held
+from gate.guard.core import Guard
 from gate.guard.marks import RunMarks
-from gate.guard.model import Decision, Report
+from gate.guard.model import Decision, Report, seconds_held
 from gate.integrations.mlflow.tracking_uri import resolve_tracking_uri
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,7 @@ class LoopGuard:
         tracking_uri: str | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        guard.names.loop_trial(trial)
         self.guard = guard
         self.trial = trial
         # NOTE: a loop opened again for the same trial is an attempt of its own; under one
@@ -57,6 +58,7 @@ class LoopGuard:
         self._since: float | None = clock()
         self._run_id = mlflow_run_id
         self._given: float | None = None  # the last held_seconds a step was given
+        self._first: tuple[float, float] | None = None  # the first, and the clock's then
         self._warned = False
         self._marks: RunMarks | None = None
         if mlflow_run_id is not None:
@@ -83,15 +85,21 @@ class LoopGuard:
         """Report one epoch; stop the loop when the decision says so (``.stop``).
 
         ``held_seconds``: the seconds this attempt has held its GPUs so far, a running
-        total (default: counted since the loop began, pauses left out). One that does not
-        grow from a step to the next is said once: an epoch's own seconds passed there are
-        charged as one epoch in all. The run's marks come after the decision and never stand
-        in its way: an MLflow that is down costs at most the ledger's timeout, is logged
-        once, and raises nothing.
+        total (default: counted since the loop began, pauses left out); it counts at least
+        the loop's own time since the first one given. One that does not grow from a step
+        to the next is said once (an epoch's own seconds are no total). The run's marks come
+        after the decision and never stand in its way: an MLflow that is down costs at most
+        the ledger's timeout, is logged once, and raises nothing.
         """
+        held = self.held_seconds
         if held_seconds is not None:
             self._check_growth(epoch, held_seconds)
-        held = self.held_seconds if held_seconds is None else held_seconds
+            given = seconds_held(held_seconds, self.trial)
+            # NOTE: at least the loop's own time since the first figure given (an epoch's
+            # seconds passed as the total ran a loop past the ceiling, counted at its end)
+            first, at = self._first or (given, held)
+            self._first = (first, at)
+            held = max(given, first + held - at)
         gpu_seconds = seconds_held(held, self.trial) * float(self.guard.limits.gpus)
         decision = self.guard.observe(Report(self.trial, epoch, metrics, gpu_seconds, self.attempt))
         if self._marks is not None and self._run_id is not None:

@@ -8,10 +8,12 @@ and the spend at the time, and gives the MLflow tags that leave the stop visible
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import Enum
+from numbers import Real
 
 from gate.ledger.tracking import (
     COST_METRIC,
@@ -107,3 +109,25 @@ class Decision:
         if self.epoch is not None:
             tags[STOP_EPOCH] = str(self.epoch)
         return tags
+
+
+def seconds_held(value: object, trial: str, what: str = "seconds held") -> float:
+    """``value`` as a plain ``float`` of seconds, refused unless a finite number >= 0.
+
+    NOTE: numpy's numbers (a loop that times its epochs with numpy) become floats: kept,
+    their ``repr`` (``np.float64(360.0)``) is no Decimal, and every decision raised.
+
+    Raises:
+        ValueError: NaN, infinite, negative or not a number: a broken timer, which
+            counted as nothing would let the trial spend without limit.
+    """
+    try:
+        seconds = float(value) if isinstance(value, Real) else math.nan
+    except OverflowError:  # an int past a float's range
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise ValueError(
+            f"budget-gate guard: trial {trial} reported {value!r} {what} — "
+            "report the GPU time held so far, a finite number of seconds >= 0"
+        )
+    return seconds

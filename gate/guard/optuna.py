@@ -1,11 +1,9 @@
 """The runtime guard in an Optuna study, across every worker process of one RDB storage.
 
-Each trial keeps the GPU-seconds it has held in its own user attribute
-(``budget_gate.gpu_seconds``); the spend is their sum over the study's trials, read from
-the storage at every report. A shared counter in the study's attributes would lose updates
-when two workers write it at once; a trial's own attribute has one writer. So every worker
-sees the others' spend at its next report, and all of them stop within one reported step
-of the ceiling::
+Each trial keeps the GPU-seconds it has held in its own user attribute (one writer; a
+counter in the study's attributes would lose updates), ``budget_gate.gpu_seconds``; the
+spend is their sum, read from the storage at every report, so every worker sees the others'
+spend at its next report and all stop within one reported step of the ceiling::
 
     guard = OptunaGuard(gate.open_guard("experiments/sweep.yaml"))
 
@@ -24,9 +22,9 @@ prefer ``trial.should_prune()`` call :meth:`OptunaGuard.report` and use
 :meth:`OptunaGuard.pruner`, which wraps their own pruner; under any other pruner
 ``report`` raises the stop itself. The callback counts failed trials (every worker's, from
 the storage) and stops the worker once the search is over. One guard may hold several
-studies (a coarse search, then a fine one) under its approval: each study, told apart by
-its storage and id (not its name), is counted on its own; ``optimize(n_jobs=...)``'s
-threads share one guard, which reads and counts for one at a time.
+studies (a coarse search, then a fine one) under its approval, each told apart by its
+storage and id (not its name), its trials named apart by the guard
+(:mod:`gate.guard.names`); ``optimize(n_jobs=...)``'s threads share one guard.
 """
 
 from __future__ import annotations
@@ -34,13 +32,12 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-import math
 import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from gate.guard.engines import missing_engine
 
@@ -49,9 +46,24 @@ try:
 except ModuleNotFoundError:
     raise missing_engine(__name__, "Optuna") from None
 
-from gate.guard.core import Guard, seconds_held
+from gate.guard.core import Guard
 from gate.guard.marks import RunMarks
-from gate.guard.model import GPU_SECONDS_ATTR, GPU_SECONDS_OF_ATTR, STOPPED_BY, Decision, Report
+from gate.guard.model import (
+    GPU_SECONDS_ATTR,
+    GPU_SECONDS_OF_ATTR,
+    STOPPED_BY,
+    Decision,
+    Report,
+    seconds_held,
+)
+from gate.guard.optuna_storage import (
+    LaunchStudies,
+    anchor,
+    charge,
+    completed,
+    storage_of,
+)
+from gate.guard.optuna_storage import spend_of as spend_of  # NOTE: the adapter's public API
 from gate.integrations.mlflow.tracking_uri import resolve_tracking_uri
 
 if TYPE_CHECKING:
@@ -59,8 +71,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_STATE = optuna.trial.TrialState
-_FINISHED = (_STATE.COMPLETE, _STATE.PRUNED, _STATE.FAIL)
+_FINISHED = tuple(optuna.trial.TrialState[name] for name in ("COMPLETE", "PRUNED", "FAIL"))
 
 
 @dataclass(slots=True)
@@ -87,7 +98,7 @@ class _Study:
         NOTE: sqlite gives a study deleted and re-created under its name the same id (and
         its trials the same ids); it has fewer trials, or a trial 0 started at another time.
         """
-        return len(trials) >= self.seen and (self.anchor is None or _anchor(trials) == self.anchor)
+        return len(trials) >= self.seen and (self.anchor is None or anchor(trials) == self.anchor)
 
 
 class OptunaGuard:
@@ -98,13 +109,14 @@ class OptunaGuard:
         self.tracking_uri = tracking_uri
         self._studies: dict[tuple[object, int], _Study] = {}
         """Per study (its storage and id): what was read of it."""
-        self._labels: set[str] = set()
         self._marks: RunMarks | None = None
         self._lock = threading.RLock()
         """One thread at a time reads the storage into the guard and decides."""
         self._warned = False
         self._starts: dict[str, float] = {}
         """Per trial reported without ``held_seconds``: its start on the monotonic clock."""
+        self._given: dict[str, tuple[float, float]] = {}  # the first held_seconds, and when
+        self._launch = LaunchStudies(guard.launch_key)
 
     def report(
         self,
@@ -213,19 +225,31 @@ class OptunaGuard:
     def _held(self, trial: Trial, key: str, held_seconds: float | None) -> float:
         """The seconds ``trial`` has held its GPUs: the caller's, else since Optuna started it.
 
+        The caller's counts at least the clock's time since its first (one that grew slower,
+        0 each time, ran a trial past the ceiling): the time before it is the caller's to say.
+
         NOTE: Optuna's start is local wall time, which goes back (summer time ends): now
         minus it went negative and every report raised. The monotonic clock counts from
         this guard's first sight of the trial, plus the wall time before it (at least 0).
         """
-        if held_seconds is not None:
-            return seconds_held(held_seconds, key)
         now = time.monotonic()
+        if held_seconds is not None:
+            given = seconds_held(held_seconds, key)
+            first, at = self._given.setdefault(key, (given, now))
+            return max(given, first + now - at)
         if key not in self._starts:
             wall = dt.datetime.now() - (trial.datetime_start or dt.datetime.now())
             self._starts[key] = now - max(wall.total_seconds(), 0.0)
         return now - self._starts[key]
 
     def _sync(self, study: optuna.Study, skip: int | None = None) -> _Study:
+        """:meth:`_read` ``study``, and every other study of the launch in its storage."""
+        state = self._read(study, skip)
+        for other in self._launch.others(study):
+            self._read(other)
+        return state
+
+    def _read(self, study: optuna.Study, skip: int | None = None) -> _Study:
         """Count every trial's spend and every finished trial's outcome from the storage.
 
         A finished trial is counted once (its spend is final, its end counted); later syncs
@@ -251,10 +275,10 @@ class OptunaGuard:
                 state.open.discard(number)
             else:
                 state.open.add(number)
-            held = None if number == skip else _charge(other, gpus, now, done)
+            held = None if number == skip else charge(other, gpus, now, done)
             if held is not None:
                 self.guard.record(state.key(number), held)
-        for other in sorted(ended, key=_completed):
+        for other in sorted(ended, key=completed):
             failed = other.state is optuna.trial.TrialState.FAIL
             self.guard.end(state.key(other.number), failed=failed)
         return state
@@ -265,23 +289,14 @@ class OptunaGuard:
         NOTE: told apart by storage and id, not name: two in-memory studies of one name,
         or one deleted and re-created, shared trial keys and hid each other's spend.
         """
-        ident = (_storage_of(study), study._study_id)
+        ident = (storage_of(study), study._study_id)
         state = self._studies.get(ident)
         if state is None or not state.holds(trials):
-            state = _Study(self._label(study.study_name), _anchor(trials))
+            state = _Study(self.guard.names.study_label(study.study_name), anchor(trials))
             self._studies[ident] = state
         elif state.anchor is None:
-            state.anchor = _anchor(trials)
+            state.anchor = anchor(trials)
         return state
-
-    def _label(self, name: str) -> str:
-        """``""`` for the first study, else its name, counted when another had it."""
-        label, count = ("" if not self._labels else name), 1
-        while label in self._labels:
-            count += 1
-            label = f"{name}({count})"
-        self._labels.add(label)
-        return label
 
     def _prunes(self, study: optuna.Study) -> bool:
         """Whether ``study`` prunes through this guard's pruner (never a multi-objective one)."""
@@ -325,59 +340,6 @@ def _multi(study: optuna.Study) -> bool:
     return len(study.directions) > 1
 
 
-def _storage_of(study: optuna.Study) -> object:
-    """The storage ``study`` lives in: an RDB's URL, else the storage object itself.
-
-    NOTE: every ``load_study`` of an RDB study makes a new storage object; its URL says
-    which database it is, so one study loaded twice is counted once.
-    """
-    storage: Any = study._storage
-    backend = getattr(storage, "_backend", storage)  # _CachedStorage wraps an RDBStorage
-    url = getattr(getattr(backend, "engine", None), "url", None)
-    return storage if url is None else str(url)
-
-
-def _anchor(trials: Sequence[FrozenTrial]) -> dt.datetime | None:
-    return trials[0].datetime_start if trials else None
-
-
-def _charge(trial: FrozenTrial, gpus: float, now: dt.datetime, done: bool) -> float | None:
-    """The GPU-seconds to count for another trial; ``None`` while it has reported none.
-
-    Its stored figure, and at least its start-to-end time once it ended (a trial that
-    failed before its first report, or ran on after its last, held its GPUs throughout).
-    NOTE: a stored figure that is no finite number >= 0 (a broken timer an older guard
-    stored, or a hand's edit) counts as the time held so far: refused, it stopped every
-    worker that read it.
-    """
-    stored = trial.user_attrs.get(GPU_SECONDS_ATTR)
-    if trial.user_attrs.get(GPU_SECONDS_OF_ATTR, trial.number) != trial.number:
-        stored = None  # a retry's copy of its dead trial's figure: that one is counted
-    figure = _figure(stored)
-    broken = stored is not None and figure is None
-    if trial.datetime_start is None or not (done or broken):
-        return figure
-    end = (trial.datetime_complete if done else None) or now
-    held = max((end - trial.datetime_start).total_seconds(), 0.0) * gpus
-    return held if figure is None else max(figure, held)
-
-
-def _figure(stored: object) -> float | None:
-    """A stored figure as GPU-seconds, or ``None`` when it is none (NaN, inf, < 0, text)."""
-    if isinstance(stored, bool) or not isinstance(stored, (int, float)):
-        return None
-    try:
-        seconds = float(stored)
-    except OverflowError:  # an int past a float's range
-        return None
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
-
-
-def _completed(trial: FrozenTrial) -> tuple[dt.datetime, int]:
-    assert trial.datetime_complete is not None
-    return trial.datetime_complete, trial.number
-
-
 class GuardPruner(optuna.pruners.BasePruner):
     """Prune when the guard stops the trial (decided in :meth:`OptunaGuard.report`)."""
 
@@ -389,12 +351,3 @@ class GuardPruner(optuna.pruners.BasePruner):
         if STOPPED_BY in trial.user_attrs or self._guard._search_stopped():
             return True
         return self._wrapped.prune(study, trial) if self._wrapped is not None else False
-
-
-def spend_of(study: optuna.Study) -> dict[str, Any]:
-    """The study's GPU-seconds per trial, as its trials recorded them (for reports and tests)."""
-    return {
-        str(t.number): t.user_attrs[GPU_SECONDS_ATTR]
-        for t in study.get_trials(deepcopy=False)
-        if GPU_SECONDS_ATTR in t.user_attrs
-    }

@@ -48,7 +48,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from numbers import Real
+from numbers import Integral, Real
 from typing import Any
 
 from gate.guard.engines import missing_engine
@@ -99,7 +99,7 @@ class RayGuard(Stopper, Callback):
         # numbers.Real, not (int, float): a nested or numpy.float32 metric was left out, and
         # the plateau rule never saw it.
         flat = flatten_dict(result)
-        metrics: dict[str, Any] = {k: v for k, v in flat.items() if isinstance(v, Real)}
+        metrics = {k: number for k, v in flat.items() if (number := _real(v)) is not None}
         gpu_seconds = held * self._gpus_of(trial_id)
         decision = self.guard.observe(Report(trial_id, epoch, metrics, gpu_seconds, attempt))
         if decision.stop:
@@ -234,10 +234,21 @@ class RayGuard(Stopper, Callback):
 
 def _non_negative(value: Any) -> float | None:
     """``value`` as a finite number >= 0 (seconds, an epoch, GPUs), else ``None``."""
+    number = _real(value)
+    return number if number is not None and math.isfinite(number) and number >= 0 else None
+
+
+def _real(value: Any) -> float | None:
+    """A reported number as a float (an int past a float's range: its infinity), else None.
+
+    NOTE: ``10**400`` raised OverflowError in the stopper, and Tune ended the search.
+    """
     if isinstance(value, bool) or not isinstance(value, Real):
         return None
-    seconds = float(value)
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    try:
+        return float(value)
+    except OverflowError:  # NOTE: only an int is past a float's range
+        return math.inf if isinstance(value, Integral) and int(value) > 0 else -math.inf
 
 
 def _epoch(result: dict[str, Any]) -> int:
