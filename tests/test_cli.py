@@ -66,6 +66,30 @@ def test_invalid_input_beats_everything(write_yaml, capsys):
     assert "→ invalid" in out and err == ""
 
 
+def test_a_misspelt_required_key_is_one_line_that_names_the_fix(write_yaml, capsys):
+    """``gpus_per_trail`` drew two lines, the first at ``resources:`` asking to add the
+    key the user wrote: now only the did-you-mean, where the typo is."""
+    bad = write_yaml(
+        "typo.yaml", SPEC.replace("TEAM", "ml").replace("gpus_per_trial", "gpus_per_trail")
+    )
+    assert check(bad) == 3
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.startswith(bad)]
+    assert lines == [
+        f"{bad}:4:30: unknown key 'gpus_per_trail' in resources — did you mean 'gpus_per_trial'?"
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "junit", "markdown"])
+def test_input_errors_reach_stderr_when_stdout_holds_a_document(write_yaml, capsys, fmt):
+    """``check --format json > out.json`` in CI showed no error line: the errors were only
+    inside the JSON. They are said on stderr too, as for ``verify`` and ``estimate``."""
+    bad = write_yaml("typo.yaml", SPEC.replace("TEAM", "ml").replace("max_epochs", "max_epoch"))
+    assert check("--format", fmt, bad) == 3
+    err = capsys.readouterr().err
+    assert f"{bad}:5:12: unknown key 'max_epoch' in workload — did you mean 'max_epochs'?" in err
+
+
 def test_approval_beats_pass(capsys):
     assert check(PASSING, APPROVAL) == 2
 
@@ -236,6 +260,17 @@ def test_a_policy_glob_gitignore_refuses_is_refused_at_its_line(write_yaml, caps
         assert main(argv) == 3
         err = capsys.readouterr().err
         assert "nlp.yaml:4:" in err and "is not a usable glob" in err, err
+
+
+def test_a_quoted_glob_under_no_directory_says_so_as_typed(tmp_path, monkeypatch, capsys):
+    """``check 'nomatch/*.yaml'`` said ``./nomatch: cannot read the directory`` and asked
+    to let the check read it, as if a permission were missing."""
+    monkeypatch.chdir(tmp_path)
+    for flags in ([], ["--allow-empty"]):
+        assert main(["check", *flags, "nomatch/*.yaml"]) == 3
+        err = capsys.readouterr().err
+        assert "nomatch/*.yaml: no file matches (nomatch is no directory)" in err, err
+        assert "cannot read" not in err
 
 
 def test_a_spec_named_in_no_utf_8_under_a_quoted_glob_is_bad_input(tmp_path, monkeypatch, capsys):

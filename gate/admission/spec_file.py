@@ -45,7 +45,13 @@ def read_spec(named: str, repo: Path, *, subject: str) -> tuple[str, bytes]:
         path = (root / relative).resolve()
     except (OSError, RuntimeError) as exc:  # a symlink loop, a name the OS refuses
         raise SpecRefError(f"{subject} cannot be resolved in {repo} ({exc})") from None
-    if relative.is_absolute() or not path.is_relative_to(root):
+    if relative.is_absolute():
+        inside = path.relative_to(root).as_posix() if path.is_relative_to(root) else None
+        raise SpecRefError(
+            f"{subject} is an absolute path — name the spec by its path in the repository"
+            + (f" ({inside})" if inside else ", e.g. experiments/sweep.yaml")
+        )
+    if not path.is_relative_to(root):
         raise SpecRefError(
             f"{subject} is outside the repository {repo} — "
             "name the spec by its path in the repository, e.g. experiments/sweep.yaml"

@@ -96,13 +96,18 @@ def run(args: argparse.Namespace) -> int:
             hint="check the path, or pass --allow-empty if having no specs is fine",
         )
     report = make_report(results, evaluator, render_context(args, os.environ), diffs, rendered)
-    if all(t.path is not None for t in targets):
-        print_errors(results)  # no report on stdout to carry them: diagnostics on stderr
+    if all(t.path is not None or t.name not in _LINES_ON_STDOUT for t in targets):
+        print_errors(results)  # no lines on stdout carry them: diagnostics on stderr
     emit(report, targets)
     if any(t.name == "github" for t in targets):
         append_step_summary(report, os.environ)
     _say_approvals_unread(ledger, results, None if policies.builtin else policies.policy_dir)
     return exit_code(report.outcome, fail_on)
+
+
+_LINES_ON_STDOUT = frozenset({"text", "github"})
+"""Formats whose stdout shows each input error as a line (JSON, SARIF, JUnit, Markdown hold
+them in a document a terminal or a CI log does not show line by line)."""
 
 
 def _say_approvals_unread(

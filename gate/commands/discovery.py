@@ -148,6 +148,11 @@ def _glob(pattern: str) -> list[str]:
     def refuse(exc: OSError) -> NoReturn:
         _unreadable(exc.filename or top, exc)
 
+    if not os.path.isdir(top):
+        raise InputError(
+            f"{one_line(pattern)}: no file matches ({globs.literal_root(pattern)} is no directory)",
+            hint="check the glob's directory",
+        )
     hidden: list[str] = []
     for directory, subdirs, files in os.walk(top, onerror=refuse):
         hidden.extend(os.path.join(directory, d) for d in subdirs if d[:1] == "." and d != ".git")

@@ -33,11 +33,29 @@ def validate(model: type[M], doc: LoadedDoc) -> M:
     except ValidationError as exc:
         # NOTE: only those reported are explained: a key's "did you mean" is a search, and a
         # megabyte of unknown keys took 9 s to refuse
-        errors = [
-            _to_input_error(model, err, doc.source_map) for err in exc.errors()[:MAX_REPORTED]
+        found = [
+            (err, _to_input_error(model, err, doc.source_map))
+            for err in exc.errors()[:MAX_REPORTED]
         ]
+        errors = [e for err, e in found if not _misspelt(err, found)]
         errors.sort(key=lambda e: (e.location.line, e.location.col) if e.location else (0, 0))
         raise InputErrors(list({str(e): e for e in errors}.values())) from None
+
+
+def _misspelt(err: Any, found: list[tuple[Any, InputError]]) -> bool:
+    """Whether ``err`` misses a key that an unknown key beside it misspells: said there.
+
+    NOTE: ``gpus_per_trail`` gave two lines, the first asking to add the key written.
+    """
+    if err["type"] != "missing":
+        return False
+    parent, hint = tuple(err["loc"][:-1]), f"did you mean {err['loc'][-1]!r}?"
+    return any(
+        other["type"] == "extra_forbidden"
+        and tuple(other["loc"][:-1]) == parent
+        and error.hint == hint
+        for other, error in found
+    )
 
 
 _SHAPE_ERRORS = frozenset(

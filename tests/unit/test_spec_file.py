@@ -29,3 +29,16 @@ def test_a_symlink_out_of_the_repository_is_refused(tmp_path: Path) -> None:
     (repo / "s.yaml").symlink_to(outside)
     with pytest.raises(SpecRefError, match="outside the repository"):
         read_spec("s.yaml", repo, subject="BUDGET_GATE_SPEC=s.yaml")
+
+
+def test_an_absolute_path_is_refused_as_absolute_with_its_path_in_the_repository(
+    tmp_path: Path,
+) -> None:
+    """An absolute path inside the repository was refused as "outside the repository"."""
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "a.yaml").write_text("x")
+    inside = str(tmp_path / "experiments" / "a.yaml")
+    with pytest.raises(SpecRefError, match=r"is an absolute path — .* \(experiments/a\.yaml\)$"):
+        read_spec(inside, tmp_path, subject=f"BUDGET_GATE_SPEC={inside}")
+    with pytest.raises(SpecRefError, match=r"is an absolute path — .*, e\.g\. experiments/"):
+        read_spec("/etc/passwd", tmp_path, subject="BUDGET_GATE_SPEC=/etc/passwd")
