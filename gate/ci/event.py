@@ -147,10 +147,12 @@ def parse_command(body: str) -> str | None:
     """The reason of a ``/budget-gate approve [reason]`` comment ("" without one), else None.
 
     Only the first line counts, so quoting a command further down a comment approves
-    nothing.
+    nothing; and from its first character, as the workflow's ``startsWith`` starts a run:
+    a command after a blank line or a space counted at a later run, but its deletion or
+    edit started none, and the withdrawn approval stood.
     """
-    first = body.strip().splitlines()[0] if body.strip() else ""
-    found = COMMAND.match(first.strip())
+    first = body.splitlines()[0] if body else ""
+    found = COMMAND.match(first.rstrip())
     if found is None:
         return None
     return found.group("reason") or ""

@@ -353,6 +353,18 @@ def _record(
     _revoke_withdrawn(ledger, prepared, now, signer, gh, moved_by, repository)
     if not prepared.accepted:
         return
+    pull = prepared.pull
+    if not pull.default_branch or pull.base_ref != pull.default_branch:
+        # NOTE: judged by that base's policy, which its pusher wrote (self-approval allowed,
+        # a read-only approver listed): its signed copy cleared launches under main's.
+        said = f"into {pull.base_ref}, not the default branch {pull.default_branch or '(unknown)'}"
+        print(
+            one_line(
+                f"budget-gate: approvals of a pull request {said} are not recorded in "
+                "the ledger: launches are cleared by the default branch's policy"
+            )
+        )
+        return
     span = parse_expiry(DEFAULT_EXPIRY)
     for evaluation, candidate in prepared.accepted:
         record = approval_record(evaluation, candidate, prepared.pull.number)

@@ -11,9 +11,10 @@ import datetime as dt
 
 import pytest
 
-from tests.github.ci_kit import BASE, NUMBER, SPEC, T0, PullRequestStory, grid_spec
+from tests.github.ci_kit import BASE, NUMBER, SPEC, T0, PullRequestStory, fresh, grid_spec
 from tests.github.events import load_event
 from tests.github.state import FileChange, IssueEvent, fake_sha
+from tests.ledger_kit import UNSIGNED
 
 HOUR = dt.timedelta(hours=1)
 
@@ -159,3 +160,48 @@ def test_a_base_edit_counts_before_github_lists_it_and_when_github_makes_it(stor
     assert ran.code == 0, ran.stderr
     assert _statuses(story, head)["budget-gate"] == "pending"
     assert "before the pull request's base was changed on" in story.bot_comments()[-1]
+
+
+SANDBOX_POLICY = """\
+apiVersion: budget-gate/v1
+kind: Policy
+prices: {overrides: {H100: {on-demand: 80}}}
+approval:
+  trials_over: 32
+  approvers: {users: [Codertocat], allow_self_approval: true}
+"""
+
+
+def test_an_approval_into_another_base_is_not_recorded_in_the_ledger(
+    story: PullRequestStory, mlflow_server
+) -> None:
+    """The author pushes ``sandbox`` with a policy of their own (self-approval allowed,
+    prices 10×) and approves their own pull request into it: the approval was recorded,
+    signed as CI, and ``verify`` on main (whose policy refuses it) cleared the launch, and
+    a read-only approver listed there turned main's status green. It counts for its own
+    base's status only: the ledger, which launches read, holds no copy."""
+    from gate.integrations import open_ledger
+    from gate.ledger.records import LedgerQuery, RecordKind
+
+    repo = story.repo
+    sandbox = fake_sha("sandbox")
+    repo.contents[sandbox] = dict(repo.files_at(BASE))
+    repo.put_file("policies/default.yaml", SANDBOX_POLICY, ref=sandbox)
+    policy = [FileChange(filename="policies/default.yaml")]
+    repo.add_commit(sandbox, date=T0, files=policy, parents=[BASE], branch="sandbox")
+    story.extra_env = {"MLFLOW_TRACKING_URI": mlflow_server.uri}
+    team = f"ci-sandbox-{dt.datetime.now().timestamp():.0f}"
+    pull = repo.pull(NUMBER)
+    pull.base_sha, pull.base_ref = sandbox, "sandbox"
+    story.change(SPEC, grid_spec(8).replace("team: nlp", f"team: {team}"), at=T0 + HOUR)
+    event = story.pull_request_event()
+    event["pull_request"]["base"].update(sha=sandbox, ref="sandbox")
+    assert story.run("pull_request.opened", event).code == 0
+    body = "/budget-gate approve mine"
+    ran = story.run("issue_comment", story.comment_event("Codertocat", body, at=fresh()))
+    assert ran.code == 0, ran.stderr
+    assert f"into sandbox, not the default branch {repo.default_branch}" in ran.stdout
+    assert "are not recorded in the ledger" in ran.stdout
+    records = open_ledger(mlflow_server.uri, UNSIGNED).query(LedgerQuery(team=team))
+    assert not [r for r in records if r.kind is RecordKind.APPROVAL]
+    assert _statuses(story, pull.head_sha) == {"budget-gate (sandbox)": "success"}

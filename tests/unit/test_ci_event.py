@@ -111,7 +111,10 @@ def test_unknown_events_do_nothing_and_broken_payloads_are_input_errors() -> Non
     ("body", "reason"),
     [
         ("/budget-gate approve", ""),
-        ("  /budget-gate approve\tbig but worth it  ", "big but worth it"),
+        ("/budget-gate approve\tbig but worth it  ", "big but worth it"),
+        # the workflow runs on a body that starts with the command: so does the command
+        ("  /budget-gate approve", None),
+        ("\n/budget-gate approve", None),
         ("/budget-gate approve\nsecond line is not the reason", ""),
         ("/budget-gate approved", None),
         ("/budget-gate   approve-all", None),
