@@ -12,11 +12,14 @@ priced from the spec, and the estimate says so.
 
 Labels match folded (:func:`fold`): a trailing space, a zero-width or other format
 character, a no-break space or a fullwidth letter is the same model, so it cannot set
-measured history (and BG308) aside.
+measured history (and BG308) aside. A label with no runs that is a measured one spelt
+otherwise (``resnet-18``, ``resnet18-v2`` for ``resnet18``) is priced from the spec, but
+BG308 holds it to that model's measured epoch time too.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -149,6 +152,7 @@ def measured_for(
         return finest(entries, key, pick, enough, levels)
 
     epoch, notes = _epoch_for(spec, entries, key, enough)
+    near = _near_label(entries, key, enough) if epoch is None else None
     plateau = find(lambda e: e.plateau_fraction, 4)
     mfu = find(lambda e: e.mfu, 4) if spec.workload.epoch_flops is not None else None
     failures = next((entries[k] for k in keys if k in entries and entries[k].runs >= enough), None)
@@ -167,6 +171,7 @@ def measured_for(
         failure_point=failures.failure_point if failures is not None else None,
         mfu=_utilization(*mfu) if mfu is not None else None,
         notes=tuple(notes),
+        near=near,
     )
 
 
@@ -209,6 +214,41 @@ def _epoch_for(
         epoch, median=max(epoch.median, expected), high=max(epoch.high, worst), floor=True
     )
     return raised, []
+
+
+def _near_label(
+    entries: Mapping[Key, Entry], key: Key, enough: int
+) -> tuple[str, EpochTime] | None:
+    """Another label's epoch time on the spec's very hardware, the spec's label spelt otherwise.
+
+    ``resnet-18``, ``ResNet_18`` or ``resnet18-v2`` for ``resnet18``: separators and case
+    aside, the same label, or it and more. A size apart (``llama-7b`` beside ``llama-8b``)
+    is a model of its own. NOTE: a label a hyphen off, or with a suffix, found no runs:
+    the spec's own epoch time priced it, and BG308 never compared it with the model meant.
+    """
+    own = folded(key)
+    spelt = _bare(own.model or "")
+    near = [
+        k
+        for k in entries
+        if k.model
+        and k.model != own.model
+        and k.model_copy(update={"model": own.model}) == own
+        and spelt.startswith(_bare(k.model))
+        and _bare(k.model)
+    ]
+    if not near:
+        return None
+    entry = entries[max(near, key=lambda k: len(_bare(k.model or "")))]
+    stat = entry.epoch_minutes
+    if stat is None or stat.runs < enough:
+        return None
+    return entry.key.model or "", _epoch(entry, stat)
+
+
+def _bare(label: str) -> str:
+    """A label without its separators and case: ``ResNet_18`` is ``resnet18``."""
+    return re.sub(r"[\W_]+", "", label).casefold()
 
 
 def _who(entry: Entry) -> str:

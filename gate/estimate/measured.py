@@ -81,6 +81,9 @@ class Measured:
     mfu: Utilization | None = None
     """The model's MFU, for the FLOPs prior where no epoch time was measured."""
     notes: tuple[str, ...] = ()
+    near: tuple[str, EpochTime] | None = None
+    """Where the spec's label has no epoch time: a label near it (a typo's distance) that
+    has one on the spec's hardware, and that time (BG308 holds the spec to it too)."""
 
     def plateau_epoch(self, max_epochs: int) -> int | None:
         """The measured median plateau as an epoch of this spec."""

@@ -110,3 +110,19 @@ def test_the_estimate_prices_the_measured_median_and_high_quantile():
     assert est.worst.hours_per_trial == (20 * Decimal("4.6") / 60).quantize(nano)
     assert est.expected.hours_per_trial == (15 * Decimal("4.1") / 60).quantize(nano)
     assert plain.worst.hours_per_trial == (20 * Decimal("0.5") / 60).quantize(nano)
+
+
+def test_a_label_a_typo_from_a_measured_model_is_held_to_its_epoch_time():
+    """``resnet-18`` (or ``resnet18-v2``) found no runs: 0.5 min an epoch passed, priced 9x
+    below the measured model it is a hyphen from. A label far from any (``vit-b16``), or a
+    size apart (``resnet19`` is 0.875 alike), is a model of its own: no finding."""
+    for label in ("resnet-18", "resnet18-v2", "ResNet_18"):
+        (found,) = _run(_spec(0.5, model=label))
+        assert found.path == ("metadata", "labels", "model")
+        assert f"the model label {label!r} has no measured epoch time, but 'resnet18'" in (
+            found.message
+        )
+        assert "below its measured 3.80 (10th percentile of 23 runs of resnet18" in found.message
+    for label in ("vit-b16", "resnet19", "resnet"):
+        assert _run(_spec(0.5, model=label)) == []
+    assert _run(_spec(4.0, model="resnet-18")) == []  # within the tolerance of the near one
