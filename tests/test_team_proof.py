@@ -119,6 +119,38 @@ def test_a_spec_from_stdin_proves_no_team_wherever_it_is_checked(tmp_path, capsy
     assert "error BG204 experiments/nlp/<x> is not one of team vision's specs" in out
 
 
+def test_a_spec_with_no_path_in_the_repository_says_no_ownership_was_applied(tmp_path, capsys):
+    """A team that owns no paths (``nlp`` here claims none) passed from stdin, from
+    ``<(cat …)`` or from a copy elsewhere, the same bytes that drew BG204 at their path under
+    vision's ``owns.specs``, and nothing said that no path was matched."""
+    root = _repo(tmp_path)
+    (root / "policies" / "nlp.yaml").write_text(TEAM.format(cap=100_000, owns=""))
+    (root / "experiments" / "vision").mkdir()
+    placed = root / "experiments" / "vision" / "a.yaml"
+    placed.write_text(SPEC.format(team="team: nlp, "))
+    code, out = _check(root, capsys, str(placed))
+    assert code == 1 and "error BG204 experiments/vision/a.yaml belongs to team vision" in out
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-copy.yaml"  # outside the repository
+    elsewhere.write_text(placed.read_text())
+    code, out = _check(root, capsys, str(elsewhere))
+    assert code == 0
+    assert "note: owns.specs and waivers not applied: the spec was read from " in out
+    assert "outside the repository" in out
+    proc = subprocess.run(
+        [sys.executable, "-m", "gate", "check", "--policy-dir", str(root / "policies"), "-"],
+        input=placed.read_text(),
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "owns.specs and waivers not applied: the spec was read from stdin" in proc.stdout
+    code, out = _check(root, capsys, str(placed).replace("a.yaml", "../vision/a.yaml"))
+    assert "owns.specs and waivers not applied" not in out  # a path in the repository
+
+
 def test_every_launch_path_refuses_the_borrowed_team(tmp_path, capsys, monkeypatch):
     root = _repo(tmp_path)
     spec = _spec(root, "vision")

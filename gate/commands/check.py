@@ -30,11 +30,10 @@ from gate.commands.workers import evaluate_all, workers_for
 from gate.errors import GateError, InputError
 from gate.evaluation.evaluate import Evaluator
 from gate.evaluation.report import SpecResult
-from gate.integrations.git.repo import STDIN_NAME
 from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
 from gate.policy.verdict import FailOn, exit_code
-from gate.spec.loader import MAX_FILE_BYTES
+from gate.spec.loader import MAX_FILE_BYTES, STDIN_NAME
 
 QUICK_EXIT = True
 """``check`` writes no ledger and starts no thread: it may exit without a teardown."""

@@ -115,8 +115,11 @@ def preemption_note(
         if every
         else "no checkpoints (a preemption restarts the run)"
     )
+    rate = f"{policy.spot.preemptions_per_hour:g} preemptions per hour"
+    if "preemptions_per_hour" not in policy.spot.model_fields_set:
+        rate += " (the policy default spot.preemptions_per_hour, no measurement)"
     note = (
-        f"spot: {policy.spot.preemptions_per_hour:g} preemptions per hour, {saved}: "
+        f"spot: {rate}, {saved}: "
         f"{'at least ' if clamped else ''}{format_amount(gpu_hours, 1)} GPU-h recomputed"
     )
     if clamped:

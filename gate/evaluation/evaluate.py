@@ -36,7 +36,7 @@ from gate.evaluation.report import SpecResult
 from gate.formats import Format, kubernetes_object, sniff
 from gate.policy.findings import Finding, Outcome
 from gate.policy.loader import LoadedPolicy, PolicySet
-from gate.policy.model import Policy, Severity
+from gate.policy.model import Ownership, Policy, Severity
 from gate.policy.rules.base import RuleContext, Spender
 from gate.policy.verdict import apply_approval, decide
 from gate.spec.experiment import Experiment
@@ -247,7 +247,9 @@ class Evaluator:
             approval=approval,
             alternatives=cheaper,
             imported=imported.summary if imported is not None else None,
-            notes=verdict_notes(spec, policy, est.measured, self.as_of, teams),
+            notes=verdict_notes(
+                spec, policy, est.measured, self.as_of, teams, repo_path, _owning_specs(owners)
+            ),
         )
         return Evaluation(result, spec, policy, path)
 
@@ -386,3 +388,8 @@ class Evaluator:
         from gate.evaluation.ledger_checks import approval_check
 
         return approval_check(ledger, ctx, fp, path, self.launch_key)
+
+
+def _owning_specs(owners: dict[str, Ownership]) -> tuple[str, ...]:
+    """The teams whose ``owns.specs`` place specs by their path."""
+    return tuple(team for team, owns in owners.items() if owns.specs)

@@ -11,6 +11,7 @@ from collections.abc import Collection
 from gate.estimate.measured import Measured, overruled
 from gate.policy.model import Policy
 from gate.spec.experiment import Experiment
+from gate.spec.loader import STDIN_NAME
 
 
 def verdict_notes(
@@ -19,13 +20,23 @@ def verdict_notes(
     measured: Measured | None,
     as_of: str | None,
     team_files: Collection[str],
+    repo_path: str = "",
+    owners: Collection[str] = (),
 ) -> tuple[str, ...]:
     """Each thing the verdict took as given, in words.
 
-    ``team_files``: the teams with a policy file of their own, where ``owns.specs`` goes.
+    ``team_files``: the teams with a policy file of their own, where ``owns.specs`` goes;
+    ``repo_path``: the spec's path in the repository, which the ``owns.specs`` of the
+    teams in ``owners`` match.
     """
     when = f"judged as of {as_of} (--as-of), not now: waivers, approvals and the "
     notes = [when + "budget month are those of that moment"] if as_of else []
+    unplaced = _unplaced(repo_path, owners)
+    if unplaced is not None:
+        notes.append(
+            f"owns.specs and waivers not applied: the spec was read from {unplaced}, no path "
+            "in the repository that a team's globs match — check it by its path there"
+        )
     team = spec.metadata.team
     if team is not None and not (policy.owns is not None and policy.owns.specs):
         notes.append(
@@ -58,3 +69,18 @@ def _where_owns_goes(team: str, policy: Policy, team_files: Collection[str]) -> 
     if policy.teams is not None and team not in policy.teams:
         return ""
     return f" (team {team} has no policy file: add {team}.yaml with owns.specs)"
+
+
+def _unplaced(repo_path: str, owners: Collection[str]) -> str | None:
+    """Where a spec was read from, when teams own paths and it has none in the repository.
+
+    NOTE: the same bytes from stdin (or ``<(cat x.yaml)``, a copy elsewhere) passed, where
+    their path in the repository drew BG204; now the output says so.
+    """
+    if not owners:
+        return None
+    if repo_path == STDIN_NAME:
+        return "stdin"
+    if repo_path.startswith(("/", "../")) or repo_path == "..":
+        return f"{repo_path}, outside the repository"
+    return None

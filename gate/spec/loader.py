@@ -22,6 +22,8 @@ from gate.errors import InputError, Location
 from gate.spec.yaml_lines import read_lines
 from gate.spec.yaml_tags import MAX_NODES
 
+STDIN_NAME = "<stdin>"
+"""The name a spec read from stdin goes by: it lies in no directory, so no team owns it."""
 MAX_FILE_BYTES = 1024 * 1024
 """Specs and policies are hand-written; anything larger is a mistake or an attack."""
 

@@ -140,6 +140,16 @@ def test_every_scenario_lists_its_assumptions():
     assert "every trial runs all 10 epochs (nothing stops early)" in est.expected.assumptions
 
 
+def test_a_spot_preemption_rate_left_at_its_default_is_said_to_be_one():
+    """0.01 an hour is no measurement: the assumption names it as the policy's default."""
+    spot = {"resources": {"capacity": "spot", "checkpoint_every_minutes": 30}}
+    said = " ".join(make_estimate(make_spec(spot)).worst.assumptions)
+    assert "spot: 0.01 preemptions per hour (the policy default spot.preemptions_per_hour" in said
+    stated = make_policy({"spot": {"preemptions_per_hour": 0.05}})
+    said = " ".join(make_estimate(make_spec(spot), stated).worst.assumptions)
+    assert "spot: 0.05 preemptions per hour, checkpoints every 30 min" in said
+
+
 _drivers = st.fixed_dictionaries(
     {
         "trials": st.integers(1, 10_000),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gate.errors import InputError
+from gate.spec.loader import STDIN_NAME
 
 if TYPE_CHECKING:
     import subprocess
@@ -65,7 +66,6 @@ def file_history(path: str, limit: int) -> list[tuple[str, bytes]]:
     return [(c, blob) for c, blob in zip(commits, blobs, strict=True) if blob is not None]
 
 
-STDIN_NAME = "<stdin>"
 """How a spec read from stdin (``check -``) is named in positions and reports."""
 
 
