@@ -21,22 +21,12 @@ from gate.guard.model import STOP_KIND
 from gate.guard.optuna import OptunaGuard, spend_of
 from tests.guard_kit import Clock, approved_limits, guard_spec_4_trials, make_limits
 from tests.reconcile_kit import approval
+from tests.test_guard_optuna_studies import _stepping
 
 
 @pytest.fixture(autouse=True)
 def _quiet():
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-
-
-def _objective(guard: OptunaGuard):
-    def objective(trial: optuna.Trial) -> float:
-        guard.admit(trial)
-        x = trial.suggest_float("x", 0.0, 1.0)
-        for epoch in range(1, 11):
-            guard.step(trial, epoch, {"val_loss": x + 1.0 / epoch}, held_seconds=epoch * 360.0)
-        return x
-
-    return objective
 
 
 def test_two_optuna_guards_over_one_guard_count_both_studies() -> None:
@@ -47,9 +37,9 @@ def test_two_optuna_guards_over_one_guard_count_both_studies() -> None:
     guard = Guard(approved_limits(), clock=time.monotonic)
     coarse, fine = OptunaGuard(guard), OptunaGuard(guard)
     first = optuna.create_study(study_name="coarse")
-    first.optimize(_objective(coarse), n_trials=2, callbacks=[coarse.callback])
+    first.optimize(_stepping(coarse), n_trials=2, callbacks=[coarse.callback])
     second = optuna.create_study(study_name="fine")
-    second.optimize(_objective(fine), n_trials=4, callbacks=[fine.callback])
+    second.optimize(_stepping(fine), n_trials=4, callbacks=[fine.callback])
     assert [t.state.name for t in second.get_trials()] == ["COMPLETE", "PRUNED"]
     assert guard.spend == Decimal(64)
     assert guard.trial_cost("fine#1") == Decimal(16)
@@ -68,12 +58,12 @@ def test_a_loop_trial_and_a_studys_trial_are_never_one_name() -> None:
     loop.end()
     tuned = OptunaGuard(guard)
     study = optuna.create_study(study_name="tune")
-    study.optimize(_objective(tuned), n_trials=1, callbacks=[tuned.callback])
+    study.optimize(_stepping(tuned), n_trials=1, callbacks=[tuned.callback])
     assert guard.trial_cost("0") == guard.trial_cost("tune#0") == Decimal(16)
     assert guard.spend == Decimal(32)
     first = Guard(approved_limits(), clock=Clock())
     untitled = OptunaGuard(first)
-    optuna.create_study().optimize(_objective(untitled), n_trials=1)
+    optuna.create_study().optimize(_stepping(untitled), n_trials=1)
     with pytest.raises(ValueError, match="trial '0' is the name of an Optuna study's trial"):
         LoopGuard(first, "0")
     LoopGuard(first, "baseline")  # a name of its own is taken
