@@ -945,6 +945,36 @@ def test_what_a_skypilot_task_runs_beyond_the_run_priced_is_refused(tmp_path, ex
     assert said in f"{error.message} {error.hint}"
 
 
+@pytest.mark.parametrize(
+    ("overrides", "said"),
+    [
+        (
+            "{kubernetes: {pod_config: {spec: {containers: [{resources: {limits: "
+            "{nvidia.com/gpu: 8}}}]}}}}",
+            "resources._cluster_config_overrides: nvidia.com/gpu: GPUs asked for",
+        ),
+        (
+            "{slurm: {sbatch_options: {array: 1-100, gpus-per-node: 'h100:8'}}}",
+            "resources._cluster_config_overrides: slurm.sbatch_options array",
+        ),
+    ],
+)
+def test_a_resources_config_override_is_read_as_the_tasks_config(tmp_path, overrides, said):
+    """SkyPilot turns a task's ``config:`` into its resources' ``_cluster_config_overrides``:
+    written there (or in an ``any_of`` candidate), 8 GPUs a pod, or a 100-job Slurm array,
+    passed priced as one L4."""
+    for resources in (
+        f"{{accelerators: L4:1, _cluster_config_overrides: {overrides}}}",
+        f"{{any_of: [{{accelerators: L4:1, _cluster_config_overrides: {overrides}}}]}}",
+    ):
+        text = f"name: t\nresources: {resources}\nenvs: {{X_BUDGET_GATE_EPOCH_MINUTES: 2}}\n"
+        (tmp_path / "task.yaml").write_text(text + "run: python t.py --epochs 10\n")
+        (error,) = evaluate(tmp_path / "task.yaml").result.errors
+        assert error.message.startswith(
+            said.replace("resources.", "resources.any_of.0.", 1) if "any_of" in resources else said
+        ), error.message
+
+
 def test_a_skypilot_command_held_in_an_env_is_refused(tmp_path):
     text = SKY_TASK.replace("envs: {EPOCHS: 10,", "envs: {TRAIN: python t.py --epochs 1000,")
     (tmp_path / "task.yaml").write_text(text + "run: $TRAIN\n")

@@ -355,3 +355,63 @@ def test_a_config_group_whose_step_budget_is_off_passes(tmp_path, capsys) -> Non
     (tmp_path / "trainer" / "long.yaml").write_text("max_epochs: 10\nmax_steps: -1\n")
     code, result = check(tmp_path, capsys, "defaults:\n  - trainer: long\n  - _self_\n" + BASIC)
     assert code != INVALID, result["errors"]
+
+
+@pytest.mark.parametrize("key", ["task", "hydra"])
+def test_overrides_written_where_hydra_keeps_the_command_lines_are_refused(
+    tmp_path, capsys, key
+) -> None:
+    """Hydra appends the command line's overrides to ``hydra.overrides.task``, and the
+    sweeper sweeps that list: written in the file, ``seed=range(0,5)`` and
+    ``trainer.max_epochs=1000`` ran 10 jobs of 1,000 epochs where 2 of 10 were priced."""
+    overrides = f"  overrides:\n    {key}: ['seed=range(0,5)', 'trainer.max_epochs=1000']\n"
+    text = BASIC.replace("hydra:\n", "hydra:\n" + overrides, 1)
+    refused(
+        tmp_path,
+        capsys,
+        text,
+        f"hydra.overrides.{key} holds overrides Hydra applies",
+        f"    {key}:",
+    )
+
+
+def test_empty_overrides_lists_pass(tmp_path, capsys) -> None:
+    text = BASIC.replace("hydra:\n", "hydra:\n  overrides: {task: [], hydra: []}\n", 1)
+    code, result = check(tmp_path, capsys, text)
+    assert code != INVALID, result["errors"]
+
+
+LIGHTNING = """\
+hydra:
+  sweeper:
+    params:
+      lr: 0.1,0.01
+trainer:
+  _target_: {target}
+  accelerator: gpu
+{bound}lr: 0.01
+x-budget-gate:
+  accelerator: L4
+  gpus_per_trial: 1
+  epoch_minutes: 3
+  max_epochs: 2
+"""
+
+
+@pytest.mark.parametrize(
+    "target", ["lightning.pytorch.Trainer", "pytorch_lightning.Trainer", "lightning.Trainer"]
+)
+def test_a_lightning_trainer_with_no_bound_is_refused(tmp_path, capsys, target) -> None:
+    """``instantiate(cfg.trainer)`` with no ``max_epochs`` is ``Trainer(max_epochs=None)``:
+    1,000 epochs, where the declared 2 were priced (``max_epochs: null`` was refused)."""
+    text = LIGHTNING.format(target=target, bound="")
+    refused(tmp_path, capsys, text, "is a Lightning Trainer with no max_epochs", "_target_")
+
+
+@pytest.mark.parametrize(
+    "bound", ["  max_epochs: 2\n", "  max_steps: -1\n  max_time: 00:01:00:00\n"]
+)
+def test_a_lightning_trainer_with_a_bound_passes(tmp_path, capsys, bound) -> None:
+    text = LIGHTNING.format(target="lightning.pytorch.Trainer", bound=bound)
+    code, result = check(tmp_path, capsys, text)
+    assert "is a Lightning Trainer with no max_epochs" not in str(result["errors"])

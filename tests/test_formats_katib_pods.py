@@ -386,3 +386,55 @@ def test_an_algorithm_setting_that_sets_the_epochs_is_refused(
     assert code == INVALID
     (error,) = result["errors"]
     assert refused in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (  # the training operator copies it onto the pods; the kubelet restarts a clean exit
+            PYTORCH.replace(
+                "            replicas: 1\n",
+                "            replicas: 1\n            restartPolicy: Always\n",
+            ),
+            "Worker.restartPolicy is Always: the pods restart after the training ends too",
+        ),
+        (
+            PYTORCH.replace(
+                "        elasticPolicy:",
+                "        runPolicy: {backoffLimit: 1000}\n        elasticPolicy:",
+            ),
+            "runPolicy.backoffLimit is 1000: a failed training runs again",
+        ),
+        (
+            JOB.replace(
+                "          spec:\n            containers:",
+                "          spec:\n            restartPolicy: Always\n            containers:",
+            ),
+            "spec.restartPolicy is Always",
+        ),
+        (
+            JOB.replace("        template:", "        backoffLimit: 100\n        template:"),
+            "spec.backoffLimit is 100: a failed training runs again up to that many times",
+        ),
+    ],
+)
+def test_a_trial_that_reruns_its_training_is_refused(tmp_path, capsys, text, said) -> None:
+    """``restartPolicy: Always`` on a replica (or the Job's pods) never lets the trial end: it
+    trains again and again; a ``backoffLimit`` of 1,000 reruns a failed training 1,000 times
+    under one trial. Both passed priced as 4 trials of one epoch."""
+    code, result = check_text(tmp_path, capsys, text)
+    assert code == INVALID, result
+    (error,) = result["errors"]
+    assert said in error["message"], error
+
+
+def test_the_reruns_kubernetes_allows_by_default_pass(tmp_path, capsys) -> None:
+    for text in (
+        JOB.replace("        template:", "        backoffLimit: 6\n        template:"),
+        PYTORCH.replace(
+            "            replicas: 1\n",
+            "            replicas: 1\n            restartPolicy: OnFailure\n",
+        ),
+    ):
+        code, result = check_text(tmp_path, capsys, text)
+        assert code != INVALID, result["errors"]

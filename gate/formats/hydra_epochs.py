@@ -78,6 +78,7 @@ def epochs(
     found.extend(_env_epochs(data, swept, at))
     found.extend(_dict_epochs(draft, data, params))
     _refuse_deleted(draft, data, params, _epoch_paths(data, swept))
+    _refuse_trainer_default(data, swept, at)
     if found:
         best = max(found, key=lambda e: e.top)
         draft[("workload", "max_epochs")] = Traced(
@@ -331,6 +332,47 @@ def _refuse_deleted(
                 location=draft[("search", "parameters", name)].source.location,
                 hint="set the most epochs a job trains instead of deleting the key",
             )
+
+
+_LIGHTNING_TRAINER = {
+    f"{m}.Trainer" for m in ("lightning", "lightning.pytorch", "pytorch_lightning")
+}
+"""The ``_target_`` of Lightning's ``Trainer``, as configs name it."""
+
+
+def _refuse_trainer_default(data: dict[str, Any], swept: dict[str, Any], at: Any) -> None:
+    """Refuse a Lightning ``Trainer`` node that sets no bound: Lightning trains 1,000 epochs.
+
+    NOTE: ``instantiate(cfg.trainer)`` with no ``max_epochs`` (nor ``max_steps`` or
+    ``max_time``) is ``Trainer(max_epochs=None)``, which fits 1,000 epochs; written
+    ``max_epochs: null`` it was refused, left out it was priced at the declared epochs.
+    """
+    for path, node in _nodes(data, ()):
+        if (
+            str(node.get("_target_")).replace(".trainer.Trainer", ".Trainer")
+            not in _LIGHTNING_TRAINER
+        ):
+            continue
+        bounds = ("max_epochs", "max_steps", "max_time")
+        if any(b in node or ".".join((*path, b)) in swept for b in bounds):
+            continue
+        raise InputError(
+            f"{'.'.join(path) or 'the config'} is a Lightning Trainer with no max_epochs: "
+            "Lightning trains 1,000 epochs then, not the epochs declared",
+            location=at(*path, "_target_"),
+            hint=f"set {'.'.join((*path, 'max_epochs'))}: the most epochs a job trains",
+        )
+
+
+def _nodes(node: Any, path: tuple[str, ...], depth: int = 0) -> list[tuple[tuple[str, ...], Any]]:
+    """Each mapping in the config, where it is (to 8 levels: a trainer sits near the top)."""
+    if not isinstance(node, dict) or depth > 8:
+        return []
+    found: list[tuple[tuple[str, ...], Any]] = [(path, node)]
+    for key, value in node.items():
+        if str(key) != "hydra":
+            found.extend(_nodes(value, (*path, str(key)), depth + 1))
+    return found
 
 
 def _ends(value: dict[str, Any]) -> list[Any]:

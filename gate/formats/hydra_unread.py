@@ -50,6 +50,7 @@ def refuse_unread(hydra: Any, chosen: dict[str, str], at: Any) -> None:
     if not isinstance(hydra, dict):
         _refuse_node(hydra, ("hydra",), at)
         return
+    _refuse_overrides(hydra.get("overrides"), at)
     for part in ("sweeper", "launcher"):
         _refuse_node(hydra.get(part), ("hydra", part), at)
         _refuse_values(hydra.get(part), ("hydra", part), at)
@@ -67,6 +68,26 @@ def refuse_unread(hydra: Any, chosen: dict[str, str], at: Any) -> None:
             hint=f"remove hydra.{part}._target_ and choose the {part} in the defaults list "
             f"(override hydra/{part}: ...), or write the experiment as a budget-gate spec",
         )
+
+
+def _refuse_overrides(overrides: Any, at: Any) -> None:
+    """Refuse overrides the file writes where Hydra keeps the command line's.
+
+    NOTE: Hydra appends the command line's overrides to ``hydra.overrides.task``, and a
+    sweeper sweeps that list: ``["seed=range(0,5)", "trainer.max_epochs=1000"]`` there ran
+    10 jobs of 1,000 epochs where the file's sweep priced 2 of 2.
+    """
+    for key in ("task", "hydra"):
+        if mapping(overrides).get(key) or (
+            overrides is not None and not isinstance(overrides, dict)
+        ):
+            raise InputError(
+                f"hydra.overrides.{key} holds overrides Hydra applies (and sweeps) as if given on "
+                "the command line, which budget-gate does not read",
+                location=at("hydra", "overrides", key) or at("hydra", "overrides"),
+                hint="write them in the config (a swept value under hydra.sweeper.params), "
+                "not under hydra.overrides",
+            )
 
 
 def _refuse_node(node: Any, path: tuple[str | int, ...], at: Any) -> None:

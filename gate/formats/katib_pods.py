@@ -106,6 +106,7 @@ def trial_pods(trial: dict[str, Any], base: DataPath, locate: Locate) -> list[Po
         )
     if kind == "TrainJob":
         return [_trainjob_pod(spec, here, locate)]
+    _refuse_reruns(spec, here, locate)
     replica_sets = [k for k in spec if k.endswith("ReplicaSpecs") and isinstance(spec[k], dict)]
     if replica_sets:
         out = []
@@ -124,6 +125,48 @@ def trial_pods(trial: dict[str, Any], base: DataPath, locate: Locate) -> list[Po
         return out
     pod = mapping(mapping(spec.get("template")).get("spec"))
     return [Pod(_job_at_once(spec, here, locate), pod, (*here, "template", "spec"))]
+
+
+_JOB_BACKOFF = 6
+"""A Kubernetes Job's default ``backoffLimit``: the reruns of a failure no file asks for."""
+
+
+def _refuse_reruns(spec: dict[str, Any], here: DataPath, locate: Locate) -> None:
+    """Refuse a trial that reruns its training: ``restartPolicy: Always``, a ``backoffLimit``.
+
+    NOTE: the training operator copies a replica's ``restartPolicy`` onto its pods, and the
+    kubelet restarts an ``Always`` container after a clean exit too: the trial never ends,
+    retraining its epochs without bound. A ``backoffLimit`` reruns a failed training that
+    many times under one trial, as torchrun's ``--max-restarts`` does: one past a Job's
+    default (6) is refused.
+    """
+    policies = [
+        ((*here, key, role, "restartPolicy"), replica.get("restartPolicy"))
+        for key in spec
+        if key.endswith("ReplicaSpecs") and isinstance(spec[key], dict)
+        for role, replica in spec[key].items()
+        if isinstance(replica, dict)
+    ]
+    pod = mapping(mapping(spec.get("template")).get("spec"))
+    policies.append(((*here, "template", "spec", "restartPolicy"), pod.get("restartPolicy")))
+    for path, value in policies:
+        if value == "Always":
+            raise InputError(
+                f"{'.'.join(map(str, path[-3:]))} is Always: the pods restart after the "
+                "training ends too, so the trial never completes and trains again without bound",
+                location=locate(path),
+                hint="use OnFailure or Never (ExitCode for a Kubeflow job)",
+            )
+    for path in ((*here, "runPolicy", "backoffLimit"), (*here, "backoffLimit")):
+        limit = mapping(spec.get(path[-2]) if path[-2] == "runPolicy" else spec).get("backoffLimit")
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit > _JOB_BACKOFF:
+            raise InputError(
+                f"{'.'.join(map(str, path[-2:]))} is {limit}: a failed training runs again up "
+                f"to that many times under one trial, past Kubernetes' default of {_JOB_BACKOFF}",
+                location=locate(path),
+                hint=f"set backoffLimit to at most {_JOB_BACKOFF} (0: no rerun), and let "
+                "Katib's maxFailedTrialCount and the policy's retries decide what failures cost",
+            )
 
 
 def _trainjob_pod(spec: dict[str, Any], here: DataPath, locate: Locate) -> Pod:

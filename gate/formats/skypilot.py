@@ -63,15 +63,7 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
     def at(*path: str | int) -> Location | None:
         return where.locate(tuple(path))
 
-    for kind, what in (("service", "replicas served until taken down"), ("pool", "workers")):
-        if data.get(kind):
-            raise InputError(
-                f"{kind}: the task runs {what}, not the one run budget-gate prices",
-                location=at(kind),
-                hint=f"check the training task without {kind}:, or write the experiment as a "
-                "budget-gate spec",
-            )
-    refuse_task_config(data.get("config"), at)
+    _refuse_beyond_the_run(data, at)
     draft: Draft = {}
     if isinstance(data.get("name"), str) and data["name"]:
         draft[("metadata", "name")] = Traced(data["name"], Source(Origin.FILE, "name", at("name")))
@@ -117,6 +109,39 @@ def read_task(data: dict[str, Any], file: str, where: SourceMap) -> Mapped:
             (c.accelerator, c.per_node * nodes, c.spot, c.location) for c in candidates
         ),
     )
+
+
+def _refuse_beyond_the_run(data: dict[str, Any], at: Any) -> None:
+    """Refuse what SkyPilot runs beyond the one run priced: a service, a pool, machine configs."""
+    for kind, what in (("service", "replicas served until taken down"), ("pool", "workers")):
+        if data.get(kind):
+            raise InputError(
+                f"{kind}: the task runs {what}, not the one run budget-gate prices",
+                location=at(kind),
+                hint=f"check the training task without {kind}:, or write the experiment as a "
+                "budget-gate spec",
+            )
+    refuse_task_config(data.get("config"), at)
+    for path, block in _resource_blocks(data.get("resources")):
+        overrides = (*path, "_cluster_config_overrides")
+        refuse_task_config(block.get("_cluster_config_overrides"), at, overrides)
+
+
+def _resource_blocks(resources: Any) -> list[tuple[tuple[str | int, ...], dict[str, Any]]]:
+    """The task's resources block and each ``any_of``/``ordered`` candidate, where each is.
+
+    NOTE: a block's ``_cluster_config_overrides`` is what a task's ``config:`` becomes in
+    SkyPilot; written there, its pod config and sbatch options went unread.
+    """
+    if not isinstance(resources, dict):
+        return []
+    found: list[tuple[tuple[str | int, ...], dict[str, Any]]] = [(("resources",), resources)]
+    for kind in ("any_of", "ordered"):
+        items = resources.get(kind)
+        for i, item in enumerate(items if isinstance(items, list) else []):
+            if isinstance(item, dict):
+                found.append((("resources", kind, i), item))
+    return found
 
 
 def task_epochs(

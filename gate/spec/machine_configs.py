@@ -95,35 +95,37 @@ def sbatch_problem(option: str, value: Any) -> str | None:
     return None
 
 
-def refuse_task_config(config: Any, at: Any) -> None:
+def refuse_task_config(config: Any, at: Any, path: tuple[str | int, ...] = ("config",)) -> None:
     """Refuse what a task's ``config:`` hands its machines past its resources.
 
     The same searches as the SkyPilot admission policy's: GPUs a pod config asks for
     (:func:`gate.spec.devices.devices_in`), a container that reaches every GPU of its node,
     an ``#SBATCH`` option that may ask for GPUs or repeat the job
-    (above).
+    (above). ``path`` is where the config is: ``config``, or a resources block's
+    ``_cluster_config_overrides``, which SkyPilot merges the same way.
     """
+    where = ".".join(str(part) for part in path)
     devices = sorted(set(devices_in(config)))
     if devices:
         raise InputError(
-            f"config: {', '.join(devices)}: GPUs asked for in the task's config (a pod config), "
+            f"{where}: {', '.join(devices)}: GPUs asked for in the task's config (a pod config), "
             "which budget-gate does not read",
-            location=at("config"),
+            location=at(*path),
             hint="ask for GPUs in resources.accelerators",
         )
     for how in reaching(config):
         raise InputError(
-            f"config: a container in a pod config {how}, which reaches every GPU of its node "
+            f"{where}: a container in a pod config {how}, which reaches every GPU of its node "
             "without asking for them (the NVIDIA container toolkit hands them over)",
-            location=at("config"),
+            location=at(*path),
             hint="drop it, and ask for GPUs in resources.accelerators",
         )
     for option, value in sbatch_options(config):
         if sbatch_problem(option, value) is not None:
             raise InputError(
-                f"config: slurm.sbatch_options {option}: {str(value)[:40]!r} may ask for GPUs "
+                f"{where}: slurm.sbatch_options {option}: {str(value)[:40]!r} may ask for GPUs "
                 "or run the job again or wider, which budget-gate does not count",
-                location=at("config"),
+                location=at(*path),
                 hint="ask for GPUs in resources.accelerators and nodes in num_nodes; "
                 f"sbatch_options may set only {', '.join(sorted(SBATCH_ALLOWED))}, one word each",
             )
