@@ -121,3 +121,19 @@ def test_a_dearer_accelerator_on_spot_is_no_saving_against_the_specs_price():
     assert spot.runs == 1 and spot.comparison.spot_cost == 20
     assert spot.comparison.on_demand_cost == 10
     assert spot.comparison.net_saving == -10
+
+
+def test_one_spec_version_is_one_experiment_however_its_runs_spell_the_path():
+    """Half of a version's runs tagged ``./experiments/a.yaml``: the report scored two
+    experiments, each at the whole estimate, so a 2x overrun read as the worst case held
+    twice. A spec version in its MLflow experiment is one experiment."""
+    plan = make_plan(price="10")
+    runs = MonthRuns(lambda f: Priced(plan, "t", "m", f.tags[tracking.SPEC], "e", tracked_in="e"),
+                     NOVEMBER)  # fmt: skip
+    for i, path in enumerate(
+        ("experiments/a.yaml", "./experiments/a.yaml", "/r/experiments/a.yaml")
+    ):
+        tags = {tracking.SPEC: path, tracking.FINGERPRINT: plan.fingerprint}
+        runs.add(facts(f"r{i}", hours=1, tags=tags))
+    (experiment,) = runs.experiments
+    assert len(experiment.lines) == 3

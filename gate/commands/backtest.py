@@ -35,7 +35,7 @@ from gate.calibrate.backtest import (
 from gate.commands.reconcile import requote
 from gate.estimate.model import Estimate
 from gate.evaluation.evaluate import Evaluation, Evaluator
-from gate.integrations.git.spec_versions import SpecVersion, SpecVersions
+from gate.integrations.git.spec_versions import SpecVersion, SpecVersions, policies_home
 from gate.ledger import tracking
 from gate.money import to_decimal
 from gate.policy.findings import Outcome
@@ -75,6 +75,8 @@ class CostBacktest:
     def __post_init__(self) -> None:
         # No fix search (it re-estimates edits of the spec) and no calibration: the baseline.
         self.evaluator = dataclasses.replace(self.evaluator, fix_estimates=0, calibration=None)
+        if self.versions.home is None:
+            self.versions = SpecVersions(home=policies_home(self.evaluator.policies))
 
     def add(self, facts: RunFacts, experiment: str) -> None:
         """Price one run of ``experiment`` under its spec version's plan (if found)."""

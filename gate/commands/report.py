@@ -40,7 +40,7 @@ from gate.commands.records import say_ignored, warn_unsigned
 from gate.errors import InputError
 from gate.evaluation.evaluate import Evaluator
 from gate.integrations import needs_mlflow, open_ledger
-from gate.integrations.git.spec_versions import SpecVersions
+from gate.integrations.git.spec_versions import SpecVersions, policies_home
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger import tracking
 from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord
@@ -184,7 +184,7 @@ class SpecPlans:
         # No fix search, no calibration: the spec priced from its own figures, as declared.
         self.evaluator = dataclasses.replace(evaluator, fix_estimates=0, calibration=None)
         self.now = now
-        self.versions = SpecVersions()
+        self.versions = SpecVersions(home=policies_home(evaluator.policies))
         self._found: dict[tuple[str, str], Priced | str] = {}
 
     def __call__(self, facts: RunFacts) -> Priced | str:

@@ -178,7 +178,10 @@ class MonthRuns:
             wanted = (facts.experiment_id, fingerprint, metric)
             self.refetch.setdefault(wanted, set()).add(facts.run_id)
             return
-        key = (month, *version)
+        # NOTE: one experiment is one spec version in its MLflow experiment, however its runs
+        # spell the path (``./experiments/a.yaml``, absolute, a namesake): split by the
+        # tag's text, a 2x overrun scored as two experiments that each held the worst case.
+        key = (month, priced.tracked_in, fingerprint)
         group = self._groups.get(key)
         if group is None:
             group = ExperimentMonth(month, priced, fingerprint, Reconciler(priced.plan))

@@ -20,12 +20,13 @@ import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate.errors import InputError, InputErrors
 from gate.integrations.git.repo import file_history, toplevel
 from gate.spec.experiment import Experiment
 from gate.spec.fingerprint import fingerprint
-from gate.spec.loader import LoadedDoc, load_bytes
+from gate.spec.loader import MAX_FILE_BYTES, LoadedDoc, load_bytes
 from gate.spec.validation import validate
 
 HISTORY_LIMIT = 100
@@ -50,12 +51,20 @@ class SpecVersion:
     """``doc`` validated (as its fingerprint was computed)."""
 
 
+if TYPE_CHECKING:
+    from gate.policy.loader import PolicySet
+
+
 class SpecVersions:
     """Finds spec versions by path and fingerprint; caches what each path holds."""
 
-    def __init__(self, cwd: Path | None = None, limit: int = HISTORY_LIMIT) -> None:
+    def __init__(
+        self, cwd: Path | None = None, limit: int = HISTORY_LIMIT, home: Path | None = None
+    ) -> None:
         self.cwd = cwd or Path.cwd()
         self.limit = limit
+        self.home = home
+        """The policies' repository, whose files may be read beside the working one's."""
         self._on_disk: dict[str, dict[str, SpecVersion]] = {}
         self._in_history: dict[str, dict[str, SpecVersion]] = {}
 
@@ -67,7 +76,7 @@ class SpecVersions:
         found = self._among(candidates, wanted)
         if found is None and not Path(path).is_absolute():
             tried = set(candidates)
-            namesakes = [p for p in self._namesakes(path) if p not in tried]
+            namesakes = [p for p in self._namesakes(path) if p not in tried and self._inside(p)]
             found = self._among(namesakes, wanted)
         return found
 
@@ -114,14 +123,29 @@ class SpecVersions:
         return tuple(n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n)
 
     def _candidates(self, path: str) -> list[Path]:
+        """Where a run's tagged path may be: from the launcher's directory, or the root.
+
+        NOTE: the path is the run's word: ``/proc/kmsg`` (root reads it, and it never ends)
+        hung the report, and any file of the host was read whole. Only files inside the
+        repository (or the working directory, outside one), not in ``.git``, are looked at.
+        """
         given = Path(path)
-        if given.is_absolute():
-            return [given]
-        found = [self.cwd / given]
-        root = self._repo_root
-        if root is not None and root / given not in found:
-            found.append(root / given)
-        return found
+        found = [given] if given.is_absolute() else [self.cwd / given]
+        for root in (self._repo_root, self.home):
+            if not given.is_absolute() and root is not None and root / given not in found:
+                found.append(root / given)
+        return [candidate for candidate in found if self._inside(candidate)]
+
+    def _inside(self, candidate: Path) -> bool:
+        """Whether ``candidate`` lies in the working repository, or the policies', not .git."""
+        try:
+            resolved = candidate.resolve()
+        except (OSError, RuntimeError, ValueError):  # a loop, a NUL, a name the OS refuses
+            return False
+        for home in {(self._repo_root or self.cwd).resolve(), *([self.home] if self.home else [])}:
+            if resolved.is_relative_to(home) and ".git" not in resolved.relative_to(home).parts:
+                return True
+        return False
 
     @cached_property
     def _repo_root(self) -> Path | None:
@@ -135,8 +159,8 @@ class SpecVersions:
         if key not in self._on_disk:
             versions: dict[str, SpecVersion] = {}
             try:  # the path is a run tag: anything (too long, unreadable) means "not here"
-                content = path.read_bytes() if path.is_file() else None
-            except OSError:
+                content = _bounded(path) if path.is_file() else None
+            except (OSError, ValueError):
                 content = None
             if content is not None:
                 _add(versions, SpecVersion(content, str(path), str(path)))
@@ -155,6 +179,24 @@ class SpecVersions:
                 _add(versions, SpecVersion(blob, str(path), f"{path}@{commit[:12]}"))
             self._in_history[key] = versions
         return self._in_history[key]
+
+
+def policies_home(policies: PolicySet) -> Path | None:
+    """The repository of the policies in use (their git top level, else their parent).
+
+    A run's tagged spec is looked for there only: the policies' repository is the one the
+    gate judges (None for the built-in default: the working directory's).
+    """
+    from gate.integrations.git.repo import RepoPaths
+
+    return None if policies.builtin else RepoPaths(policies.policy_dir).root
+
+
+def _bounded(path: Path) -> bytes | None:
+    """The file's bytes, or None past a spec's largest size (no spec, and no end to wait for)."""
+    with path.open("rb") as handle:
+        content = handle.read(MAX_FILE_BYTES + 1)
+    return None if len(content) > MAX_FILE_BYTES else content
 
 
 def _add(versions: dict[str, SpecVersion], version: SpecVersion) -> None:
