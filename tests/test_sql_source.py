@@ -117,8 +117,9 @@ def test_the_experiments_are_mlflows(store):
         Criteria(other_than=FP),
         Criteria(fingerprint=OTHER, started=(T0 + 120_000, T0 + 480_000)),
         Criteria(started=(T0, T0 + 300_000)),
+        Criteria(untagged=True),
     ],
-    ids=["tagged", "one version", "all but one", "version and window", "window"],
+    ids=["tagged", "one version", "all but one", "version and window", "window", "untagged"],
 )
 @pytest.mark.parametrize("size", [4, 1000])
 def test_every_search_page_by_page_is_mlflows(store, criteria, size):

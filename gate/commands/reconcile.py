@@ -164,17 +164,20 @@ def _other_versions(
     """What the experiment's runs of other fingerprints hold, uncounted here; said on stderr.
 
     After a spec edit its new version has no runs; and a run whose job retagged it (another
-    fingerprint, or none) would leave this version's total without a word. The reports say
+    fingerprint, or none: read apart, MLflow's ``!=`` leaves an absent tag out) would leave
+    this version's total without a word. The reports say
     it too (a note; ``other_versions`` in JSON): stderr is not in a pull-request comment.
     """
     others = list(read(query, None))
+    untagged = list(read(dataclasses.replace(query, other_than=None, untagged=True), None))
     versions = Counter(facts.tags.get(tracking.FINGERPRINT) for facts in others)
-    if found and not others:
+    if found and not others and not untagged:
         return None
-    hours = (
-        sum((price_run(facts, plan).gpu_hours for facts in others), Decimal(0)) if found else None
+    priced = [price_run(facts, plan).gpu_hours for facts in [*others, *untagged]]
+    hours = sum(priced, Decimal(0)) if found else None
+    said = OtherVersions(
+        experiment, plan.fingerprint, len(others), len(versions), found, hours, len(untagged)
     )
-    said = OtherVersions(experiment, plan.fingerprint, len(others), len(versions), found, hours)
     print(f"budget-gate: {said.note}", file=sys.stderr)
     return said
 

@@ -316,23 +316,35 @@ class OtherVersions:
     versions: int
     found: bool
     gpu_hours: Decimal | None = None
+    untagged: int = 0
+    """Runs with no fingerprint tag at all (a job may delete its own): not any version's."""
 
     @property
     def note(self) -> str:
         """The sentence the reports and stderr say, naming ``--all-versions``."""
+        bare = (
+            f"{' and' if self.runs else ''} {self.untagged} run(s) with no fingerprint tag"
+            if self.untagged
+            else ""
+        )
         if self.found:
             held = "" if self.gpu_hours is None else f" ({self.gpu_hours:.2f} GPU-h)"
+            tagged = (
+                f" {self.runs} run(s) tagged with {self.versions} other fingerprint(s)"
+                if self.runs
+                else ""
+            )
+            them = "those tagged" if self.untagged else "them"
             return (
-                f"MLflow experiment {self.experiment} also holds {self.runs} run(s) tagged with "
-                f"{self.versions} other fingerprint(s){held}, not counted here — pass "
-                "--all-versions to reconcile them"
+                f"MLflow experiment {self.experiment} also holds{tagged}{bare}{held}, not "
+                f"counted here — pass --all-versions to reconcile {them}"
             )
         also = (
             f"{self.runs} run(s) of {self.versions} other version(s) are there — pass "
             "--all-versions to reconcile them"
             if self.runs
             else "no runs of other versions either"
-        )
+        ) + (f";{bare} (not counted)" if bare else "")
         return (
             f"no runs of this version ({short(self.fingerprint)}) in MLflow experiment "
             f"{self.experiment}; {also}"

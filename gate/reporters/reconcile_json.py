@@ -106,6 +106,7 @@ def _others(others: OtherVersions | None) -> dict[str, Any] | None:
     return {
         "runs": others.runs,
         "versions": others.versions,
+        "untagged": others.untagged,
         "gpu_hours": _fixed(others.gpu_hours, HOURS),
         "note": others.note,
     }

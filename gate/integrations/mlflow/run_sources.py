@@ -62,10 +62,14 @@ class Criteria:
     fingerprint: str | None = None
     other_than: str | None = None
     started: tuple[int, int] | None = None
+    untagged: bool = False
+    """The runs with no fingerprint tag at all (``other_than`` leaves them out: NULL)."""
 
     def filter_string(self) -> str:
         """The criteria in MLflow's search syntax."""
-        return filter_string(self.fingerprint, self.started, other_than=self.other_than)
+        return filter_string(
+            self.fingerprint, self.started, other_than=self.other_than, untagged=self.untagged
+        )
 
 
 def filter_string(
@@ -73,6 +77,7 @@ def filter_string(
     started: tuple[int, int] | None = None,
     *,
     other_than: str | None = None,
+    untagged: bool = False,
 ) -> str:
     """Training runs of one spec version (or of any): the runs tagged with a fingerprint.
 
@@ -81,7 +86,9 @@ def filter_string(
     no reader searches for runs; a tag is not what sets them apart, since a training job
     could set the ledger's ``kind`` tag on its run and so drop out of reconcile.
     """
-    if fingerprint is not None:
+    if untagged:
+        clause = f"tags.{tracking.FINGERPRINT} IS NULL"
+    elif fingerprint is not None:
         clause = f"tags.{tracking.FINGERPRINT} = '{_safe(fingerprint)}'"
     elif other_than is not None:
         clause = f"tags.{tracking.FINGERPRINT} != '{_safe(other_than)}'"

@@ -85,6 +85,8 @@ class RunQuery:
     point_budget: int = 20_000
     max_points: int = MAX_POINTS
     other_than: str | None = None
+    untagged: bool = False
+    """The runs with no fingerprint tag (a job deleted it): read apart, said, never priced."""
 
 
 class MlflowRuns:
@@ -158,7 +160,7 @@ class MlflowRuns:
         """
         ids = [query.experiment_id, *query.more_experiments]
         groups = [ids[g :: query.workers] for g in range(min(query.workers, len(ids)))]
-        search = Criteria(query.fingerprint, query.other_than, query.started)
+        search = Criteria(query.fingerprint, query.other_than, query.started, query.untagged)
         if len(groups) == 1:
             yield from self._group_pages(groups[0], search, query.page_size)
             return

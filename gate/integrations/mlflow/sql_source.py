@@ -323,7 +323,7 @@ def _where(experiment_ids: Sequence[str], criteria: Criteria) -> tuple[str, list
     elif criteria.other_than is not None:
         tagged += " AND t.value != ?"
         values.append(criteria.other_than)
-    clauses.append(f"EXISTS ({tagged})")
+    clauses.append(f"{'NOT ' if criteria.untagged else ''}EXISTS ({tagged})")
     if criteria.started is not None:
         clauses.append("start_time >= ? AND start_time < ?")
         values.extend(int(moment) for moment in criteria.started)
