@@ -65,6 +65,19 @@ def _check(root: Path, capsys, *args: str) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
+def _check_stdin(root: Path, text: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``budget-gate check -`` of ``text`` under the repository's policies, run in ``cwd``."""
+    return subprocess.run(
+        [sys.executable, "-m", "gate", "check", "--policy-dir", str(root / "policies"), "-"],
+        input=text,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
+
+
 def test_a_spec_cannot_borrow_a_richer_teams_policy(tmp_path, capsys):
     root = _repo(tmp_path)
     spec = _spec(root, "nlp")
@@ -101,15 +114,7 @@ def test_a_spec_from_stdin_proves_no_team_wherever_it_is_checked(tmp_path, capsy
     text = Path(_spec(root, "vision")).read_text()
     (root / "experiments" / "vision").mkdir()
     for where in (root, root / "experiments" / "vision"):
-        proc = subprocess.run(
-            [sys.executable, "-m", "gate", "check", "--policy-dir", str(root / "policies"), "-"],
-            input=text,
-            capture_output=True,
-            text=True,
-            cwd=where,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            timeout=60,
-        )
+        proc = _check_stdin(root, text, where)
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert "error BG204 <stdin> is not one of team vision's specs" in proc.stdout
     named = root / "experiments" / "nlp" / "<x>"  # a file so named is a file like any other
@@ -136,15 +141,7 @@ def test_a_spec_with_no_path_in_the_repository_says_no_ownership_was_applied(tmp
     assert code == 0
     assert "note: owns.specs and waivers not applied: the spec was read from " in out
     assert "outside the repository" in out
-    proc = subprocess.run(
-        [sys.executable, "-m", "gate", "check", "--policy-dir", str(root / "policies"), "-"],
-        input=placed.read_text(),
-        capture_output=True,
-        text=True,
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=60,
-    )
+    proc = _check_stdin(root, placed.read_text(), root)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "owns.specs and waivers not applied: the spec was read from stdin" in proc.stdout
     code, out = _check(root, capsys, str(placed).replace("a.yaml", "../vision/a.yaml"))

@@ -193,7 +193,7 @@ class _Splitter:
         elif text.startswith('$"', at) or text[at] == '"':
             self.at = self._double(at + 1 + (text[at] == "$"))
         elif text.startswith(("$(", "${"), at) or text[at] == "`":
-            end = _expansion_end(text, at)
+            end = expansion_end(text, at)
             self.word.append(text[at:end])
             self.at = end
         else:
@@ -208,7 +208,7 @@ class _Splitter:
                 self.word.append(text[at + 1].replace("\n", ""))
                 at += 2
             elif text.startswith(("$(", "${"), at) or text[at] == "`":
-                end = _expansion_end(text, at)
+                end = expansion_end(text, at)
                 self.word.append(text[at:end])
                 at = end
             else:
@@ -225,7 +225,7 @@ class _Splitter:
         return end
 
 
-def _expansion_end(text: str, at: int, level: int = 0) -> int:
+def expansion_end(text: str, at: int, level: int = 0) -> int:
     """The end of the ``$(...)``, ``${...}`` or backtick part that starts at ``at``."""
     level = deeper(level)
     if text[at] == "`":
@@ -250,7 +250,7 @@ def _expansion_end(text: str, at: int, level: int = 0) -> int:
             end += 1
             while end < len(text) and text[end] != '"':
                 if text.startswith(("$(", "${"), end) or text[end] == "`":
-                    end = _expansion_end(text, end, level)
+                    end = expansion_end(text, end, level)
                     continue
                 end += 2 if text[end] == "\\" else 1
         elif char == opening:

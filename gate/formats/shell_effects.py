@@ -291,6 +291,12 @@ _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&"})
 _MAX_DEPTH = 4
 
 
+def sets_the_training(text: str) -> bool:
+    """Whether the words of ``text`` hold an epochs flag or a step budget."""
+    words: Words = [(word, ()) for word in text.split()]
+    return bool(epoch_flags(words) or step_budgets(words))
+
+
 def refuse_held_commands(
     script: str, envs: dict[str, Any], secret: set[str], key: str, location: Location | None
 ) -> None:
@@ -301,8 +307,7 @@ def refuse_held_commands(
     for name, value in envs.items():
         if not isinstance(value, str) or not re.search(rf"\$\{{?{re.escape(str(name))}\b", script):
             continue
-        words: Words = [(word, ()) for word in value.split()]
-        if epoch_flags(words) or step_budgets(words):
+        if sets_the_training(value):
             shown = "a secret" if name in secret else value
             raise InputError(
                 f"{key} runs ${name}, whose value holds an epochs flag or a step budget "

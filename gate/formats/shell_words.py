@@ -20,8 +20,9 @@ from collections.abc import Collection
 from itertools import pairwise
 
 from gate.errors import InputError, Location
-from gate.formats.command_lines import Words, epoch_flags, training_scripts
-from gate.formats.command_steps import step_budgets
+from gate.formats.command_lines import training_scripts
+from gate.formats.command_words import expansion_end
+from gate.formats.shell_effects import sets_the_training
 from gate.formats.shell_loops import Unreadable, simple_commands
 from gate.formats.shell_programs import SHELLS
 
@@ -164,8 +165,7 @@ def _set_by_the_script(name: str, script: str) -> tuple[str, bool] | None:
     if values is None:
         return f"the script sets {name} itself, other than to a plain text", True
     for value in values:
-        words: Words = [(word, ()) for word in value.split()]
-        if epoch_flags(words) or step_budgets(words):
+        if sets_the_training(value):
             return f"the script sets {name} to {value!r}, an epochs flag or a step budget", False
     return None
 
@@ -253,7 +253,7 @@ def outside_quotes(script: str, *, doubles: bool) -> str:
             at += 2
             continue
         if quote != "'" and (script.startswith("$(", at) or char == "`"):
-            end = _substitution_end(script, at)
+            end = _expansion_end(script, at)
             part = script[at:end]
             out.append(" " * len(part) if quote and doubles else part)
             at = end
@@ -269,26 +269,9 @@ def outside_quotes(script: str, *, doubles: bool) -> str:
     return "".join(out)
 
 
-def _substitution_end(script: str, at: int) -> int:
-    """Where the ``$(…)`` or backquoted command at ``at`` ends (its quotes and nesting)."""
-    if script[at] == "`":
-        close = script.find("`", at + 1)
-        return len(script) if close < 0 else close + 1
-    depth, quote, i = 0, "", at + 1
-    while i < len(script):
-        char = script[i]
-        if char == "\\" and quote != "'":
-            i += 2
-            continue
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return len(script)
+def _expansion_end(script: str, at: int) -> int:
+    """Where the ``$(…)`` or backquoted command at ``at`` ends; the script's end if never."""
+    try:
+        return expansion_end(script, at)
+    except Unreadable:  # NOTE: unclosed, or nested past the bound: the rest is the command
+        return len(script)

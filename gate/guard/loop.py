@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 
 from gate.guard.core import Guard
 from gate.guard.marks import RunMarks
-from gate.guard.model import Decision, Report, seconds_held
+from gate.guard.model import Decision, Report, at_least_the_clock, seconds_held
 from gate.integrations.mlflow.tracking_uri import resolve_tracking_uri
 
 log = logging.getLogger(__name__)
@@ -95,11 +95,8 @@ class LoopGuard:
         if held_seconds is not None:
             self._check_growth(epoch, held_seconds)
             given = seconds_held(held_seconds, self.trial)
-            # NOTE: at least the loop's own time since the first figure given (an epoch's
-            # seconds passed as the total ran a loop past the ceiling, counted at its end)
-            first, at = self._first or (given, held)
-            self._first = (first, at)
-            held = max(given, first + held - at)
+            self._first = self._first or (given, held)
+            held = at_least_the_clock(given, self._first, held)  # the loop's own clock
         gpu_seconds = seconds_held(held, self.trial) * float(self.guard.limits.gpus)
         decision = self.guard.observe(Report(self.trial, epoch, metrics, gpu_seconds, self.attempt))
         if self._marks is not None and self._run_id is not None:

@@ -131,3 +131,13 @@ def seconds_held(value: object, trial: str, what: str = "seconds held") -> float
             "report the GPU time held so far, a finite number of seconds >= 0"
         )
     return seconds
+
+
+def at_least_the_clock(given: float, first: tuple[float, float], now: float) -> float:
+    """A caller's seconds held, counted at least at the clock's pace since its first figure.
+
+    ``first`` is that figure and the clock's reading then. The time before it is the
+    caller's to say (a trial waiting for a GPU); after it, a figure that grows slower than
+    the clock (0 at every report, an epoch's own seconds) ran a trial past the ceiling.
+    """
+    return max(given, first[0] + now - first[1])

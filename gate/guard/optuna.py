@@ -54,6 +54,7 @@ from gate.guard.model import (
     STOPPED_BY,
     Decision,
     Report,
+    at_least_the_clock,
     seconds_held,
 )
 from gate.guard.optuna_storage import (
@@ -71,7 +72,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_FINISHED = tuple(optuna.trial.TrialState[name] for name in ("COMPLETE", "PRUNED", "FAIL"))
+_STATE = optuna.trial.TrialState
+_FINISHED = (_STATE.COMPLETE, _STATE.PRUNED, _STATE.FAIL)
 
 
 @dataclass(slots=True)
@@ -235,8 +237,7 @@ class OptunaGuard:
         now = time.monotonic()
         if held_seconds is not None:
             given = seconds_held(held_seconds, key)
-            first, at = self._given.setdefault(key, (given, now))
-            return max(given, first + now - at)
+            return at_least_the_clock(given, self._given.setdefault(key, (given, now)), now)
         if key not in self._starts:
             wall = dt.datetime.now() - (trial.datetime_start or dt.datetime.now())
             self._starts[key] = now - max(wall.total_seconds(), 0.0)

@@ -92,16 +92,7 @@ def load_file(path: str | Path, *, empty_ok: bool = False) -> LoadedDoc:
     """
     name = str(path)
     try:
-        # NOTE: opened without blocking: the open of a FIFO with no writer would wait for
-        # one forever (and hang the CI job). Then read as usual: a FIFO nobody writes reads
-        # as empty, a pipe of a process substitution, <(cat spec.yaml), as what it carries.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                os.set_blocking(fd, True)
-            raw = _read_at_most(fd, MAX_FILE_BYTES + 1)
-        finally:
-            os.close(fd)
+        raw = read_raw(path)
     except FileNotFoundError:
         raise InputError(f"{name}: no such file", hint=_missing_hint(name)) from None
     except IsADirectoryError:
@@ -120,6 +111,25 @@ def load_file(path: str | Path, *, empty_ok: bool = False) -> LoadedDoc:
         )
         raise InputError(f"{name}: cannot read ({exc.strerror})", hint=hint) from None
     return load_bytes(raw, name, empty_ok=empty_ok)
+
+
+def read_raw(path: str | Path) -> bytes:
+    """A file's bytes, up to one past :data:`MAX_FILE_BYTES` (more is no spec anyway).
+
+    NOTE: opened without blocking: the open of a FIFO with no writer would wait for one
+    forever (and hang the CI job). Then read as usual: a FIFO nobody writes reads as empty,
+    a pipe of a process substitution, <(cat spec.yaml), as what it carries.
+
+    Raises:
+        OSError: the file cannot be opened or read.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.set_blocking(fd, True)
+        return _read_at_most(fd, MAX_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
 
 
 BACKSLASH = "\\"

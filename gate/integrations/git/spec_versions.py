@@ -26,7 +26,7 @@ from gate.errors import InputError, InputErrors
 from gate.integrations.git.repo import file_history, toplevel
 from gate.spec.experiment import Experiment
 from gate.spec.fingerprint import fingerprint
-from gate.spec.loader import MAX_FILE_BYTES, LoadedDoc, load_bytes
+from gate.spec.loader import LoadedDoc, load_bytes, read_raw
 from gate.spec.validation import validate
 
 HISTORY_LIMIT = 100
@@ -142,10 +142,16 @@ class SpecVersions:
             resolved = candidate.resolve()
         except (OSError, RuntimeError, ValueError):  # a loop, a NUL, a name the OS refuses
             return False
-        for home in {(self._repo_root or self.cwd).resolve(), *([self.home] if self.home else [])}:
-            if resolved.is_relative_to(home) and ".git" not in resolved.relative_to(home).parts:
-                return True
-        return False
+        return any(
+            resolved.is_relative_to(home) and ".git" not in resolved.relative_to(home).parts
+            for home in self._homes
+        )
+
+    @cached_property
+    def _homes(self) -> tuple[Path, ...]:
+        """The directories a run's spec may be read from, resolved once."""
+        working = (self._repo_root or self.cwd).resolve()
+        return (working,) if self.home is None else (working, self.home.resolve())
 
     @cached_property
     def _repo_root(self) -> Path | None:
@@ -159,7 +165,7 @@ class SpecVersions:
         if key not in self._on_disk:
             versions: dict[str, SpecVersion] = {}
             try:  # the path is a run tag: anything (too long, unreadable) means "not here"
-                content = _bounded(path) if path.is_file() else None
+                content = read_raw(path) if path.is_file() else None
             except (OSError, ValueError):
                 content = None
             if content is not None:
@@ -190,13 +196,6 @@ def policies_home(policies: PolicySet) -> Path | None:
     from gate.integrations.git.repo import RepoPaths
 
     return None if policies.builtin else RepoPaths(policies.policy_dir).root
-
-
-def _bounded(path: Path) -> bytes | None:
-    """The file's bytes, or None past a spec's largest size (no spec, and no end to wait for)."""
-    with path.open("rb") as handle:
-        content = handle.read(MAX_FILE_BYTES + 1)
-    return None if len(content) > MAX_FILE_BYTES else content
 
 
 def _add(versions: dict[str, SpecVersion], version: SpecVersion) -> None:
