@@ -257,6 +257,25 @@ def test_a_run_whose_fingerprint_tag_was_deleted_is_said_with_its_hours(lab):
     assert doc["other_versions"]["untagged"] == 1 and doc["other_versions"]["runs"] == 0
 
 
+def test_a_deleted_run_or_experiment_is_counted_and_said(lab):
+    """``delete_run`` on a failed run (or ``delete_experiment``) hid its spend: 400 USD of 500
+    left the total, and a deleted experiment made reconcile refuse the spec (exit 3)."""
+    lab.log(hours=10, metrics=GOOD)
+    failed = lab.log(trial=1, start=1, hours=40, status="FAILED")
+    lab.client.delete_run(failed)
+    _, doc = lab.json("--dry-run")
+    assert doc["totals"]["runs"] == 2 and Decimal(doc["totals"]["gpu_hours"]) == 50
+    note = (
+        "1 run deleted in MLflow (or in a deleted experiment) counted: deleting a run does "
+        "not undo its spend (40.00 GPU-h)"
+    )
+    assert note in doc["notes"]
+    lab.client.delete_experiment(lab.experiment_id)
+    code, out, err = lab.reconcile("--dry-run")
+    assert code == 0, err
+    assert "2 runs deleted in MLflow (or in a deleted experiment) counted" in out
+
+
 def test_the_ledger_experiment_is_never_read_as_runs(lab):
     # A spec whose tracking experiment is the ledger's own: its records are not training runs.
     text = Path(lab.spec).read_text().replace(lab.experiment + "}", "budget-gate-ledger}")

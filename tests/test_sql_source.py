@@ -80,7 +80,7 @@ def _every_page(source: object, ids: list[str], criteria: Criteria, size: int) -
 def _comparable(run: RawRun) -> tuple[object, ...]:
     latest = {k: "nan" if math.isnan(v) else v for k, (v, _) in run.latest.items()}
     return (run.run_id, run.name, run.status, run.start_ms, run.end_ms, run.tags, run.params,
-            latest, run.experiment_id)  # fmt: skip
+            latest, run.experiment_id, run.deleted)  # fmt: skip
 
 
 def test_a_sqlite_uri_is_read_with_sql_and_anything_else_is_not(store, tmp_path):
@@ -104,9 +104,14 @@ def test_a_store_without_a_needed_column_is_left_to_mlflow(tmp_path):
 def test_the_experiments_are_mlflows(store):
     sql, client = open_sql(store), ClientSource(store)
     assert sql is not None
-    assert sorted(sql.experiments()) == sorted(client.experiments())
+    listed = sorted(sql.experiments(), key=str)
+    assert listed == sorted(client.experiments(), key=str)
+    assert [(e.name, e.deleted) for e in listed if e.name != "Default"] == [
+        ("first", False), ("second", False), ("gone", True),
+    ]  # fmt: skip
     for name in ("first", "second", "gone", "nothing"):
-        assert sql.experiment_id(name) == client.experiment_id(name)
+        assert sql.experiment(name) == client.experiment(name)
+    assert client.experiment("nothing") is None
 
 
 @pytest.mark.parametrize(
@@ -118,25 +123,41 @@ def test_the_experiments_are_mlflows(store):
         Criteria(fingerprint=OTHER, started=(T0 + 120_000, T0 + 480_000)),
         Criteria(started=(T0, T0 + 300_000)),
         Criteria(untagged=True),
+        Criteria(deleted=True),
+        Criteria(fingerprint=FP, deleted=True),
+        Criteria(untagged=True, deleted=True),
     ],
-    ids=["tagged", "one version", "all but one", "version and window", "window", "untagged"],
+    ids=[
+        "tagged",
+        "one version",
+        "all but one",
+        "version and window",
+        "window",
+        "untagged",
+        "deleted too",
+        "one version deleted too",
+        "untagged deleted too",
+    ],
 )
 @pytest.mark.parametrize("size", [4, 1000])
 def test_every_search_page_by_page_is_mlflows(store, criteria, size):
     sql, client = open_sql(store), ClientSource(store)
     assert sql is not None
-    ids = [eid for eid, name in client.experiments() if name in ("first", "second")]
-    for experiments in (ids, ids[:1]):
+    by_name = {e.name: e.experiment_id for e in client.experiments()}
+    ids = [by_name[name] for name in ("first", "second", "gone")]
+    for experiments in (ids, ids[:1], ids[2:]):
         ours = _every_page(sql, experiments, criteria, size)
         theirs = _every_page(client, experiments, criteria, size)
         assert [_comparable(r) for r in ours] == [_comparable(r) for r in theirs]
-        assert ours, "the store holds runs for every criteria"
+        assert ours or experiments == ids[2:], "the store holds runs for every criteria"
+        if experiments == ids:  # a deleted run of each kind is in "second"
+            assert any(r.deleted for r in ours) == criteria.deleted
 
 
 def test_histories_are_mlflows(store):
     sql, client = open_sql(store), ClientSource(store)
     assert sql is not None
-    ids = [eid for eid, name in client.experiments() if name in ("first", "second")]
+    ids = [e.experiment_id for e in client.experiments() if e.name in ("first", "second")]
     runs = [r.run_id for r in _every_page(client, ids, Criteria(), 1000)]
     assert sql.by_run  # MLflow indexes its metrics by run
     for by_run in (True, False):  # through that index, or a store's primary key alone
@@ -206,7 +227,7 @@ def _points(found: dict[str, list[tuple[int, int, float]]]) -> dict[str, list[tu
 def test_nan_is_read_as_nan(store):
     sql = open_sql(store)
     assert sql is not None
-    ids = [eid for eid, _ in sql.experiments()]
+    ids = [e.experiment_id for e in sql.experiments()]
     runs = _every_page(sql, ids, Criteria(), 1000)
     odd = [r.latest["odd"][0] for r in runs if "odd" in r.latest]
     assert odd and all(math.isnan(v) for v in odd)

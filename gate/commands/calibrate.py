@@ -121,7 +121,8 @@ def _observations(
 
         runs = MlflowRuns(uri, default=default_ledger(args))
     wanted = set(args.experiment or ())
-    listed = runs.experiments()
+    # NOTE: a deleted experiment or run is a team's curation of its calibration data
+    listed = [(e.experiment_id, e.name) for e in runs.experiments() if not e.deleted]
     missing = wanted - {name for _, name in listed}
     if missing:
         raise InputError(

@@ -92,11 +92,11 @@ def run(args: argparse.Namespace) -> int:
     plan = _plan(args, evaluation, ledger, now)
     say_ignored(ledger)
     fingerprint = None if args.all_versions else plan.fingerprint
-    query = RunQuery(experiment_id, fingerprint, plan.monitor.metric)
+    query = RunQuery(experiment_id, fingerprint, plan.monitor.metric, deleted=True)
     result = _reconcile(plan, runs.facts, query)
     other_versions = None
     if fingerprint is not None:
-        others = RunQuery(experiment_id, None, None, other_than=fingerprint)
+        others = RunQuery(experiment_id, None, None, other_than=fingerprint, deleted=True)
         other_versions = _other_versions(runs.facts, others, experiment, plan, bool(result.runs))
     record_id, why_not, refusal = _try_record(args, evaluation, ledger, result, now)
     report = ReconcileReport(
@@ -129,14 +129,14 @@ def _experiment_id(file: str, runs: MlflowRuns, experiment: str) -> str:
             f"{LEDGER_EXPERIMENT!r}, which holds its records, not training runs",
             hint="set tracking.mlflow_experiment to the experiment the runs are logged in",
         )
-    experiment_id = runs.experiment_id(experiment)
-    if experiment_id is None:
+    found = runs.experiment(experiment)
+    if found is None:
         raise InputError(
             f"{file}: MLflow at {runs.where} has no experiment {experiment!r}",
             hint=f"log the runs there (mlflow.set_experiment({experiment!r}), as "
             "gate.require_approval(...).experiment names it), or pass the right --tracking-uri",
         )
-    return experiment_id
+    return found.experiment_id
 
 
 def _reconcile(

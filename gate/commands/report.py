@@ -43,6 +43,7 @@ from gate.integrations import needs_mlflow, open_ledger
 from gate.integrations.git.spec_versions import SpecVersions, policies_home
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger import tracking
+from gate.ledger.encoding import KIND
 from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord
 from gate.money import to_decimal
 from gate.policy.findings import Outcome
@@ -85,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     for facts in _window(runs, names, period):
         month_runs.add(facts, facts.tags.get(tracking.MONITOR, ""))
     _refetch(runs, month_runs, period)
+    _untagged(runs, month_runs, names, period)
     trust = evaluator.policies.trust()
     warn_unsigned(trust)
     ledger = open_ledger(uri, trust)
@@ -116,19 +118,24 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _store(uri: str, *, default: bool) -> tuple[MlflowRuns, dict[str, str]]:
-    """The tracking store's runs, and its active experiments' names by id."""
+    """The tracking store's runs, and its experiments' names by id (deleted ones too)."""
     with needs_mlflow("report"):
         from gate.integrations.mlflow.runs import MlflowRuns
 
         runs = MlflowRuns(uri, default=default)
-    return runs, dict(runs.experiments())
+    return runs, {e.experiment_id: e.name for e in runs.experiments()}
 
 
 def _window(runs: MlflowRuns, names: dict[str, str], period: Period) -> Iterator[RunFacts]:
-    """Every tagged run of every active experiment that started in the window."""
+    """Every tagged run that started in the window, deleted or in a deleted experiment too.
+
+    Deleting a run (or its experiment) does not undo its spend. The ledger's experiment is
+    read too: its records (a ``budget_gate.kind`` tag) are the ledger's to judge, and a
+    training run logged there counts as logged outside its spec's experiment.
+    """
     from gate.integrations.mlflow.runs import RunQuery
 
-    ids = [eid for eid, name in names.items() if name != LEDGER_EXPERIMENT]
+    ids = list(names)
     if not ids:
         return
     started = _started(period)
@@ -142,10 +149,13 @@ def _window(runs: MlflowRuns, names: dict[str, str], period: Period) -> Iterator
         more_experiments=tuple(ids[1:]),
         started=started,
         page_size=5_000,
+        deleted=True,
     )
     bar = progress_for(sys.stderr)
     try:
-        yield from runs.facts(query, bar)
+        for facts in runs.facts(query, bar):
+            if names.get(facts.experiment_id) != LEDGER_EXPERIMENT or KIND not in facts.tags:
+                yield facts
     finally:
         if bar is not None:
             bar.close()
@@ -160,11 +170,40 @@ def _refetch(runs: MlflowRuns, month_runs: MonthRuns, period: Period) -> None:
     from gate.integrations.mlflow.runs import RunQuery
 
     for (experiment_id, fingerprint, metric), ids in sorted(month_runs.refetch.items()):
-        query = RunQuery(experiment_id, fingerprint, metric, started=_started(period))
+        query = RunQuery(experiment_id, fingerprint, metric, started=_started(period), deleted=True)
         for facts in runs.facts(query):
             if facts.run_id in ids:
                 month_runs.add(facts, metric)
     month_runs.refetch.clear()
+
+
+def _untagged(
+    runs: MlflowRuns, month_runs: MonthRuns, names: dict[str, str], period: Period
+) -> None:
+    """Count the runs with no fingerprint tag in the experiments the window's versions log to.
+
+    A job that deletes its run's tag takes its hours out of the tagged search (MLflow's
+    filters leave a missing tag out), so they are searched for apart, in one search.
+    """
+    from gate.integrations.mlflow.runs import RunQuery
+
+    ids = {name: eid for eid, name in names.items()}
+    tracked = {ids[name]: priced for name, priced in month_runs.tracked().items() if name in ids}
+    if not tracked:
+        return
+    first, *more = sorted(tracked)
+    query = RunQuery(
+        first,
+        None,
+        None,
+        more_experiments=tuple(more),
+        started=_started(period),
+        page_size=5_000,
+        untagged=True,
+        deleted=True,
+    )
+    for facts in runs.facts(query):
+        month_runs.add_untagged(facts, tracked[facts.experiment_id])
 
 
 def _started(period: Period) -> tuple[int, int]:

@@ -80,6 +80,8 @@ class RunFacts:
     utilization: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     experiment_id: str = ""
     """The MLflow experiment the run is logged in ("": not known)."""
+    deleted: bool = False
+    """Deleted in MLflow, or in a deleted experiment: its GPU time was spent all the same."""
 
 
 Requote = Callable[[str, Capacity], "Quote | None"]
@@ -133,6 +135,8 @@ class RunResult:
     quality: float | None = None
     submitted: dt.datetime | None = None
     fingerprint: str = ""
+    deleted: bool = False
+    """Deleted in MLflow (or its experiment): counted, since its GPU time was spent."""
 
     @property
     def open(self) -> bool:
@@ -207,6 +211,7 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
         quality=_quality(facts, chart_metric(plan.spec, plan.monitor), status),
         submitted=_submitted(facts.tags.get(tracking.SUBMITTED_AT), start, notes),
         fingerprint=facts.tags.get(tracking.FINGERPRINT, ""),
+        deleted=facts.deleted,
         notes=tuple(notes),
         guard_stop=guard_stop(
             facts.tags, epochs, plan.spec.workload.max_epochs, run_cost(gpus * train, price)

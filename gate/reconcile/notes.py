@@ -2,7 +2,7 @@
 
 The runs' median epoch time against the estimate's, and on what basis the estimate priced
 it (measured, a FLOPs prior or the spec's figure); a spec without a quality gate; an
-approval in another currency.
+approval in another currency; runs deleted in MLflow, counted all the same.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from gate.words import counted
 def notes(plan: Plan, runs: Sequence[RunResult]) -> tuple[str, ...]:
     """What the reader should know to read the totals: epoch-time error, no gate, the basis."""
     notes = [note] if (note := _epoch_error(plan, runs)) is not None else []
+    if (deleted := deleted_note(runs)) is not None:
+        notes.append(deleted)
     if not plan.spec.quality_gate:
         notes.append("the spec has no quality_gate: every finished run counts as qualified")
     approval = plan.approval
@@ -32,6 +34,22 @@ def notes(plan: Plan, runs: Sequence[RunResult]) -> tuple[str, ...]:
     if (basis := _estimate_basis(plan)) is not None:
         notes.append(basis)
     return tuple(notes)
+
+
+def deleted_note(runs: Sequence[RunResult]) -> str | None:
+    """The runs deleted in MLflow (or in a deleted experiment), which count all the same.
+
+    Deleting a run hides it from MLflow's searches, not from the bill: a job that deleted
+    its failed runs would otherwise lower its experiment's cost per qualified model.
+    """
+    deleted = [r for r in runs if r.deleted]
+    if not deleted:
+        return None
+    hours = sum((r.gpu_hours for r in deleted), Decimal(0))
+    return (
+        f"{counted(len(deleted), 'run')} deleted in MLflow (or in a deleted experiment) "
+        f"counted: deleting a run does not undo its spend ({hours:.2f} GPU-h)"
+    )
 
 
 def _epoch_error(plan: Plan, runs: Sequence[RunResult]) -> str | None:

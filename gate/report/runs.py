@@ -32,6 +32,7 @@ from gate.ledger import tracking
 from gate.policy.findings import Finding
 from gate.policy.model import Severity
 from gate.reconcile.actuals import MS_PER_HOUR, Plan, RunFacts, RunResult, moment
+from gate.reconcile.notes import deleted_note
 from gate.reconcile.reconciler import Reconciler, Reconciliation
 from gate.report.commitments import NO_TEAM
 from gate.report.period import Month, Period
@@ -76,6 +77,10 @@ PlanFor = Callable[[RunFacts], "Priced | str"]
 """The plan of a run's spec version, or why there is none."""
 ELSEWHERE = "logged outside their spec's MLflow experiment (tracking.mlflow_experiment)"
 BACKWARDS = "their end is before their start, so what they held is not known"
+UNTAGGED = (
+    f"they carry no {tracking.FINGERPRINT} tag (a job deleted it?), in an MLflow experiment "
+    "a spec version logs to: charged to that spec's team, not priced"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +194,24 @@ class MonthRuns:
         result = group.reconciler.add(facts)
         group.lines.append(RunLine(result, month, priced, *result.charged_as))
 
+    def tracked(self) -> dict[str, Priced]:
+        """The MLflow experiments the window's spec versions log to, each with a version's plan.
+
+        Where runs lost their fingerprint tag: :meth:`add_untagged` counts them there.
+        """
+        found: dict[str, Priced] = {}
+        for key in sorted(self._groups):
+            priced = self._groups[key].priced
+            found.setdefault(priced.tracked_in, priced)
+        return found
+
+    def add_untagged(self, facts: RunFacts, priced: Priced) -> None:
+        """Count a run of ``priced``'s experiment that carries no fingerprint tag, unpriced."""
+        if facts.start_ms is None or Month.of(moment(facts.start_ms)) not in self._window:
+            self.outside += 1
+            return
+        self._count_unpriced(UNTAGGED, facts, priced)
+
     def _elsewhere(self, facts: RunFacts, priced: Priced) -> bool:
         if self._experiments is None:
             return False
@@ -233,7 +256,10 @@ class MonthRuns:
 
 
 def run_notes(current: Iterable[ExperimentMonth], now: dt.datetime) -> list[str]:
-    """What the period's runs took on their jobs' word: GPUs above the spec, open ends."""
+    """What the period's runs took on their jobs' word: GPUs above the spec, open ends.
+
+    And the runs deleted in MLflow, counted all the same.
+    """
     groups = list(current)
     notes = []
     above = sum(
@@ -247,6 +273,8 @@ def run_notes(current: Iterable[ExperimentMonth], now: dt.datetime) -> list[str]
             f"{counted(above, 'run')} charged for more GPUs than their spec's gpus_per_trial, "
             f"on their {tracking.GPUS} tag's word (reconcile lists them)"
         )
+    if (deleted := deleted_note([r for g in groups for r in g.result.runs])) is not None:
+        notes.append(deleted)
     running = sum(g.result.running for g in groups)
     if running:
         notes.append(

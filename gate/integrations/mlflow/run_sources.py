@@ -50,6 +50,17 @@ class RawRun:
     params: dict[str, str]
     latest: dict[str, tuple[float, int]]
     experiment_id: str = ""
+    deleted: bool = False
+    """Deleted in MLflow (``mlflow.delete_run``): its GPU time was spent all the same."""
+
+
+@dataclass(frozen=True, slots=True)
+class Experiment:
+    """An MLflow experiment: its id, its name, and whether it is deleted."""
+
+    experiment_id: str
+    name: str
+    deleted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +75,13 @@ class Criteria:
     started: tuple[int, int] | None = None
     untagged: bool = False
     """The runs with no fingerprint tag at all (``other_than`` leaves them out: NULL)."""
+    deleted: bool = False
+    """Deleted runs too: spend is not undone by deleting its run."""
+
+    @property
+    def view_type(self) -> str:
+        """MLflow's ``run_view_type`` for the search."""
+        return "ALL" if self.deleted else "ACTIVE_ONLY"
 
     def filter_string(self) -> str:
         """The criteria in MLflow's search syntax."""
@@ -115,12 +133,12 @@ class RunSource(Protocol):
     failures: tuple[type[BaseException], ...]
     """The exceptions that mean the store failed (exit 4), not the reader."""
 
-    def experiment_id(self, name: str) -> str | None:
-        """The id of the active experiment ``name``, or ``None``."""
+    def experiment(self, name: str) -> Experiment | None:
+        """The experiment ``name``, deleted or not, or ``None``."""
         ...
 
-    def experiments(self) -> list[tuple[str, str]]:
-        """The id and name of every active experiment."""
+    def experiments(self) -> list[Experiment]:
+        """Every experiment, deleted ones too."""
         ...
 
     def search(
@@ -162,22 +180,18 @@ class RestSource:
         self._rest = Rest(tracking_uri, environ, read_patience(environ), check_clock=False)
         self._max_ids = MAX_IDS  # lowered for servers with a short request-line limit
 
-    def experiment_id(self, name: str) -> str | None:
-        """See :meth:`RunSource.experiment_id`."""
+    def experiment(self, name: str) -> Experiment | None:
+        """See :meth:`RunSource.experiment`."""
         found = experiment_by_name(self._rest, name)
-        if found is None or found.get("lifecycle_stage") != "active":
-            return None
-        return str(found["experiment_id"])
+        return None if found is None else _experiment_of(found)
 
-    def experiments(self) -> list[tuple[str, str]]:
+    def experiments(self) -> list[Experiment]:
         """See :meth:`RunSource.experiments`."""
-        found: list[tuple[str, str]] = []
-        body: dict[str, Any] = {"max_results": 1_000, "view_type": "ACTIVE_ONLY"}
+        found: list[Experiment] = []
+        body: dict[str, Any] = {"max_results": 1_000, "view_type": "ALL"}
         while True:
             answer = self._rest.call("POST", "experiments/search", body=body)
-            found.extend(
-                (str(e["experiment_id"]), e["name"]) for e in answer.get("experiments", [])
-            )
+            found.extend(_experiment_of(e) for e in answer.get("experiments", []))
             if not answer.get("next_page_token"):
                 return found
             body["page_token"] = answer["next_page_token"]
@@ -189,7 +203,7 @@ class RestSource:
         body: dict[str, Any] = {
             "experiment_ids": list(experiment_ids),
             "filter": criteria.filter_string(),
-            "run_view_type": "ACTIVE_ONLY",
+            "run_view_type": criteria.view_type,
             "max_results": page_size,
             "order_by": ["attributes.start_time ASC"],
         }
@@ -257,24 +271,27 @@ class ClientSource:
         with failing_on(redact(tracking_uri), "opening the tracking store", self.failures):
             self._client = MlflowClient(tracking_uri)
 
-    def experiment_id(self, name: str) -> str | None:
-        """See :meth:`RunSource.experiment_id`."""
+    def experiment(self, name: str) -> Experiment | None:
+        """See :meth:`RunSource.experiment`."""
         found = self._client.get_experiment_by_name(name)
-        if found is None or found.lifecycle_stage != "active":
+        if found is None:
             return None
-        return str(found.experiment_id)
+        return Experiment(str(found.experiment_id), found.name, found.lifecycle_stage != "active")
 
-    def experiments(self) -> list[tuple[str, str]]:
+    def experiments(self) -> list[Experiment]:
         """See :meth:`RunSource.experiments`."""
         from mlflow.entities import ViewType
 
-        found: list[tuple[str, str]] = []
+        found: list[Experiment] = []
         token: str | None = None
         while True:
             page = self._client.search_experiments(
-                view_type=ViewType.ACTIVE_ONLY, max_results=1_000, page_token=token
+                view_type=ViewType.ALL, max_results=1_000, page_token=token
             )
-            found.extend((str(e.experiment_id), e.name) for e in page)
+            found.extend(
+                Experiment(str(e.experiment_id), e.name, e.lifecycle_stage != "active")
+                for e in page
+            )
             token = page.token or None
             if not token:
                 return found
@@ -288,7 +305,7 @@ class ClientSource:
         page = self._client.search_runs(
             list(experiment_ids),
             criteria.filter_string(),
-            run_view_type=ViewType.ACTIVE_ONLY,
+            run_view_type=ViewType.ALL if criteria.deleted else ViewType.ACTIVE_ONLY,
             max_results=page_size,
             order_by=["attributes.start_time ASC"],
             page_token=token,
@@ -329,6 +346,13 @@ def _from_json(run: dict[str, Any]) -> RawRun:
             m["key"]: (float(m["value"]), int(m.get("step", 0))) for m in data.get("metrics", [])
         },
         experiment_id=str(info.get("experiment_id", "")),
+        deleted=info.get("lifecycle_stage", "active") != "active",
+    )
+
+
+def _experiment_of(found: dict[str, Any]) -> Experiment:
+    return Experiment(
+        str(found["experiment_id"]), found["name"], found.get("lifecycle_stage") != "active"
     )
 
 
@@ -345,6 +369,7 @@ def _from_run(run: Run) -> RawRun:
         # NOTE: the step only sizes bulk requests, which the client path does not make.
         latest={key: (value, 0) for key, value in data.metrics.items()},
         experiment_id=str(info.experiment_id or ""),
+        deleted=info.lifecycle_stage != "active",
     )
 
 

@@ -39,6 +39,7 @@ from gate.errors import InputError
 from gate.integrations.mlflow.run_sources import (
     MAX_POINTS,
     Criteria,
+    Experiment,
     Points,
     RawRun,
     open_source,
@@ -87,6 +88,8 @@ class RunQuery:
     other_than: str | None = None
     untagged: bool = False
     """The runs with no fingerprint tag (a job deleted it): read apart, said, never priced."""
+    deleted: bool = False
+    """Deleted runs too (reconcile and report: spend is not undone by deleting a run)."""
 
 
 class MlflowRuns:
@@ -104,11 +107,15 @@ class MlflowRuns:
             raise _no_store(self.where, stored, default)
         with failing_on(self.where, "opening the tracking store", (OSError,)):
             self._source = open_sql(tracking_uri) or open_source(tracking_uri)
+        self._deleted_experiments: set[str] = set()
+        """Experiments found deleted: their runs read as deleted too."""
 
-    def experiment_id(self, name: str) -> str | None:
-        """The id of the active experiment ``name``, or ``None`` when there is none."""
+    def experiment(self, name: str) -> Experiment | None:
+        """The experiment ``name``, deleted or not, or ``None`` when there is none."""
         with self.failing(f"finding experiment {name!r}"):
-            return self._source.experiment_id(name)
+            found = self._source.experiment(name)
+        self._learn([] if found is None else [found])
+        return found
 
     def facts(self, query: RunQuery, progress: Progress | None = None) -> Iterator[RunFacts]:
         """Every matching run with the histories it needs, streamed in pages.
@@ -141,11 +148,15 @@ class MlflowRuns:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def experiments(self) -> list[tuple[str, str]]:
-        """The id and name of every active experiment in the store, in id order."""
+    def experiments(self) -> list[Experiment]:
+        """Every experiment in the store, deleted ones too, in id order."""
         with self.failing("listing the experiments"):
             found = self._source.experiments()
-        return sorted(found, key=lambda pair: (len(pair[0]), pair[0]))
+        self._learn(found)
+        return sorted(found, key=lambda e: (len(e.experiment_id), e.experiment_id))
+
+    def _learn(self, found: list[Experiment]) -> None:
+        self._deleted_experiments.update(e.experiment_id for e in found if e.deleted)
 
     def failing(self, doing: str) -> contextlib.AbstractContextManager[None]:
         """Turn an MLflow or network failure into a one-line backend error (exit 4)."""
@@ -160,7 +171,9 @@ class MlflowRuns:
         """
         ids = [query.experiment_id, *query.more_experiments]
         groups = [ids[g :: query.workers] for g in range(min(query.workers, len(ids)))]
-        search = Criteria(query.fingerprint, query.other_than, query.started, query.untagged)
+        search = Criteria(
+            query.fingerprint, query.other_than, query.started, query.untagged, query.deleted
+        )
         if len(groups) == 1:
             yield from self._group_pages(groups[0], search, query.page_size)
             return
@@ -206,7 +219,11 @@ class MlflowRuns:
             for chunk in _chunks(members, query.point_budget):
                 for run_id, points in self._source.histories(chunk, key, query.max_points).items():
                     histories[(run_id, key)] = points
-        return [_facts(raw, histories, _history_key(raw, query)) for raw in batch]
+        deleted = self._deleted_experiments
+        return [
+            _facts(raw, histories, _history_key(raw, query), raw.experiment_id in deleted)
+            for raw in batch
+        ]
 
 
 def _no_store(where: str, stored: Path, default: bool) -> InputError:
@@ -264,7 +281,12 @@ def _by_step(points: Points) -> tuple[float, ...]:
     return tuple(last[step][1] for step in sorted(last))
 
 
-def _facts(raw: RawRun, histories: dict[tuple[str, str], Points], key: str | None) -> RunFacts:
+def _facts(
+    raw: RawRun,
+    histories: dict[tuple[str, str], Points],
+    key: str | None,
+    in_deleted_experiment: bool,
+) -> RunFacts:
     utilization = {
         name: tuple(v for _, _, v in histories.get((raw.run_id, name), []))
         for name in raw.latest
@@ -283,4 +305,5 @@ def _facts(raw: RawRun, histories: dict[tuple[str, str], Points], key: str | Non
         history=history,
         utilization=utilization,
         experiment_id=raw.experiment_id,
+        deleted=raw.deleted or in_deleted_experiment,
     )

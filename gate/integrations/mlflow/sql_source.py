@@ -4,11 +4,11 @@ MLflow's client reads a SQLite store through its ORM, one run's objects at a tim
 metric history per request: 20,000 runs took almost six minutes. The store is MLflow's
 own schema (``runs``, ``tags``, ``params``, ``latest_metrics``, ``metrics``,
 ``experiments``), read here with the standard library's ``sqlite3`` in read-only mode,
-with what MLflow's search gives: active runs of active experiments, in start order (no
-start time last, then by run id), with their tags, params and latest metrics (NaN where
-MLflow kept NaN). A store whose tables lack a column this reader needs (an older MLflow)
-is read with MLflow's client instead, as before. ``tests/test_sql_source.py`` holds this
-reader to MLflow's client on stores MLflow itself wrote.
+with what MLflow's search gives: the runs (active ones, or all) of the experiments asked,
+in start order (no start time last, then by run id), with their tags, params and latest
+metrics (NaN where MLflow kept NaN). A store whose tables lack a column this reader needs
+(an older MLflow) is read with MLflow's client instead, as before.
+``tests/test_sql_source.py`` holds this reader to MLflow's client on stores MLflow wrote.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import BackendError, InputError
-from gate.integrations.mlflow.run_sources import Criteria, Points, RawRun
+from gate.integrations.mlflow.run_sources import Criteria, Experiment, Points, RawRun
 from gate.ledger import tracking
 
 NEEDED = {
@@ -212,20 +212,17 @@ class SqlSource:
             self._local.connection = connection
         return connection
 
-    def experiment_id(self, name: str) -> str | None:
-        """See :meth:`gate.integrations.mlflow.run_sources.RunSource.experiment_id`."""
+    def experiment(self, name: str) -> Experiment | None:
+        """See :meth:`gate.integrations.mlflow.run_sources.RunSource.experiment`."""
         row = self.db.execute(
-            "SELECT experiment_id FROM experiments WHERE name = ? AND lifecycle_stage = 'active'",
-            (name,),
+            "SELECT experiment_id, name, lifecycle_stage FROM experiments WHERE name = ?", (name,)
         ).fetchone()
-        return None if row is None else str(row[0])
+        return None if row is None else Experiment(str(row[0]), row[1], row[2] != "active")
 
-    def experiments(self) -> list[tuple[str, str]]:
+    def experiments(self) -> list[Experiment]:
         """See :meth:`gate.integrations.mlflow.run_sources.RunSource.experiments`."""
-        rows = self.db.execute(
-            "SELECT experiment_id, name FROM experiments WHERE lifecycle_stage = 'active'"
-        )
-        return [(str(eid), name) for eid, name in rows]
+        rows = self.db.execute("SELECT experiment_id, name, lifecycle_stage FROM experiments")
+        return [Experiment(str(eid), name, stage != "active") for eid, name, stage in rows]
 
     def search(
         self, experiment_ids: Sequence[str], criteria: Criteria, page_size: int, token: str | None
@@ -237,7 +234,8 @@ class SqlSource:
         offset = int(token) if token else 0
         where, values = _where(experiment_ids, criteria)
         rows = self.db.execute(
-            "SELECT run_uuid, name, status, start_time, end_time, experiment_id FROM runs r "
+            "SELECT run_uuid, name, status, start_time, end_time, experiment_id, lifecycle_stage "
+            "FROM runs r "
             f"WHERE {where} ORDER BY start_time IS NULL, start_time, run_uuid LIMIT ? OFFSET ?",
             (*values, page_size + 1, offset),
         ).fetchall()
@@ -258,8 +256,9 @@ class SqlSource:
                 params=params.get(run_id, {}),
                 latest=latest.get(run_id, {}),
                 experiment_id=str(experiment_id),
+                deleted=stage != "active",
             )
-            for run_id, name, status, start, end, experiment_id in rows
+            for run_id, name, status, start, end, experiment_id, stage in rows
         ]
         return runs, str(offset + page_size) if more else None
 
@@ -311,9 +310,11 @@ class SqlSource:
 
 
 def _where(experiment_ids: Sequence[str], criteria: Criteria) -> tuple[str, list[Any]]:
-    """The runs MLflow's search keeps: active, of these experiments, tagged as asked."""
+    """The runs MLflow's search keeps: of these experiments, tagged as asked, active or all."""
     marks = ", ".join("?" for _ in experiment_ids)
-    clauses = [f"experiment_id IN ({marks})", "lifecycle_stage = 'active'"]
+    clauses = [f"experiment_id IN ({marks})"]
+    if not criteria.deleted:
+        clauses.append("lifecycle_stage = 'active'")
     values: list[Any] = [int(eid) for eid in experiment_ids]
     tagged = "SELECT 1 FROM tags t WHERE t.run_uuid = r.run_uuid AND t.key = ?"
     values.append(tracking.FINGERPRINT)

@@ -1,0 +1,93 @@
+"""What a training job does to its runs afterwards does not take their hours out of the month.
+
+A job that can write to MLflow deletes its failed run, or the whole experiment, deletes its
+run's fingerprint tag, or logs its run in the ledger's experiment: each run left the month's
+figures without a word (a deleted failure lowered the team's cost per qualified model). The
+report reads them all the same, over the tracking server's REST API and from its sqlite
+store alike, and says what it counted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from gate import tracking
+from gate.cli import main
+from gate.ledger.records import LEDGER_EXPERIMENT
+from gate.report.runs import ELSEWHERE, UNTAGGED
+from tests import report_kit
+from tests.mlflow_server import MlflowServer, running_server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
+    with running_server(tmp_path_factory.mktemp("hidden-mlflow")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def month(tmp_path_factory: pytest.TempPathFactory, server: MlflowServer) -> report_kit.Month:
+    return report_kit.seed(tmp_path_factory.mktemp("hidden"), server.uri)
+
+
+def report(month: report_kit.Month, uri: str, capsys: pytest.CaptureFixture[str]) -> Any:
+    capsys.readouterr()
+    code = main(
+        ["report", "--policy-dir", month.policy_dir, "--tracking-uri", uri,
+         "--month", report_kit.MONTH, "--format", "json"]
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+def team(document: Any, name: str) -> Any:
+    return next(t for t in document["teams"] if t["team"] == name)
+
+
+def test_deleted_untagged_and_misplaced_runs_stay_in_the_month(month, server, capsys):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(server.uri)
+    before = report(month, server.uri, capsys)
+    # the ledger's experiment is read now: its records, which carry a spec's tags, are not runs
+    assert {u["reason"]: u["runs"] for u in before["unpriced"]}[ELSEWHERE] == 1
+    vision, nlp = month.teams["vision"], month.teams["nlp"]
+    # the failed 3-hour run of vision's A, and tabular's whole experiment, deleted
+    client.delete_run(month.run_ids["a2"])
+    tabular = client.get_run(month.run_ids["c1"]).info.experiment_id
+    client.delete_experiment(tabular)
+    # nlp's killed 2-hour run loses its fingerprint tag
+    client.delete_tag(month.run_ids["b2"], tracking.FINGERPRINT)
+    # a 7-hour run of A logged in the ledger's experiment, beside the records
+    ledger = client.get_experiment_by_name(LEDGER_EXPERIMENT).experiment_id
+    report_kit._log(client, ledger, tracking.run_tags(month.specs["A"], trial_id=96),
+                    name="in-the-ledger", start=70, hours=7, metrics={"val_f1": 0.9})  # fmt: skip
+
+    for uri in (server.uri, server.sqlite_uri):
+        after = report(month, uri, capsys)
+        # deleted runs are counted: vision's and tabular's figures are as before
+        for name in (vision, month.teams["tabular"]):
+            assert team(after, name) == team(before, name)
+        note = (
+            "3 runs deleted in MLflow (or in a deleted experiment) counted: deleting a run "
+            "does not undo its spend (6.00 GPU-h)"
+        )
+        assert note in after["notes"]
+        # the untagged run leaves nlp's priced figures but is listed, charged to nlp
+        b2_cost = Decimal(team(before, nlp)["actual"]) - Decimal(team(after, nlp)["actual"])
+        assert b2_cost > 0 and team(after, nlp)["runs"] == team(before, nlp)["runs"] - 1
+        unpriced = {u["reason"]: u for u in after["unpriced"]}
+        untagged = unpriced[UNTAGGED]
+        assert (untagged["runs"], Decimal(untagged["gpu_hours"]), untagged["teams"]) == (
+            1, 2, [nlp],
+        )  # fmt: skip
+        # the run in the ledger's experiment joins the one logged in C's as misplaced
+        elsewhere = unpriced[ELSEWHERE]
+        assert (elsewhere["runs"], Decimal(elsewhere["gpu_hours"])) == (2, 57)
+        assert after["totals"]["runs"] == before["totals"]["runs"] - 1
