@@ -148,6 +148,25 @@ def test_a_spec_with_no_path_in_the_repository_says_no_ownership_was_applied(tmp
     assert "owns.specs and waivers not applied" not in out  # a path in the repository
 
 
+def test_a_copy_outside_named_by_a_relative_path_is_not_the_repositorys_file(
+    tmp_path, capsys, monkeypatch
+):
+    """From a directory outside the repository, ``experiments/vision/a.yaml`` named a copy
+    there, yet read as the repository's path: it drew BG204 as vision's (and would have taken
+    a waiver of that file), with no word that it lies outside."""
+    root = _repo(tmp_path)
+    (root / "policies" / "nlp.yaml").write_text(TEAM.format(cap=100_000, owns=""))
+    outside = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    (outside / "experiments" / "vision").mkdir(parents=True)
+    copy = outside / "experiments" / "vision" / "a.yaml"
+    copy.write_text(SPEC.format(team="team: nlp, "))
+    monkeypatch.chdir(outside)
+    code, out = _check(root, capsys, "experiments/vision/a.yaml")
+    assert code == 0, out
+    assert "BG204" not in out
+    assert f"the spec was read from {copy.as_posix()}, outside the repository" in out
+
+
 def test_every_launch_path_refuses_the_borrowed_team(tmp_path, capsys, monkeypatch):
     root = _repo(tmp_path)
     spec = _spec(root, "vision")

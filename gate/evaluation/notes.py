@@ -81,6 +81,6 @@ def _unplaced(repo_path: str, owners: Collection[str]) -> str | None:
         return None
     if repo_path == STDIN_NAME:
         return "stdin"
-    if repo_path.startswith(("/", "../")) or repo_path == "..":
+    if repo_path.startswith("/"):  # RepoPaths names a spec outside the root absolutely
         return f"{repo_path}, outside the repository"
     return None

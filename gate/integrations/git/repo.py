@@ -75,7 +75,8 @@ class RepoPaths:
     The root is the git work tree that holds the policy directory, else the policy
     directory's parent; it is looked up once, on first use, by the nearest ``.git`` upward
     (what ``git rev-parse --show-toplevel`` prints, without starting git). A spec outside the
-    root keeps its path as given, normalized.
+    root is named by its absolute path: the relative one it was given by (from a working
+    directory outside the repository) would read as a path in it, and match its globs.
     """
 
     def __init__(self, policy_dir: str | Path) -> None:
@@ -123,7 +124,7 @@ class RepoPaths:
                     place = name if place == "." else f"{place}/{name}"
         except OSError:
             place = None
-        return Path(os.path.normpath(spec_file)).as_posix() if place is None else place
+        return Path(os.path.abspath(spec_file)).as_posix() if place is None else place
 
     def _under_root(self, resolved: Path) -> str | None:
         """``resolved`` relative to the root, with ``/`` separators; ``None`` outside it."""
