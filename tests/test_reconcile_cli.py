@@ -276,6 +276,21 @@ def test_a_deleted_run_or_experiment_is_counted_and_said(lab):
     assert "2 runs deleted in MLflow (or in a deleted experiment) counted" in out
 
 
+def test_a_qualified_run_that_ended_within_an_epoch_is_said(lab):
+    """A job that logs a passing metric on a run of a millisecond made a qualified model for
+    nothing (cost per qualified model halved), without a word."""
+    lab.log(hours=10, metrics=GOOD)
+    _, doc = lab.json("--dry-run")
+    assert not any("sooner than one epoch" in note for note in doc["notes"])
+    lab.log(trial=1, start=11, hours=1 / 3_600_000, metrics=GOOD)
+    _, doc = lab.json("--dry-run")
+    assert doc["totals"]["qualified"] == 2
+    assert (
+        "1 qualified run ended sooner than one epoch at the priced epoch time (60.00 min): a "
+        "model that trained no epoch is its job's word" in "\n".join(doc["notes"])
+    )
+
+
 def test_the_ledger_experiment_is_never_read_as_runs(lab):
     # A spec whose tracking experiment is the ledger's own: its records are not training runs.
     text = Path(lab.spec).read_text().replace(lab.experiment + "}", "budget-gate-ledger}")

@@ -69,6 +69,11 @@ def test_deleted_untagged_and_misplaced_runs_stay_in_the_month(month, server, ca
     report_kit._log(client, ledger, tracking.run_tags(month.specs["A"], trial_id=96),
                     name="in-the-ledger", start=70, hours=7, metrics={"val_f1": 0.9})  # fmt: skip
 
+    # and a qualified model of two milliseconds in nlp's B
+    report_kit._log(client, client.get_run(month.run_ids["b1"]).info.experiment_id,
+                    tracking.run_tags(month.specs["B"], trial_id=95), name="instant",
+                    start=71, hours=2 / 3_600_000, metrics={"val_f1": 0.9})  # fmt: skip
+
     for uri in (server.uri, server.sqlite_uri):
         after = report(month, uri, capsys)
         # deleted runs are counted: vision's and tabular's figures are as before
@@ -79,9 +84,15 @@ def test_deleted_untagged_and_misplaced_runs_stay_in_the_month(month, server, ca
             "does not undo its spend (6.00 GPU-h)"
         )
         assert note in after["notes"]
-        # the untagged run leaves nlp's priced figures but is listed, charged to nlp
+        # the untagged run leaves nlp's priced figures but is listed, charged to nlp; the
+        # instant one is a qualified model, said
         b2_cost = Decimal(team(before, nlp)["actual"]) - Decimal(team(after, nlp)["actual"])
-        assert b2_cost > 0 and team(after, nlp)["runs"] == team(before, nlp)["runs"] - 1
+        assert b2_cost > 0 and team(after, nlp)["runs"] == team(before, nlp)["runs"]
+        assert team(after, nlp)["qualified"] == team(before, nlp)["qualified"] + 1
+        assert any(
+            note.startswith("1 qualified run ended sooner than one epoch at their spec ")
+            for note in after["notes"]
+        )
         unpriced = {u["reason"]: u for u in after["unpriced"]}
         untagged = unpriced[UNTAGGED]
         assert (untagged["runs"], Decimal(untagged["gpu_hours"]), untagged["teams"]) == (
@@ -90,4 +101,4 @@ def test_deleted_untagged_and_misplaced_runs_stay_in_the_month(month, server, ca
         # the run in the ledger's experiment joins the one logged in C's as misplaced
         elsewhere = unpriced[ELSEWHERE]
         assert (elsewhere["runs"], Decimal(elsewhere["gpu_hours"])) == (2, 57)
-        assert after["totals"]["runs"] == before["totals"]["runs"] - 1
+        assert after["totals"]["runs"] == before["totals"]["runs"]

@@ -2,7 +2,8 @@
 
 The runs' median epoch time against the estimate's, and on what basis the estimate priced
 it (measured, a FLOPs prior or the spec's figure); a spec without a quality gate; an
-approval in another currency; runs deleted in MLflow, counted all the same.
+approval in another currency; runs deleted in MLflow, counted all the same; qualified runs
+that ended before one epoch could have run.
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ def notes(plan: Plan, runs: Sequence[RunResult]) -> tuple[str, ...]:
     notes = [note] if (note := _epoch_error(plan, runs)) is not None else []
     if (deleted := deleted_note(runs)) is not None:
         notes.append(deleted)
+    if quick := too_quick(plan, runs):
+        priced = _priced_epoch(plan)
+        assert priced is not None
+        notes.append(
+            f"{counted(quick, 'qualified run')} ended sooner than one epoch at the priced "
+            f"epoch time ({minutes_text(priced.minutes)} min): {QUICK_NOTE}"
+        )
     if not plan.spec.quality_gate:
         notes.append("the spec has no quality_gate: every finished run counts as qualified")
     approval = plan.approval
@@ -49,6 +57,27 @@ def deleted_note(runs: Sequence[RunResult]) -> str | None:
     return (
         f"{counted(len(deleted), 'run')} deleted in MLflow (or in a deleted experiment) "
         f"counted: deleting a run does not undo its spend ({hours:.2f} GPU-h)"
+    )
+
+
+QUICK_NOTE = (
+    "a model that trained no epoch is its job's word (its times and metrics are the job's "
+    "to write): compare the runs with the launches"
+)
+
+
+def too_quick(plan: Plan, runs: Sequence[RunResult]) -> int:
+    """How many qualified runs ended sooner than one epoch at the estimate's epoch time.
+
+    NOTE: a run's times and metrics are its job's word: a run of a millisecond that logs a
+    passing metric counts as a qualified model and lowers the cost per qualified model. It
+    still counts (an estimate's epoch time can be far off), but it is said.
+    """
+    priced = _priced_epoch(plan)
+    if priced is None:
+        return 0
+    return sum(
+        1 for r in runs if r.qualified and r.end is not None and r.held_hours * 60 < priced.minutes
     )
 
 

@@ -32,7 +32,7 @@ from gate.ledger import tracking
 from gate.policy.findings import Finding
 from gate.policy.model import Severity
 from gate.reconcile.actuals import MS_PER_HOUR, Plan, RunFacts, RunResult, moment
-from gate.reconcile.notes import deleted_note
+from gate.reconcile.notes import QUICK_NOTE, deleted_note, too_quick
 from gate.reconcile.reconciler import Reconciler, Reconciliation
 from gate.report.commitments import NO_TEAM
 from gate.report.period import Month, Period
@@ -258,7 +258,8 @@ class MonthRuns:
 def run_notes(current: Iterable[ExperimentMonth], now: dt.datetime) -> list[str]:
     """What the period's runs took on their jobs' word: GPUs above the spec, open ends.
 
-    And the runs deleted in MLflow, counted all the same.
+    And the runs deleted in MLflow, counted all the same; qualified runs that ended before one
+    epoch could have run.
     """
     groups = list(current)
     notes = []
@@ -275,6 +276,12 @@ def run_notes(current: Iterable[ExperimentMonth], now: dt.datetime) -> list[str]
         )
     if (deleted := deleted_note([r for g in groups for r in g.result.runs])) is not None:
         notes.append(deleted)
+    quick = sum(too_quick(g.priced.plan, g.result.runs) for g in groups)
+    if quick:
+        notes.append(
+            f"{counted(quick, 'qualified run')} ended sooner than one epoch at their spec "
+            f"version's priced epoch time: {QUICK_NOTE} (reconcile lists them)"
+        )
     running = sum(g.result.running for g in groups)
     if running:
         notes.append(
