@@ -40,7 +40,7 @@ from gate.commands.records import say_ignored, warn_unsigned
 from gate.errors import InputError
 from gate.evaluation.evaluate import Evaluator
 from gate.integrations import needs_mlflow, open_ledger
-from gate.integrations.git.spec_versions import SpecVersions, policies_home
+from gate.integrations.git.spec_versions import HISTORY_BUDGET, SpecVersions, policies_home
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger import tracking
 from gate.ledger.encoding import KIND
@@ -61,6 +61,10 @@ if TYPE_CHECKING:  # MLflow's reader is imported when the command reads
     from gate.integrations.mlflow.runs import MlflowRuns
 
 NO_SPEC = "no spec at their fingerprint (on disk or in git history)"
+UNSEARCHED = (
+    f"their spec was not searched for in git history: the runs named more than "
+    f"{HISTORY_BUDGET:,} spec paths that are not on disk (their tags are their jobs' word)"
+)
 INVALID = "their spec no longer evaluates"
 
 
@@ -246,7 +250,7 @@ class SpecPlans:
     def _evaluate(self, path: str, fingerprint: str) -> Priced | str:
         version = self.versions.find(path, fingerprint)
         if version is None:
-            return NO_SPEC
+            return UNSEARCHED if self.versions.exhausted else NO_SPEC
         evaluation = (
             self.evaluator.evaluate_doc(version.path, version.doc, parsed=version.spec)
             if version.doc is not None

@@ -44,3 +44,25 @@ def test_only_files_inside_the_repository_are_read(tmp_path: Path) -> None:
     for named in (str(outside / "a.yaml"), "../elsewhere/a.yaml", "experiments/link.yaml"):
         assert versions.find(named, wanted) is None, named
     assert versions.find("/proc/self/status", wanted) is None  # read no further than a stat
+
+
+def test_git_history_is_searched_for_a_bounded_number_of_paths(tmp_path: Path) -> None:
+    """Runs tagged with 20,000 made-up paths cost the report a ``git log`` each (minutes):
+    past the budget, no more paths are looked up, and the reader says so."""
+    repo = tmp_path / "repo"
+    (repo / "experiments").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "experiments" / "old.yaml").write_bytes(SPEC)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "spec"], check=True)
+    subprocess.run([*git, "rm", "-q", "experiments/old.yaml"], check=True)
+    subprocess.run([*git, "commit", "-qm", "gone"], check=True)
+    wanted = _fingerprint(SPEC)
+    versions = SpecVersions(cwd=repo, budget=2)
+    assert versions.find("experiments/old.yaml", wanted) is not None  # in history: one path
+    assert versions.find("experiments/made-up-1.yaml", wanted) is None
+    assert not versions.exhausted
+    assert versions.find("experiments/made-up-2.yaml", wanted) is None
+    assert versions.exhausted
+    assert versions.find("experiments/old.yaml", wanted) is not None  # looked up already

@@ -66,9 +66,6 @@ def file_history(path: str, limit: int) -> list[tuple[str, bytes]]:
     return [(c, blob) for c, blob in zip(commits, blobs, strict=True) if blob is not None]
 
 
-"""How a spec read from stdin (``check -``) is named in positions and reports."""
-
-
 class RepoPaths:
     """Spec paths relative to the repository root, as waiver globs match them.
 

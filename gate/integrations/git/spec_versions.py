@@ -12,6 +12,11 @@ A launcher may tag the path relative to where *it* ran (``run_tags("sweep.yaml")
 path ends with the tagged one (``experiments/sweep.yaml``; leading ``./`` and ``../``
 dropped) are tried the same way, up to :data:`NAMESAKE_LIMIT` of them. The fingerprint,
 not the path, is what ties a run to a version: a tag could name any file anyway.
+
+The path is a run's tag, its job's to write: one reader looks up at most
+:data:`HISTORY_BUDGET` paths in git history (a job that tagged its runs with 20,000
+made-up paths held the monthly report for minutes); past it, :attr:`SpecVersions.exhausted`
+says that later versions were not searched for in full.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ HISTORY_LIMIT = 100
 """How many of the newest commits touching a spec path are searched for a version."""
 NAMESAKE_LIMIT = 20
 """How many of the repository's files ending with a tagged relative path are tried."""
+HISTORY_BUDGET = 1_000
+"""How many spec paths one reader looks up in git history (about 5 ms each)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,12 +66,19 @@ class SpecVersions:
     """Finds spec versions by path and fingerprint; caches what each path holds."""
 
     def __init__(
-        self, cwd: Path | None = None, limit: int = HISTORY_LIMIT, home: Path | None = None
+        self,
+        cwd: Path | None = None,
+        limit: int = HISTORY_LIMIT,
+        home: Path | None = None,
+        budget: int = HISTORY_BUDGET,
     ) -> None:
         self.cwd = cwd or Path.cwd()
         self.limit = limit
         self.home = home
         """The policies' repository, whose files may be read beside the working one's."""
+        self.budget = budget
+        self.exhausted = False
+        """Whether a path went unsearched in git history, the budget spent."""
         self._on_disk: dict[str, dict[str, SpecVersion]] = {}
         self._in_history: dict[str, dict[str, SpecVersion]] = {}
 
@@ -100,14 +114,23 @@ class SpecVersions:
             return []
         found = [
             root / name
-            for name in self._repo_files
+            for name in self._repo_files.get(parts[-1], ())
             if tuple(name.split("/")[-len(parts) :]) == parts
         ]
         return sorted(found)[:NAMESAKE_LIMIT]
 
     @cached_property
-    def _repo_files(self) -> tuple[str, ...]:
-        """Every file git knows in the work tree: tracked (even if deleted), or not ignored."""
+    def _repo_files(self) -> dict[str, list[str]]:
+        """Every file git knows in the work tree, by file name (tracked, or not ignored).
+
+        By name: a made-up path is matched against the files of its name only.
+        """
+        by_name: dict[str, list[str]] = {}
+        for name in self._listed_files():
+            by_name.setdefault(name.rsplit("/", 1)[-1], []).append(name)
+        return by_name
+
+    def _listed_files(self) -> tuple[str, ...]:
         root = self._repo_root
         if root is None:
             return ()
@@ -176,6 +199,9 @@ class SpecVersions:
     def _history(self, path: Path) -> dict[str, SpecVersion]:
         key = str(path)
         if key not in self._in_history:
+            if len(self._in_history) >= self.budget:
+                self.exhausted = True
+                return {}
             versions: dict[str, SpecVersion] = {}
             try:
                 history = file_history(str(path), self.limit)
