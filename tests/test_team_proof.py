@@ -313,3 +313,18 @@ def test_a_cloud_the_spec_names_over_the_policys_is_said(tmp_path, capsys, price
             + (" (prices.cloud)" if not prices else "")
             + ": the spec's word, held at launch by the SkyPilot policy only"
         ]
+
+
+def test_a_slashless_glob_takes_no_copy_outside_the_repository(tmp_path, capsys):
+    """``owns.specs: ['*.yaml']`` matches a name at any depth: a copy outside, named by its
+    absolute path, read as that team's spec, and drew its BG204."""
+    root = _repo(tmp_path)
+    (root / "policies" / "nlp.yaml").write_text(TEAM.format(cap=100_000, owns=""))
+    (root / "policies" / "vision.yaml").write_text(
+        TEAM.format(cap=100_000, owns="owns: {specs: ['*.yaml']}\n")
+    )
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-slashless.yaml"
+    elsewhere.write_text(SPEC.format(team="team: nlp, "))
+    code, out = _check(root, capsys, str(elsewhere))
+    assert code == 0, out
+    assert "BG204" not in out and "outside the repository" in out

@@ -81,6 +81,7 @@ def _unplaced(repo_path: str, owners: Collection[str]) -> str | None:
         return None
     if repo_path == STDIN_NAME:
         return "stdin"
-    if repo_path.startswith("/"):  # RepoPaths names a spec outside the root absolutely
+    # NOTE: RepoPaths names a spec outside absolutely; a path given as is may climb out
+    if repo_path.startswith(("/", "../")) or repo_path == "..":
         return f"{repo_path}, outside the repository"
     return None

@@ -57,6 +57,16 @@ def matches(patterns: Iterable[str], path: str) -> bool:
     return _matches(tuple(patterns), path)
 
 
+def matches_in_repository(patterns: Iterable[str], path: str) -> bool:
+    """:func:`matches` for a policy's patterns, which name files of the repository only.
+
+    A spec outside the repository is named by its absolute path (``RepoPaths``): a pattern
+    without a ``/`` (``*.yaml``) would match its name at any depth, and so apply a waiver or
+    an ``owns.specs`` of the repository to a copy elsewhere.
+    """
+    return not path.startswith("/") and matches(patterns, path)
+
+
 @lru_cache(maxsize=4096)
 def _matches(patterns: tuple[str, ...], path: str) -> bool:
     """:func:`matches`, once per patterns and path (every rule run of every fix asks again)."""

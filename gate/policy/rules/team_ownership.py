@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 from gate.policy.model import Severity
 from gate.policy.rules.base import RuleContext, Violation
-from gate.spec.globs import matches
+from gate.spec.globs import matches_in_repository
 
 ID = "BG204"
 SLUG = "team-ownership"
@@ -38,7 +38,9 @@ def check(ctx: RuleContext) -> Iterator[Violation]:
     """Yield a violation when the spec's path and its ``metadata.team`` disagree."""
     path, team = ctx.repo_path, ctx.spec.metadata.team
     holders = sorted(
-        t for t, owns in ctx.owners.items() if owns.specs and matches(owns.specs, path)
+        t
+        for t, owns in ctx.owners.items()
+        if owns.specs and matches_in_repository(owns.specs, path)
     )
     if team in holders:
         return

@@ -12,12 +12,12 @@ import datetime as dt
 from collections.abc import Sequence
 
 from gate.policy.model import Waiver
-from gate.spec.globs import matches
+from gate.spec.globs import matches_in_repository
 
 
 def applies_to(waiver: Waiver, repo_path: str) -> bool:
     """Whether the waiver's glob matches the spec's repository-relative path."""
-    return matches([waiver.specs], repo_path)
+    return matches_in_repository([waiver.specs], repo_path)
 
 
 def find_waiver(
