@@ -270,6 +270,16 @@ def test_a_deleted_run_or_experiment_is_counted_and_said(lab):
         "not undo its spend (40.00 GPU-h)"
     )
     assert note in doc["notes"]
+    # deleted while running: MLflow ends no deleted run, so it was charged up to now for ever
+    # (and the reconciliation could never be recorded)
+    open_one = lab.log(trial=2, start=2, hours=None)
+    lab.client.delete_run(open_one)
+    _, doc = lab.json("--dry-run")
+    assert doc["totals"]["runs"] == 2 and Decimal(doc["totals"]["gpu_hours"]) == 50
+    assert (
+        "1 run deleted in MLflow before they ended, not counted: what they held is not known"
+        in "\n".join(doc["notes"])
+    )
     lab.client.delete_experiment(lab.experiment_id)
     code, out, err = lab.reconcile("--dry-run")
     assert code == 0, err

@@ -19,7 +19,7 @@ import pytest
 from gate import tracking
 from gate.cli import main
 from gate.ledger.records import LEDGER_EXPERIMENT
-from gate.report.runs import ELSEWHERE, UNTAGGED
+from gate.report.runs import DELETED_OPEN, ELSEWHERE, UNTAGGED
 from tests import report_kit
 from tests.mlflow_server import MlflowServer, running_server
 
@@ -68,11 +68,20 @@ def test_deleted_untagged_and_misplaced_runs_stay_in_the_month(month, server, ca
     ledger = client.get_experiment_by_name(LEDGER_EXPERIMENT).experiment_id
     report_kit._log(client, ledger, tracking.run_tags(month.specs["A"], trial_id=96),
                     name="in-the-ledger", start=70, hours=7, metrics={"val_f1": 0.9})  # fmt: skip
+    # and a killed 4-hour one there that sets the records' kind tag: no record the ledger read
+    dressed = {**tracking.run_tags(month.specs["A"], trial_id=93), "budget_gate.kind": "approval"}
+    report_kit._log(client, ledger, dressed, name="dressed", start=69, hours=4, status="KILLED")
 
     # and a qualified model of two milliseconds in nlp's B
     report_kit._log(client, client.get_run(month.run_ids["b1"]).info.experiment_id,
                     tracking.run_tags(month.specs["B"], trial_id=95), name="instant",
                     start=71, hours=2 / 3_600_000, metrics={"val_f1": 0.9})  # fmt: skip
+
+    # and a run of B deleted while it ran (MLflow ends no deleted run)
+    b_experiment = client.get_run(month.run_ids["b1"]).info.experiment_id
+    open_one = client.create_run(b_experiment, start_time=report_kit._ms(72),
+                                 tags=tracking.run_tags(month.specs["B"], trial_id=94))  # fmt: skip
+    client.delete_run(open_one.info.run_id)
 
     for uri in (server.uri, server.sqlite_uri):
         after = report(month, uri, capsys)
@@ -98,7 +107,27 @@ def test_deleted_untagged_and_misplaced_runs_stay_in_the_month(month, server, ca
         assert (untagged["runs"], Decimal(untagged["gpu_hours"]), untagged["teams"]) == (
             1, 2, [nlp],
         )  # fmt: skip
-        # the run in the ledger's experiment joins the one logged in C's as misplaced
+        # the runs in the ledger's experiment join the one logged in C's as misplaced
         elsewhere = unpriced[ELSEWHERE]
-        assert (elsewhere["runs"], Decimal(elsewhere["gpu_hours"])) == (2, 57)
+        assert (elsewhere["runs"], Decimal(elsewhere["gpu_hours"])) == (3, 61)
         assert after["totals"]["runs"] == before["totals"]["runs"]
+        assert unpriced[DELETED_OPEN]["runs"] == 1 and unpriced[DELETED_OPEN]["teams"] == [nlp]
+
+
+def test_a_spec_whose_runs_all_lost_their_tag_is_found_by_its_approval(tmp_path, capsys):
+    """A job that deletes the fingerprint tag of every run of its spec leaves no tagged run
+    to name the spec's experiment: nlp's month read 0 runs and 0 USD, without a word."""
+    from mlflow.tracking import MlflowClient
+
+    with running_server(tmp_path / "mlflow") as server:
+        month = report_kit.seed(tmp_path / "month", server.uri)
+        client = MlflowClient(server.uri)
+        for run in ("b1", "b2", "b3"):
+            client.delete_tag(month.run_ids[run], tracking.FINGERPRINT)
+        document = report(month, server.uri, capsys)
+    nlp = month.teams["nlp"]
+    assert team(document, nlp)["runs"] == 0
+    untagged = {u["reason"]: u for u in document["unpriced"]}[UNTAGGED]
+    assert (untagged["runs"], Decimal(untagged["gpu_hours"]), untagged["teams"]) == (
+        3, 14, [nlp],
+    )  # fmt: skip

@@ -43,8 +43,7 @@ from gate.integrations import needs_mlflow, open_ledger
 from gate.integrations.git.spec_versions import HISTORY_BUDGET, SpecVersions, policies_home
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger import tracking
-from gate.ledger.encoding import KIND
-from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord
+from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord, RecordKind
 from gate.money import to_decimal
 from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet
@@ -86,16 +85,17 @@ def run(args: argparse.Namespace) -> int:
     uri = tracking_uri_of(args)
     quiet_mlflow()
     runs, names = _store(uri, default=default_ledger(args))
-    month_runs = MonthRuns(plans, period, names)
-    for facts in _window(runs, names, period):
-        month_runs.add(facts, facts.tags.get(tracking.MONITOR, ""))
-    _refetch(runs, month_runs, period)
-    _untagged(runs, month_runs, names, period)
     trust = evaluator.policies.trust()
     warn_unsigned(trust)
     ledger = open_ledger(uri, trust)
     records = ledger.query(LedgerQuery())
     say_ignored(ledger)
+    month_runs = MonthRuns(plans, period, names)
+    kept = {r.run_id for r in records if r.run_id}
+    for facts in _window(runs, names, period, kept):
+        month_runs.add(facts, facts.tags.get(tracking.MONITOR, ""))
+    _refetch(runs, month_runs, period)
+    _untagged(runs, month_runs, names, period, _ledger_versions(plans, records, period))
     currency = evaluator.policies.for_team(args.team).policy.currency
     found = commitments(records, period, currency)
     teams = {g.priced.team for g in month_runs.experiments} | set(found.approved)
@@ -130,12 +130,15 @@ def _store(uri: str, *, default: bool) -> tuple[MlflowRuns, dict[str, str]]:
     return runs, {e.experiment_id: e.name for e in runs.experiments()}
 
 
-def _window(runs: MlflowRuns, names: dict[str, str], period: Period) -> Iterator[RunFacts]:
+def _window(
+    runs: MlflowRuns, names: dict[str, str], period: Period, records: set[str]
+) -> Iterator[RunFacts]:
     """Every tagged run that started in the window, deleted or in a deleted experiment too.
 
     Deleting a run (or its experiment) does not undo its spend. The ledger's experiment is
-    read too: its records (a ``budget_gate.kind`` tag) are the ledger's to judge, and a
-    training run logged there counts as logged outside its spec's experiment.
+    read too: its ``records`` (the run ids of the records the ledger read) are the
+    ledger's, and any other run there, whatever its tags, counts as logged outside its
+    spec's experiment (a ``budget_gate.kind`` tag is a job's to set).
     """
     from gate.integrations.mlflow.runs import RunQuery
 
@@ -158,7 +161,7 @@ def _window(runs: MlflowRuns, names: dict[str, str], period: Period) -> Iterator
     bar = progress_for(sys.stderr)
     try:
         for facts in runs.facts(query, bar):
-            if names.get(facts.experiment_id) != LEDGER_EXPERIMENT or KIND not in facts.tags:
+            if names.get(facts.experiment_id) != LEDGER_EXPERIMENT or facts.run_id not in records:
                 yield facts
     finally:
         if bar is not None:
@@ -181,8 +184,23 @@ def _refetch(runs: MlflowRuns, month_runs: MonthRuns, period: Period) -> None:
     month_runs.refetch.clear()
 
 
+def _ledger_versions(plans: SpecPlans, records: list[LedgerRecord], period: Period) -> list[Priced]:
+    """The spec versions the ledger approved or launched in the window, priced."""
+    begin, end = period.window[0].start, period.window[-1].end
+    kinds = (RecordKind.APPROVAL, RecordKind.LAUNCH)
+    wanted = {
+        (r.spec, r.fingerprint) for r in records if r.kind in kinds and begin <= r.recorded_at < end
+    }
+    found = [plans.find(spec, fingerprint) for spec, fingerprint in sorted(wanted)]
+    return [priced for priced in found if not isinstance(priced, str)]
+
+
 def _untagged(
-    runs: MlflowRuns, month_runs: MonthRuns, names: dict[str, str], period: Period
+    runs: MlflowRuns,
+    month_runs: MonthRuns,
+    names: dict[str, str],
+    period: Period,
+    launched: list[Priced],
 ) -> None:
     """Count the runs with no fingerprint tag in the experiments the window's versions log to.
 
@@ -192,7 +210,9 @@ def _untagged(
     from gate.integrations.mlflow.runs import RunQuery
 
     ids = {name: eid for eid, name in names.items()}
-    tracked = {ids[name]: priced for name, priced in month_runs.tracked().items() if name in ids}
+    tracked = {
+        ids[name]: priced for name, priced in month_runs.tracked(launched).items() if name in ids
+    }
     if not tracked:
         return
     first, *more = sorted(tracked)

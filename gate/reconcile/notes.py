@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from gate.estimate.measured import minutes_text
-from gate.reconcile.actuals import Plan, RunResult
+from gate.reconcile.actuals import Plan, RunFacts, RunResult
 from gate.reconcile.waste import signed_percent
 from gate.words import counted
 
@@ -78,6 +78,21 @@ def too_quick(plan: Plan, runs: Sequence[RunResult]) -> int:
         return 0
     return sum(
         1 for r in runs if r.qualified and r.end is not None and r.held_hours * 60 < priced.minutes
+    )
+
+
+def deleted_open(facts: RunFacts) -> bool:
+    """Deleted in MLflow before it ended: what it held is not known."""
+    return facts.deleted and facts.end_ms is None
+
+
+def deleted_open_note(count: int) -> tuple[str, ...]:
+    """The note on the runs :func:`deleted_open` left out, if any."""
+    if not count:
+        return ()
+    return (
+        f"{counted(count, 'run')} deleted in MLflow before they ended, not counted: what "
+        "they held is not known (MLflow ends no deleted run: restore it, end it, delete it)",
     )
 
 

@@ -35,7 +35,7 @@ from gate.reconcile.actuals import (
     by_start,
     price_run,
 )
-from gate.reconcile.notes import notes
+from gate.reconcile.notes import deleted_open, deleted_open_note, notes
 from gate.reconcile.quality import ChartMetric, better, chart_metric
 from gate.reconcile.waste import (
     RunWaste,
@@ -152,9 +152,17 @@ class Reconciler:
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
         self._runs: list[RunResult] = []
+        self._deleted_open = 0
 
-    def add(self, facts: RunFacts) -> RunResult:
-        """Price and judge one run and keep its result."""
+    def add(self, facts: RunFacts) -> RunResult | None:
+        """Price and judge one run and keep its result; ``None``: a run left out, said.
+
+        A run deleted before it ended is left out: MLflow will not end a deleted run, so it
+        would be charged up to now for ever (and hold the reconciliation open).
+        """
+        if deleted_open(facts):
+            self._deleted_open += 1
+            return None
         result = price_run(facts, self.plan)
         self._runs.append(result)
         return result
@@ -209,7 +217,7 @@ class Reconciler:
             verdict=decide(len(runs), len(qualified), variance, running),
             curve=curve,
             best_at=best_at,
-            notes=notes(plan, runs),
+            notes=(*notes(plan, runs), *deleted_open_note(self._deleted_open)),
         )
 
 

@@ -337,7 +337,7 @@ def _notes(
     notes = list(given.notes)
     notes.extend(
         f"{counted(unpriced.runs, 'run')} not priced: {unpriced.reason} "
-        f"(teams {', '.join(unpriced.teams)})"
+        f"({unpriced.gpu_hours:.2f} GPU-h; teams {', '.join(unpriced.teams)})"
         for unpriced in given.unpriced
         if _unpriced_wanted(given, unpriced)
     )

@@ -32,7 +32,7 @@ from gate.ledger import tracking
 from gate.policy.findings import Finding
 from gate.policy.model import Severity
 from gate.reconcile.actuals import MS_PER_HOUR, Plan, RunFacts, RunResult, moment
-from gate.reconcile.notes import QUICK_NOTE, deleted_note, too_quick
+from gate.reconcile.notes import QUICK_NOTE, deleted_note, deleted_open, too_quick
 from gate.reconcile.reconciler import Reconciler, Reconciliation
 from gate.report.commitments import NO_TEAM
 from gate.report.period import Month, Period
@@ -77,9 +77,14 @@ PlanFor = Callable[[RunFacts], "Priced | str"]
 """The plan of a run's spec version, or why there is none."""
 ELSEWHERE = "logged outside their spec's MLflow experiment (tracking.mlflow_experiment)"
 BACKWARDS = "their end is before their start, so what they held is not known"
+DELETED_OPEN = (
+    "they were deleted in MLflow before they ended (MLflow ends no deleted run), so what "
+    "they held is not known"
+)
 UNTAGGED = (
-    f"they carry no {tracking.FINGERPRINT} tag (a job deleted it?), in an MLflow experiment "
-    "a spec version logs to: charged to that spec's team, not priced"
+    f"they carry no {tracking.FINGERPRINT} tag (a sweep's parent run, or a job deleted it), "
+    "in an MLflow experiment a spec version logs to (listed under its team, at its GPUs per "
+    "trial: an upper bound)"
 )
 
 
@@ -178,6 +183,9 @@ class MonthRuns:
         if facts.end_ms is not None and facts.end_ms < facts.start_ms:
             self._count_unpriced(BACKWARDS, facts, priced)
             return
+        if deleted_open(facts):
+            self._count_unpriced(DELETED_OPEN, facts, priced)
+            return
         metric = priced.plan.monitor.metric
         if history_of is not None and history_of != metric:
             wanted = (facts.experiment_id, fingerprint, metric)
@@ -192,16 +200,18 @@ class MonthRuns:
             group = ExperimentMonth(month, priced, fingerprint, Reconciler(priced.plan))
             self._groups[key] = group
         result = group.reconciler.add(facts)
+        assert result is not None  # NOTE: a run the reconciler leaves out is counted above
         group.lines.append(RunLine(result, month, priced, *result.charged_as))
 
-    def tracked(self) -> dict[str, Priced]:
+    def tracked(self, launched: Iterable[Priced] = ()) -> dict[str, Priced]:
         """The MLflow experiments the window's spec versions log to, each with a version's plan.
 
-        Where runs lost their fingerprint tag: :meth:`add_untagged` counts them there.
+        The versions of the window's runs, then ``launched`` (those the ledger approved or
+        launched in the window: a job that untagged every run of its spec leaves no run to
+        name it). Where runs lost their fingerprint tag: :meth:`add_untagged` counts them.
         """
         found: dict[str, Priced] = {}
-        for key in sorted(self._groups):
-            priced = self._groups[key].priced
+        for priced in [self._groups[key].priced for key in sorted(self._groups)] + [*launched]:
             found.setdefault(priced.tracked_in, priced)
         return found
 
