@@ -222,6 +222,34 @@ def test_the_actual_cost_is_what_reconcile_charges(replayed):
     assert report["totals"]["cost"] == str(fixed(Decimal(newest["actual"]), 2)), err
 
 
+def test_a_deleted_run_leaves_the_calibration_but_not_the_backtests_actual_cost(replayed):
+    """Deleting a run is curation of the calibration's data, not of the spend: the backtest's
+    actual cost dropped by the deleted run's, off reconcile's, which counts it."""
+    lab, _ = replayed
+
+    def backtest() -> dict[str, Any]:
+        code, doc, err = lab.team.cli(
+            "calibrate", "--experiment", lab.experiment, "--backtest", "--format", "json"
+        )
+        assert code == 0, err
+        return json.loads(doc)
+
+    before = backtest()
+    [latest] = lab.client.search_runs(
+        [lab.experiment_id],
+        f"tags.`{tracking.SPEC}` = '{SWEEP}'",
+        order_by=["start_time DESC"],
+        max_results=1,
+    )  # a run of the newest version
+    lab.client.delete_run(latest.info.run_id)
+    after = backtest()
+    assert after["calibration"]["runs"] == before["calibration"]["runs"] - 1
+    newest = after["backtest"]["cost"]["cases"][-1]
+    assert newest["actual"] == before["backtest"]["cost"]["cases"][-1]["actual"]
+    _, report = lab.json("--dry-run", spec=str(lab.team.root / SWEEP))
+    assert report["totals"]["cost"] == str(fixed(Decimal(newest["actual"]), 2))
+
+
 def test_reconcile_says_what_the_estimate_was_priced_from(replayed, tmp_path):
     lab, _ = replayed
     sweep = str(lab.team.root / SWEEP)

@@ -18,6 +18,7 @@ import pytest
 
 from gate import tracking
 from gate.cli import main
+from gate.commands.report import NO_SPEC
 from gate.ledger.records import LEDGER_EXPERIMENT
 from gate.report.runs import DELETED_OPEN, ELSEWHERE, UNTAGGED
 from tests import report_kit
@@ -83,6 +84,10 @@ def test_deleted_untagged_and_misplaced_runs_stay_in_the_month(month, server, ca
                                  tags=tracking.run_tags(month.specs["B"], trial_id=94))  # fmt: skip
     client.delete_run(open_one.info.run_id)
 
+    # and a 5-hour run in B's experiment with a made-up fingerprint and no team or GPU tags
+    bare = {tracking.SPEC: month.specs["B"], tracking.FINGERPRINT: "sha256:" + "e" * 64}
+    report_kit._log(client, b_experiment, bare, name="made-up", start=73, hours=5)
+
     for uri in (server.uri, server.sqlite_uri):
         after = report(month, uri, capsys)
         # deleted runs are counted: vision's and tabular's figures are as before
@@ -112,6 +117,10 @@ def test_deleted_untagged_and_misplaced_runs_stay_in_the_month(month, server, ca
         assert (elsewhere["runs"], Decimal(elsewhere["gpu_hours"])) == (3, 61)
         assert after["totals"]["runs"] == before["totals"]["runs"]
         assert unpriced[DELETED_OPEN]["runs"] == 1 and unpriced[DELETED_OPEN]["teams"] == [nlp]
+        # with no plan of its own, a run is listed under its experiment's team and GPUs
+        no_spec = unpriced[NO_SPEC]
+        assert (no_spec["runs"], Decimal(no_spec["gpu_hours"])) == (2, 6)
+        assert no_spec["teams"] == sorted([nlp, vision])
 
 
 def test_a_spec_whose_runs_all_lost_their_tag_is_found_by_its_approval(tmp_path, capsys):

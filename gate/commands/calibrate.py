@@ -42,6 +42,7 @@ from gate.ledger import tracking
 from gate.ledger.records import LEDGER_EXPERIMENT
 from gate.policy.model import Policy
 from gate.reconcile.actuals import RunFacts
+from gate.reconcile.notes import deleted_open
 from gate.spec.trial import Capacity
 from gate.words import aligned, counted
 
@@ -121,8 +122,10 @@ def _observations(
 
         runs = MlflowRuns(uri, default=default_ledger(args))
     wanted = set(args.experiment or ())
-    # NOTE: a deleted experiment or run is a team's curation of its calibration data
-    listed = [(e.experiment_id, e.name) for e in runs.experiments() if not e.deleted]
+    # NOTE: a deleted experiment or run is a team's curation of its calibration data, not
+    # of its spend: the backtest (the sink) counts it, as reconcile does
+    spend = sink is not None
+    listed = [(e.experiment_id, e.name) for e in runs.experiments() if spend or not e.deleted]
     missing = wanted - {name for _, name in listed}
     if missing:
         raise InputError(
@@ -133,10 +136,12 @@ def _observations(
     for experiment_id, name in listed:
         if (wanted and name not in wanted) or name == LEDGER_EXPERIMENT:  # records, not runs
             continue
-        query = RunQuery(experiment_id, None, None, history_tag=tracking.MONITOR)
+        query = RunQuery(experiment_id, None, None, history_tag=tracking.MONITOR, deleted=spend)
         for facts in runs.facts(query):
-            if sink is not None:
+            if sink is not None and not deleted_open(facts):
                 sink(facts, name)
+            if facts.deleted:
+                continue
             tags = facts.tags
             seen = observe(
                 facts,

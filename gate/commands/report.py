@@ -90,12 +90,12 @@ def run(args: argparse.Namespace) -> int:
     ledger = open_ledger(uri, trust)
     records = ledger.query(LedgerQuery())
     say_ignored(ledger)
-    month_runs = MonthRuns(plans, period, names)
+    month_runs = MonthRuns(plans, period, names, _ledger_versions(plans, records, period))
     kept = {r.run_id for r in records if r.run_id}
     for facts in _window(runs, names, period, kept):
         month_runs.add(facts, facts.tags.get(tracking.MONITOR, ""))
     _refetch(runs, month_runs, period)
-    _untagged(runs, month_runs, names, period, _ledger_versions(plans, records, period))
+    _untagged(runs, month_runs, names, period)
     currency = evaluator.policies.for_team(args.team).policy.currency
     found = commitments(records, period, currency)
     teams = {g.priced.team for g in month_runs.experiments} | set(found.approved)
@@ -196,11 +196,7 @@ def _ledger_versions(plans: SpecPlans, records: list[LedgerRecord], period: Peri
 
 
 def _untagged(
-    runs: MlflowRuns,
-    month_runs: MonthRuns,
-    names: dict[str, str],
-    period: Period,
-    launched: list[Priced],
+    runs: MlflowRuns, month_runs: MonthRuns, names: dict[str, str], period: Period
 ) -> None:
     """Count the runs with no fingerprint tag in the experiments the window's versions log to.
 
@@ -210,9 +206,7 @@ def _untagged(
     from gate.integrations.mlflow.runs import RunQuery
 
     ids = {name: eid for eid, name in names.items()}
-    tracked = {
-        ids[name]: priced for name, priced in month_runs.tracked(launched).items() if name in ids
-    }
+    tracked = {ids[name]: priced for name, priced in month_runs.tracked().items() if name in ids}
     if not tracked:
         return
     first, *more = sorted(tracked)

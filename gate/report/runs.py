@@ -132,26 +132,43 @@ class Unpriced:
     teams: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """One unpriced run: why, where it lies, the hours it held, its tags' GPUs and team."""
+
+    reason: str
+    experiment_id: str
+    hours: Decimal
+    gpus: int
+    team: str
+    priced: Priced | None
+
+
 class MonthRuns:
     """Adds the window's runs one at a time (streaming), grouped by month and spec version."""
 
     def __init__(
-        self, plan_for: PlanFor, period: Period, experiments: Mapping[str, str] | None = None
+        self,
+        plan_for: PlanFor,
+        period: Period,
+        experiments: Mapping[str, str] | None = None,
+        launched: Iterable[Priced] = (),
     ) -> None:
         """Runs are added to groups by spec version; ``experiments`` names ids to names.
 
         A run counts for its spec only in the experiment the spec tracks; ``None``: the runs
         were not read from a store, and say nothing of where they were logged.
+        ``launched`` are the versions the ledger approved or launched in the window
+        (:meth:`tracked`).
         """
         self.period = period
         self._experiments = experiments
+        self._launched = tuple(launched)
         self._window = frozenset(period.window)
         self._plan_for = plan_for
         self._plans: dict[tuple[str, str], Priced | str] = {}
         self._groups: dict[tuple[Month, str, str], ExperimentMonth] = {}
-        self._unpriced: Counter[str] = Counter()
-        self._unpriced_hours: dict[str, Decimal] = {}
-        self._unpriced_teams: dict[str, set[str]] = {}
+        self._unpriced: list[_Held] = []
         self.outside = 0
         self.refetch: dict[tuple[str, str, str], set[str]] = {}
         """Run ids to read again, by (experiment id, fingerprint, the plan's metric)."""
@@ -203,15 +220,17 @@ class MonthRuns:
         assert result is not None  # NOTE: a run the reconciler leaves out is counted above
         group.lines.append(RunLine(result, month, priced, *result.charged_as))
 
-    def tracked(self, launched: Iterable[Priced] = ()) -> dict[str, Priced]:
+    def tracked(self) -> dict[str, Priced]:
         """The MLflow experiments the window's spec versions log to, each with a version's plan.
 
-        The versions of the window's runs, then ``launched`` (those the ledger approved or
-        launched in the window: a job that untagged every run of its spec leaves no run to
-        name it). Where runs lost their fingerprint tag: :meth:`add_untagged` counts them.
+        The versions of the window's runs, then those the ledger approved or launched in it
+        (a job that untagged every run of its spec leaves no run to name it). Where runs lost
+        their fingerprint tag, :meth:`add_untagged` counts them; a run with no plan of its
+        own is listed under the team of the experiment it lies in.
         """
         found: dict[str, Priced] = {}
-        for priced in [self._groups[key].priced for key in sorted(self._groups)] + [*launched]:
+        versions = [self._groups[key].priced for key in sorted(self._groups)]
+        for priced in (*versions, *self._launched):
             found.setdefault(priced.tracked_in, priced)
         return found
 
@@ -228,23 +247,15 @@ class MonthRuns:
         return self._experiments.get(facts.experiment_id) != priced.tracked_in
 
     def _count_unpriced(self, reason: str, facts: RunFacts, priced: Priced | None = None) -> None:
-        """Count a run left unpriced, by its spec version's team and GPUs where it has one.
-
-        The tags are the job's claim; without a plan they are all there is.
-        """
-        self._unpriced[reason] += 1
+        """Keep a run left unpriced, with its spec version's plan where it has one."""
         held = (
             max(Decimal(facts.end_ms - facts.start_ms) / MS_PER_HOUR, Decimal(0))
             if facts.end_ms is not None and facts.start_ms is not None
             else Decimal(0)
         )
         gpus = tracking.tag_count(facts.tags.get(tracking.GPUS, "")) or 0
-        if priced is not None:
-            gpus = max(gpus, priced.plan.spec.resources.gpus_per_trial)
-        hours = held * gpus
-        self._unpriced_hours[reason] = self._unpriced_hours.get(reason, Decimal(0)) + hours
-        team = priced.team if priced is not None else facts.tags.get(tracking.TEAM) or NO_TEAM
-        self._unpriced_teams.setdefault(reason, set()).add(team)
+        team = facts.tags.get(tracking.TEAM) or NO_TEAM
+        self._unpriced.append(_Held(reason, facts.experiment_id, held, gpus, team, priced))
 
     @property
     def experiments(self) -> list[ExperimentMonth]:
@@ -253,15 +264,31 @@ class MonthRuns:
 
     @property
     def unpriced(self) -> list[Unpriced]:
-        """The runs left unpriced, by reason."""
-        return [
-            Unpriced(
-                reason,
-                runs,
-                self._unpriced_hours[reason],
-                tuple(sorted(self._unpriced_teams[reason])),
+        """The runs left unpriced, by reason, under the team and GPUs of a plan where known.
+
+        A run's own plan first, else that of the experiment it lies in (:meth:`tracked`),
+        its GPUs no fewer than its tag says: the tags are the job's claim, and a job that
+        made up its run's fingerprint and dropped its team and GPU tags listed its hours as
+        none, under no team.
+        """
+        names = self._experiments or {}
+        tracked = self.tracked()
+        runs: Counter[str] = Counter()
+        hours: dict[str, Decimal] = {}
+        teams: dict[str, set[str]] = {}
+        for held in self._unpriced:
+            plan = held.priced or tracked.get(names.get(held.experiment_id, ""))
+            gpus = (
+                held.gpus
+                if plan is None
+                else max(held.gpus, plan.plan.spec.resources.gpus_per_trial)
             )
-            for reason, runs in sorted(self._unpriced.items())
+            runs[held.reason] += 1
+            hours[held.reason] = hours.get(held.reason, Decimal(0)) + held.hours * gpus
+            teams.setdefault(held.reason, set()).add(held.team if plan is None else plan.team)
+        return [
+            Unpriced(reason, count, hours[reason], tuple(sorted(teams[reason])))
+            for reason, count in sorted(runs.items())
         ]
 
 

@@ -352,7 +352,9 @@ def _from_json(run: dict[str, Any]) -> RawRun:
 
 def _experiment_of(found: dict[str, Any]) -> Experiment:
     return Experiment(
-        str(found["experiment_id"]), found["name"], found.get("lifecycle_stage") != "active"
+        str(found["experiment_id"]),
+        found["name"],
+        found.get("lifecycle_stage", "active") != "active",
     )
 
 
