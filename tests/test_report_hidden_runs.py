@@ -140,30 +140,3 @@ def test_a_spec_whose_runs_all_lost_their_tag_is_found_by_its_approval(tmp_path,
     assert (untagged["runs"], Decimal(untagged["gpu_hours"]), untagged["teams"]) == (
         3, 14, [nlp],
     )  # fmt: skip
-
-
-def test_runs_of_versions_the_ledger_records_no_launch_of_are_said(tmp_path, capsys):
-    """Where the ledger records launches, a run's fingerprint tag naming a version no launch
-    used (an older, cheaper one) was priced at it without a word."""
-    import datetime as dt
-    import uuid
-
-    from gate.ledger.records import LedgerRecord, RecordKind
-    from tests.ledger_kit import fingerprint_of, seed_record
-
-    with running_server(tmp_path / "mlflow") as server:
-        month = report_kit.seed(tmp_path / "month", server.uri)
-        quiet = report(month, server.uri, capsys)
-        assert not any("records no launch of" in note for note in quiet["notes"])
-        spec = month.specs["A"]
-        seed_record(server.uri, LedgerRecord(
-            kind=RecordKind.LAUNCH, spec=spec, fingerprint=fingerprint_of(spec),
-            experiment="a", recorded_at=dt.datetime(2025, 3, 1, 12, tzinfo=dt.timezone.utc),
-            currency="USD", team=month.teams["vision"], record_id=uuid.uuid4().hex,
-            by="carol",
-        ))  # fmt: skip
-        document = report(month, server.uri, capsys)
-    assert (
-        "5 runs of 2 spec versions the ledger records no launch of: each is priced at the "
-        "version its fingerprint tag names, the job's word"
-    ) in "\n".join(document["notes"])

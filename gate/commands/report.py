@@ -115,7 +115,6 @@ def run(args: argparse.Namespace) -> int:
             needs_approval={r.fingerprint: plans.needs_approval(r) for r in found.approvals},
             notes=_default_month(args, period),
             version=__version__,
-            launched=frozenset(r.fingerprint for r in records if r.kind is RecordKind.LAUNCH),
         )
     )
     _emit(report, targets)

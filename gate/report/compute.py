@@ -78,8 +78,6 @@ class ReportInputs:
     """Per approved fingerprint, whether the policy's triggers ask for an approval."""
     notes: Sequence[str] = ()
     version: str = ""
-    launched: frozenset[str] = frozenset()
-    """The fingerprints of every launch the ledger records (empty: it records none)."""
 
 
 def build_report(given: ReportInputs) -> MonthReport:
@@ -345,7 +343,7 @@ def _notes(
     )
     notes.extend(_currency_notes(given, window))
     notes.extend(_ledger_notes(given))
-    notes.extend(run_notes(current, given.now, given.launched))
+    notes.extend(run_notes(current, given.now))
     if any(given.now < month.end for month in given.period.months):
         notes.append("the period is not over: forecast is each month's actual at the pace so far")
     return notes

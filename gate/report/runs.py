@@ -292,17 +292,14 @@ class MonthRuns:
         ]
 
 
-def run_notes(
-    current: Iterable[ExperimentMonth], now: dt.datetime, launched: frozenset[str] = frozenset()
-) -> list[str]:
+def run_notes(current: Iterable[ExperimentMonth], now: dt.datetime) -> list[str]:
     """What the period's runs took on their jobs' word: GPUs above the spec, open ends.
 
     And the runs deleted in MLflow, counted all the same; qualified runs that ended before one
-    epoch could have run; where the ledger records launches (``launched``: their
-    fingerprints), runs of versions it records no launch of.
+    epoch could have run.
     """
     groups = list(current)
-    notes = _unlaunched(groups, launched)
+    notes = []
     above = sum(
         1
         for g in groups
@@ -329,21 +326,3 @@ def run_notes(
             f"now): charged up to {now:%Y-%m-%d %H:%M} UTC, so the figures are provisional"
         )
     return notes
-
-
-def _unlaunched(groups: list[ExperimentMonth], launched: frozenset[str]) -> list[str]:
-    """Runs of spec versions the ledger records no launch of, where it records launches.
-
-    NOTE: a run's fingerprint tag is its job's word: a run tagged with an older, cheaper
-    version of its spec is priced at that version. The launches are the check.
-    """
-    unlaunched = [g for g in groups if launched and g.fingerprint not in launched]
-    if not unlaunched:
-        return []
-    runs = sum(len(g.result.runs) for g in unlaunched)
-    versions = len({g.fingerprint for g in unlaunched})
-    return [
-        f"{counted(runs, 'run')} of {counted(versions, 'spec version')} the ledger records no "
-        "launch of: each is priced at the version its fingerprint tag names, the job's word "
-        "(compare them with the launches: budget-gate reconcile per spec)"
-    ]
