@@ -20,7 +20,7 @@ from gate import tracking
 from gate.cli import main
 from gate.commands.report import NO_SPEC
 from gate.ledger.records import LEDGER_EXPERIMENT
-from gate.report.runs import DELETED_OPEN, ELSEWHERE, UNTAGGED
+from gate.report.runs import DELETED_OPEN, ELSEWHERE, UNREAD_RECORD, UNTAGGED
 from tests import report_kit
 from tests.mlflow_server import MlflowServer, running_server
 
@@ -112,15 +112,29 @@ def test_deleted_untagged_and_misplaced_runs_stay_in_the_month(month, server, ca
         assert (untagged["runs"], Decimal(untagged["gpu_hours"]), untagged["teams"]) == (
             1, 2, [nlp],
         )  # fmt: skip
-        # the runs in the ledger's experiment join the one logged in C's as misplaced
+        # the run in the ledger's experiment joins the one logged in C's as misplaced; the
+        # one that wears a record's kind tag, which the ledger did not read, is listed apart
         elsewhere = unpriced[ELSEWHERE]
-        assert (elsewhere["runs"], Decimal(elsewhere["gpu_hours"])) == (3, 61)
+        assert (elsewhere["runs"], Decimal(elsewhere["gpu_hours"])) == (2, 57)
+        dressed = unpriced[UNREAD_RECORD]
+        assert (dressed["runs"], Decimal(dressed["gpu_hours"]), dressed["teams"]) == (
+            1, 4, [vision],
+        )  # fmt: skip
         assert after["totals"]["runs"] == before["totals"]["runs"]
         assert unpriced[DELETED_OPEN]["runs"] == 1 and unpriced[DELETED_OPEN]["teams"] == [nlp]
         # with no plan of its own, a run is listed under its experiment's team and GPUs
         no_spec = unpriced[NO_SPEC]
         assert (no_spec["runs"], Decimal(no_spec["gpu_hours"])) == (2, 6)
         assert no_spec["teams"] == sorted([nlp, vision])
+    # one team's report lists that team's unpriced runs only (the made-up run is nlp's)
+    capsys.readouterr()
+    code = main(["report", "--policy-dir", month.policy_dir, "--tracking-uri", server.uri,
+                 "--month", report_kit.MONTH, "--format", "json", "--team", vision])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    only = {u["reason"]: u for u in json.loads(out)["unpriced"]}
+    assert (only[NO_SPEC]["runs"], Decimal(only[NO_SPEC]["gpu_hours"])) == (1, 1)
+    assert UNTAGGED not in only and DELETED_OPEN not in only
 
 
 def test_a_spec_whose_runs_all_lost_their_tag_is_found_by_its_approval(tmp_path, capsys):

@@ -45,6 +45,7 @@ from gate.money import to_decimal
 from gate.policy.findings import Outcome
 from gate.policy.model import Policy
 from gate.reconcile.actuals import Plan, RunFacts, RunStatus, price_run
+from gate.reconcile.notes import deleted_open
 from gate.reconcile.quality import monitor_for
 from gate.reconcile.reconciler import (
     OtherVersions,
@@ -168,8 +169,13 @@ def _other_versions(
     this version's total without a word. The reports say
     it too (a note; ``other_versions`` in JSON): stderr is not in a pull-request comment.
     """
-    others = list(read(query, None))
-    untagged = list(read(dataclasses.replace(query, other_than=None, untagged=True), None))
+    # NOTE: a run deleted before it ended is never ended: what it held is not known
+    others = [f for f in read(query, None) if not deleted_open(f)]
+    untagged = [
+        f
+        for f in read(dataclasses.replace(query, other_than=None, untagged=True), None)
+        if not deleted_open(f)
+    ]
     versions = Counter(facts.tags.get(tracking.FINGERPRINT) for facts in others)
     if found and not others and not untagged:
         return None

@@ -43,6 +43,7 @@ from gate.integrations import needs_mlflow, open_ledger
 from gate.integrations.git.spec_versions import HISTORY_BUDGET, SpecVersions, policies_home
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger import tracking
+from gate.ledger.encoding import KIND
 from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord, RecordKind
 from gate.money import to_decimal
 from gate.policy.findings import Outcome
@@ -91,9 +92,7 @@ def run(args: argparse.Namespace) -> int:
     records = ledger.query(LedgerQuery())
     say_ignored(ledger)
     month_runs = MonthRuns(plans, period, names, _ledger_versions(plans, records, period))
-    kept = {r.run_id for r in records if r.run_id}
-    for facts in _window(runs, names, period, kept):
-        month_runs.add(facts, facts.tags.get(tracking.MONITOR, ""))
+    _read_window(runs, month_runs, names, period, {r.run_id for r in records if r.run_id})
     _refetch(runs, month_runs, period)
     _untagged(runs, month_runs, names, period)
     currency = evaluator.policies.for_team(args.team).policy.currency
@@ -110,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             experiments=month_runs.experiments,
             commitments=found,
             budgets={team: _budget(evaluator.policies, team, currency) for team in teams},
-            unpriced=month_runs.unpriced,
+            unpriced=month_runs.unpriced_of(args.team),
             team_filter=args.team,
             needs_approval={r.fingerprint: plans.needs_approval(r) for r in found.approvals},
             notes=_default_month(args, period),
@@ -130,16 +129,33 @@ def _store(uri: str, *, default: bool) -> tuple[MlflowRuns, dict[str, str]]:
     return runs, {e.experiment_id: e.name for e in runs.experiments()}
 
 
-def _window(
-    runs: MlflowRuns, names: dict[str, str], period: Period, records: set[str]
-) -> Iterator[RunFacts]:
-    """Every tagged run that started in the window, deleted or in a deleted experiment too.
+def _read_window(
+    runs: MlflowRuns,
+    month_runs: MonthRuns,
+    names: dict[str, str],
+    period: Period,
+    records: set[str],
+) -> None:
+    """Add every tagged run that started in the window to ``month_runs``.
 
-    Deleting a run (or its experiment) does not undo its spend. The ledger's experiment is
-    read too: its ``records`` (the run ids of the records the ledger read) are the
-    ledger's, and any other run there, whatever its tags, counts as logged outside its
-    spec's experiment (a ``budget_gate.kind`` tag is a job's to set).
+    Deleted runs and those of deleted experiments too: deleting does not undo spend. The
+    ledger's experiment is read too: its ``records`` (the run ids of the records the
+    ledger read) are the ledger's; another run there with a record's kind tag (a job's to
+    set, or a record the ledger refused) is listed apart, and any other run counts as
+    logged outside its spec's experiment.
     """
+    for facts in _window(runs, names, period):
+        if names.get(facts.experiment_id) != LEDGER_EXPERIMENT:
+            month_runs.add(facts, facts.tags.get(tracking.MONITOR, ""))
+        elif facts.run_id not in records:
+            if KIND in facts.tags:
+                month_runs.add_unread_record(facts)
+            else:
+                month_runs.add(facts, facts.tags.get(tracking.MONITOR, ""))
+
+
+def _window(runs: MlflowRuns, names: dict[str, str], period: Period) -> Iterator[RunFacts]:
+    """Every tagged run that started in the window, in every experiment, deleted or not."""
     from gate.integrations.mlflow.runs import RunQuery
 
     ids = list(names)
@@ -160,9 +176,7 @@ def _window(
     )
     bar = progress_for(sys.stderr)
     try:
-        for facts in runs.facts(query, bar):
-            if names.get(facts.experiment_id) != LEDGER_EXPERIMENT or facts.run_id not in records:
-                yield facts
+        yield from runs.facts(query, bar)
     finally:
         if bar is not None:
             bar.close()

@@ -79,7 +79,11 @@ ELSEWHERE = "logged outside their spec's MLflow experiment (tracking.mlflow_expe
 BACKWARDS = "their end is before their start, so what they held is not known"
 DELETED_OPEN = (
     "they were deleted in MLflow before they ended (MLflow ends no deleted run), so what "
-    "they held is not known"
+    "they held is not known (counted as 0 GPU-h)"
+)
+UNREAD_RECORD = (
+    "they lie in the ledger's experiment with a record's kind tag, but the ledger did not "
+    "read them as records (unsigned, malformed or cut short: see its count on stderr)"
 )
 UNTAGGED = (
     f"they carry no {tracking.FINGERPRINT} tag (a sweep's parent run, or a job deleted it), "
@@ -137,6 +141,7 @@ class _Held:
     """One unpriced run: why, where it lies, the hours it held, its tags' GPUs and team."""
 
     reason: str
+    month: Month
     experiment_id: str
     hours: Decimal
     gpus: int
@@ -239,7 +244,17 @@ class MonthRuns:
         if facts.start_ms is None or Month.of(moment(facts.start_ms)) not in self._window:
             self.outside += 1
             return
-        self._count_unpriced(UNTAGGED, facts, priced)
+        self._count_unpriced(DELETED_OPEN if deleted_open(facts) else UNTAGGED, facts, priced)
+
+    def add_unread_record(self, facts: RunFacts) -> None:
+        """Count a run in the ledger's experiment like a record, that the ledger did not read.
+
+        Listed with the hours it held: never a record, and never priced.
+        """
+        if facts.start_ms is None or Month.of(moment(facts.start_ms)) not in self._window:
+            self.outside += 1
+            return
+        self._count_unpriced(UNREAD_RECORD, facts)
 
     def _elsewhere(self, facts: RunFacts, priced: Priced) -> bool:
         if self._experiments is None:
@@ -255,7 +270,10 @@ class MonthRuns:
         )
         gpus = tracking.tag_count(facts.tags.get(tracking.GPUS, "")) or 0
         team = facts.tags.get(tracking.TEAM) or NO_TEAM
-        self._unpriced.append(_Held(reason, facts.experiment_id, held, gpus, team, priced))
+        month = Month.of(moment(facts.start_ms)) if facts.start_ms is not None else None
+        if month is not None:
+            held_run = _Held(reason, month, facts.experiment_id, held, gpus, team, priced)
+            self._unpriced.append(held_run)
 
     @property
     def experiments(self) -> list[ExperimentMonth]:
@@ -264,20 +282,29 @@ class MonthRuns:
 
     @property
     def unpriced(self) -> list[Unpriced]:
-        """The runs left unpriced, by reason, under the team and GPUs of a plan where known.
+        """The period's runs left unpriced, by reason, every team's."""
+        return self.unpriced_of(None)
 
-        A run's own plan first, else that of the experiment it lies in (:meth:`tracked`),
-        its GPUs no fewer than its tag says: the tags are the job's claim, and a job that
-        made up its run's fingerprint and dropped its team and GPU tags listed its hours as
-        none, under no team.
+    def unpriced_of(self, team: str | None) -> list[Unpriced]:
+        """The period's runs left unpriced (``team``'s only, if named), by reason.
+
+        Each under the team and GPUs of a plan where known: a run's own plan first, else
+        that of the experiment it lies in (:meth:`tracked`), its GPUs no fewer than its tag
+        says: the tags are the job's claim, and a job that made up its run's fingerprint and
+        dropped its team and GPU tags listed its hours as none, under no team. The trend
+        months' runs are left out: only their cost per qualified model is shown.
         """
         names = self._experiments or {}
         tracked = self.tracked()
+        months = set(self.period.months)
         runs: Counter[str] = Counter()
         hours: dict[str, Decimal] = {}
         teams: dict[str, set[str]] = {}
         for held in self._unpriced:
             plan = held.priced or tracked.get(names.get(held.experiment_id, ""))
+            owner = held.team if plan is None else plan.team
+            if held.month not in months or team not in (None, owner):
+                continue
             gpus = (
                 held.gpus
                 if plan is None
@@ -285,7 +312,7 @@ class MonthRuns:
             )
             runs[held.reason] += 1
             hours[held.reason] = hours.get(held.reason, Decimal(0)) + held.hours * gpus
-            teams.setdefault(held.reason, set()).add(held.team if plan is None else plan.team)
+            teams.setdefault(held.reason, set()).add(owner)
         return [
             Unpriced(reason, count, hours[reason], tuple(sorted(teams[reason])))
             for reason, count in sorted(runs.items())

@@ -64,7 +64,8 @@ def matches_in_repository(patterns: Iterable[str], path: str) -> bool:
     without a ``/`` (``*.yaml``) would match its name at any depth, and so apply a waiver or
     an ``owns.specs`` of the repository to a copy elsewhere.
     """
-    return not path.startswith("/") and matches(patterns, path)
+    outside = path.startswith(("/", "../")) or path == ".."
+    return not outside and matches(patterns, path)
 
 
 @lru_cache(maxsize=4096)

@@ -99,3 +99,12 @@ def test_a_check_of_plain_owned_paths_never_imports_pathspec():
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert proc.stdout.splitlines()[-1] == "0 False"
+
+
+def test_a_policy_glob_takes_no_path_outside_the_repository():
+    """A slashless pattern matches a name at any depth: an outside path, absolute (as
+    ``RepoPaths`` names it) or climbing out, would take a waiver or an ``owns.specs``."""
+    assert globs.matches(["*.yaml"], "/tmp/x/a.yaml")  # gitignore's rule, as pathspec reads it
+    for outside in ("/tmp/x/a.yaml", "../x/a.yaml", "../a.yaml"):
+        assert not globs.matches_in_repository(["*.yaml", "a.yaml", "x/"], outside)
+    assert globs.matches_in_repository(["*.yaml"], "experiments/a.yaml")
