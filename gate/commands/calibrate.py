@@ -42,7 +42,6 @@ from gate.ledger import tracking
 from gate.ledger.records import LEDGER_EXPERIMENT
 from gate.policy.model import Policy
 from gate.reconcile.actuals import RunFacts
-from gate.reconcile.notes import deleted_open
 from gate.spec.trial import Capacity
 from gate.words import aligned, counted
 
@@ -138,7 +137,7 @@ def _observations(
             continue
         query = RunQuery(experiment_id, None, None, history_tag=tracking.MONITOR, deleted=spend)
         for facts in runs.facts(query):
-            if sink is not None and not deleted_open(facts):
+            if sink is not None and not facts.deleted_open:
                 sink(facts, name)
             if facts.deleted:
                 continue

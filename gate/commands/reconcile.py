@@ -45,7 +45,6 @@ from gate.money import to_decimal
 from gate.policy.findings import Outcome
 from gate.policy.model import Policy
 from gate.reconcile.actuals import Plan, RunFacts, RunStatus, price_run
-from gate.reconcile.notes import deleted_open
 from gate.reconcile.quality import monitor_for
 from gate.reconcile.reconciler import (
     OtherVersions,
@@ -169,13 +168,13 @@ def _other_versions(
     this version's total without a word. The reports say
     it too (a note; ``other_versions`` in JSON): stderr is not in a pull-request comment.
     """
-    # NOTE: a run deleted before it ended is never ended: what it held is not known
-    others = [f for f in read(query, None) if not deleted_open(f)]
-    untagged = [
-        f
-        for f in read(dataclasses.replace(query, other_than=None, untagged=True), None)
-        if not deleted_open(f)
-    ]
+
+    def ended(query: RunQuery) -> list[RunFacts]:
+        # NOTE: a run deleted before it ended is never ended: what it held is not known
+        return [facts for facts in read(query, None) if not facts.deleted_open]
+
+    others = ended(query)
+    untagged = ended(dataclasses.replace(query, other_than=None, untagged=True))
     versions = Counter(facts.tags.get(tracking.FINGERPRINT) for facts in others)
     if found and not others and not untagged:
         return None

@@ -145,13 +145,13 @@ def _read_window(
     logged outside its spec's experiment.
     """
     for facts in _window(runs, names, period):
-        if names.get(facts.experiment_id) != LEDGER_EXPERIMENT:
+        in_ledger = names.get(facts.experiment_id) == LEDGER_EXPERIMENT
+        if in_ledger and facts.run_id in records:
+            continue
+        if in_ledger and KIND in facts.tags:
+            month_runs.add_unread_record(facts)
+        else:
             month_runs.add(facts, facts.tags.get(tracking.MONITOR, ""))
-        elif facts.run_id not in records:
-            if KIND in facts.tags:
-                month_runs.add_unread_record(facts)
-            else:
-                month_runs.add(facts, facts.tags.get(tracking.MONITOR, ""))
 
 
 def _window(runs: MlflowRuns, names: dict[str, str], period: Period) -> Iterator[RunFacts]:

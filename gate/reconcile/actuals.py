@@ -83,6 +83,11 @@ class RunFacts:
     deleted: bool = False
     """Deleted in MLflow, or in a deleted experiment: its GPU time was spent all the same."""
 
+    @property
+    def deleted_open(self) -> bool:
+        """Deleted before it ended: MLflow ends no deleted run, so what it held is not known."""
+        return self.deleted and self.end_ms is None
+
 
 Requote = Callable[[str, Capacity], "Quote | None"]
 

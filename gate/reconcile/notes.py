@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from gate.estimate.measured import minutes_text
-from gate.reconcile.actuals import Plan, RunFacts, RunResult
+from gate.reconcile.actuals import Plan, RunResult
 from gate.reconcile.waste import signed_percent
 from gate.words import counted
 
@@ -24,9 +24,8 @@ def notes(plan: Plan, runs: Sequence[RunResult]) -> tuple[str, ...]:
     notes = [note] if (note := _epoch_error(plan, runs)) is not None else []
     if (deleted := deleted_note(runs)) is not None:
         notes.append(deleted)
-    if quick := too_quick(plan, runs):
-        priced = _priced_epoch(plan)
-        assert priced is not None
+    priced = _priced_epoch(plan)
+    if priced is not None and (quick := _quicker_than(priced, runs)):
         notes.append(
             f"{counted(quick, 'qualified run')} ended sooner than one epoch at the priced "
             f"epoch time ({minutes_text(priced.minutes)} min): {QUICK_NOTE}"
@@ -74,20 +73,17 @@ def too_quick(plan: Plan, runs: Sequence[RunResult]) -> int:
     still counts (an estimate's epoch time can be far off), but it is said.
     """
     priced = _priced_epoch(plan)
-    if priced is None:
-        return 0
+    return 0 if priced is None else _quicker_than(priced, runs)
+
+
+def _quicker_than(priced: _PricedEpoch, runs: Sequence[RunResult]) -> int:
     return sum(
         1 for r in runs if r.qualified and r.end is not None and r.held_hours * 60 < priced.minutes
     )
 
 
-def deleted_open(facts: RunFacts) -> bool:
-    """Deleted in MLflow before it ended: what it held is not known."""
-    return facts.deleted and facts.end_ms is None
-
-
 def deleted_open_note(count: int) -> tuple[str, ...]:
-    """The note on the runs :func:`deleted_open` left out, if any."""
+    """The note on the runs left out as deleted before they ended, if any."""
     if not count:
         return ()
     return (

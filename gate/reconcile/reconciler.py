@@ -35,7 +35,7 @@ from gate.reconcile.actuals import (
     by_start,
     price_run,
 )
-from gate.reconcile.notes import deleted_open, deleted_open_note, notes
+from gate.reconcile.notes import deleted_open_note, notes
 from gate.reconcile.quality import ChartMetric, better, chart_metric
 from gate.reconcile.waste import (
     RunWaste,
@@ -160,7 +160,7 @@ class Reconciler:
         A run deleted before it ended is left out: MLflow will not end a deleted run, so it
         would be charged up to now for ever (and hold the reconciliation open).
         """
-        if deleted_open(facts):
+        if facts.deleted_open:
             self._deleted_open += 1
             return None
         result = price_run(facts, self.plan)

@@ -32,7 +32,7 @@ from gate.ledger import tracking
 from gate.policy.findings import Finding
 from gate.policy.model import Severity
 from gate.reconcile.actuals import MS_PER_HOUR, Plan, RunFacts, RunResult, moment
-from gate.reconcile.notes import QUICK_NOTE, deleted_note, deleted_open, too_quick
+from gate.reconcile.notes import QUICK_NOTE, deleted_note, too_quick
 from gate.reconcile.reconciler import Reconciler, Reconciliation
 from gate.report.commitments import NO_TEAM
 from gate.report.period import Month, Period
@@ -184,12 +184,8 @@ class MonthRuns:
         ``history_of`` names the metric ``facts.history`` holds (``None``: the plan's). A
         run whose history is of another metric is left for :attr:`refetch`, unpriced here.
         """
-        if facts.start_ms is None:
-            self.outside += 1
-            return
-        month = Month.of(moment(facts.start_ms))
-        if month not in self._window:
-            self.outside += 1
+        month = self._month_of(facts)
+        if month is None or facts.start_ms is None:  # the second: None has no month either
             return
         fingerprint = facts.tags.get(tracking.FINGERPRINT, "")
         version = (facts.tags.get(tracking.SPEC, ""), fingerprint)
@@ -205,7 +201,7 @@ class MonthRuns:
         if facts.end_ms is not None and facts.end_ms < facts.start_ms:
             self._count_unpriced(BACKWARDS, facts, priced)
             return
-        if deleted_open(facts):
+        if facts.deleted_open:
             self._count_unpriced(DELETED_OPEN, facts, priced)
             return
         metric = priced.plan.monitor.metric
@@ -241,20 +237,25 @@ class MonthRuns:
 
     def add_untagged(self, facts: RunFacts, priced: Priced) -> None:
         """Count a run of ``priced``'s experiment that carries no fingerprint tag, unpriced."""
-        if facts.start_ms is None or Month.of(moment(facts.start_ms)) not in self._window:
-            self.outside += 1
-            return
-        self._count_unpriced(DELETED_OPEN if deleted_open(facts) else UNTAGGED, facts, priced)
+        if self._month_of(facts) is not None:
+            reason = DELETED_OPEN if facts.deleted_open else UNTAGGED
+            self._count_unpriced(reason, facts, priced)
 
     def add_unread_record(self, facts: RunFacts) -> None:
         """Count a run in the ledger's experiment like a record, that the ledger did not read.
 
         Listed with the hours it held: never a record, and never priced.
         """
-        if facts.start_ms is None or Month.of(moment(facts.start_ms)) not in self._window:
+        if self._month_of(facts) is not None:
+            self._count_unpriced(UNREAD_RECORD, facts)
+
+    def _month_of(self, facts: RunFacts) -> Month | None:
+        """The month the run started in, if in the window; else counted as outside it."""
+        month = None if facts.start_ms is None else Month.of(moment(facts.start_ms))
+        if month not in self._window:
             self.outside += 1
-            return
-        self._count_unpriced(UNREAD_RECORD, facts)
+            return None
+        return month
 
     def _elsewhere(self, facts: RunFacts, priced: Priced) -> bool:
         if self._experiments is None:
@@ -270,10 +271,9 @@ class MonthRuns:
         )
         gpus = tracking.tag_count(facts.tags.get(tracking.GPUS, "")) or 0
         team = facts.tags.get(tracking.TEAM) or NO_TEAM
-        month = Month.of(moment(facts.start_ms)) if facts.start_ms is not None else None
-        if month is not None:
-            held_run = _Held(reason, month, facts.experiment_id, held, gpus, team, priced)
-            self._unpriced.append(held_run)
+        assert facts.start_ms is not None  # NOTE: a run outside the window is not counted
+        month = Month.of(moment(facts.start_ms))
+        self._unpriced.append(_Held(reason, month, facts.experiment_id, held, gpus, team, priced))
 
     @property
     def experiments(self) -> list[ExperimentMonth]:
