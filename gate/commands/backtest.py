@@ -35,7 +35,12 @@ from gate.calibrate.backtest import (
 from gate.commands.reconcile import requote
 from gate.estimate.model import Estimate
 from gate.evaluation.evaluate import Evaluation, Evaluator
-from gate.integrations.git.spec_versions import SpecVersion, SpecVersions, policies_home
+from gate.integrations.git.spec_versions import (
+    HISTORY_BUDGET,
+    SpecVersion,
+    SpecVersions,
+    policies_home,
+)
 from gate.ledger import tracking
 from gate.money import to_decimal
 from gate.policy.findings import Outcome
@@ -44,9 +49,14 @@ from gate.reconcile.quality import monitor_for
 from gate.words import counted
 
 NO_SPEC, INVALID, RUNNING = "no_spec", "spec_invalid", "running"
+UNSEARCHED = "spec_unsearched"
 """Why an experiment is scored on epoch time only (the keys of ``epoch_time_only``)."""
 _WHY = {
     NO_SPEC: ("no spec at its fingerprint", "no spec at their fingerprint"),
+    UNSEARCHED: (
+        f"its spec not searched for in git history (past {HISTORY_BUDGET:,} spec paths)",
+        f"their specs not searched for in git history (past {HISTORY_BUDGET:,} spec paths)",
+    ),
     INVALID: ("its spec does not evaluate", "their specs do not evaluate"),
     RUNNING: ("its runs are still running", "their runs are still running"),
 }
@@ -93,7 +103,7 @@ class CostBacktest:
         """The experiment's plan at its declared figures, or why it has none."""
         found = self.versions.find(facts.tags.get(tracking.SPEC, ""), fingerprint)
         if found is None:
-            return NO_SPEC
+            return UNSEARCHED if self.versions.exhausted else NO_SPEC
         evaluation = self.evaluator.evaluate_spec(found.path, found.content)
         spec, policy, est = evaluation.spec, evaluation.policy, evaluation.result.estimate
         if evaluation.result.outcome is Outcome.INVALID or not spec or not policy or not est:

@@ -66,3 +66,29 @@ def test_git_history_is_searched_for_a_bounded_number_of_paths(tmp_path: Path) -
     assert versions.find("experiments/made-up-2.yaml", wanted) is None
     assert versions.exhausted
     assert versions.find("experiments/old.yaml", wanted) is not None  # looked up already
+
+
+def test_a_backtest_past_the_budget_says_its_spec_was_not_searched_for(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Past the budget, "no spec at its fingerprint" would be a guess, not a finding."""
+    import argparse
+    import datetime as dt
+
+    from gate.calibrate.backtest import Replay
+    from gate.commands.backtest import NO_SPEC, UNSEARCHED, CostBacktest
+    from gate.commands.common import make_evaluator
+    from gate.reconcile.actuals import RunFacts
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    monkeypatch.chdir(repo)
+    evaluator = make_evaluator(argparse.Namespace(policy_dir=None))
+    now = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
+    costs = CostBacktest(evaluator, now, SpecVersions(cwd=repo, home=repo, budget=1))
+    for n, wanted in ((1, NO_SPEC), (2, UNSEARCHED)):
+        tags = {"budget_gate.spec": f"made-up-{n}.yaml", "budget_gate.fingerprint": f"f{n}"}
+        costs.add(RunFacts(run_id=str(n), status="FINISHED", start_ms=0, end_ms=1, tags=tags), "e")
+        unread = Replay("e", f"f{n}", (), calibration=None)  # type: ignore[arg-type]
+        assert costs.case(unread) == wanted  # (no spec: its calibration is never read)
