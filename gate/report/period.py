@@ -105,11 +105,14 @@ LATEST = Month(9999, 11)
 """The last month whose end ``datetime`` can hold (9999-12 ends in the year 10000)."""
 
 
-def parse_period(text: str, trend: int = 2) -> Period:
+def parse_period(text: str, trend: int = 2, now: dt.datetime | None = None) -> Period:
     """``2026-11`` or ``2026-09..2026-11`` (inclusive), as given to ``--month``.
 
+    A month that has not begun at ``now`` is refused: its report would be all zeros,
+    forecast "at the pace so far", which reads like a finding.
+
     Raises:
-        gate.errors.InputError: not a month or a range of months in order.
+        gate.errors.InputError: not a month or a range of months in order, or in the future.
     """
     first_text, dots, last_text = text.strip().partition("..")
     first = _month(first_text, text)
@@ -117,6 +120,13 @@ def parse_period(text: str, trend: int = 2) -> Period:
     if last < first:
         raise InputError(
             f"--month {text!r} ends before it starts", hint="write the earlier month first"
+        )
+    if now is not None and last.start > now:
+        raise InputError(
+            f"--month {text!r}: {last} has not begun (it is {now.astimezone(UTC):%Y-%m-%d} "
+            "in UTC)",
+            hint=f"report months up to {Month.of(now)}; the month in progress is forecast at "
+            "its pace so far",
         )
     period = Period(first, last, trend)
     if period.window[0] < EARLIEST or period.window[-1] > LATEST:

@@ -38,6 +38,15 @@ def test_bad_months_are_input_errors(text):
         parse_period(text)
 
 
+def test_a_month_that_has_not_begun_is_refused_and_the_month_in_progress_is_not():
+    now = dt.datetime(2026, 12, 31, 23, 30, tzinfo=UTC)
+    assert str(parse_period("2026-11..2026-12", now=now)) == "2026-11..2026-12"
+    for text in ("2027-01", "2026-12..2027-01", "2999-01"):
+        with pytest.raises(InputError, match="has not begun") as raised:
+            parse_period(text, now=now)
+        assert "up to 2026-12" in (raised.value.hint or "")
+
+
 def _record(kind: RecordKind, day: int, amount: str | None, **kw) -> LedgerRecord:
     return LedgerRecord(
         kind=kind,
