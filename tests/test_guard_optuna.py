@@ -16,7 +16,7 @@ from gate.guard.core import Guard
 from gate.guard.model import GPU_SECONDS_ATTR, STOP_KIND, STOPPED_BY
 from gate.guard.optuna import OptunaGuard, spend_of
 from tests.conftest import ROOT
-from tests.guard_kit import guard_spec_4_trials, make_limits
+from tests.guard_kit import approved_limits, guard_spec_4_trials, make_limits
 
 EPOCH_COST = Decimal("1.6")  # 6 minutes × 8 GPUs × 2 USD
 
@@ -79,7 +79,37 @@ def test_workers_of_one_launch_in_studies_of_their_own_share_the_ceiling(tmp_pat
     seconds = sum(sum(spend_of(study).values()) for study in studies)
     spend = Decimal(repr(seconds)) / 3600 * 2
     assert 64 <= spend <= 64 + 2 * EPOCH_COST  # within one step per worker of one ceiling
-    assert {s.user_attrs.get("budget_gate.launch") for s in studies} == {"launch-1"}
+    assert all(s.user_attrs.get("budget_gate.launch.launch-1") is True for s in studies)
+
+
+def test_a_relaunch_that_joins_its_studies_again_shares_one_ceiling(tmp_path):
+    """A relaunch (a new launch key) ran the same script, ``load_if_exists=True`` on the
+    studies an earlier launch had marked: each study kept the old key, no worker counted
+    the other's, and two workers spent 128 USD against a 64 USD ceiling. The earlier
+    launch's trials count against the new ceiling too (the storage cannot say who paid)."""
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    for i in range(2):  # launch-0: one trial of one epoch in each study (1.60 USD each)
+        study = optuna.create_study(study_name=f"sweep-{i}", storage=url)
+        guard = OptunaGuard(Guard(approved_limits(), clock=time.monotonic, launch_key="launch-0"))
+        trial = study.ask()
+        guard.report(trial, 1, {"val_loss": 1.0}, held_seconds=360.0)
+        study.tell(trial, 1.0)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.optuna_guard_worker", url, f"sweep-{i}", "launch-1"],
+            cwd=ROOT,
+            env=env,
+        )
+        for i in range(2)
+    ]
+    assert [w.wait(timeout=240) for w in workers] == [0, 0]
+    studies = [optuna.load_study(study_name=f"sweep-{i}", storage=url) for i in range(2)]
+    seconds = sum(sum(spend_of(study).values()) for study in studies)
+    spend = Decimal(repr(seconds)) / 3600 * 2
+    assert 64 <= spend <= 64 + 2 * EPOCH_COST  # one ceiling in all, not one per worker
+    marks = [{k for k in s.user_attrs if k.startswith("budget_gate.launch.")} for s in studies]
+    assert marks == [{"budget_gate.launch.launch-0", "budget_gate.launch.launch-1"}] * 2
 
 
 def _objective(guard: OptunaGuard, fail: bool = False):

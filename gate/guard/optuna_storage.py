@@ -3,8 +3,8 @@
 Every worker of a launch (one ``BUDGET_GATE_LAUNCH_KEY``) holds one approval's ceiling, and
 its spend is read from the storage, study by study. A worker that ran a study of its own
 (``study_name=f"sweep-{i}"``) was counted by no other worker, so N workers spent N
-ceilings. Each guard marks the studies it runs with the launch's key (a study attribute)
-and reads, beside its own, every study in the storage that bears it.
+ceilings. Each guard marks the studies it runs with the launch's key (a study attribute
+of its own per launch) and reads, beside its own, every study in the storage that bears it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,18 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
 LAUNCH_ATTR = "budget_gate.launch"
-"""The study attribute that names the launch whose workers run it."""
+"""The prefix of the study attributes that name the launches whose workers ran it
+(``budget_gate.launch.<key>``)."""
+
+
+def launch_attr(launch_key: str) -> str:
+    """The study attribute that marks a study as run by ``launch_key``'s workers.
+
+    NOTE: one attribute per launch, never one overwritten or kept: a study marked by an
+    earlier launch and joined again (``load_if_exists=True`` after a relaunch) kept the old
+    key, so no worker of the new launch counted it, and N workers spent N ceilings.
+    """
+    return f"{LAUNCH_ATTR}.{launch_key}"
 
 
 class LaunchStudies:
@@ -43,17 +54,17 @@ class LaunchStudies:
         """Mark ``study`` as the launch's; the launch's other studies in its storage."""
         if self._key is None:
             return []
-        where = storage_of(study)
+        where, mark = storage_of(study), launch_attr(self._key)
         if (where, study._study_id) not in self._marked:
-            if study.user_attrs.get(LAUNCH_ATTR) is None:
-                study.set_user_attr(LAUNCH_ATTR, self._key)
+            if not study.user_attrs.get(mark):
+                study.set_user_attr(mark, True)
             self._marked.add((where, study._study_id))
         storage = study._storage
         found = []
         for listed in storage.get_all_studies():
             if (
                 listed._study_id == study._study_id
-                or listed.user_attrs.get(LAUNCH_ATTR) != self._key
+                or not listed.user_attrs.get(mark)
             ):
                 continue
             handle = (where, listed._study_id, listed.study_name)
