@@ -144,3 +144,26 @@ def test_the_ray_stopper_raises_for_no_int_a_trainable_reports() -> None:
         assert stop is False, iteration
     # the driver's time between the two reports, on the spec's 8 GPUs
     assert guard.guard.gpu_seconds == 360.0 * float(guard.guard.limits.gpus)
+
+
+def test_a_loop_attempt_number_opened_twice_is_refused() -> None:
+    """A loop resumed in the same process with ``attempt=0`` given again hid its spend under
+    the first attempt's total (64 USD trained, 32 shown) until it passed it; the number is
+    refused, naming the next free one, and left out the loop numbers its own."""
+    clock = Clock()
+    guard = Guard(approved_limits(), clock=clock)
+    first = LoopGuard(guard, "7", attempt=0, clock=clock)
+    for epoch in range(1, 21):
+        clock.now += 360.0
+        first.step(epoch, {"val_loss": 1.0 / epoch})
+    first.end()
+    assert guard.spend == Decimal("32.00")
+    with pytest.raises(ValueError, match="attempt 0 of trial 7 was opened before; a new attempt is 1"):
+        LoopGuard(guard, "7", attempt=0, clock=clock)
+    second = LoopGuard(guard, "7", clock=clock)
+    assert second.attempt == 1
+    for epoch in range(21, 41):
+        clock.now += 360.0
+        decision = second.step(epoch, {"val_loss": 1.0 / epoch})
+    assert decision.stop_search and guard.spend == Decimal("64.00")
+    assert LoopGuard(guard, "7", attempt=5, clock=clock).attempt == 5  # an unused number is fine

@@ -128,9 +128,27 @@ class Guard:
         self._taken.add((trial, attempt))
         return attempt
 
-    def take_attempt(self, trial: str, attempt: int) -> None:
-        """Hold an attempt number given by the caller, so :meth:`new_attempt` skips it."""
-        self._taken.add((trial, attempt))
+    def take_attempt(self, trial: str, attempt: int) -> int:
+        """Hold an attempt number given by the caller, so :meth:`new_attempt` skips it.
+
+        NOTE: a number already held, reported or ended is refused: the guard keeps the
+        largest total per attempt, so a second attempt under it hid its spend until it
+        passed the first's (a resumed loop trained 64 USD and showed 32).
+
+        Raises:
+            ValueError: that attempt of ``trial`` was opened before.
+        """
+        key = (trial, attempt)
+        if key in self._taken or key in self._attempts or key in self._ended:
+            free = self.new_attempt(trial)
+            self._taken.discard((trial, free))
+            raise ValueError(
+                f"budget-gate guard: attempt {attempt} of trial {trial} was opened before; "
+                f"a new attempt is {free} (leave attempt out to number it), or continue the "
+                "first with pause() and resume()"
+            )
+        self._taken.add(key)
+        return attempt
 
     def hold(self, trial: str, gpus: float) -> None:
         """Set the GPUs ``trial`` holds, as its engine allotted them (its hours are per GPU).

@@ -51,8 +51,9 @@ class LoopGuard:
         self.trial = trial
         # NOTE: a loop opened again for the same trial is an attempt of its own; under one
         # attempt, its reports from zero would hide under the last attempt's larger total.
-        self.attempt = guard.new_attempt(trial) if attempt is None else attempt
-        guard.take_attempt(trial, self.attempt)
+        self.attempt = (
+            guard.new_attempt(trial) if attempt is None else guard.take_attempt(trial, attempt)
+        )
         self._clock = clock
         self._held = 0.0
         self._since: float | None = clock()
