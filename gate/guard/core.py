@@ -38,8 +38,9 @@ REFRESH_SECONDS = 60.0
 
 log = logging.getLogger(__name__)
 
-Refresh = Callable[[], "Ceiling | None"]
-"""Reads the current ceiling from the ledger; ``None`` when no approval holds any more."""
+Refresh = Callable[[], "Ceiling | str | None"]
+"""Reads the current ceiling from the ledger; else why the approval holds no more (``None``:
+revoked, no more said)."""
 
 
 @dataclass(slots=True)
@@ -245,15 +246,15 @@ class Guard:
             return
         self._refreshed = now
         ceiling = self._refresh()
-        if ceiling is None:
-            self._stopped = self._decide(
-                Action.STOP_SEARCH,
-                kind=StopKind.APPROVAL,
-                reason=f"the approval of {self.limits.money(self.ceiling.amount)} no longer "
-                "holds (revoked in the ledger)",
-            )
-        else:
+        if isinstance(ceiling, Ceiling):
             self._set_ceiling(ceiling)
+            return
+        self._stopped = self._decide(
+            Action.STOP_SEARCH,
+            kind=StopKind.APPROVAL,
+            reason=f"the approval of {self.limits.money(self.ceiling.amount)} no longer "
+            f"holds ({ceiling or 'revoked in the ledger'})",
+        )
 
     def _caps(self, report: Report) -> Decision | None:
         limits = self.limits

@@ -8,7 +8,8 @@ search; it counts from the next launch, which checks it. An approval that expire
 the search ran still counts, as in reconcile: it is the amount agreed for runs that
 started. It is a plain, picklable object (Ray Tune pickles the stopper that holds it).
 When MLflow cannot be reached, the guard keeps the ceiling it has and the failure is
-logged.
+logged; a ledger that answers without the approval's record (deleted, emptied, renamed)
+stops the search, saying so, as a revocation does.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from dataclasses import dataclass
 from gate.errors import BackendError
 from gate.guard.limits import Ceiling
 from gate.integrations import open_ledger
-from gate.ledger.approvals import live_approvals
+from gate.integrations.mlflow.tracking_uri import redact
+from gate.ledger.approvals import live_approvals, may_revoke, revoked_by
 from gate.ledger.approvers import Approvers
-from gate.ledger.records import LedgerQuery
+from gate.ledger.records import LedgerQuery, LedgerRecord, RecordKind
 from gate.ledger.signing import Trust
 
 log = logging.getLogger(__name__)
@@ -41,8 +43,8 @@ class LedgerCeiling:
     revokers: tuple[Approvers, str | None] | None = None
     """The policy's approvers and the spec's owner: only their revocations stop the search."""
 
-    def __call__(self) -> Ceiling | None:
-        """The launch's approval while unrevoked, ``None`` once revoked; ``last`` on an outage."""
+    def __call__(self) -> Ceiling | str:
+        """The launch's approval while it holds, else why not; ``last`` on an outage."""
         try:
             records = open_ledger(self.tracking_uri, self.trust).query(
                 LedgerQuery(fingerprint=self.fingerprint)
@@ -53,6 +55,30 @@ class LedgerCeiling:
         now = dt.datetime.now(dt.timezone.utc)
         live = live_approvals(records, now, self.revokers)
         mine = [r for r in live if r.record_id == self.approval]
-        if not mine or mine[0].worst_cost is None:
-            return None
-        return Ceiling(mine[0].worst_cost, f"approved amount ({mine[0].record_id})")
+        if mine and mine[0].worst_cost is not None:
+            return Ceiling(mine[0].worst_cost, f"approved amount ({mine[0].record_id})")
+        return self._withdrawn(records)
+
+    def _withdrawn(self, records: list[LedgerRecord]) -> str:
+        """Why the approval no longer holds: a revocation, or its record gone from the ledger.
+
+        NOTE: every such case read "revoked in the ledger", and a ledger deleted or renamed
+        under a running search sent its operator looking for a revoker who did not exist.
+        """
+        approval = next(
+            (r for r in records if r.kind is RecordKind.APPROVAL and r.record_id == self.approval),
+            None,
+        )
+        if approval is None:
+            return (
+                f"its record {self.approval or '(none)'} is no longer in the ledger at "
+                f"{redact(self.tracking_uri)}: deleted, emptied or renamed"
+            )
+        allowed = [
+            r for r in records if self.revokers is None or may_revoke(r, approval, *self.revokers)
+        ]
+        revocation = revoked_by(approval, allowed)
+        if revocation is None:
+            return "its record names no amount"
+        why = f": {revocation.reason}" if revocation.reason else ""
+        return f"revoked in the ledger, {revocation.summary()}{why}"
