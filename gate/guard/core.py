@@ -319,7 +319,7 @@ class Guard:
         start = bisect.bisect_right(curve.epochs, report.epoch - threshold.window) - 1
         if start < 0:
             return None
-        if math.isnan(curve.best[start]):
+        if not math.isfinite(curve.best[start]):
             return self._never_finite(report, curve, start)
         epochs = report.epoch - curve.epochs[start]
         gpu_hours = max(curve.held[-1] - curve.held[start], 0.0) / 3600
@@ -359,19 +359,27 @@ class Guard:
         )
 
     def _never_finite(self, report: Report, curve: _Curve, start: int) -> Decision | None:
-        """A trial whose metric has had no finite value over the whole window gains nothing.
+        """A trial whose best metric is no finite number over the whole window gains nothing.
 
         NOTE: a loss that went NaN at epoch 1 (a learning rate too high) is the plainest
-        plateau of all; left alone, it trained to max_epochs.
+        plateau of all; left alone, it trained to max_epochs. One that is infinite read
+        "gained nan … no more than the inf the policy accepts", which says nothing.
         """
-        if not math.isnan(curve.best[-1]):
+        best, first = curve.best[-1], curve.epochs[start]
+        if math.isfinite(best):
             return None  # its first finite value came within the window: a gain
+        worst = math.inf if self.limits.mode == "min" else -math.inf
+        what = (
+            "has had no finite value"
+            if math.isnan(best) or best == worst
+            else f"has been {best:g} (it diverged)"
+        )
         return self._decide(
             Action.STOP_TRIAL,
             report,
             StopKind.PLATEAU,
-            f"{self.limits.monitor} has had no finite value over epochs {curve.epochs[start]}–"
-            f"{report.epoch}: nothing gained, plateau at epoch {curve.epochs[start]}",
+            f"{self.limits.monitor} {what} over epochs {first}–{report.epoch}: nothing "
+            f"gained, plateau at epoch {first}",
         )
 
     def _decide(

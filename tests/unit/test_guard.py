@@ -215,6 +215,8 @@ def test_a_metric_with_no_finite_value_stops_at_the_window():
         "flat": lambda e: 0.5,
         "nan": lambda e: float("nan"),
         "late": lambda e: float("nan") if e < 5 else 1.0 / e,
+        "inf": lambda e: float("inf"),
+        "-inf once": lambda e: float("-inf") if e == 3 else 1.0 / e,
     }.items():
         guard = make_guard(make_limits(SEED))
         for epoch in range(1, 401):
@@ -225,6 +227,11 @@ def test_a_metric_with_no_finite_value_stops_at_the_window():
                 break
     assert stopped["flat"][:2] == stopped["nan"][:2] == (11, StopKind.PLATEAU)
     assert "val_loss has had no finite value over epochs 1–11" in stopped["nan"][2]
+    # An infinite loss read "gained nan … no more than the inf the policy accepts".
+    assert stopped["inf"][:2] == (11, StopKind.PLATEAU)
+    assert "val_loss has had no finite value over epochs 1–11" in stopped["inf"][2]
+    assert stopped["-inf once"][:2] == (13, StopKind.PLATEAU)
+    assert "val_loss has been -inf (it diverged) over epochs 3–13" in stopped["-inf once"][2]
     assert "late" not in stopped or stopped["late"][0] > 11  # its first value is a gain
 
 
