@@ -21,7 +21,8 @@ from gate.guard.core import Guard
 from gate.guard.model import GPU_SECONDS_ATTR
 from gate.guard.optuna import OptunaGuard
 from tests.conftest import ROOT
-from tests.guard_kit import EPOCH_GPU_SECONDS, approved_limits
+from tests.guard_kit import EPOCH_GPU_SECONDS, approved_limits, guard_spec_4_trials, make_limits
+from tests.reconcile_kit import approval
 
 GRACE_S = 2
 pytestmark = pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
@@ -87,6 +88,44 @@ def test_a_retried_trial_is_not_charged_the_copy_of_its_dead_trials_figure(tmp_p
     held = Decimal("12.8")  # 5 + 3 epochs of 1.60 USD
     assert fresh.guard.spend == worker.guard.spend == held
     assert watcher.guard.spend == held
+
+
+def test_a_retry_is_an_attempt_of_the_trial_it_retries_for_the_red_lines(tmp_path):
+    """``max_trial_hours`` is a trial's, all its attempts: trial 0 held 0.5 h (5 epochs of
+    6 minutes) before its worker died, so its retry may add 0.25 h. The retry was a trial of
+    its own, its red line counted from zero: it ran 0.75 h more (a 3 h line ran 5.5 h)."""
+    url = f"sqlite:///{tmp_path / 'retry.db'}"
+    optuna.create_study(study_name="s", storage=url)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    dead = subprocess.run(
+        [sys.executable, "-m", "tests.test_guard_optuna_retry", url],
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert dead.returncode == 3
+    time.sleep(GRACE_S + 1.5)
+    study = optuna.load_study(study_name="s", storage=_storage(url))
+    spec = {**guard_spec_4_trials(), "stopping": {"max_trial_hours": 0.75}}
+    worker = OptunaGuard(Guard(make_limits(spec, approval=approval("1000")), clock=time.monotonic))
+    stopped: list[tuple[int, str]] = []
+
+    def resumed(trial: optuna.Trial) -> float:
+        worker.admit(trial)
+        for epoch in range(6, 30):
+            held = (epoch - 5) * 360.0
+            try:
+                worker.step(trial, epoch, {"val_loss": 1.0 / epoch}, held_seconds=held)
+            except optuna.TrialPruned as stop:
+                stopped.append((epoch, str(stop)))
+                raise
+        return 0.0
+
+    study.optimize(resumed, n_trials=1, callbacks=[worker.callback])
+    assert study.get_trials()[1].system_attrs["failed_trial"] == 0
+    # 0.5 h + 3 epochs of 0.1 h reach 0.75 h at the retry's third epoch, epoch 8
+    assert stopped == [(8, "trial 0 has run 0.80 h, reaching max_trial_hours 0.75")]
 
 
 def main(url: str) -> int:

@@ -89,10 +89,27 @@ class _Study:
     """Its trials numbered below this were read at least once."""
     open: set[int] = field(default_factory=set)
     """Trials read before that had not finished, read again at every sync."""
+    retries: dict[int, int] = field(default_factory=dict)
+    """Per trial that retries another (Optuna's ``failed_trial``): the first trial's number."""
 
     def key(self, number: int) -> str:
         """The guard's name of the study's trial ``number``."""
         return f"{self.label}#{number}" if self.label else str(number)
+
+    def slot(self, number: int) -> tuple[str, int]:
+        """The guard's name and attempt of trial ``number``: a retry is an attempt of the
+        trial it retries, numbered by its own number.
+
+        NOTE: each retry Optuna made after a worker died (``RetryFailedTrialCallback``)
+        started the red lines from zero: a trial of ``max_trial_hours: 3`` ran 5.5 h.
+        """
+        return self.key(self.retries.get(number, number)), number
+
+    def note_retry(self, trial: FrozenTrial) -> None:
+        """Remember the first trial ``trial`` retries, if it is one (an earlier number)."""
+        first = trial.system_attrs.get("failed_trial")
+        if isinstance(first, int) and not isinstance(first, bool) and 0 <= first < trial.number:
+            self.retries[trial.number] = first
 
     def holds(self, trials: Sequence[FrozenTrial]) -> bool:
         """Whether ``trials`` are still this study's.
@@ -115,9 +132,9 @@ class OptunaGuard:
         self._lock = threading.RLock()
         """One thread at a time reads the storage into the guard and decides."""
         self._warned = False
-        self._starts: dict[str, float] = {}
-        """Per trial reported without ``held_seconds``: its start on the monotonic clock."""
-        self._given: dict[str, tuple[float, float]] = {}  # the first held_seconds, and when
+        self._starts: dict[tuple[str, int], float] = {}
+        """Per attempt reported without ``held_seconds``: its start on the monotonic clock."""
+        self._given: dict[tuple[str, int], tuple[float, float]] = {}  # the first, and when
         self._launch = LaunchStudies(guard.launch_key)
 
     def report(
@@ -203,15 +220,17 @@ class OptunaGuard:
     ) -> Decision:
         """Count and decide under the lock; the MLflow marks after it, best effort."""
         with self._lock:
-            key = self._sync(_study_of(trial), skip=trial.number).key(trial.number)
+            key, attempt = self._sync(_study_of(trial), skip=trial.number).slot(trial.number)
             # NOTE: refuses a broken timer before the storage holds it (stored, every
             # worker read it back), and stores a plain float (a numpy.float32 is no JSON).
-            gpu_seconds = self._held(trial, key, held_seconds) * float(self.guard.limits.gpus)
-            self.guard.record(key, gpu_seconds)
+            held = self._held(trial, (key, attempt), held_seconds)
+            gpu_seconds = held * float(self.guard.limits.gpus)
+            self.guard.record(key, gpu_seconds, attempt)
             if trial.user_attrs.get(GPU_SECONDS_OF_ATTR) != trial.number:
                 trial.set_user_attr(GPU_SECONDS_OF_ATTR, trial.number)  # first: fails closed
             trial.set_user_attr(GPU_SECONDS_ATTR, gpu_seconds)
-            decision = self.guard.observe(Report(key, epoch, metrics, gpu_seconds))  # checks
+            report = Report(key, epoch, metrics, gpu_seconds, attempt)
+            decision = self.guard.observe(report)  # checks
             value = metrics.get(self.guard.limits.monitor)
             if value is not None and not _multi(trial.study):
                 trial.report(float(value), epoch)
@@ -224,7 +243,7 @@ class OptunaGuard:
             marks.write(mlflow_run_id, epoch, self.guard.limits.cost(gpu_seconds), decision)
         return decision
 
-    def _held(self, trial: Trial, key: str, held_seconds: float | None) -> float:
+    def _held(self, trial: Trial, slot: tuple[str, int], held_seconds: float | None) -> float:
         """The seconds ``trial`` has held its GPUs: the caller's, else since Optuna started it.
 
         The caller's counts at least the clock's time since its first (one that grew slower,
@@ -236,12 +255,12 @@ class OptunaGuard:
         """
         now = time.monotonic()
         if held_seconds is not None:
-            given = seconds_held(held_seconds, key)
-            return at_least_the_clock(given, self._given.setdefault(key, (given, now)), now)
-        if key not in self._starts:
+            given = seconds_held(held_seconds, slot[0])
+            return at_least_the_clock(given, self._given.setdefault(slot, (given, now)), now)
+        if slot not in self._starts:
             wall = dt.datetime.now() - (trial.datetime_start or dt.datetime.now())
-            self._starts[key] = now - max(wall.total_seconds(), 0.0)
-        return now - self._starts[key]
+            self._starts[slot] = now - max(wall.total_seconds(), 0.0)
+        return now - self._starts[slot]
 
     def _sync(self, study: optuna.Study, skip: int | None = None) -> _Study:
         """:meth:`_read` ``study``, and every other study of the launch in its storage."""
@@ -270,6 +289,7 @@ class OptunaGuard:
         ended = []
         for number in numbers:
             other = by_number[number]
+            state.note_retry(other)
             done = other.state in _FINISHED and other.datetime_complete is not None
             if done:
                 ended.append(other)
@@ -278,10 +298,12 @@ class OptunaGuard:
                 state.open.add(number)
             held = None if number == skip else charge(other, gpus, now, done)
             if held is not None:
-                self.guard.record(state.key(number), held)
+                key, attempt = state.slot(number)
+                self.guard.record(key, held, attempt)
         for other in sorted(ended, key=completed):
             failed = other.state is optuna.trial.TrialState.FAIL
-            self.guard.end(state.key(other.number), failed=failed)
+            key, attempt = state.slot(other.number)
+            self.guard.end(key, failed=failed, attempt=attempt)
         return state
 
     def _study(self, study: optuna.Study, trials: Sequence[FrozenTrial]) -> _Study:
