@@ -158,7 +158,8 @@ def test_a_loop_attempt_number_opened_twice_is_refused() -> None:
         first.step(epoch, {"val_loss": 1.0 / epoch})
     first.end()
     assert guard.spend == Decimal("32.00")
-    with pytest.raises(ValueError, match="attempt 0 of trial 7 was opened before; a new attempt is 1"):
+    refused = "attempt 0 of trial 7 was opened before; a new attempt is 1"
+    with pytest.raises(ValueError, match=refused):
         LoopGuard(guard, "7", attempt=0, clock=clock)
     second = LoopGuard(guard, "7", clock=clock)
     assert second.attempt == 1

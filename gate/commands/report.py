@@ -73,9 +73,8 @@ def run(args: argparse.Namespace) -> int:
     now = utc_now()
     targets = plan_targets(args.format or [FormatTarget("text")])
     _check_folders(targets)  # before the read, which can take a minute
-    period = (
-        parse_period(args.month, args.trend, now) if args.month else last_full_month(now, args.trend)
-    )
+    trend = args.trend
+    period = parse_period(args.month, trend, now) if args.month else last_full_month(now, trend)
     evaluator = make_evaluator(args, calibrated=False)
     if args.team is not None and not args.team.strip():
         raise InputError(

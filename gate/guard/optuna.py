@@ -97,9 +97,9 @@ class _Study:
         return f"{self.label}#{number}" if self.label else str(number)
 
     def slot(self, number: int) -> tuple[str, int]:
-        """The guard's name and attempt of trial ``number``: a retry is an attempt of the
-        trial it retries, numbered by its own number.
+        """The guard's name and attempt of trial ``number``.
 
+        A retry is an attempt of the trial it retries, numbered by its own number.
         NOTE: each retry Optuna made after a worker died (``RetryFailedTrialCallback``)
         started the red lines from zero: a trial of ``max_trial_hours: 3`` ran 5.5 h.
         """
