@@ -62,10 +62,7 @@ class LaunchStudies:
         storage = study._storage
         found = []
         for listed in storage.get_all_studies():
-            if (
-                listed._study_id == study._study_id
-                or not listed.user_attrs.get(mark)
-            ):
+            if listed._study_id == study._study_id or not listed.user_attrs.get(mark):
                 continue
             handle = (where, listed._study_id, listed.study_name)
             if handle not in self._handles:

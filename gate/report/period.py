@@ -123,8 +123,7 @@ def parse_period(text: str, trend: int = 2, now: dt.datetime | None = None) -> P
         )
     if now is not None and last.start > now:
         raise InputError(
-            f"--month {text!r}: {last} has not begun (it is {now.astimezone(UTC):%Y-%m-%d} "
-            "in UTC)",
+            f"--month {text!r}: {last} has not begun (it is {now.astimezone(UTC):%Y-%m-%d} in UTC)",
             hint=f"report months up to {Month.of(now)}; the month in progress is forecast at "
             "its pace so far",
         )
