@@ -9,6 +9,7 @@ import uuid
 from decimal import Decimal
 
 import pytest
+from mlflow.entities import Param
 from mlflow.tracking import MlflowClient
 
 from gate.errors import BackendError
@@ -152,18 +153,30 @@ def test_values_with_quotes_are_searchable(mlflow_server):
         ledger.query(LedgerQuery(spec="a'b\"c"))
 
 
-def test_an_edited_record_is_ignored_and_counted(mlflow_server):
+def test_an_edited_record_reads_as_written_and_a_malformed_one_is_counted(mlflow_server):
+    """A record is read from its params, which MLflow never changes: a job's edits to its
+    tags (an amount, the payload, the kind, the fingerprint) change nothing, and a search
+    its rewritten tags now match leaves it out. A run whose params do not read is said."""
     ledger = open_ledger(mlflow_server.uri, UNSIGNED)
     record = approval()
     run_id = ledger.append(record)
     client = MlflowClient(mlflow_server.uri)
-    client.set_tag(run_id, "budget_gate.worst_cost", "a lot")  # a readable tag: the payload says
-    [back] = ledger.query(LedgerQuery(fingerprint=record.fingerprint))
-    assert back.worst_cost == Decimal("611.305")
+    client.set_tag(run_id, "budget_gate.worst_cost", "a lot")
     client.set_tag(run_id, "budget_gate.payload", '{"v": 2, "kind": "approval"}')
+    client.set_tag(run_id, "budget_gate.fingerprint", "sha256:elsewhere")
+    client.delete_tag(run_id, "budget_gate.kind")
     fresh = open_ledger(mlflow_server.uri, UNSIGNED)
-    assert fresh.query(LedgerQuery(fingerprint=record.fingerprint)) == []
-    assert fresh.ignored == {run_id: "malformed"}  # said, not silently dropped, never a crash
+    [back] = fresh.query(LedgerQuery(fingerprint=record.fingerprint))
+    assert back.worst_cost == Decimal("611.305") and back.run_id == run_id
+    assert fresh.query(LedgerQuery(fingerprint="sha256:elsewhere")) == []
+    experiment = client.get_experiment_by_name(LEDGER_EXPERIMENT).experiment_id
+    junk = client.create_run(experiment)
+    params = {"budget_gate.kind": "approval", "budget_gate.fingerprint": record.fingerprint}
+    params |= {"budget_gate.payload_parts": "1", "budget_gate.payload": '{"v": 2}'}
+    client.log_batch(junk.info.run_id, params=[Param(k, v) for k, v in params.items()])
+    client.set_terminated(junk.info.run_id, "FINISHED")
+    assert fresh.query(LedgerQuery(fingerprint=record.fingerprint)) == [back]
+    assert fresh.ignored == {junk.info.run_id: "malformed"}  # said, never a crash
 
 
 def test_the_filter_string():

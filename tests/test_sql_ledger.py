@@ -86,7 +86,12 @@ def _searches() -> list[str]:
         LedgerQuery(pr_number=7),
         LedgerQuery(pr_number=8, spec="experiments/it's AND that.yaml"),
     ]
-    found = [filter_string(q, finished=f) for q in queries for f in (True, False)]
+    found = [
+        filter_string(q, finished=f, index=index)
+        for q in queries
+        for f in (True, False)
+        for index in ("tags", "params")
+    ]
     cutoff, now = millis(NOW - dt.timedelta(days=12)), millis(NOW)
     found.append(f"{filter_string(LedgerQuery())} AND attributes.start_time >= {cutoff} "
                  f"AND attributes.start_time <= {now}")  # fmt: skip
@@ -105,7 +110,7 @@ def _pages(reader: object, experiment: str, search: str, order: str, deleted: bo
         page, token = reader.search_page(  # type: ignore[attr-defined]
             experiment, search, order, 5, token, deleted=deleted
         )
-        rows.extend((r.run_id, r.status, r.start_ms, r.tags) for r in page)
+        rows.extend((r.run_id, r.status, r.start_ms, r.tags, dict(r.params)) for r in page)
         if not token:
             return rows
 

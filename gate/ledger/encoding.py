@@ -234,14 +234,16 @@ def from_tags(tags: Mapping[str, str], run_id: str) -> LedgerRecord:
 
 
 def read_record(
-    tags: Mapping[str, str], run_id: str, start_ms: int, trust: Trust
+    tags: Mapping[str, str], run_id: str, start_ms: int, trust: Trust, sealed: Mapping[str, str]
 ) -> LedgerRecord | str:
     """The record a run holds if it counts under ``trust``, else why it does not.
 
-    The reason is short and shared, so a command can count them (``unsigned``, ``malformed``).
+    ``sealed`` is what the run's params say (:mod:`gate.ledger.sealed_index`); where they
+    hold a payload, its tags are not read. The reason is short and shared, so a command can
+    count them (``unsigned``, ``malformed``).
     """
     try:
-        record = from_tags(tags, run_id)
+        record = from_tags(sealed or tags, run_id)
     except Malformed:
         return "malformed"
     if record.payload is not None:

@@ -1,7 +1,8 @@
 """Appending one ledger record, whatever carries the requests (REST or ``MlflowClient``).
 
 Writing is all-or-nothing for readers: the run is created with every tag in one request
-(one transaction in the tracking store), then a second request marks it FINISHED. In an
+(one transaction in the tracking store), a second logs the params that searches and
+readers trust (:mod:`gate.ledger.sealed_index`), and a third marks it FINISHED. In an
 unsigned ledger readers accept FINISHED runs only, so an outage between the two leaves a
 RUNNING run that no reader counts; under signers every status counts, since anyone who can
 write to the ledger can set one (the record was created whole). Such a run does not stay
@@ -25,6 +26,7 @@ from gate.integrations.mlflow.search import RunSource, millis, reason, search_ro
 from gate.integrations.mlflow.snapshots import roll_snapshots
 from gate.ledger.encoding import KIND, seal, to_tags
 from gate.ledger.records import LedgerRecord
+from gate.ledger.sealed_index import to_params
 from gate.ledger.signing import Signer
 
 _log = logging.getLogger(__name__)
@@ -49,6 +51,10 @@ class RunWriter(RunSource, Protocol):
 
     def create_run(self, experiment_id: str, start_ms: int, tags: dict[str, str], name: str) -> str:
         """A new RUNNING run carrying every tag (one request); its id."""
+        ...
+
+    def log_params(self, run_id: str, params: dict[str, str]) -> None:
+        """Log every param on the run (one request)."""
         ...
 
     def end_run(self, run_id: str, status: str) -> None:
@@ -106,6 +112,7 @@ def append_record(
             experiment_id, millis(sealed.recorded_at), to_tags(sealed), _run_name(sealed)
         )
     try:
+        writer.log_params(run_id, to_params(sealed))
         writer.end_run(run_id, "FINISHED")
     except writer.failures as exc:
         after = _mark_failed(writer, run_id)

@@ -77,6 +77,12 @@ class MlflowLedger(RunWriter):
         run = self._client.create_run(experiment_id, start_time=start_ms, tags=tags, run_name=name)
         return str(run.info.run_id)
 
+    def log_params(self, run_id: str, params: dict[str, str]) -> None:
+        """Log every param on the run (one ``log_batch``)."""
+        from mlflow.entities import Param
+
+        self._client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()])
+
     def end_run(self, run_id: str, status: str) -> None:
         """Mark the run ``status``: FINISHED as MLflow's client does, FAILED with an end time."""
         if status == "FINISHED":
@@ -144,7 +150,13 @@ class MlflowLedger(RunWriter):
             page_token=token,
         )
         rows = [
-            RunRow(run.info.run_id, run.info.status, run.info.start_time or 0, run.data.tags)
+            RunRow(
+                run.info.run_id,
+                run.info.status,
+                run.info.start_time or 0,
+                run.data.tags,
+                run.data.params,
+            )
             for run in page
         ]
         return rows, page.token or None

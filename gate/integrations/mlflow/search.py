@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from gate.errors import BackendError, InputError
@@ -19,6 +19,7 @@ from gate.ledger import tracking
 from gate.ledger.encoding import KIND, PR_NUMBER, read_record
 from gate.ledger.launches import launches_in
 from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord
+from gate.ledger.sealed_index import sealed_view
 from gate.ledger.signing import Trust
 
 FINISHED = "FINISHED"
@@ -35,10 +36,16 @@ class RunRow:
     status: str
     start_ms: int
     tags: dict[str, str]
+    params: Mapping[str, str] = field(default_factory=dict)
 
     def record(self, trust: Trust) -> LedgerRecord | str:
-        """The ledger record the run holds if it counts under ``trust``, else why not."""
-        return read_record(self.tags, self.run_id, self.start_ms, trust)
+        """The ledger record the run holds if it counts under ``trust``, else why not.
+
+        Read from its params where they hold it (:mod:`gate.ledger.sealed_index`), else
+        from its tags.
+        """
+        sealed = sealed_view(self.params) or {}
+        return read_record(self.tags, self.run_id, self.start_ms, trust, sealed)
 
 
 class RunSource(Protocol):
@@ -109,22 +116,63 @@ def read_records(source: RunSource, query: LedgerQuery, *, page: int = PAGE) -> 
     if experiment_id is None:
         return []
     with source.failing("reading the ledger"):
-        search = filter_string(query, finished=counted_only(source))
-        rows = search_rows(source, experiment_id, search, page=page)
-        return list(admitted(source, rows))
+        rows = record_rows(source, experiment_id, query, counted_only(source), page=page)
+        return list(admitted(source, rows, query))
 
 
-def admitted(source: RunSource, rows: Iterable[RunRow]) -> Iterator[LedgerRecord]:
+def record_rows(
+    source: RunSource,
+    experiment_id: str,
+    query: LedgerQuery,
+    finished: bool,
+    also: str = "",
+    *,
+    page: int = PAGE,
+) -> list[RunRow]:
+    """The runs whose sealed params, or whose tags, match ``query`` (and ``also``), by start.
+
+    NOTE: searched by params first, which no job can edit (a launch whose kind tag was
+    deleted is still found), then by tags, for records that carry no params (written
+    before them, or whose params a failed write never logged); a run is listed once.
+    """
+    rows: dict[str, RunRow] = {}
+    for index in ("params", "tags"):
+        search = filter_string(query, finished=finished, index=index) + also
+        for row in search_rows(source, experiment_id, search, page=page):
+            rows.setdefault(row.run_id, row)
+    return sorted(rows.values(), key=lambda row: row.start_ms)
+
+
+def admitted(
+    source: RunSource, rows: Iterable[RunRow], query: LedgerQuery | None = None
+) -> Iterator[LedgerRecord]:
     """The records of ``rows`` that count under the source's trust; the rest are counted.
 
-    A batch of launches is read as one launch record per key (:func:`launches_in`).
+    A batch of launches is read as one launch record per key (:func:`launches_in`). A
+    record read from its params that ``query`` does not match is another's, found by tags
+    a job rewrote: left to the search that its params match.
     """
     for row in rows:
         record = row.record(source.trust)
         if isinstance(record, str):
             source.ignored[row.run_id] = record
-        else:
+        elif query is None or matches(record, query):
             yield from launches_in(record)
+
+
+def matches(record: LedgerRecord, query: LedgerQuery) -> bool:
+    """Whether ``record`` holds every field ``query`` searches by."""
+    wanted = {
+        "fingerprint": query.fingerprint,
+        "spec": query.spec,
+        "team": query.team,
+        "cost_center": query.cost_center,
+        "pr_number": query.pr_number,
+    }
+    return all(
+        value is None or value == "" or getattr(record, name) == value
+        for name, value in wanted.items()
+    )
 
 
 def counted_only(source: RunSource) -> bool:
@@ -139,10 +187,14 @@ def counted_only(source: RunSource) -> bool:
     return not source.trust.signed
 
 
-def filter_string(query: LedgerQuery, *, finished: bool = True) -> str:
-    """The MLflow search filter for ``query``: complete records only, every filter ANDed."""
+def filter_string(query: LedgerQuery, *, finished: bool = True, index: str = "tags") -> str:
+    """The MLflow search filter for ``query``: complete records only, every filter ANDed.
+
+    ``index`` says where the searched fields are read: ``tags``, or ``params``
+    (:mod:`gate.ledger.sealed_index`).
+    """
     clauses = [f"attributes.status = '{FINISHED}'"] if finished else []
-    clauses.append(f"tags.{KIND} IS NOT NULL")
+    clauses.append(f"{index}.{KIND} IS NOT NULL")
     by_tag = {
         tracking.FINGERPRINT: query.fingerprint,
         tracking.SPEC: query.spec,
@@ -151,7 +203,7 @@ def filter_string(query: LedgerQuery, *, finished: bool = True) -> str:
     }
     if query.pr_number is not None:  # NOTE: written as str(int), bound to the payload's
         by_tag[PR_NUMBER] = str(query.pr_number)
-    clauses.extend(f"tags.{key} = {quote(value)}" for key, value in by_tag.items() if value)
+    clauses.extend(f"{index}.{key} = {quote(value)}" for key, value in by_tag.items() if value)
     if query.since is not None:
         clauses.append(f"attributes.start_time >= {millis(query.since)}")
     return " AND ".join(clauses)

@@ -43,9 +43,9 @@ from gate.integrations.mlflow.search import (
     RunSource,
     admitted,
     counted_only,
-    filter_string,
     millis,
     quote,
+    record_rows,
     search_rows,
 )
 from gate.ledger.budget import month_start
@@ -85,11 +85,12 @@ def read_spend(source: RunSource, query: LedgerQuery, now: dt.datetime) -> Spend
         for record in admitted(source, [r for r in pending if r.status == FINISHED or not only]):
             fold(spend, record, start, now)
         tail = dataclasses.replace(query, since=None)  # the cut-off bounds it instead
-        search = (
-            f"{filter_string(tail, finished=only)} AND attributes.start_time >= {snap.cutoff_ms} "
+        bounds = (
+            f" AND attributes.start_time >= {snap.cutoff_ms} "
             f"AND attributes.start_time <= {millis(now)}"
         )
-        for record in admitted(source, search_rows(source, experiment_id, search)):
+        rows = record_rows(source, experiment_id, tail, only, bounds)
+        for record in admitted(source, rows, tail):
             fold(spend, record, start, now)
     return spend
 
@@ -146,12 +147,13 @@ def roll(
         return None
     snap = _newest(source, experiment_id, scope, start, cutoff_ms) or Snapshot(millis(start))
     query = scope_query(scope)
-    search = (
-        f"{filter_string(query, finished=False)} AND attributes.start_time >= {snap.cutoff_ms} "
-        f"AND attributes.start_time < {cutoff_ms}"
+    bounds = (
+        f" AND attributes.start_time >= {snap.cutoff_ms} AND attributes.start_time < {cutoff_ms}"
     )
     rows = _by_ids(source, experiment_id, snap.pending)
-    rows.extend(search_rows(source, experiment_id, search))
+    seen = {row.run_id for row in rows}
+    found = record_rows(source, experiment_id, query, False, bounds)
+    rows.extend(row for row in found if row.run_id not in seen)
     if counted_only(source):  # an unsettled run is read again until it settles
         pending = tuple(sorted({row.run_id for row in rows if row.status in UNSETTLED}))
         rows = [row for row in rows if row.status == FINISHED]
@@ -161,7 +163,7 @@ def roll(
         return None
     spend = snap.spend
     cut = dt.datetime.fromtimestamp(cutoff_ms / 1000, dt.timezone.utc)
-    for record in admitted(source, rows):
+    for record in admitted(source, rows, query):
         fold(spend, record, start, cut)
     month = start.strftime("%Y-%m")
     tags = encode(Snapshot(cutoff_ms, spend, pending), scope, month, source.trust, signer)
@@ -199,9 +201,8 @@ def _newest(
 
 def _by_ids(source: RunSource, experiment_id: str, ids: tuple[str, ...]) -> list[RunRow]:
     rows: list[RunRow] = []
-    records = filter_string(LedgerQuery(), finished=False)
     for at in range(0, len(ids), _IDS_PER_SEARCH):
         chunk = ", ".join(quote(i) for i in ids[at : at + _IDS_PER_SEARCH])
-        search = f"{records} AND attributes.run_id IN ({chunk})"
-        rows.extend(search_rows(source, experiment_id, search))
+        also = f" AND attributes.run_id IN ({chunk})"
+        rows.extend(record_rows(source, experiment_id, LedgerQuery(), False, also))
     return rows

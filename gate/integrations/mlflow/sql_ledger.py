@@ -6,9 +6,9 @@ the monthly report only read. :class:`SqlLedger` answers the ledger's searches w
 over MLflow's tables (:mod:`gate.integrations.mlflow.sql_source`) and hands every write,
 with the reads a write makes, to :class:`gate.integrations.mlflow.client.MlflowLedger`,
 imported on the first write. The searches are the ledger's own filters (a status, a tag
-present or equal to a value, a start-time bound, run ids), translated clause by clause; a
-filter with any other clause is left to MLflow's client. ``tests/test_sql_ledger.py``
-holds the two to the same answers.
+or param present or equal to a value, a start-time bound, run ids), translated clause by
+clause; a filter with any other clause is left to MLflow's client.
+``tests/test_sql_ledger.py`` holds the two to the same answers.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ _QUOTED = r"'[^']*'|\"[^\"]*\""
 _CLAUSE = re.compile(
     rf"attributes\.(?P<attr>status|start_time) (?P<op>=|!=|>=|<=|<|>) (?P<value>{_QUOTED}|-?\d+)"
     rf"|attributes\.run_id IN \((?P<ids>(?:{_QUOTED})(?:, (?:{_QUOTED}))*)\)"
-    rf"|tags\.(?P<tag>[A-Za-z0-9_.]+) (?:(?P<present>IS NOT NULL)|= (?P<equal>{_QUOTED}))"
+    rf"|(?P<table>tags|params)\.(?P<tag>[A-Za-z0-9_.]+) "
+    rf"(?:(?P<present>IS NOT NULL)|= (?P<equal>{_QUOTED}))"
 )
 _TOKEN = re.compile(rf"(?:{_QUOTED}|[^'\"\s]+|\s+)")
 
@@ -141,9 +142,10 @@ class SqlLedger:
         ).fetchall()
         more = len(rows) > max_results
         rows = rows[:max_results]
-        tags = self._source.tags([row[0] for row in rows])
+        ids = [row[0] for row in rows]
+        tags, params = self._source.tags(ids), self._source.params(ids)
         found = [
-            RunRow(run_id, status, start or 0, tags.get(run_id, {}))
+            RunRow(run_id, status, start or 0, tags.get(run_id, {}), params.get(run_id, {}))
             for run_id, status, start in rows
         ]
         return found, str(offset + max_results) if more else None
@@ -178,7 +180,8 @@ def translate(search: str) -> tuple[str, list[Any]]:
             conditions.append(f"run_uuid IN ({', '.join('?' for _ in ids)})")
             values.extend(ids)
         else:
-            tagged = "SELECT 1 FROM tags t WHERE t.run_uuid = r.run_uuid AND t.key = ?"
+            table = found["table"]  # NOTE: one of two names, never the caller's text
+            tagged = f"SELECT 1 FROM {table} t WHERE t.run_uuid = r.run_uuid AND t.key = ?"
             values.append(found["tag"])
             if found["equal"] is not None:
                 tagged += " AND t.value = ?"

@@ -286,6 +286,10 @@ class SqlSource:
         """Every tag of each run, by run id (a run without tags is left out)."""
         return self._pairs("tags", run_ids)
 
+    def params(self, run_ids: list[str]) -> dict[str, dict[str, str]]:
+        """Every param of each run, by run id (a run without params is left out)."""
+        return self._pairs("params", run_ids)
+
     def _pairs(self, table: str, run_ids: list[str]) -> dict[str, dict[str, str]]:
         found: dict[str, dict[str, str]] = {}
         for chunk, marks in _chunks(run_ids):
