@@ -8,8 +8,7 @@ The checks, in order:
 
 1. the experiment's spend reaches the ceiling (the approved amount, else the worst-case
    estimate): stop the search; the decision sticks;
-2. the trial (all its attempts) reaches ``max_trial_hours`` or ``max_trial_cost``: stop
-   the trial;
+2. the trial (all its attempts) reaches ``max_trial_hours`` or ``max_trial_cost``: stop it;
 3. the monitored metric gains no more over the last patience window than the accepted
    return (:func:`gate.estimate.returns.pays`): stop the trial at plateau + patience;
 4. on a trial's end, ``max_failed_in_a_row`` or ``max_failed_trials`` failures: stop the
@@ -39,8 +38,7 @@ REFRESH_SECONDS = 60.0
 log = logging.getLogger(__name__)
 
 Refresh = Callable[[], "Ceiling | str | None"]
-"""Reads the current ceiling from the ledger; else why the approval holds no more (``None``:
-revoked, no more said)."""
+"""Reads the current ceiling from the ledger; else why no approval holds (``None``: revoked)."""
 
 
 @dataclass(slots=True)
@@ -132,12 +130,8 @@ class Guard:
     def take_attempt(self, trial: str, attempt: int) -> int:
         """Hold an attempt number given by the caller, so :meth:`new_attempt` skips it.
 
-        NOTE: a number already held, reported or ended is refused: the guard keeps the
-        largest total per attempt, so a second attempt under it hid its spend until it
-        passed the first's (a resumed loop trained 64 USD and showed 32).
-
-        Raises:
-            ValueError: that attempt of ``trial`` was opened before.
+        NOTE: one opened before is refused (``ValueError``): keeping the larger total per
+        attempt, a second under it hid its spend (a resumed loop trained 64 USD, showed 32).
         """
         key = (trial, attempt)
         if key in self._taken or key in self._attempts or key in self._ended:
@@ -361,19 +355,15 @@ class Guard:
     def _never_finite(self, report: Report, curve: _Curve, start: int) -> Decision | None:
         """A trial whose best metric is no finite number over the whole window gains nothing.
 
-        NOTE: a loss that went NaN at epoch 1 (a learning rate too high) is the plainest
-        plateau of all; left alone, it trained to max_epochs. One that is infinite read
-        "gained nan … no more than the inf the policy accepts", which says nothing.
+        NOTE: a loss NaN from epoch 1 trained to max_epochs; an infinite one read "gained
+        nan … no more than the inf the policy accepts", which says nothing.
         """
         best, first = curve.best[-1], curve.epochs[start]
         if math.isfinite(best):
             return None  # its first finite value came within the window: a gain
         worst = math.inf if self.limits.mode == "min" else -math.inf
-        what = (
-            "has had no finite value"
-            if math.isnan(best) or best == worst
-            else f"has been {best:g} (it diverged)"
-        )
+        never = math.isnan(best) or best == worst
+        what = "has had no finite value" if never else f"has been {best:g} (it diverged)"
         return self._decide(
             Action.STOP_TRIAL,
             report,

@@ -9,7 +9,6 @@ other policy; only ``extends: none`` leaves it out, and the loaded policy says s
 from __future__ import annotations
 
 import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,13 +24,12 @@ from gate.policy.model import BUILTIN_NAME, NO_BASE, Ownership, Policy
 from gate.policy.names import check_accelerator_names
 from gate.policy.rules import all_rule_ids
 from gate.spec.loader import (
-    MAX_FILE_BYTES,
     DataPath,
     LoadedDoc,
     SourceMap,
     load_bytes,
     load_file,
-    read_raw,
+    read_small_file,
 )
 from gate.spec.validation import validate
 from gate.words import closest
@@ -114,27 +112,7 @@ class PolicySet:
             return self._files.get(file_name)
         if self.builtin:
             return None
-        path = self.policy_dir / file_name
-        hint = f"make {file_name} a readable file"
-        try:
-            # NOTE: a regular file only, read bounded: a link to /dev/zero ran out of memory
-            # (exit 70) and a FIFO waited for a writer for ever, where a policy file gets exit 3.
-            if not stat.S_ISREG(path.stat().st_mode):
-                raise InputError(
-                    f"{path}:1:1: is not a regular file (a directory, a pipe or a device)",
-                    hint=hint,
-                )
-            raw = read_raw(path)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read ({exc.strerror})", hint=hint) from None
-        if len(raw) > MAX_FILE_BYTES:
-            raise InputError(
-                f"{path}:1:1: file is larger than the {MAX_FILE_BYTES // 1024} KiB limit",
-                hint=f"{file_name} is a short list; check that it is the right file",
-            )
-        return raw
+        return read_small_file(self.policy_dir / file_name)
 
     def for_team(self, team: str | None) -> LoadedPolicy:
         """The team's policy if ``<team>.yaml`` exists, else the default policy."""

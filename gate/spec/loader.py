@@ -132,6 +132,34 @@ def read_raw(path: str | Path) -> bytes:
         os.close(fd)
 
 
+def read_small_file(path: Path) -> bytes | None:
+    """A regular file's bytes, at most :data:`MAX_FILE_BYTES`; ``None`` when it is absent.
+
+    NOTE: for the files beside the policies (``allowed_signers``): a link to /dev/zero ran
+    out of memory (exit 70) and a FIFO waited for a writer for ever.
+
+    Raises:
+        gate.errors.InputError: not a regular file, too large, or unreadable.
+    """
+    hint = f"make {path.name} a readable file"
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise InputError(
+                f"{path}:1:1: is not a regular file (a directory, a pipe or a device)", hint=hint
+            )
+        raw = read_raw(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})", hint=hint) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise InputError(
+            f"{path}:1:1: file is larger than the {MAX_FILE_BYTES // 1024} KiB limit",
+            hint=f"{path.name} is a short list; check that it is the right file",
+        )
+    return raw
+
+
 BACKSLASH = "\\"
 
 
