@@ -11,6 +11,7 @@ environment. The SkyPilot class and ``serve skypilot-policy`` are timed the same
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -256,5 +257,29 @@ def test_a_locked_sqlite_ledger_is_a_backend_error_not_our_bug(team, tmp_path):
         holder.execute("ROLLBACK")
         holder.close()
     assert proc.returncode == 4, proc.stderr
-    assert "database is locked" in proc.stderr and "Traceback" not in proc.stderr
+    assert "locked by another writer" in proc.stderr and "Traceback" not in proc.stderr
     assert "internal error" not in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+def test_a_sqlite_ledger_locked_by_a_writer_is_refused_within_the_setting(tmp_path, capsys):
+    """A ``sqlite:///`` store that another process held in a write transaction was handed to
+    MLflow's client, which took 18 s to fail whatever BUDGET_GATE_LEDGER_TIMEOUT said, and
+    said it in SQLAlchemy's words; it now fails within the setting, saying what holds it."""
+    db = tmp_path / "mlflow.db"
+    team = Team(tmp_path, f"sqlite:///{db}", capsys)
+    team.policy(limits=BUDGET)
+    spec = team.spec(8)
+    assert team.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("BEGIN EXCLUSIVE")
+    try:
+        env = {**os.environ, **CLIENT_ENV, "BUDGET_GATE_LEDGER_TIMEOUT": "1"}
+        argv = ("--policy-dir", team.policy_dir, "--tracking-uri", team.uri, spec)
+        proc, seconds = _cli(env, "verify", *argv)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert proc.returncode == 4, proc.stderr
+    assert "stayed locked by another writer for 1 s (BUDGET_GATE_LEDGER_TIMEOUT)" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert seconds < 1 + LIMIT_S

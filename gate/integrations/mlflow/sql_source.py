@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import BackendError, InputError
+from gate.integrations.mlflow.patience import DEFAULT_SECONDS, ENV, Patience
 from gate.integrations.mlflow.run_sources import Criteria, Experiment, Points, RawRun
 from gate.ledger import tracking
 
@@ -136,7 +137,8 @@ def open_sql(tracking_uri: str) -> SqlSource | None:
     try:
         if path is None or not path.is_file():
             return None
-        source = SqlSource(f"{path.resolve().as_uri()}?mode=ro")
+        patience = Patience.from_env(os.environ).seconds
+        source = SqlSource(f"{path.resolve().as_uri()}?mode=ro", timeout=patience)
         known = {
             table: {row[1] for row in source.db.execute(f"PRAGMA table_info({table})")}
             for table in NEEDED
@@ -144,7 +146,12 @@ def open_sql(tracking_uri: str) -> SqlSource | None:
         source.by_run = _indexed_by_run(source.db)
     except (OSError, sqlite3.DatabaseError) as exc:
         if "locked" in str(exc):
-            return None  # NOTE: a writer holds it: MLflow's client waits its turn
+            # NOTE: handed to MLflow's client, a store a writer held took 18 s to fail,
+            # whatever BUDGET_GATE_LEDGER_TIMEOUT said, with SQLAlchemy's words.
+            raise BackendError(
+                f"{path}: the MLflow store stayed locked by another writer for {patience:g} s "
+                f"({ENV}): try again when the write is done, or raise {ENV}"
+            ) from None
         # NOTE: a file that is no SQLite database, or one out of reach, is no store at all:
         # MLflow's client would fail on it too (exit 70), and an empty read would pass a budget
         raise BackendError(
@@ -196,8 +203,9 @@ class SqlSource:
 
     failures: tuple[type[BaseException], ...] = (sqlite3.Error, OSError)
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, timeout: float = DEFAULT_SECONDS) -> None:
         self._uri = uri
+        self._timeout = timeout
         self._local = threading.local()
         self.by_run = False
         """Whether ``metrics`` has an index by run: a history is then read through it."""
@@ -207,7 +215,7 @@ class SqlSource:
         """This thread's connection to the store."""
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if connection is None:
-            connection = sqlite3.connect(self._uri, uri=True)
+            connection = sqlite3.connect(self._uri, uri=True, timeout=self._timeout)
             connection.execute("PRAGMA query_only = ON")
             self._local.connection = connection
         return connection
