@@ -15,7 +15,7 @@ directory) and, for each size, writes a month of one team's ledger: of every 5 r
 3 approvals, a reconciliation of the first and a revocation of the second — the issue's
 "10,000 approvals with their reconciliations and revocations" at 16,667. One record is
 written through budget-gate's ledger; the rest are copies of it made with SQL in the
-store (every column, with each record's own tags), spread over the month before the
+store (every column, with each record's own tags and params), spread over the month before the
 ``--as-of`` moment. Snapshots are rolled as writers roll them (:func:`roll`, called as the
 month's records arrive). It then times fresh processes of ``check`` and ``verify``
 (median of ``--runs``, peak RSS of the child), the same ``check`` reading the sqlite
@@ -64,6 +64,7 @@ from gate.integrations.mlflow.snapshots import roll  # noqa: E402
 from gate.ledger.budget import BudgetScope, month_spend, month_start  # noqa: E402
 from gate.ledger.encoding import from_tags, to_tags  # noqa: E402
 from gate.ledger.records import LedgerRecord, RecordKind  # noqa: E402
+from gate.ledger.sealed_index import to_params  # noqa: E402
 from gate.ledger.snapshot import ROLL_EVERY  # noqa: E402
 from tests.ledger_kit import POLICY, SPEC, UNSIGNED, fingerprint_of  # noqa: E402
 from tests.mlflow_server import MlflowServer  # noqa: E402
@@ -131,7 +132,12 @@ def _bench(server: MlflowServer, tmp: Path, args: argparse.Namespace) -> int:
 def _setup(work: Path, team: str) -> Path:
     (work / "policies").mkdir(parents=True)
     policy = POLICY.format(
-        price="10", cap="100000000", trials_over=4, extra="", limits=", monthly_budget: 100000000"
+        price="10",
+        cap="100000000",
+        trials_over=4,
+        extra="",
+        limits=", monthly_budget: 100000000",
+        team=team,
     )
     (work / "policies" / "default.yaml").write_text(policy, encoding="utf-8")
     spec = work / "sweep.yaml"
@@ -157,9 +163,10 @@ def _fill(server: MlflowServer, team: str, size: int, spec: Path) -> int:
         for at in range(1, size, step):
             batch = []
             for n in range(at, min(size, at + step)):
-                record = _record(team, n, start + span * n, revoked=ids)
-                ids.append(uuid.uuid4().hex)
-                batch.append((ids[-1], record))
+                run_id = uuid.uuid4().hex  # its record id too (revocations name them)
+                record = _record(team, n, start + span * n, revoked=ids, record_id=run_id)
+                ids.append(run_id)
+                batch.append((run_id, record))
             _copy(con, columns, template, batch)
             con.commit()
             now = batch[-1][1].recorded_at
@@ -199,7 +206,7 @@ def _copy(
     template: str,
     batch: list[tuple[str, LedgerRecord]],
 ) -> None:
-    """Insert each record as a copy of the template run with its own id, time and tags."""
+    """Insert each record as a copy of the template run with its own id, time, tags, params."""
     fixed = {"run_uuid": "?", "name": "?", "start_time": "?", "end_time": "?"}
     picked = ", ".join(fixed.get(c, c) for c in columns)
     order = [c for c in columns if c in fixed]
@@ -210,6 +217,8 @@ def _copy(
         con.execute(sql, (*[values[c] for c in order], template))
         tags = [(k, v, run_id) for k, v in to_tags(record).items()]
         con.executemany("INSERT INTO tags (key, value, run_uuid) VALUES (?, ?, ?)", tags)
+        params = [(k, v, run_id) for k, v in to_params(record).items()]
+        con.executemany("INSERT INTO params (key, value, run_uuid) VALUES (?, ?, ?)", params)
 
 
 @dataclass(frozen=True)

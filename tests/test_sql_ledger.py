@@ -87,10 +87,10 @@ def _searches() -> list[str]:
         LedgerQuery(pr_number=8, spec="experiments/it's AND that.yaml"),
     ]
     found = [
-        filter_string(q, finished=f, index=index)
+        filter_string(q, finished=f, index=index) + only
         for q in queries
         for f in (True, False)
-        for index in ("tags", "params")
+        for index, only in (("tags", ""), ("params", ""), ("tags", f" AND params.{KIND} IS NULL"))
     ]
     cutoff, now = millis(NOW - dt.timedelta(days=12)), millis(NOW)
     found.append(f"{filter_string(LedgerQuery())} AND attributes.start_time >= {cutoff} "

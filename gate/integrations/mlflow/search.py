@@ -132,12 +132,12 @@ def record_rows(
     """The runs whose sealed params, or whose tags, match ``query`` (and ``also``), by start.
 
     NOTE: searched by params first, which no job can edit (a launch whose kind tag was
-    deleted is still found), then by tags, for records that carry no params (written
+    deleted is still found), then by tags among the runs that carry no params (written
     before them, or whose params a failed write never logged); a run is listed once.
     """
     rows: dict[str, RunRow] = {}
-    for index in ("params", "tags"):
-        search = filter_string(query, finished=finished, index=index) + also
+    for index, only in (("params", ""), ("tags", f" AND params.{KIND} IS NULL")):
+        search = filter_string(query, finished=finished, index=index) + only + also
         for row in search_rows(source, experiment_id, search, page=page):
             rows.setdefault(row.run_id, row)
     return sorted(rows.values(), key=lambda row: row.start_ms)

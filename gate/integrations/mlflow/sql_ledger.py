@@ -41,7 +41,7 @@ _CLAUSE = re.compile(
     rf"attributes\.(?P<attr>status|start_time) (?P<op>=|!=|>=|<=|<|>) (?P<value>{_QUOTED}|-?\d+)"
     rf"|attributes\.run_id IN \((?P<ids>(?:{_QUOTED})(?:, (?:{_QUOTED}))*)\)"
     rf"|(?P<table>tags|params)\.(?P<tag>[A-Za-z0-9_.]+) "
-    rf"(?:(?P<present>IS NOT NULL)|= (?P<equal>{_QUOTED}))"
+    rf"(?:(?P<present>IS NOT NULL)|(?P<absent>IS NULL)|= (?P<equal>{_QUOTED}))"
 )
 _TOKEN = re.compile(rf"(?:{_QUOTED}|[^'\"\s]+|\s+)")
 
@@ -186,7 +186,7 @@ def translate(search: str) -> tuple[str, list[Any]]:
             if found["equal"] is not None:
                 tagged += " AND t.value = ?"
                 values.append(_unquote(found["equal"]))
-            conditions.append(f"EXISTS ({tagged})")
+            conditions.append(f"{'NOT ' if found['absent'] else ''}EXISTS ({tagged})")
     if not conditions:
         raise Unsupported(search)
     return " AND ".join(conditions), values
