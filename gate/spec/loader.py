@@ -136,22 +136,29 @@ def read_small_file(path: Path) -> bytes | None:
     """A regular file's bytes, at most :data:`MAX_FILE_BYTES`; ``None`` when it is absent.
 
     NOTE: for the files beside the policies (``allowed_signers``): a link to /dev/zero ran
-    out of memory (exit 70) and a FIFO waited for a writer for ever.
+    out of memory (exit 70) and a FIFO waited for a writer for ever. Opened without
+    blocking, then asked what it is.
 
     Raises:
         gate.errors.InputError: not a regular file, too large, or unreadable.
     """
     hint = f"make {path.name} a readable file"
     try:
-        if not stat.S_ISREG(path.stat().st_mode):
-            raise InputError(
-                f"{path}:1:1: is not a regular file (a directory, a pipe or a device)", hint=hint
-            )
-        raw = read_raw(path)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})", hint=hint) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(
+                f"{path}:1:1: is not a regular file (a directory, a pipe or a device)", hint=hint
+            )
+        raw = _read_at_most(fd, MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})", hint=hint) from None
+    finally:
+        os.close(fd)
     if len(raw) > MAX_FILE_BYTES:
         raise InputError(
             f"{path}:1:1: file is larger than the {MAX_FILE_BYTES // 1024} KiB limit",
