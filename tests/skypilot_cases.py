@@ -816,6 +816,30 @@ def test_an_instance_type_on_no_named_cloud_is_refused(repo, tmp_path, named):
     )
 
 
+@pytest.mark.parametrize(
+    ("infra", "instance", "accelerators", "said"),
+    [("aws", "p5.48xlarge", "T4:1", "T4:1"), ("gcp", "a2-highgpu-1g", None, "A100:1")],
+)
+def test_a_gpu_instance_type_on_a_named_cloud_is_refused(
+    repo, tmp_path, infra, instance, accelerators, said
+):
+    """SkyPilot launches and bills p5.48xlarge (8 × H100) beside ``accelerators: T4:1``, which
+    the ask then says: a spec cleared for one T4 admitted it. Without accelerators SkyPilot
+    fills in the instance's own; either way the instance type decides, so it is refused."""
+    spec = write_spec(repo, 2)
+    resources = {"infra": infra, "instance_type": instance}
+    if accelerators:
+        resources["accelerators"] = accelerators
+    config = {"name": "train", "resources": resources, "envs": {"BUDGET_GATE_SPEC": spec}}
+    path = tmp_path / "task.yaml"
+    path.write_text(json.dumps({**config, "run": "python train.py"}))
+    message = rejection(request(sky.Task.from_yaml(str(path))), settings(repo))
+    assert message.startswith(
+        f"budget-gate: task 'train' asks for instance type {instance} with accelerators "
+        f"{said}: SkyPilot bills the instance type whatever accelerators"
+    ), message
+
+
 def test_a_cpu_instance_type_on_a_named_cloud_passes(repo, tmp_path):
     """On a named cloud SkyPilot reads the type's GPUs itself: a CPU machine asks for none."""
     config = {"name": "prep", "resources": {"infra": "gcp", "instance_type": "n2-standard-8"}}

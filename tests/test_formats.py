@@ -722,10 +722,50 @@ def test_hydra_epochs_it_cannot_see_are_refused(tmp_path, epochs, message) -> No
 
 
 @pytest.mark.parametrize(
+    ("resources", "line", "column"),
+    [
+        ("  accelerators: T4:1\n  instance_type: p5.48xlarge\n", 4, 18),
+        (
+            "  any_of:\n    - {accelerators: T4:1, instance_type: p5.48xlarge}\n"
+            "    - {accelerators: T4:1}\n",
+            4,
+            43,
+        ),
+        (
+            "  accelerators: T4:1\n  ordered:\n    - {accelerators: T4:1}\n"
+            "    - accelerators: H100:1\n      instance_type: p5.48xlarge\n",
+            7,
+            22,
+        ),
+    ],
+)
+def test_an_instance_type_beside_accelerators_is_refused_at_its_line(
+    tmp_path, resources, line, column
+) -> None:
+    """SkyPilot bills the instance type whatever accelerators it names: priced as a T4 before."""
+    path = tmp_path / "task.yaml"
+    path.write_text(
+        f"name: train\nresources:\n{resources}envs:\n  X_BUDGET_GATE_EPOCH_MINUTES: 60\n"
+        "run: python train.py --epochs 10\n"
+    )
+    (error,) = evaluate(path).result.errors
+    assert "instance_type p5.48xlarge decides the machine SkyPilot bills" in str(error)
+    assert "drop instance_type" in str(error)
+    assert error.location is not None
+    assert (error.location.line, error.location.col) == (line, column)
+
+
+@pytest.mark.parametrize(
     ("resources", "message", "line"),
     [
         # SkyPilot infers 8 × H100 from p5.48xlarge; the declared T4 must not price it
         ("{instance_type: p5.48xlarge}", "resources.instance_type p5.48xlarge holds", 2),
+        # beside accelerators SkyPilot bills the instance (8 × H100) and ignores the T4:1
+        (
+            "{accelerators: T4:1, instance_type: p5.48xlarge}",
+            "resources.instance_type p5.48xlarge decides the machine SkyPilot bills",
+            2,
+        ),
         # an unpriced candidate beside a priced one: dropping it priced the T4 (h100 is H100,
         # test_formats_epochs.py::test_a_skypilot_accelerator_in_another_case_is_the_catalogs)
         ("{accelerators: [T4:1, Z100:8]}", "the task's candidate Z100:8 has no price", 2),

@@ -734,6 +734,25 @@ def test_a_glued_epochs_flag_in_a_skypilot_run_counts(tmp_path, capsys) -> None:
     assert "1000" in only_error(result)["message"]
 
 
+@pytest.mark.parametrize(
+    ("run", "envs"),
+    [
+        ("python train.py --epochs_per_trial 1000", ""),
+        ("python train.py --max-epochs-per-run=1000", ""),
+        ("python train.py", "  EPOCHS_PER_TRIAL: 1000\n"),
+        ("EPOCHS_TO_TRAIN=1000 python train.py", ""),
+    ],
+)
+def test_epochs_named_with_a_count_after_them_in_a_skypilot_task_count(
+    tmp_path, capsys, run, envs
+) -> None:
+    """``--epochs_per_trial 1000`` beside a declared 10 was priced at 10 epochs."""
+    text = SKYPILOT.format(declared="  X_BUDGET_GATE_MAX_EPOCHS: 10\n", run=json.dumps(run))
+    code, result = check(tmp_path, capsys, text.replace("  LENGTH: 1000\n", envs), "task.yaml")
+    assert code == INVALID
+    assert "1000" in only_error(result)["message"]
+
+
 def test_a_setup_loop_that_installs_is_no_training(tmp_path, capsys) -> None:
     setup = "for p in numpy torch; do python -m pip install $p; done"
     text = SKYPILOT.format(declared="", run=json.dumps("python t.py --epochs 7"))
@@ -752,6 +771,9 @@ EPOCH_NAMES = [
     *["nepochs", "numepochs", "maxepochs", "NEPOCHS", "numtrainepochs", "nepoch"],
     # a count's word glued after it, as epoch_count and epoch_num count
     *["epochsnum", "epochcount", "epochstotal", "EPOCHNUM", "epochlimit"],
+    # a count's words after it: a red team's epochs_per_trial: 1000 passed at the declared 1
+    *["epochs_per_trial", "max_epochs_per_run", "epochs_to_train", "epochsPerTrial"],
+    *["n_epochs_per_run", "epochs_budget", "train_epochs", "total_train_epochs"],
 ]
 
 
@@ -787,6 +809,9 @@ def test_epochs_inside_a_mapping_a_wandb_parameter_hands_a_run_count(
         *["warmupepochs", "minepochs", "stepsperepoch", "startepoch"],
         # a schedule's word glued inside the prefix, as lr_decay_epochs is no epochs
         *["lrdecayepochs", "lrwarmupepochs", "savecheckpointepochs"],
+        # a part of the schedule, though a count's word may follow the epochs
+        *["epochs_per_eval", "epochs_per_checkpoint", "eval_every_epochs", "save_epochs"],
+        *["warmup_epochs_per_run", "min_epochs_to_train"],
     ],
 )
 def test_a_wandb_parameter_not_named_like_epochs_is_no_epochs(tmp_path, capsys, name) -> None:
@@ -806,6 +831,8 @@ def test_a_wandb_parameter_not_named_like_epochs_is_no_epochs(tmp_path, capsys, 
         "num_train_epochs: 1000",
         "model: {maxEpochs: 1000}",
         "total: 1000\nscheduler: {total_epochs: '${total}'}",
+        "model: {epochs_per_trial: 1000}",
+        "training: {epochs_to_train: 1000}",
     ],
 )
 def test_a_hydra_key_named_like_epochs_anywhere_counts(tmp_path, capsys, config) -> None:

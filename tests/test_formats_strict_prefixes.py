@@ -70,6 +70,32 @@ def test_a_near_miss_of_the_env_prefix_is_refused(tmp_path, capsys, written):
     assert "did you mean 'X_BUDGET_GATE_TEAM'?" in out
 
 
+@pytest.mark.parametrize(
+    ("env", "said"),
+    [
+        ("X_BUDGET_GATE_MAX_TRIALS: 0", "5:29: envs.X_BUDGET_GATE_MAX_TRIALS: input should be"),
+        (
+            "X_BUDGET_GATE_LABELS: '{\"cost-center\": 5}'",
+            "5:25: envs.X_BUDGET_GATE_LABELS.cost-center: input should be",
+        ),
+    ],
+)
+def test_a_bad_env_fact_is_named_as_the_file_writes_it(tmp_path, capsys, env, said):
+    """The prefix was glued to the fact's path: ``envs.X_BUDGET_GATE_: max_trials: …``."""
+    code, out, file = check(tmp_path, TASK.replace("BUDGET_GATE_SPEC: sweep.yaml", env), capsys)
+    assert code == 3
+    assert f"{file}:{said}" in out
+
+
+def test_a_bad_annotation_fact_is_named_as_the_file_writes_it(tmp_path, capsys):
+    katib = KATIB.replace(
+        "budget-gate/team: vision", 'budget-gate/team: vision\n    budget-gate/epoch_minutes: "NaN"'
+    )
+    code, out, file = check(tmp_path, katib, capsys)
+    assert code == 3
+    assert f"{file}:7:32: metadata.annotations.budget-gate/epoch_minutes: input should be" in out
+
+
 HYDRA = """\
 defaults:
   - override hydra/sweeper: optuna

@@ -67,6 +67,26 @@ def test_yaml_11_octal_and_binary_numbers_are_refused(write_yaml, capsys, value,
     assert f":4:46: {said}" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("08", "'08' reads as text in YAML 1.1 and as the number 8 in YAML 1.2 — write 8 for"),
+        ("0o10", "'0o10' reads as text in YAML 1.1 and as the number 8 in YAML 1.2 — write 8"),
+        ("-09", "'-09' reads as text in YAML 1.1 and as the number -9 in YAML 1.2 — write -9"),
+    ],
+)
+def test_yaml_12_numbers_that_yaml_11_reads_as_text_are_refused(write_yaml, capsys, value, said):
+    """``08`` was told "write a whole number without quotes", though it has none."""
+    assert check(write_yaml, SPEC.replace("gpus_per_trial: 1", f"gpus_per_trial: {value}")) == 3
+    out = capsys.readouterr().out
+    assert f":4:46: {said}" in out and "without quotes" not in out
+
+
+def test_a_quoted_leading_zero_is_a_string_as_both_versions_read_it(write_yaml, capsys):
+    text = SPEC.replace("name: t", 'name: "08"')
+    assert check(write_yaml, text) != 3, capsys.readouterr().out
+
+
 @pytest.mark.parametrize("value", ["10", "0x0A", "1_0"])
 def test_decimal_and_hex_numbers_read_as_both_yaml_versions_read_them(write_yaml, capsys, value):
     text = SPEC.replace("max_epochs: 10", f"max_epochs: {value}")

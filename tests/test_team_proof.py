@@ -261,6 +261,32 @@ def test_policy_check_refuses_ownership_and_budgets_it_cannot_prove(tmp_path, fi
     assert said in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_a_spec_naming_no_team_is_told_the_default_policy_judged_it(tmp_path, capsys):
+    """Without ``team``, nlp's 100 USD cap was not applied and nothing said so (review 4 #3)."""
+    root = _repo(tmp_path, owns=False)
+    elsewhere = root / "experiments" / "misc"
+    elsewhere.mkdir()
+    spec = elsewhere / "a.yaml"
+    spec.write_text(SPEC.format(team=""))
+    code, out = _check(root, capsys, str(spec))
+    assert code == 0 and "(policy: default)" in out
+    assert (
+        "  note: the spec names no team, so the default policy judged it, not a team's "
+        "(nlp, vision): write team: NAME under metadata"
+    ) in out
+    code, out = _check(root, capsys, "--format", "json", str(spec))
+    assert '"the spec names no team, so the default policy judged it' in out
+
+
+def test_no_note_of_a_missing_team_where_no_team_has_a_policy(tmp_path, capsys):
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "default.yaml").write_text(DEFAULT)
+    spec = tmp_path / "a.yaml"
+    spec.write_text(SPEC.format(team=""))
+    code, out = _check(tmp_path, capsys, str(spec))
+    assert code == 0 and "names no team" not in out
+
+
 def test_ownership_is_not_inherited(tmp_path, capsys):
     root = _repo(tmp_path)
     (root / "policies" / "nlp-research.yaml").write_text(

@@ -1,7 +1,8 @@
 """What a verdict took as given, said beside it in every format (pure).
 
-A moment other than now (``--as-of``); a team that no policy proves (``owns.specs``); a
-cloud the spec names over the policy's ``prices.cloud``; a measured figure over the spec's.
+A moment other than now (``--as-of``); no team, where teams have policies; a team that no
+policy proves (``owns.specs``); a cloud the spec names over the policy's ``prices.cloud``; a
+measured figure over the spec's.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ def verdict_notes(
             "in the repository that a team's globs match — check it by its path there"
         )
     team = spec.metadata.team
+    if team is None and (team_files or policy.teams):
+        notes.append(_no_team(policy, team_files))
     if team is not None and not (policy.owns is not None and policy.owns.specs):
         notes.append(
             f"team {team} is taken as the spec declares it: no policy states which specs "
@@ -57,6 +60,20 @@ def verdict_notes(
     rate, mfu = policy.reliability.failure_rate, policy.estimation.mfu
     notes.extend(overruled(spec, measured, rate, mfu))
     return tuple(notes)
+
+
+def _no_team(policy: Policy, team_files: Collection[str]) -> str:
+    """The default policy judged a spec that names no team, where teams have policies.
+
+    NOTE: said for a team with no policy file, but not for no team at all: a spec that left
+    ``team`` out fell back to the default policy (looser than its team's) without a word.
+    """
+    known = ", ".join(sorted({*team_files, *(policy.teams or ())}))
+    return (
+        f"the spec names no team, so the default policy judged it, not a team's ({known}): "
+        "write team: NAME under metadata (or in the file's budget-gate facts) to be judged by "
+        "its team's policy"
+    )
 
 
 def _where_owns_goes(team: str, policy: Policy, team_files: Collection[str]) -> str:

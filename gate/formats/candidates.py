@@ -2,16 +2,19 @@
 
 SkyPilot launches on the cheapest candidate it can get; the gate prices the dearest, the
 worst case. The rules judge that one candidate, so any other must be judged alike: one that
-needs an approval the priced one does not, or holds more GPUs a trial, is refused.
+needs an approval the priced one does not, or holds more GPUs a trial, is refused. An
+``instance_type`` is refused wherever it stands: it, not the accelerators, decides what is billed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
+from typing import Any
 
 from gate.errors import InputError, Location
 from gate.formats.model import Draft, Mapped, Origin, Source, Traced
+from gate.spec.loader import DataPath, SourceMap
 
 
 def dearest(
@@ -69,3 +72,26 @@ def refuse_unjudged(draft: Draft, mapped: Mapped, needs_approval: frozenset[str]
             hint="list candidates the policy judges alike (the same GPUs a trial, no accelerator "
             "that needs an approval beside one that does not), or name one accelerator",
         )
+
+
+def refuse_instance_type(resources: dict[str, Any], path: DataPath, where: SourceMap) -> None:
+    """An ``instance_type`` decides the machine SkyPilot bills, which the gate does not price.
+
+    NOTE: refused only without ``accelerators`` before; beside them it was dropped, so
+    ``{accelerators: T4:1, instance_type: p5.48xlarge}`` was priced as one T4 while SkyPilot
+    (which never checks the two against each other) launched and billed 8 × H100.
+    """
+    instance = resources.get("instance_type")
+    if instance is None:
+        return
+    what = (
+        "holds the accelerators SkyPilot infers from it"
+        if resources.get("accelerators") is None
+        else "decides the machine SkyPilot bills, whatever the accelerators beside it say"
+    )
+    raise InputError(
+        f"resources.instance_type {instance} {what}, which budget-gate does not price",
+        location=where.locate((*path, "instance_type")),
+        hint="name the accelerators (e.g. accelerators: H100:8) and drop instance_type "
+        "(SkyPilot picks an instance that has them)",
+    )

@@ -20,13 +20,21 @@ EPOCH_FLAG = re.compile(r"^--?((?:[\w.-]*[._-])?ep(?:o(?:c(?:hs?)?)?)?)(?:=(.*))
 ``--trainer.max_epochs``, or a prefix argparse would complete to one (``--epo``)."""
 
 
+_COUNT_AFTER = (
+    r"(?:count|total|num|number|n|max|limit|budget|train|training"
+    r"|per[._-]?(?:trial|run|job|task|experiment|sweep|seed|config|model|worker)"
+    r"|(?:to|for)[._-]?(?:train|training|run))"
+)
+"""A count's words after the epochs: ``epoch_count``, ``epochs_per_trial``, ``epochs_to_train``.
+
+NOTE: only the count's words were read before; ``epochs_per_trial: 1000`` (also
+``max_epochs_per_run``, ``epochs_to_train``) was no epochs, so a declared ``max_epochs: 1``
+stood. A part of the schedule (``epochs_per_eval``, ``epochs_per_checkpoint``) is not one."""
 _EPOCH_NAME = re.compile(
     r"(?:[\w.-]*[._-])?ep(?:o(?:c(?:hs?)?)?)?"
-    r"|(?:[\w.-]*[._-])?epochs?[._-]?(?:count|total|num|number|n|max|limit)"
+    rf"|(?:[\w.-]*[._-])?epochs?[._-]?{_COUNT_AFTER}"
 )
-_WHOLE_EPOCH_NAME = re.compile(
-    r"(?:[\w.-]*[._-])?epochs?(?:[._-]?(?:count|total|num|number|n|max|limit))?"
-)
+_WHOLE_EPOCH_NAME = re.compile(rf"(?:[\w.-]*[._-])?epochs?(?:[._-]?{_COUNT_AFTER})?")
 """The epochs named in whole words: what an environment variable or a ``key=value`` of a
 command line must say (no argparse completes ``EP`` there)."""
 _GLUED_EPOCHS = re.compile(r"(?:[\w.-]*[._-])?([a-z]+)epochs?")
@@ -59,11 +67,12 @@ def names_epochs(name: str, *, abbreviated: bool = True) -> bool:
     """Whether a config key, parameter or flag names the epochs.
 
     ``epochs``, ``max-epochs``, ``nb_epochs``, ``n_epoch``, ``EPOCHS``, ``num_train_epochs``,
-    ``nEpochs``, ``maxEpochs``, ``epoch_count``, ``epochs_total`` and a prefix argparse would
-    complete (``epo``): a W&B parameter is handed to the program as ``--name=value``, so every
-    name its flag could be counts; not ``abbreviated``, only whole words (an environment
-    variable). Not ``eps``, ``step``, ``steps_per_epoch``, nor a point of the schedule
-    (``warmup_epochs``, ``start_epoch``, ``save_every_epochs``).
+    ``nEpochs``, ``maxEpochs``, ``epoch_count``, ``epochs_total``, ``epochs_per_trial``,
+    ``epochs_to_train`` and a prefix argparse would complete (``epo``): a W&B parameter is
+    handed to the program as ``--name=value``, so every name its flag could be counts; not
+    ``abbreviated``, only whole words (an environment variable). Not ``eps``, ``step``,
+    ``steps_per_epoch``, nor a point of the schedule (``warmup_epochs``, ``start_epoch``,
+    ``save_every_epochs``, ``epochs_per_eval``).
     """
     lowered = WORD_START.sub("_", name).lower()
     if _PER_EPOCH.search(lowered) or _SCHEDULE.search(lowered):

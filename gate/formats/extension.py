@@ -211,6 +211,10 @@ def _parse(raw: Any) -> Any:
         return raw
 
 
+_LEADING_NAME = re.compile(r"[a-z_]+(?=[:.\[])")
+"""The fact an error's path starts with: ``max_trials`` of ``max_trials: input should…``."""
+
+
 def _validate(data: dict[str, Any], file: str, where: SourceMap, spelled: str) -> None:
     """The facts' types, located at the fact; each error names the extension point."""
     try:
@@ -218,8 +222,13 @@ def _validate(data: dict[str, Any], file: str, where: SourceMap, spelled: str) -
     except InputErrors as exc:
         label = spelled.rstrip("./")
         for error in exc.errors:
+            name = _LEADING_NAME.match(error.message)
             if "the top level" in error.message:
                 error.message = error.message.replace("the top level", label)
+            elif spelled.endswith(("_", "/")) and name is not None and name[0] in data:
+                # NOTE: a flat point (an env, an annotation) is named whole: the prefix glued
+                # to the fact's path read "envs.X_BUDGET_GATE_: max_trials", no key of the file
+                error.message = _spelling(spelled, name[0]) + error.message[name.end() :]
             else:
                 error.message = f"{label}: {error.message}"
         raise

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gate.errors import InputError, Location
+from gate.formats.candidates import refuse_instance_type
 from gate.formats.command_lines import (
     commands_of,
     epoch_flags,
@@ -291,6 +292,7 @@ def _candidates(resources: Any, path: DataPath, where: SourceMap) -> list[Candid
     if not isinstance(resources, dict):
         return []
     resources = aliased(resources, path, where)
+    refuse_instance_type(resources, path, where)
     found: list[Candidate] = []
     for key in ("any_of", "ordered"):
         alternatives = resources.get(key)
@@ -319,17 +321,7 @@ def _candidates(resources: Any, path: DataPath, where: SourceMap) -> list[Candid
             location=where.locate((*path, "use_spot")),
             hint="write use_spot: true or use_spot: false, without quotes",
         )
-    here = (*path, "accelerators")
-    location = where.locate(here)
-    instance = resources.get("instance_type")
-    if instance is not None and resources.get("accelerators") is None:
-        raise InputError(
-            f"resources.instance_type {instance} holds the accelerators SkyPilot infers from "
-            "it, which budget-gate does not price",
-            location=where.locate((*path, "instance_type")),
-            hint="name them instead, e.g. accelerators: H100:8 (SkyPilot picks an instance "
-            "that has them)",
-        )
+    location = where.locate((*path, "accelerators"))
     return [
         Candidate(name, count, spot, location)
         for name, count in _accelerators(resources.get("accelerators"), location)

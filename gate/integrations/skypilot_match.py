@@ -35,6 +35,18 @@ def gpu_asks(task: Task) -> list[GpuAsk]:
     """
     nodes = int(task.num_nodes or 1)
     for resources in task.resources:
+        if resources.instance_type and resources.accelerators:
+            # NOTE: SkyPilot launches and bills the instance type whatever accelerators are
+            # named beside it (T4:1 on p5.48xlarge ran 8 × H100), and fills them in itself
+            # when none are: the ask says nothing sure of what the instance holds
+            named = ", ".join(f"{k}:{v:g}" for k, v in resources.accelerators.items())
+            raise Rejection(
+                f"task {task.name or '(unnamed)'!r} asks for instance type "
+                f"{resources.instance_type} with accelerators {named}: SkyPilot bills the "
+                "instance type whatever accelerators are named beside it — name the "
+                "accelerators and the cloud (accelerators: H100:8, infra: aws), without "
+                "instance_type"
+            )
         if resources.instance_type and resources.cloud is None and not resources.accelerators:
             # NOTE: SkyPilot reads an instance type's GPUs only once a cloud is chosen, after
             # the policy: p5.48xlarge without infra launches 8 × H100 that no ask showed

@@ -207,10 +207,38 @@ def describe_pattern(field: str, err: Any) -> tuple[str, str]:
     if pattern not in _PATTERNS:
         return f"{_described(value)} is not in the expected form", "see budget-gate schema"
     words, fix = _PATTERNS[pattern]
+    if isinstance(value, str) and not value.isascii():
+        return _not_ascii(field, value, pattern, words, fix)
     mended = fix(value) if isinstance(value, str) else ""
     if mended and re.fullmatch(pattern, mended):
         return f"{_described(value)} is not {words}", f"write {field}: {mended}"
     return f"{_described(value)} is not {words}", f"write {field} as {words}"
+
+
+_LOOKALIKES = str.maketrans(
+    "аеорсухіјѕԁһԛԝӏвкмнтАВЕКМНОРСТХУІЈЅαβεικνορτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdhqwlbkmhtABEKMHOPCTXYIJSabeikvoptuxABEZHIKMNOPTYX",
+)
+"""Cyrillic and Greek letters drawn as Latin ones: ``nlр`` (a Cyrillic er) reads ``nlp``."""
+
+
+def _not_ascii(
+    field: str, value: str, pattern: str, words: str, fix: Callable[[str], str]
+) -> tuple[str, str]:
+    """A value with a letter outside ASCII: named, and its ASCII twin where it looks like one.
+
+    NOTE: the mender dropped the letter, so ``team: nlр`` (Cyrillic ``р``) was told "write
+    team: nl", another team's name or none; now the letter is named and ``nlp`` suggested.
+    """
+    import unicodedata  # NOTE: here, not at the top: only a mistake needs it
+
+    char = next(c for c in value if not c.isascii())
+    name = unicodedata.name(char, "unnamed")
+    problem = f"{_described(value)} holds U+{ord(char):04X} {name}, which is not ASCII"
+    twin = unicodedata.normalize("NFKC", value).translate(_LOOKALIKES)
+    if twin.isascii() and re.fullmatch(pattern, fix(twin)):  # each letter has a Latin twin
+        return problem, f"write {field}: {fix(twin)} (the same name typed in ASCII)"
+    return problem, f"write {field} in ASCII as {words}"
 
 
 def _hint(kind: str, err: Any) -> str:

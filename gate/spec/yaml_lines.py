@@ -19,7 +19,14 @@ import re
 from typing import Any
 
 from gate.errors import Location
-from gate.spec.yaml_tags import ENGINE_FLOAT, MAX_DEPTH, MAX_NUMBER_CHARS, STR, resolve
+from gate.spec.yaml_tags import (
+    ENGINE_FLOAT,
+    MAX_DEPTH,
+    MAX_NUMBER_CHARS,
+    STR,
+    YAML12_ONLY_INT,
+    resolve,
+)
 
 DataPath = tuple[str | int, ...]
 
@@ -272,7 +279,9 @@ def _scalar(found: re.Match[str]) -> Any:
     text = found["plain"]
     tag = resolve(text)
     if tag == STR:
-        if text[0] in _NUMBER_START and ENGINE_FLOAT.fullmatch(text):
+        if text[0] in _NUMBER_START and (
+            ENGINE_FLOAT.fullmatch(text) or YAML12_ONLY_INT.fullmatch(text)
+        ):
             raise _Unread  # YAML 1.1 text, a YAML 1.2 number: the loader says which
         return text
     # NOTE: each tag's simplest forms only: what PyYAML's constructor makes of them is what

@@ -1,9 +1,10 @@
 """A YAML scalar → its value, refusing what YAML 1.1 (PyYAML) and 1.2 (editors) read apart.
 
 Base-60 numbers (``1:30``), yes/no booleans, tags other than the plain ones, NaN and
-infinity are refused at their line; YAML 1.1's octal and binary numbers are reported as
-ambiguous (:attr:`gate.spec.loader.LoadedDoc.ambiguous`), so a spec or a policy refuses
-them while an engine's own file, which its engine reads as YAML 1.1, keeps them.
+infinity are refused at their line; YAML 1.1's octal and binary numbers, and YAML 1.2's
+numbers that 1.1 reads as text (``08``, ``0o10``), are reported as ambiguous
+(:attr:`gate.spec.loader.LoadedDoc.ambiguous`), so a spec or a policy refuses them while an
+engine's own file, which its engine reads as YAML 1.1, keeps them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import Node, ScalarNode
 
 from gate.errors import InputError, Location
-from gate.spec.yaml_tags import EXPONENT_ONLY_FLOAT, MAX_NUMBER_CHARS
+from gate.spec.yaml_tags import EXPONENT_ONLY_FLOAT, MAX_NUMBER_CHARS, YAML12_ONLY_INT
 
 STR = "tag:yaml.org,2002:str"
 BOOL = "tag:yaml.org,2002:bool"
@@ -52,6 +53,8 @@ def scalar_value(
     elif json and not node.style and EXPONENT_ONLY_FLOAT.fullmatch(node.value):
         value = float(node.value)  # NOTE: a number to JSON, text to YAML 1.1
     else:
+        if not node.style and not json and YAML12_ONLY_INT.fullmatch(node.value):
+            ambiguous.append(_text_to_yaml11(node, file))
         return node.value  # what SafeConstructor makes of a string, without its calls
     if isinstance(value, float) and not math.isfinite(value):
         where = ".".join(str(p) for p in path)
@@ -123,6 +126,20 @@ def _read_apart(node: ScalarNode, file: str, construct: Any) -> InputError:
     return InputError(
         f"{node.value!r} reads as a YAML 1.1 {'binary' if binary else 'octal'} "
         f"number ({construct(_CONSTRUCTOR, node)})",
+        location=_at(file, node),
+        hint=f'write {meant} for the number, or quote it ("{node.value}") for a string',
+    )
+
+
+def _text_to_yaml11(node: ScalarNode, file: str) -> InputError:
+    """``08`` or ``0o10``: text to PyYAML (YAML 1.1), the number 8 to YAML 1.2 (yq, editors).
+
+    NOTE: these were read as text, so a count written so was told "write a whole number
+    without quotes" of a value that has none.
+    """
+    meant = int(node.value, 8) if "o" in node.value else _decimal(node.value)
+    return InputError(
+        f"{node.value!r} reads as text in YAML 1.1 and as the number {meant} in YAML 1.2",
         location=_at(file, node),
         hint=f'write {meant} for the number, or quote it ("{node.value}") for a string',
     )

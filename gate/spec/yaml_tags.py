@@ -29,6 +29,9 @@ them (``1.0e-5``) both read alike."""
 ENGINE_FLOAT = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+")
 """The same, as OmegaConf (Hydra) and go-yaml (Kubernetes) read numbers: with ``_`` in the
 digits too (``1_000e0`` is 1000.0 to them, text to YAML 1.1 and 1.2 alike)."""
+YAML12_ONLY_INT = re.compile(r"[-+]?0[0-9]*[89][0-9]*|0o[0-7]+")
+"""Integers of YAML 1.2 that 1.1 reads as text: a leading zero before an 8 or 9 (``08``),
+``0o`` octal (``0o10``); 8 to yq and editors, ``'08'`` to PyYAML."""
 MAP = "tag:yaml.org,2002:map"
 
 _DIGITS = "0123456789"

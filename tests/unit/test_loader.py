@@ -310,6 +310,32 @@ def test_a_bad_escape_in_double_quotes_is_told_as_an_escape_not_an_unclosed_quot
     )
 
 
+@pytest.mark.parametrize(
+    ("team", "said"),
+    [
+        # a Cyrillic er: "write team: nl" named a team no one meant
+        ("nl\u0440", "holds U+0440 CYRILLIC SMALL LETTER ER, which is not ASCII — write team: nlp"),
+        ("v\u0456sion", "U+0456 CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I, which is not"),
+        ("\uff56ision", "holds U+FF56 FULLWIDTH LATIN SMALL LETTER V, which is not ASCII — "),
+        ("nl\u200bp", "holds U+200B ZERO WIDTH SPACE, which is not ASCII — write team in ASCII"),
+    ],
+)
+def test_a_name_with_a_letter_outside_ascii_is_told_so_not_mended_into_another(team, said):
+    from gate.spec.experiment import Experiment
+    from gate.spec.validation import validate
+
+    text = (
+        f'apiVersion: budget-gate/v1\nkind: Experiment\nmetadata: {{name: x, team: "{team}"}}\n'
+        "resources: {accelerator: A100-80GB, gpus_per_trial: 1}\n"
+        "workload: {max_epochs: 3, epoch_minutes: 5}\nsearch: {strategy: random, max_trials: 2}\n"
+    )
+    with pytest.raises(InputErrors) as err:
+        validate(Experiment, load_bytes(text.encode(), "s.yaml"))
+    (error,) = err.value.errors
+    assert str(error).startswith("s.yaml:3:27: metadata.team: ") and said in str(error)
+    assert "write team: nl " not in str(error) + " " and "nl-p" not in str(error)
+
+
 def test_a_name_with_a_control_character_is_not_mended_into_another_name():
     """``team: "vi\\e[2Jsion"`` was answered "write team: vi-2jsion", a name no one wrote."""
     from gate.spec.experiment import Experiment
