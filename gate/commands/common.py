@@ -10,7 +10,8 @@ import argparse
 import datetime as dt
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -231,7 +232,17 @@ def ledger_view(
         approvals=approvals,
         where=redact(uri),
         approvals_if_read=if_read,
+        history=policy_history(policy_home(args)),
     )
+
+
+def policy_history(home: Path | None) -> Callable[[], frozenset[str]] | None:
+    """Who the git history of the policies at ``home`` lists as approvers (read lazily)."""
+    if home is None:
+        return None
+    from gate.integrations.git.policy_history import former_approvers
+
+    return partial(former_approvers, home)
 
 
 def tracking_uri_of(args: argparse.Namespace) -> str:

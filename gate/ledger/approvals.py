@@ -54,6 +54,9 @@ class Requirement:
     """How many launches one approval covers (``approval.launches``)."""
     launch_key: str | None = None
     """The caller's own launch, which does not use the approval up again."""
+    former: frozenset[str] = frozenset()
+    """Users a committed version of the policies listed as approvers: their revocations
+    stand after they leave the list (:func:`revocation_refusal`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +65,9 @@ class ApprovalCheck:
 
     approval: LedgerRecord | None
     stale: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    """Revocations of the approval used that do not count, each with why (said, never
+    passed over in silence)."""
 
 
 def authorize(name: str, source: Source, need: Requirement) -> str | None:
@@ -117,7 +123,7 @@ def check_approvals(
             approval, launches, need, now
         )
         if reason is None:
-            return ApprovalCheck(approval, tuple(stale))
+            return ApprovalCheck(approval, tuple(stale), uncounted(approval, need, revocations))
         stale.append(reason)
     if not approvals:
         stale.append(f"{NO_APPROVAL} ({short(need.fingerprint)})")
@@ -138,20 +144,43 @@ def revoked_by(approval: LedgerRecord, records: Iterable[LedgerRecord]) -> Ledge
 
 
 def may_revoke(
-    revocation: LedgerRecord, approval: LedgerRecord, approvers: Approvers, owner: str | None
+    revocation: LedgerRecord,
+    approval: LedgerRecord,
+    approvers: Approvers,
+    owner: str | None,
+    former: frozenset[str] = frozenset(),
 ) -> bool:
-    """Whether ``revocation`` may withdraw ``approval``.
+    """Whether ``revocation`` may withdraw ``approval`` (:func:`revocation_refusal`)."""
+    return revocation_refusal(revocation, approval, approvers, owner, former) is None
 
-    CI's may (a GitHub approval withdrawn), the approver's own, and one by whom
-    :func:`revoker_refusal` lets revoke.
+
+def revocation_refusal(
+    revocation: LedgerRecord,
+    approval: LedgerRecord,
+    approvers: Approvers,
+    owner: str | None,
+    former: frozenset[str] = frozenset(),
+) -> str | None:
+    """Why ``revocation`` does not withdraw ``approval``, or ``None`` when it does.
+
+    CI's counts (a GitHub approval withdrawn there), and a local one by the approval's own
+    approver, by one :func:`revoker_refusal` lets revoke now (a listed approver, the
+    owner), or by one a committed version of the policies listed as an approver
+    (``former``): a revocation written while its author could revoke stays in force.
 
     NOTE: ``budget-gate revoke`` refuses anyone else, but a listed key can write a signed
-    revocation past it; read, it must not cancel approvals its signer had no say in.
+    revocation past it; read, it must not cancel approvals its signer had no say in. The
+    signers file cannot tell a launcher's key from an approver's (any listed principal may
+    sign a local revocation as itself), so the policies, now and in their git history, say
+    who could revoke. Judged by the current list alone, a revocation stopped counting once
+    its author left ``approval.approvers.users``, and the approval counted again silently.
     """
     if revocation.source is not Source.LOCAL:
-        return True
+        return None
     by = revocation.by or ""
-    return by == (approval.by or "") or revoker_refusal(by, approvers, owner) is None
+    if by == (approval.by or "") or by in former:
+        return None
+    return revoker_refusal(by, approvers, owner)
 
 
 def revoker_refusal(by: str, approvers: Approvers, owner: str | None) -> str | None:
@@ -163,6 +192,23 @@ def revoker_refusal(by: str, approvers: Approvers, owner: str | None) -> str | N
         return None
     need = Requirement("", Decimal(0), "", approvers, owner)
     return authorize(by, Source.LOCAL, need)
+
+
+def uncounted(
+    approval: LedgerRecord, need: Requirement, revocations: Iterable[LedgerRecord]
+) -> tuple[str, ...]:
+    """What is said of each revocation naming ``approval`` that does not withdraw it."""
+    notes = []
+    for revocation in revocations:
+        if approval.record_id not in revocation.revokes:
+            continue
+        why = revocation_refusal(revocation, approval, need.approvers, need.owner, need.former)
+        if why is not None:
+            notes.append(
+                f"{revocation.summary()} of {approval.summary()} does not count: {why}, "
+                "and no committed version of the policies lists them as an approver"
+            )
+    return tuple(notes)
 
 
 def live_approvals(
@@ -194,7 +240,9 @@ def stale_reason(
     what = approval.summary()
     if need.spec is not None and approval.spec != need.spec:
         return f"{what} is for {approval.spec}: a copy at {need.spec} needs its own approval"
-    allowed = [r for r in revocations if may_revoke(r, approval, need.approvers, need.owner)]
+    allowed = [
+        r for r in revocations if may_revoke(r, approval, need.approvers, need.owner, need.former)
+    ]
     revocation = revoked_by(approval, allowed)
     if revocation is not None:
         why = f": {revocation.reason}" if revocation.reason else ""

@@ -45,6 +45,10 @@ class LedgerView:
     """Why a recorded approval was withdrawn, or ``None``: on a pull request, a GitHub
     approval that GitHub no longer shows (a review dismissed or changed, a comment deleted)
     counts no more, whatever the ledger's copy says."""
+    history: Callable[[], frozenset[str]] | None = field(default=None, repr=False)
+    """Who the policies' git history lists as approvers (asked once, on first need): their
+    revocations stand after they leave the list."""
+    _former: frozenset[str] | None = field(default=None, init=False, repr=False)
     _store: LedgerStore | None = field(default=None, init=False, repr=False)
     _cache: dict[LedgerQuery, list[LedgerRecord]] = field(
         default_factory=dict, init=False, repr=False
@@ -55,6 +59,12 @@ class LedgerView:
         if self.trust is None and self.judge is not None:
             self.trust = self.judge()
         return self.trust
+
+    def former(self) -> frozenset[str]:
+        """Who the policies' history lists as approvers (none without a history)."""
+        if self._former is None:
+            self._former = self.history() if self.history is not None else frozenset()
+        return self._former
 
     def store(self) -> LedgerStore:
         """The underlying store, opened now if it was not yet."""
