@@ -37,6 +37,7 @@ from gate.guard.limits import limits_for
 from gate.integrations import open_ledger
 from gate.integrations.git.policy_dir import POLICY_DIR, open_policies
 from gate.integrations.git.policy_history import former_approvers
+from gate.integrations.git.remote import this_repository
 from gate.integrations.git.repo import RepoPaths
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
@@ -179,6 +180,7 @@ def _clear(
         approvals=True,
         where=redact(uri),
         history=None if home is None else partial(former_approvers, home),
+        locate=partial(this_repository, home),
     )
     evaluator = Evaluator(
         policies, load_catalog(), moment.date(), ledger=view, repo_path=repo, launch_key=key

@@ -223,16 +223,19 @@ def ledger_view(
 
     ``if_read``: approvals also count for a spec whose monthly budget read the ledger.
     """
+    from gate.integrations.git.remote import this_repository
     from gate.integrations.mlflow.tracking_uri import redact
 
     uri = tracking_uri_of(args)
+    home = policy_home(args)
     return LedgerView(
         lambda trust: _open_ledger(uri, trust),
         now,
         approvals=approvals,
         where=redact(uri),
         approvals_if_read=if_read,
-        history=policy_history(policy_home(args)),
+        history=policy_history(home),
+        locate=partial(this_repository, home),
     )
 
 

@@ -78,6 +78,7 @@ def approval_check(
         spec=path,
         launches=policy.approval.launches,
         launch_key=launch_key,
+        repository=ledger.here(),
     )
     records = ledger.records(LedgerQuery(fingerprint=fp))
     need = _with_history(ledger, need, records)

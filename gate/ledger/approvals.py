@@ -27,6 +27,7 @@ from gate.ledger.records import (
     short,
     when,
 )
+from gate.ledger.repository import repository_note, repository_refusal
 from gate.money import format_money
 from gate.words import counted
 
@@ -57,6 +58,9 @@ class Requirement:
     former: frozenset[str] = frozenset()
     """Users a committed version of the policies listed as approvers: their revocations
     stand after they leave the list (:func:`revocation_refusal`)."""
+    repository: str | None = None
+    """The repository (``owner/name``) judged in: a GitHub approval given in another does
+    not count (:mod:`gate.ledger.repository`); ``None`` when unknown, said, not checked."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +70,8 @@ class ApprovalCheck:
     approval: LedgerRecord | None
     stale: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
-    """Revocations of the approval used that do not count, each with why (said, never
-    passed over in silence)."""
+    """What the verdict passes over, said: revocations of the approval used that do not
+    count (each with why), and a GitHub approval's repository left unchecked."""
 
 
 def authorize(name: str, source: Source, need: Requirement) -> str | None:
@@ -75,7 +79,8 @@ def authorize(name: str, source: Source, need: Requirement) -> str | None:
 
     Locally only users listed in ``approval.approvers.users`` may approve. GitHub approvals
     were checked against team membership and repository permission by the GitHub flow when
-    they were recorded, so here they only face the self-approval rule.
+    they were recorded; where the policy names no teams nor permission, that was the list,
+    so a GitHub approver no longer on it no longer counts either.
     """
     approvers = need.approvers
     # NOTE: in any case: GitHub logins are, and "Vision-Lead" approving vision-lead's spec
@@ -83,8 +88,14 @@ def authorize(name: str, source: Source, need: Requirement) -> str | None:
     owns = need.owner is not None and name.casefold() == need.owner.casefold()
     if owns and not approvers.allow_self_approval:
         return f"{name} owns the spec and the policy does not allow self-approval"
-    if source is not Source.LOCAL or name in approvers.users:
+    if name in approvers.users:
         return None
+    if source is not Source.LOCAL:
+        # NOTE: GitHub approvals passed whatever the current list said, so an approver
+        # removed from the policy kept clearing launches with them (their local ones did not).
+        listed = any(user.casefold() == name.casefold() for user in approvers.users)
+        if listed or approvers.teams or approvers.permission is not None:
+            return None
     if not approvers.users:
         return (
             f"{name} may not approve: the policy lists no approval.approvers.users, so "
@@ -123,7 +134,9 @@ def check_approvals(
             approval, launches, need, now
         )
         if reason is None:
-            return ApprovalCheck(approval, tuple(stale), uncounted(approval, need, revocations))
+            notes = uncounted(approval, need, revocations)
+            unchecked = repository_note(approval, need.repository)
+            return ApprovalCheck(approval, tuple(stale), (*notes, *filter(None, [unchecked])))
         stale.append(reason)
     if not approvals:
         stale.append(f"{NO_APPROVAL} ({short(need.fingerprint)})")
@@ -240,6 +253,9 @@ def stale_reason(
     what = approval.summary()
     if need.spec is not None and approval.spec != need.spec:
         return f"{what} is for {approval.spec}: a copy at {need.spec} needs its own approval"
+    elsewhere = repository_refusal(approval, need.repository)
+    if elsewhere is not None:
+        return f"{what} {elsewhere}"
     allowed = [
         r for r in revocations if may_revoke(r, approval, need.approvers, need.owner, need.former)
     ]
