@@ -21,6 +21,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,8 @@ from gate.guard.ledger import LedgerCeiling
 from gate.guard.limits import limits_for
 from gate.integrations import open_ledger
 from gate.integrations.git.policy_dir import POLICY_DIR, open_policies
+from gate.integrations.git.policy_history import former_approvers
+from gate.integrations.git.remote import this_repository
 from gate.integrations.git.repo import RepoPaths
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
 from gate.ledger import tracking
@@ -172,7 +175,12 @@ def _clear(
     uri = resolve_tracking_uri(tracking_uri, os.environ, home)  # beside the policies
     key = _launch_key(launch_key, call)
     view = LedgerView(
-        lambda trust: open_ledger(uri, trust), moment, approvals=True, where=redact(uri)
+        lambda trust: open_ledger(uri, trust),
+        moment,
+        approvals=True,
+        where=redact(uri),
+        history=None if home is None else partial(former_approvers, home),
+        locate=partial(this_repository, home),
     )
     evaluator = Evaluator(
         policies, load_catalog(), moment.date(), ledger=view, repo_path=repo, launch_key=key
@@ -181,6 +189,8 @@ def _clear(
     result = evaluation.result
     _say_ledger(view)
     _raise_unless_cleared(result)
+    for note in result.approval.notes if result.approval else ():
+        _log.warning("approval: %s", note)  # NOTE: a revocation passed over is said
     assert evaluation.spec is not None and result.fingerprint is not None
     approval = result.approval.approval if result.approval else None
     launch = None

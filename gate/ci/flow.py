@@ -14,6 +14,7 @@ The approvals are judged by :mod:`gate.ci.judging`, and writes live in
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
@@ -36,6 +37,7 @@ from gate.evaluation.evaluate import Evaluation, Evaluator
 from gate.evaluation.report import SpecResult
 from gate.ledger.approvers import Approvers
 from gate.ledger.records import LedgerRecord, RecordKind
+from gate.ledger.repository import repository_refusal
 from gate.ledger.signing import CI_PRINCIPAL, Signer, signs_as
 from gate.ledger.view import LedgerView
 from gate.policy.findings import Outcome
@@ -141,12 +143,9 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
     base_files = _base_policies(gh, pull, settings.policy_dir)
     policies = PolicySet(settings.policy_dir, base_files)
     if settings.ledger is not None and present:
-        # NOTE: GitHub says which of this pull request's approvals stand; the ledger's
-        # copies of the others no longer count, here and (revoked) at launch. Nor do the
-        # ledger's approvals by the author or by whoever changed the spec.
         activity = _activity(gh, pull)
         shown = standing(*activity)
-        settings.ledger.withdrawn = partial(_not_here, pull, shown, policies, history)
+        settings.ledger.withdrawn = _ledger_rule(event, pull, shown, policies, history)
     evaluator = Evaluator(
         policies=policies,
         catalog=load_catalog(),
@@ -183,16 +182,37 @@ def prepare(gh: GitHub, event: Event, settings: Settings) -> Prepared:
     return prepared
 
 
+def _ledger_rule(
+    event: Event, pull: PullInfo, shown: frozenset[str], policies: PolicySet, history: SpecHistory
+) -> Callable[[LedgerRecord], str | None]:
+    """Which ledger approvals do not count on this pull request (:func:`_not_here`).
+
+    NOTE: GitHub says which of this pull request's approvals stand; the ledger's copies of
+    the others no longer count, here and (revoked) at launch. Nor do the ledger's approvals
+    by the author or by whoever changed the spec, nor another repository's.
+    """
+    return partial(_not_here, pull, shown, policies, history, event.repository)
+
+
 def _not_here(
     pull: PullInfo,
     shown: frozenset[str],
     policies: PolicySet,
     history: SpecHistory,
+    repository: str,
     record: LedgerRecord,
 ) -> str | None:
-    """Why a ledger approval does not count on this pull request, or None."""
+    """Why a ledger approval does not count on this pull request, or None.
+
+    NOTE: another repository's GitHub approval (a ledger and CI key shared by an
+    organization) counted here when the spec's path and content matched: its pull request's
+    number differed, so it was not this one's to withdraw, and nothing read its repository.
+    """
     if record.kind is not RecordKind.APPROVAL:
         return None
+    elsewhere = repository_refusal(record, repository)
+    if elsewhere is not None:
+        return f"{record.summary()} {elsewhere}"
     approvers = policies.for_team(record.team).policy.approval.approvers
     moved = history.base_moved_at()
     return withdrawn(record, pull.number, shown, moved) or ledger_refusal(

@@ -200,6 +200,7 @@ def _holds(view: LedgerView, evaluation: Evaluation, launch: LedgerRecord) -> bo
         spec=evaluation.path or result.file,
         launches=policy.approval.launches,
         launch_key=launch.launch_key,
+        repository=view.here(),
     )
     return check_approvals(records, need, view.now).approval is not None
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gate.ledger.approvals import ApprovalCheck
+    from gate.ledger.approvals import ApprovalCheck, Requirement
     from gate.ledger.budget import BudgetStatus
-    from gate.ledger.records import LedgerQuery
+    from gate.ledger.records import LedgerQuery, LedgerRecord
     from gate.ledger.spend import Spend
     from gate.ledger.view import LedgerView
     from gate.policy.model import Policy
@@ -78,13 +78,15 @@ def approval_check(
         spec=path,
         launches=policy.approval.launches,
         launch_key=launch_key,
+        repository=ledger.here(),
     )
     records = ledger.records(LedgerQuery(fingerprint=fp))
+    need = _with_history(ledger, need, records)
     judged = [(r, ledger.withdrawn(r) if ledger.withdrawn else None) for r in records]
     withdrawn = tuple(why for _, why in judged if why is not None)
     found = check_approvals([r for r, why in judged if why is None], need, ledger.now)
     if withdrawn:
-        found = ApprovalCheck(found.approval, (*withdrawn, *found.stale))
+        found = ApprovalCheck(found.approval, (*withdrawn, *found.stale), found.notes)
     if found.approval is not None:
         return found
     # NOTE: the other versions' approvals only say "the spec changed": one older than the
@@ -92,3 +94,26 @@ def approval_check(
     others = ledger.records(LedgerQuery(spec=path, since=ledger.now - MAX_EXPIRY))
     changed = explain_changed(others, fp)
     return ApprovalCheck(None, (*found.stale, changed)) if changed else found
+
+
+def _with_history(
+    ledger: LedgerView, need: Requirement, records: list[LedgerRecord]
+) -> Requirement:
+    """``need`` with the policies' former approvers, read only when a revocation needs them.
+
+    NOTE: judged by the current list alone, a revocation by an approver who has since left
+    it stopped counting, and the approval it withdrew cleared launches again.
+    """
+    import dataclasses
+
+    from gate.ledger.approvals import revoker_refusal
+    from gate.ledger.records import RecordKind, Source
+
+    if any(
+        r.kind is RecordKind.REVOCATION
+        and r.source is Source.LOCAL
+        and revoker_refusal(r.by or "", need.approvers, need.owner) is not None
+        for r in records
+    ):
+        return dataclasses.replace(need, former=ledger.former())
+    return need

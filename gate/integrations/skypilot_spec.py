@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from functools import partial
 from pathlib import Path
 
 from gate.admission.asks import GpuAsk
@@ -24,6 +25,8 @@ from gate.evaluation.report import SpecResult
 from gate.formats import Format, sniff
 from gate.formats.model import FactMap
 from gate.integrations import open_ledger
+from gate.integrations.git.policy_history import former_approvers
+from gate.integrations.git.remote import this_repository
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.integrations.skypilot_settings import PolicySettings
 from gate.ledger.view import LedgerView
@@ -80,7 +83,15 @@ def evaluate_named(
     ``launch``: the task's hardware, for an engine's sweep file that does not name it.
     """
     uri = settings.tracking_uri
-    view = LedgerView(lambda trust: open_ledger(uri, trust), now, approvals=True, where=redact(uri))
+    home = Path(settings.policy_dir)
+    view = LedgerView(
+        lambda trust: open_ledger(uri, trust),
+        now,
+        approvals=True,
+        where=redact(uri),
+        history=partial(former_approvers, home),
+        locate=partial(this_repository, home),
+    )
     evaluator = Evaluator(
         PolicySet(settings.policy_dir), load_catalog(), now.date(), ledger=view, launch_key=key
     )

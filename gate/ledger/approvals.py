@@ -27,6 +27,7 @@ from gate.ledger.records import (
     short,
     when,
 )
+from gate.ledger.repository import repository_note, repository_refusal
 from gate.money import format_money
 from gate.words import counted
 
@@ -54,6 +55,12 @@ class Requirement:
     """How many launches one approval covers (``approval.launches``)."""
     launch_key: str | None = None
     """The caller's own launch, which does not use the approval up again."""
+    former: frozenset[str] = frozenset()
+    """Users a committed version of the policies listed as approvers: their revocations
+    stand after they leave the list (:func:`revocation_refusal`)."""
+    repository: str | None = None
+    """The repository (``owner/name``) judged in: a GitHub approval given in another does
+    not count (:mod:`gate.ledger.repository`); ``None`` when unknown, said, not checked."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +69,9 @@ class ApprovalCheck:
 
     approval: LedgerRecord | None
     stale: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    """What the verdict passes over, said: revocations of the approval used that do not
+    count (each with why), and a GitHub approval's repository left unchecked."""
 
 
 def authorize(name: str, source: Source, need: Requirement) -> str | None:
@@ -69,7 +79,8 @@ def authorize(name: str, source: Source, need: Requirement) -> str | None:
 
     Locally only users listed in ``approval.approvers.users`` may approve. GitHub approvals
     were checked against team membership and repository permission by the GitHub flow when
-    they were recorded, so here they only face the self-approval rule.
+    they were recorded; where the policy names no teams nor permission, that was the list,
+    so a GitHub approver no longer on it no longer counts either.
     """
     approvers = need.approvers
     # NOTE: in any case: GitHub logins are, and "Vision-Lead" approving vision-lead's spec
@@ -77,8 +88,14 @@ def authorize(name: str, source: Source, need: Requirement) -> str | None:
     owns = need.owner is not None and name.casefold() == need.owner.casefold()
     if owns and not approvers.allow_self_approval:
         return f"{name} owns the spec and the policy does not allow self-approval"
-    if source is not Source.LOCAL or name in approvers.users:
+    if name in approvers.users:
         return None
+    if source is not Source.LOCAL:
+        # NOTE: GitHub approvals passed whatever the current list said, so an approver
+        # removed from the policy kept clearing launches with them (their local ones did not).
+        listed = any(user.casefold() == name.casefold() for user in approvers.users)
+        if listed or approvers.teams or approvers.permission is not None:
+            return None
     if not approvers.users:
         return (
             f"{name} may not approve: the policy lists no approval.approvers.users, so "
@@ -117,7 +134,9 @@ def check_approvals(
             approval, launches, need, now
         )
         if reason is None:
-            return ApprovalCheck(approval, tuple(stale))
+            notes = uncounted(approval, need, revocations)
+            unchecked = repository_note(approval, need.repository)
+            return ApprovalCheck(approval, tuple(stale), (*notes, *filter(None, [unchecked])))
         stale.append(reason)
     if not approvals:
         stale.append(f"{NO_APPROVAL} ({short(need.fingerprint)})")
@@ -138,20 +157,43 @@ def revoked_by(approval: LedgerRecord, records: Iterable[LedgerRecord]) -> Ledge
 
 
 def may_revoke(
-    revocation: LedgerRecord, approval: LedgerRecord, approvers: Approvers, owner: str | None
+    revocation: LedgerRecord,
+    approval: LedgerRecord,
+    approvers: Approvers,
+    owner: str | None,
+    former: frozenset[str] = frozenset(),
 ) -> bool:
-    """Whether ``revocation`` may withdraw ``approval``.
+    """Whether ``revocation`` may withdraw ``approval`` (:func:`revocation_refusal`)."""
+    return revocation_refusal(revocation, approval, approvers, owner, former) is None
 
-    CI's may (a GitHub approval withdrawn), the approver's own, and one by whom
-    :func:`revoker_refusal` lets revoke.
+
+def revocation_refusal(
+    revocation: LedgerRecord,
+    approval: LedgerRecord,
+    approvers: Approvers,
+    owner: str | None,
+    former: frozenset[str] = frozenset(),
+) -> str | None:
+    """Why ``revocation`` does not withdraw ``approval``, or ``None`` when it does.
+
+    CI's counts (a GitHub approval withdrawn there), and a local one by the approval's own
+    approver, by one :func:`revoker_refusal` lets revoke now (a listed approver, the
+    owner), or by one a committed version of the policies listed as an approver
+    (``former``): a revocation written while its author could revoke stays in force.
 
     NOTE: ``budget-gate revoke`` refuses anyone else, but a listed key can write a signed
-    revocation past it; read, it must not cancel approvals its signer had no say in.
+    revocation past it; read, it must not cancel approvals its signer had no say in. The
+    signers file cannot tell a launcher's key from an approver's (any listed principal may
+    sign a local revocation as itself), so the policies, now and in their git history, say
+    who could revoke. Judged by the current list alone, a revocation stopped counting once
+    its author left ``approval.approvers.users``, and the approval counted again silently.
     """
     if revocation.source is not Source.LOCAL:
-        return True
+        return None
     by = revocation.by or ""
-    return by == (approval.by or "") or revoker_refusal(by, approvers, owner) is None
+    if by == (approval.by or "") or by in former:
+        return None
+    return revoker_refusal(by, approvers, owner)
 
 
 def revoker_refusal(by: str, approvers: Approvers, owner: str | None) -> str | None:
@@ -163,6 +205,23 @@ def revoker_refusal(by: str, approvers: Approvers, owner: str | None) -> str | N
         return None
     need = Requirement("", Decimal(0), "", approvers, owner)
     return authorize(by, Source.LOCAL, need)
+
+
+def uncounted(
+    approval: LedgerRecord, need: Requirement, revocations: Iterable[LedgerRecord]
+) -> tuple[str, ...]:
+    """What is said of each revocation naming ``approval`` that does not withdraw it."""
+    notes = []
+    for revocation in revocations:
+        if approval.record_id not in revocation.revokes:
+            continue
+        why = revocation_refusal(revocation, approval, need.approvers, need.owner, need.former)
+        if why is not None:
+            notes.append(
+                f"{revocation.summary()} of {approval.summary()} does not count: {why}, "
+                "and no committed version of the policies lists them as an approver"
+            )
+    return tuple(notes)
 
 
 def live_approvals(
@@ -194,7 +253,12 @@ def stale_reason(
     what = approval.summary()
     if need.spec is not None and approval.spec != need.spec:
         return f"{what} is for {approval.spec}: a copy at {need.spec} needs its own approval"
-    allowed = [r for r in revocations if may_revoke(r, approval, need.approvers, need.owner)]
+    elsewhere = repository_refusal(approval, need.repository)
+    if elsewhere is not None:
+        return f"{what} {elsewhere}"
+    allowed = [
+        r for r in revocations if may_revoke(r, approval, need.approvers, need.owner, need.former)
+    ]
     revocation = revoked_by(approval, allowed)
     if revocation is not None:
         why = f": {revocation.reason}" if revocation.reason else ""

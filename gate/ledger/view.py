@@ -45,6 +45,14 @@ class LedgerView:
     """Why a recorded approval was withdrawn, or ``None``: on a pull request, a GitHub
     approval that GitHub no longer shows (a review dismissed or changed, a comment deleted)
     counts no more, whatever the ledger's copy says."""
+    history: Callable[[], frozenset[str]] | None = field(default=None, repr=False)
+    """Who the policies' git history lists as approvers (asked once, on first need): their
+    revocations stand after they leave the list."""
+    locate: Callable[[], str | None] | None = field(default=None, repr=False)
+    """Which repository (``owner/name``) this is (asked once, on first need): GitHub
+    approvals count only where they were given; ``None`` when unknown (said, not checked)."""
+    _here: tuple[str | None] | None = field(default=None, init=False, repr=False)
+    _former: frozenset[str] | None = field(default=None, init=False, repr=False)
     _store: LedgerStore | None = field(default=None, init=False, repr=False)
     _cache: dict[LedgerQuery, list[LedgerRecord]] = field(
         default_factory=dict, init=False, repr=False
@@ -55,6 +63,18 @@ class LedgerView:
         if self.trust is None and self.judge is not None:
             self.trust = self.judge()
         return self.trust
+
+    def former(self) -> frozenset[str]:
+        """Who the policies' history lists as approvers (none without a history)."""
+        if self._former is None:
+            self._former = self.history() if self.history is not None else frozenset()
+        return self._former
+
+    def here(self) -> str | None:
+        """The repository judged in, or ``None`` when it cannot be told."""
+        if self._here is None:
+            self._here = (self.locate() if self.locate is not None else None,)
+        return self._here[0]
 
     def store(self) -> LedgerStore:
         """The underlying store, opened now if it was not yet."""

@@ -154,6 +154,7 @@ def _approval(check: ApprovalCheck) -> dict[str, Any]:
         "expires_at": found.expires_at.isoformat() if found and found.expires_at else None,
         "worst_cost": _fixed(found.worst_cost, 2) if found and found.worst_cost else None,
         "stale": list(check.stale),
+        "notes": list(check.notes),
     }
 
 

@@ -189,7 +189,8 @@ def _approval_lines(check: ApprovalCheck) -> list[str]:
     until = f" until {when(found.expires_at)}" if found.expires_at else ""
     return [
         f"  approved: {found.summary()} for {amount}{until} "
-        f"({found.source.value}, record {found.record_id})"
+        f"({found.source.value}, record {found.record_id})",
+        *(f"  note: {note}" for note in check.notes),
     ]
 
 

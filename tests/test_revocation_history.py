@@ -1,0 +1,134 @@
+"""A revocation stays in force once its author leaves the approver list (review 5, finding 3).
+
+Through the real CLI against the session's MLflow server, with real SSH keys: bob, a listed
+approver, revokes alice's approval; the policy then replaces bob by dave. The policies' git
+history shows bob could revoke, so the approval stays withdrawn; a launcher's key, which
+no version of the policies lists, still cancels nothing, and ``verify`` says so; without a
+history to read, bob's revocation is said not to count, never passed over in silence.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gate.ledger.signing import CI_PRINCIPAL, SIGNERS_FILE
+from tests.ledger_kit import Team
+from tests.signing_kit import Keys
+
+
+@pytest.fixture
+def signed(team: Team, keys: Keys, monkeypatch: pytest.MonkeyPatch) -> Team:
+    """The team's policies list alice, bob, CI and a launcher as signers."""
+    (Path(team.policy_dir) / SIGNERS_FILE).write_text(
+        keys.signers("alice", "bob", CI_PRINCIPAL, "launcher"), encoding="ascii"
+    )
+    monkeypatch.delenv("BUDGET_GATE_LAUNCH_KEY", raising=False)
+    return team
+
+
+def _as(monkeypatch: pytest.MonkeyPatch, keys: Keys, principal: str) -> None:
+    for name, value in keys.env(principal).items():
+        monkeypatch.setenv(name, value)
+
+
+def _git(root: Path, *args: str) -> None:
+    identity = ["-c", "user.email=carol@example.com", "-c", "user.name=carol"]
+    subprocess.run(["git", *identity, *args], cwd=root, check=True, capture_output=True)
+
+
+def _bob_leaves(team: Team) -> None:
+    policy = Path(team.policy_dir) / "default.yaml"
+    text = policy.read_text(encoding="utf-8")
+    policy.write_text(text.replace("users: [alice, bob]", "users: [alice, dave]"), "utf-8")
+
+
+def _revoked_by_bob(team: Team, keys: Keys, monkeypatch: pytest.MonkeyPatch) -> str:
+    spec = team.spec(8)
+    _as(monkeypatch, keys, "alice")
+    assert team.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    _as(monkeypatch, keys, "bob")
+    code, _, err = team.cli("revoke", spec, "--by", "bob", "--reason", "data not cleared")
+    assert code == 0, err
+    _as(monkeypatch, keys, "launcher")
+    return spec
+
+
+def test_a_revocation_stands_after_its_author_leaves_the_approvers(
+    signed: Team, keys: Keys, monkeypatch: pytest.MonkeyPatch
+):
+    _git(signed.root, "init", "-q")
+    _git(signed.root, "add", "policies")
+    _git(signed.root, "commit", "-qm", "policies")
+    spec = _revoked_by_bob(signed, keys, monkeypatch)
+    code, out, _ = signed.cli("verify", spec, "--dry-run")
+    assert code == 2 and "was revoked (revocation by bob on" in out
+    _bob_leaves(signed)
+    _git(signed.root, "commit", "-qam", "bob left")
+
+    code, out, _ = signed.cli("verify", spec)
+    assert code == 2, out
+    assert "was revoked (revocation by bob on" in out and "data not cleared" in out
+
+
+def test_a_launchers_revocation_cancels_nothing_and_is_said(
+    signed: Team, keys: Keys, monkeypatch: pytest.MonkeyPatch
+):
+    """No version of the policies lists the launcher: its signed revocation is no
+    revocation, and ``verify`` names it with why."""
+    _git(signed.root, "init", "-q")
+    _git(signed.root, "add", "policies")
+    _git(signed.root, "commit", "-qm", "policies")
+    spec = signed.spec(8)
+    _as(monkeypatch, keys, "alice")
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    _write_revocation(signed, keys, spec, "launcher")
+
+    code, out, _ = signed.cli("verify", spec, "--dry-run")
+    assert code == 0, out
+    assert "note: revocation by launcher on" in out
+    assert "launcher is not an approver" in out and "no committed version" in out
+
+
+def test_without_a_policy_history_an_uncounted_revocation_is_said(
+    signed: Team, keys: Keys, monkeypatch: pytest.MonkeyPatch
+):
+    """Policies outside git: bob's revocation is judged by the current list alone, and the
+    approval that passes carries a line saying which revocation did not count."""
+    spec = _revoked_by_bob(signed, keys, monkeypatch)
+    _bob_leaves(signed)
+
+    code, out, _ = signed.cli("verify", spec, "--dry-run")
+    assert code == 0, out
+    assert "approved: approval by alice" in out
+    assert "note: revocation by bob on" in out and "bob is not an approver" in out
+
+
+def _write_revocation(team: Team, keys: Keys, spec: str, by: str) -> None:
+    """A revocation of the spec's approvals signed with ``by``'s own key, written by hand."""
+    import dataclasses
+    import datetime as dt
+
+    from gate.integrations import open_ledger
+    from gate.integrations.signing import signer_from
+    from gate.ledger.records import RecordKind
+    from gate.policy.loader import PolicySet
+
+    trust = PolicySet(team.policy_dir).trust()
+    [approval] = team.records(spec, trust=trust)
+    revocation = dataclasses.replace(
+        approval,
+        kind=RecordKind.REVOCATION,
+        by=by,
+        reason="a launcher says no",
+        revokes=(approval.record_id or "",),
+        record_id=None,
+        run_id=None,
+        signer=None,
+        signature=None,
+        payload=None,
+        recorded_at=dt.datetime.now(dt.timezone.utc),
+    )
+    open_ledger(team.uri, trust).append(revocation, signer_from(keys.env(by), principal=None))
