@@ -175,8 +175,31 @@ def test_an_edited_record_reads_as_written_and_a_malformed_one_is_counted(mlflow
     params |= {"budget_gate.payload_parts": "1", "budget_gate.payload": '{"v": 2}'}
     client.log_batch(junk.info.run_id, params=[Param(k, v) for k, v in params.items()])
     client.set_terminated(junk.info.run_id, "FINISHED")
+    deep = client.create_run(experiment)  # json.loads of it raised RecursionError: exit 70
+    nested = {**params, "budget_gate.payload": "[" * 1100}
+    client.log_batch(deep.info.run_id, params=[Param(k, v) for k, v in nested.items()])
+    client.set_terminated(deep.info.run_id, "FINISHED")
     assert fresh.query(LedgerQuery(fingerprint=record.fingerprint)) == [back]
-    assert fresh.ignored == {junk.info.run_id: "malformed"}  # said, never a crash
+    assert fresh.ignored == {junk.info.run_id: "malformed", deep.info.run_id: "malformed"}
+
+
+def test_a_record_without_params_is_found_by_its_tags_whatever_params_a_job_adds(mlflow_server):
+    """A record written before params (or whose params a failed write never logged) is
+    found by its tags; a job that logged a ``budget_gate.kind`` param on it took it out of
+    the tag search, as if sealed, and out of every search."""
+    record = dataclasses.replace(approval(), record_id=uuid.uuid4().hex)
+    client = MlflowClient(mlflow_server.uri)
+    ledger = open_ledger(mlflow_server.uri, UNSIGNED)
+    ledger.append(approval())  # the ledger's experiment
+    experiment = client.get_experiment_by_name(LEDGER_EXPERIMENT).experiment_id
+    start = int(record.recorded_at.timestamp() * 1000)
+    run = client.create_run(experiment, start_time=start, tags=to_tags(record))
+    client.set_terminated(run.info.run_id, "FINISHED")
+    client.log_batch(run.info.run_id, params=[Param("budget_gate.kind", "approval")])
+    [back] = open_ledger(mlflow_server.uri, UNSIGNED).query(
+        LedgerQuery(fingerprint=record.fingerprint)
+    )
+    assert back.run_id == run.info.run_id and back.record_id == record.record_id
 
 
 def test_the_filter_string():

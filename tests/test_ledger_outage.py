@@ -80,8 +80,8 @@ def test_server_stopped_before_the_record_is_complete(team, doomed_mlflow):
     assert proxy.killed.is_set()
     assert_clean_outage(code, out, err, "completing record ")
     assert err.endswith(
-        "(readers ignore the unfinished run; the next write marks it FAILED): the server "
-        "closed the connection\n"
+        "(an unsigned ledger's readers ignore the unfinished run, a signed one's count it; "
+        "the next write marks it FAILED): the server closed the connection\n"
     )
     [unfinished] = _all_runs(doomed_mlflow.sqlite_uri, fingerprint_of(spec))
     assert unfinished.info.status == "RUNNING"

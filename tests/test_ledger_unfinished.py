@@ -42,7 +42,8 @@ def test_a_record_whose_completion_fails_is_marked_failed_at_once(team: Team, do
     with KillingProxy(doomed_mlflow, **failing) as proxy:
         proc = _approve(team, spec, proxy.uri)
     assert proc.returncode == 4
-    assert "(readers ignore the unfinished run; it is marked FAILED)" in proc.stderr
+    said = "readers ignore the unfinished run, a signed one's count it; it is marked FAILED)"
+    assert said in proc.stderr
     [run] = _runs(doomed_mlflow.uri, fingerprint_of(spec))
     assert run.info.status == "FAILED" and run.info.end_time is not None
     where = ("--policy-dir", team.policy_dir, "--tracking-uri", doomed_mlflow.uri)

@@ -229,7 +229,7 @@ def from_tags(tags: Mapping[str, str], run_id: str) -> LedgerRecord:
         if PAYLOAD in tags:
             return _from_payload(tags, run_id)
         return _from_v1(tags, run_id)
-    except (KeyError, ValueError, TypeError, InvalidOperation) as exc:
+    except (KeyError, ValueError, TypeError, InvalidOperation, RecursionError) as exc:
         raise Malformed(f"{type(exc).__name__}: {exc}") from None
 
 

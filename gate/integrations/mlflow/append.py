@@ -3,7 +3,7 @@
 Writing is all-or-nothing for readers: the run is created with every tag in one request
 (one transaction in the tracking store), a second logs the params that searches and
 readers trust (:mod:`gate.ledger.sealed_index`), and a third marks it FINISHED. In an
-unsigned ledger readers accept FINISHED runs only, so an outage between the two leaves a
+unsigned ledger readers accept FINISHED runs only, so an outage between them leaves a
 RUNNING run that no reader counts; under signers every status counts, since anyone who can
 write to the ledger can set one (the record was created whole). Such a run does not stay
 RUNNING: the writer marks it FAILED as soon as it
@@ -117,8 +117,9 @@ def append_record(
     except writer.failures as exc:
         after = _mark_failed(writer, run_id)
         raise BackendError(
-            f"MLflow at {writer.where} failed while completing record {run_id} (readers "
-            f"ignore the unfinished run; {after}): {reason(exc)}"
+            f"MLflow at {writer.where} failed while completing record {run_id} (an unsigned "
+            f"ledger's readers ignore the unfinished run, a signed one's count it; {after}): "
+            f"{reason(exc)}"
         ) from exc
     _log.info("recorded %s as run %s in %s", record.kind.value, run_id, writer.where)
     roll_snapshots(writer, experiment_id, sealed, signer, due=chores.due)

@@ -19,7 +19,7 @@ from gate.ledger import tracking
 from gate.ledger.encoding import KIND, PR_NUMBER, read_record
 from gate.ledger.launches import launches_in
 from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord
-from gate.ledger.sealed_index import sealed_view
+from gate.ledger.sealed_index import PARTS, sealed_view
 from gate.ledger.signing import Trust
 
 FINISHED = "FINISHED"
@@ -132,11 +132,13 @@ def record_rows(
     """The runs whose sealed params, or whose tags, match ``query`` (and ``also``), by start.
 
     NOTE: searched by params first, which no job can edit (a launch whose kind tag was
-    deleted is still found), then by tags among the runs that carry no params (written
-    before them, or whose params a failed write never logged); a run is listed once.
+    deleted is still found), then by tags among the runs that hold no sealed payload
+    (written before params, or whose params a failed write never logged), told by the
+    param the reader goes by: a job that logged a kind param on such a run hid it from
+    both searches. A run is listed once.
     """
     rows: dict[str, RunRow] = {}
-    for index, only in (("params", ""), ("tags", f" AND params.{KIND} IS NULL")):
+    for index, only in (("params", ""), ("tags", f" AND params.{PARTS} IS NULL")):
         search = filter_string(query, finished=finished, index=index) + only + also
         for row in search_rows(source, experiment_id, search, page=page):
             rows.setdefault(row.run_id, row)
