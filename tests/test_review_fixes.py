@@ -274,3 +274,16 @@ def test_a_scheduler_bound_below_the_workloads_is_refused_not_silently_used(writ
     random = ASHA.replace("strategy: asha", "strategy: random").replace("SCHED", "2")
     assert check(write_yaml, random) != 3  # a random search ignores its scheduler (BG309)
     assert "scheduler.max_epochs 2 is below" not in capsys.readouterr().out
+
+
+def test_a_skypilot_fact_nested_past_the_recursion_limit_is_an_input_error(write_yaml, capsys):
+    """``json.loads('[' * 1100)`` raises RecursionError, which no ``except ValueError``
+    caught: an ``X_BUDGET_GATE_*`` env of a task was exit 70, an internal error."""
+    task = (
+        "name: t\nresources: {accelerators: T4:1}\n"
+        f'envs:\n  X_BUDGET_GATE_EPOCH_MINUTES: "{"[" * 1100}"\n'
+        "run: python train.py --epochs 10\n"
+    )
+    path = write_yaml("task.yaml", task)
+    assert main(["check", "--policy-dir", POLICIES, path]) == 3
+    assert "X_BUDGET_GATE_EPOCH_MINUTES" in capsys.readouterr().out

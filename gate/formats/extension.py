@@ -207,7 +207,7 @@ def _parse(raw: Any) -> Any:
         return raw  # SkyPilot envs may be written as YAML numbers
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # NOTE: "[" * 1100 raised past the limit
         return raw
 
 

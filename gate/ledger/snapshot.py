@@ -121,5 +121,5 @@ def decode(tags: Mapping[str, str], start_ms: int, trust: Trust) -> Snapshot | N
             return None
         pending = tuple(str(i) for i in body["pending"])
         return Snapshot(start_ms, Spend.from_json(body["spend"]), pending)
-    except (KeyError, ValueError, TypeError, zlib.error):
+    except (KeyError, ValueError, TypeError, zlib.error, RecursionError):
         return None

@@ -171,7 +171,7 @@ def _object(status: int, raw: bytes) -> dict[str, Any]:
     """The answer's JSON object; anything else (a proxy's HTML page, a list) is an error."""
     try:
         parsed = json.loads(raw)
-    except ValueError:  # not JSON, or not UTF-8
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the limit
         parsed = None
     if not isinstance(parsed, dict):
         shown = raw[:80].decode("utf-8", "replace")
