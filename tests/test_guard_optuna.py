@@ -57,13 +57,8 @@ def test_two_worker_processes_stop_at_the_approved_ceiling(tmp_path):
     assert not running
 
 
-def test_workers_of_one_launch_in_studies_of_their_own_share_the_ceiling(tmp_path):
-    """Each worker ran ``study_name=f"sweep-{i}"`` on one storage under one launch key:
-    each counted its own study alone and stopped at the whole 64 USD, 128 USD in all.
-    The guard now reads every study of its launch in the storage."""
-    url = f"sqlite:///{tmp_path / 'optuna.db'}"
-    optuna.create_study(study_name="sweep-0", storage=url)
-    optuna.create_study(study_name="sweep-1", storage=url)  # NOTE: no race to create
+def _two_workers_of_launch_1(url: str) -> list[optuna.Study]:
+    """Two worker processes of launch ``launch-1``, each in a study of its own, run to the end."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     workers = [
         subprocess.Popen(
@@ -74,7 +69,17 @@ def test_workers_of_one_launch_in_studies_of_their_own_share_the_ceiling(tmp_pat
         for i in range(2)
     ]
     assert [w.wait(timeout=240) for w in workers] == [0, 0]
-    studies = [optuna.load_study(study_name=f"sweep-{i}", storage=url) for i in range(2)]
+    return [optuna.load_study(study_name=f"sweep-{i}", storage=url) for i in range(2)]
+
+
+def test_workers_of_one_launch_in_studies_of_their_own_share_the_ceiling(tmp_path):
+    """Each worker ran ``study_name=f"sweep-{i}"`` on one storage under one launch key:
+    each counted its own study alone and stopped at the whole 64 USD, 128 USD in all.
+    The guard now reads every study of its launch in the storage."""
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    optuna.create_study(study_name="sweep-0", storage=url)
+    optuna.create_study(study_name="sweep-1", storage=url)  # NOTE: no race to create
+    studies = _two_workers_of_launch_1(url)
     assert all(study.get_trials() for study in studies)  # both workers ran trials
     seconds = sum(sum(spend_of(study).values()) for study in studies)
     spend = Decimal(repr(seconds)) / 3600 * 2
@@ -94,17 +99,7 @@ def test_a_relaunch_that_joins_its_studies_again_shares_one_ceiling(tmp_path):
         trial = study.ask()
         guard.report(trial, 1, {"val_loss": 1.0}, held_seconds=360.0)
         study.tell(trial, 1.0)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.optuna_guard_worker", url, f"sweep-{i}", "launch-1"],
-            cwd=ROOT,
-            env=env,
-        )
-        for i in range(2)
-    ]
-    assert [w.wait(timeout=240) for w in workers] == [0, 0]
-    studies = [optuna.load_study(study_name=f"sweep-{i}", storage=url) for i in range(2)]
+    studies = _two_workers_of_launch_1(url)
     seconds = sum(sum(spend_of(study).values()) for study in studies)
     spend = Decimal(repr(seconds)) / 3600 * 2
     assert 64 <= spend <= 64 + 2 * EPOCH_COST  # one ceiling in all, not one per worker

@@ -48,11 +48,9 @@ def _guard() -> OptunaGuard:
     return OptunaGuard(Guard(approved_limits(), clock=time.monotonic))
 
 
-def test_a_retried_trial_is_not_charged_the_copy_of_its_dead_trials_figure(tmp_path):
-    """Trial 0 held 5 epochs (8.00 USD) before its worker died; its retry, trial 1, resumes
-    from the checkpoint and trains 3 (4.80 USD). A worker that read trial 1 while it waited
-    counted the copied 8.00 USD for it, kept it as the larger figure, and charged the
-    search 16.00 USD where 12.80 was held: it stops 3.20 USD short of the ceiling."""
+def _after_a_dead_worker(tmp_path) -> optuna.Study:
+    """A study whose worker (a real process) reported 5 epochs of trial 0 and died, loaded
+    once its heartbeat went stale."""
     url = f"sqlite:///{tmp_path / 'retry.db'}"
     optuna.create_study(study_name="s", storage=url)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -65,7 +63,15 @@ def test_a_retried_trial_is_not_charged_the_copy_of_its_dead_trials_figure(tmp_p
     )
     assert dead.returncode == 3
     time.sleep(GRACE_S + 1.5)
-    study = optuna.load_study(study_name="s", storage=_storage(url))
+    return optuna.load_study(study_name="s", storage=_storage(url))
+
+
+def test_a_retried_trial_is_not_charged_the_copy_of_its_dead_trials_figure(tmp_path):
+    """Trial 0 held 5 epochs (8.00 USD) before its worker died; its retry, trial 1, resumes
+    from the checkpoint and trains 3 (4.80 USD). A worker that read trial 1 while it waited
+    counted the copied 8.00 USD for it, kept it as the larger figure, and charged the
+    search 16.00 USD where 12.80 was held: it stops 3.20 USD short of the ceiling."""
+    study = _after_a_dead_worker(tmp_path)
     optuna.storages.fail_stale_trials(study)  # as every worker's optimize does first
     waiting = study.get_trials()[1]
     assert waiting.state.name == "WAITING" and waiting.system_attrs["failed_trial"] == 0
@@ -94,19 +100,7 @@ def test_a_retry_is_an_attempt_of_the_trial_it_retries_for_the_red_lines(tmp_pat
     """``max_trial_hours`` is a trial's, all its attempts: trial 0 held 0.5 h (5 epochs of
     6 minutes) before its worker died, so its retry may add 0.25 h. The retry was a trial of
     its own, its red line counted from zero: it ran 0.75 h more (a 3 h line ran 5.5 h)."""
-    url = f"sqlite:///{tmp_path / 'retry.db'}"
-    optuna.create_study(study_name="s", storage=url)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    dead = subprocess.run(
-        [sys.executable, "-m", "tests.test_guard_optuna_retry", url],
-        cwd=ROOT,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert dead.returncode == 3
-    time.sleep(GRACE_S + 1.5)
-    study = optuna.load_study(study_name="s", storage=_storage(url))
+    study = _after_a_dead_worker(tmp_path)
     spec = {**guard_spec_4_trials(), "stopping": {"max_trial_hours": 0.75}}
     worker = OptunaGuard(Guard(make_limits(spec, approval=approval("1000")), clock=time.monotonic))
     stopped: list[tuple[int, str]] = []

@@ -49,14 +49,7 @@ def _recorded_in(repository: str | None, spec: str, text: str, tmp_path, uri: st
 def test_another_repositorys_github_approval_is_not_this_pull_requests(
     story: PullRequestStory, mlflow_server, tmp_path
 ) -> None:
-    story.extra_env = {"MLFLOW_TRACKING_URI": mlflow_server.uri}
-    text = grid_spec(4).replace("team: nlp", f"team: {unique('ci')}")
-    spec = f"experiments/{unique('llm-grid')}.yaml"
-    story.change(spec, text, at=T0 + HOUR)
-    _recorded_in("org/repo-a", spec, text, tmp_path, mlflow_server.uri)
-
-    ran = story.run("pull_request.opened", story.pull_request_event())
-    assert ran.code == 0, ran.stderr
+    ran = _opened_with_approval_from("org/repo-a", story, mlflow_server.uri, tmp_path)
     assert story.status()[0] == "pending"
     [why, *_] = ran.report["results"][0]["approval"]["stale"]
     assert why.startswith("approval by alice on ")
@@ -68,12 +61,17 @@ def test_this_repositorys_github_approval_of_another_pull_request_still_counts(
     story: PullRequestStory, mlflow_server, tmp_path
 ) -> None:
     """The same record, given here (as CI names this repository), clears the spec."""
-    story.extra_env = {"MLFLOW_TRACKING_URI": mlflow_server.uri}
+    _opened_with_approval_from(REPO.lower(), story, mlflow_server.uri, tmp_path)
+    assert story.status()[0] == "success"
+
+
+def _opened_with_approval_from(repository: str, story: PullRequestStory, uri: str, tmp_path):
+    """A pull request changing a spec whose GitHub approval ``repository``'s CI recorded."""
+    story.extra_env = {"MLFLOW_TRACKING_URI": uri}
     text = grid_spec(4).replace("team: nlp", f"team: {unique('ci')}")
     spec = f"experiments/{unique('llm-grid')}.yaml"
     story.change(spec, text, at=T0 + HOUR)
-    _recorded_in(REPO.lower(), spec, text, tmp_path, mlflow_server.uri)
-
+    _recorded_in(repository, spec, text, tmp_path, uri)
     ran = story.run("pull_request.opened", story.pull_request_event())
     assert ran.code == 0, ran.stderr
-    assert story.status()[0] == "success"
+    return ran
