@@ -151,6 +151,7 @@ def open_guard(
             verification.approval.record_id or "",  # none: no match, the first refresh stops
             limits.ceiling,
             (evaluation.policy.approval.approvers, evaluation.spec.metadata.owner),
+            view.history,
         )
     return Guard(limits, clock=time.monotonic, refresh=refresh, launch_key=key)
 

@@ -9,12 +9,19 @@ history to read, bob's revocation is said not to count, never passed over in sil
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from pathlib import Path
 
 import pytest
 
+import gate
+from gate.guard.limits import Ceiling
+from gate.integrations import open_ledger
+from gate.integrations.signing import signer_from
+from gate.ledger.records import RecordKind
 from gate.ledger.signing import CI_PRINCIPAL, SIGNERS_FILE
+from gate.policy.loader import PolicySet
 from tests.ledger_kit import Team
 from tests.signing_kit import Keys
 
@@ -132,3 +139,43 @@ def _write_revocation(team: Team, keys: Keys, spec: str, by: str) -> None:
         recorded_at=dt.datetime.now(dt.timezone.utc),
     )
     open_ledger(team.uri, trust).append(revocation, signer_from(keys.env(by), principal=None))
+
+
+def test_a_running_search_stops_at_a_revocation_by_a_former_approver(
+    signed: Team, keys: Keys, monkeypatch: pytest.MonkeyPatch
+):
+    """The guard's refresh judged revocations by the approvers listed at its launch: bob,
+    whom the policies' history lists but the policy no longer does, signed a revocation
+    that verify counts for the next launch, and the running search went on."""
+    _git(signed.root, "init", "-q")
+    _git(signed.root, "add", "policies")
+    _git(signed.root, "commit", "-qm", "policies")
+    _bob_leaves(signed)
+    _git(signed.root, "commit", "-qam", "bob left")
+    spec = signed.spec(8)
+    _as(monkeypatch, keys, "alice")
+    assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
+    _as(monkeypatch, keys, "launcher")
+    guard = gate.open_guard(spec, policy_dir=signed.policy_dir, tracking_uri=signed.uri)
+    assert guard._refresh is not None and isinstance(guard._refresh(), Ceiling)
+    trust = PolicySet(signed.policy_dir).trust()
+    [approval] = signed.records(spec, trust=trust)[:1]
+    revocation = dataclasses.replace(
+        approval,
+        kind=RecordKind.REVOCATION,
+        by="bob",
+        reason="data not cleared",
+        revokes=(approval.record_id or "",),
+        worst_cost=None,
+        expected_cost=None,
+        expires_at=None,
+        record_id=None,
+        signature=None,
+        payload=None,
+        signer=None,
+        run_id=None,
+    )
+    bob = signer_from(keys.env("bob"), principal=None)
+    open_ledger(signed.uri, trust).append(revocation, bob)
+    said = guard._refresh()
+    assert isinstance(said, str) and said.startswith("revoked in the ledger, revocation by bob")

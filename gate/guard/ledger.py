@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gate.errors import BackendError
@@ -42,6 +43,9 @@ class LedgerCeiling:
     last: Ceiling
     revokers: tuple[Approvers, str | None] | None = None
     """The policy's approvers and the spec's owner: only their revocations stop the search."""
+    history: Callable[[], frozenset[str]] | None = None
+    """Who the policies' git history lists as approvers (read when a revocation names the
+    approval): a revocation stays in force after its author leaves the list."""
 
     def __call__(self) -> Ceiling | str:
         """The launch's approval while it holds, else why not; ``last`` on an outage."""
@@ -53,7 +57,11 @@ class LedgerCeiling:
             log.warning("budget-gate guard: ledger not read (%s); keeping the ceiling", error)
             return self.last
         now = dt.datetime.now(dt.timezone.utc)
-        live = live_approvals(records, now, self.revokers)
+        named = any(self.approval in r.revokes for r in records)
+        # NOTE: judged by the current list alone, a revocation by an approver since removed
+        # let a running search go on, though verify refuses the next launch for it
+        former = self.history() if named and self.history is not None else frozenset()
+        live = live_approvals(records, now, self.revokers, former)
         mine = [r for r in live if r.record_id == self.approval]
         if mine and mine[0].worst_cost is not None:
             return Ceiling(mine[0].worst_cost, f"approved amount ({mine[0].record_id})")
@@ -74,8 +82,11 @@ class LedgerCeiling:
                 f"its record {self.approval or '(none)'} is no longer in the ledger at "
                 f"{redact(self.tracking_uri)}: deleted, emptied or renamed"
             )
+        former = self.history() if self.history is not None else frozenset()
         allowed = [
-            r for r in records if self.revokers is None or may_revoke(r, approval, *self.revokers)
+            r
+            for r in records
+            if self.revokers is None or may_revoke(r, approval, *self.revokers, former)
         ]
         revocation = revoked_by(approval, allowed)
         if revocation is None:

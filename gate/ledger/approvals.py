@@ -228,18 +228,22 @@ def live_approvals(
     records: Iterable[LedgerRecord],
     now: dt.datetime,
     revokers: tuple[Approvers, str | None] | None = None,
+    former: frozenset[str] = frozenset(),
 ) -> list[LedgerRecord]:
     """Approvals recorded by ``now`` and not revoked (expired ones included).
 
-    ``revokers`` (the policy's approvers, the spec's owner) limits the revocations that
-    count to those :func:`may_revoke` allows.
+    ``revokers`` (the policy's approvers, the spec's owner) and ``former`` (those the
+    policies' history lists) limit the revocations that count to those :func:`may_revoke`
+    allows.
     """
     known = [r for r in records if r.recorded_at <= now]
     approvals = [r for r in known if r.kind is RecordKind.APPROVAL]
     if revokers is None:
         return [r for r in approvals if not is_revoked(r, known)]
     return [
-        r for r in approvals if not is_revoked(r, [v for v in known if may_revoke(v, r, *revokers)])
+        r
+        for r in approvals
+        if not is_revoked(r, [v for v in known if may_revoke(v, r, *revokers, former)])
     ]
 
 
