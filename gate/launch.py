@@ -36,7 +36,7 @@ from gate.guard.ledger import LedgerCeiling
 from gate.guard.limits import limits_for
 from gate.integrations import open_ledger
 from gate.integrations.git.policy_dir import POLICY_DIR, open_policies
-from gate.integrations.git.policy_history import former_approvers
+from gate.integrations.git.policy_history import approver_history
 from gate.integrations.git.remote import this_repository
 from gate.integrations.git.repo import RepoPaths
 from gate.integrations.mlflow.tracking_uri import redact, resolve_tracking_uri
@@ -180,7 +180,7 @@ def _clear(
         moment,
         approvals=True,
         where=redact(uri),
-        history=None if home is None else partial(former_approvers, home),
+        history=approver_history(home),
         locate=partial(this_repository, home),
     )
     evaluator = Evaluator(

@@ -10,7 +10,7 @@ import argparse
 import datetime as dt
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -223,6 +223,7 @@ def ledger_view(
 
     ``if_read``: approvals also count for a spec whose monthly budget read the ledger.
     """
+    from gate.integrations.git.policy_history import approver_history
     from gate.integrations.git.remote import this_repository
     from gate.integrations.mlflow.tracking_uri import redact
 
@@ -234,18 +235,9 @@ def ledger_view(
         approvals=approvals,
         where=redact(uri),
         approvals_if_read=if_read,
-        history=policy_history(home),
+        history=approver_history(home),
         locate=partial(this_repository, home),
     )
-
-
-def policy_history(home: Path | None) -> Callable[[], frozenset[str]] | None:
-    """Who the git history of the policies at ``home`` lists as approvers (read lazily)."""
-    if home is None:
-        return None
-    from gate.integrations.git.policy_history import former_approvers
-
-    return partial(former_approvers, home)
 
 
 def tracking_uri_of(args: argparse.Namespace) -> str:

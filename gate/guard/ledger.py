@@ -65,9 +65,9 @@ class LedgerCeiling:
         mine = [r for r in live if r.record_id == self.approval]
         if mine and mine[0].worst_cost is not None:
             return Ceiling(mine[0].worst_cost, f"approved amount ({mine[0].record_id})")
-        return self._withdrawn(records)
+        return self._withdrawn(records, former)
 
-    def _withdrawn(self, records: list[LedgerRecord]) -> str:
+    def _withdrawn(self, records: list[LedgerRecord], former: frozenset[str]) -> str:
         """Why the approval no longer holds: a revocation, or its record gone from the ledger.
 
         NOTE: every such case read "revoked in the ledger", and a ledger deleted or renamed
@@ -82,7 +82,6 @@ class LedgerCeiling:
                 f"its record {self.approval or '(none)'} is no longer in the ledger at "
                 f"{redact(self.tracking_uri)}: deleted, emptied or renamed"
             )
-        former = self.history() if self.history is not None else frozenset()
         allowed = [
             r
             for r in records

@@ -8,6 +8,8 @@ file cannot tell the two apart, so the committed versions of the policy files do
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from gate.errors import GateError
@@ -16,6 +18,11 @@ from gate.integrations.git.repo import file_history, repository_root
 HISTORY_DEPTH = 200
 """Commits read per policy file: years of policy edits, read only when a revocation by
 someone the policy no longer lists is judged."""
+
+
+def approver_history(policy_dir: Path | None) -> Callable[[], frozenset[str]] | None:
+    """:func:`former_approvers` of ``policy_dir``, read on first need (``None``: built in)."""
+    return None if policy_dir is None else partial(former_approvers, policy_dir)
 
 
 def former_approvers(policy_dir: Path) -> frozenset[str]:
