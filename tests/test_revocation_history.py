@@ -10,6 +10,7 @@ history to read, bob's revocation is said not to count, never passed over in sil
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import subprocess
 from pathlib import Path
 
@@ -46,6 +47,13 @@ def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", *identity, *args], cwd=root, check=True, capture_output=True)
 
 
+def _policies_committed(team: Team) -> None:
+    """The team's folder a git work tree, its policies committed (their history's start)."""
+    _git(team.root, "init", "-q")
+    _git(team.root, "add", "policies")
+    _git(team.root, "commit", "-qm", "policies")
+
+
 def _bob_leaves(team: Team) -> None:
     policy = Path(team.policy_dir) / "default.yaml"
     text = policy.read_text(encoding="utf-8")
@@ -66,9 +74,7 @@ def _revoked_by_bob(team: Team, keys: Keys, monkeypatch: pytest.MonkeyPatch) -> 
 def test_a_revocation_stands_after_its_author_leaves_the_approvers(
     signed: Team, keys: Keys, monkeypatch: pytest.MonkeyPatch
 ):
-    _git(signed.root, "init", "-q")
-    _git(signed.root, "add", "policies")
-    _git(signed.root, "commit", "-qm", "policies")
+    _policies_committed(signed)
     spec = _revoked_by_bob(signed, keys, monkeypatch)
     code, out, _ = signed.cli("verify", spec, "--dry-run")
     assert code == 2 and "was revoked (revocation by bob on" in out
@@ -85,9 +91,7 @@ def test_a_launchers_revocation_cancels_nothing_and_is_said(
 ):
     """No version of the policies lists the launcher: its signed revocation is no
     revocation, and ``verify`` names it with why."""
-    _git(signed.root, "init", "-q")
-    _git(signed.root, "add", "policies")
-    _git(signed.root, "commit", "-qm", "policies")
+    _policies_committed(signed)
     spec = signed.spec(8)
     _as(monkeypatch, keys, "alice")
     assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
@@ -115,16 +119,9 @@ def test_without_a_policy_history_an_uncounted_revocation_is_said(
 
 def _write_revocation(team: Team, keys: Keys, spec: str, by: str) -> None:
     """A revocation of the spec's approvals signed with ``by``'s own key, written by hand."""
-    import dataclasses
-    import datetime as dt
-
-    from gate.integrations import open_ledger
-    from gate.integrations.signing import signer_from
-    from gate.ledger.records import RecordKind
-    from gate.policy.loader import PolicySet
-
     trust = PolicySet(team.policy_dir).trust()
-    [approval] = team.records(spec, trust=trust)
+    records = team.records(spec, trust=trust)
+    [approval] = [r for r in records if r.kind is RecordKind.APPROVAL]
     revocation = dataclasses.replace(
         approval,
         kind=RecordKind.REVOCATION,
@@ -147,9 +144,7 @@ def test_a_running_search_stops_at_a_revocation_by_a_former_approver(
     """The guard's refresh judged revocations by the approvers listed at its launch: bob,
     whom the policies' history lists but the policy no longer does, signed a revocation
     that verify counts for the next launch, and the running search went on."""
-    _git(signed.root, "init", "-q")
-    _git(signed.root, "add", "policies")
-    _git(signed.root, "commit", "-qm", "policies")
+    _policies_committed(signed)
     _bob_leaves(signed)
     _git(signed.root, "commit", "-qam", "bob left")
     spec = signed.spec(8)
@@ -158,24 +153,6 @@ def test_a_running_search_stops_at_a_revocation_by_a_former_approver(
     _as(monkeypatch, keys, "launcher")
     guard = gate.open_guard(spec, policy_dir=signed.policy_dir, tracking_uri=signed.uri)
     assert guard._refresh is not None and isinstance(guard._refresh(), Ceiling)
-    trust = PolicySet(signed.policy_dir).trust()
-    [approval] = signed.records(spec, trust=trust)[:1]
-    revocation = dataclasses.replace(
-        approval,
-        kind=RecordKind.REVOCATION,
-        by="bob",
-        reason="data not cleared",
-        revokes=(approval.record_id or "",),
-        worst_cost=None,
-        expected_cost=None,
-        expires_at=None,
-        record_id=None,
-        signature=None,
-        payload=None,
-        signer=None,
-        run_id=None,
-    )
-    bob = signer_from(keys.env("bob"), principal=None)
-    open_ledger(signed.uri, trust).append(revocation, bob)
+    _write_revocation(signed, keys, spec, "bob")
     said = guard._refresh()
     assert isinstance(said, str) and said.startswith("revoked in the ledger, revocation by bob")
