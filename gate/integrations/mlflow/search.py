@@ -117,7 +117,7 @@ def read_records(source: RunSource, query: LedgerQuery, *, page: int = PAGE) -> 
         return []
     with source.failing("reading the ledger"):
         rows = record_rows(source, experiment_id, query, counted_only(source), page=page)
-        return list(admitted(source, rows, query))
+        return list(admitted(source, rows))
 
 
 def record_rows(
@@ -145,36 +145,19 @@ def record_rows(
     return sorted(rows.values(), key=lambda row: row.start_ms)
 
 
-def admitted(
-    source: RunSource, rows: Iterable[RunRow], query: LedgerQuery | None = None
-) -> Iterator[LedgerRecord]:
+def admitted(source: RunSource, rows: Iterable[RunRow]) -> Iterator[LedgerRecord]:
     """The records of ``rows`` that count under the source's trust; the rest are counted.
 
     A batch of launches is read as one launch record per key (:func:`launches_in`). A
-    record read from its params that ``query`` does not match is another's, found by tags
-    a job rewrote: left to the search that its params match.
+    record's searched fields agree with its payload or it does not read, so one found by
+    a search is that search's.
     """
     for row in rows:
         record = row.record(source.trust)
         if isinstance(record, str):
             source.ignored[row.run_id] = record
-        elif query is None or matches(record, query):
+        else:
             yield from launches_in(record)
-
-
-def matches(record: LedgerRecord, query: LedgerQuery) -> bool:
-    """Whether ``record`` holds every field ``query`` searches by."""
-    wanted = {
-        "fingerprint": query.fingerprint,
-        "spec": query.spec,
-        "team": query.team,
-        "cost_center": query.cost_center,
-        "pr_number": query.pr_number,
-    }
-    return all(
-        value is None or value == "" or getattr(record, name) == value
-        for name, value in wanted.items()
-    )
 
 
 def counted_only(source: RunSource) -> bool:

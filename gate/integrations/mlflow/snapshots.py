@@ -90,7 +90,7 @@ def read_spend(source: RunSource, query: LedgerQuery, now: dt.datetime) -> Spend
             f"AND attributes.start_time <= {millis(now)}"
         )
         rows = record_rows(source, experiment_id, tail, only, bounds)
-        for record in admitted(source, rows, tail):
+        for record in admitted(source, rows):
             fold(spend, record, start, now)
     return spend
 
@@ -163,7 +163,7 @@ def roll(
         return None
     spend = snap.spend
     cut = dt.datetime.fromtimestamp(cutoff_ms / 1000, dt.timezone.utc)
-    for record in admitted(source, rows, query):
+    for record in admitted(source, rows):
         fold(spend, record, start, cut)
     month = start.strftime("%Y-%m")
     tags = encode(Snapshot(cutoff_ms, spend, pending), scope, month, source.trust, signer)
