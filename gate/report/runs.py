@@ -177,13 +177,19 @@ class MonthRuns:
         self.outside = 0
         self.refetch: dict[tuple[str, str, str], set[str]] = {}
         """Run ids to read again, by (experiment id, fingerprint, the plan's metric)."""
+        self._counted: set[str] = set()
+        """Run ids already priced or held: the report's searches each count a run once."""
 
     def add(self, facts: RunFacts, history_of: str | None = None) -> None:
         """Price one run under its spec version's plan, or count why it cannot be.
 
         ``history_of`` names the metric ``facts.history`` holds (``None``: the plan's). A
         run whose history is of another metric is left for :attr:`refetch`, unpriced here.
+        A run counted already (found again by a later search: a job changed its tags between
+        them) is not counted twice.
         """
+        if facts.run_id in self._counted:
+            return
         month = self._month_of(facts)
         if month is None or facts.start_ms is None:  # the second: None has no month either
             return
@@ -219,6 +225,7 @@ class MonthRuns:
             self._groups[key] = group
         result = group.reconciler.add(facts)
         assert result is not None  # NOTE: a run the reconciler leaves out is counted above
+        self._counted.add(facts.run_id)
         group.lines.append(RunLine(result, month, priced, *result.charged_as))
 
     def tracked(self) -> dict[str, Priced]:
@@ -237,7 +244,7 @@ class MonthRuns:
 
     def add_untagged(self, facts: RunFacts, priced: Priced) -> None:
         """Count a run of ``priced``'s experiment that carries no fingerprint tag, unpriced."""
-        if self._month_of(facts) is not None:
+        if facts.run_id not in self._counted and self._month_of(facts) is not None:
             reason = DELETED_OPEN if facts.deleted_open else UNTAGGED
             self._count_unpriced(reason, facts, priced)
 
@@ -246,7 +253,7 @@ class MonthRuns:
 
         Listed with the hours it held: never a record, and never priced.
         """
-        if self._month_of(facts) is not None:
+        if facts.run_id not in self._counted and self._month_of(facts) is not None:
             self._count_unpriced(UNREAD_RECORD, facts)
 
     def _month_of(self, facts: RunFacts) -> Month | None:
@@ -273,6 +280,7 @@ class MonthRuns:
         team = facts.tags.get(tracking.TEAM) or NO_TEAM
         assert facts.start_ms is not None  # NOTE: a run outside the window is not counted
         month = Month.of(moment(facts.start_ms))
+        self._counted.add(facts.run_id)
         self._unpriced.append(_Held(reason, month, facts.experiment_id, held, gpus, team, priced))
 
     @property

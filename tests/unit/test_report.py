@@ -164,6 +164,24 @@ def test_a_run_without_a_plan_is_counted_not_priced():
     assert runs.experiments == []
 
 
+def test_a_run_found_again_by_a_later_search_counts_once():
+    """A job that deletes its fingerprint tag between the tagged and the untagged search
+    (or tags its run like a record) was found by both and charged twice."""
+    priced = Priced(make_plan(price="10"), "t", "m", "s.yaml", "e")
+    runs = MonthRuns(lambda f: priced, NOVEMBER)
+    runs.add(facts("r1", hours=2.0))
+    runs.add_untagged(facts("r1", hours=2.0, tags={}), priced)
+    runs.add_unread_record(facts("r1", hours=2.0))
+    runs.add(facts("r1", hours=2.0))
+    assert runs.unpriced == []
+    (team,) = _report_of(runs).teams
+    assert (team.actual, team.runs) == (Decimal(20), 1)
+    held = MonthRuns(lambda f: "no spec", NOVEMBER)
+    held.add(facts("r2", hours=1.0))
+    held.add_untagged(facts("r2", hours=1.0, tags={}), priced)
+    assert [u.runs for u in held.unpriced] == [1]
+
+
 HOSTILE = "$\\frac{$ <img src=x onerror=alert(1)> @org/team [x](http://evil) | * \u202egnp.exe"
 
 
