@@ -17,7 +17,13 @@ import pytest
 from gate.cli import main
 from gate.integrations import open_ledger
 from gate.integrations.signing import signer_from
-from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord, RecordKind
+from gate.ledger.records import (
+    LEDGER_EXPERIMENT,
+    LedgerQuery,
+    LedgerRecord,
+    RecordKind,
+    Source,
+)
 from gate.ledger.signing import SIGNERS_FILE, Trust
 from gate.spec.experiment import Experiment
 from gate.spec.fingerprint import fingerprint
@@ -172,3 +178,33 @@ def team(tmp_path: Path, mlflow_server: MlflowServer, capsys: pytest.CaptureFixt
     team = Team(tmp_path, mlflow_server.uri, capsys)
     team.policy()
     return team
+
+
+def github_approval(team: Team, path: str, by: str = "alice", **changes: object) -> None:
+    """What ``budget-gate ci`` of ``org/repo-a`` records after ``by``'s review on PR #5.
+
+    The record names the spec by its file name (the tests' root holds it), else
+    ``changes`` say otherwise (``spec="experiments/a.yaml"``).
+    """
+    now = dt.datetime.now(dt.timezone.utc)
+    record = LedgerRecord(
+        kind=RecordKind.APPROVAL,
+        spec=Path(path).name,
+        fingerprint=fingerprint_of(path),
+        experiment="sweep",
+        recorded_at=now,
+        currency="USD",
+        worst_cost=Decimal("80"),
+        team=team.name,
+        cost_center=team.cost_center,
+        by=by,
+        reason="reviewed",
+        source=Source.GITHUB_REVIEW,
+        pr_number=5,
+        expires_at=now + dt.timedelta(days=30),
+        head_sha="a" * 40,
+        event_id="review-77",
+        event_at=now,
+        repository="org/repo-a",
+    )
+    open_ledger(team.uri, UNSIGNED).append(dataclasses.replace(record, **changes))

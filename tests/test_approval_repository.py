@@ -10,17 +10,13 @@ no longer lists (it names no teams nor permission) no longer clears launches eit
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import subprocess
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
-from gate.integrations import open_ledger
-from gate.ledger.records import LedgerRecord, RecordKind, Source
-from tests.ledger_kit import UNSIGNED, Team, fingerprint_of
+from tests.ledger_kit import Team, github_approval
 
 UTC = dt.timezone.utc
 
@@ -31,37 +27,11 @@ def _nowhere(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BUDGET_GATE_LAUNCH_KEY", raising=False)
 
 
-def _github_approval(team: Team, spec: str, by: str = "alice", **changes: object) -> None:
-    """What ``budget-gate ci`` of ``org/repo-a`` records after ``by``'s review on PR #5."""
-    now = dt.datetime.now(UTC)
-    record = LedgerRecord(
-        kind=RecordKind.APPROVAL,
-        spec=Path(spec).name,
-        fingerprint=fingerprint_of(spec),
-        experiment="sweep",
-        recorded_at=now,
-        currency="USD",
-        worst_cost=Decimal("80"),
-        team=team.name,
-        cost_center=team.cost_center,
-        by=by,
-        reason="reviewed",
-        source=Source.GITHUB_REVIEW,
-        pr_number=5,
-        expires_at=now + dt.timedelta(days=30),
-        head_sha="a" * 40,
-        event_id="review-77",
-        event_at=now,
-        repository="org/repo-a",
-    )
-    open_ledger(team.uri, UNSIGNED).append(dataclasses.replace(record, **changes))
-
-
 def test_another_repositorys_github_approval_clears_nothing(
     team: Team, monkeypatch: pytest.MonkeyPatch
 ):
     spec = team.spec(8)
-    _github_approval(team, spec)
+    github_approval(team, spec)
     monkeypatch.setenv("GITHUB_REPOSITORY", "org/repo-b")
     code, out, _ = team.cli("verify", spec, "--dry-run")
     assert code == 2, out
@@ -75,7 +45,7 @@ def test_another_repositorys_github_approval_clears_nothing(
 
 def test_the_origin_remote_names_the_repository(team: Team):
     spec = team.spec(8)
-    _github_approval(team, spec)
+    github_approval(team, spec)
     git = ["git", "-C", str(team.root)]
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "remote", "add", "origin", "git@github.com:org/repo-b.git"], check=True)
@@ -87,7 +57,7 @@ def test_an_approval_naming_no_repository_counts_only_where_none_is_known(
     team: Team, monkeypatch: pytest.MonkeyPatch
 ):
     spec = team.spec(8)
-    _github_approval(team, spec, repository=None)
+    github_approval(team, spec, repository=None)
     code, out, _ = team.cli("verify", spec, "--dry-run")
     assert code == 0, out
     assert "note: approval by alice on" in out
@@ -99,7 +69,7 @@ def test_an_approval_naming_no_repository_counts_only_where_none_is_known(
 
 def test_an_unknown_repository_is_said_not_passed_over(team: Team):
     spec = team.spec(8)
-    _github_approval(team, spec)
+    github_approval(team, spec)
     code, out, _ = team.cli("verify", spec, "--dry-run")
     assert code == 0, out
     assert "was given on GitHub in org/repo-a; which repository this is is unknown" in out
@@ -109,7 +79,7 @@ def test_a_github_approver_the_policy_no_longer_lists_clears_nothing(
     team: Team, monkeypatch: pytest.MonkeyPatch
 ):
     spec = team.spec(8)
-    _github_approval(team, spec, by="bob")
+    github_approval(team, spec, by="bob")
     monkeypatch.setenv("GITHUB_REPOSITORY", "org/repo-a")
     assert team.cli("verify", spec, "--dry-run")[0] == 0
     policy = Path(team.policy_dir) / "default.yaml"

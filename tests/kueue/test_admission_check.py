@@ -31,7 +31,7 @@ from tests.kueue.conftest import (
     utc_now,
     write_spec,
 )
-from tests.ledger_kit import fingerprint_of
+from tests.ledger_kit import fingerprint_of, github_approval
 from tests.mlflow_server import KillingProxy, free_port
 
 
@@ -94,6 +94,20 @@ def test_an_approved_pytorchjob_is_ready_and_every_pod_set_is_labelled(repo, kub
     assert [u["name"] for u in check["podSetUpdates"]] == ["master", "worker"]
     for update in check["podSetUpdates"]:
         assert update["labels"]["budget-gate/approval"] == record.record_id
+
+
+def test_a_github_approval_admits_only_in_its_own_repository(repo, kube, monkeypatch):
+    """With one ledger and CI key for several repositories, repository B's Workload was
+    admitted by an approval given on repository A's pull request (``verify`` refused it)."""
+    spec = write_spec(repo, trials=8)  # needs an approval
+    github_approval(repo, spec, spec=spec)  # CI's record of org/repo-a's pull request
+    workload = submit(kube, objects.batch_job("b", spec=spec))
+    monkeypatch.setenv("GITHUB_REPOSITORY", "org/repo-b")
+    assert only(controller(repo, kube).sync()).state == "Retry"
+    assert "was given on GitHub in org/repo-a, not in org/repo-b" in kube.check(workload)["message"]
+    kube.kueue_requeue(workload)
+    monkeypatch.setenv("GITHUB_REPOSITORY", "org/repo-a")
+    assert only(controller(repo, kube).sync()).state == "Ready"
 
 
 def test_each_admission_is_a_launch_that_uses_its_approval(repo, kube):

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import copy
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gate.admission.workload import MalformedWorkload, read_workload
+from gate.ledger.signing import CI_PRINCIPAL, SIGNERS_FILE
 from tests.kueue import objects
-from tests.kueue.conftest import controller, submit, write_spec
+from tests.kueue.conftest import approve, controller, submit, write_spec
+from tests.revocation_kit import as_principal, bob_leaves, git, policies_committed
 
 
 def only(outcomes):
@@ -221,3 +224,22 @@ def test_a_pod_annotation_that_asks_the_runtime_for_devices_is_rejected(repo, ku
     assert only(controller(repo, kube).sync()).state == "Rejected"
     message = kube.check(workload)["message"]
     assert "the pod annotation cdi.k8s.io/train asks the container runtime for devices" in message
+
+
+def test_a_revocation_by_a_former_approver_keeps_the_workload_out(repo, kube, keys, monkeypatch):
+    """bob revoked alice's approval, then left the approver list: the controller judged
+    revocations by the current list alone, and admitted the Workload (``verify`` refused)."""
+    signers = keys.signers("alice", "bob", CI_PRINCIPAL, "launcher")
+    (Path(repo.policy_dir) / SIGNERS_FILE).write_text(signers, encoding="ascii")
+    policies_committed(repo)
+    spec = write_spec(repo, trials=8)  # needs an approval
+    as_principal(monkeypatch, keys, "alice")
+    approve(repo, spec)
+    as_principal(monkeypatch, keys, "bob")
+    assert repo.cli("revoke", spec, "--by", "bob", "--reason", "data not cleared")[0] == 0
+    bob_leaves(repo)
+    git(repo.root, "commit", "-qam", "bob left")
+    as_principal(monkeypatch, keys, "launcher")
+    workload = submit(kube, objects.batch_job("b", spec=spec))
+    assert only(controller(repo, kube).sync()).state == "Retry"
+    assert "was revoked (revocation by bob on" in kube.check(workload)["message"]

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +39,16 @@ from gate.errors import ApprovalRequired, BackendError
 from gate.estimate.prices import load_catalog
 from gate.evaluation.evaluate import Evaluator
 from gate.integrations import open_ledger
+from gate.integrations.git.policy_history import approver_history
+from gate.integrations.git.remote import this_repository
 from gate.integrations.kubernetes.api import KubeError, KueueApi
 from gate.integrations.kubernetes.launches import (
-    Batch,
     Launch,
     batches,
     launch_key,
     prepare_launch,
-    write_batch,
+    record_batch,
+    unrecorded,
 )
 from gate.integrations.kubernetes.reruns import reruns
 from gate.integrations.kubernetes.specs import OwnerCache, spec_named
@@ -211,7 +214,7 @@ class Controller:
                     launches.append(launch)
             recorded: dict[str, Future[BackendError | None]] = {}
             for batch in batches(launches):
-                future = pool.submit(_record, shared.view, batch)
+                future = pool.submit(record_batch, shared.view, batch)
                 recorded.update((launch.workload.uid, future) for launch in batch.launches)
             for place, workload, decision in held:
                 writes[place] = pool.submit(self._admit, recorded[workload.uid], workload, decision)
@@ -226,13 +229,23 @@ class Controller:
         """Write the Workload's checks, once its launch is ``recorded`` (never Ready before)."""
         error = recorded.result() if recorded is not None else None
         if error is not None:
-            decision = _unrecorded(error)
+            decision = unrecorded(error)
         return [self._apply(workload, check, decision) for check in workload.pending(self.checks)]
 
     def _new_pass(self) -> _Pass:
         now = self.clock()
         uri = self.settings.tracking_uri
-        view = LedgerView(self._ledger, now, approvals=True, where=redact(uri))
+        home = self.settings.policy_dir
+        # NOTE: GitHub approvals count only in their repository (GITHUB_REPOSITORY or the
+        # checkout's origin), and revocations by approvers the policies once listed stand
+        view = LedgerView(
+            self._ledger,
+            now,
+            approvals=True,
+            where=redact(uri),
+            history=approver_history(home),
+            locate=partial(this_repository, home),
+        )
         policies = PolicySet(self.settings.policy_dir)
         # NOTE: no fixes searched: a check's message words its own (clearance.findings)
         evaluator = Evaluator(policies, self._catalog, now.date(), ledger=view, fix_estimates=0)
@@ -254,7 +267,7 @@ class Controller:
         try:
             launch = prepare_launch(shared.view, decision.cleared, workload, shared.evaluator)
         except BackendError as exc:
-            return _unrecorded(exc), None
+            return unrecorded(exc), None
         except ApprovalRequired as exc:  # its key names a launch that committed too little
             return rejection(str(exc)), None
         return decision, launch
@@ -379,22 +392,4 @@ def _unreadable(workload: Workload, broken: str) -> Decision:
         State.REJECTED,
         f"budget-gate: workload {workload.key} cannot be read ({broken}) — "
         "fix its pod templates' GPU requests",
-    )
-
-
-def _record(view: LedgerView, batch: Batch) -> BackendError | None:
-    """Record ``batch``'s launches; what stopped it, or ``None``."""
-    try:
-        write_batch(view, batch)
-    except BackendError as exc:
-        return exc
-    return None
-
-
-def _unrecorded(exc: BackendError) -> Decision:
-    """A Workload cleared but not admitted: the ledger could not record its launch."""
-    return Decision(
-        State.PENDING,
-        f"budget-gate: the ledger could not record the launch ({exc}) — "
-        "admitted once it answers (fail closed)",
     )

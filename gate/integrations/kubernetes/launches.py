@@ -18,6 +18,7 @@ import logging
 import os
 from dataclasses import dataclass
 
+from gate.admission.check_state import Decision, State
 from gate.admission.workload import Workload
 from gate.errors import BackendError, InputError
 from gate.evaluation.evaluate import Evaluation, Evaluator
@@ -111,3 +112,21 @@ def write_batch(ledger: LedgerView, batch: Batch) -> None:
             launch.record.fingerprint[:19],
             run_id,
         )
+
+
+def record_batch(view: LedgerView, batch: Batch) -> BackendError | None:
+    """Record ``batch``'s launches; what stopped it, or ``None``."""
+    try:
+        write_batch(view, batch)
+    except BackendError as exc:
+        return exc
+    return None
+
+
+def unrecorded(exc: BackendError) -> Decision:
+    """A Workload cleared but not admitted: the ledger could not record its launch."""
+    return Decision(
+        State.PENDING,
+        f"budget-gate: the ledger could not record the launch ({exc}) — "
+        "admitted once it answers (fail closed)",
+    )
