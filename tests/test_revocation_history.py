@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,8 @@ from gate.ledger.records import RecordKind
 from gate.ledger.signing import CI_PRINCIPAL, SIGNERS_FILE
 from gate.policy.loader import PolicySet
 from tests.ledger_kit import Team
+from tests.reconcile_kit import GOOD, Lab
+from tests.revocation_kit import as_principal, bob_leaves, git, policies_committed
 from tests.signing_kit import Keys
 
 
@@ -37,53 +38,52 @@ def signed(team: Team, keys: Keys, monkeypatch: pytest.MonkeyPatch) -> Team:
     return team
 
 
-def _as(monkeypatch: pytest.MonkeyPatch, keys: Keys, principal: str) -> None:
-    for name, value in keys.env(principal).items():
-        monkeypatch.setenv(name, value)
-
-
-def _git(root: Path, *args: str) -> None:
-    identity = ["-c", "user.email=carol@example.com", "-c", "user.name=carol"]
-    subprocess.run(["git", *identity, *args], cwd=root, check=True, capture_output=True)
-
-
-def _policies_committed(team: Team) -> None:
-    """The team's folder a git work tree, its policies committed (their history's start)."""
-    _git(team.root, "init", "-q")
-    _git(team.root, "add", "policies")
-    _git(team.root, "commit", "-qm", "policies")
-
-
-def _bob_leaves(team: Team) -> None:
-    policy = Path(team.policy_dir) / "default.yaml"
-    text = policy.read_text(encoding="utf-8")
-    policy.write_text(text.replace("users: [alice, bob]", "users: [alice, dave]"), "utf-8")
-
-
 def _revoked_by_bob(team: Team, keys: Keys, monkeypatch: pytest.MonkeyPatch) -> str:
     spec = team.spec(8)
-    _as(monkeypatch, keys, "alice")
+    as_principal(monkeypatch, keys, "alice")
     assert team.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
-    _as(monkeypatch, keys, "bob")
+    as_principal(monkeypatch, keys, "bob")
     code, _, err = team.cli("revoke", spec, "--by", "bob", "--reason", "data not cleared")
     assert code == 0, err
-    _as(monkeypatch, keys, "launcher")
+    as_principal(monkeypatch, keys, "launcher")
     return spec
 
 
 def test_a_revocation_stands_after_its_author_leaves_the_approvers(
     signed: Team, keys: Keys, monkeypatch: pytest.MonkeyPatch
 ):
-    _policies_committed(signed)
+    policies_committed(signed)
     spec = _revoked_by_bob(signed, keys, monkeypatch)
     code, out, _ = signed.cli("verify", spec, "--dry-run")
     assert code == 2 and "was revoked (revocation by bob on" in out
-    _bob_leaves(signed)
-    _git(signed.root, "commit", "-qam", "bob left")
+    bob_leaves(signed)
+    git(signed.root, "commit", "-qam", "bob left")
 
     code, out, _ = signed.cli("verify", spec)
     assert code == 2, out
     assert "was revoked (revocation by bob on" in out and "data not cleared" in out
+
+
+def test_revoke_and_reconcile_read_the_history_too(
+    signed: Team, lab: Lab, keys: Keys, monkeypatch: pytest.MonkeyPatch
+):
+    """``revoke`` and ``reconcile`` judged bob's revocation by the current list alone:
+    alice's withdrawn approval was live to revoke again, and reconcile measured the runs
+    against it, where ``verify`` refused it."""
+    policies_committed(signed)
+    lab.log(hours=10, metrics=GOOD)
+    as_principal(monkeypatch, keys, "alice")
+    assert signed.cli("approve", lab.spec, "--by", "alice", "--reason", "ok")[0] == 0
+    as_principal(monkeypatch, keys, "bob")
+    assert signed.cli("revoke", lab.spec, "--by", "bob", "--reason", "data not cleared")[0] == 0
+    bob_leaves(signed)
+    git(signed.root, "commit", "-qam", "bob left")
+
+    as_principal(monkeypatch, keys, "alice")
+    code, _, err = signed.cli("revoke", lab.spec, "--by", "alice", "--reason", "again")
+    assert code == 3 and "no approval of this version" in err, err
+    code, out = lab.json("--dry-run")
+    assert out["variance"]["reference"] == "worst-case estimate", out["variance"]
 
 
 def test_a_launchers_revocation_cancels_nothing_and_is_said(
@@ -91,9 +91,9 @@ def test_a_launchers_revocation_cancels_nothing_and_is_said(
 ):
     """No version of the policies lists the launcher: its signed revocation is no
     revocation, and ``verify`` names it with why."""
-    _policies_committed(signed)
+    policies_committed(signed)
     spec = signed.spec(8)
-    _as(monkeypatch, keys, "alice")
+    as_principal(monkeypatch, keys, "alice")
     assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
     _write_revocation(signed, keys, spec, "launcher")
 
@@ -109,7 +109,7 @@ def test_without_a_policy_history_an_uncounted_revocation_is_said(
     """Policies outside git: bob's revocation is judged by the current list alone, and the
     approval that passes carries a line saying which revocation did not count."""
     spec = _revoked_by_bob(signed, keys, monkeypatch)
-    _bob_leaves(signed)
+    bob_leaves(signed)
 
     code, out, _ = signed.cli("verify", spec, "--dry-run")
     assert code == 0, out
@@ -144,13 +144,13 @@ def test_a_running_search_stops_at_a_revocation_by_a_former_approver(
     """The guard's refresh judged revocations by the approvers listed at its launch: bob,
     whom the policies' history lists but the policy no longer does, signed a revocation
     that verify counts for the next launch, and the running search went on."""
-    _policies_committed(signed)
-    _bob_leaves(signed)
-    _git(signed.root, "commit", "-qam", "bob left")
+    policies_committed(signed)
+    bob_leaves(signed)
+    git(signed.root, "commit", "-qam", "bob left")
     spec = signed.spec(8)
-    _as(monkeypatch, keys, "alice")
+    as_principal(monkeypatch, keys, "alice")
     assert signed.cli("approve", spec, "--by", "alice", "--reason", "ok")[0] == 0
-    _as(monkeypatch, keys, "launcher")
+    as_principal(monkeypatch, keys, "launcher")
     guard = gate.open_guard(spec, policy_dir=signed.policy_dir, tracking_uri=signed.uri)
     assert guard._refresh is not None and isinstance(guard._refresh(), Ceiling)
     _write_revocation(signed, keys, spec, "bob")

@@ -25,6 +25,7 @@ from gate import __version__
 from gate.commands.common import (
     default_ledger,
     make_evaluator,
+    policy_home,
     print_errors,
     quiet_mlflow,
     tracking_uri_of,
@@ -40,7 +41,13 @@ from gate.integrations import needs_mlflow, open_ledger
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger import tracking
 from gate.ledger.approvals import live_approvals
-from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerStore, RecordKind
+from gate.ledger.records import (
+    LEDGER_EXPERIMENT,
+    LedgerQuery,
+    LedgerRecord,
+    LedgerStore,
+    RecordKind,
+)
 from gate.money import to_decimal
 from gate.policy.findings import Outcome
 from gate.policy.model import Policy
@@ -187,6 +194,20 @@ def _other_versions(
     return said
 
 
+def _former_approvers(args: argparse.Namespace, records: list[LedgerRecord]) -> frozenset[str]:
+    """Who the policies' git history lists as approvers, read only if a revocation is there.
+
+    NOTE: judged by the current list alone, a revocation by an approver who has since left
+    it stopped counting, and reconcile measured the runs against the approval it withdrew.
+    """
+    from gate.integrations.git.policy_history import approver_history
+
+    history = approver_history(policy_home(args))
+    if history is None or not any(r.kind is RecordKind.REVOCATION for r in records):
+        return frozenset()
+    return history()
+
+
 def _plan(
     args: argparse.Namespace, evaluation: Evaluation, ledger: LedgerStore, now: dt.datetime
 ) -> Plan:
@@ -201,7 +222,7 @@ def _plan(
     records = ledger.query(LedgerQuery(fingerprint=result.fingerprint))
     counted = policy.approval.sources  # approval.sources: [github] ignores local ones here too
     revokers = (policy.approval.approvers, spec.metadata.owner)
-    live = live_approvals(records, now, revokers)
+    live = live_approvals(records, now, revokers, _former_approvers(args, records))
     approvals = [a for a in live if a.source.origin in counted]
     approval = max(approvals, key=lambda r: r.recorded_at) if approvals else None
     return Plan(

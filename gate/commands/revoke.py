@@ -36,9 +36,13 @@ def run(args: argparse.Namespace) -> int:
     # NOTE: an approval covers one path; a copy of the spec at another path revokes its own
     # approvals only, never the original's (same version, another path).
     path = draft.evaluation.path
+    # NOTE: and by the policies' history: a revocation by an approver who has since left
+    # the list still stands, so the approval it withdrew is not live to revoke again.
+    revoked = any(r.kind is RecordKind.REVOCATION for r in records)
+    former = view.former() if revoked else frozenset()
     live = [
         a
-        for a in live_approvals(records, now, (need.approvers, need.owner))
+        for a in live_approvals(records, now, (need.approvers, need.owner), former)
         if not path or a.spec == path
     ]
     if not live:
