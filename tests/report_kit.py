@@ -226,15 +226,16 @@ def _ledger(month: Month) -> None:
 
 D = Decimal
 EXPECTED: dict[str, dict[str, Any]] = {
-    # actual = Σ hours × price; cost per qualified = actual ÷ qualified runs
+    # actual = Σ hours × price; cost per qualified = actual ÷ qualified runs; None: no run
+    # logged what the kind needs (GPU utilization, a val_loss history): not measured, not 0
     "vision": {"actual": D(100 + 30 + 50), "gpu_hours": D(18), "runs": 3, "qualified": 1,
                "approved": D(600), "budget": D(1000), "failed": D(30), "plateau": D(40),
-               "idle": D(0), "guard_saved": D(0), "estimate": (D(400), D(600))},
+               "idle": None, "guard_saved": D(0), "estimate": (D(400), D(600))},
     "nlp": {"actual": D(32 + 8 + 40), "gpu_hours": D(14), "runs": 3, "qualified": 1,
             "approved": D(300), "budget": D(1000), "failed": D(8), "plateau": D(0),
-            "idle": D(0), "guard_saved": D(60), "estimate": (D(100), D(300))},
+            "idle": None, "guard_saved": D(60), "estimate": (D(100), D(300))},
     "tabular": {"actual": D(10 + 20), "gpu_hours": D(3), "runs": 2, "qualified": 2,
-                "approved": D(0), "budget": D(1000), "failed": D(0), "plateau": D(0),
+                "approved": D(0), "budget": D(1000), "failed": D(0), "plateau": None,
                 "idle": D(5), "guard_saved": D(0), "estimate": None},
 }  # fmt: skip
 SPOT = {"runs": 2, "preempted": 1, "gpu_hours": D(10), "on_demand": D(80), "spot": D(32),

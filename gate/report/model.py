@@ -19,21 +19,32 @@ from gate.report.runs import RunLine, Unpriced
 
 @dataclass(frozen=True, slots=True)
 class WasteSplit:
-    """Waste in money by kind: failed runs, epochs after the plateau, idle (an upper bound)."""
+    """Waste in money by kind: failed runs, epochs after the plateau, idle (an upper bound).
+
+    ``None``: not measured, no run logged what the kind needs (a metric history, GPU
+    utilization): unknown, never shown as 0.
+    """
 
     failed: Decimal = Decimal(0)
-    plateau: Decimal = Decimal(0)
-    idle: Decimal = Decimal(0)
+    plateau: Decimal | None = None
+    idle: Decimal | None = None
 
     @property
     def total(self) -> Decimal:
         """Failed plus post-plateau: idle is left out, since it can overlap the plateau."""
-        return self.failed + self.plateau
+        return self.failed + (self.plateau or Decimal(0))
 
     def __add__(self, other: WasteSplit) -> WasteSplit:
         return WasteSplit(
-            self.failed + other.failed, self.plateau + other.plateau, self.idle + other.idle
+            self.failed + other.failed,
+            _known_sum(self.plateau, other.plateau),
+            _known_sum(self.idle, other.idle),
         )
+
+
+def _known_sum(a: Decimal | None, b: Decimal | None) -> Decimal | None:
+    """The sum of what was measured; ``None`` when neither was."""
+    return b if a is None else a if b is None else a + b
 
 
 @dataclass(frozen=True, slots=True)

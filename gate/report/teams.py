@@ -27,11 +27,11 @@ from gate.report.runs import ExperimentMonth
 
 def waste_split(result: Reconciliation) -> WasteSplit:
     """Reconcile's waste of one group, by kind."""
-    cost = {w.kind: w.cost for w in result.waste}
+    cost = {w.kind: w.cost if w.measured else None for w in result.waste}
     return WasteSplit(
-        cost.get(WasteKind.FAILED, Decimal(0)),
-        cost.get(WasteKind.PLATEAU, Decimal(0)),
-        cost.get(WasteKind.IDLE, Decimal(0)),
+        cost.get(WasteKind.FAILED) or Decimal(0),
+        cost.get(WasteKind.PLATEAU),
+        cost.get(WasteKind.IDLE),
     )
 
 

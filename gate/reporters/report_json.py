@@ -214,11 +214,12 @@ def _team(team: TeamRow) -> dict[str, Any]:
     }
 
 
-def _waste(waste: WasteSplit) -> dict[str, str]:
+def _waste(waste: WasteSplit) -> dict[str, str | None]:
+    """Each kind's amount; ``null`` where no run logged what it needs (not measured)."""
     return {
         "failed": str(waste.failed),
-        "plateau": str(waste.plateau),
-        "idle_upper_bound": str(waste.idle),
+        "plateau": _dec(waste.plateau),
+        "idle_upper_bound": _dec(waste.idle),
         "total": str(waste.total),
     }
 

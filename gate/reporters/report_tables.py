@@ -37,6 +37,11 @@ def money(amount: Decimal | None) -> str:
     return NONE if amount is None else format_amount(amount)
 
 
+def measured(amount: Decimal | None) -> str:
+    """A waste amount, or what no run logged the figures for (never shown as 0.00)."""
+    return "not measured" if amount is None else format_amount(amount)
+
+
 def hours(amount: Decimal) -> str:
     """GPU-hours to one decimal."""
     return format_amount(amount, 1)
@@ -220,8 +225,8 @@ def _costliest(report: MonthReport) -> Table:
             f"{e.qualified:,}",
             money(e.cost_per_qualified),
             money(e.waste.failed),
-            money(e.waste.plateau),
-            money(e.waste.idle),
+            measured(e.waste.plateau),
+            measured(e.waste.idle),
             money(e.guard_saved),
         )
         for e in report.costliest
