@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -504,3 +506,16 @@ def test_json_figures_at_checks_places_and_percentages_at_one_decimal(lab):
     assert doc["variance"]["worst"] == worst["cost"] == "600.00"
     assert doc["variance"]["worst_gpu_hours"] == worst["gpu_hours"]
     assert doc["price"]["per_gpu_hour"] == worst["drivers"]["price_per_gpu_hour"] == "10.00000"
+
+
+def test_a_metric_logged_as_infinity_qualifies_no_model(lab):
+    """MLflow stores a logged inf as float max: a job logging val_macro_f1 = inf made a
+    qualified model of a run that trained nothing."""
+    lab.log(hours=1, metrics={**GOOD, "val_macro_f1": math.inf})
+    lab.log(trial=1, start=1, hours=1, metrics=GOOD)
+    [run] = [
+        r for r in lab.client.search_runs([lab.experiment_id]) if r.data.metrics["val_macro_f1"] > 1
+    ]
+    assert run.data.metrics["val_macro_f1"] == sys.float_info.max  # what MLflow kept
+    _, doc = lab.json("--dry-run")
+    assert (doc["totals"]["runs"], doc["totals"]["qualified"]) == (2, 1)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -63,7 +64,9 @@ def evaluate_gate(conditions: Sequence[Condition], metrics: Mapping[str, float])
 
 
 def _holds(value: float, op: str, limit: float) -> bool:
-    if not math.isfinite(value):  # NOTE: a job's inf or NaN is no model, at any gate
+    # NOTE: a job's inf or NaN is no model, at any gate; MLflow stores a logged ±inf as
+    # ±float max (its stores keep no infinity), so that reads back as one too
+    if not math.isfinite(value) or abs(value) >= sys.float_info.max:
         return False
     match op:
         case ">=":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 
@@ -72,9 +73,13 @@ def test_nan_never_passes():
     assert not evaluate_gate([Condition(metric="m", op="<=", value=1)], {"m": math.nan}).passed
 
 
-@pytest.mark.parametrize(("op", "value"), [(">=", math.inf), ("<=", -math.inf)])
+@pytest.mark.parametrize(
+    ("op", "value"),
+    [(">=", math.inf), ("<=", -math.inf), (">=", sys.float_info.max), ("<", -sys.float_info.max)],
+)
 def test_an_infinite_metric_is_no_model(op, value):
-    """A job that logs val_f1 = inf would make a qualified model of any run."""
+    """A job that logs val_f1 = inf would make a qualified model of any run; MLflow stores
+    a logged inf as float max, which read back as a huge finite value and passed."""
     assert not evaluate_gate([Condition(metric="m", op=op, value=0.8)], {"m": value}).passed
 
 
