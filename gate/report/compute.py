@@ -329,6 +329,16 @@ def _rankings(teams: tuple[TeamRow, ...]) -> tuple[Ranking, ...]:
     )
 
 
+def _listed(teams: Sequence[str], most: int = 10, longest: int = 60) -> str:
+    """At most ``most`` team names, each cut to ``longest`` characters.
+
+    A job tags the team: a note must not grow with it. The JSON's ``unpriced`` lists them all.
+    """
+    names = [t if len(t) <= longest else t[: longest - 1] + "…" for t in teams[:most]]
+    more = f" and {len(teams) - most} more" if len(teams) > most else ""
+    return ", ".join(names) + more
+
+
 def _notes(
     given: ReportInputs,
     window: list[ExperimentMonth],
@@ -337,7 +347,7 @@ def _notes(
     notes = list(given.notes)
     notes.extend(
         f"{counted(unpriced.runs, 'run')} not priced: {unpriced.reason} "
-        f"({unpriced.gpu_hours:.2f} GPU-h; teams {', '.join(unpriced.teams)})"
+        f"({unpriced.gpu_hours:.2f} GPU-h; teams {_listed(unpriced.teams)})"
         for unpriced in given.unpriced
         if _unpriced_wanted(given, unpriced)
     )

@@ -2,8 +2,10 @@
 
 Every cell and note is escaped (:func:`gate.reporters.markup.escape`): team names, model
 labels, experiment names and approvers come from specs and ledger records. An issue body
-holds at most 65,536 characters: past that, the longest tables keep their first rows and
-say how many were left out (the JSON and the HTML have them all).
+holds at most 65,536 characters: a cell keeps its first 200 characters and a note its
+first 2,000 (a training job's tag can be as long as it likes); past the limit, the longest
+tables keep their first rows, then the notes their first ones, each saying how many were
+left out (the JSON and the HTML have them all).
 """
 
 from __future__ import annotations
@@ -19,24 +21,45 @@ LIMIT = 65_000
 """Below GitHub's 65,536-character limit on an issue or comment body (UTF-16 units)."""
 
 
+CELL = 200
+"""Characters of a cell shown; a longer one (a name from a tag) ends in an ellipsis."""
+NOTE = 2_000
+"""Characters of a note shown."""
+
+
 def render(report: MonthReport) -> str:
     """A level-2 title, the tables as Markdown tables, then the notes."""
-    found = tables(report)
+    found = [_shortened(t) for t in tables(report)]
+    notes = [_short(note, NOTE) for note in note_lines(report)]
     keep = max((len(t.rows) for t in found), default=0)
     while True:
-        text = _render(report, [_cut(t, keep) for t in found])
+        text = _render(report, [_cut(t, keep) for t in found], notes)
         if utf16_length(text) <= LIMIT or keep <= 1:
-            return text
+            break
         keep //= 2
+    shown = len(notes)
+    while utf16_length(text) > LIMIT and shown:
+        shown -= 1
+        left = [f"{len(notes) - shown} more notes in the JSON and HTML"]
+        text = _render(report, [_cut(t, keep) for t in found], notes[:shown] + left)
+    return text
 
 
-def _render(report: MonthReport, shown: list[Table]) -> str:
+def _render(report: MonthReport, shown: list[Table], notes: list[str]) -> str:
     blocks = [MARKER, f"## {escape(headline(report))}"]
     blocks.extend(_table(table) for table in shown)
-    notes = note_lines(report)
     if notes:
         blocks.append("\n".join(["**Notes**", "", *(f"- {escape(note)}" for note in notes)]))
     return "\n\n".join(blocks) + "\n"
+
+
+def _short(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _shortened(table: Table) -> Table:
+    rows = tuple(tuple(_short(cell, CELL) for cell in row) for row in table.rows)
+    return dataclasses.replace(table, rows=rows)
 
 
 def _cut(table: Table, keep: int) -> Table:

@@ -248,6 +248,28 @@ def test_markdown_stays_within_an_issue_body():
     assert len(report.approvals) == 2000
 
 
+def test_names_a_job_tags_at_any_length_keep_the_markdown_within_an_issue_body():
+    """Twelve unpriced runs, each tagged with its own 8,000-character team: the notes,
+    never cut, made a 98,392-character body that GitHub refuses, and no issue was posted."""
+    from gate.reporters.markup import utf16_length
+    from gate.reporters.report_markdown import LIMIT
+    from gate.reporters.report_markdown import render as markdown
+
+    runs = MonthRuns(lambda f: "no spec", NOVEMBER)
+    for i in range(12):
+        runs.add(facts(f"r{i}", hours=1.0, tags={"budget_gate.team": f"{i:02}" + "x" * 7_998}))
+    unpriced_teams = {team for u in runs.unpriced for team in u.teams}
+    assert len(unpriced_teams) == 12
+    report = build_report(
+        ReportInputs(NOVEMBER, DECEMBER_1, "USD", "test", runs.experiments,
+                      commitments([], NOVEMBER, "USD"), {}, unpriced=runs.unpriced)
+    )  # fmt: skip
+    text = markdown(report)
+    assert utf16_length(text) <= LIMIT
+    assert "x" * 200 not in text and "…" in text
+    assert "teams 00xxx" in text and "and 2 more)" in text  # the JSON lists them all
+
+
 def test_out_of_range_times_and_tag_claims_do_not_move_the_figures():
     """``start_time=10**17`` crashed the month; a run logged elsewhere is counted for its
     spec's team and GPUs, whatever its tags claim."""
