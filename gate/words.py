@@ -47,3 +47,14 @@ def aligned(rows: Sequence[Sequence[str]], left: Collection[int] = (0,)) -> list
         ).rstrip()
         for row in rows
     ]
+
+
+def listed(names: Sequence[str], most: int = 10, longest: int = 60) -> str:
+    """At most ``most`` names, each cut to ``longest`` characters, and how many more.
+
+    Names from tags and records are their writers' to make long: a line must not grow
+    with them (the JSON keeps them whole).
+    """
+    shown = [n if len(n) <= longest else n[: longest - 1] + "…" for n in names[:most]]
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(shown) + more

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -182,6 +183,31 @@ def test_approvals_say_who_whether_over_the_triggers_and_what_they_cost(month, c
     assert "1 run not priced: no spec at their fingerprint" in notes
     assert "in another currency than USD" in notes
     assert "no launch records" in notes
+
+
+def test_the_policy_fallbacks_are_said_in_the_report_not_only_on_stderr(
+    month, capsys, tmp_path, monkeypatch
+):
+    """A scheduled issue shows the report, not stderr: the built-in policy repriced every
+    run, and teams no policy knows took the default's budget, without a word in it."""
+    notes = "\n".join(report_json(month, capsys)["notes"])
+    assert "records are not signed" in notes and "teams no policy knows" not in notes
+    policies = Path(month.policy_dir).parent / f"unlisted-{tmp_path.name}"  # beside the specs
+    policies.mkdir()
+    text = (Path(month.policy_dir) / "default.yaml").read_text(encoding="utf-8")
+    (policies / "default.yaml").write_text(re.sub(r"(?m)^teams: .*\n", "", text), "utf-8")
+    code, out, err = cli(month, capsys, "--policy-dir", str(policies), "--month",
+                         report_kit.MONTH, "--format", "json")  # fmt: skip
+    assert code == 0, err
+    notes = "\n".join(json.loads(out)["notes"])
+    [line] = [n for n in notes.splitlines() if "priced and budgeted by the default" in n]
+    assert all(team in line for team in month.teams.values()), line
+    monkeypatch.chdir(tmp_path)  # no policies/ here, nor above
+    capsys.readouterr()
+    argv = ["report", "--tracking-uri", month.uri, "--month", report_kit.MONTH, "--format", "json"]
+    assert main(argv) == 0
+    notes = "\n".join(json.loads(capsys.readouterr().out)["notes"])
+    assert "built-in default policy" in notes
 
 
 def test_one_team(month, capsys):

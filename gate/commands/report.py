@@ -56,6 +56,7 @@ from gate.report.model import MonthReport
 from gate.report.period import Period, last_full_month, parse_period
 from gate.report.runs import MonthRuns, Priced, asks_approval
 from gate.reporters import load_report_renderer
+from gate.words import listed
 
 if TYPE_CHECKING:  # MLflow's reader is imported when the command reads
     from gate.integrations.mlflow.runs import MlflowRuns
@@ -111,7 +112,10 @@ def run(args: argparse.Namespace) -> int:
             unpriced=month_runs.unpriced_of(args.team),
             team_filter=args.team,
             needs_approval={r.fingerprint: plans.needs_approval(r) for r in found.approvals},
-            notes=_default_month(args, period),
+            notes=(
+                *_default_month(args, period),
+                *_policy_notes(evaluator.policies, teams, trust.warning()),
+            ),
             version=__version__,
         )
     )
@@ -343,6 +347,30 @@ def _budget(policies: PolicySet, team: str, currency: str) -> Decimal | None:
     if limits.monthly_budget is None or limits.budget_scope != "team":
         return None
     return limits.monthly_budget if policy.currency == currency else None
+
+
+def _policy_notes(policies: PolicySet, teams: set[str], unsigned: str | None) -> list[str]:
+    """The fallbacks that priced the report, said in it (stderr is not in an issue).
+
+    The built-in policy; teams no policy knows (no file of their own, not in the default
+    policy's ``teams``: BG203), priced by the default one; records that are not signed.
+    """
+    notes = [unsigned] if unsigned else []
+    if policies.builtin:
+        return [
+            "no policies/ directory: every run was priced and every budget read by the "
+            "built-in default policy (budget-gate init writes it to policies/default.yaml)",
+            *notes,
+        ]
+    named = set(policies.for_team(None).policy.teams or ())
+    unknown = sorted(t for t in teams - named - {NO_TEAM} if policies.for_team(t).chain[0] != t)
+    if unknown:
+        notes.insert(
+            0,
+            "teams no policy knows (no policies/<team>.yaml, not in the default policy's "
+            f"teams), priced and budgeted by the default policy: {listed(unknown)}",
+        )
+    return notes
 
 
 def _default_month(args: argparse.Namespace, period: Period) -> tuple[str, ...]:

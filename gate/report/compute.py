@@ -49,7 +49,7 @@ from gate.report.period import Month, Period
 from gate.report.runs import ExperimentMonth, RunLine, Unpriced, run_notes
 from gate.report.teams import team_rows, waste_split
 from gate.spec.trial import Capacity
-from gate.words import counted
+from gate.words import counted, listed
 
 COSTLIEST = 10
 NO_MODEL = "(no model label)"
@@ -329,16 +329,6 @@ def _rankings(teams: tuple[TeamRow, ...]) -> tuple[Ranking, ...]:
     )
 
 
-def _listed(teams: Sequence[str], most: int = 10, longest: int = 60) -> str:
-    """At most ``most`` team names, each cut to ``longest`` characters.
-
-    A job tags the team: a note must not grow with it. The JSON's ``unpriced`` lists them all.
-    """
-    names = [t if len(t) <= longest else t[: longest - 1] + "…" for t in teams[:most]]
-    more = f" and {len(teams) - most} more" if len(teams) > most else ""
-    return ", ".join(names) + more
-
-
 def _notes(
     given: ReportInputs,
     window: list[ExperimentMonth],
@@ -347,7 +337,7 @@ def _notes(
     notes = list(given.notes)
     notes.extend(
         f"{counted(unpriced.runs, 'run')} not priced: {unpriced.reason} "
-        f"({unpriced.gpu_hours:.2f} GPU-h; teams {_listed(unpriced.teams)})"
+        f"({unpriced.gpu_hours:.2f} GPU-h; teams {listed(unpriced.teams)})"
         for unpriced in given.unpriced
         if _unpriced_wanted(given, unpriced)
     )
