@@ -39,6 +39,10 @@ def test_init_report_workflow_writes_only_it_and_it_validates(tmp_path, capsys):
     runs = "\n".join(step.get("run", "") for step in steps)
     assert "budget-gate report --format markdown=report.md" in runs
     assert "gh issue create" in runs and "--body-file report.md" in runs
+    # NOTE: a bare PyPI name installed whoever registers it, in a job that holds the
+    # MLflow secrets and an issues: write token
+    [install] = [line for line in runs.splitlines() if "pip install" in line]
+    assert "budget-gate[mlflow] @ git+https://github.com/budget-gate/budget-gate@" in install
     assert workflow["jobs"]["report"]["permissions"] == {"contents": "read", "issues": "write"}
     assert main(["init", "--dir", str(tmp_path), "--report-workflow"]) == 3  # never overwrites
 
