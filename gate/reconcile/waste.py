@@ -245,8 +245,9 @@ def _money(amount: Decimal, currency: str) -> str:
 
 
 def percent(fraction: Decimal) -> str:
-    """``0.1`` as ``10 %``, ``0.125`` as ``12.5 %`` (one decimal at most)."""
-    return f"{float(round(fraction * 100, 1)):g} %"
+    """``0.1`` as ``10 %``, ``0.125`` as ``12.5 %`` (one decimal at most, never ``1e+06``)."""
+    text = format(fraction * 100, ",.1f").removesuffix(".0")
+    return f"{'0' if text == '-0' else text} %"
 
 
 def fixed_percent(fraction: Decimal) -> str:

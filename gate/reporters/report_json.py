@@ -35,8 +35,8 @@ def render(report: MonthReport) -> str:
         "currency": report.currency,
         "tracking_uri": report.where,
         "totals": {
-            "actual": str(report.actual),
-            "gpu_hours": str(report.gpu_hours),
+            "actual": _num(report.actual),
+            "gpu_hours": _num(report.gpu_hours),
             "runs": len(report.lines),
             "qualified": report.qualified,
         },
@@ -45,8 +45,8 @@ def render(report: MonthReport) -> str:
         "waste": _waste_rows(report),
         "guard": {
             "runs": report.guard.runs,
-            "cost": str(report.guard.cost),
-            "saved": str(report.guard.saved),
+            "cost": _num(report.guard.cost),
+            "saved": _num(report.guard.saved),
         },
         "costliest_experiments": _costliest(report),
         "spot": _spot(report),
@@ -64,15 +64,15 @@ def _models(report: MonthReport) -> list[dict[str, Any]]:
         {
             "team": m.team,
             "model": m.model,
-            "gpu_hours": str(m.gpu_hours),
-            "actual": str(m.actual),
+            "gpu_hours": _num(m.gpu_hours),
+            "actual": _num(m.actual),
             "qualified": m.qualified,
             "cost_per_qualified": _dec(m.cost_per_qualified),
             "trend": [
                 {
                     "month": str(f.month),
-                    "cost": str(f.cost),
-                    "gpu_hours": str(f.gpu_hours),
+                    "cost": _num(f.cost),
+                    "gpu_hours": _num(f.gpu_hours),
                     "qualified": f.qualified,
                     "cost_per_qualified": _dec(f.cost_per_qualified),
                 }
@@ -88,8 +88,8 @@ def _waste_rows(report: MonthReport) -> list[dict[str, Any]]:
         {
             "kind": w.kind.value,
             "title": w.title,
-            "cost": str(w.cost),
-            "gpu_hours": str(w.gpu_hours),
+            "cost": _num(w.cost),
+            "gpu_hours": _num(w.gpu_hours),
             "runs": w.runs,
             "upper_bound": w.upper_bound,
             "measured": w.measured,
@@ -107,11 +107,11 @@ def _costliest(report: MonthReport) -> list[dict[str, Any]]:
             "spec": e.spec,
             "fingerprint": e.fingerprint,
             "runs": e.runs,
-            "cost": str(e.cost),
+            "cost": _num(e.cost),
             "qualified": e.qualified,
             "cost_per_qualified": _dec(e.cost_per_qualified),
             "waste": _waste(e.waste),
-            "guard_saved": str(e.guard_saved),
+            "guard_saved": _num(e.guard_saved),
         }
         for e in report.costliest
     ]
@@ -122,12 +122,12 @@ def _spot(report: MonthReport) -> dict[str, Any]:
     return {
         "runs": spot.runs,
         "preempted": spot.preempted,
-        "gpu_hours": str(spot.gpu_hours),
-        "on_demand_cost": str(spot.comparison.on_demand_cost),
-        "spot_cost": str(spot.comparison.spot_cost),
-        "recompute_cost": str(spot.comparison.recompute_cost),
-        "extra_ops_cost": str(spot.comparison.extra_ops_cost),
-        "net_saving": str(spot.comparison.net_saving),
+        "gpu_hours": _num(spot.gpu_hours),
+        "on_demand_cost": _num(spot.comparison.on_demand_cost),
+        "spot_cost": _num(spot.comparison.spot_cost),
+        "recompute_cost": _num(spot.comparison.recompute_cost),
+        "extra_ops_cost": _num(spot.comparison.extra_ops_cost),
+        "net_saving": _num(spot.comparison.net_saving),
         "without_on_demand_price": spot.unpriced,
     }
 
@@ -150,9 +150,9 @@ def _approvals(report: MonthReport) -> list[dict[str, Any]]:
         {
             **_approved(a),
             "over_triggers": a.over_triggers,
-            "approved": str(a.approved),
+            "approved": _num(a.approved),
             "expected": _dec(a.expected),
-            "actual": str(a.actual),
+            "actual": _num(a.actual),
             "runs": a.runs,
         }
         for a in report.approvals
@@ -164,7 +164,7 @@ def _revoked(report: MonthReport) -> list[dict[str, Any]]:
     return [
         {
             **_approved(r),
-            "approved": str(r.approved),
+            "approved": _num(r.approved),
             "revoked_by": r.revoked_by,
             "revoked_at": r.revoked_at.isoformat(),
         }
@@ -187,7 +187,7 @@ def _unpriced(report: MonthReport) -> list[dict[str, Any]]:
         {
             "reason": u.reason,
             "runs": u.runs,
-            "gpu_hours": str(u.gpu_hours),
+            "gpu_hours": _num(u.gpu_hours),
             "teams": list(u.teams),
         }
         for u in report.unpriced
@@ -198,18 +198,18 @@ def _team(team: TeamRow) -> dict[str, Any]:
     return {
         "team": team.team,
         "budget": _dec(team.budget),
-        "approved": str(team.approved),
+        "approved": _num(team.approved),
         "launched": _dec(team.launched),
-        "actual": str(team.actual),
-        "forecast": str(team.forecast),
-        "gpu_hours": str(team.gpu_hours),
+        "actual": _num(team.actual),
+        "forecast": _num(team.forecast),
+        "gpu_hours": _num(team.gpu_hours),
         "runs": team.runs,
         "experiments": team.experiments,
         "qualified": team.qualified,
         "cost_per_qualified": _dec(team.cost_per_qualified),
         "waste": _waste(team.waste),
         "waste_share": _dec(team.waste_share),
-        "guard_saved": str(team.guard_saved),
+        "guard_saved": _num(team.guard_saved),
         "estimates": {"cases": team.cases, "accuracy": _accuracy(team.accuracy)},
     }
 
@@ -217,10 +217,10 @@ def _team(team: TeamRow) -> dict[str, Any]:
 def _waste(waste: WasteSplit) -> dict[str, str | None]:
     """Each kind's amount; ``null`` where no run logged what it needs (not measured)."""
     return {
-        "failed": str(waste.failed),
+        "failed": _num(waste.failed),
         "plateau": _dec(waste.plateau),
         "idle_upper_bound": _dec(waste.idle),
-        "total": str(waste.total),
+        "total": _num(waste.total),
     }
 
 
@@ -229,4 +229,9 @@ def _accuracy(found: Accuracy | None) -> dict[str, Any] | None:
 
 
 def _dec(value: Decimal | None) -> str | None:
-    return None if value is None else str(value)
+    return None if value is None else _num(value)
+
+
+def _num(value: Decimal) -> str:
+    """A decimal string with no exponent (``str`` writes ``1.28E-9`` or ``5E+3``)."""
+    return format(value, "f")

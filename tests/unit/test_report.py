@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 import subprocess
 import sys
 import types
@@ -268,6 +269,40 @@ def test_names_a_job_tags_at_any_length_keep_the_markdown_within_an_issue_body()
     assert utf16_length(text) <= LIMIT
     assert "x" * 200 not in text and "…" in text
     assert "teams 00xxx" in text and "and 2 more)" in text  # the JSON lists them all
+
+
+def test_no_figure_is_written_with_an_exponent():
+    """A share of 1e-14 was ``"2.7E-14"`` in the JSON (whose amounts are decimal strings),
+    and a forecast ten million times the budget ``1e+09 %`` in the tables."""
+    import json
+
+    from gate.reporters.report_json import render as as_json
+    from gate.reporters.report_text import render as as_text
+
+    priced = Priced(make_plan(price="10"), "t", "m", "s.yaml", "e")
+    runs = MonthRuns(lambda f: priced, NOVEMBER)
+    runs.add(facts("big", hours=100))
+    runs.add(facts("blip", hours=1e-6, start=1, status="FAILED"))
+    report = _report_of(runs, budgets={"t": Decimal("0.000001")})
+
+    def strings(node):
+        if isinstance(node, dict):
+            for value in node.values():
+                yield from strings(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from strings(value)
+        elif isinstance(node, str):
+            yield node
+
+    document = json.loads(as_json(report))
+    numbers = [text for text in strings(document) if re.fullmatch(r"-?[0-9.E+-]+", text)]
+    assert numbers and not [n for n in numbers if "E" in n]
+    (team,) = document["teams"]
+    assert team["waste_share"].startswith("0.0000000")  # str() wrote 8.3E-9
+    text = as_text(report)
+    assert "e+" not in text  # 1,000 of a budget of 0.000001:
+    assert re.search(r" 100,000,000,[0-9]{3}(\.[0-9])? %", text)
 
 
 def test_out_of_range_times_and_tag_claims_do_not_move_the_figures():
