@@ -111,6 +111,10 @@ class Plan:
     requote: Requote | None = None
 
 
+INVALID_TAG = "an invalid"
+"""How a run's note begins when its GPU tag is no whole number (``2.5``, ``" 3"``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RunResult:
     """One run, priced and judged; ``end`` is ``None`` while it runs (charged up to now)."""
@@ -294,7 +298,7 @@ def _gpus(facts: RunFacts, plan: Plan, notes: list[str]) -> Decimal:
                 f"{tracking.GPUS} tag says {count}, above the spec's {planned}: {count} charged"
             )
         return Decimal(count)
-    why = "no" if text is None else f"an invalid ({text!r})"
+    why = "no" if text is None else f"{INVALID_TAG} ({text!r})"
     notes.append(f"{why} {tracking.GPUS} tag: {planned} GPUs assumed from the spec")
     return Decimal(planned)
 

@@ -305,6 +305,20 @@ def test_no_figure_is_written_with_an_exponent():
     assert re.search(r" 100,000,000,[0-9]{3}(\.[0-9])? %", text)
 
 
+def test_runs_with_an_invalid_gpu_tag_are_said_not_charged_in_silence():
+    """``2.5``, ``" 3"`` or ``３`` GPUs were charged at the spec's count without a word
+    (reconcile notes each one), though two of them claim more than the spec."""
+    priced = Priced(make_plan(price="10"), "t", "m", "s.yaml", "e")
+    runs = MonthRuns(lambda f: priced, NOVEMBER)
+    for n, tag in enumerate(["2.5", " 3", "\uff13", "1"]):
+        runs.add(facts(f"r{n}", hours=1.0, start=n, gpus=None, tags={"budget_gate.gpus": tag}))
+    notes = _report_of(runs).notes
+    assert (
+        "3 runs with an invalid budget_gate.gpus tag (not a whole number): charged at their "
+        "spec's gpus_per_trial (reconcile lists them)"
+    ) in notes
+
+
 def test_out_of_range_times_and_tag_claims_do_not_move_the_figures():
     """``start_time=10**17`` crashed the month; a run logged elsewhere is counted for its
     spec's team and GPUs, whatever its tags claim."""
