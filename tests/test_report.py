@@ -8,6 +8,7 @@ and Markdown show them; the FOCUS rows pass the specification's own column requi
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 import re
@@ -61,6 +62,8 @@ def cents(text: str | None) -> Decimal | None:
 def test_every_team_figure_is_the_hand_worked_one(month, capsys):
     document = report_json(month, capsys)
     assert document["schema_version"] == "1"
+    # NOTE: to the second, as the forecast's pace is counted: one can recompute it
+    assert dt.datetime.fromisoformat(document["generated_at"]).microsecond == 0
     teams = {month.teams[key]: key for key in report_kit.EXPECTED}
     rows = {teams[t["team"]]: t for t in document["teams"] if t["team"] in teams}
     assert set(rows) == set(report_kit.EXPECTED)

@@ -71,7 +71,7 @@ INVALID = "their spec no longer evaluates"
 
 def run(args: argparse.Namespace) -> int:
     """Read the window's runs and the ledger, compute the report, write every format."""
-    now = utc_now()
+    now = utc_now().replace(microsecond=0)  # the forecast's pace, as generated_at says it
     targets = plan_targets(args.format or [FormatTarget("text")])
     _check_folders(targets)  # before the read, which can take a minute
     trend = args.trend
