@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from gate.cli import main
@@ -51,7 +52,8 @@ def test_plain_init_does_not_write_it():
     assert REPORT_WORKFLOW not in planned_files()
 
 
-def test_the_docs_workflow_is_the_one_init_writes():
-    page = (ROOT / "docs" / "report.md").read_text(encoding="utf-8")
-    snippet = page.split("<!-- report-workflow:start -->\n```yaml\n", 1)[1].split("```\n", 1)[0]
+@pytest.mark.parametrize("page", ["README.md", "docs/report.md"])
+def test_the_workflow_shown_is_the_one_init_writes(page):
+    text = (ROOT / page).read_text(encoding="utf-8")
+    snippet = text.split("<!-- report-workflow:start -->\n```yaml\n", 1)[1].split("```\n", 1)[0]
     assert snippet == planned_files(report_workflow=True)[REPORT_WORKFLOW]
