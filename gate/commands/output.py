@@ -51,7 +51,8 @@ def plan_targets(targets: Sequence[FormatTarget] | None) -> list[FormatTarget]:
             f"formats {', '.join(on_stdout)} all want stdout",
             hint="send all but one to a file, e.g. --format sarif=gate.sarif",
         )
-    paths = [os.path.abspath(t.path) for t in planned if t.path is not None]
+    # NOTE: resolved as write_atomically resolves them: a link to the other file is that file
+    paths = [os.path.realpath(t.path) for t in planned if t.path is not None]
     if len(set(paths)) < len(paths):
         raise InputError("two formats write the same file", hint="give each format its own file")
     return planned

@@ -1,0 +1,37 @@
+"""``report``'s flags refused before the read: --format targets, --month, --trend.
+
+None of these reaches the tracking server (an unreachable one would be exit 4): a flag
+that cannot be right is exit 3 before the read, which can take a minute.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gate.cli import main
+from tests.conftest import ROOT
+
+POLICIES = str(ROOT / "policies")
+UNREACHABLE = "http://127.0.0.1:9"
+
+
+def report(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(["report", "--policy-dir", POLICIES, "--tracking-uri", UNREACHABLE, *args])
+    return code, capsys.readouterr().err
+
+
+def test_a_link_to_another_formats_file_is_the_same_file(tmp_path, capsys):
+    """The link's own path was compared while the write goes through it: the Markdown
+    replaced the JSON, both said 'wrote', exit 0."""
+    (tmp_path / "link.json").symlink_to(tmp_path / "b.json")
+    code, err = report(
+        capsys,
+        "--format",
+        f"json={tmp_path / 'b.json'}",
+        "--format",
+        f"markdown={tmp_path / 'link.json'}",
+    )
+    assert code == 3, err
+    assert "two formats write the same file" in err and "wrote" not in err
+    assert not (tmp_path / "b.json").exists()
