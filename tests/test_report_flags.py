@@ -35,3 +35,11 @@ def test_a_link_to_another_formats_file_is_the_same_file(tmp_path, capsys):
     assert code == 3, err
     assert "two formats write the same file" in err and "wrote" not in err
     assert not (tmp_path / "b.json").exists()
+
+
+def test_two_formats_on_stdout_are_told_to_use_a_format_report_has(capsys):
+    """The hint was check's (--format sarif=gate.sarif), a format report refuses."""
+    code, err = report(capsys, "--format", "text", "--format", "text")
+    assert code == 3, err
+    assert err.strip().endswith("e.g. --format json=report.json") and "sarif" not in err
+    assert len(err.strip().splitlines()) == 1

@@ -71,7 +71,7 @@ INVALID = "their spec no longer evaluates"
 def run(args: argparse.Namespace) -> int:
     """Read the window's runs and the ledger, compute the report, write every format."""
     now = utc_now()
-    targets = plan_targets(args.format or [FormatTarget("text")])
+    targets = plan_targets(args.format or [FormatTarget("text")], example="json=report.json")
     _check_folders(targets)  # before the read, which can take a minute
     trend = args.trend
     period = parse_period(args.month, trend, now) if args.month else last_full_month(now, trend)
