@@ -43,3 +43,14 @@ def test_two_formats_on_stdout_are_told_to_use_a_format_report_has(capsys):
     assert code == 3, err
     assert err.strip().endswith("e.g. --format json=report.json") and "sarif" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("name", ["focus", "html"])
+def test_a_directory_as_the_format_file_is_refused_before_reading(tmp_path, capsys, name):
+    """It was refused only after the whole read, with the hint to check that the
+    directory exists and is writable, which it was."""
+    code, err = report(capsys, "--format", f"{name}={tmp_path}")
+    assert code == 3, err
+    assert f"--format {name}={tmp_path}: that is a directory, not a file" in err
+    assert "name a file, e.g. --format" in err and "writable" not in err
+    assert len(err.strip().splitlines()) == 1

@@ -217,6 +217,8 @@ def append_step_summary(report: Report, env: Mapping[str, str]) -> None:
 
 
 def _write_error(path: str, exc: OSError) -> InputError:
+    if os.path.isdir(path):
+        return InputError(f"{path}: cannot write: it is a directory", hint="name a file in it")
     return InputError(
         f"{path}: cannot write ({exc.strerror})",
         hint="check that the directory exists and is writable",

@@ -351,12 +351,24 @@ def _default_month(args: argparse.Namespace, period: Period) -> tuple[str, ...]:
     return (f"no --month: the last full month, {period} (UTC)",)
 
 
+_SUFFIXES = {"text": "txt", "markdown": "md", "focus": "csv"}
+
+
 def _check_folders(targets: list[FormatTarget]) -> None:
+    """Refuse a file the report cannot be written to before the read, which can take a minute."""
     for target in targets:
-        if target.path is not None and not Path(target.path).absolute().parent.is_dir():
+        if target.path is None:
+            continue
+        if not Path(target.path).absolute().parent.is_dir():
             raise InputError(
                 f"--format {target.name}={target.path}: the folder does not exist",
                 hint="create it first, or write the file elsewhere",
+            )
+        if Path(target.path).is_dir():
+            example = f"report.{_SUFFIXES.get(target.name, target.name)}"
+            raise InputError(
+                f"--format {target.name}={target.path}: that is a directory, not a file",
+                hint=f"name a file, e.g. --format {target.name}={Path(target.path, example)}",
             )
 
 
