@@ -54,3 +54,12 @@ def test_a_directory_as_the_format_file_is_refused_before_reading(tmp_path, caps
     assert f"--format {name}={tmp_path}: that is a directory, not a file" in err
     assert "name a file, e.g. --format" in err and "writable" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("month", ["２０２５-03", "2025-٠٣", "2025-03\n..2025-04"])
+def test_a_month_in_other_digits_than_ascii_is_not_a_month(capsys, month):
+    """``\\d`` matched full-width digits and ``int`` read them: ２０２５-03 was March 2025
+    (and ``$`` let a line break through before the range's dots)."""
+    code, err = report(capsys, "--month", month)
+    assert code == 3, err
+    assert f"--month {month!r} is not a month" in err and "Traceback" not in err
