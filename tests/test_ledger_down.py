@@ -268,6 +268,20 @@ def test_a_malformed_setting_is_an_input_error_for_the_launch_api(team, monkeypa
         gate.require_approval(team.spec(8), policy_dir=team.policy_dir, tracking_uri=uri)
 
 
+@pytest.mark.parametrize("token", ["s3kr1t-token\n", "s3kr1t\r\nX-Evil: 1", "s3kr1t-€"])
+def test_a_token_no_header_can_carry_is_refused_without_showing_it(capsys, monkeypatch, token):
+    """The HTTP library's refusal ("Invalid header value b'Bearer s3kr1t...'") was the
+    message, the token quoted into a CI log; it is the setting that is wrong (exit 3)."""
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", token)
+    with ledger_down("refused") as uri:
+        capsys.readouterr()
+        code = main(["report", "--policy-dir", str(ROOT / "policies"), "--tracking-uri", uri])
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert err.startswith("budget-gate: MLFLOW_TRACKING_TOKEN holds a line break or a character")
+    assert "s3kr1t" not in err and err.count("\n") == 1
+
+
 @pytest.mark.parametrize("uri", ["ftp://x", "htp://mlflow:5000"])
 def test_a_tracking_uri_mlflow_keeps_no_runs_at_is_bad_input(team, uri):
     """A mistyped scheme is the user's to fix (exit 3), not an outage (exit 4)."""
