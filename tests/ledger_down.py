@@ -58,13 +58,24 @@ def ledger_down(kind: str, stopped: MlflowServer | None = None) -> Iterator[str]
 
 
 @contextmanager
-def garbage(body: bytes) -> Iterator[str]:
+def garbage(body: bytes, *, no_ledger: bool = False) -> Iterator[str]:
     """A tracking URI whose server answers every request 200 with ``body``: a proxy's page,
-    a list, a run of the wrong shape (the server is up, its answers are not MLflow's)."""
+    a list, a run of the wrong shape (the server is up, its answers are not MLflow's).
+
+    With ``no_ledger``, an experiment asked for by name does not exist (MLflow's 404), so
+    a report goes on to read the runs.
+    """
 
     class Handler(BaseHTTPRequestHandler):
         def _answer(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if no_ledger and "/experiments/get-by-name" in self.path:
+                missing = b'{"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "no"}'
+                self.send_response(404)
+                self.send_header("Content-Length", str(len(missing)))
+                self.end_headers()
+                self.wfile.write(missing)
+                return
             self.send_response(200)
             self.send_header("Date", formatdate(usegmt=True))
             self.send_header("Content-Type", "application/json")

@@ -119,3 +119,28 @@ def test_a_malformed_ledger_timeout_is_refused_when_a_sqlite_ledger_is_only_read
     out, err = capsys.readouterr()
     assert code == EXIT_INVALID, out + err
     assert "BUDGET_GATE_LEDGER_TIMEOUT is 'abc', not a number of seconds from " in err
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["report", "--trend", "２"], "'２' is not a number of months from 0 to 24"),
+        (["approve", "s.yaml", "--by", "a", "--reason", "r", "--pr", "１２"], "pull request"),
+        (["request-approval", "s.yaml", "--reason", "r", "--pr", "٣"], "pull request"),
+        (["reconcile", "s.yaml", "--min-delta", "０.１"], "'０.１' is not a number >= 0"),
+        (["check", "--jobs", "４", "s.yaml"], "'４' is not a whole number from 1 to 1000"),
+        (["serve", "skypilot-policy", "--port", "０"], "'０' is not a TCP port"),
+        (["serve", "kueue-admission", "--resync", "６０"], "'６０' is not a number of seconds"),
+    ],
+    ids=["trend", "approve-pr", "request-pr", "min-delta", "jobs", "port", "resync"],
+)
+def test_number_flags_take_ascii_digits_only(
+    capsys: pytest.CaptureFixture[str], args: list[str], said: str
+) -> None:
+    """``str.isdigit``, ``int`` and ``float`` read full-width and other scripts' digits:
+    ``--trend ２`` was 2 and ``--port ０`` a free port. The flag after them is unknown, so
+    a value taken would end in another refusal (and never start a server)."""
+    code = main([*args, "--no-such-flag"])
+    out, err = capsys.readouterr()
+    assert code == EXIT_INVALID, out + err
+    assert said in err.splitlines()[-1] and "Traceback" not in err

@@ -632,6 +632,26 @@ def test_only_one_format_may_write_stdout(capsys):
     assert "formats text, json all want stdout" in capsys.readouterr().err
 
 
+def test_a_link_to_another_formats_file_is_the_same_file(tmp_path, capsys):
+    """The link's own path was compared: the second format replaced the first's file."""
+    sarif = tmp_path / "gate.sarif"
+    sarif.write_text("old")
+    (tmp_path / "link.sarif").symlink_to(sarif)
+    code = check(
+        "--format", f"sarif={sarif}", "--format", f"json={tmp_path / 'link.sarif'}", PASSING
+    )
+    assert code == 3
+    assert "two formats write the same file" in capsys.readouterr().err
+    assert sarif.read_text() == "old"
+
+
+def test_a_directory_as_the_format_file_is_said_to_be_one(tmp_path, capsys):
+    """The hint was to check that the directory exists and is writable: it was both."""
+    assert check("--format", f"sarif={tmp_path}", PASSING) == 3
+    err = capsys.readouterr().err
+    assert err == f"budget-gate: {tmp_path}: cannot write: it is a directory — name a file in it\n"
+
+
 def test_unknown_format_and_empty_file_name_are_usage_errors(capsys):
     assert check("--format", "yaml", PASSING) == 3
     assert "unknown format 'yaml'" in capsys.readouterr().err

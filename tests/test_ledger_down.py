@@ -10,6 +10,7 @@ environment. The SkyPilot class and ``serve skypilot-policy`` are timed the same
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -24,6 +25,7 @@ from pathlib import Path
 import pytest
 
 import gate
+from gate.cli import main
 from gate.errors import BackendError, InputError
 from gate.guard.ledger import LedgerCeiling
 from gate.guard.limits import Ceiling
@@ -202,6 +204,43 @@ def test_answers_that_are_not_mlflows_are_a_backend_error(team, body):
         assert refresh() == kept
 
 
+_EXPERIMENT = {"experiment_id": "1", "name": "x", "lifecycle_stage": "active"}
+_RUN = {"run_id": "r1", "status": "FINISHED", "start_time": 1740902400000}
+MALFORMED = {
+    "tags-a-string": {"info": _RUN, "data": {"tags": "oops"}},
+    "time-not-a-number": {"info": {**_RUN, "start_time": "notanumber"}, "data": {}},
+    "info-a-list": {"info": [], "data": {}},
+    "no-run-id": {"info": {"status": "FINISHED"}, "data": {}},
+}
+
+
+@pytest.mark.parametrize("read", ["the runs", "the ledger"])
+@pytest.mark.parametrize("run", list(MALFORMED.values()), ids=list(MALFORMED))
+def test_a_malformed_answer_is_said_to_be_one_not_in_pythons_words(capsys, run, read):
+    """A run of the wrong shape read as 'failed while reading the runs: string indices must
+    be integers, not 'str'': Python's words, not what was wrong with the server."""
+    body = {"experiments": [_EXPERIMENT], "experiment": _EXPERIMENT, "runs": [run]}
+    with garbage(json.dumps(body).encode(), no_ledger=read == "the runs") as uri:
+        capsys.readouterr()
+        code = main(
+            [
+                "report",
+                "--policy-dir",
+                str(ROOT / "policies"),
+                "--tracking-uri",
+                uri,
+                "--month",
+                "2025-03",
+            ]
+        )
+        err = capsys.readouterr().err.splitlines()[-1]
+    assert code == 4, err
+    assert err == (
+        f"budget-gate: MLflow at {uri} failed while reading {read}: the server's answer is "
+        "malformed, not what MLflow answers — is it an MLflow tracking server?"
+    )
+
+
 def test_the_one_setting_bounds_the_wait(team, mlflow_defaults, monkeypatch):
     spec = team.spec(8)
     monkeypatch.setenv("BUDGET_GATE_LEDGER_TIMEOUT", "1.5")
@@ -227,6 +266,20 @@ def test_a_malformed_setting_is_an_input_error_for_the_launch_api(team, monkeypa
     monkeypatch.setenv("BUDGET_GATE_LEDGER_TIMEOUT", "soon")
     with ledger_down("refused") as uri, pytest.raises(InputError, match="LEDGER_TIMEOUT is 'soon'"):
         gate.require_approval(team.spec(8), policy_dir=team.policy_dir, tracking_uri=uri)
+
+
+@pytest.mark.parametrize("token", ["s3kr1t-token\n", "s3kr1t\r\nX-Evil: 1", "s3kr1t-€"])
+def test_a_token_no_header_can_carry_is_refused_without_showing_it(capsys, monkeypatch, token):
+    """The HTTP library's refusal ("Invalid header value b'Bearer s3kr1t...'") was the
+    message, the token quoted into a CI log; it is the setting that is wrong (exit 3)."""
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", token)
+    with ledger_down("refused") as uri:
+        capsys.readouterr()
+        code = main(["report", "--policy-dir", str(ROOT / "policies"), "--tracking-uri", uri])
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert err.startswith("budget-gate: MLFLOW_TRACKING_TOKEN holds a line break or a character")
+    assert "s3kr1t" not in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("uri", ["ftp://x", "htp://mlflow:5000"])

@@ -18,7 +18,7 @@ import pytest
 
 from gate import tracking
 from gate.cli import main
-from gate.commands.report import NO_SPEC
+from gate.commands.report_plans import NO_SPEC
 from gate.ledger.records import LEDGER_EXPERIMENT
 from gate.report.runs import DELETED_OPEN, ELSEWHERE, UNREAD_RECORD, UNTAGGED
 from tests import report_kit

@@ -260,7 +260,7 @@ def test_the_command_reads_over_the_triggers_from_the_findings(tmp_path, trials,
     """6 trials of 16 GPUs for 10 h cost 9,600, over the 100 limit: a violation that is
     over the triggers (6 > 4) too; 2 trials break the limit alone."""
     from gate.commands.common import make_evaluator
-    from gate.commands.report import SpecPlans
+    from gate.commands.report_plans import SpecPlans
     from gate.spec.experiment import Experiment
     from gate.spec.fingerprint import fingerprint
     from gate.spec.loader import load_file

@@ -48,6 +48,20 @@ def test_init_report_workflow_writes_only_it_and_it_validates(tmp_path, capsys):
     assert main(["init", "--dir", str(tmp_path), "--report-workflow"]) == 3  # never overwrites
 
 
+def test_init_with_kueue_too_writes_both_or_neither(tmp_path, capsys):
+    """--kueue won: its manifests were written, --report-workflow dropped without a word."""
+    from gate.commands.init import KUEUE_MANIFESTS
+
+    assert main(["init", "--dir", str(tmp_path), "--report-workflow", "--kueue"]) == 0
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert written == sorted([REPORT_WORKFLOW, KUEUE_MANIFESTS])
+    err = capsys.readouterr().err
+    assert "kubectl apply" in err and "MLFLOW_TRACKING_URI" in err  # both next steps
+    (tmp_path / REPORT_WORKFLOW).unlink()
+    assert main(["init", "--dir", str(tmp_path), "--kueue", "--report-workflow"]) == 3
+    assert not (tmp_path / REPORT_WORKFLOW).exists()  # one there: nothing is written
+
+
 def test_plain_init_does_not_write_it():
     assert REPORT_WORKFLOW not in planned_files()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gate.cli.base import EPILOG, Parser, non_negative, pr_number
+from gate.cli.base import EPILOG, Parser, ascii_int, non_negative, pr_number
 from gate.commands.output import FormatTarget
 from gate.reporters import REPORT_FORMATS
 
@@ -151,6 +151,7 @@ def add_report(commands: argparse._SubParsersAction[Any], parents: list[Parser])
 
 
 def _months(text: str) -> int:
-    if not text.isdigit() or int(text) > 24:
+    number = ascii_int(text)
+    if number is None or number > 24:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of months from 0 to 24")
-    return int(text)
+    return number

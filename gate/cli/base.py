@@ -53,7 +53,7 @@ def text_or_json(parser: argparse.ArgumentParser) -> None:
 def non_negative(text: str) -> float:
     """A finite number ≥ 0 (``--min-delta``)."""
     try:
-        value = float(text)
+        value = float(text) if text.isascii() else -1.0  # NOTE: float() reads "１.５" too
     except ValueError:
         value = -1.0
     if not value >= 0 or value == float("inf"):
@@ -61,25 +61,37 @@ def non_negative(text: str) -> float:
     return value
 
 
+def ascii_int(text: str) -> int | None:
+    """``text`` as a whole number when it is ASCII digits only, else None.
+
+    NOTE: ``str.isdigit`` and ``int`` take full-width (``８０``) and other scripts' digits
+    too, and ``isdigit`` superscripts (``²``) that ``int`` then refuses.
+    """
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 def port(text: str) -> int:
     """A TCP port, 0 to 65535."""
-    if not text.isdigit() or int(text) > 65535:
+    number = ascii_int(text)
+    if number is None or number > 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (0-65535)")
-    return int(text)
+    return number
 
 
 def positive_int(text: str) -> int:
     """A whole number from 1 (``--jobs``); at most a thousand."""
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 1000:
+    number = ascii_int(text)
+    if number is None or not 1 <= number <= 1000:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1 to 1000")
-    return int(text)
+    return number
 
 
 def pr_number(text: str) -> int:
     """A pull request number, from 1."""
-    if not text.isdigit() or int(text) == 0:
+    number = ascii_int(text)
+    if number is None or number == 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a pull request number")
-    return int(text)
+    return number
 
 
 def who_and_why(parser: Parser, who: str) -> None:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gate.cli.base import EPILOG, Parser
+from gate.cli.base import EPILOG, Parser, ascii_int
 
 
 def seconds(text: str) -> int:
     """Whole seconds, 1 to a day."""
-    if not text.isdigit() or not 1 <= int(text) <= 86400:
+    number = ascii_int(text)
+    if number is None or not 1 <= number <= 86400:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (1-86400)")
-    return int(text)
+    return number
 
 
 def add_kueue_admission(what: argparse._SubParsersAction[Any], parents: list[Parser]) -> None:

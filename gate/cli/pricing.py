@@ -221,13 +221,14 @@ def _add_init(commands: argparse._SubParsersAction[Any]) -> None:
         "--kueue",
         action="store_true",
         help="write only the Kueue AdmissionCheck's manifests, deploy/budget-gate-kueue.yaml "
-        "(Deployment, ServiceAccount, RBAC, AdmissionCheck, ClusterQueue; docs/kueue.md)",
+        "(Deployment, ServiceAccount, RBAC, AdmissionCheck, ClusterQueue; docs/kueue.md); "
+        "with --report-workflow, its workflow too",
     )
     init.add_argument(
         "--report-workflow",
         action="store_true",
         help="write only .github/workflows/budget-gate-report.yml: the month's report posted "
-        "as an issue on the first of each month",
+        "as an issue on the first of each month; with --kueue, its manifests too",
     )
 
 

@@ -8,7 +8,8 @@ is installed, the ledger's signers: ``policies/allowed_signers`` listing a new C
 private half in ``.budget-gate/ci-signing-key``, git-ignored, for the repository secret) and
 the user's own SSH key when one is found. It never overwrites: when any of those files
 exists, nothing is written and the command says which ones. ``--kueue`` writes only the
-manifests of the Kueue AdmissionCheck (``deploy/budget-gate-kueue.yaml``).
+manifests of the Kueue AdmissionCheck (``deploy/budget-gate-kueue.yaml``),
+``--report-workflow`` only the monthly report's workflow; given together, both.
 """
 
 from __future__ import annotations
@@ -54,12 +55,15 @@ def planned_files(kueue: bool = False, report_workflow: bool = False) -> dict[st
     """Every file ``init`` writes, by path relative to the repository, with its contents.
 
     With ``kueue``, only the Kueue AdmissionCheck's manifests (docs/kueue.md); with
-    ``report_workflow``, only the scheduled workflow that posts the monthly report.
+    ``report_workflow``, only the scheduled workflow that posts the monthly report; with
+    both, both (each flag names a file to add instead of the starter files).
     """
-    if kueue:
-        return {KUEUE_MANIFESTS: packaged("kueue.yaml")}
-    if report_workflow:
-        return {REPORT_WORKFLOW: packaged("report-workflow.yml")}
+    extras = {
+        **({KUEUE_MANIFESTS: packaged("kueue.yaml")} if kueue else {}),
+        **({REPORT_WORKFLOW: packaged("report-workflow.yml")} if report_workflow else {}),
+    }
+    if extras:
+        return extras
     sample = packaged("sample-spec.yaml")
     files = {
         "policies/default.yaml": default_policy(),

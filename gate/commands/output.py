@@ -42,16 +42,22 @@ def parse_target(value: str) -> FormatTarget:
     return FormatTarget(name, path or None)
 
 
-def plan_targets(targets: Sequence[FormatTarget] | None) -> list[FormatTarget]:
-    """The targets to write: text on stdout by default; at most one stdout, no file twice."""
+def plan_targets(
+    targets: Sequence[FormatTarget] | None, example: str = "sarif=gate.sarif"
+) -> list[FormatTarget]:
+    """The targets to write: text on stdout by default; at most one stdout, no file twice.
+
+    ``example`` is the ``NAME=FILE`` the hint shows: one of the command's own formats.
+    """
     planned = list(targets or [FormatTarget("text")])
     on_stdout = [t.name for t in planned if t.path is None]
     if len(on_stdout) > 1:
         raise InputError(
             f"formats {', '.join(on_stdout)} all want stdout",
-            hint="send all but one to a file, e.g. --format sarif=gate.sarif",
+            hint=f"send all but one to a file, e.g. --format {example}",
         )
-    paths = [os.path.abspath(t.path) for t in planned if t.path is not None]
+    # NOTE: resolved as write_atomically resolves them: a link to the other file is that file
+    paths = [os.path.realpath(t.path) for t in planned if t.path is not None]
     if len(set(paths)) < len(paths):
         raise InputError("two formats write the same file", hint="give each format its own file")
     return planned
@@ -211,6 +217,8 @@ def append_step_summary(report: Report, env: Mapping[str, str]) -> None:
 
 
 def _write_error(path: str, exc: OSError) -> InputError:
+    if os.path.isdir(path):
+        return InputError(f"{path}: cannot write: it is a directory", hint="name a file in it")
     return InputError(
         f"{path}: cannot write ({exc.strerror})",
         hint="check that the directory exists and is writable",

@@ -17,7 +17,6 @@ input (a ``--team`` that is empty or that nothing knows, too), 4 MLflow failed.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as dt
 import sys
 from collections.abc import Iterator
@@ -35,44 +34,32 @@ from gate.commands.common import (
 )
 from gate.commands.output import FormatTarget, plan_targets, write_atomically
 from gate.commands.progress import progress_for
-from gate.commands.reconcile import requote
 from gate.commands.records import say_ignored, warn_unsigned
+from gate.commands.report_plans import SpecPlans
 from gate.errors import InputError
-from gate.evaluation.evaluate import Evaluator
 from gate.integrations import needs_mlflow, open_ledger
-from gate.integrations.git.spec_versions import HISTORY_BUDGET, SpecVersions, policies_home
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger import tracking
 from gate.ledger.encoding import KIND
 from gate.ledger.records import LEDGER_EXPERIMENT, LedgerQuery, LedgerRecord, RecordKind
-from gate.money import to_decimal
-from gate.policy.findings import Outcome
 from gate.policy.loader import PolicySet
-from gate.reconcile.actuals import Plan, RunFacts
-from gate.reconcile.quality import monitor_for
+from gate.reconcile.actuals import RunFacts
 from gate.report.commitments import NO_TEAM, commitments
 from gate.report.compute import ReportInputs, build_report
 from gate.report.model import MonthReport
 from gate.report.period import Period, last_full_month, parse_period
-from gate.report.runs import MonthRuns, Priced, asks_approval
+from gate.report.runs import MonthRuns, Priced
 from gate.reporters import load_report_renderer
 from gate.words import listed
 
 if TYPE_CHECKING:  # MLflow's reader is imported when the command reads
     from gate.integrations.mlflow.runs import MlflowRuns
 
-NO_SPEC = "no spec at their fingerprint (on disk or in git history)"
-UNSEARCHED = (
-    f"their spec was not searched for in git history: the runs named more than "
-    f"{HISTORY_BUDGET:,} spec paths that are not on disk (their tags are their jobs' word)"
-)
-INVALID = "their spec no longer evaluates"
-
 
 def run(args: argparse.Namespace) -> int:
     """Read the window's runs and the ledger, compute the report, write every format."""
     now = utc_now().replace(microsecond=0)  # the forecast's pace, as generated_at says it
-    targets = plan_targets(args.format or [FormatTarget("text")])
+    targets = plan_targets(args.format or [FormatTarget("text")], example="json=report.json")
     _check_folders(targets)  # before the read, which can take a minute
     trend = args.trend
     period = parse_period(args.month, trend, now) if args.month else last_full_month(now, trend)
@@ -251,67 +238,6 @@ def _ms(moment: dt.datetime) -> int:
     return int(moment.timestamp() * 1000)
 
 
-class SpecPlans:
-    """The plan of each run's spec version, found by path and fingerprint, evaluated once."""
-
-    def __init__(self, evaluator: Evaluator, now: dt.datetime) -> None:
-        # No fix search, no calibration: the spec priced from its own figures, as declared.
-        self.evaluator = dataclasses.replace(evaluator, fix_estimates=0, calibration=None)
-        self.now = now
-        self.versions = SpecVersions(home=policies_home(evaluator.policies))
-        self._found: dict[tuple[str, str], Priced | str] = {}
-
-    def __call__(self, facts: RunFacts) -> Priced | str:
-        """The plan of the run's spec version, or why there is none."""
-        tags = facts.tags
-        return self.find(tags.get(tracking.SPEC, ""), tags.get(tracking.FINGERPRINT, ""))
-
-    def find(self, path: str, fingerprint: str) -> Priced | str:
-        """The plan of the spec at ``path`` with ``fingerprint``, or why there is none."""
-        key = (path, fingerprint)
-        if key not in self._found:
-            self._found[key] = self._evaluate(path, fingerprint)
-        return self._found[key]
-
-    def needs_approval(self, approval: LedgerRecord) -> bool | None:
-        """Whether the approved spec version is over the policy's triggers (``None``: unknown)."""
-        priced = self.find(approval.spec, approval.fingerprint)
-        return None if isinstance(priced, str) else priced.needs_approval
-
-    def _evaluate(self, path: str, fingerprint: str) -> Priced | str:
-        version = self.versions.find(path, fingerprint)
-        if version is None:
-            return UNSEARCHED if self.versions.exhausted else NO_SPEC
-        evaluation = (
-            self.evaluator.evaluate_doc(version.path, version.doc, parsed=version.spec)
-            if version.doc is not None
-            else self.evaluator.evaluate_spec(version.path, version.content)
-        )
-        spec, policy, result = evaluation.spec, evaluation.policy, evaluation.result
-        if result.outcome is Outcome.INVALID or not spec or not policy or not result.estimate:
-            return INVALID
-        plan = Plan(
-            spec=spec,
-            fingerprint=fingerprint,
-            quote=result.estimate.quote,
-            estimate=result.estimate,
-            monitor=monitor_for(spec, returns=policy.returns),
-            now=self.now,
-            tolerance=to_decimal(policy.limits.reconcile_tolerance),
-            requote=requote(spec, policy),
-        )
-        return Priced(
-            plan=plan,
-            team=spec.metadata.team or NO_TEAM,
-            model=spec.metadata.labels.get(tracking.MODEL_LABEL, ""),
-            spec=path,
-            experiment=spec.metadata.name,
-            needs_approval=asks_approval(result.findings),
-            provider=spec.resources.cloud or policy.prices.cloud or "",
-            tracked_in=spec.tracking.mlflow_experiment or spec.metadata.name,
-        )
-
-
 def _known_teams(policies: PolicySet) -> set[str]:
     """The teams the policies name: a file of their own, or the default policy's ``teams``."""
     return {*policies.teams(), *(policies.for_team(None).policy.teams or ())}
@@ -379,12 +305,24 @@ def _default_month(args: argparse.Namespace, period: Period) -> tuple[str, ...]:
     return (f"no --month: the last full month, {period} (UTC)",)
 
 
+_SUFFIXES = {"text": "txt", "markdown": "md", "focus": "csv"}
+
+
 def _check_folders(targets: list[FormatTarget]) -> None:
+    """Refuse a file the report cannot be written to before the read, which can take a minute."""
     for target in targets:
-        if target.path is not None and not Path(target.path).absolute().parent.is_dir():
+        if target.path is None:
+            continue
+        if not Path(target.path).absolute().parent.is_dir():
             raise InputError(
                 f"--format {target.name}={target.path}: the folder does not exist",
                 hint="create it first, or write the file elsewhere",
+            )
+        if Path(target.path).is_dir():
+            example = f"report.{_SUFFIXES.get(target.name, target.name)}"
+            raise InputError(
+                f"--format {target.name}={target.path}: that is a directory, not a file",
+                hint=f"name a file, e.g. --format {target.name}={Path(target.path, example)}",
             )
 
 

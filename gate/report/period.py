@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from gate.errors import InputError
 
 UTC = dt.timezone.utc
-_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+# NOTE: ASCII digits only: a regex's \d and int() take full-width (and other scripts') digits
+_MONTH = re.compile(r"([0-9]{4})-([0-9]{2})")
 MAX_MONTHS = 36
 """The longest period (and trend window) a report reads."""
 
@@ -144,7 +145,7 @@ def parse_period(text: str, trend: int = 2, now: dt.datetime | None = None) -> P
 
 
 def _month(text: str, given: str) -> Month:
-    match = _MONTH.match(text)
+    match = _MONTH.fullmatch(text)
     month = int(match.group(2)) if match else 0
     if match is None or not 1 <= month <= 12 or int(match.group(1)) < 1:
         raise InputError(

@@ -50,6 +50,15 @@ def test_plan_refuses_the_same_file_twice(tmp_path):
         plan_targets([FormatTarget("text", "a.txt"), FormatTarget("json", "./a.txt")])
 
 
+def test_plan_refuses_a_link_to_the_other_formats_file(tmp_path):
+    """A link was compared by its own path while the write goes through it: two formats
+    wrote one file, the second over the first, and both said 'wrote'."""
+    (tmp_path / "link.json").symlink_to(tmp_path / "b.json")  # dangling: b.json is not yet
+    targets = [FormatTarget("json", str(tmp_path / "b.json"))]
+    with pytest.raises(InputError, match="same file"):
+        plan_targets([*targets, FormatTarget("markdown", str(tmp_path / "link.json"))])
+
+
 def test_write_atomically_replaces_and_leaves_no_temp(tmp_path):
     path = tmp_path / "out.md"
     path.write_text("old")

@@ -72,7 +72,7 @@ class Rest:
         user = urllib.parse.unquote(parts.username or environ.get("MLFLOW_TRACKING_USERNAME", ""))
         secret = urllib.parse.unquote(parts.password or environ.get("MLFLOW_TRACKING_PASSWORD", ""))
         if environ.get("MLFLOW_TRACKING_TOKEN"):
-            self.headers["Authorization"] = f"Bearer {environ['MLFLOW_TRACKING_TOKEN']}"
+            self.headers["Authorization"] = f"Bearer {_token(environ['MLFLOW_TRACKING_TOKEN'])}"
         elif user:
             basic = base64.b64encode(f"{user}:{secret}".encode()).decode("ascii")
             self.headers["Authorization"] = f"Basic {basic}"
@@ -165,6 +165,19 @@ def _tls(environ: Mapping[str, str]) -> ssl.SSLContext:
     if environ.get("MLFLOW_TRACKING_CLIENT_CERT_PATH"):
         context.load_cert_chain(environ["MLFLOW_TRACKING_CLIENT_CERT_PATH"])
     return context
+
+
+def _token(token: str) -> str:
+    """The bearer token, refused when an HTTP header cannot carry it (a trailing newline).
+
+    NOTE: the HTTP library's refusal quoted the header, token and all, into a CI log.
+    """
+    if not (token.isascii() and token.isprintable()):
+        raise InputError(
+            "MLFLOW_TRACKING_TOKEN holds a line break or a character an HTTP header cannot carry",
+            hint="set it to the token alone: the usual cause is a file's trailing newline",
+        )
+    return token
 
 
 def _object(status: int, raw: bytes) -> dict[str, Any]:

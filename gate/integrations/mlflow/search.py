@@ -229,7 +229,18 @@ def failing_on(where: str, doing: str, failures: tuple[type[BaseException], ...]
                 hint="move it to a database (mlflow migrate-filestore) and pass sqlite:///PATH, "
                 "or set MLFLOW_ALLOW_FILE_STORE=true",
             ) from None
+        if isinstance(exc, _MALFORMED) or type(exc) is ValueError:
+            # NOTE: Python's words for it ("string indices must be integers") say nothing
+            raise BackendError(
+                f"MLflow at {where} failed while {doing}: the server's answer is malformed, "
+                "not what MLflow answers — is it an MLflow tracking server?"
+            ) from exc
         raise BackendError(f"MLflow at {where} failed while {doing}: {reason(exc)}") from exc
+
+
+_MALFORMED = (LookupError, TypeError, AttributeError)
+"""What reading an answer of the wrong shape raises (a string where a run's tags are), as a
+plain ``ValueError`` is what ``int`` and ``float`` raise for a number that is not one."""
 
 
 def reason(exc: BaseException) -> str:
