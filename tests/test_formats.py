@@ -465,6 +465,16 @@ def test_hydra_submitit_gpus_are_read_however_the_launcher_asks(tmp_path, launch
     assert spec is not None and spec.resources.gpus_per_trial == gpus
 
 
+@pytest.mark.parametrize("count", ['"\u00b2"', '"\uff18"'])
+def test_a_launcher_count_in_other_digits_is_refused_not_a_crash(tmp_path, count) -> None:
+    """``"²"`` passed ``str.isdigit`` and ``int`` refused it: exit 70; ``"８"`` was 8."""
+    text = SUBMITIT_CONFIG.format(timeout="").replace(
+        "    gpus_per_node: 4\n", f"    gpus_per_node: {count}\n"
+    )
+    (error,) = _hydra(tmp_path, text).result.errors
+    assert "hydra.launcher.gpus_per_node is" in str(error) and "not a whole number" in str(error)
+
+
 RAY_CONFIG = (
     SUBMITIT_CONFIG.format(timeout="")
     .replace("submitit_slurm", "ray")

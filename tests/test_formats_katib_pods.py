@@ -126,6 +126,8 @@ def test_a_job_that_runs_its_pods_many_times_over_is_refused(tmp_path, capsys) -
     ("job", "goal", "message"),
     [
         ("        parallelism: two\n", "", "parallelism is 'two', not a whole number of pods"),
+        ('        parallelism: "\u00b2"\n', "", "parallelism is '\u00b2', not a whole number"),
+        ('        parallelism: "\uff18"\n', "", "parallelism is '\uff18', not a whole number"),
         ("        parallelism: null\n", "", None),  # unset: one pod
         ("", ", goal: high", "objective.goal 'high' is not a number"),
     ],

@@ -145,7 +145,7 @@ def _spell(
             return f"hydra.launcher.gpus_per_node: {value // nodes}"
         case ("stopping", "max_trial_hours") if submitit:
             requeues = str(launcher.get("max_num_timeout", 0)).strip()  # held once per requeue
-            held = 1 + (int(requeues) if requeues.isdigit() else 0)
+            held = 1 + (int(requeues) if requeues.isascii() and requeues.isdigit() else 0)
             return f"hydra.launcher.timeout_min: {math.floor(value * 60 / held)}"
     return None
 

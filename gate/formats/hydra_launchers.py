@@ -314,7 +314,7 @@ def _launcher_count(launcher: dict[str, Any], key: str, at: Any) -> int | None:
     value = launcher.get(key)
     if value is None:
         return None
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         value = int(value)
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value

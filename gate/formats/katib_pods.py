@@ -319,7 +319,7 @@ def count(value: Any, what: str, path: DataPath, locate: Locate) -> int:
     """A count of pods the file gives (``replicas``, ``parallelism``): unset is 1."""
     if value is None:
         return 1
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         value = int(value)
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
