@@ -287,6 +287,9 @@ def test_text_and_markdown_show_the_figures(month, capsys, tmp_path):
     assert "Spot against on-demand" in out and "40.00" in out
     row = next(x for x in out.splitlines() if x.strip().startswith(Path(month.specs["A"]).stem))
     assert "40.00" in row and "not measured" in row  # A's idle: no GPU utilization logged
+    # NOTE: tabular's runs log no val_loss history: logging none ranked it first by waste
+    tabular = [x for x in out.splitlines() if x.strip().startswith(month.teams["tabular"])]
+    assert "≥ 0 %" in tabular[1] and f"{month.teams['tabular']} (≥ 0 %)" in out  # the ranking
     markdown = (tmp_path / "r.md").read_text(encoding="utf-8")
     assert markdown.startswith("<!-- budget-gate monthly report -->")
     assert "| --: |" in markdown or "| :-- |" in markdown

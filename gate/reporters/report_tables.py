@@ -139,12 +139,17 @@ def _return_row(team: TeamRow) -> tuple[str, ...]:
         f"{team.experiments:,}",
         f"{team.qualified:,}",
         money(team.cost_per_qualified),
-        money(team.waste.total),
-        share(team.waste_share),
+        _at_least(team, money(team.waste.total)),
+        _at_least(team, share(team.waste_share)),
         money(team.guard_saved),
         f"{team.cases:,}",
         *_accuracy(team.accuracy),
     )
+
+
+def _at_least(team: TeamRow, figure: str) -> str:
+    """``≥ figure`` where the team's post-plateau waste is not measured (a lower bound)."""
+    return f"≥ {figure}" if team.waste.plateau is None and team.runs else figure
 
 
 def _accuracy(found: Accuracy | None) -> tuple[str, str, str]:
@@ -363,11 +368,12 @@ def _revoked(report: MonthReport) -> Table | None:
 
 def _ranking(report: MonthReport) -> Table:
     by_cost, by_waste = report.rankings
+    lower = frozenset(t.team for t in report.teams if t.waste.plateau is None and t.runs)
     rows = tuple(
         (
             str(rank),
             _ranked(by_cost.teams[rank - 1], money),
-            _ranked(by_waste.teams[rank - 1], share),
+            _ranked(by_waste.teams[rank - 1], share, lower),
         )
         for rank in range(1, len(by_cost.teams) + 1)
     )
@@ -380,9 +386,13 @@ def _ranking(report: MonthReport) -> Table:
     )
 
 
-def _ranked(entry: tuple[str, Decimal | None], show: Callable[[Decimal | None], str]) -> str:
+def _ranked(
+    entry: tuple[str, Decimal | None],
+    show: Callable[[Decimal | None], str],
+    lower: frozenset[str] = frozenset(),
+) -> str:
     team, figure = entry
-    return f"{team} ({show(figure)})"
+    return f"{team} ({'≥ ' if team in lower else ''}{show(figure)})"
 
 
 def note_lines(report: MonthReport) -> Sequence[str]:
