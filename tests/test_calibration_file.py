@@ -278,3 +278,39 @@ def test_policy_check_validates_the_calibration_check_reads(tmp_path, capsys):
     assert main(["policy", "check", str(policies)]) == 0
     out, err = capsys.readouterr()
     assert f"{policies}/calibration.json: ok (0 entries)\n" in out
+
+
+def _labelled(label: str) -> Calibration:
+    entry = Entry(
+        key=Key(**{**KEY, "model": label}),
+        runs=1,
+        finished=1,
+        failed=0,
+        first=dt.date(2026, 11, 1),
+        last=dt.date(2026, 11, 1),
+    )
+    return Calibration.model_validate(
+        {"apiVersion": "budget-gate/v1", "kind": "Calibration", "created": "2026-12-01"}
+    ).model_copy(update={"entries": [entry]})
+
+
+@pytest.mark.parametrize(
+    "char", ["\x7f", "\x80", "\x81", "\x9f", "\ufffe", "\uffff", "\x85", "\u2028", "\u2029"]
+)
+def test_a_label_with_a_character_yaml_refuses_is_written_so_the_file_reads_back(char):
+    label = f"evil{char}"
+    text = dump(_labelled(label))
+    assert char not in text
+    [entry] = parse(load_bytes(text.encode(), "calibration.json")).entries
+    assert entry.key.model == label
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(codec=None, exclude_categories=()), max_size=8))
+def test_any_label_a_job_tags_reads_back_from_the_file_calibrate_writes(label):
+    text = dump(_labelled(label))
+    [entry] = parse(load_bytes(text.encode(), "calibration.json")).entries
+    # NUL and lone surrogates (YAML reads neither, raw nor escaped) come back as U+FFFD
+    assert entry.key.model == "".join(
+        "\ufffd" if c == "\x00" or "\ud800" <= c <= "\udfff" else c for c in label
+    )

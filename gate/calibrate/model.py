@@ -181,6 +181,15 @@ def _number(value: object) -> object:
 
 
 _FLOAT_MARK = "\x00float\x00"
+_UNREADABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufffe\uffff]")
+"""What YAML refuses or changes written raw and reads escaped: DEL, C1 controls, U+FFFE and
+U+FFFF (refused), and the line breaks NEL, U+2028 and U+2029 (read as a space).
+
+NOTE: a model tag holding U+007F was written raw: every ``check`` after it exited 3 at the
+file's line ("control characters are not allowed"), and ``calibrate --write`` refused to
+replace a file it could no longer read. ``json.dumps`` escapes C0 controls itself; only
+strings hold these, so the whole text is escaped at once."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def dump(calibration: Calibration) -> str:
@@ -191,16 +200,18 @@ def dump(calibration: Calibration) -> str:
     """
     data = calibration.model_dump(mode="json", by_alias=True, exclude_none=True)
     text = json.dumps(_marked(data), indent=2, ensure_ascii=False) + "\n"
+    text = _UNREADABLE.sub(lambda found: f"\\u{ord(found[0]):04x}", text)
     return re.sub(r'"\\u0000float\\u0000([^"]*)"', r"\1", text)
 
 
 def _marked(value: object) -> object:
     """Floats as marked strings, replaced by their YAML-safe spelling after ``json.dumps``.
 
-    A NUL in a string (never in an MLflow name) becomes U+FFFD, so no text can pose as a mark.
+    A NUL in a string (never in an MLflow name) becomes U+FFFD, so no text can pose as a mark;
+    so does a lone surrogate, which YAML refuses raw and escaped alike.
     """
     if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
+        return _SURROGATE.sub("\ufffd", value.replace("\x00", "\ufffd"))
     if isinstance(value, float):
         text = repr(value)
         if "e" in text and "." not in text.partition("e")[0]:
