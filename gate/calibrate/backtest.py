@@ -31,7 +31,7 @@ from decimal import Decimal
 from typing import Protocol
 
 from gate.calibrate.learn import learn
-from gate.calibrate.lookup import EPOCH_LEVELS, by_key, epoch_minutes, finest
+from gate.calibrate.lookup import EPOCH_LEVELS, by_key, epoch_minutes, finest, fold
 from gate.calibrate.model import Calibration
 from gate.calibrate.observe import Observation
 
@@ -115,19 +115,25 @@ def replays(observations: Iterable[Observation]) -> Iterator[Replay]:
 
     One calibration is learned per experiment, when it is reached (not all held at once),
     from the earlier runs of the same model: a lookup never reads another model's entries.
+    A model is its label folded, as the lookup and :func:`learn` fold it: ``ResNet18`` and
+    ``resnet18`` are one model's runs.
     """
     runs = sorted(observations, key=lambda o: o.start)
     groups: dict[tuple[str, str], list[Observation]] = defaultdict(list)
     by_model: dict[str | None, list[Observation]] = defaultdict(list)
     for run in runs:
         groups[(run.experiment, run.spec)].append(run)
-        by_model[run.key.model].append(run)
+        by_model[_folded(run.key.model)].append(run)
     starts = {model: [r.start for r in members] for model, members in by_model.items()}
     for (experiment, spec), members in sorted(groups.items(), key=lambda g: g[1][0].start):
         first = members[0]
-        model = first.key.model
+        model = _folded(first.key.model)
         before = by_model[model][: bisect.bisect_left(starts[model], first.start)]
-        yield Replay(experiment, spec, tuple(members), learn(before, first.start.date()))
+        yield Replay(experiment, spec, tuple(members), learn(before, first.start.date(), fold=fold))
+
+
+def _folded(label: str | None) -> str | None:
+    return None if label is None else fold(label)
 
 
 def epoch_case(replay: Replay, min_runs: int) -> Case | None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from gate.calibrate.backtest import replays
 from gate.calibrate.learn import learn
+from gate.calibrate.lookup import fold
 from gate.calibrate.model import Calibration, Entry, Key, Stat, dump
 from gate.calibrate.observe import Observation, observe
 from gate.commands import backtest
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
             "launcher logs), or pass the right --tracking-uri / --experiment",
         )
     plateau_by = _plateau_by(policy.returns, policy.currency, prices.missing)
-    calibration = learn(observations, now.date(), where, plateau_by)
+    calibration = learn(observations, now.date(), where, plateau_by, fold=fold)
     if args.write:
         write_atomically(args.write, dump(calibration))
         print(f"wrote {args.write}: commit it next to the policies", file=sys.stderr)
