@@ -60,6 +60,9 @@ class Observation:
     mfu: float | None = None
     mfu_over_peak: bool = False
     """The run's FLOPs and time give an MFU above 1: left out of the calibration."""
+    end: dt.datetime | None = None
+    """When the run ended (``None``: not known, taken as its start): the backtest learns
+    from the runs that had ended before an experiment's first run, as ``check`` saw them."""
     steps_over_max: bool = False
     """The monitored metric has more steps than the run's ``max_epochs``: they are no epochs
     (a validation 4 times an epoch), so its epoch time, plateau and failure point are left
@@ -122,6 +125,7 @@ def observe(
         mfu=mfu if mfu is not None and mfu <= 1 else None,
         mfu_over_peak=mfu is not None and mfu > 1,
         steps_over_max=over,
+        end=moment(facts.end_ms),
     )
 
 
