@@ -126,6 +126,35 @@ class Entry(Model):
     left out; an MFU above 1 is counted in ``mfu_over_peak`` instead."""
 
     @model_check
+    def _counts_agree(self) -> None:
+        # NOTE: a hand-edited epoch_minutes.runs 1e9 in an entry of 1 run loaded, and the
+        # basis read "median of 1000000000 runs"; so did failed 500 of runs 20
+        counts = [(f"{name}.runs", stat.runs) for name, stat in self._stats() if stat is not None]
+        counts += [("finished", self.finished), ("failed", self.failed)]
+        counts += [("retries", self.retries), ("mfu_over_peak", self.mfu_over_peak or 0)]
+        for name, count in counts:
+            if count > self.runs:
+                raise ValueError(
+                    f"{name} {count} is more than the entry's runs {self.runs} — each count "
+                    "is of the entry's runs; write the calibration again with budget-gate "
+                    "calibrate --write"
+                )
+        if self.finished + self.failed != self.runs or self.preemptions > self.failed:
+            raise ValueError(
+                f"finished {self.finished} and failed {self.failed} (of which preemptions "
+                f"{self.preemptions}) do not add up to runs {self.runs} — write the "
+                "calibration again with budget-gate calibrate --write"
+            )
+
+    def _stats(self) -> list[tuple[str, Stat | None]]:
+        return [
+            ("epoch_minutes", self.epoch_minutes),
+            ("setup_minutes", self.setup_minutes),
+            ("plateau_fraction", self.plateau_fraction),
+            ("mfu", self.mfu),
+        ]
+
+    @model_check
     def _dates_in_order(self) -> None:
         if self.first > self.last:
             raise ValueError(
