@@ -67,8 +67,8 @@ def _stat(kind: type[Stat], low: float, high: float) -> st.SearchStrategy[Stat]:
 ENTRIES = st.builds(
     lambda epoch, setup, plateau, mfu, rate, point: Entry(
         key=Key(**KEY),
-        runs=20,
-        finished=19,
+        runs=10**6,
+        finished=10**6 - 1,
         failed=1,
         first=dt.date(2026, 11, 1),
         last=dt.date(2026, 11, 30),
@@ -278,3 +278,58 @@ def test_policy_check_validates_the_calibration_check_reads(tmp_path, capsys):
     assert main(["policy", "check", str(policies)]) == 0
     out, err = capsys.readouterr()
     assert f"{policies}/calibration.json: ok (0 entries)\n" in out
+
+
+def _labelled(label: str) -> Calibration:
+    entry = Entry(
+        key=Key(**{**KEY, "model": label}),
+        runs=1,
+        finished=1,
+        failed=0,
+        first=dt.date(2026, 11, 1),
+        last=dt.date(2026, 11, 1),
+    )
+    return Calibration.model_validate(
+        {"apiVersion": "budget-gate/v1", "kind": "Calibration", "created": "2026-12-01"}
+    ).model_copy(update={"entries": [entry]})
+
+
+@pytest.mark.parametrize(
+    "char", ["\x7f", "\x80", "\x81", "\x9f", "\ufffe", "\uffff", "\x85", "\u2028", "\u2029"]
+)
+def test_a_label_with_a_character_yaml_refuses_is_written_so_the_file_reads_back(char):
+    label = f"evil{char}"
+    text = dump(_labelled(label))
+    assert char not in text
+    [entry] = parse(load_bytes(text.encode(), "calibration.json")).entries
+    assert entry.key.model == label
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(codec=None, exclude_categories=()), max_size=8))
+def test_any_label_a_job_tags_reads_back_from_the_file_calibrate_writes(label):
+    text = dump(_labelled(label))
+    [entry] = parse(load_bytes(text.encode(), "calibration.json")).entries
+    # NUL and lone surrogates (YAML reads neither, raw nor escaped) come back as U+FFFD
+    assert entry.key.model == "".join(
+        "\ufffd" if c == "\x00" or "\ud800" <= c <= "\udfff" else c for c in label
+    )
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        ({"epoch_minutes": {"runs": 1000000000, "p10": 4.0, "median": 4.0, "p90": 4.0}},
+         "epoch_minutes.runs 1000000000 is more than the entry's runs 20"),
+        ({"failed": 500}, "failed 500 is more than the entry's runs 20"),
+        ({"finished": 5}, "finished 5 and failed 0 (of which preemptions 0) do not add up"),
+        ({"preemptions": 1}, "do not add up to runs 20"),
+        ({"retries": 21}, "retries 21 is more than the entry's runs 20"),
+    ],
+)  # fmt: skip
+def test_counts_that_contradict_the_entry_s_runs_are_refused_at_its_line(
+    tmp_path, capsys, entry, said
+):
+    code, err = _check(tmp_path, capsys, EPOCHS, entry)
+    assert code == 3, err
+    assert "calibration.json:" in err and said in err, err

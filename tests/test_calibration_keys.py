@@ -127,7 +127,7 @@ def test_calibrate_learns_slice_runs_apart_from_whole_gpu_runs():
             plateau_fraction=None, failure_point=None, retry=False, preempted=False,
         )  # fmt: skip
 
-    calibration = learn([run(1.0, None), run(7.0, "1g.10gb")], dt.date(2026, 12, 1))
+    calibration = learn([run(1.0, None), run(7.0, "1g.10gb")], dt.date(2026, 12, 1), fold=fold)
     medians = {entry.key: entry.epoch_minutes for entry in calibration.entries}
     for level in coarser(Key(**SLICE))[:3]:
         assert medians[level] is not None and medians[level].median == 7.0

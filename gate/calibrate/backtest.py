@@ -1,16 +1,17 @@
 """How accurate calibrated estimates are: history replayed in time order (pure).
 
 Each experiment (a spec version: its fingerprint, in its MLflow experiment) is a
-:class:`Replay`: its runs, and the calibration of the runs that started before its first
-run, as ``check`` would have priced it then. Two things are scored against it:
+:class:`Replay`: its runs, and the calibration of the runs that had ended before its first
+run started, as ``check`` would have priced it then. Two things are scored against it:
 
 - its cost (:class:`CostCase`): the spec priced with that calibration (expected and worst
   case) against what its runs cost, failed ones included; the naive baseline is the same
   spec priced from its declared figures. The pricing is the command's (it needs the spec
   and the evaluator); this module only scores;
-- its epoch time (:class:`Case`): the finest key with enough runs gives the expected case
-  (the median) and the worst case (the 90th percentile), against the median over its own
-  runs; the naive baseline is what the spec declared (its expected and worst epoch time).
+- its epoch time (:class:`Case`): the epoch time that pricing took from the calibration
+  (the expected and the worst case, as ``check`` priced them), against the median over its
+  own runs; the naive baseline is what the spec declared (its expected and worst epoch
+  time). Without its spec, only its own key's figure (median, 90th percentile) is scored.
 
 An experiment with no calibrated estimate (too few earlier runs of its key) is counted
 under "not calibrated" and priced by the baseline alone.
@@ -23,6 +24,7 @@ inside the expected–worst range, and "bounded" the share at most the worst cas
 from __future__ import annotations
 
 import bisect
+import datetime as dt
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
@@ -31,7 +33,7 @@ from decimal import Decimal
 from typing import Protocol
 
 from gate.calibrate.learn import learn
-from gate.calibrate.lookup import EPOCH_LEVELS, by_key, epoch_minutes, finest
+from gate.calibrate.lookup import EPOCH_LEVELS, by_key, epoch_minutes, finest, fold, folded
 from gate.calibrate.model import Calibration
 from gate.calibrate.observe import Observation
 
@@ -74,6 +76,9 @@ class CostCase:
     actual: Decimal
     calibrated: tuple[Decimal, Decimal] | None
     declared: tuple[Decimal, Decimal] | None
+    epoch: tuple[float, float] | None = None
+    """The epoch time (expected, worst) the calibrated pricing took from the calibration:
+    ``check``'s own figure (``None``: it priced the spec's, or a FLOPs prior)."""
 
 
 class Scored(Protocol):
@@ -114,24 +119,47 @@ def replays(observations: Iterable[Observation]) -> Iterator[Replay]:
     """Every experiment in the order its first run started, with the calibration before it.
 
     One calibration is learned per experiment, when it is reached (not all held at once),
-    from the earlier runs of the same model: a lookup never reads another model's entries.
+    from the runs of the same model that had ended before its first run started (a lookup
+    never reads another model's entries). NOTE: runs that had started, not ended, calibrated
+    it: a version started while the last one's 40-hour runs ran scored "calibrated" with
+    MAPE 0 % on figures ``check`` could not have had.
+    A model is its label folded, as the lookup and :func:`learn` fold it: ``ResNet18`` and
+    ``resnet18`` are one model's runs.
     """
     runs = sorted(observations, key=lambda o: o.start)
     groups: dict[tuple[str, str], list[Observation]] = defaultdict(list)
     by_model: dict[str | None, list[Observation]] = defaultdict(list)
     for run in runs:
         groups[(run.experiment, run.spec)].append(run)
-        by_model[run.key.model].append(run)
-    starts = {model: [r.start for r in members] for model, members in by_model.items()}
+        by_model[_folded(run.key.model)].append(run)
+    for members in by_model.values():
+        members.sort(key=_ended)
+    ends = {model: [_ended(r) for r in members] for model, members in by_model.items()}
     for (experiment, spec), members in sorted(groups.items(), key=lambda g: g[1][0].start):
         first = members[0]
-        model = first.key.model
-        before = by_model[model][: bisect.bisect_left(starts[model], first.start)]
-        yield Replay(experiment, spec, tuple(members), learn(before, first.start.date()))
+        model = _folded(first.key.model)
+        before = by_model[model][: bisect.bisect_left(ends[model], first.start)]
+        yield Replay(experiment, spec, tuple(members), learn(before, first.start.date(), fold=fold))
 
 
-def epoch_case(replay: Replay, min_runs: int) -> Case | None:
-    """The experiment's measured epoch time against both estimates; ``None`` without one."""
+def _ended(run: Observation) -> dt.datetime:
+    return run.end if run.end is not None else run.start
+
+
+def _folded(label: str | None) -> str | None:
+    return None if label is None else fold(label)
+
+
+def epoch_case(replay: Replay, min_runs: int, priced: CostCase | None = None) -> Case | None:
+    """The experiment's measured epoch time against both estimates; ``None`` without one.
+
+    The calibrated estimate is the one ``check`` priced: ``priced``'s, where the experiment's
+    spec was found and priced; without it, only the spec's own key's figure, which ``check``
+    takes as it is (a coarser key's it may set aside for the spec's, which is not known).
+    NOTE: the table scored spec-less figures: label-less specs from ``any model`` entries
+    (``check`` uses no calibration for them), a coarser key's raw median where ``check``
+    priced the spec's larger figure.
+    """
     times = [m.epoch_minutes for m in replay.runs if m.epoch_minutes is not None]
     if not times:
         return None
@@ -140,7 +168,9 @@ def epoch_case(replay: Replay, min_runs: int) -> Case | None:
         experiment=replay.experiment,
         team=first.team,
         actual=statistics.median(times),
-        calibrated=_predict(replay.calibration, first, min_runs),
+        calibrated=priced.epoch
+        if priced is not None
+        else _predict(replay.calibration, first, min_runs),
         declared=_declared(first),
     )
 
@@ -174,9 +204,18 @@ def by_team(found: Sequence[Scored]) -> dict[str, Scores]:
 def _predict(
     calibration: Calibration, run: Observation, min_runs: int
 ) -> tuple[float, float] | None:
-    """The epoch time ``check`` would have priced: the lookup's, median and 90th percentile."""
+    """The run's own key's epoch time (median, 90th percentile), as ``check`` prices it.
+
+    ``None`` for a run with no model label (``check`` uses no calibration for its spec) or
+    with too few runs of its own key: a coarser key's figure ``check`` may set aside for the
+    spec's, and without the spec that is not known.
+    """
+    if run.key.model is None:
+        return None
     found = finest(by_key(calibration), run.key, epoch_minutes, min_runs, EPOCH_LEVELS)
-    return None if found is None else (found[1].median, found[1].p90)
+    if found is None or folded(found[0].key) != folded(run.key):
+        return None
+    return found[1].median, found[1].p90
 
 
 def _declared(run: Observation) -> tuple[float, float] | None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 import statistics
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from gate.calibrate.model import (
@@ -38,21 +39,39 @@ def coarser(key: Key) -> tuple[Key, ...]:
     )
 
 
+_Parts = tuple[str | None, str | None, str | None, int | None, str | None]
+"""An exact key as plain parts: model, accelerator, MIG profile, GPUs, precision."""
+
+
 def learn(
     observations: Iterable[Observation],
     created: dt.date,
     source: str = "",
     plateau_by: str = "",
+    *,
+    fold: Callable[[str], str],
 ) -> Calibration:
-    """The calibration of ``observations``, one entry per key that has runs."""
+    """The calibration of ``observations``, one entry per key that has runs.
+
+    ``fold`` is the lookup's (:func:`gate.calibrate.lookup.fold`, which this module cannot
+    import: the lookup imports it): labels, accelerators and MIG profiles it folds alike
+    are learned as one (:func:`spellings`).
+    """
     every = list(observations)
-    exact: dict[tuple[object, ...], list[Observation]] = defaultdict(list)
+    model = spellings((seen.key.model for seen in every), fold)
+    accelerator = spellings((seen.key.accelerator for seen in every), fold)
+    mig = spellings((seen.key.mig_profile for seen in every), fold)
+    exact: dict[_Parts, list[Observation]] = defaultdict(list)
     for seen in every:  # NOTE: plain tuples: a pydantic key per run is slow in a backtest
         key = seen.key
-        exact[(key.model, key.accelerator, key.mig_profile, key.gpus, key.precision)].append(seen)
+        parts = (model(key.model), accelerator(key.accelerator), mig(key.mig_profile))
+        exact[(parts[0], parts[1], parts[2], key.gpus, key.precision)].append(seen)
     groups: dict[Key, list[Observation]] = defaultdict(list)
-    for members in exact.values():
-        for level in dict.fromkeys(coarser(members[0].key)):
+    for (label, hardware, slice_, gpus, precision), members in exact.items():
+        key = Key(
+            model=label, accelerator=hardware, mig_profile=slice_, gpus=gpus, precision=precision
+        )
+        for level in dict.fromkeys(coarser(key)):
             groups[level].extend(members)
     entries = [_entry(key, runs) for key, runs in groups.items()]
     entries.sort(key=lambda e: _order(e.key))
@@ -66,6 +85,32 @@ def learn(
         plateau_by=plateau_by,
         entries=entries,
     )
+
+
+def spellings(
+    texts: Iterable[str | None], fold: Callable[[str], str]
+) -> Callable[[str | None], str | None]:
+    """Each of ``texts`` as one spelling of those the lookup's ``fold`` folds alike.
+
+    The lookup matches labels, accelerators and MIG profiles folded (case, zero-width and
+    format characters, no-break spaces, fullwidth letters) and takes the entry with the most
+    runs of those that fold alike. NOTE: learned apart, ``ResNet18`` and ``resnet18`` (3
+    runs each) never reached ``min_runs`` 5, and 21 fast runs tagged ``RESNET18`` (or with a
+    zero-width space) replaced 20 real ones. Learned under one spelling, they are one
+    model's runs. The spelling kept is one that folding changes in case at most (never one
+    with an invisible character), of those the most runs have, the first of equals.
+    """
+    counts = Counter(text for text in texts if text is not None)
+    best: dict[str, tuple[bool, int, str]] = {}
+    for text, runs in counts.items():
+        normal = unicodedata.normalize("NFKC", text)
+        hidden = normal != text or fold(text) != normal.casefold()
+        rank = (hidden, -runs, text)
+        folded = fold(text)
+        if folded not in best or rank < best[folded]:
+            best[folded] = rank
+    chosen = {text: best[fold(text)][2] for text in counts}
+    return lambda text: None if text is None else chosen[text]
 
 
 S = TypeVar("S", bound=Stat)

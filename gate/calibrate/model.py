@@ -126,6 +126,35 @@ class Entry(Model):
     left out; an MFU above 1 is counted in ``mfu_over_peak`` instead."""
 
     @model_check
+    def _counts_agree(self) -> None:
+        # NOTE: a hand-edited epoch_minutes.runs 1e9 in an entry of 1 run loaded, and the
+        # basis read "median of 1000000000 runs"; so did failed 500 of runs 20
+        counts = [(f"{name}.runs", stat.runs) for name, stat in self._stats() if stat is not None]
+        counts += [("finished", self.finished), ("failed", self.failed)]
+        counts += [("retries", self.retries), ("mfu_over_peak", self.mfu_over_peak or 0)]
+        for name, count in counts:
+            if count > self.runs:
+                raise ValueError(
+                    f"{name} {count} is more than the entry's runs {self.runs} — each count "
+                    "is of the entry's runs; write the calibration again with budget-gate "
+                    "calibrate --write"
+                )
+        if self.finished + self.failed != self.runs or self.preemptions > self.failed:
+            raise ValueError(
+                f"finished {self.finished} and failed {self.failed} (of which preemptions "
+                f"{self.preemptions}) do not add up to runs {self.runs} — write the "
+                "calibration again with budget-gate calibrate --write"
+            )
+
+    def _stats(self) -> list[tuple[str, Stat | None]]:
+        return [
+            ("epoch_minutes", self.epoch_minutes),
+            ("setup_minutes", self.setup_minutes),
+            ("plateau_fraction", self.plateau_fraction),
+            ("mfu", self.mfu),
+        ]
+
+    @model_check
     def _dates_in_order(self) -> None:
         if self.first > self.last:
             raise ValueError(
@@ -181,6 +210,15 @@ def _number(value: object) -> object:
 
 
 _FLOAT_MARK = "\x00float\x00"
+_UNREADABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufffe\uffff]")
+"""What YAML refuses or changes written raw and reads escaped: DEL, C1 controls, U+FFFE and
+U+FFFF (refused), and the line breaks NEL, U+2028 and U+2029 (read as a space).
+
+NOTE: a model tag holding U+007F was written raw: every ``check`` after it exited 3 at the
+file's line ("control characters are not allowed"), and ``calibrate --write`` refused to
+replace a file it could no longer read. ``json.dumps`` escapes C0 controls itself; only
+strings hold these, so the whole text is escaped at once."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def dump(calibration: Calibration) -> str:
@@ -191,16 +229,18 @@ def dump(calibration: Calibration) -> str:
     """
     data = calibration.model_dump(mode="json", by_alias=True, exclude_none=True)
     text = json.dumps(_marked(data), indent=2, ensure_ascii=False) + "\n"
+    text = _UNREADABLE.sub(lambda found: f"\\u{ord(found[0]):04x}", text)
     return re.sub(r'"\\u0000float\\u0000([^"]*)"', r"\1", text)
 
 
 def _marked(value: object) -> object:
     """Floats as marked strings, replaced by their YAML-safe spelling after ``json.dumps``.
 
-    A NUL in a string (never in an MLflow name) becomes U+FFFD, so no text can pose as a mark.
+    A NUL in a string (never in an MLflow name) becomes U+FFFD, so no text can pose as a mark;
+    so does a lone surrogate, which YAML refuses raw and escaped alike.
     """
     if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
+        return _SURROGATE.sub("\ufffd", value.replace("\x00", "\ufffd"))
     if isinstance(value, float):
         text = repr(value)
         if "e" in text and "." not in text.partition("e")[0]:

@@ -2,7 +2,9 @@
 
 - epoch time = training seconds ÷ epochs run, where training seconds are the logged
   ``budget_gate.train_seconds``, else the time held minus the logged setup (and eval)
-  seconds, else the whole time held; epochs run are the monitored metric's logged steps;
+  seconds, else the whole time held; epochs run are the monitored metric's logged steps
+  (a run with more steps than its ``max_epochs`` logged them more than once an epoch: its
+  epoch time, plateau and failure point are left out, and counted);
 - the plateau is :func:`gate.estimate.returns.plateau` (the marginal-return definition the
   estimate, reconcile and the guard share) over the monitored metric, as a fraction of the
   run's ``max_epochs``;
@@ -58,6 +60,13 @@ class Observation:
     mfu: float | None = None
     mfu_over_peak: bool = False
     """The run's FLOPs and time give an MFU above 1: left out of the calibration."""
+    end: dt.datetime | None = None
+    """When the run ended (``None``: not known, taken as its start): the backtest learns
+    from the runs that had ended before an experiment's first run, as ``check`` saw them."""
+    steps_over_max: bool = False
+    """The monitored metric has more steps than the run's ``max_epochs``: they are no epochs
+    (a validation 4 times an epoch), so its epoch time, plateau and failure point are left
+    out."""
 
     @property
     def failed(self) -> bool:
@@ -81,6 +90,9 @@ def observe(
     setup = _seconds(facts, tracking.SETUP_SECONDS)
     epochs = len(facts.history)
     max_epochs = _int(tags.get(tracking.MAX_EPOCHS))
+    over = max_epochs is not None and epochs > max_epochs
+    if over:  # NOTE: 40 steps of a 10-epoch run (val_check_interval=0.25) learned 1 min, not 4
+        epochs = 0
     failed = facts.status in FAILED
     key = Key(
         model=tags.get(tracking.MODEL),
@@ -103,15 +115,17 @@ def observe(
         epoch_minutes=minutes,
         setup_minutes=None if setup is None else setup / 60,
         plateau_fraction=None
-        if failed
+        if failed or over
         else _plateau(facts, max_epochs, returns, epoch_gpu_hours, price_per_gpu_hour),
-        failure_point=min(1.0, epochs / max_epochs) if failed and max_epochs else None,
+        failure_point=min(1.0, epochs / max_epochs) if failed and max_epochs and not over else None,
         retry=(_int(tags.get(tracking.ATTEMPT)) or 1) > 1,
         preempted=facts.status == "KILLED" and tags.get(tracking.CAPACITY) == "spot",
         declared_minutes=_float(tags.get(tracking.EPOCH_MINUTES)),
         declared_worst=_float(tags.get(tracking.EPOCH_MINUTES_WORST)),
         mfu=mfu if mfu is not None and mfu <= 1 else None,
         mfu_over_peak=mfu is not None and mfu > 1,
+        steps_over_max=over,
+        end=moment(facts.end_ms),
     )
 
 

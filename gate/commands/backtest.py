@@ -137,6 +137,7 @@ class CostBacktest:
             actual=tally.cost,
             calibrated=_calibrated(priced),
             declared=_prices(tally.plan.estimate),
+            epoch=_epoch(priced),
         )
 
 
@@ -156,6 +157,15 @@ def _calibrated(evaluation: Evaluation) -> tuple[Decimal, Decimal] | None:
     ):
         return None
     return _prices(est)
+
+
+def _epoch(evaluation: Evaluation) -> tuple[float, float] | None:
+    """The epoch time (expected, worst) the pricing took from the calibration, if any."""
+    est = evaluation.result.estimate
+    epoch = est.measured.epoch if est is not None and est.measured is not None else None
+    if epoch is None or epoch.prior:
+        return None
+    return float(epoch.median), float(epoch.high)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,14 +192,14 @@ def run_backtest(replays: Iterable[Replay], costs: CostBacktest | None, min_runs
     experiments = 0
     for replay in replays:
         experiments += 1
-        found = epoch_case(replay, min_runs)
-        if found is not None:
-            epoch.append(found)
         priced = costs.case(replay) if costs is not None else NO_SPEC
         if isinstance(priced, str):
             left[priced] += 1
         else:
             cost.append(priced)
+        found = epoch_case(replay, min_runs, None if isinstance(priced, str) else priced)
+        if found is not None:
+            epoch.append(found)
     return Backtest(experiments, tuple(cost), tuple(epoch), left, min_runs)
 
 

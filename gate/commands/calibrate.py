@@ -15,12 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate.calibrate.backtest import replays
 from gate.calibrate.learn import learn
+from gate.calibrate.lookup import fold
 from gate.calibrate.model import Calibration, Entry, Key, Stat, dump
 from gate.calibrate.observe import Observation, observe
 from gate.commands import backtest
@@ -59,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
     costs = backtest.CostBacktest(evaluator, now) if evaluator is not None else None
     sink = costs.add if costs is not None else None
     prices = _RunPrices(policy)
-    where, observations = _observations(args, prices, sink)
+    left = LeftOut()
+    where, observations = _observations(args, prices, sink, left)
     if not observations:
         raise InputError(
             "no finished runs tagged by budget-gate to learn from",
@@ -67,19 +69,19 @@ def run(args: argparse.Namespace) -> int:
             "launcher logs), or pass the right --tracking-uri / --experiment",
         )
     plateau_by = _plateau_by(policy.returns, policy.currency, prices.missing)
-    calibration = learn(observations, now.date(), where, plateau_by)
+    calibration = learn(observations, now.date(), where, plateau_by, fold=fold)
     if args.write:
         write_atomically(args.write, dump(calibration))
         print(f"wrote {args.write}: commit it next to the policies", file=sys.stderr)
     min_runs = policy.calibration.min_runs
     scored = backtest.run_backtest(replays(observations), costs, min_runs) if costs else None
     if args.format == "json":
-        document = {"calibration": json.loads(dump(calibration))}
+        document = {"calibration": json.loads(dump(calibration)), "left_out": vars(left)}
         if scored is not None:
             document["backtest"] = backtest.as_json(scored)
         print(json.dumps(document, indent=2, ensure_ascii=False))
         return 0
-    print(render(calibration, min_runs))
+    print(render(calibration, min_runs, left.lines()))
     if scored is not None:
         print()
         print(backtest.render(scored))
@@ -108,11 +110,12 @@ def _refuse_overwrite(path: Path) -> None:
 
 
 def _observations(
-    args: argparse.Namespace, price: _RunPrices, sink: Sink | None = None
+    args: argparse.Namespace, price: _RunPrices, sink: Sink | None, left: LeftOut
 ) -> tuple[str, list[Observation]]:
     """Where the runs are (redacted) and every finished run's observation.
 
-    ``sink``, when given, also sees every run as read, with its experiment's name.
+    ``sink``, when given, also sees every run as read, with its experiment's name; ``left``
+    counts the runs left out, and those with no epoch time, by why.
     """
     uri = tracking_uri_of(args)
     quiet_mlflow()
@@ -135,11 +138,12 @@ def _observations(
     for experiment_id, name in listed:
         if (wanted and name not in wanted) or name == LEDGER_EXPERIMENT:  # records, not runs
             continue
-        query = RunQuery(experiment_id, None, None, history_tag=tracking.MONITOR, deleted=spend)
+        query = RunQuery(experiment_id, None, None, history_tag=tracking.MONITOR, deleted=True)
         for facts in runs.facts(query):
             if sink is not None and not facts.deleted_open:
                 sink(facts, name)
             if facts.deleted:
+                left.deleted += 1
                 continue
             tags = facts.tags
             seen = observe(
@@ -148,9 +152,63 @@ def _observations(
                 price.policy.returns,
                 price(tags.get(tracking.ACCELERATOR), tags.get(tracking.CAPACITY)),
             )
+            left.see(facts, seen)
             if seen is not None:
                 found.append(seen)
     return runs.where, found
+
+
+@dataclass
+class LeftOut:
+    """Runs read and left out, and finished runs with no epoch time, by why (each once).
+
+    NOTE: calibrate said "calibration of 8 runs" with epoch times of 6, and nothing of a
+    running run, a deleted one, or the two whose monitored metric had no history.
+    """
+
+    running: int = 0
+    deleted: int = 0
+    no_monitor: int = 0
+    never_logged: int = 0
+    no_history: int = 0
+    steps_over_max_epochs: int = 0
+
+    def see(self, facts: RunFacts, seen: Observation | None) -> None:
+        """Count ``facts`` if it is left out (``seen`` ``None``) or has no epoch time."""
+        monitor = facts.tags.get(tracking.MONITOR)
+        if seen is None:
+            self.running += 1
+        elif seen.steps_over_max:
+            self.steps_over_max_epochs += 1
+        elif seen.epoch_minutes is not None or facts.history:
+            return
+        elif not monitor:
+            self.no_monitor += 1
+        elif monitor not in facts.metrics:
+            self.never_logged += 1
+        else:
+            self.no_history += 1
+
+    def lines(self) -> list[str]:
+        """One line per reason with runs, each saying what to do."""
+        once = "log the monitored metric once per epoch, with step=epoch"
+        tag = tracking.MONITOR
+        said = [
+            (self.running, "not finished (running, scheduled, or with no end time) left out"),
+            (self.deleted, "deleted in MLflow left out (a team's curation): restore to learn"),
+            (self.no_monitor, f"with no {tag} tag: no epoch time (tag with run_tags)"),
+            (
+                self.never_logged,
+                f"whose {tag} tag names a metric never logged: no epoch time ({once})",
+            ),
+            (self.no_history, f"with no history of the monitored metric: no epoch time ({once})"),
+            (
+                self.steps_over_max_epochs,
+                "with more steps of the monitored metric than max_epochs (steps are no epochs):"
+                f" epoch time, plateau and failure point left out ({once})",
+            ),
+        ]
+        return [f"{counted(n, 'run')} {text}" for n, text in said if n]
 
 
 @dataclass
@@ -197,8 +255,8 @@ def _plateau_by(returns: Returns, currency: str, unpriced: set[str]) -> str:
     return text
 
 
-def render(calibration: Calibration, min_runs: int) -> str:
-    """The calibration as a table, one row per key, finest keys first."""
+def render(calibration: Calibration, min_runs: int, left: Sequence[str] = ()) -> str:
+    """The calibration as a table, one row per key, finest keys first; ``left`` under it."""
     experiments = counted(len(calibration.experiments), "MLflow experiment")
     header = (
         "key",
@@ -236,7 +294,7 @@ def render(calibration: Calibration, min_runs: int) -> str:
             "their time: their MFU is left out (check budget_gate.train_flops and the "
             "spec's workload.model)"
         )
-    return "\n".join(lines)
+    return "\n".join([*lines, *left])
 
 
 def _row(entry: Entry) -> tuple[str, ...]:
