@@ -4,7 +4,7 @@ Epoch time comes only from keys that name the spec's accelerator and MIG profile
 slice's runs are never a whole GPU's). Only the spec's own key may lower its declared
 epoch time: a coarser key's runs (another GPU count or precision) may raise it, never
 lower it, so a worst case never drops below what was declared. A spec that gives its
-model size instead takes no coarser key's epoch time (its FLOPs prior prices it). The
+model size instead has its FLOPs prior raised to them alike, never lowered. The
 plateau, the failure rate and the MFU (for the FLOPs prior, where no epoch time was
 measured) are the model's and may come from the model on any hardware. A spec without a
 ``model`` label, or a key with fewer than the policy's ``calibration.min_runs`` runs, is
@@ -34,6 +34,7 @@ from gate.estimate.measured import (
     Utilization,
     failure_note,
     minutes_text,
+    raise_to,
 )
 from gate.estimate.settings import Calibration as Settings
 from gate.ledger.tracking import MODEL_LABEL
@@ -151,7 +152,7 @@ def measured_for(
     def find(pick: Callable[[Entry], Stat | None], levels: int) -> tuple[Entry, Stat] | None:
         return finest(entries, key, pick, enough, levels)
 
-    epoch, notes = _epoch_for(spec, entries, key, enough)
+    epoch, floor, notes = _epoch_for(spec, entries, key, enough)
     near = _near_label(entries, key, enough) if epoch is None else None
     plateau = find(lambda e: e.plateau_fraction, 4)
     mfu = find(lambda e: e.mfu, 4) if spec.workload.epoch_flops is not None else None
@@ -171,49 +172,54 @@ def measured_for(
         failure_point=failures.failure_point if failures is not None else None,
         mfu=_utilization(*mfu) if mfu is not None else None,
         notes=tuple(notes),
+        floor=floor,
         near=near,
     )
 
 
 def _epoch_for(
     spec: Experiment, entries: Mapping[Key, Entry], key: Key, enough: int
-) -> tuple[EpochTime | None, list[str]]:
-    """The epoch time the calibration prices ``spec`` at, and what the estimate says of it.
+) -> tuple[EpochTime | None, EpochTime | None, list[str]]:
+    """The epoch time for ``spec``, the floor under its FLOPs prior, and notes on them.
 
     Only the spec's own key may lower a declared epoch time. A coarser key's runs (another
     GPU count or precision) may raise it, never lower it: each case prices the larger of
-    the two, and where the spec's is larger in both, the runs are not used.
+    the two, and where the spec's is larger in both, the runs are not used. A spec that
+    gives its model size gets them as its floor: its FLOPs prior is raised to them alike
+    (:func:`gate.estimate.flops.with_prior`), since the model size is the author's word too.
     """
     found = _finest_level(entries, key, epoch_minutes, enough, EPOCH_LEVELS)
     if found is None:
         used = "the spec's epoch time" if spec.workload.declares_epoch_time else "the FLOPs prior"
-        return None, [
-            f"calibration has fewer than {enough} runs of {key.describe()} with an epoch "
-            f"time: {used} is used"
-        ]
+        return (
+            None,
+            None,
+            [
+                f"calibration has fewer than {enough} runs of {key.describe()} with an epoch "
+                f"time: {used} is used"
+            ],
+        )
     level, entry, stat = found
     epoch = _epoch(entry, stat)
     if level == 0:
-        return epoch, []
+        return epoch, None, []
     if not spec.workload.declares_epoch_time:
-        return None, [
-            f"calibration's epoch time of {_who(entry)} not used: runs on another GPU count "
-            f"or precision than {key.describe()} may raise a declared epoch time, never lower "
-            "it, and this spec gives its model size: the FLOPs prior is used"
-        ]
+        return None, replace(epoch, floor=True), []
     expected = spec.workload.epoch_minutes_for("expected")
     worst = spec.workload.epoch_minutes_for("worst")
-    if epoch.median <= expected and epoch.high <= worst:
-        return None, [
-            f"calibration's epoch time of {_who(entry)} (median {minutes_text(epoch.median)}, "
-            f"90th percentile {minutes_text(epoch.high)} min) not used: runs on another GPU "
-            f"count or precision than {key.describe()} may raise the spec's epoch time, "
-            "never lower it"
-        ]
-    raised = replace(
-        epoch, median=max(epoch.median, expected), high=max(epoch.high, worst), floor=True
-    )
-    return raised, []
+    raised = raise_to(epoch, expected, worst)
+    if raised is None:
+        return (
+            None,
+            None,
+            [
+                f"calibration's epoch time of {_who(entry)} (median {minutes_text(epoch.median)}, "
+                f"90th percentile {minutes_text(epoch.high)} min) not used: runs on another GPU "
+                f"count or precision than {key.describe()} may raise the spec's epoch time, "
+                "never lower it"
+            ],
+        )
+    return raised, None, []
 
 
 def _near_label(
