@@ -7,7 +7,9 @@ label ``"resnet18 "`` or ``resnet18`` with a zero-width space set its runs and B
 a file with p10 above the median above p90 priced the worst case below the expected.
 A spec on 2 GPUs (or in fp32) that gave a made-up model size instead of an epoch time was
 priced by its FLOPs prior alone: the runs on 1 GPU (in bf16) that raise a declared figure
-were set aside, and BG308 said nothing.
+were set aside, and BG308 said nothing. A ``1g.10gb`` spec declaring 0.5 min found too few
+slice runs, and the whole A100's 4 min an epoch (a floor: a slice is never faster) went
+unused.
 Every figure is worked out here by ``check`` itself, on specs and files the test writes.
 """
 
@@ -295,3 +297,50 @@ def test_a_flops_prior_above_the_coarser_runs_stands(tmp_path, capsys):
     assert _costs(sized) == _costs(alone)
     assert "not used: runs on another GPU count or precision may raise" in _said(sized)
     assert "BG308" not in _rules(sized)
+
+
+# --- 6. a MIG slice is never faster than its whole GPU: whole-GPU runs floor its time -----
+
+WHOLE = {**A100, "gpus": 1, "precision": "bf16"}
+ON_SLICE = {"MIG": ", mig_profile: 1g.10gb"}
+
+
+@pytest.mark.parametrize(
+    ("key", "parts"),
+    [(WHOLE, {}), (A100, {"GPUS": 2}), ({**A100, "gpus": 1}, {"PRECISION": "fp32"})],
+)
+def test_whole_gpu_runs_raise_a_mig_slice_s_declared_time(tmp_path, capsys, key, parts):
+    # red team: 20 runs on whole A100-80GB at ~4 min; a 1g.10gb spec declaring 0.5 min found
+    # "fewer than 5 runs of … 1g.10gb MIG slice": 39.60 USD and no BG308 (whole GPU: 2,276)
+    calibration = _calibration(tmp_path, _entry(key, 3.8, 4.1, 4.6))
+    parts = {**ON_SLICE, **parts}
+    code, fast = _check(capsys, _spec(tmp_path, MINUTES=0.5, **parts), calibration)
+    _, slow = _check(capsys, _spec(tmp_path, "s.yaml", MINUTES=4.6, **parts), calibration)
+    _, typical = _check(capsys, _spec(tmp_path, "t.yaml", MINUTES=4.1, **parts), calibration)
+    assert _costs(fast) == (_costs(slow)[0], _costs(typical)[1])
+    assert "the spec says 0.5 (a MIG slice is never faster than its whole GPU" in _said(fast)
+    assert code != 0
+    [finding] = [f for f in fast["findings"] if f["rule_id"] == "BG308"]
+    assert (
+        "epoch time 0.5 min is below the measured 3.80 (10th percentile of 20 runs of"
+        in (finding["message"])
+    )
+    assert "a MIG slice is never faster than its whole GPU" in finding["message"]
+
+
+def test_whole_gpu_runs_raise_a_mig_slice_s_flops_prior(tmp_path, capsys):
+    calibration = _calibration(tmp_path, _entry(WHOLE, 3.8, 4.1, 4.6))
+    _, sized = _check(capsys, _sized(tmp_path, "m.yaml", **ON_SLICE), calibration)
+    _, typical = _check(capsys, _spec(tmp_path, "t.yaml", MINUTES=4.1, **ON_SLICE), calibration)
+    assert _costs(sized) == _costs(typical)
+    [finding] = [f for f in sized["findings"] if f["rule_id"] == "BG308"]
+    assert finding["message"].startswith("the FLOPs prior of workload.model gives")
+    assert "a MIG slice is never faster than its whole GPU" in finding["message"]
+
+
+def test_a_mig_slice_s_own_runs_come_before_its_whole_gpu_s(tmp_path, capsys):
+    slice_runs = _entry({**WHOLE, "mig_profile": "1g.10gb"}, 0.9, 1.0, 1.1)
+    calibration = _calibration(tmp_path, slice_runs, _entry(WHOLE, 3.8, 4.1, 4.6))
+    _, result = _check(capsys, _spec(tmp_path, MINUTES=1, **ON_SLICE), calibration)
+    assert "BG308" not in _rules(result)
+    assert "runs of resnet18 on A100-80GB 1g.10gb MIG slice × 1 bf16" in _said(result)

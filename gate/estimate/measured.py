@@ -38,10 +38,10 @@ class EpochTime:
     """Whose runs, e.g. ``23 runs of resnet18 on A100 × 1 bf16, 2026-11-20 … 11-30``."""
     prior: bool = False
     """A FLOPs prior (:mod:`gate.estimate.flops`), not a measurement."""
-    floor: bool = False
-    """Measured on a coarser key (another GPU count or precision): the median and high are
-    at least the spec's figures (declared, or its FLOPs prior), which such runs may raise,
-    never lower."""
+    floor: str = ""
+    """Why these runs only floor the spec's figure, where they are not its own key's
+    (:data:`COARSER`, :data:`WHOLE_GPU`): the median and high are at least the spec's
+    figures (declared, or its FLOPs prior), which such runs may raise, never lower."""
     raised: EpochTime | None = None
     """The FLOPs prior (of ``workload.model``) that these runs raised, where it was below them."""
 
@@ -107,20 +107,27 @@ class Measured:
 COARSER = "runs on another GPU count or precision may raise a declared epoch time, never lower it"
 """Why a coarser key's epoch time is priced at no less than the spec's."""
 
+WHOLE_GPU = (
+    "a MIG slice is never faster than its whole GPU: runs on whole GPUs may raise a slice's "
+    "epoch time, never lower it"
+)
+"""Why whole-GPU runs price a MIG slice's epoch time at no less than the spec's."""
+
 
 def raise_to(
     floor: EpochTime, expected: Decimal, worst: Decimal, prior: EpochTime | None = None
 ) -> EpochTime | None:
     """``floor``'s runs with each case at least the spec's figure (declared, or ``prior``).
 
+    ``floor.floor`` says why those runs may raise the spec's figure, never lower it.
+
     ``None`` where the spec's figure is at least the runs' in both cases: they are not used.
     """
     if floor.median <= expected and floor.high <= worst:
         return None
     return replace(
-        floor, median=max(floor.median, expected), high=max(floor.high, worst), floor=True,
-        raised=prior,
-    )  # fmt: skip
+        floor, median=max(floor.median, expected), high=max(floor.high, worst), raised=prior
+    )
 
 
 def epoch_note(epoch: EpochTime, scenario: ScenarioName, declared: Decimal | None) -> str:
@@ -136,8 +143,8 @@ def epoch_note(epoch: EpochTime, scenario: ScenarioName, declared: Decimal | Non
         said = f"; the FLOPs prior of workload.model gives {minutes_text(own)}"
     if epoch.floor and own is not None and epoch.minutes(scenario) == own:
         lower = f"the {which} of {epoch.basis} is no higher"
-        return f"epoch time {minutes} min: {whose}; {lower}, and {COARSER}"
-    floor = f" ({COARSER})" if epoch.floor else ""
+        return f"epoch time {minutes} min: {whose}; {lower}, and {epoch.floor}"
+    floor = f" ({epoch.floor})" if epoch.floor else ""
     return f"epoch time {minutes} min: {which} of {epoch.basis}{said}{floor}"
 
 
