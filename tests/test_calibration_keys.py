@@ -5,6 +5,11 @@ epoch times of whole H100s priced a ``1g.10gb`` slice (then charged 1/7 of them)
 8 GPUs (or in bf16) lowered the declared epoch time of a spec on 1 GPU (or in fp32); a
 label ``"resnet18 "`` or ``resnet18`` with a zero-width space set its runs and BG308 aside;
 a file with p10 above the median above p90 priced the worst case below the expected.
+A spec on 2 GPUs (or in fp32) that gave a made-up model size instead of an epoch time was
+priced by its FLOPs prior alone: the runs on 1 GPU (in bf16) that raise a declared figure
+were set aside, and BG308 said nothing. A ``1g.10gb`` spec declaring 0.5 min found too few
+slice runs, and the whole A100's 4 min an epoch (a floor: a slice is never faster) went
+unused.
 Every figure is worked out here by ``check`` itself, on specs and files the test writes.
 """
 
@@ -246,3 +251,96 @@ def test_figures_out_of_order_are_refused(tmp_path, capsys, figures, said):
     where = line.removeprefix(f"{calibration}:").split(":")[:2]
     assert all(part.isdigit() for part in where)
     assert "budget-gate calibrate --write" in line
+
+
+# --- 5. a coarser key floors the FLOPs prior as it floors a declared epoch time -----------
+
+TINY = "model: {parameters: 1.0e6, tokens_per_epoch: 1.0e6}"  # a FLOPs prior of a blink
+
+
+def _sized(tmp_path: Path, name: str, model: str = TINY, **parts: object) -> Path:
+    """A spec that gives its model size (``workload.model``) instead of its epoch time."""
+    path = _spec(tmp_path, name, **parts)
+    text = path.read_text(encoding="utf-8").replace("epoch_minutes: 4", model)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _rules(result: dict[str, Any]) -> list[str]:
+    return [finding["rule_id"] for finding in result["findings"]]
+
+
+@pytest.mark.parametrize("parts", [{"GPUS": 2}, {"PRECISION": "fp32"}])
+def test_runs_on_another_gpu_count_or_precision_raise_a_flops_prior(tmp_path, capsys, parts):
+    # red team: 20 runs on L4 × 1 bf16 at ~4 min; the spec on × 2 (or fp32) gave a made-up
+    # model size instead of epoch_minutes: 2.75 USD and no BG308 (0.5 min declared: 1,845 USD)
+    calibration = _calibration(tmp_path, _entry(A100, 2.0, 3.0, 9.0))
+    code, sized = _check(capsys, _sized(tmp_path, "m.yaml", **parts), calibration)
+    _, slow = _check(capsys, _spec(tmp_path, "s.yaml", MINUTES=9, **parts), calibration)
+    _, typical = _check(capsys, _spec(tmp_path, "t.yaml", MINUTES=3, **parts), calibration)
+    assert _costs(sized) == (_costs(slow)[0], _costs(typical)[1])
+    assert "the FLOPs prior of workload.model gives" in _said(sized)
+    assert code != 0 and "BG308" in _rules(sized)
+    [finding] = [f for f in sized["findings"] if f["rule_id"] == "BG308"]
+    assert finding["message"].startswith("the FLOPs prior of workload.model gives an epoch time")
+    assert (
+        "below the measured floor 2.00 (10th percentile of 20 runs of resnet18"
+        in (finding["message"])
+    )
+
+
+def test_a_flops_prior_above_the_coarser_runs_stands(tmp_path, capsys):
+    big = "model: {parameters: 1.0e9, tokens_per_epoch: 1.0e12}"  # hours an epoch
+    calibration = _calibration(tmp_path, _entry(A100, 2.0, 3.0, 9.0))
+    _, alone = _check(capsys, _sized(tmp_path, "m.yaml", big, GPUS=2), None)
+    _, sized = _check(capsys, _sized(tmp_path, "m.yaml", big, GPUS=2), calibration)
+    assert _costs(sized) == _costs(alone)
+    assert "not used: runs on another GPU count or precision may raise" in _said(sized)
+    assert "BG308" not in _rules(sized)
+
+
+# --- 6. a MIG slice is never faster than its whole GPU: whole-GPU runs floor its time -----
+
+WHOLE = {**A100, "gpus": 1, "precision": "bf16"}
+ON_SLICE = {"MIG": ", mig_profile: 1g.10gb"}
+
+
+@pytest.mark.parametrize(
+    ("key", "parts"),
+    [(WHOLE, {}), (A100, {"GPUS": 2}), ({**A100, "gpus": 1}, {"PRECISION": "fp32"})],
+)
+def test_whole_gpu_runs_raise_a_mig_slice_s_declared_time(tmp_path, capsys, key, parts):
+    # red team: 20 runs on whole A100-80GB at ~4 min; a 1g.10gb spec declaring 0.5 min found
+    # "fewer than 5 runs of … 1g.10gb MIG slice": 39.60 USD and no BG308 (whole GPU: 2,276)
+    calibration = _calibration(tmp_path, _entry(key, 3.8, 4.1, 4.6))
+    parts = {**ON_SLICE, **parts}
+    code, fast = _check(capsys, _spec(tmp_path, MINUTES=0.5, **parts), calibration)
+    _, slow = _check(capsys, _spec(tmp_path, "s.yaml", MINUTES=4.6, **parts), calibration)
+    _, typical = _check(capsys, _spec(tmp_path, "t.yaml", MINUTES=4.1, **parts), calibration)
+    assert _costs(fast) == (_costs(slow)[0], _costs(typical)[1])
+    assert "the spec says 0.5 (a MIG slice is never faster than its whole GPU" in _said(fast)
+    assert code != 0
+    [finding] = [f for f in fast["findings"] if f["rule_id"] == "BG308"]
+    assert (
+        "epoch time 0.5 min is below the measured 3.80 (10th percentile of 20 runs of"
+        in (finding["message"])
+    )
+    assert "a MIG slice is never faster than its whole GPU" in finding["message"]
+
+
+def test_whole_gpu_runs_raise_a_mig_slice_s_flops_prior(tmp_path, capsys):
+    calibration = _calibration(tmp_path, _entry(WHOLE, 3.8, 4.1, 4.6))
+    _, sized = _check(capsys, _sized(tmp_path, "m.yaml", **ON_SLICE), calibration)
+    _, typical = _check(capsys, _spec(tmp_path, "t.yaml", MINUTES=4.1, **ON_SLICE), calibration)
+    assert _costs(sized) == _costs(typical)
+    [finding] = [f for f in sized["findings"] if f["rule_id"] == "BG308"]
+    assert finding["message"].startswith("the FLOPs prior of workload.model gives")
+    assert "a MIG slice is never faster than its whole GPU" in finding["message"]
+
+
+def test_a_mig_slice_s_own_runs_come_before_its_whole_gpu_s(tmp_path, capsys):
+    slice_runs = _entry({**WHOLE, "mig_profile": "1g.10gb"}, 0.9, 1.0, 1.1)
+    calibration = _calibration(tmp_path, slice_runs, _entry(WHOLE, 3.8, 4.1, 4.6))
+    _, result = _check(capsys, _spec(tmp_path, MINUTES=1, **ON_SLICE), calibration)
+    assert "BG308" not in _rules(result)
+    assert "runs of resnet18 on A100-80GB 1g.10gb MIG slice × 1 bf16" in _said(result)

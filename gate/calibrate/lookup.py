@@ -1,14 +1,15 @@
 """The calibration's figures for one spec: the finest key with enough runs (pure).
 
 Epoch time comes only from keys that name the spec's accelerator and MIG profile (a
-slice's runs are never a whole GPU's). Only the spec's own key may lower its declared
-epoch time: a coarser key's runs (another GPU count or precision) may raise it, never
-lower it, so a worst case never drops below what was declared. A spec that gives its
-model size instead takes no coarser key's epoch time (its FLOPs prior prices it). The
-plateau, the failure rate and the MFU (for the FLOPs prior, where no epoch time was
-measured) are the model's and may come from the model on any hardware. A spec without a
-``model`` label, or a key with fewer than the policy's ``calibration.min_runs`` runs, is
-priced from the spec, and the estimate says so.
+slice's runs are never a whole GPU's), save that a slice is never faster than its whole GPU:
+where its own keys have too few runs, its whole GPUs' runs may raise its epoch time, never
+lower it. Only the spec's own key may lower its declared epoch time: a coarser key's runs
+(another GPU count or precision) may raise it, never lower it, so a worst case never drops
+below what was declared. A spec that gives its model size instead has its FLOPs prior
+raised to them alike, never lowered. The plateau, the failure rate and the MFU (for the
+FLOPs prior, where no epoch time was measured) are the model's and may come from the model
+on any hardware. A spec without a ``model`` label, or a key with fewer than the policy's
+``calibration.min_runs`` runs, is priced from the spec, and the estimate says so.
 
 Labels match folded (:func:`fold`): a trailing space, a zero-width or other format
 character, a no-break space or a fullwidth letter is the same model, so it cannot set
@@ -28,12 +29,15 @@ from decimal import Decimal
 from gate.calibrate.learn import coarser
 from gate.calibrate.model import Calibration, Entry, Key, Stat
 from gate.estimate.measured import (
+    COARSER,
+    WHOLE_GPU,
     EpochTime,
     Fraction,
     Measured,
     Utilization,
     failure_note,
     minutes_text,
+    raise_to,
 )
 from gate.estimate.settings import Calibration as Settings
 from gate.ledger.tracking import MODEL_LABEL
@@ -151,7 +155,7 @@ def measured_for(
     def find(pick: Callable[[Entry], Stat | None], levels: int) -> tuple[Entry, Stat] | None:
         return finest(entries, key, pick, enough, levels)
 
-    epoch, notes = _epoch_for(spec, entries, key, enough)
+    epoch, floor, notes = _epoch_for(spec, entries, key, enough)
     near = _near_label(entries, key, enough) if epoch is None else None
     plateau = find(lambda e: e.plateau_fraction, 4)
     mfu = find(lambda e: e.mfu, 4) if spec.workload.epoch_flops is not None else None
@@ -171,49 +175,83 @@ def measured_for(
         failure_point=failures.failure_point if failures is not None else None,
         mfu=_utilization(*mfu) if mfu is not None else None,
         notes=tuple(notes),
+        floor=floor,
         near=near,
     )
 
 
 def _epoch_for(
     spec: Experiment, entries: Mapping[Key, Entry], key: Key, enough: int
-) -> tuple[EpochTime | None, list[str]]:
-    """The epoch time the calibration prices ``spec`` at, and what the estimate says of it.
+) -> tuple[EpochTime | None, EpochTime | None, list[str]]:
+    """The epoch time for ``spec``, the floor under its FLOPs prior, and notes on them.
 
     Only the spec's own key may lower a declared epoch time. A coarser key's runs (another
-    GPU count or precision) may raise it, never lower it: each case prices the larger of
-    the two, and where the spec's is larger in both, the runs are not used.
+    GPU count or precision), or for a MIG slice its whole GPUs' (:func:`_epoch_levels`), may
+    raise it, never lower it: each case prices the larger of the two, and where the spec's
+    is larger in both, the runs are not used. A spec that gives its model size gets them as
+    its floor: its FLOPs prior is raised to them alike
+    (:func:`gate.estimate.flops.with_prior`), since the model size is the author's word too.
     """
-    found = _finest_level(entries, key, epoch_minutes, enough, EPOCH_LEVELS)
+    found = _finest_epoch(entries, key, enough)
     if found is None:
         used = "the spec's epoch time" if spec.workload.declares_epoch_time else "the FLOPs prior"
-        return None, [
-            f"calibration has fewer than {enough} runs of {key.describe()} with an epoch "
-            f"time: {used} is used"
-        ]
-    level, entry, stat = found
-    epoch = _epoch(entry, stat)
-    if level == 0:
-        return epoch, []
+        return None, None, [f"{_too_few(key, enough)}: {used} is used"]
+    why, entry, stat = found
+    epoch = replace(_epoch(entry, stat), floor=why)
+    if not why:
+        return epoch, None, []
     if not spec.workload.declares_epoch_time:
-        return None, [
-            f"calibration's epoch time of {_who(entry)} not used: runs on another GPU count "
-            f"or precision than {key.describe()} may raise a declared epoch time, never lower "
-            "it, and this spec gives its model size: the FLOPs prior is used"
-        ]
+        return None, epoch, []
     expected = spec.workload.epoch_minutes_for("expected")
     worst = spec.workload.epoch_minutes_for("worst")
-    if epoch.median <= expected and epoch.high <= worst:
-        return None, [
-            f"calibration's epoch time of {_who(entry)} (median {minutes_text(epoch.median)}, "
-            f"90th percentile {minutes_text(epoch.high)} min) not used: runs on another GPU "
-            f"count or precision than {key.describe()} may raise the spec's epoch time, "
-            "never lower it"
-        ]
-    raised = replace(
-        epoch, median=max(epoch.median, expected), high=max(epoch.high, worst), floor=True
+    raised = raise_to(epoch, expected, worst)
+    if raised is not None:
+        return raised, None, []
+    unused = (
+        f"calibration's epoch time of {_who(entry)} (median {minutes_text(epoch.median)}, "
+        f"90th percentile {minutes_text(epoch.high)} min) not used: "
     )
-    return raised, []
+    if why == WHOLE_GPU:
+        note = f"{_too_few(key, enough)}; the {unused}{why}, and the spec's is higher"
+    else:
+        note = (
+            f"{unused}runs on another GPU count or precision than {key.describe()} may raise "
+            "the spec's epoch time, never lower it"
+        )
+    return None, None, [note]
+
+
+def _too_few(key: Key, enough: int) -> str:
+    return f"calibration has fewer than {enough} runs of {key.describe()} with an epoch time"
+
+
+def _epoch_levels(key: Key) -> list[tuple[Key, str]]:
+    """The keys whose runs give ``key`` its epoch time, finest first, and why each floors it.
+
+    The reason is empty for the spec's own key, whose runs may lower its figure too. A MIG
+    slice's own keys come first, then the same keys on whole GPUs: N slices hold at most the
+    compute of N whole GPUs of the same model, so the whole GPUs' epoch time at the same
+    count and precision is a floor for the slice's, never its price (a slice is not priced
+    at its share of the GPU's time: a small model need not fill the whole GPU).
+    """
+    levels = coarser(folded(key))[:EPOCH_LEVELS]
+    found = [(level, COARSER if i else "") for i, level in enumerate(levels)]
+    if key.mig_profile is not None:
+        whole = [level.model_copy(update={"mig_profile": None}) for level in levels]
+        found.extend((level, WHOLE_GPU) for level in whole)
+    return found
+
+
+def _finest_epoch(
+    entries: Mapping[Key, Entry], key: Key, enough: int
+) -> tuple[str, Entry, Stat] | None:
+    """The finest of :func:`_epoch_levels` with ``enough`` runs, and why it only floors."""
+    for level, why in _epoch_levels(key):
+        entry = entries.get(level)
+        stat = entry.epoch_minutes if entry is not None else None
+        if entry is not None and stat is not None and stat.runs >= enough:
+            return why, entry, stat
+    return None
 
 
 def _near_label(

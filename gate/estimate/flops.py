@@ -18,7 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from gate.errors import InputError
-from gate.estimate.measured import EpochTime, Measured
+from gate.estimate.measured import EpochTime, Measured, minutes_text, raise_to
 from gate.money import to_decimal
 from gate.spec.experiment import Experiment
 
@@ -57,6 +57,9 @@ def epoch_minutes(flops: float, peak: float, gpus: Decimal | int, mfu: float) ->
 
 def with_prior(spec: Experiment, measured: Measured | None, mfu: float) -> Measured | None:
     """``measured``, with the FLOPs prior as its epoch time when nothing measured one.
+
+    Where ``measured.floor`` holds runs of a coarser key (or of a slice's whole GPUs), each
+    case prices the larger of the prior and those runs (:func:`_floored`).
 
     The MFU is the calibration's, measured on the spec's model, when it has one
     (``measured.mfu``: its median for the expected case, its 10th percentile for the
@@ -107,4 +110,25 @@ def with_prior(spec: Experiment, measured: Measured | None, mfu: float) -> Measu
         basis=basis,
         prior=True,
     )
-    return replace(measured or Measured(), epoch=prior)
+    return _floored(measured or Measured(), prior)
+
+
+def _floored(measured: Measured, prior: EpochTime) -> Measured:
+    """``measured`` priced at ``prior``, raised to the runs of ``measured.floor``, if any.
+
+    Runs on a coarser key (another GPU count or precision), or a slice's whole GPUs, may
+    raise the model size's epoch time, never lower it, just as they may a declared one:
+    each case prices the larger.
+    """
+    floor = measured.floor
+    if floor is None:
+        return replace(measured, epoch=prior)
+    raised = raise_to(floor, prior.median, prior.high, prior)
+    if raised is not None:
+        return replace(measured, epoch=raised)
+    note = (
+        f"calibration's epoch time ({floor.basis}: median {minutes_text(floor.median)}, "
+        f"90th percentile {minutes_text(floor.high)} min) not used: {floor.floor}, and the FLOPs "
+        "prior is higher in both cases"
+    )
+    return replace(measured, epoch=prior, notes=(*measured.notes, note))

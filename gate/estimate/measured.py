@@ -38,9 +38,12 @@ class EpochTime:
     """Whose runs, e.g. ``23 runs of resnet18 on A100 × 1 bf16, 2026-11-20 … 11-30``."""
     prior: bool = False
     """A FLOPs prior (:mod:`gate.estimate.flops`), not a measurement."""
-    floor: bool = False
-    """Measured on a coarser key (another GPU count or precision): the median and high are
-    at least the spec's declared figures, which such runs may raise, never lower."""
+    floor: str = ""
+    """Why these runs only floor the spec's figure, where they are not its own key's
+    (:data:`COARSER`, :data:`WHOLE_GPU`): the median and high are at least the spec's
+    figures (declared, or its FLOPs prior), which such runs may raise, never lower."""
+    raised: EpochTime | None = None
+    """The FLOPs prior (of ``workload.model``) that these runs raised, where it was below them."""
 
     def minutes(self, scenario: ScenarioName) -> Decimal:
         """The median for the expected case, the high quantile for the worst."""
@@ -81,6 +84,9 @@ class Measured:
     mfu: Utilization | None = None
     """The model's MFU, for the FLOPs prior where no epoch time was measured."""
     notes: tuple[str, ...] = ()
+    floor: EpochTime | None = None
+    """Runs that may raise the spec's FLOPs prior, never lower it (a coarser key's, where the
+    spec gives its model size): :func:`gate.estimate.flops.with_prior` prices the larger."""
     near: tuple[str, EpochTime] | None = None
     """Where the spec's label has no epoch time: a label near it (a typo's distance) that
     has one on the spec's hardware, and that time (BG308 holds the spec to it too)."""
@@ -101,6 +107,28 @@ class Measured:
 COARSER = "runs on another GPU count or precision may raise a declared epoch time, never lower it"
 """Why a coarser key's epoch time is priced at no less than the spec's."""
 
+WHOLE_GPU = (
+    "a MIG slice is never faster than its whole GPU: runs on whole GPUs may raise a slice's "
+    "epoch time, never lower it"
+)
+"""Why whole-GPU runs price a MIG slice's epoch time at no less than the spec's."""
+
+
+def raise_to(
+    floor: EpochTime, expected: Decimal, worst: Decimal, prior: EpochTime | None = None
+) -> EpochTime | None:
+    """``floor``'s runs with each case at least the spec's figure (declared, or ``prior``).
+
+    ``floor.floor`` says why those runs may raise the spec's figure, never lower it.
+
+    ``None`` where the spec's figure is at least the runs' in both cases: they are not used.
+    """
+    if floor.median <= expected and floor.high <= worst:
+        return None
+    return replace(
+        floor, median=max(floor.median, expected), high=max(floor.high, worst), raised=prior
+    )
+
 
 def epoch_note(epoch: EpochTime, scenario: ScenarioName, declared: Decimal | None) -> str:
     """``epoch time 4.1 min: median of 23 runs of …; the spec says 0.5``."""
@@ -109,10 +137,14 @@ def epoch_note(epoch: EpochTime, scenario: ScenarioName, declared: Decimal | Non
     if epoch.prior:
         return f"epoch time {minutes} min: {epoch.basis}{said}"
     which = "90th percentile" if scenario == "worst" else "median"
-    if epoch.floor and declared is not None and epoch.minutes(scenario) == declared:
+    own, whose = declared, "the spec's"
+    if epoch.raised is not None:
+        own, whose = epoch.raised.minutes(scenario), f"the {epoch.raised.basis}"
+        said = f"; the FLOPs prior of workload.model gives {minutes_text(own)}"
+    if epoch.floor and own is not None and epoch.minutes(scenario) == own:
         lower = f"the {which} of {epoch.basis} is no higher"
-        return f"epoch time {minutes} min: the spec's; {lower}, and {COARSER}"
-    floor = f" ({COARSER})" if epoch.floor else ""
+        return f"epoch time {minutes} min: {whose}; {lower}, and {epoch.floor}"
+    floor = f" ({epoch.floor})" if epoch.floor else ""
     return f"epoch time {minutes} min: {which} of {epoch.basis}{said}{floor}"
 
 
@@ -165,6 +197,8 @@ def overruled(
     declared = declared_minutes(spec, "expected")
     if epoch is not None and not epoch.prior:
         instead = "" if declared is not None else "; the spec's workload.model gave a FLOPs prior"
+        if epoch.raised is not None:
+            instead, declared = "", epoch.raised.median
         case: ScenarioName = "expected" if not epoch.floor or epoch.median != declared else "worst"
         said = epoch_note(epoch, case, declared_minutes(spec, case))
         notes.append(f"priced from measured runs: {said}{instead}")
