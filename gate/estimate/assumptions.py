@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from gate.estimate.measured import Measured, declared_minutes, epoch_note
 from gate.estimate.reliability import MAX_FACTOR
-from gate.estimate.settings import PricingPolicy, ScenarioName
+from gate.estimate.settings import ClusterShape, PricingPolicy, ScenarioName
 from gate.money import format_amount, to_decimal
 from gate.spec.experiment import Experiment
 from gate.spec.trial import Range
@@ -170,10 +170,29 @@ def concurrency(spec: Experiment, policy: PricingPolicy, trials: int) -> tuple[i
     gpus = spec.resources.gpus_per_trial
     limit = policy.limits.max_concurrent_gpus
     if limit is not None and wanted * gpus > limit:
-        allowed = max(1, limit // gpus)
-        notes.append(f"team limit of {limit} concurrent GPUs runs {allowed} trials at once")
-        return allowed, notes
+        wanted = max(1, limit // gpus)
+        notes.append(f"team limit of {limit} concurrent GPUs runs {wanted} trials at once")
+    fits = _cluster_trials(policy.cluster, gpus)
+    if fits is not None and wanted > fits:
+        # NOTE: with no team limit, 32 trials × 8 GPUs ran in one wave on a 128-GPU cluster
+        # and passed a deadline that two waves miss
+        wanted = fits
+        cluster = policy.cluster
+        notes.append(
+            f"the cluster's {cluster.nodes} nodes × {cluster.gpus_per_node} GPUs "
+            f"(policy cluster:) run {fits} trials of {gpus} GPUs at once"
+        )
     return wanted, notes
+
+
+def _cluster_trials(cluster: ClusterShape, gpus: int) -> int | None:
+    """Trials of ``gpus`` GPUs the whole cluster holds at once; ``None`` where not known."""
+    if cluster.nodes is None or cluster.gpus_per_node is None:
+        return None
+    if cluster.multi_node or gpus > cluster.gpus_per_node:
+        # NOTE: a trial too big for a node without multi_node is BG401's to refuse
+        return max(1, cluster.nodes * cluster.gpus_per_node // gpus)
+    return cluster.nodes * (cluster.gpus_per_node // gpus)
 
 
 def queue_note(policy: PricingPolicy, waves: int, retry_runs: Decimal) -> list[str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from gate.estimate.settings import (
+    ClusterShape,
     ConcurrencyLimit,
     Estimation,
     Prices,
@@ -229,6 +230,7 @@ class MeasuredPolicy:
     returns: Returns
     reliability: Reliability
     spot: Spot
+    cluster: ClusterShape
 
 
 def measured_policy(policy: PricingPolicy, measured: Measured | None) -> PricingPolicy:
@@ -251,6 +253,7 @@ def measured_policy(policy: PricingPolicy, measured: Measured | None) -> Pricing
             policy.returns,
             base,
             policy.spot,
+            policy.cluster,
         ),
         reliability=reliability,
     )

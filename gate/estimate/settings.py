@@ -189,6 +189,25 @@ class ConcurrencyLimit(Protocol):
         ...
 
 
+class ClusterShape(Protocol):
+    """The team's cluster, where its policy gives it: it caps the trials that run at once."""
+
+    @property
+    def gpus_per_node(self) -> int | None:
+        """GPUs in one node."""
+        ...
+
+    @property
+    def nodes(self) -> int | None:
+        """Nodes in the cluster."""
+        ...
+
+    @property
+    def multi_node(self) -> bool:
+        """Whether one trial may span nodes."""
+        ...
+
+
 class PricingPolicy(Protocol):
     """What the estimate reads of a team's policy (a :class:`gate.policy.model.Policy`)."""
 
@@ -225,4 +244,9 @@ class PricingPolicy(Protocol):
     @property
     def spot(self) -> Spot:
         """Preemption and spot-overhead assumptions."""
+        ...
+
+    @property
+    def cluster(self) -> ClusterShape:
+        """The cluster's nodes and GPUs per node (unset: not known)."""
         ...

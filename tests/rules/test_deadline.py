@@ -73,6 +73,33 @@ def test_team_gpu_limit_slows_the_waves():
     )
 
 
+def test_the_clusters_size_slows_the_waves_where_the_team_sets_no_limit():
+    """32 trials of 8 GPUs at once on a 16 × 8-GPU cluster ran in one wave of 256 GPUs with
+    no ``max_concurrent_gpus``, and passed a deadline that the two waves the cluster holds
+    miss; the estimate said nothing of the cluster."""
+    spec = _due(
+        3,
+        resources={"gpus_per_trial": 8},
+        workload={"max_epochs": 4, "epoch_minutes": 30},
+        search={"max_trials": 32, "max_concurrent_trials": 32},
+    )
+    assert run_rule(deadline, spec) == []  # no cluster given: one wave, 2 h
+    cluster = {"cluster": {"gpus_per_node": 8, "nodes": 16}}
+    [violation] = run_rule(deadline, spec, make_policy(cluster))
+    assert violation.message == (
+        "worst-case wall-clock 4.00 h (2 waves of 16) is past deadline_hours 3 h"
+    )
+    said = make_estimate(spec, make_policy(cluster)).worst.assumptions
+    assert (
+        "the cluster's 16 nodes × 8 GPUs (policy cluster:) run 16 trials of 8 GPUs at once" in said
+    )
+    multi = {"cluster": {"gpus_per_node": 8, "nodes": 2, "multi_node": True}}
+    wide = _due(3, resources={"gpus_per_trial": 6}, search={"max_concurrent_trials": 4})
+    assert "run 2 trials of 6 GPUs at once" in "".join(
+        make_estimate(wide, make_policy(multi)).worst.assumptions
+    )
+
+
 def test_expected_scenario_is_enforced_when_asked():
     # Early stopping at epoch 5 + 2 = 7 → 0.7 h per trial; 4 waves → 2.8 h expected, 4 h worst.
     spec = _due(3, stopping={"early_stopping": {"monitor": "val_loss", "patience": 2}})
