@@ -44,6 +44,8 @@ class Quote:
     per_gpu_hour: Decimal
     currency: str
     basis: str
+    cloud: str | None = None
+    """The catalog cloud the price is of (``None``: a policy's own price)."""
 
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
@@ -102,12 +104,12 @@ def quote(
             hint=f"set prices.owned.{accelerator} (purchase, power, utilization) or "
             f"prices.overrides.{accelerator}.reserved in the team policy",
         )
-    usd, basis = _catalog_price(clouds, accelerator, capacity.value, cloud, location)
+    usd, basis, cloud = _catalog_price(clouds, accelerator, capacity.value, cloud, location)
     price = _convert(usd, policy, currency_at)
     if policy.currency != "USD":  # NOTE: converted: the rate is said, as every fallback is
         rate = policy.prices.usd_exchange_rate
         basis += f"; USD catalog price × {rate:f}, the policy's prices.usd_exchange_rate"
-    return Quote(accelerator, capacity, price, policy.currency, basis)
+    return Quote(accelerator, capacity, price, policy.currency, basis, cloud)
 
 
 HOURS_PER_YEAR = 8760
@@ -155,7 +157,7 @@ def _catalog_price(
     capacity: str,
     cloud: str | None,
     location: Location | None,
-) -> tuple[Decimal, str]:
+) -> tuple[Decimal, str, str]:
     offers = {name: caps[capacity] for name, caps in clouds.items() if capacity in caps}
     if cloud is not None:
         if cloud not in offers:
@@ -164,7 +166,7 @@ def _catalog_price(
                 location=location,
                 hint=f"use one of: {', '.join(sorted(offers)) or 'none'}, or a policy override",
             )
-        return offers[cloud], f"catalog median, {cloud} {capacity}"
+        return offers[cloud], f"catalog median, {cloud} {capacity}", cloud
     if not offers:
         raise InputError(
             f"the catalog has no {capacity} price for {accelerator}",
@@ -173,7 +175,11 @@ def _catalog_price(
         )
     # NOTE: with no cloud named, take the dearest cloud's median: a gate must not understate.
     name = max(offers, key=lambda c: offers[c])
-    return offers[name], f"catalog median, highest of {len(offers)} clouds ({name}) {capacity}"
+    return (
+        offers[name],
+        f"catalog median, highest of {len(offers)} clouds ({name}) {capacity}",
+        name,
+    )
 
 
 def _convert(

@@ -22,10 +22,11 @@ from gate.errors import InputError, InputErrors
 from gate.estimate.flops import with_prior
 from gate.estimate.measured import Measured
 from gate.estimate.model import Estimate
-from gate.estimate.prices import Catalog, Quote, quote
+from gate.estimate.prices import Catalog, Quote
 from gate.estimate.scenarios import estimate
 from gate.evaluation.findings import rule_findings
 from gate.evaluation.notes import verdict_notes
+from gate.evaluation.quotes import on_demand_quote, spec_quote
 from gate.evaluation.reading import (
     check_size,
     invalid_result,
@@ -42,7 +43,6 @@ from gate.policy.verdict import apply_approval, decide
 from gate.spec.experiment import Experiment
 from gate.spec.fingerprint import fingerprint
 from gate.spec.loader import LoadedDoc, load_bytes, load_file
-from gate.spec.trial import Capacity
 
 if TYPE_CHECKING:
     from gate.calibrate.model import Calibration
@@ -178,13 +178,13 @@ class Evaluator:
         policy = loaded.policy
         try:
             check_size(spec, doc)
-            price = self._quote(spec, policy, spec.resources.capacity, doc)
+            price = spec_quote(self.catalog, self.policies, spec, policy, doc)
             measured = with_prior(spec, self._measured(spec, policy), policy.estimation.mfu)
         except InputError as exc:
             if exc.location is None:
                 exc.location = doc.source_map.locate(("workload", "model"))
             return Evaluation(invalid_result(spec_file, exc))
-        on_demand = self._on_demand(spec, policy, doc)
+        on_demand = on_demand_quote(self.catalog, self.policies, spec, policy, doc, price)
         est = estimate(spec, policy, price, on_demand, measured)
         return self._judge(
             spec_file,
@@ -314,8 +314,13 @@ class Evaluator:
     def _price(self, spec: Experiment, policy: Policy, doc: LoadedDoc) -> Estimate | None:
         """An edited spec's estimate at its own price; ``None`` when it has none."""
         try:
-            price = self._quote(spec, policy, spec.resources.capacity, doc)
-            return self._estimate_edit(spec, policy, price, self._on_demand(spec, policy, doc))
+            price = spec_quote(self.catalog, self.policies, spec, policy, doc)
+            return self._estimate_edit(
+                spec,
+                policy,
+                price,
+                on_demand_quote(self.catalog, self.policies, spec, policy, doc, price),
+            )
         except InputError:  # no price, or a precision the FLOPs prior has no peak for
             return None
 
@@ -347,27 +352,6 @@ class Evaluator:
         if (policy.waivers or owned) and self.repo_path is not None:
             return self.repo_path(spec_file)
         return PurePath(os.path.normpath(spec_file)).as_posix()
-
-    def _quote(self, spec: Experiment, policy: Policy, capacity: Capacity, doc: LoadedDoc) -> Quote:
-        team = spec.metadata.team
-        return quote(
-            self.catalog,
-            policy,
-            spec.resources.accelerator,
-            capacity,
-            spec.resources.cloud or policy.prices.cloud,
-            location=doc.source_map.locate(("resources", "accelerator")),
-            currency_at=lambda: self.policies.for_team(team).source_map.locate(("currency",)),
-        )
-
-    def _on_demand(self, spec: Experiment, policy: Policy, doc: LoadedDoc) -> Quote | None:
-        """The on-demand price a spot spec is compared with, when there is one."""
-        if spec.resources.capacity is not Capacity.SPOT:
-            return None
-        try:
-            return self._quote(spec, policy, Capacity.ON_DEMAND, doc)
-        except InputError:
-            return None
 
     def _budget(self, spec: Experiment, policy: Policy, path: str, fp: str) -> BudgetStatus | None:
         if self.ledger is None or policy.limits.monthly_budget is None:

@@ -109,6 +109,8 @@ class Plan:
     tolerance: Decimal = Decimal("0.1")
     approval: LedgerRecord | None = None
     requote: Requote | None = None
+    on_demand: Quote | None = None
+    """A spot spec's on-demand price on its spot price's own cloud (the report's saving)."""
 
 
 INVALID_TAG = "an invalid"

@@ -221,7 +221,7 @@ def _spot(lines: list[RunLine]) -> SpotRow:
         # NOTE: against what the spec priced, not the run's own tag: an H100 spot run on an
         # L4 on-demand spec cost more than its spec, so it saved nothing.
         priced_as = plan.spec.resources.accelerator
-        price = plan.requote(priced_as, Capacity.ON_DEMAND) if plan.requote is not None else None
+        price = plan.on_demand or (plan.requote and plan.requote(priced_as, Capacity.ON_DEMAND))
         if price is None:
             unpriced += 1
             continue

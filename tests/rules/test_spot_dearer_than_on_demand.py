@@ -69,3 +69,29 @@ def test_extra_ops_alone_make_checkpointed_spot_dearer_and_are_named():
         "spot is expected to cost 200.00 USD more than on-demand "
         "(0.00 USD of it recomputing preempted work, 1,000.00 USD in spot's extra ops)"
     )
+
+
+def test_with_no_cloud_named_spot_is_compared_with_on_demand_on_its_own_cloud(tmp_path, capsys):
+    """H100 spot was priced at the dearest spot cloud (azure, 6.98) and compared with the
+    dearest on-demand one (gcp, 12.54): a saving of 11.05 USD no cloud offers, and no BG306.
+    On azure spot costs what on-demand does, so recomputing preempted work makes it dearer."""
+    from gate.cli import main
+
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "default.yaml").write_text(
+        "apiVersion: budget-gate/v1\nkind: Policy\n", encoding="utf-8"
+    )
+    spec = tmp_path / "z.yaml"
+    spec.write_text(
+        "apiVersion: budget-gate/v1\nkind: Experiment\n"
+        "metadata: {name: p, team: t, owner: x, labels: {}}\n"
+        "resources: {accelerator: H100, gpus_per_trial: 1, capacity: spot, precision: bf16}\n"
+        "workload: {max_epochs: 10, epoch_minutes: 6}\n"
+        "search: {strategy: random, max_trials: 2}\n"
+        "stopping: {max_trial_hours: 48}\n",
+        encoding="utf-8",
+    )
+    main(["check", str(spec), "--policy-dir", str(tmp_path / "policies")])
+    out = capsys.readouterr().out
+    assert "highest of 3 clouds (azure) spot" in out
+    assert "spot costs 0.07 USD against on-demand" in out and "BG306" in out

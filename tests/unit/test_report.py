@@ -319,6 +319,22 @@ def test_runs_with_an_invalid_gpu_tag_are_said_not_charged_in_silence():
     ) in notes
 
 
+def test_the_spot_saving_compares_on_demand_on_the_spot_prices_own_cloud():
+    """With no cloud named, the report's saving took on-demand at the dearest cloud (gcp,
+    12.54) against spot priced at azure's 6.98: a saving no cloud offers (as ``check``'s)."""
+    from gate.commands.report_plans import _on_demand
+    from gate.estimate.prices import Quote
+    from gate.spec.trial import Capacity
+    from tests.conftest import make_policy, make_spec
+
+    spec = make_spec({"resources": {"accelerator": "H100", "capacity": "spot"}})
+    spot = Quote("H100", Capacity.SPOT, Decimal("6.98"), "USD", "catalog", "azure")
+    beside = _on_demand(spec, make_policy(), spot)
+    assert beside is not None and (beside.cloud, beside.per_gpu_hour) == ("azure", Decimal("6.98"))
+    on_demand = make_spec({"resources": {"accelerator": "H100"}})
+    assert _on_demand(on_demand, make_policy(), spot) is None
+
+
 def test_out_of_range_times_and_tag_claims_do_not_move_the_figures():
     """``start_time=10**17`` crashed the month; a run logged elsewhere is counted for its
     spec's team and GPUs, whatever its tags claim."""
