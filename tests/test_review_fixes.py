@@ -82,6 +82,21 @@ def test_yaml_12_numbers_that_yaml_11_reads_as_text_are_refused(write_yaml, caps
     assert f":4:46: {said}" in out and "without quotes" not in out
 
 
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("2026-12-01T00:00:00Z", "write a whole number, not a date"),  # YAML reads a date
+        ('"2"', "write a whole number without quotes"),
+        ("[1]", "write a whole number"),
+    ],
+)
+def test_a_number_is_told_about_quotes_only_when_it_has_them(write_yaml, capsys, value, said):
+    """An unquoted date was told "write a number without quotes", though it had none."""
+    assert check(write_yaml, SPEC.replace("gpus_per_trial: 1", f"gpus_per_trial: {value}")) == 3
+    out = capsys.readouterr().out
+    assert f"— {said}\n" in out, out
+
+
 def test_a_quoted_leading_zero_is_a_string_as_both_versions_read_it(write_yaml, capsys):
     text = SPEC.replace("name: t", 'name: "08"')
     assert check(write_yaml, text) != 3, capsys.readouterr().out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -244,10 +245,15 @@ def _not_ascii(
 def _hint(kind: str, err: Any) -> str:
     if isinstance(err.get("input"), bool) and kind.startswith(("int", "float", "decimal")):
         return "write a number, not true/false"
+    given = err.get("input")
+    # NOTE: "without quotes" only where it was quoted: an unquoted date reads as a date
+    unquote = " without quotes" if isinstance(given, str) else ""
+    if isinstance(given, (dt.date, dt.datetime)):
+        unquote = ", not a date"
     if kind in ("int_type", "int_parsing", "int_from_float"):
-        return "write a whole number without quotes"
+        return f"write a whole number{unquote}"
     if kind in ("float_type", "float_parsing", "decimal_type", "decimal_parsing"):
-        return "write a number without quotes"
+        return f"write a number{unquote}"
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         return "change the value to fit the bound"
     if kind == "decimal_max_places":
