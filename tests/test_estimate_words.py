@@ -310,3 +310,19 @@ def test_a_misspelt_team_is_not_told_to_create_a_file_for_its_typo():
         "team nlpp is taken as the spec declares it: no policy states which specs it owns, "
         "so any spec may claim it"
     )
+
+
+def test_estimate_says_what_a_trial_a_cap_cuts_trains_not_zero_epochs(tmp_path, capsys):
+    """A 10-hour epoch under max_trial_hours 5: "per trial … 0 epochs, 5.00 h" beside an
+    assumption that says half an epoch was trained."""
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "default.yaml").write_text(DEFAULT, encoding="utf-8")
+    spec = SPEC.replace("epoch_minutes: 6", "epoch_minutes: 600").replace(
+        "stopping: {early_stopping: {monitor: val_loss, patience: 1}}",
+        "stopping: {max_trial_hours: 5}",
+    )
+    (tmp_path / "s.yaml").write_text(spec, encoding="utf-8")
+    capsys.readouterr()
+    main(["estimate", "--policy-dir", str(tmp_path / "policies"), str(tmp_path / "s.yaml")])
+    out = capsys.readouterr().out
+    assert "0.50 epochs trained (a cap stops it), 5.00 h" in out and " 0 epochs," not in out

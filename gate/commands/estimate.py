@@ -141,10 +141,17 @@ def _scenario_lines(s: Scenario, currency: str) -> list[str]:
         + (f" + {format_amount(s.other_cost)} other" if s.other_cost else ""),
         f"  GPU-hours   {format_nonzero(s.gpu_hours, 1)}{extra}",
         f"  per trial   up to {format_nonzero(s.cost_per_trial)} {currency}, "
-        f"{counted(s.epochs_per_trial, 'epoch')}, {format_nonzero(s.hours_per_trial, 2)} h",
+        f"{_epochs(s)}, {format_nonzero(s.hours_per_trial, 2)} h",
         f"  wall-clock  {format_nonzero(s.wall_clock_hours, 1)} h "
         f"({counted(s.waves, 'wave')} of {counted(s.concurrency, 'concurrent trial')})",
         f"  first result {format_amount(s.first_result_hours, 1)} h (the first trial finished)",
         "  assumptions:",
         *(f"    - {note}" for note in s.assumptions),
     ]
+
+
+def _epochs(s: Scenario) -> str:
+    """The furthest trial's epochs; where a cap cuts it, the share it trains (never "0")."""
+    if not s.unfinished:
+        return counted(s.epochs_per_trial, "epoch")
+    return f"{format_amount(s.epochs_trained, 2)} epochs trained (a cap stops it)"
