@@ -160,6 +160,27 @@ def test_init_refuses_to_overwrite_and_writes_nothing(tmp_path, capsys):
     assert (tmp_path / ".pre-commit-config.yaml").read_text() == "repos: []\n"
 
 
+def test_init_skip_existing_writes_only_what_is_missing(tmp_path, capsys):
+    """A repository with its own pre-commit config (and, here, a signers file) had no way
+    to get the rest: init wrote nothing and pointed to a docs page a pip user lacks."""
+    (tmp_path / ".pre-commit-config.yaml").write_text("repos: []\n")
+    assert main(["init", "--dir", str(tmp_path)]) == 3
+    assert "pass --skip-existing to write only the files that are missing" in (
+        capsys.readouterr().err
+    )
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "allowed_signers").write_text("# ours\n")
+    assert main(["init", "--dir", str(tmp_path), "--skip-existing"]) == 0
+    err = capsys.readouterr().err
+    assert (tmp_path / ".pre-commit-config.yaml").read_text() == "repos: []\n"
+    assert (tmp_path / "policies" / "allowed_signers").read_text() == "# ours\n"
+    assert f"kept {tmp_path / '.pre-commit-config.yaml'} (it exists; --skip-existing)" in err
+    assert (tmp_path / "policies" / "default.yaml").is_file()
+    assert (tmp_path / "experiments" / "sample.yaml").is_file()
+    assert not (tmp_path / ".budget-gate").exists()  # no CI key beside signers it is not in
+    assert "ssh-keygen was not found" not in err
+
+
 def test_init_takes_a_broken_link_for_a_file_it_will_not_overwrite(tmp_path, capsys):
     (tmp_path / "policies").mkdir()
     (tmp_path / "policies" / "default.yaml").symlink_to("nowhere.yaml")

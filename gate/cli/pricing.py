@@ -213,7 +213,8 @@ def _add_init(commands: argparse._SubParsersAction[Any]) -> None:
         description="Write policies/default.yaml (the built-in default policy), schemas/, "
         "experiments/sample.yaml, .github/workflows/budget-gate.yml and a "
         ".pre-commit-config.yaml with the budget-gate hook. Nothing is overwritten: when "
-        "any of these files exists, nothing is written and the command exits 3.",
+        "any of these files exists, nothing is written and the command exits 3, unless "
+        "--skip-existing writes the missing ones.",
         epilog=EPILOG,
     )
     init.add_argument("--dir", default=".", metavar="DIR", help="the repository root (default: .)")
@@ -223,6 +224,11 @@ def _add_init(commands: argparse._SubParsersAction[Any]) -> None:
         help="write only the Kueue AdmissionCheck's manifests, deploy/budget-gate-kueue.yaml "
         "(Deployment, ServiceAccount, RBAC, AdmissionCheck, ClusterQueue; docs/kueue.md); "
         "with --report-workflow, its workflow too",
+    )
+    init.add_argument(
+        "--skip-existing",
+        action="store_true",
+        help="write only the files that are missing, keeping (and naming) those that exist",
     )
     init.add_argument(
         "--report-workflow",

@@ -200,6 +200,20 @@ def _taken(path: Path) -> bool:
         ) from None
 
 
+def _skip(root: Path, files: dict[str, str], existing: list[str]) -> None:
+    """Leave out the files that exist (``--skip-existing``), each said.
+
+    NOTE: the signers file and the CI key are a pair: where either exists, neither is
+    written (a new CI key beside an old signers file would sign nothing that counts).
+    """
+    pair = [path for path in (SIGNERS, CI_KEY, ".budget-gate/.gitignore") if path in files]
+    kept = set(existing) | (set(pair) if set(pair) & set(existing) else set())
+    for path in sorted(kept):
+        files.pop(path)
+        why = "it exists" if path in existing else "its signing pair exists"
+        print(f"kept {root / path} ({why}; --skip-existing)", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     """Write the starting files under ``args.dir``, or none of them if any exists."""
     if not args.dir.strip():
@@ -209,14 +223,16 @@ def run(args: argparse.Namespace) -> int:
     files = planned_files(kueue, bool(getattr(args, "report_workflow", False)))
     if "policies/default.yaml" in files:
         files.update(signing_files(root))
+    signing = CI_KEY in files
     existing = sorted(path for path in files if _taken(root / path))
-    if existing:
+    if existing and not getattr(args, "skip_existing", False):
         raise InputError(
             f"{', '.join(str(root / path) for path in existing)} already "
             f"{'exists' if len(existing) == 1 else 'exist'}; init never overwrites",
-            hint="move them away, or add what you need by hand (docs/getting-started.md "
-            "lists what init writes)",
+            hint="pass --skip-existing to write only the files that are missing, or move "
+            "these away",
         )
+    _skip(root, files, existing)
     _refuse_links(root, [*files, *([GITIGNORE] if "policies/default.yaml" in files else [])])
     for path, text in files.items():
         _create(root / path, text, private=path == CI_KEY)
@@ -246,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
             "docs/signing.md says how approvers add their keys",
             file=sys.stderr,
         )
-    else:
+    elif not signing:
         print(
             "note: ssh-keygen was not found, so no policies/allowed_signers was written: "
             "ledger records stay unsigned until you add one (docs/signing.md)",
