@@ -180,7 +180,7 @@ def team(tmp_path: Path, mlflow_server: MlflowServer, capsys: pytest.CaptureFixt
     return team
 
 
-def github_approval(team: Team, path: str, by: str = "alice", **changes: object) -> None:
+def github_approval_record(path: str, by: str = "alice", **changes: object) -> LedgerRecord:
     """What ``budget-gate ci`` of ``org/repo-a`` records after ``by``'s review on PR #5.
 
     The record names the spec by its file name (the tests' root holds it), else
@@ -195,8 +195,6 @@ def github_approval(team: Team, path: str, by: str = "alice", **changes: object)
         recorded_at=now,
         currency="USD",
         worst_cost=Decimal("80"),
-        team=team.name,
-        cost_center=team.cost_center,
         by=by,
         reason="reviewed",
         source=Source.GITHUB_REVIEW,
@@ -207,4 +205,11 @@ def github_approval(team: Team, path: str, by: str = "alice", **changes: object)
         event_at=now,
         repository="org/repo-a",
     )
-    open_ledger(team.uri, UNSIGNED).append(dataclasses.replace(record, **changes))
+    return dataclasses.replace(record, **changes)
+
+
+def github_approval(team: Team, path: str, by: str = "alice", **changes: object) -> None:
+    """:func:`github_approval_record` of ``team``'s spec, appended to its ledger."""
+    team_of = {"team": team.name, "cost_center": team.cost_center}
+    record = github_approval_record(path, by, **{**team_of, **changes})
+    open_ledger(team.uri, UNSIGNED).append(record)

@@ -13,9 +13,8 @@ import datetime as dt
 from decimal import Decimal
 
 from gate.integrations import open_ledger
-from gate.ledger.records import LedgerRecord, RecordKind, Source
 from tests.github.ci_kit import REPO, T0, PullRequestStory, grid_spec
-from tests.ledger_kit import UNSIGNED, fingerprint_of, unique
+from tests.ledger_kit import UNSIGNED, github_approval_record, unique
 
 HOUR = dt.timedelta(hours=1)
 
@@ -24,23 +23,13 @@ def _recorded_in(repository: str | None, spec: str, text: str, tmp_path, uri: st
     """The approval ``budget-gate ci`` of ``repository`` records after alice's review."""
     file = tmp_path / "spec.yaml"
     file.write_text(text, encoding="utf-8")
-    now = dt.datetime.now(dt.timezone.utc)
-    record = LedgerRecord(
-        kind=RecordKind.APPROVAL,
+    record = github_approval_record(
+        str(file),
         spec=spec,
-        fingerprint=fingerprint_of(str(file)),
         experiment="llama",
-        recorded_at=now,
-        currency="USD",
         worst_cost=Decimal("1000"),
-        by="alice",
-        reason="reviewed",
-        source=Source.GITHUB_REVIEW,
-        pr_number=5,
-        expires_at=now + dt.timedelta(days=30),
         head_sha="b" * 40,
         event_id="review-5005",
-        event_at=now,
         repository=repository,
     )
     open_ledger(uri, UNSIGNED).append(record)
