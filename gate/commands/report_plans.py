@@ -11,20 +11,16 @@ import dataclasses
 import datetime as dt
 
 from gate.commands.reconcile import requote
-from gate.estimate.prices import Quote, quoter
 from gate.evaluation.evaluate import Evaluator
 from gate.integrations.git.spec_versions import HISTORY_BUDGET, SpecVersions, policies_home
 from gate.ledger import tracking
 from gate.ledger.records import LedgerRecord
 from gate.money import to_decimal
 from gate.policy.findings import Outcome
-from gate.policy.model import Policy
 from gate.reconcile.actuals import Plan, RunFacts
 from gate.reconcile.quality import monitor_for
 from gate.report.commitments import NO_TEAM
 from gate.report.runs import Priced, asks_approval
-from gate.spec.experiment import Experiment
-from gate.spec.trial import Capacity
 
 NO_SPEC = "no spec at their fingerprint (on disk or in git history)"
 UNSEARCHED = (
@@ -82,7 +78,7 @@ class SpecPlans:
             now=self.now,
             tolerance=to_decimal(policy.limits.reconcile_tolerance),
             requote=requote(spec, policy),
-            on_demand=_on_demand(spec, policy, result.estimate.quote),
+            on_demand=result.estimate.on_demand,  # the price check compared spot with
         )
         return Priced(
             plan=plan,
@@ -94,16 +90,3 @@ class SpecPlans:
             provider=spec.resources.cloud or policy.prices.cloud or "",
             tracked_in=spec.tracking.mlflow_experiment or spec.metadata.name,
         )
-
-
-def _on_demand(spec: Experiment, policy: Policy, spot: Quote) -> Quote | None:
-    """On-demand on the spot price's own cloud, as ``check`` compares them (``None``: not spot).
-
-    NOTE: each at its dearest cloud, spot at one cloud's price and on-demand at another's
-    made up a saving no cloud offers.
-    """
-    if spec.resources.capacity is not Capacity.SPOT:
-        return None
-    return quoter(policy, spec.resources.cloud or policy.prices.cloud or spot.cloud)(
-        spec.resources.accelerator, Capacity.ON_DEMAND
-    )

@@ -114,6 +114,7 @@ class Estimate:
         "epoch_minutes_range",
         "judged_on",
         "measured",
+        "on_demand",
         "quote",
         "savings",
         "strategy",
@@ -132,8 +133,11 @@ class Estimate:
         measured: Measured | None = None,
         expected_cut: Callable[[], Cut | None] | None = None,
         judged_on: ScenarioName = "worst",
+        on_demand: Quote | None = None,
     ) -> None:
         self.worst, self._expected, self.quote, self.strategy = worst, expected, quote, strategy
+        self.on_demand = on_demand
+        """The on-demand price spot is compared with (a spot spec's; on the spot price's cloud)."""
         self.savings, self._spot = savings, spot
         self.epoch_minutes_range, self.measured = epoch_minutes_range, measured
         self._expected_cut: Callable[[], Cut | None] | tuple[Cut | None] | None = expected_cut

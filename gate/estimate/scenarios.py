@@ -81,6 +81,7 @@ def estimate(
             measured=measured,
             expected_cut=lambda: _expected_cut(inputs, stopped()[0], worst),
             judged_on=policy.limits.scenario,
+            on_demand=on_demand,
         )
     stop, stop_note = expected_stop(spec, policy, measured)
     expected = _scenario(inputs, "expected", stop, stop_note)
@@ -98,6 +99,7 @@ def estimate(
         epoch_minutes_range=_range(spec),
         measured=measured,
         judged_on=policy.limits.scenario,
+        on_demand=on_demand,
     )
 
 
@@ -376,11 +378,9 @@ def _spot(inputs: _Pricing, on_demand: Quote | None, stop: int) -> SpotCompariso
     plain = _scenario(at_on_demand, "expected", stop, preempt=False, capped=False)
     spot = _scenario(inputs, "expected", stop, capped=False)
     recompute = spot.recompute_gpu_hours * (1 + _retry(inputs.policy)) * inputs.quote.per_gpu_hour
-    # NOTE: at a price near zero, the rounding of three products can leave -3e-26: a cost
-    # is never below zero.
+    # NOTE: near a zero price, rounding three products can leave -3e-26: never below zero
     spot_gpu = max(spot.cost - spot.other_cost - recompute, Decimal(0))
-    # NOTE: the spec is spot on both sides, so the on-demand side was charged spot's extra
-    # ops too: an on-demand run has none (they cancelled out, and BG306 never saw them).
+    # NOTE: spot's extra ops left out on-demand's side (they cancelled out; BG306 missed them)
     return SpotComparison(plain.cost - plain.other_cost, spot_gpu, recompute, spot.other_cost)
 
 

@@ -319,20 +319,35 @@ def test_runs_with_an_invalid_gpu_tag_are_said_not_charged_in_silence():
     ) in notes
 
 
-def test_the_spot_saving_compares_on_demand_on_the_spot_prices_own_cloud():
+def test_the_spot_saving_compares_on_demand_on_the_spot_prices_own_cloud(tmp_path):
     """With no cloud named, the report's saving took on-demand at the dearest cloud (gcp,
-    12.54) against spot priced at azure's 6.98: a saving no cloud offers (as ``check``'s)."""
-    from gate.commands.report_plans import _on_demand
-    from gate.estimate.prices import Quote
-    from gate.spec.trial import Capacity
-    from tests.conftest import make_policy, make_spec
+    12.54) against spot priced at azure's 6.98: a saving no cloud offers. The report's plan
+    takes the on-demand price ``check`` compared spot with (the estimate's)."""
+    from gate.estimate.prices import load_catalog
+    from gate.evaluation.evaluate import Evaluator
+    from gate.policy.loader import PolicySet
 
-    spec = make_spec({"resources": {"accelerator": "H100", "capacity": "spot"}})
-    spot = Quote("H100", Capacity.SPOT, Decimal("6.98"), "USD", "catalog", "azure")
-    beside = _on_demand(spec, make_policy(), spot)
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "default.yaml").write_text(
+        "apiVersion: budget-gate/v1\nkind: Policy\n"
+    )
+    evaluator = Evaluator(
+        PolicySet(str(tmp_path / "policies")), load_catalog(), dt.date(2026, 12, 1)
+    )
+    spec = "apiVersion: budget-gate/v1\nkind: Experiment\nmetadata: {name: p, team: t}\n"
+    spec += "resources: {accelerator: H100, gpus_per_trial: 1, capacity: CAPACITY}\n"
+    spec += "workload: {max_epochs: 2, epoch_minutes: 6}\n"
+
+    def on_demand(capacity: str):
+        path = tmp_path / f"{capacity}.yaml"
+        path.write_text(spec.replace("CAPACITY", capacity))
+        estimate = evaluator.evaluate_spec(str(path)).result.estimate
+        assert estimate is not None
+        return estimate.on_demand
+
+    beside = on_demand("spot")
     assert beside is not None and (beside.cloud, beside.per_gpu_hour) == ("azure", Decimal("6.98"))
-    on_demand = make_spec({"resources": {"accelerator": "H100"}})
-    assert _on_demand(on_demand, make_policy(), spot) is None
+    assert on_demand("on-demand") is None
 
 
 def test_out_of_range_times_and_tag_claims_do_not_move_the_figures():
