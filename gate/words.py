@@ -55,6 +55,11 @@ def listed(names: Sequence[str], most: int = 10, longest: int = 60) -> str:
     Names from tags and records are their writers' to make long: a line must not grow
     with them (the JSON keeps them whole).
     """
-    shown = [n if len(n) <= longest else n[: longest - 1] + "…" for n in names[:most]]
+    shown = [shortened(n, longest) for n in names[:most]]
     more = f" and {len(names) - most} more" if len(names) > most else ""
     return ", ".join(shown) + more
+
+
+def shortened(text: str, most: int) -> str:
+    """``text`` cut to ``most`` characters, its last an ellipsis where it was longer."""
+    return text if len(text) <= most else text[: most - 1] + "…"

@@ -68,6 +68,11 @@ class TeamRow:
     cases: int
 
     @property
+    def waste_at_least(self) -> bool:
+        """Whether its waste is a lower bound: it ran, and no run measured its plateau."""
+        return self.waste.plateau is None and self.runs > 0
+
+    @property
     def cost_per_qualified(self) -> Decimal | None:
         """All spend ÷ qualified models; ``None`` with none."""
         return self.actual / self.qualified if self.qualified else None

@@ -15,6 +15,7 @@ import dataclasses
 from gate.report.model import MonthReport
 from gate.reporters.markup import escape, utf16_length
 from gate.reporters.report_tables import Table, headline, note_lines, tables
+from gate.words import shortened
 
 MARKER = "<!-- budget-gate monthly report -->"
 LIMIT = 65_000
@@ -30,7 +31,7 @@ NOTE = 2_000
 def render(report: MonthReport) -> str:
     """A level-2 title, the tables as Markdown tables, then the notes."""
     found = [_shortened(t) for t in tables(report)]
-    notes = [_short(note, NOTE) for note in note_lines(report)]
+    notes = [shortened(note, NOTE) for note in note_lines(report)]
     keep = max((len(t.rows) for t in found), default=0)
     while True:
         text = _render(report, [_cut(t, keep) for t in found], notes)
@@ -53,12 +54,8 @@ def _render(report: MonthReport, shown: list[Table], notes: list[str]) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def _short(text: str, most: int) -> str:
-    return text if len(text) <= most else text[: most - 1] + "…"
-
-
 def _shortened(table: Table) -> Table:
-    rows = tuple(tuple(_short(cell, CELL) for cell in row) for row in table.rows)
+    rows = tuple(tuple(shortened(cell, CELL) for cell in row) for row in table.rows)
     return dataclasses.replace(table, rows=rows)
 
 

@@ -149,7 +149,7 @@ def _return_row(team: TeamRow) -> tuple[str, ...]:
 
 def _at_least(team: TeamRow, figure: str) -> str:
     """``≥ figure`` where the team's post-plateau waste is not measured (a lower bound)."""
-    return f"≥ {figure}" if team.waste.plateau is None and team.runs else figure
+    return f"≥ {figure}" if team.waste_at_least else figure
 
 
 def _accuracy(found: Accuracy | None) -> tuple[str, str, str]:
@@ -368,7 +368,7 @@ def _revoked(report: MonthReport) -> Table | None:
 
 def _ranking(report: MonthReport) -> Table:
     by_cost, by_waste = report.rankings
-    lower = frozenset(t.team for t in report.teams if t.waste.plateau is None and t.runs)
+    lower = frozenset(t.team for t in report.teams if t.waste_at_least)
     rows = tuple(
         (
             str(rank),
