@@ -282,7 +282,7 @@ def _floor(uri: str, experiments: list[str]) -> tuple[float, float]:
     """The server's own share: the report's REST requests with nothing done with the answers.
 
     The searches as the report makes them (the experiments dealt into 4 groups searched at
-    once, pages of 5,000), then every run's ``val_loss`` history in bulk, 100 runs a request,
+    once, pages of 1,000), then every run's ``val_loss`` history in bulk, 100 runs a request,
     4 at once; what no client of this server can go below.
     """
 
@@ -301,7 +301,7 @@ def _floor(uri: str, experiments: list[str]) -> tuple[float, float]:
         while True:
             body: dict[str, object] = {
                 "experiment_ids": group, "filter": f"tags.{tracking.FINGERPRINT} IS NOT NULL",
-                "max_results": 5_000, "order_by": ["attributes.start_time ASC"],
+                "max_results": 1_000, "order_by": ["attributes.start_time ASC"],
             }  # fmt: skip
             if token:
                 body["page_token"] = token
