@@ -167,47 +167,64 @@ class MlflowRuns:
 
         MLflow pages by offset, re-running the whole filtered search for each page, and one
         search uses one server worker: the experiments are dealt into up to ``workers``
-        groups, searched at once, and merged back into one stream in start order.
+        groups, each group's first page is asked for at once, and the groups are merged
+        back into one stream in start order.
         """
         ids = [query.experiment_id, *query.more_experiments]
         groups = [ids[g :: query.workers] for g in range(min(query.workers, len(ids)))]
         search = Criteria(
             query.fingerprint, query.other_than, query.started, query.untagged, query.deleted
         )
-        if len(groups) == 1:
-            yield from self._group_pages(groups[0], search, query.page_size)
-            return
-        streams = [
-            (run for page in self._group_pages(group, search, query.page_size) for run in page)
-            for group in groups
-        ]
-        page: list[RawRun] = []
-        for run in heapq.merge(*streams, key=_start_order):
-            page.append(run)
-            if len(page) == query.batch_size:
+        with contextlib.ExitStack() as pagers:
+            streams = [
+                self._group_pages(pagers, group, search, query.page_size) for group in groups
+            ]
+            if len(streams) == 1:
+                yield from streams[0]
+                return
+            merged = heapq.merge(
+                *((run for page in stream for run in page) for stream in streams),
+                key=_start_order,
+            )
+            page: list[RawRun] = []
+            for run in merged:
+                page.append(run)
+                if len(page) == query.batch_size:
+                    yield page
+                    page = []
+            if page:
                 yield page
-                page = []
-        if page:
-            yield page
 
-    def _group_pages(self, ids: list[str], search: Criteria, size: int) -> Iterator[list[RawRun]]:
-        """One search's pages; the next page is searched while the caller works on this one.
+    def _group_pages(
+        self, pagers: contextlib.ExitStack, ids: list[str], search: Criteria, size: int
+    ) -> Iterator[list[RawRun]]:
+        """One search's pages: the first is asked for now, each next one while the caller reads.
 
         NOTE: MLflow's page token is an offset: a run created with an earlier start between
         two pages shifts the next one, which then repeats a run. Each run is read once.
         """
+        pager = pagers.enter_context(ThreadPoolExecutor(1, thread_name_prefix="budget-gate-search"))
+        first = pager.submit(self._source.search, ids, search, size, None)
+        return self._paged(pager, first, ids, search, size)
+
+    def _paged(
+        self,
+        pager: ThreadPoolExecutor,
+        ahead: Future[tuple[list[RawRun], str | None]],
+        ids: list[str],
+        search: Criteria,
+        size: int,
+    ) -> Iterator[list[RawRun]]:
         seen: set[str] = set()
-        with ThreadPoolExecutor(1, thread_name_prefix="budget-gate-search") as pager:
-            ahead = pager.submit(self._source.search, ids, search, size, None)
-            while True:
-                page, token = ahead.result()
-                if token:
-                    ahead = pager.submit(self._source.search, ids, search, size, token)
-                fresh = [run for run in page if run.run_id not in seen]
-                seen.update(run.run_id for run in fresh)
-                yield fresh
-                if not token:
-                    return
+        while True:
+            page, token = ahead.result()
+            if token:
+                ahead = pager.submit(self._source.search, ids, search, size, token)
+            fresh = [run for run in page if run.run_id not in seen]
+            seen.update(run.run_id for run in fresh)
+            yield fresh
+            if not token:
+                return
 
     def _complete(self, batch: list[RawRun], query: RunQuery) -> list[RunFacts]:
         """Fetch the histories a batch needs and build its facts (runs in a pool thread)."""
