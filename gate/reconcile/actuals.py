@@ -113,10 +113,6 @@ class Plan:
     """A spot spec's on-demand price on its spot price's own cloud (the report's saving)."""
 
 
-INVALID_TAG = "an invalid"
-"""How a run's note begins when its GPU tag is no whole number (``2.5``, ``" 3"``)."""
-
-
 @dataclass(frozen=True, slots=True)
 class RunResult:
     """One run, priced and judged; ``end`` is ``None`` while it runs (charged up to now)."""
@@ -148,6 +144,8 @@ class RunResult:
     fingerprint: str = ""
     deleted: bool = False
     """Deleted in MLflow (or its experiment): counted, since its GPU time was spent."""
+    gpus_tag_invalid: bool = False
+    """Its ``budget_gate.gpus`` tag is no whole number: charged at its spec's GPUs."""
 
     @property
     def open(self) -> bool:
@@ -181,7 +179,8 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
     notes: list[str] = []
     status = _status(facts.status, notes)
     start, end, held = _held(facts, status, plan.now, notes)
-    gpus = _gpus(facts, plan, notes) * plan.spec.resources.gpu_share
+    count, gpus_tag_invalid = _gpus(facts, plan, notes)
+    gpus = count * plan.spec.resources.gpu_share
     price, charged_as = _price(facts, plan, notes)
     price = at_most(price, PRICE_PLACES)
     phases = logged_phases(facts.metrics, facts.params, gpus, held, notes)
@@ -223,6 +222,7 @@ def price_run(facts: RunFacts, plan: Plan) -> RunResult:
         submitted=_submitted(facts.tags.get(tracking.SUBMITTED_AT), start, notes),
         fingerprint=facts.tags.get(tracking.FINGERPRINT, ""),
         deleted=facts.deleted,
+        gpus_tag_invalid=gpus_tag_invalid,
         notes=tuple(notes),
         guard_stop=guard_stop(
             facts.tags, epochs, plan.spec.workload.max_epochs, run_cost(gpus * train, price)
@@ -280,8 +280,8 @@ def _held(
     return start, end, Decimal(stop_ms - facts.start_ms) / MS_PER_HOUR
 
 
-def _gpus(facts: RunFacts, plan: Plan, notes: list[str]) -> Decimal:
-    """The GPUs a run held: its tag's count, never fewer than its spec version's.
+def _gpus(facts: RunFacts, plan: Plan, notes: list[str]) -> tuple[Decimal, bool]:
+    """The GPUs a run held (its tag's, never fewer than its spec's), and if its tag was no count.
 
     NOTE: the tag is the job's claim (``budget_gate.gpus: "1"`` on an 8-GPU trial would be
     charged an eighth); the spec version pins what its trials hold.
@@ -293,16 +293,16 @@ def _gpus(facts: RunFacts, plan: Plan, notes: list[str]) -> Decimal:
         notes.append(
             f"{tracking.GPUS} tag says {count}, below the spec's {planned}: {planned} charged"
         )
-        return Decimal(planned)
+        return Decimal(planned), False
     if count:
         if count > planned:  # NOTE: charged on the job's word, which may be a typo: said
             notes.append(
                 f"{tracking.GPUS} tag says {count}, above the spec's {planned}: {count} charged"
             )
-        return Decimal(count)
-    why = "no" if text is None else f"{INVALID_TAG} ({text!r})"
+        return Decimal(count), False
+    why = "no" if text is None else f"an invalid ({text!r})"
     notes.append(f"{why} {tracking.GPUS} tag: {planned} GPUs assumed from the spec")
-    return Decimal(planned)
+    return Decimal(planned), text is not None
 
 
 def _price(facts: RunFacts, plan: Plan, notes: list[str]) -> tuple[Decimal, tuple[str, str]]:

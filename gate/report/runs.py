@@ -31,7 +31,7 @@ from decimal import Decimal
 from gate.ledger import tracking
 from gate.policy.findings import Finding
 from gate.policy.model import Severity
-from gate.reconcile.actuals import INVALID_TAG, MS_PER_HOUR, Plan, RunFacts, RunResult, moment
+from gate.reconcile.actuals import MS_PER_HOUR, Plan, RunFacts, RunResult, moment
 from gate.reconcile.notes import QUICK_NOTE, deleted_note, too_quick
 from gate.reconcile.reconciler import Reconciler, Reconciliation
 from gate.report.commitments import NO_TEAM
@@ -346,7 +346,7 @@ def run_notes(current: Iterable[ExperimentMonth], now: dt.datetime) -> list[str]
             f"{counted(above, 'run')} charged for more GPUs than their spec's gpus_per_trial, "
             f"on their {tracking.GPUS} tag's word (reconcile lists them)"
         )
-    invalid = sum(1 for g in groups for r in g.result.runs if _invalid_gpus_tag(r.notes))
+    invalid = sum(1 for g in groups for r in g.result.runs if r.gpus_tag_invalid)
     if invalid:
         notes.append(
             f"{counted(invalid, 'run')} with an invalid {tracking.GPUS} tag (not a whole "
@@ -367,7 +367,3 @@ def run_notes(current: Iterable[ExperimentMonth], now: dt.datetime) -> list[str]
             f"now): charged up to {now:%Y-%m-%d %H:%M} UTC, so the figures are provisional"
         )
     return notes
-
-
-def _invalid_gpus_tag(notes: Iterable[str]) -> bool:
-    return any(n.startswith(f"{INVALID_TAG} (") and f" {tracking.GPUS} tag: " in n for n in notes)
