@@ -8,12 +8,15 @@ whether it allows nulls, its data type (Decimal in the numeric format, Date/Time
 allowed values. On top of the tables, the conditional requirements the columns' text
 states for usage rows are checked (ChargeClass, ConsumedQuantity/Unit, PricingQuantity/Unit,
 PricingCategory, the unit price × quantity = cost rules, ServiceSubcategory's parent,
-charge and billing periods in order). Custom columns must start with ``x_``.
+charge and billing periods in order; unit prices, SKU and SKU price set and not negative;
+the columns null together; tag values no object or list; dates that exist). Custom columns
+must start with ``x_``.
 """
 
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 import re
@@ -118,7 +121,7 @@ def _value_errors(column: Column, value: str, row: dict[str, str]) -> list[str]:
     kind = column.data_type
     if kind == "Decimal" and not _NUMERIC.match(value):
         return [f"{value!r} is not in the numeric format"]
-    if kind == "Date/Time" and not _DATETIME.match(value):
+    if kind == "Date/Time" and not _real_time(value):
         return [f"{value!r} is not YYYY-MM-DDTHH:mm:ssZ"]
     if kind == "JSON":
         try:
@@ -127,6 +130,8 @@ def _value_errors(column: Column, value: str, row: dict[str, str]) -> list[str]:
             return [f"{value!r} is not JSON"]
         if not isinstance(parsed, dict):
             return ["is not a key-value object"]
+        if any(isinstance(v, (dict, list)) for v in parsed.values()):
+            return ["a value is an object or an array"]  # key_value_format.md
     if column.allowed and value not in column.allowed:
         return [f"{value!r} is not an allowed value"]
     if column.parents and column.parents.get(value) != row.get("ServiceCategory"):
@@ -134,10 +139,45 @@ def _value_errors(column: Column, value: str, row: dict[str, str]) -> list[str]:
     return []
 
 
+def _real_time(value: str) -> bool:
+    """The date/time format, and a moment that exists (not 2025-02-30T25:61:00Z)."""
+    try:
+        dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return False
+    return bool(_DATETIME.match(value))
+
+
+_USAGE_SET = ("ListUnitPrice", "ContractedUnitPrice", "SkuId", "SkuPriceId")
+"""Not null on a Usage row that is no correction (listunitprice.md, skuid.md, …)."""
+_NULL_WITH = (
+    ("ResourceName", "ResourceId"),
+    ("ResourceType", "ResourceId"),
+    ("SubAccountName", "SubAccountId"),
+    ("SkuMeter", "SkuId"),
+)
+"""Each first column is null when the second is (resourcename.md, skumeter.md, …)."""
+_SKU_COLUMNS = ("SkuId", "SkuPriceId", "SkuMeter", "SkuPriceDetails")
+"""Present together: one condition (a provider that publishes price lists) for all four."""
+
+
 def _conditional(row: dict[str, str]) -> list[str]:
     """The requirements the columns' text states beyond their tables, for these rows."""
     errors = []
     usage = row.get("ChargeCategory") == "Usage" and row.get("ChargeClass", "") == ""
+    if any(c in row for c in _SKU_COLUMNS) and not all(c in row for c in _SKU_COLUMNS):
+        errors.append(f"{', '.join(_SKU_COLUMNS)}: present together or not at all")
+    errors += [f"{c}: must not be null on a Usage row" for c in _USAGE_SET if usage and c in row
+               and not row[c]]  # fmt: skip
+    for price in ("ListUnitPrice", "ContractedUnitPrice"):
+        if row.get(price, "").startswith("-"):
+            errors.append(f"{price}: negative")
+    errors += [f"{a}: not null, while {b} is" for a, b in _NULL_WITH if row.get(a) and
+               b in row and not row[b]]  # fmt: skip
+    if row.get("ResourceName") and row.get("ResourceName") == row.get("ResourceId"):
+        errors.append("ResourceName: duplicates ResourceId (must be null without a name)")
+    if not re.fullmatch(r"[A-Z]{3}", row.get("BillingCurrency") or "XXX"):
+        errors.append(f"BillingCurrency: {row['BillingCurrency']!r} is no ISO 4217 code")
     if row.get("ChargeClass") not in ("", "Correction", None):
         errors.append("ChargeClass: must be null or Correction")
     for quantity, unit in (
@@ -164,4 +204,8 @@ def _conditional(row: dict[str, str]) -> list[str]:
     ):
         if row.get(start) and row.get(end) and row[start] > row[end]:
             errors.append(f"{end}: before {start}")
+    cost = row.get("BilledCost", "")
+    empty = row.get("ChargePeriodStart") and row["ChargePeriodStart"] == row.get("ChargePeriodEnd")
+    if empty and _NUMERIC.match(cost) and Decimal(cost) > 0:
+        errors.append("ChargePeriodEnd: the period is empty (its end is exclusive)")
     return errors

@@ -8,12 +8,17 @@ and the clouds' own exports speak. Each priced run of the period is one ``Usage`
   discount, so they are equal (``x_CostSource`` says they are derived, not billed);
 - ``ConsumedQuantity`` and ``PricingQuantity`` are its GPU-hours (``GPU-Hours``), and
   ``ListUnitPrice`` and ``ContractedUnitPrice`` the price: their product is the cost;
-- ``ChargePeriodStart``/``End`` are the run's start and end (a run still running: the
-  report's clock), ``BillingPeriodStart``/``End`` the month it started in (a run is
-  counted whole there, so one that crosses the month's end charges past it);
-- ``ResourceId`` is the MLflow run id, ``Tags`` hold team, model, spec, fingerprint,
-  experiment, trial and the spec's ``cost-center`` label where it has one,
-  ``BillingAccountId`` the team and ``SubAccountId`` the experiment;
+- ``ChargePeriodStart``/``End`` are the run's start and end, in whole seconds that hold it
+  (a run still running: the report's clock), ``BillingPeriodStart``/``End`` the month it
+  started in (a run is counted whole there, so one that crosses the month's end charges
+  past it);
+- ``ResourceId`` is the MLflow run id and ``ResourceName`` its name (null without one, never
+  the id); ``Tags`` (ASCII JSON) hold every label of the spec, then team, model, spec,
+  fingerprint, experiment and trial (which win a clash with a label of the same name), with
+  empty values left out; ``BillingAccountId`` is the team and ``SubAccountId`` the
+  experiment;
+- ``SkuId`` is the accelerator, whatever its pricing category, ``SkuPriceId`` the
+  accelerator and capacity it was charged as, ``SkuMeter`` ``GPU Usage``;
 - ``PricingCategory`` is ``Dynamic`` for spot, ``Standard`` otherwise;
 - ``ProviderName`` and ``PublisherName`` are the cloud the policy prices at (its
   ``prices.cloud``, or the spec's ``resources.cloud``), else ``budget-gate``, which is
@@ -21,7 +26,7 @@ and the clouds' own exports speak. Each priced run of the period is one ``Usage`
 
 Text that a training job writes (a run name, a tag) reaches the cells: one that a
 spreadsheet would read as a formula (a leading ``=``, ``+``, ``-`` or ``@``) gets a leading
-``'``. Columns prefixed ``x_`` are budget-gate's own (FOCUS allows custom columns so
+``'``, and a control character its escape (FOCUS asks for strings as written: safety first). Columns prefixed ``x_`` are budget-gate's own (FOCUS allows custom columns so
 prefixed).
 Amounts are exact decimals (a run's GPU-hours to 12 decimals, its price to 8: see
 :data:`gate.reconcile.actuals.HOUR_PLACES`), so ``EffectiveCost`` sums to the report's
@@ -38,7 +43,6 @@ import json
 from decimal import Decimal
 
 from gate.errors import one_line
-from gate.ledger.tracking import COST_CENTER_LABEL
 from gate.report.model import MonthReport
 from gate.report.runs import RunLine
 from gate.spec.trial import Capacity
@@ -79,6 +83,9 @@ COLUMNS = (
     "ResourceName",
     "ResourceType",
     "SkuId",
+    "SkuPriceId",
+    "SkuMeter",
+    "SkuPriceDetails",
     "Tags",
     "x_CostSource",
     "x_PriceBasis",
@@ -89,6 +96,7 @@ COLUMNS = (
     "x_FocusVersion",
 )
 UNIT = "GPU-Hours"
+METER = "GPU Usage"
 COST_SOURCE = "derived: GPU-hours held × price per GPU-hour (budget-gate), not a billed amount"
 
 
@@ -109,6 +117,7 @@ def _row(line: RunLine, report: MonthReport) -> list[str]:
     quantity = _number(run.gpu_hours)
     start = run.start or report.generated_at
     end = run.end or max(report.generated_at, start)
+    end = _whole_seconds_up(end) if end > start else end  # NOTE: 0.4 s held is no empty period
     provider = priced.provider or "budget-gate"  # the cloud whose prices it was charged at
     values = {
         "BilledCost": cost,
@@ -143,9 +152,12 @@ def _row(line: RunLine, report: MonthReport) -> list[str]:
         "ServiceSubcategory": "Machine Learning",
         "ServiceName": "ML training runs (MLflow)",
         "ResourceId": run.run_id,
-        "ResourceName": run.name or run.run_id,
+        "ResourceName": run.name,  # FOCUS: null, never the id, when it has no name
         "ResourceType": "MLflow run",
-        "SkuId": f"{line.accelerator}/{line.capacity}",
+        "SkuId": line.accelerator,  # FOCUS: one SKU whatever its pricing category
+        "SkuPriceId": f"{line.accelerator}/{line.capacity}",
+        "SkuMeter": METER,
+        "SkuPriceDetails": "",
         **_our_columns(line),
     }
     return [values[c] if c in _NUMERIC else inert_cell(values[c]) for c in COLUMNS]
@@ -154,7 +166,7 @@ def _row(line: RunLine, report: MonthReport) -> list[str]:
 def _our_columns(line: RunLine) -> dict[str, str]:
     """``Tags`` and the ``x_`` columns: what budget-gate knows of the run beside its cost."""
     run, priced = line.result, line.priced
-    tags = {
+    ours = {
         "team": priced.team,
         "model": priced.model,
         "spec": priced.spec,
@@ -162,11 +174,10 @@ def _our_columns(line: RunLine) -> dict[str, str]:
         "experiment": priced.experiment,
         "trial": run.trial,
     }
-    cost_center = priced.plan.spec.metadata.labels.get(COST_CENTER_LABEL)
-    if cost_center:
-        tags[COST_CENTER_LABEL] = cost_center
+    tags = {k: v for k, v in {**priced.plan.spec.metadata.labels, **ours}.items() if v}
     return {
-        "Tags": json.dumps(tags, sort_keys=True, ensure_ascii=False),
+        # NOTE: ASCII JSON (\u00a0, not a raw no-break space), which inert_cell keeps whole
+        "Tags": json.dumps(tags, sort_keys=True),
         "x_CostSource": COST_SOURCE,
         "x_PriceBasis": priced.plan.quote.basis,
         "x_Accelerator": line.accelerator,
@@ -211,3 +222,9 @@ def _number(amount: Decimal) -> str:
 def _time(moment: dt.datetime) -> str:
     """``YYYY-MM-DDTHH:mm:ssZ`` in UTC, as FOCUS' date/time format requires."""
     return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _whole_seconds_up(moment: dt.datetime) -> dt.datetime:
+    """``moment`` rounded up to its next whole second, so a period's end is never cut short."""
+    whole = moment.replace(microsecond=0)
+    return whole if whole == moment else whole + dt.timedelta(seconds=1)

@@ -1,0 +1,122 @@
+"""The FOCUS file stays valid, whatever a training job writes on its runs.
+
+A job chooses its run's name and its trial tag, and how long the run lasts; the spec chooses
+its labels. A no-break space in a tag made the ``Tags`` cell invalid JSON (``\\xa0``, an
+escape JSON has not), a run of 0.4 s an empty charge period with a cost, and a run without a
+name got its id as ``ResourceName``, which FOCUS forbids. The month is read from a sqlite
+store, as a scheduled job beside the tracking server reads it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sqlite3
+from decimal import Decimal
+from pathlib import Path
+
+from gate import tracking
+from gate.cli import main
+from tests import report_kit
+from tests.focus_spec import validate_focus
+from tests.ledger_kit import unique
+
+LABELS = "model: bert, cost-center: ml-42, environment: prod, team: not-the-team"
+
+
+def test_job_written_text_short_runs_and_nameless_runs_keep_the_file_valid(tmp_path, capsys):
+    from mlflow.tracking import MlflowClient
+
+    team, name = unique("focus"), unique("focus-spec")
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "default.yaml").write_text(
+        report_kit.POLICY.format(teams=team), encoding="utf-8"
+    )
+    spec = tmp_path / f"{name}.yaml"
+    spec.write_text(
+        report_kit.SPEC.format(
+            name=name, team=team, labels=LABELS, capacity="on-demand", ckpt="", trials=3
+        ),
+        encoding="utf-8",
+    )
+    store = tmp_path / "mlflow.db"
+    client = MlflowClient(f"sqlite:///{store}")
+    experiment = client.create_experiment(name)
+    odd = {**tracking.run_tags(str(spec), trial_id=0), tracking.TRIAL_ID: "3\u00a0"}
+    short = report_kit._log(  # 0.4 s held
+        client, experiment, odd, name="=cmd|calc", start=1, hours=0.4 / 3600,
+        metrics={"val_f1": 0.9},
+    )  # fmt: skip
+    nameless = report_kit._log(
+        client, experiment, tracking.run_tags(str(spec), trial_id=1), name="x", start=2, hours=2
+    )
+    with sqlite3.connect(store) as con:  # a run some other client logged without a name
+        con.execute("UPDATE runs SET name = '' WHERE run_uuid = ?", (nameless,))
+        con.execute("DELETE FROM tags WHERE run_uuid = ? AND key = 'mlflow.runName'", (nameless,))
+    target = tmp_path / "focus.csv"
+    capsys.readouterr()
+    code = main(
+        ["report", "--policy-dir", str(tmp_path / "policies"), "--tracking-uri",
+         f"sqlite:///{store}", "--month", report_kit.MONTH, "--format", f"focus={target}",
+         "--format", "json"]
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    text = target.read_text(encoding="utf-8")
+    assert validate_focus(text) == []
+    rows = {r["ResourceId"]: r for r in csv.DictReader(io.StringIO(text))}
+    assert sum(Decimal(r["EffectiveCost"]) for r in rows.values()) == Decimal(
+        json.loads(out)["totals"]["actual"]
+    )
+    first = rows[short]
+    tags = json.loads(first["Tags"])
+    assert tags["trial"] == "3\u00a0" and first["Tags"].isascii()
+    assert first["ChargePeriodStart"] < first["ChargePeriodEnd"]  # whole seconds that hold it
+    assert first["ResourceName"] == "'=cmd|calc"  # a spreadsheet shows it, runs nothing
+    assert (first["SkuId"], first["SkuPriceId"], first["SkuMeter"]) == (
+        "L4",
+        "L4/on-demand",
+        "GPU Usage",
+    )
+    assert tags["environment"] == "prod" and tags["cost-center"] == "ml-42"
+    assert tags["team"] == team and tags["model"] == "bert"  # budget-gate's keys win a clash
+    assert rows[nameless]["ResourceName"] == ""  # null, never the id
+
+
+def test_a_spec_without_labels_leaves_empty_tags_out(tmp_path, capsys):
+    """``"model": ""`` was written for a spec with no model label: a placeholder."""
+    from mlflow.tracking import MlflowClient
+
+    team, name = unique("focus"), unique("focus-bare")
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "default.yaml").write_text(
+        report_kit.POLICY.format(teams=team), encoding="utf-8"
+    )
+    spec = Path(tmp_path / f"{name}.yaml")
+    spec.write_text(
+        report_kit.SPEC.format(name=name, team=team, labels="", capacity="spot", ckpt="", trials=3),
+        encoding="utf-8",
+    )
+    store = tmp_path / "mlflow.db"
+    client = MlflowClient(f"sqlite:///{store}")
+    run = report_kit._log(
+        client, client.create_experiment(name), tracking.run_tags(str(spec), trial_id=0),
+        name="r", start=1, hours=1,
+    )  # fmt: skip
+    target = tmp_path / "focus.csv"
+    code = main(
+        ["report", "--policy-dir", str(tmp_path / "policies"), "--tracking-uri",
+         f"sqlite:///{store}", "--month", report_kit.MONTH, "--format", f"focus={target}"]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    text = target.read_text(encoding="utf-8")
+    assert validate_focus(text) == []
+    (row,) = csv.DictReader(io.StringIO(text))
+    assert row["ResourceId"] == run
+    assert "model" not in json.loads(row["Tags"])
+    assert (row["SkuId"], row["SkuPriceId"], row["PricingCategory"]) == (
+        "L4",
+        "L4/spot",
+        "Dynamic",
+    )
