@@ -444,5 +444,6 @@ def test_focus_names_the_sku_a_run_was_charged_at_not_the_one_its_job_tagged(
     runs.add(facts("r1", hours=1.0, tags=tags))
     report = _report_of(runs)
     [row] = list(csv.DictReader(io.StringIO(focus.render(report))))
-    assert (row["SkuId"], row["PricingCategory"]) == (sku, category)
+    assert (row["SkuPriceId"], row["PricingCategory"]) == (sku, category)
+    assert row["SkuId"] == sku.split("/")[0]  # one SKU whatever its pricing category
     assert Decimal(row["EffectiveCost"]) == cost
