@@ -26,7 +26,8 @@ and the clouds' own exports speak. Each priced run of the period is one ``Usage`
 
 Text that a training job writes (a run name, a tag) reaches the cells: one that a
 spreadsheet would read as a formula (a leading ``=``, ``+``, ``-`` or ``@``) gets a leading
-``'``, and a control character its escape (FOCUS asks for strings as written: safety first). Columns prefixed ``x_`` are budget-gate's own (FOCUS allows custom columns so
+``'``, and a control character its escape (FOCUS asks for strings as written: safety
+first). Columns prefixed ``x_`` are budget-gate's own (FOCUS allows custom columns so
 prefixed).
 Amounts are exact decimals (a run's GPU-hours to 12 decimals, its price to 8: see
 :data:`gate.reconcile.actuals.HOUR_PLACES`), so ``EffectiveCost`` sums to the report's
