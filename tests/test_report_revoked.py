@@ -7,6 +7,7 @@ as before); they are listed with who revoked them and when, in the text and the 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from decimal import Decimal
@@ -144,3 +145,23 @@ def test_team_filter_keeps_other_teams_revocations_out():
     records = [_approval(_at(11, 3), "300", "a1"), _revocation(_at(11, 4), "carol", "a1")]
     assert _report(records, team="other").revoked == ()
     assert len(_report(records, team="t").revoked) == 1
+
+
+def test_a_range_approves_what_its_months_approved_a_later_revocation_included():
+    """September held 400 (revoked in October), October 200: the range said 200, not 600,
+    since a revocation by the range's end took the approval out of every month."""
+    september = _approval(_at(9, 16), "400", "sep")
+    october = dataclasses.replace(
+        _approval(_at(10, 16), "200", "oct"), spec="exp/other.yaml", fingerprint="sha256:y"
+    )
+    records = [september, october, _revocation(_at(10, 2), "bob", "sep")]
+
+    def approved(first: int, last: int) -> Decimal:
+        period = Period(Month(2026, first), Month(2026, last), trend=0)
+        return commitments(records, period, "USD").approved["t"]
+
+    assert (approved(9, 9), approved(10, 10)) == (Decimal(400), Decimal(200))
+    assert approved(9, 10) == Decimal(600)  # the sum of its months
+    both = commitments(records, Period(Month(2026, 9), Month(2026, 10), trend=0), "USD")
+    assert both.revoked_approvals == []  # it held its month's money: not "holding nothing"
+    assert "sha256:old" not in both.newest_approval  # but no variance is scored against it

@@ -4,7 +4,8 @@ The one place the report interprets record kinds, so a new kind is added here al
 
 - an **approval** counts in the month it was *recorded* (its record time, which from
   signed records on is the time it was written), at its approved worst case, unless a
-  revocation recorded by the period's end names it. Per team and spec path only the
+  revocation recorded by that month's end names it (revoked later, its month held it: a
+  range's figures are the sum of its months'). Per team and spec path only the
   newest approval recorded that month counts (a newer version's approval supersedes the
   older), as the gate's monthly budget counts it (:mod:`gate.ledger.budget`,
   :meth:`gate.ledger.spend.Spend.totals`), so the report and the gate agree on what was
@@ -44,13 +45,14 @@ class Commitments:
     """Per team, each month's newest approval per spec path, added up over the months."""
     launched: dict[str, Decimal] = field(default_factory=lambda: defaultdict(Decimal))
     approvals: list[LedgerRecord] = field(default_factory=list)
-    """Every approval of the period not revoked, in record order (superseded ones too)."""
+    """Every approval of the period not revoked in its month, in record order (superseded
+    ones too)."""
     revoked: set[str] = field(default_factory=set)
     revocations: dict[str, LedgerRecord] = field(default_factory=dict)
     """Per revoked approval's id, the first revocation by the period's end that names it."""
     revoked_approvals: list[LedgerRecord] = field(default_factory=list)
-    """The approvals of the period revoked by its end: listed, so a month's decisions do
-    not vanish from the report without a word."""
+    """The approvals of the period revoked by their month's end: listed, so a month's
+    decisions do not vanish from the report without a word."""
     launches_recorded: bool = False
     other_currency: int = 0
     unknown_kinds: Counter[str] = field(default_factory=Counter)
@@ -113,6 +115,16 @@ def newest_per_spec(approvals: Iterable[LedgerRecord]) -> dict[str, Decimal]:
     return approved
 
 
+def _revoked_in_its_month(found: Commitments, approval: LedgerRecord) -> bool:
+    """Revoked before its month ended, so it held nothing.
+
+    Revoked later, its month held it (a range's *approved* is the sum of its months'),
+    though it scores no variance.
+    """
+    revocation = found.revocations.get(approval.record_id or "")
+    return revocation is not None and revocation.recorded_at < Month.of(approval.recorded_at).end
+
+
 def _fold(found: Commitments, record: LedgerRecord, current: bool) -> None:
     kind = record.kind.value
     if kind == LAUNCH:
@@ -121,11 +133,12 @@ def _fold(found: Commitments, record: LedgerRecord, current: bool) -> None:
         return
     match kind:
         case RecordKind.APPROVAL.value:
-            if record.record_id in found.revoked:
+            if _revoked_in_its_month(found, record):
                 if current:
                     found.revoked_approvals.append(record)
                 return
-            found.newest_approval[record.fingerprint] = record
+            if record.record_id not in found.revoked:
+                found.newest_approval[record.fingerprint] = record
             if current:
                 found.approvals.append(record)
         case "launch":
