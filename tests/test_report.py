@@ -308,6 +308,15 @@ def test_an_output_folder_that_does_not_exist_is_refused_before_reading(month, c
     assert "the folder does not exist" in err
 
 
+def test_a_spec_the_report_priced_runs_with_is_never_a_format_file(month, capsys):
+    spec = Path(month.specs["A"])
+    before = spec.read_bytes()
+    code, _, err = cli(month, capsys, "--month", report_kit.MONTH, "--format", f"json={spec}")
+    assert code == 3, err
+    assert f"would write over {spec}, which this run reads" in err
+    assert spec.read_bytes() == before
+
+
 def test_the_focus_validator_catches_what_breaks_the_specification():
     good = "BilledCost,ChargeCategory,ChargePeriodStart,Tags\n1.5,Usage,2025-03-01T00:00:00Z,{}\n"
     errors = validate_focus(good)

@@ -63,3 +63,30 @@ def test_a_month_in_other_digits_than_ascii_is_not_a_month(capsys, month):
     code, err = report(capsys, "--month", month)
     assert code == 3, err
     assert f"--month {month!r} is not a month" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("journal", ["", "-wal"])
+def test_the_store_it_reads_is_never_a_format_file(tmp_path, capsys, journal):
+    """``--format json=mlflow.db`` replaced the store, its runs and its ledger, with the JSON
+    report, and said "wrote"."""
+    store = tmp_path / "mlflow.db"
+    store.write_bytes(b"the runs and the ledger")
+    (tmp_path / f"mlflow.db{journal}").write_bytes(b"the runs and the ledger")
+    capsys.readouterr()
+    code = main(
+        ["report", "--policy-dir", POLICIES, "--tracking-uri", f"sqlite:///{store}",
+         "--format", f"json={tmp_path / f'mlflow.db{journal}'}"]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert "which this run reads" in err and "wrote" not in err
+    assert store.read_bytes() == (tmp_path / f"mlflow.db{journal}").read_bytes()
+    assert store.read_bytes() == b"the runs and the ledger"
+
+
+def test_the_policy_directory_is_never_where_a_format_file_goes(capsys):
+    target = f"{POLICIES}/report.yaml"
+    code, err = report(capsys, "--format", f"text={target}")
+    assert code == 3, err
+    assert "the policy directory this run reads" in err
+    assert not (ROOT / "policies" / "report.yaml").exists()

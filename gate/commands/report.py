@@ -32,7 +32,12 @@ from gate.commands.common import (
     tracking_uri_of,
     utc_now,
 )
-from gate.commands.output import FormatTarget, plan_targets, write_atomically
+from gate.commands.output import (
+    FormatTarget,
+    plan_targets,
+    refuse_overwriting,
+    write_atomically,
+)
 from gate.commands.progress import progress_for
 from gate.commands.records import say_ignored, warn_unsigned
 from gate.commands.report_plans import SpecPlans
@@ -71,6 +76,9 @@ def run(args: argparse.Namespace) -> int:
         )
     plans = SpecPlans(evaluator, now)
     uri = tracking_uri_of(args)
+    policies = evaluator.policies
+    policy_dir = None if policies.builtin else str(policies.policy_dir)
+    refuse_overwriting(targets, _store_files(uri), policy_dir)  # what it reads, before the read
     quiet_mlflow()
     runs, names = _store(uri, default=default_ledger(args))
     trust = evaluator.policies.trust()
@@ -82,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     _read_window(runs, month_runs, names, period, {r.run_id for r in records if r.run_id})
     _refetch(runs, month_runs, period)
     _untagged(runs, month_runs, names, period)
+    refuse_overwriting(targets, plans.spec_files())
     currency = evaluator.policies.for_team(args.team).policy.currency
     found = commitments(records, period, currency)
     teams = {g.priced.team for g in month_runs.experiments} | set(found.approved)
@@ -108,6 +117,14 @@ def run(args: argparse.Namespace) -> int:
     )
     _emit(report, targets)
     return 0
+
+
+def _store_files(uri: str) -> list[str]:
+    """A ``sqlite:///`` store's file and SQLite's journals beside it: what the report reads."""
+    if not uri.startswith("sqlite:///"):
+        return []
+    path = uri.removeprefix("sqlite:///").split("?", 1)[0]
+    return [path, *(f"{path}{journal}" for journal in ("-wal", "-shm", "-journal"))]
 
 
 def _store(uri: str, *, default: bool) -> tuple[MlflowRuns, dict[str, str]]:

@@ -52,6 +52,10 @@ class SpecPlans:
             self._found[key] = self._evaluate(path, fingerprint)
         return self._found[key]
 
+    def spec_files(self) -> list[str]:
+        """The spec files on disk that priced runs (a report must not write over one)."""
+        return sorted({p.spec for p in self._found.values() if not isinstance(p, str)})
+
     def needs_approval(self, approval: LedgerRecord) -> bool | None:
         """Whether the approved spec version is over the policy's triggers (``None``: unknown)."""
         priced = self.find(approval.spec, approval.fingerprint)
