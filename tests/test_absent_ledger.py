@@ -207,3 +207,14 @@ def test_a_database_store_without_its_driver_is_the_users_to_install(team):
     assert code == 3, err
     assert "postgresql://***@127.0.0.1:9/db: MLflow needs the Python module" in err
     assert "pw" not in err
+
+
+@pytest.mark.parametrize("command", ["report", "reconcile", "calibrate"])
+def test_the_run_readers_say_so_too(team, command):
+    """``report``, ``reconcile`` and ``calibrate`` open MLflow's client themselves: the same
+    store without its driver was exit 70 there."""
+    args = [command] if command != "reconcile" else [command, team.spec(20)]
+    code, _, err = team.cli(*args, uri="mysql://u:pw@127.0.0.1:9/db")
+    assert code == 3, err
+    assert "mysql://***@127.0.0.1:9/db: MLflow needs the Python module" in err
+    assert "pw" not in err and "internal error" not in err

@@ -59,7 +59,7 @@ class MlflowLedger(RunWriter):
         self.where = redact(tracking_uri)
         self.trust = trust
         self.ignored: dict[str, str] = {}
-        with self._failing("opening the tracking store"), _driver(self.where):
+        with self._failing("opening the tracking store"), driver_missing(self.where):
             self._client = bounded_client(MlflowClient(tracking_uri), tracking_uri)
         self._experiment_id: str | None = None
         self._chores = Chores()
@@ -172,7 +172,7 @@ def failing(where: str, doing: str) -> contextlib.AbstractContextManager[None]:
 
 
 @contextlib.contextmanager
-def _driver(where: str) -> Iterator[None]:
+def driver_missing(where: str) -> Iterator[None]:
     """A database store whose Python driver is not installed: the user's to install (exit 3)."""
     try:
         yield

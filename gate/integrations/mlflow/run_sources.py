@@ -265,10 +265,11 @@ class ClientSource:
     def __init__(self, tracking_uri: str) -> None:
         from mlflow.tracking import MlflowClient
 
-        from gate.integrations.mlflow.client import STORE_FAILURES
+        from gate.integrations.mlflow.client import STORE_FAILURES, driver_missing
 
         self.failures: tuple[type[BaseException], ...] = STORE_FAILURES
-        with failing_on(redact(tracking_uri), "opening the tracking store", self.failures):
+        where = redact(tracking_uri)
+        with driver_missing(where), failing_on(where, "opening the tracking store", self.failures):
             self._client = MlflowClient(tracking_uri)
 
     def experiment(self, name: str) -> Experiment | None:
