@@ -90,3 +90,17 @@ def test_the_policy_directory_is_never_where_a_format_file_goes(capsys):
     assert code == 3, err
     assert "the policy directory this run reads" in err
     assert not (ROOT / "policies" / "report.yaml").exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "said"),
+    [("--month", "--month '' is not a month"), ("--tracking-uri", "--tracking-uri is empty")],
+)
+def test_an_empty_month_or_store_is_refused_not_the_default(capsys, flag, said):
+    """``--month "$MONTH"`` with the variable unset reported the last full month, and said
+    "no --month"; an empty ``--tracking-uri`` read the default ledger."""
+    capsys.readouterr()
+    code = main(["report", "--policy-dir", POLICIES, flag, ""])
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert said in err and len(err.strip().splitlines()) == 1

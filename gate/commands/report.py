@@ -67,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     targets = plan_targets(args.format or [FormatTarget("text")], example="json=report.json")
     _check_folders(targets)  # before the read, which can take a minute
     trend = args.trend
-    period = parse_period(args.month, trend, now) if args.month else last_full_month(now, trend)
+    month = args.month
+    period = last_full_month(now, trend) if month is None else parse_period(month, trend, now)
     evaluator = make_evaluator(args, calibrated=False)
     if args.team is not None and not args.team.strip():
         raise InputError(
@@ -317,7 +318,7 @@ def _policy_notes(policies: PolicySet, teams: set[str], unsigned: str | None) ->
 
 
 def _default_month(args: argparse.Namespace, period: Period) -> tuple[str, ...]:
-    if args.month:
+    if args.month is not None:
         return ()
     return (f"no --month: the last full month, {period} (UTC)",)
 

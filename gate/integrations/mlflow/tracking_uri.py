@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from gate.errors import InputError
 from gate.integrations.git.repo import repository_root
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
@@ -52,8 +53,16 @@ def resolve_tracking_uri(
 ) -> str:
     """``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else the policies' sqlite file.
 
+    An empty ``--tracking-uri`` (an unset ``$VAR``) is refused, not read as no flag.
+
     ``policy_dir`` is the policy directory in use (``None``: the built-in default policy).
     """
+    if flag is not None and not flag.strip():
+        raise InputError(
+            "--tracking-uri is empty (an unset variable?): no store is named that",
+            hint="name the tracking server or sqlite file (--tracking-uri http://mlflow:5000), "
+            "or leave the flag out for the default ledger",
+        )
     found = flag or environ.get("MLFLOW_TRACKING_URI")
     if found:
         return found
