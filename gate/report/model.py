@@ -69,8 +69,8 @@ class TeamRow:
 
     @property
     def waste_at_least(self) -> bool:
-        """Whether its waste is a lower bound: it ran, and no run measured its plateau."""
-        return self.waste.plateau is None and self.runs > 0
+        """Whether its waste is a lower bound: it spent, and no run measured its plateau."""
+        return self.waste.plateau is None and self.runs > 0 and self.actual > 0
 
     @property
     def cost_per_qualified(self) -> Decimal | None:

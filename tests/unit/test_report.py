@@ -9,11 +9,14 @@ import subprocess
 import sys
 import types
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
+from gate import tracking
 from gate.errors import InputError
 from gate.ledger.records import LedgerRecord, RecordKind
+from gate.reconcile.actuals import RunFacts
 from gate.report.commitments import commitments
 from gate.report.compute import ReportInputs, build_report
 from gate.report.period import Month, Period, last_full_month, parse_period
@@ -149,6 +152,40 @@ def test_a_team_with_a_budget_and_nothing_spent_has_its_row_at_zero():
     idle = report.teams[0]
     assert (idle.budget, idle.actual, idle.forecast, idle.runs) == (Decimal(500), 0, 0, 0)
     assert all("idle" not in dict(r.teams) for r in report.rankings)  # nothing to rank
+
+
+def test_a_team_whose_runs_all_failed_and_one_whose_runs_cost_nothing_rank_plainly():
+    """Every run of "failing" failed: its waste share read "≥ 100 %" (no plateau measured,
+    though a failed run has none). "free"'s run, priced at 0, was left out of the ranking,
+    where a team without a qualified model ranks last; its share read "≥ —"."""
+    from gate.reporters.report_text import render
+
+    priced = {
+        team: Priced(make_plan(price=price), team, "m", f"{team}.yaml", team)
+        for team, price in (("ok", "10"), ("failing", "10"), ("free", "0"))
+    }
+    runs = MonthRuns(lambda f: priced[f.run_id.split("-")[0]], NOVEMBER)
+
+    def run(run_id: str, **kw: Any) -> RunFacts:
+        team = run_id.split("-")[0]
+        tags = {tracking.SPEC: f"{team}.yaml", tracking.FINGERPRINT: f"sha256:{team}"}
+        return facts(run_id, tags=tags, **kw)
+
+    runs.add(run("ok-1", hours=2.0))
+    runs.add(run("failing-1", hours=3.0, status="FAILED", f1=None))
+    runs.add(run("failing-2", hours=1.0, status="KILLED", f1=None))
+    runs.add(run("free-1", hours=1.0, f1=0.1))
+    report = _report_of(runs)
+    failing = next(t for t in report.teams if t.team == "failing")
+    assert failing.waste.plateau == 0 and not failing.waste_at_least
+    assert failing.waste_share == 1
+    free = next(t for t in report.teams if t.team == "free")
+    assert (free.actual, free.runs, free.waste_at_least) == (0, 1, False)
+    by_cost, by_waste = report.rankings
+    assert [team for team, _ in by_cost.teams] == ["ok", "failing", "free"]  # name breaks ties
+    assert [team for team, _ in by_waste.teams] == ["ok", "failing", "free"]
+    text = render(report)
+    assert "≥ 100" not in text and "≥ —" not in text
 
 
 def test_a_run_without_a_plan_is_counted_not_priced():
