@@ -130,7 +130,8 @@ def add_report(commands: argparse._SubParsersAction[Any], parents: list[Parser])
     report.add_argument(
         "--month",
         metavar="YYYY-MM[..YYYY-MM]",
-        help="the month, or an inclusive range of months (default: the last full month, UTC)",
+        help="the month, or an inclusive range of months, 36 at most with the trend's "
+        "(default: the last full month, UTC)",
     )
     report.add_argument("--team", metavar="TEAM", help="report one team only")
     report.add_argument(
@@ -138,7 +139,7 @@ def add_report(commands: argparse._SubParsersAction[Any], parents: list[Parser])
         type=_months,
         default=2,
         metavar="N",
-        help="months before the period in the cost-per-qualified-model trend (default: 2)",
+        help="months before the period in the cost-per-qualified-model trend, 0 to 24 (default: 2)",
     )
     report.add_argument(
         "--format",
