@@ -632,6 +632,14 @@ def test_only_one_format_may_write_stdout(capsys):
     assert "formats text, json all want stdout" in capsys.readouterr().err
 
 
+def test_a_dash_is_stdout(tmp_path, capsys, monkeypatch):
+    """``--format sarif=-`` wrote a file named ``-``."""
+    monkeypatch.chdir(tmp_path)
+    assert check("--format", "sarif=-", PASSING) == 0
+    assert json.loads(capsys.readouterr().out)["version"] == "2.1.0"
+    assert not (tmp_path / "-").exists()
+
+
 def test_a_link_to_another_formats_file_is_the_same_file(tmp_path, capsys):
     """The link's own path was compared: the second format replaced the first's file."""
     sarif = tmp_path / "gate.sarif"

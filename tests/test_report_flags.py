@@ -104,3 +104,12 @@ def test_an_empty_month_or_store_is_refused_not_the_default(capsys, flag, said):
     err = capsys.readouterr().err
     assert code == 3, err
     assert said in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_dash_is_stdout_not_a_file_named_dash(tmp_path, capsys, monkeypatch):
+    """``--format json=-`` wrote a file named ``-`` and said "wrote -"."""
+    monkeypatch.chdir(tmp_path)
+    code, err = report(capsys, "--format", "json=-", "--format", "text=-")
+    assert code == 3, err
+    assert "formats json, text all want stdout" in err
+    assert not (tmp_path / "-").exists()

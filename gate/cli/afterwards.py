@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from gate.cli.base import EPILOG, Parser, ascii_int, non_negative, pr_number
-from gate.commands.output import FormatTarget
+from gate.commands.output import FormatTarget, parse_target
 from gate.reporters import REPORT_FORMATS
 
 
@@ -102,14 +102,8 @@ def add_calibrate(commands: argparse._SubParsersAction[Any], parents: list[Parse
 
 
 def report_target(value: str) -> FormatTarget:
-    """``NAME`` or ``NAME=FILE`` of the monthly report's formats."""
-    name, sep, path = value.partition("=")
-    if name not in REPORT_FORMATS:
-        choices = ", ".join(REPORT_FORMATS)
-        raise argparse.ArgumentTypeError(f"unknown format {name!r} (choose from {choices})")
-    if sep and not path:
-        raise argparse.ArgumentTypeError(f"--format {value}: the file name after '=' is empty")
-    return FormatTarget(name, path or None)
+    """``NAME``, ``NAME=FILE`` or ``NAME=-`` (stdout) of the monthly report's formats."""
+    return parse_target(value, tuple(REPORT_FORMATS))
 
 
 def add_report(commands: argparse._SubParsersAction[Any], parents: list[Parser]) -> None:

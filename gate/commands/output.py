@@ -31,15 +31,18 @@ class FormatTarget:
     path: str | None = None
 
 
-def parse_target(value: str) -> FormatTarget:
-    """Parse ``NAME`` or ``NAME=PATH``; argparse turns the exception into a usage error."""
+def parse_target(value: str, names: Sequence[str] = tuple(REPORTERS)) -> FormatTarget:
+    """Parse ``NAME``, ``NAME=PATH`` or ``NAME=-`` (stdout, as ``NAME``) of ``names``.
+
+    argparse turns the exception into a usage error.
+    """
     name, sep, path = value.partition("=")
-    if name not in REPORTERS:
-        choices = ", ".join(REPORTERS)
+    if name not in names:
+        choices = ", ".join(names)
         raise argparse.ArgumentTypeError(f"unknown format {name!r} (choose from {choices})")
     if sep and not path:
         raise argparse.ArgumentTypeError(f"--format {value}: the file name after '=' is empty")
-    return FormatTarget(name, path or None)
+    return FormatTarget(name, None if path in ("", "-") else path)
 
 
 def plan_targets(
