@@ -195,15 +195,19 @@ def refuse_overwriting(
                 "policy directory this run reads",
                 hint="write the report outside the policy directory",
             )
-        if not os.path.exists(target.path):
-            continue
         for given in inputs:
-            if os.path.exists(given) and os.path.samefile(target.path, given):
+            same = where == os.path.realpath(given)  # NOTE: a journal SQLite has not made yet
+            if same or (os.path.exists(target.path) and _same_file(target.path, given)):
                 raise InputError(
                     f"--format {target.name}={target.path} would write over {given}, which "
                     "this run reads",
                     hint="write the report to a file of its own",
                 )
+
+
+def _same_file(one: str, other: str) -> bool:
+    """Whether two existing paths are one file (a hard link too)."""
+    return os.path.exists(other) and os.path.samefile(one, other)
 
 
 def append_step_summary(report: Report, env: Mapping[str, str]) -> None:

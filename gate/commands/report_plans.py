@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
 
 from gate.commands.reconcile import requote
 from gate.evaluation.evaluate import Evaluator
@@ -39,6 +40,8 @@ class SpecPlans:
         self.now = now
         self.versions = SpecVersions(home=policies_home(evaluator.policies))
         self._found: dict[tuple[str, str], Priced | str] = {}
+        self._files: set[str] = set()
+        """Where each version found lives (on disk, or its path in git history)."""
 
     def __call__(self, facts: RunFacts) -> Priced | str:
         """The plan of the run's spec version, or why there is none."""
@@ -53,8 +56,8 @@ class SpecPlans:
         return self._found[key]
 
     def spec_files(self) -> list[str]:
-        """The spec files on disk that priced runs (a report must not write over one)."""
-        return sorted({p.spec for p in self._found.values() if not isinstance(p, str)})
+        """The spec files the versions found live in (a report must not write over one)."""
+        return sorted(self._files)
 
     def needs_approval(self, approval: LedgerRecord) -> bool | None:
         """Whether the approved spec version is over the policy's triggers (``None``: unknown)."""
@@ -65,6 +68,7 @@ class SpecPlans:
         version = self.versions.find(path, fingerprint)
         if version is None:
             return UNSEARCHED if self.versions.exhausted else NO_SPEC
+        self._files.add(os.path.abspath(version.path))  # NOTE: not the tag: found from there
         evaluation = (
             self.evaluator.evaluate_doc(version.path, version.doc, parsed=version.spec)
             if version.doc is not None

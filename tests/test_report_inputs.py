@@ -1,0 +1,78 @@
+"""``report --format NAME=FILE`` never writes over what the report reads.
+
+``--format json=mlflow.db`` replaced the store and its ledger with the JSON report, and said
+"wrote"; a spec the report priced runs with was guarded only where the run's tag named it
+as the report's own directory saw it, and a journal of the store only once SQLite had made
+one. The store here is a sqlite file, read as a scheduled job beside the server reads it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gate import tracking
+from gate.cli import main
+from tests import report_kit
+from tests.ledger_kit import unique
+
+
+def _repo(root: Path) -> tuple[Path, str]:
+    """A repository with its policies and one spec, ``specs/a.yaml``, whose run is tagged with
+    that relative path; the store's URI."""
+    from mlflow.tracking import MlflowClient
+
+    team, name = unique("inputs"), unique("inputs-spec")
+    (root / ".git").mkdir(parents=True)
+    (root / "policies").mkdir()
+    (root / "policies" / "default.yaml").write_text(
+        report_kit.POLICY.format(teams=team), encoding="utf-8"
+    )
+    (root / "specs").mkdir()
+    spec = root / "specs" / "a.yaml"
+    spec.write_text(
+        report_kit.SPEC.format(
+            name=name, team=team, labels="model: m", capacity="on-demand", ckpt="", trials=3
+        ),
+        encoding="utf-8",
+    )
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    tags = {**tracking.run_tags(str(spec), trial_id=0), tracking.SPEC: "specs/a.yaml"}
+    report_kit._log(client, client.create_experiment(name), tags, name="r", start=1, hours=2)
+    return spec, uri
+
+
+def _report(capsys: pytest.CaptureFixture[str], uri: str, *args: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(
+        ["report", "--policy-dir", "../policies", "--tracking-uri", uri,
+         "--month", report_kit.MONTH, *args]
+    )  # fmt: skip
+    return code, capsys.readouterr().err
+
+
+def test_a_spec_found_from_its_relative_tag_is_not_written_over(tmp_path, capsys, monkeypatch):
+    spec, uri = _repo(tmp_path / "repo")
+    (tmp_path / "repo" / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "repo" / "sub")
+    before = spec.read_bytes()
+    code, err = _report(capsys, uri, "--format", "json")
+    assert code == 0, err  # the run is priced: its spec was found from the repository's root
+    for target in ("../specs/a.yaml", str(spec)):
+        code, err = _report(capsys, uri, "--format", f"json={target}")
+        assert code == 3, err
+        assert "which this run reads" in err and "wrote" not in err
+    assert spec.read_bytes() == before
+
+
+@pytest.mark.parametrize("journal", ["-journal", "-wal"])
+def test_a_journal_sqlite_has_not_made_yet_is_refused_too(tmp_path, capsys, monkeypatch, journal):
+    _, uri = _repo(tmp_path / "repo")
+    monkeypatch.chdir(tmp_path / "repo" / "policies")  # any folder beside ../policies
+    target = tmp_path / "repo" / f"mlflow.db{journal}"
+    assert not target.exists()
+    code, err = _report(capsys, uri, "--format", f"json={target}")
+    assert code == 3, err
+    assert "which this run reads" in err and not target.exists()
