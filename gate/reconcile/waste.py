@@ -104,17 +104,6 @@ def plateau_waste(runs: Sequence[RunWaste], monitor: Monitor) -> Waste:
     """Epochs trained after the monitored metric stopped improving by min_delta."""
     known = [r for r in runs if not r.failed and r.epochs and r.plateau]
     title = "Epochs after the plateau"
-    if runs and all(r.failed for r in runs):  # NOTE: known, not unmeasured: there is none
-        return Waste(
-            WasteKind.PLATEAU,
-            title,
-            Decimal(0),
-            Decimal(0),
-            0,
-            "every run failed or was killed: their hours are failed-run waste, none is after "
-            "a plateau",
-            "none: see the failed runs",
-        )
     if not known:
         return Waste(
             WasteKind.PLATEAU,

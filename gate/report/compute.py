@@ -322,7 +322,7 @@ def _rankings(teams: tuple[TeamRow, ...]) -> tuple[Ranking, ...]:
         order = sorted(figure, key=lambda t: (figure[t] is None, figure[t] or 0, t))
         return Ranking(by, tuple((team, figure[team]) for team in order))
 
-    spenders = [t for t in teams if t.runs]  # NOTE: runs priced at 0 rank too (last)
+    spenders = [t for t in teams if t.runs]  # NOTE: runs priced at 0 rank too
     return (
         ranked("cost per qualified model", {t.team: t.cost_per_qualified for t in spenders}),
         ranked("waste share", {t.team: t.waste_share for t in spenders}),

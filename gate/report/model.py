@@ -66,11 +66,13 @@ class TeamRow:
     accuracy: Accuracy | None
     """The approved (else the spec's) estimates against the actual, per experiment."""
     cases: int
+    all_failed: bool = False
+    """Every run failed or was killed: no plateau to measure, all its waste is failed runs."""
 
     @property
     def waste_at_least(self) -> bool:
-        """Whether its waste is a lower bound: it spent, and no run measured its plateau."""
-        return self.waste.plateau is None and self.runs > 0 and self.actual > 0
+        """Whether its waste is a lower bound: it spent, and no run measured a plateau it had."""
+        return self.waste.plateau is None and self.actual > 0 and not self.all_failed
 
     @property
     def cost_per_qualified(self) -> Decimal | None:

@@ -74,9 +74,16 @@ def team_rows(
                 guard_saved=sum((g.result.guard_saved for g in groups), Decimal(0)),
                 accuracy=accuracy(cases),
                 cases=len(cases),
+                all_failed=_all_failed(groups),
             )
         )
     return tuple(rows)
+
+
+def _all_failed(groups: list[ExperimentMonth]) -> bool:
+    """It ran, and every run failed or was killed."""
+    statuses = [r.status for g in groups for r in g.result.runs]
+    return bool(statuses) and all(status.failed for status in statuses)
 
 
 def _forecast(groups: list[ExperimentMonth], period: Period, now: dt.datetime) -> Decimal:

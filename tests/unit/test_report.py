@@ -177,7 +177,7 @@ def test_a_team_whose_runs_all_failed_and_one_whose_runs_cost_nothing_rank_plain
     runs.add(run("free-1", hours=1.0, f1=0.1))
     report = _report_of(runs)
     failing = next(t for t in report.teams if t.team == "failing")
-    assert failing.waste.plateau == 0 and not failing.waste_at_least
+    assert failing.waste.plateau is None and not failing.waste_at_least  # none to measure
     assert failing.waste_share == 1
     free = next(t for t in report.teams if t.team == "free")
     assert (free.actual, free.runs, free.waste_at_least) == (0, 1, False)
@@ -186,6 +186,12 @@ def test_a_team_whose_runs_all_failed_and_one_whose_runs_cost_nothing_rank_plain
     assert [team for team, _ in by_waste.teams] == ["ok", "failing", "free"]
     text = render(report)
     assert "≥ 100" not in text and "≥ —" not in text
+    # A spec version whose one run crashed, beside "ok"'s run that logged no history: the
+    # team's waste is still a lower bound (the crash measured no plateau for the other).
+    priced["ok2"] = Priced(make_plan(price="10"), "ok", "m", "ok2.yaml", "ok2")
+    runs.add(run("ok2-1", hours=0.01, status="FAILED", f1=None))
+    mixed = next(t for t in _report_of(runs).teams if t.team == "ok")
+    assert mixed.waste.plateau is None and mixed.waste_at_least
 
 
 def test_a_run_without_a_plan_is_counted_not_priced():
