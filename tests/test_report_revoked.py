@@ -162,6 +162,16 @@ def test_a_range_approves_what_its_months_approved_a_later_revocation_included()
 
     assert (approved(9, 9), approved(10, 10)) == (Decimal(400), Decimal(200))
     assert approved(9, 10) == Decimal(600)  # the sum of its months
-    both = commitments(records, Period(Month(2026, 9), Month(2026, 10), trend=0), "USD")
+    range_ = Period(Month(2026, 9), Month(2026, 10), trend=0)
+    both = commitments(records, range_, "USD")
     assert both.revoked_approvals == []  # it held its month's money: not "holding nothing"
     assert "sha256:old" not in both.newest_approval  # but no variance is scored against it
+    report = build_report(
+        ReportInputs(
+            period=range_, now=_at(12, 1), currency="USD", where="test", experiments=[],
+            commitments=both, budgets={},
+        )
+    )  # fmt: skip
+    [note] = [n for n in report.notes if "revoked after the month" in n]
+    assert "1 approval revoked after the month it was recorded in" in note
+    assert "sweep, revoked by bob on 2026-10-02" in note  # said, not dropped

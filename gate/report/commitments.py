@@ -53,6 +53,9 @@ class Commitments:
     revoked_approvals: list[LedgerRecord] = field(default_factory=list)
     """The approvals of the period revoked by their month's end: listed, so a month's
     decisions do not vanish from the report without a word."""
+    revoked_later: list[LedgerRecord] = field(default_factory=list)
+    """The approvals of the period revoked after their month, by the period's end: counted
+    in their month, which held them, and said."""
     launches_recorded: bool = False
     other_currency: int = 0
     unknown_kinds: Counter[str] = field(default_factory=Counter)
@@ -139,6 +142,8 @@ def _fold(found: Commitments, record: LedgerRecord, current: bool) -> None:
                 return
             if record.record_id not in found.revoked:
                 found.newest_approval[record.fingerprint] = record
+            elif current:
+                found.revoked_later.append(record)
             if current:
                 found.approvals.append(record)
         case "launch":

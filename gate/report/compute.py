@@ -378,6 +378,20 @@ def _ledger_notes(given: ReportInputs) -> list[str]:
             f"{counted(other, 'ledger record')} of the period in another "
             f"currency than {given.currency}: not added up"
         )
+    later = [r for r in found.revoked_later if _wanted(given, team_of(r))]
+    if later:
+        revoked = [found.revocations[r.record_id or ""] for r in later]
+        notes.append(
+            f"{counted(len(later), 'approval')} revoked after the month it was recorded in: "
+            "counted in that month, which held it, though no variance is scored against it ("
+            + listed(
+                [
+                    f"{r.experiment}, revoked by {by.by or '?'} on {by.recorded_at:%Y-%m-%d}"
+                    for r, by in zip(later, revoked, strict=True)
+                ]
+            )
+            + ")"
+        )
     if not found.launches_recorded:
         notes.append(
             "the ledger holds no launch records (budget-gate records them from the signed "
