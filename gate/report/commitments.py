@@ -31,6 +31,7 @@ from decimal import Decimal
 
 from gate.ledger.records import LedgerRecord, RecordKind
 from gate.report.period import Month, Period
+from gate.words import counted, listed
 
 NO_TEAM = "(no team)"
 LAUNCH = RecordKind.LAUNCH.value
@@ -167,3 +168,41 @@ def _in_currency(found: Commitments, record: LedgerRecord, current: bool) -> boo
         found.other_currency += 1
         found.other_by_team[team_of(record)] += 1
     return False
+
+
+def ledger_notes(found: Commitments, currency: str, team: str | None) -> list[str]:
+    """What of the period's ledger was not added up, or counted though revoked later.
+
+    Only ``team``'s records, where one is given.
+    """
+    notes = []
+    other = found.other_currency_of(team)
+    if other:
+        notes.append(
+            f"{counted(other, 'ledger record')} of the period in another "
+            f"currency than {currency}: not added up"
+        )
+    later = [r for r in found.revoked_later if team is None or team_of(r) == team]
+    if later:
+        revoked = [found.revocations[r.record_id or ""] for r in later]
+        notes.append(
+            f"{counted(len(later), 'approval')} revoked after the month it was recorded in: "
+            "counted in that month, which held it, though no variance is scored against it ("
+            + listed(
+                [
+                    f"{r.experiment}, revoked by {by.by or '?'} on {by.recorded_at:%Y-%m-%d}"
+                    for r, by in zip(later, revoked, strict=True)
+                ]
+            )
+            + ")"
+        )
+    if not found.launches_recorded:
+        notes.append(
+            "the ledger holds no launch records (budget-gate records them from the signed "
+            "ledger on): launched is not shown"
+        )
+    for kind, count in sorted(found.unknown_kinds_of(team).items()):
+        notes.append(
+            f"{counted(count, 'ledger record')} of a kind the report does not know: {kind}"
+        )
+    return notes

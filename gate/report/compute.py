@@ -30,7 +30,7 @@ from gate.ledger.records import LedgerRecord
 from gate.reconcile.actuals import RunStatus
 from gate.reconcile.quality import Monitor
 from gate.reconcile.waste import WasteKind, failed_waste, idle_waste, plateau_waste
-from gate.report.commitments import Commitments, team_of
+from gate.report.commitments import Commitments, ledger_notes, team_of
 from gate.report.model import (
     ApprovalRow,
     ExperimentRow,
@@ -342,7 +342,7 @@ def _notes(
         if _unpriced_wanted(given, unpriced)
     )
     notes.extend(_currency_notes(given, window))
-    notes.extend(_ledger_notes(given))
+    notes.extend(ledger_notes(given.commitments, given.currency, given.team_filter))
     notes.extend(run_notes(current, given.now))
     if any(given.now < month.end for month in given.period.months):
         notes.append("the period is not over: forecast is each month's actual at the pace so far")
@@ -365,40 +365,4 @@ def _currency_notes(given: ReportInputs, window: list[ExperimentMonth]) -> list[
                 f"{counted(runs, 'run')} {where} priced in {currencies}, not "
                 f"{given.currency}: left out of {left_out}"
             )
-    return notes
-
-
-def _ledger_notes(given: ReportInputs) -> list[str]:
-    """What of the ledger's period was not added up (the ``--team``'s records only)."""
-    found = given.commitments
-    notes = []
-    other = found.other_currency_of(given.team_filter)
-    if other:
-        notes.append(
-            f"{counted(other, 'ledger record')} of the period in another "
-            f"currency than {given.currency}: not added up"
-        )
-    later = [r for r in found.revoked_later if _wanted(given, team_of(r))]
-    if later:
-        revoked = [found.revocations[r.record_id or ""] for r in later]
-        notes.append(
-            f"{counted(len(later), 'approval')} revoked after the month it was recorded in: "
-            "counted in that month, which held it, though no variance is scored against it ("
-            + listed(
-                [
-                    f"{r.experiment}, revoked by {by.by or '?'} on {by.recorded_at:%Y-%m-%d}"
-                    for r, by in zip(later, revoked, strict=True)
-                ]
-            )
-            + ")"
-        )
-    if not found.launches_recorded:
-        notes.append(
-            "the ledger holds no launch records (budget-gate records them from the signed "
-            "ledger on): launched is not shown"
-        )
-    for kind, count in sorted(found.unknown_kinds_of(given.team_filter).items()):
-        notes.append(
-            f"{counted(count, 'ledger record')} of a kind the report does not know: {kind}"
-        )
     return notes
