@@ -173,7 +173,8 @@ def _clear(
     repo = RepoPaths(policies.policy_dir if not policies.builtin else POLICY_DIR)
     check_launched(spec, repo.root, policies_there=not policies.builtin)  # before any read
     home = None if policies.builtin else policies.policy_dir
-    uri = resolve_tracking_uri(tracking_uri, os.environ, home)  # beside the policies
+    # beside the policies
+    uri = resolve_tracking_uri(tracking_uri, os.environ, home, named="tracking_uri")
     key = _launch_key(launch_key, call)
     view = LedgerView(
         lambda trust: open_ledger(uri, trust),

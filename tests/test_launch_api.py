@@ -90,6 +90,13 @@ def test_violations_invalid_specs_and_outages_raise_their_own_errors(team):
         gate.require_approval(team.spec(8), policy_dir=team.policy_dir, tracking_uri=dead)
 
 
+def test_an_empty_tracking_uri_is_refused_in_the_api_s_own_words(team):
+    """An empty URI (an unset variable) read the default ledger, a month of no spend; the
+    refusal named ``--tracking-uri``, a flag the caller never used."""
+    with pytest.raises(gate.InputError, match=r"^tracking_uri is empty \(an unset variable\?\)"):
+        gate.require_approval(team.spec(8), policy_dir=team.policy_dir, tracking_uri="")
+
+
 def test_run_tags_from_the_spec_file_alone(team):
     spec = team.spec(8)
     tags = tracking.run_tags(spec, trial_id=7)

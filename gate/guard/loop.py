@@ -63,7 +63,8 @@ class LoopGuard:
         self._warned = False
         self._marks: RunMarks | None = None
         if mlflow_run_id is not None:
-            self._marks = RunMarks(resolve_tracking_uri(tracking_uri, os.environ))
+            uri = resolve_tracking_uri(tracking_uri, os.environ, named="tracking_uri")
+            self._marks = RunMarks(uri)
 
     @property
     def held_seconds(self) -> float:

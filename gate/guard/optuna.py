@@ -329,7 +329,9 @@ class OptunaGuard:
     def _run_marks(self) -> RunMarks:
         """One writer for every run: an MLflow found down is waited on once, not per trial."""
         if self._marks is None:
-            self._marks = RunMarks(resolve_tracking_uri(self.tracking_uri, os.environ))
+            self._marks = RunMarks(
+                resolve_tracking_uri(self.tracking_uri, os.environ, named="tracking_uri")
+            )
         return self._marks
 
 

@@ -49,19 +49,24 @@ def _without_user(uri: str) -> str:
 
 
 def resolve_tracking_uri(
-    flag: str | None, environ: Mapping[str, str], policy_dir: str | Path | None = None
+    flag: str | None,
+    environ: Mapping[str, str],
+    policy_dir: str | Path | None = None,
+    *,
+    named: str = "--tracking-uri",
 ) -> str:
     """``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else the policies' sqlite file.
 
-    An empty ``--tracking-uri`` (an unset ``$VAR``) is refused, not read as no flag.
-
-    ``policy_dir`` is the policy directory in use (``None``: the built-in default policy).
+    An empty one given (an unset ``$VAR``) is refused, not read as none: the default ledger
+    in its place would read a month of no spend. ``named`` is what the caller calls it (a
+    flag, or a parameter of the Python API). ``policy_dir`` is the policy directory in use
+    (``None``: the built-in default policy).
     """
     if flag is not None and not flag.strip():
         raise InputError(
-            "--tracking-uri is empty (an unset variable?): no store is named that",
-            hint="name the tracking server or sqlite file (--tracking-uri http://mlflow:5000), "
-            "or leave the flag out for the default ledger",
+            f"{named} is empty (an unset variable?): no store is named that",
+            hint=f"name the tracking server or sqlite file ({named}=http://mlflow:5000), "
+            f"or leave {named} out for the default ledger",
         )
     found = flag or environ.get("MLFLOW_TRACKING_URI")
     if found:
