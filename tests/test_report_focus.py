@@ -22,7 +22,7 @@ from tests import report_kit
 from tests.focus_spec import validate_focus
 from tests.ledger_kit import unique
 
-LABELS = "model: bert, cost-center: ml-42, environment: prod, team: not-the-team"
+LABELS = "model: bert, cost-center: ml-42, environment: prod, team: not-the-team, note: ''"
 
 
 def test_job_written_text_short_runs_and_nameless_runs_keep_the_file_valid(tmp_path, capsys):
@@ -80,6 +80,7 @@ def test_job_written_text_short_runs_and_nameless_runs_keep_the_file_valid(tmp_p
         "GPU Usage",
     )
     assert tags["environment"] == "prod" and tags["cost-center"] == "ml-42"
+    assert tags["note"] == ""  # a label as written, empty too
     assert tags["team"] == team and tags["model"] == "bert"  # budget-gate's keys win a clash
     assert rows[nameless]["ResourceName"] == ""  # null, never the id
 

@@ -14,8 +14,8 @@ and the clouds' own exports speak. Each priced run of the period is one ``Usage`
   past it);
 - ``ResourceId`` is the MLflow run id and ``ResourceName`` its name (null without one, never
   the id); ``Tags`` (ASCII JSON) hold every label of the spec, then team, model, spec,
-  fingerprint, experiment and trial (which win a clash with a label of the same name), with
-  empty values left out; ``BillingAccountId`` is the team and ``SubAccountId`` the
+  fingerprint, experiment and trial (which win a clash with a label of the same name; an
+  empty one of them is left out); ``BillingAccountId`` is the team and ``SubAccountId`` the
   experiment;
 - ``SkuId`` is the accelerator, whatever its pricing category, ``SkuPriceId`` the
   accelerator and capacity it was charged as, ``SkuMeter`` ``GPU Usage``;
@@ -175,7 +175,7 @@ def _our_columns(line: RunLine) -> dict[str, str]:
         "experiment": priced.experiment,
         "trial": run.trial,
     }
-    tags = {k: v for k, v in {**priced.plan.spec.metadata.labels, **ours}.items() if v}
+    tags = {**priced.plan.spec.metadata.labels, **{k: v for k, v in ours.items() if v}}
     return {
         # NOTE: ASCII JSON (\u00a0, not a raw no-break space), which inert_cell keeps whole
         "Tags": json.dumps(tags, sort_keys=True),
