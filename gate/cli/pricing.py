@@ -50,7 +50,8 @@ def add_check(commands: argparse._SubParsersAction[Any], parents: list[Parser]) 
         type=parse_target,
         metavar="FORMAT[=FILE]",
         help=f"output format, repeatable: {', '.join(REPORTERS)}; FORMAT=FILE writes a file "
-        "instead of stdout, and at most one format goes to stdout (default: text)",
+        "instead of stdout (FORMAT=- is stdout), and at most one format goes to stdout "
+        "(default: text)",
     )
     check.add_argument(
         "--base-ref",
