@@ -48,6 +48,9 @@ def test_job_written_text_short_runs_and_nameless_runs_keep_the_file_valid(tmp_p
         client, experiment, odd, name="=cmd|calc", start=1, hours=0.4 / 3600,
         metrics={"val_f1": 0.9},
     )  # fmt: skip
+    instant = report_kit._log(  # 0 s held: priced at 0, still a period of its own
+        client, experiment, tracking.run_tags(str(spec), trial_id=2), name="i", start=3, hours=0
+    )
     nameless = report_kit._log(
         client, experiment, tracking.run_tags(str(spec), trial_id=1), name="x", start=2, hours=2
     )
@@ -83,6 +86,8 @@ def test_job_written_text_short_runs_and_nameless_runs_keep_the_file_valid(tmp_p
     assert tags["note"] == ""  # a label as written, empty too
     assert tags["team"] == team and tags["model"] == "bert"  # budget-gate's keys win a clash
     assert rows[nameless]["ResourceName"] == ""  # null, never the id
+    assert all(r["ChargePeriodStart"] < r["ChargePeriodEnd"] for r in rows.values())
+    assert Decimal(rows[instant]["BilledCost"]) == 0
 
 
 def test_a_spec_without_labels_leaves_empty_tags_out(tmp_path, capsys):

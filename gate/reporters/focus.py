@@ -118,7 +118,8 @@ def _row(line: RunLine, report: MonthReport) -> list[str]:
     quantity = _number(run.gpu_hours)
     start = run.start or report.generated_at
     end = run.end or max(report.generated_at, start)
-    end = _whole_seconds_up(end) if end > start else end  # NOTE: 0.4 s held is no empty period
+    # NOTE: whole seconds that hold the run: 0.4 s, or 0 s, held is no empty period
+    end = max(_whole_seconds_up(end), start.replace(microsecond=0) + dt.timedelta(seconds=1))
     provider = priced.provider or "budget-gate"  # the cloud whose prices it was charged at
     values = {
         "BilledCost": cost,
