@@ -632,6 +632,14 @@ def test_only_one_format_may_write_stdout(capsys):
     assert "formats text, json all want stdout" in capsys.readouterr().err
 
 
+def test_a_folder_that_takes_no_new_file_is_named(capsys):
+    """``/proc/version`` said "No such file or directory" of a file that is there: the
+    folder refused the temporary file the write goes through."""
+    assert check("--format", "text=/proc/version", PASSING) == 3
+    err = capsys.readouterr().err
+    assert "/proc/version: cannot write: no file can be made in /proc" in err
+
+
 def test_a_dash_is_stdout(tmp_path, capsys, monkeypatch):
     """``--format sarif=-`` wrote a file named ``-``."""
     monkeypatch.chdir(tmp_path)

@@ -161,8 +161,11 @@ def write_atomically(path: str, text: str) -> None:
         import tempfile  # NOTE: only to write a file: stdout needs none of it
 
         fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise _write_error(path, exc) from None
+    except OSError as exc:  # NOTE: the folder's refusal (/proc: ENOENT), not the file's
+        raise InputError(
+            f"{path}: cannot write: no file can be made in {dest.parent} ({exc.strerror})",
+            hint="write it to a folder that takes new files",
+        ) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
