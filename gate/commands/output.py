@@ -199,8 +199,8 @@ def refuse_overwriting(
                 hint="write the report outside the policy directory",
             )
         for given in inputs:
-            same = where == os.path.realpath(given)  # NOTE: a journal SQLite has not made yet
-            if same or (os.path.exists(target.path) and _same_file(target.path, given)):
+            # NOTE: by name too: a journal SQLite has not made yet is no file to compare
+            if where == os.path.realpath(given) or _same_file(target.path, given):
                 raise InputError(
                     f"--format {target.name}={target.path} would write over {given}, which "
                     "this run reads",
@@ -209,8 +209,8 @@ def refuse_overwriting(
 
 
 def _same_file(one: str, other: str) -> bool:
-    """Whether two existing paths are one file (a hard link too)."""
-    return os.path.exists(other) and os.path.samefile(one, other)
+    """Whether two paths are one existing file (a hard link too)."""
+    return os.path.exists(one) and os.path.exists(other) and os.path.samefile(one, other)
 
 
 def append_step_summary(report: Report, env: Mapping[str, str]) -> None:

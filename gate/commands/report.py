@@ -70,19 +70,19 @@ def run(args: argparse.Namespace) -> int:
     month = args.month
     period = last_full_month(now, trend) if month is None else parse_period(month, trend, now)
     evaluator = make_evaluator(args, calibrated=False)
+    policies = evaluator.policies
     if args.team is not None and not args.team.strip():
         raise InputError(
             "--team is empty (an unset variable?): no team is named that",
-            hint=_known_hint(_known_teams(evaluator.policies)),
+            hint=_known_hint(_known_teams(policies)),
         )
     plans = SpecPlans(evaluator, now)
     uri = tracking_uri_of(args)
-    policies = evaluator.policies
     policy_dir = None if policies.builtin else str(policies.policy_dir)
     refuse_overwriting(targets, _store_files(uri), policy_dir)  # what it reads, before the read
     quiet_mlflow()
     runs, names = _store(uri, default=default_ledger(args))
-    trust = evaluator.policies.trust()
+    trust = policies.trust()
     warn_unsigned(trust)
     ledger = open_ledger(uri, trust)
     records = ledger.query(LedgerQuery())
@@ -92,10 +92,10 @@ def run(args: argparse.Namespace) -> int:
     _refetch(runs, month_runs, period)
     _untagged(runs, month_runs, names, period)
     refuse_overwriting(targets, plans.spec_files())
-    currency = evaluator.policies.for_team(args.team).policy.currency
+    currency = policies.for_team(args.team).policy.currency
     found = commitments(records, period, currency)
     teams = {g.priced.team for g in month_runs.experiments} | set(found.approved)
-    teams |= _known_teams(evaluator.policies)  # a budget with nothing spent is shown at 0
+    teams |= _known_teams(policies)  # a budget with nothing spent is shown at 0
     _check_team(args.team, teams, records, month_runs)
     report = build_report(
         ReportInputs(
@@ -105,13 +105,13 @@ def run(args: argparse.Namespace) -> int:
             where=redact(uri),
             experiments=month_runs.experiments,
             commitments=found,
-            budgets={team: _budget(evaluator.policies, team, currency) for team in teams},
+            budgets={team: _budget(policies, team, currency) for team in teams},
             unpriced=month_runs.unpriced_of(args.team),
             team_filter=args.team,
             needs_approval={r.fingerprint: plans.needs_approval(r) for r in found.approvals},
             notes=(
                 *_default_month(args, period),
-                *_policy_notes(evaluator.policies, teams, trust.warning()),
+                *_policy_notes(policies, teams, trust.warning()),
             ),
             version=__version__,
         )
@@ -122,10 +122,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _store_files(uri: str) -> list[str]:
     """A ``sqlite:///`` store's file and SQLite's journals beside it: what the report reads."""
-    if not uri.startswith("sqlite:///"):
+    from gate.integrations.mlflow.sql_source import store_path
+
+    path = store_path(uri)
+    if path is None:
         return []
-    path = uri.removeprefix("sqlite:///").split("?", 1)[0]
-    return [path, *(f"{path}{journal}" for journal in ("-wal", "-shm", "-journal"))]
+    return [str(path), *(f"{path}{journal}" for journal in ("-wal", "-shm", "-journal"))]
 
 
 def _store(uri: str, *, default: bool) -> tuple[MlflowRuns, dict[str, str]]:
