@@ -142,27 +142,64 @@ def seed(root: Path, uri: str) -> Month:
     for trial, (run, key, how) in enumerate(runs):
         tags = tracking.run_tags(month.specs[key], trial_id=trial)
         tags.update(how.pop("tags", {}))
-        month.run_ids[run] = _log(client, experiments[key], tags, name=run, **how)
+        month.run_ids[run] = log_run(client, experiments[key], tags, name=run, **how)
     lost = tracking.run_tags(month.specs["A"], trial_id=99)
     lost.update(
         {tracking.SPEC: str(root / "gone.yaml"), tracking.FINGERPRINT: "sha256:" + "0" * 64}
     )
-    month.run_ids["lost"] = _log(client, experiments["A"], lost, name="lost", start=60, hours=1)
+    month.run_ids["lost"] = log_run(client, experiments["A"], lost, name="lost", start=60, hours=1)
     # A job in C's experiment tags its run as A's (50 GPU-hours charged to vision), and one
     # of A's runs ends before it starts (a qualified model at no cost): neither is priced.
     misfiled = tracking.run_tags(month.specs["A"], trial_id=98)
-    month.run_ids["misfiled"] = _log(
+    month.run_ids["misfiled"] = log_run(
         client, experiments["C"], misfiled, name="misfiled", start=62, hours=50, metrics=good
     )
     backwards = tracking.run_tags(month.specs["A"], trial_id=97)
-    month.run_ids["backwards"] = _log(
+    month.run_ids["backwards"] = log_run(
         client, experiments["A"], backwards, name="backwards", start=64, hours=-3, metrics=good
     )
     _ledger(month)
     return month
 
 
-def _log(
+@dataclass
+class OneSpec:
+    """One team's policy, one spec and its MLflow experiment, in a sqlite store."""
+
+    root: Path
+    team: str
+    spec: Path
+    uri: str
+    client: Any
+    experiment: str
+
+    @property
+    def policy_dir(self) -> str:
+        return str(self.root / "policies")
+
+
+def one_spec(
+    root: Path, *, labels: str = "model: m", capacity: str = "on-demand", at: str = ""
+) -> OneSpec:
+    """The policy in ``root/policies`` and a spec at ``root/at`` (default ``<name>.yaml``),
+    its experiment made in ``root/mlflow.db``; log its runs with :func:`log_run`."""
+    from mlflow.tracking import MlflowClient
+
+    team, name = unique("team"), unique("spec")
+    (root / "policies").mkdir(parents=True)
+    (root / "policies" / "default.yaml").write_text(POLICY.format(teams=team), encoding="utf-8")
+    spec = root / (at or f"{name}.yaml")
+    spec.parent.mkdir(parents=True, exist_ok=True)
+    spec.write_text(
+        SPEC.format(name=name, team=team, labels=labels, capacity=capacity, ckpt="", trials=3),
+        encoding="utf-8",
+    )
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    return OneSpec(root, team, spec, uri, client, client.create_experiment(name))
+
+
+def log_run(
     client: Any,
     experiment_id: str,
     tags: dict[str, str],

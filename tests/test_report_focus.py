@@ -14,44 +14,28 @@ import io
 import json
 import sqlite3
 from decimal import Decimal
-from pathlib import Path
 
 from gate import tracking
 from gate.cli import main
 from tests import report_kit
 from tests.focus_spec import validate_focus
-from tests.ledger_kit import unique
 
 LABELS = "model: bert, cost-center: ml-42, environment: prod, team: not-the-team, note: ''"
 
 
 def test_job_written_text_short_runs_and_nameless_runs_keep_the_file_valid(tmp_path, capsys):
-    from mlflow.tracking import MlflowClient
-
-    team, name = unique("focus"), unique("focus-spec")
-    (tmp_path / "policies").mkdir()
-    (tmp_path / "policies" / "default.yaml").write_text(
-        report_kit.POLICY.format(teams=team), encoding="utf-8"
-    )
-    spec = tmp_path / f"{name}.yaml"
-    spec.write_text(
-        report_kit.SPEC.format(
-            name=name, team=team, labels=LABELS, capacity="on-demand", ckpt="", trials=3
-        ),
-        encoding="utf-8",
-    )
+    kit = report_kit.one_spec(tmp_path, labels=LABELS)
+    spec, client, experiment, team = kit.spec, kit.client, kit.experiment, kit.team
     store = tmp_path / "mlflow.db"
-    client = MlflowClient(f"sqlite:///{store}")
-    experiment = client.create_experiment(name)
     odd = {**tracking.run_tags(str(spec), trial_id=0), tracking.TRIAL_ID: "3\u00a0"}
-    short = report_kit._log(  # 0.4 s held
+    short = report_kit.log_run(  # 0.4 s held
         client, experiment, odd, name="=cmd|calc", start=1, hours=0.4 / 3600,
         metrics={"val_f1": 0.9},
     )  # fmt: skip
-    instant = report_kit._log(  # 0 s held: priced at 0, still a period of its own
+    instant = report_kit.log_run(  # 0 s held: priced at 0, still a period of its own
         client, experiment, tracking.run_tags(str(spec), trial_id=2), name="i", start=3, hours=0
     )
-    nameless = report_kit._log(
+    nameless = report_kit.log_run(
         client, experiment, tracking.run_tags(str(spec), trial_id=1), name="x", start=2, hours=2
     )
     with sqlite3.connect(store) as con:  # a run some other client logged without a name
@@ -60,9 +44,8 @@ def test_job_written_text_short_runs_and_nameless_runs_keep_the_file_valid(tmp_p
     target = tmp_path / "focus.csv"
     capsys.readouterr()
     code = main(
-        ["report", "--policy-dir", str(tmp_path / "policies"), "--tracking-uri",
-         f"sqlite:///{store}", "--month", report_kit.MONTH, "--format", f"focus={target}",
-         "--format", "json"]
+        ["report", "--policy-dir", kit.policy_dir, "--tracking-uri", kit.uri,
+         "--month", report_kit.MONTH, "--format", f"focus={target}", "--format", "json"]
     )  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -92,28 +75,15 @@ def test_job_written_text_short_runs_and_nameless_runs_keep_the_file_valid(tmp_p
 
 def test_a_spec_without_labels_leaves_empty_tags_out(tmp_path, capsys):
     """``"model": ""`` was written for a spec with no model label: a placeholder."""
-    from mlflow.tracking import MlflowClient
-
-    team, name = unique("focus"), unique("focus-bare")
-    (tmp_path / "policies").mkdir()
-    (tmp_path / "policies" / "default.yaml").write_text(
-        report_kit.POLICY.format(teams=team), encoding="utf-8"
-    )
-    spec = Path(tmp_path / f"{name}.yaml")
-    spec.write_text(
-        report_kit.SPEC.format(name=name, team=team, labels="", capacity="spot", ckpt="", trials=3),
-        encoding="utf-8",
-    )
-    store = tmp_path / "mlflow.db"
-    client = MlflowClient(f"sqlite:///{store}")
-    run = report_kit._log(
-        client, client.create_experiment(name), tracking.run_tags(str(spec), trial_id=0),
+    kit = report_kit.one_spec(tmp_path, labels="", capacity="spot")
+    run = report_kit.log_run(
+        kit.client, kit.experiment, tracking.run_tags(str(kit.spec), trial_id=0),
         name="r", start=1, hours=1,
     )  # fmt: skip
     capsys.readouterr()
     code = main(
-        ["report", "--policy-dir", str(tmp_path / "policies"), "--tracking-uri",
-         f"sqlite:///{store}", "--month", report_kit.MONTH, "--format", "focus=-"]
+        ["report", "--policy-dir", kit.policy_dir, "--tracking-uri", kit.uri,
+         "--month", report_kit.MONTH, "--format", "focus=-"]
     )  # fmt: skip
     text, err = capsys.readouterr()
     assert code == 0, err  # focus=- is stdout, as focus is

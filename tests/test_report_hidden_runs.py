@@ -67,14 +67,14 @@ def test_deleted_untagged_and_misplaced_runs_stay_in_the_month(month, server, ca
     client.delete_tag(month.run_ids["b2"], tracking.FINGERPRINT)
     # a 7-hour run of A logged in the ledger's experiment, beside the records
     ledger = client.get_experiment_by_name(LEDGER_EXPERIMENT).experiment_id
-    report_kit._log(client, ledger, tracking.run_tags(month.specs["A"], trial_id=96),
+    report_kit.log_run(client, ledger, tracking.run_tags(month.specs["A"], trial_id=96),
                     name="in-the-ledger", start=70, hours=7, metrics={"val_f1": 0.9})  # fmt: skip
     # and a killed 4-hour one there that sets the records' kind tag: no record the ledger read
     dressed = {**tracking.run_tags(month.specs["A"], trial_id=93), "budget_gate.kind": "approval"}
-    report_kit._log(client, ledger, dressed, name="dressed", start=69, hours=4, status="KILLED")
+    report_kit.log_run(client, ledger, dressed, name="dressed", start=69, hours=4, status="KILLED")
 
     # and a qualified model of two milliseconds in nlp's B
-    report_kit._log(client, client.get_run(month.run_ids["b1"]).info.experiment_id,
+    report_kit.log_run(client, client.get_run(month.run_ids["b1"]).info.experiment_id,
                     tracking.run_tags(month.specs["B"], trial_id=95), name="instant",
                     start=71, hours=2 / 3_600_000, metrics={"val_f1": 0.9})  # fmt: skip
 
@@ -86,7 +86,7 @@ def test_deleted_untagged_and_misplaced_runs_stay_in_the_month(month, server, ca
 
     # and a 5-hour run in B's experiment with a made-up fingerprint and no team or GPU tags
     bare = {tracking.SPEC: month.specs["B"], tracking.FINGERPRINT: "sha256:" + "e" * 64}
-    report_kit._log(client, b_experiment, bare, name="made-up", start=73, hours=5)
+    report_kit.log_run(client, b_experiment, bare, name="made-up", start=73, hours=5)
 
     for uri in (server.uri, server.sqlite_uri):
         after = report(month, uri, capsys)

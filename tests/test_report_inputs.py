@@ -15,33 +15,16 @@ import pytest
 from gate import tracking
 from gate.cli import main
 from tests import report_kit
-from tests.ledger_kit import unique
 
 
 def _repo(root: Path) -> tuple[Path, str]:
     """A repository with its policies and one spec, ``specs/a.yaml``, whose run is tagged with
     that relative path; the store's URI."""
-    from mlflow.tracking import MlflowClient
-
-    team, name = unique("inputs"), unique("inputs-spec")
     (root / ".git").mkdir(parents=True)
-    (root / "policies").mkdir()
-    (root / "policies" / "default.yaml").write_text(
-        report_kit.POLICY.format(teams=team), encoding="utf-8"
-    )
-    (root / "specs").mkdir()
-    spec = root / "specs" / "a.yaml"
-    spec.write_text(
-        report_kit.SPEC.format(
-            name=name, team=team, labels="model: m", capacity="on-demand", ckpt="", trials=3
-        ),
-        encoding="utf-8",
-    )
-    uri = f"sqlite:///{root / 'mlflow.db'}"
-    client = MlflowClient(uri)
-    tags = {**tracking.run_tags(str(spec), trial_id=0), tracking.SPEC: "specs/a.yaml"}
-    report_kit._log(client, client.create_experiment(name), tags, name="r", start=1, hours=2)
-    return spec, uri
+    kit = report_kit.one_spec(root, at="specs/a.yaml")
+    tags = {**tracking.run_tags(str(kit.spec), trial_id=0), tracking.SPEC: "specs/a.yaml"}
+    report_kit.log_run(kit.client, kit.experiment, tags, name="r", start=1, hours=2)
+    return kit.spec, kit.uri
 
 
 def _report(capsys: pytest.CaptureFixture[str], uri: str, *args: str) -> tuple[int, str]:
