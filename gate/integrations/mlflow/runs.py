@@ -198,11 +198,7 @@ class MlflowRuns:
     def _group_pages(
         self, pagers: contextlib.ExitStack, ids: list[str], search: Criteria, size: int
     ) -> Iterator[list[RawRun]]:
-        """One search's pages: the first is asked for now, each next one while the caller reads.
-
-        NOTE: MLflow's page token is an offset: a run created with an earlier start between
-        two pages shifts the next one, which then repeats a run. Each run is read once.
-        """
+        """One search's pages: the first is asked for now, each next one while the caller reads."""
         pager = pagers.enter_context(ThreadPoolExecutor(1, thread_name_prefix="budget-gate-search"))
         first = pager.submit(self._source.search, ids, search, size, None)
         return self._paged(pager, first, ids, search, size)
@@ -215,6 +211,11 @@ class MlflowRuns:
         search: Criteria,
         size: int,
     ) -> Iterator[list[RawRun]]:
+        """The pages from ``ahead`` on, each run once.
+
+        NOTE: MLflow's page token is an offset: a run created with an earlier start between
+        two pages shifts the next one, which then repeats a run.
+        """
         seen: set[str] = set()
         while True:
             page, token = ahead.result()
