@@ -140,4 +140,4 @@ def at_least_the_clock(given: float, first: tuple[float, float], now: float) -> 
     caller's to say (a trial waiting for a GPU); after it, a figure that grows slower than
     the clock (0 at every report, an epoch's own seconds) ran a trial past the ceiling.
     """
-    return max(given, first[0] + now - first[1])
+    return max(given, first[0] + (now - first[1]))  # NOTE: (360 + t) - t is not always 360

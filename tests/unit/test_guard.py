@@ -9,7 +9,7 @@ import pytest
 
 from gate.guard.limits import Ceiling, ceiling_for
 from gate.guard.loop import LoopGuard
-from gate.guard.model import Action, Report, StopKind
+from gate.guard.model import Action, Report, StopKind, at_least_the_clock
 from gate.ledger.records import LedgerRecord, RecordKind
 from tests import seed_curve
 from tests.conftest import make_estimate, make_spec
@@ -82,6 +82,14 @@ def test_a_broken_timer_is_refused_not_counted_as_nothing(seconds):
     with pytest.raises(ValueError, match="finite number of seconds"):
         LoopGuard(guard, "b").step(1, {"val_loss": 1.0}, held_seconds=seconds)
     assert guard.spend == D(2)  # the hour before, at 2 USD, and nothing of the bad reports
+
+
+def test_a_figure_at_its_first_report_is_the_figure_to_the_last_bit():
+    """``360 + now - now`` was 360.00000000000364 at some clock readings: a trial reported at
+    360 s was charged a hair more, and a thread test's exact total failed a third of runs."""
+    now = 32728.185951439325  # a monotonic clock reading where the sum rounds up
+    assert at_least_the_clock(360.0, (360.0, now), now) == 360.0
+    assert at_least_the_clock(360.0, (360.0, now), now + 1.5) == 361.5
 
 
 def test_pause_resume_and_retries_are_each_counted_once():
