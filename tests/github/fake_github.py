@@ -588,6 +588,52 @@ class FakeGitHub(GitHubState):
     def _get_issue(self, call: Call) -> Reply:
         return 200, self._render(call).issue(*self._issue(call))
 
+    @handles("issues/list-for-repo")
+    def _list_issues(self, call: Call) -> Reply:
+        """Issues and pull requests, newest first, by ``state`` (default open) and ``creator``."""
+        repo = self._repo(call)
+        state, creator = call.arg("state") or "open", call.arg("creator")
+        found = [
+            issue
+            for issue in sorted(repo.issues.values(), key=lambda i: -i.number)
+            if state in ("all", issue.state)
+            and (creator is None or issue.author.lower() == creator.lower())
+        ]
+        render = self._render(call)
+        return 200, [render.issue(repo, issue) for issue in found]
+
+    @staticmethod
+    def _issue_body_fits(body: str | None) -> None:
+        """GitHub refuses an issue body over 65,536 characters, as it does a comment's."""
+        if body is not None and len(body.encode("utf-16-le")) // 2 > COMMENT_BODY_LIMIT:
+            raise ApiError(422, "Validation Failed: body is too long (maximum is 65536 characters)")
+
+    @handles("issues/create")
+    def _create_issue(self, call: Call) -> Reply:
+        repo = self._repo(call)
+        if not call.viewer:
+            raise ApiError(401, "Requires authentication")
+        self._issue_body_fits(call.body.get("body"))
+        number = max(repo.issues, default=0) + 1
+        issue = repo.add_issue(
+            number, author=call.viewer, title=str(call.body["title"]), body=call.body.get("body")
+        )
+        return 201, self._render(call).issue(repo, issue)
+
+    @handles("issues/update")
+    def _update_issue(self, call: Call) -> Reply:
+        repo, issue = self._issue(call)
+        body = call.body or {}
+        self._issue_body_fits(body.get("body"))
+        if "title" in body:
+            issue.title = str(body["title"])
+        if "body" in body:
+            issue.body = body["body"]
+        if body.get("state") in ("open", "closed"):
+            issue.state = body["state"]
+        issue.updated_at = self.clock()
+        return 200, self._render(call).issue(repo, issue)
+
     @handles("issues/list-comments")
     def _list_comments(self, call: Call) -> Reply:
         repo, issue = self._issue(call)

@@ -1,4 +1,4 @@
-"""GitHub's published OpenAPI description (cut to budget-gate's 33 operations) as a test oracle.
+"""GitHub's published OpenAPI description (cut to budget-gate's 36 operations) as a test oracle.
 
 Why: the fake GitHub must not drift into a server that only agrees with our own client. Every
 request it receives is matched to an operation of GitHub's description and validated with

@@ -59,7 +59,7 @@ def raw(
 
 def test_every_operation_in_the_description_has_a_handler() -> None:
     ids = {op.operation_id for op in operations()}
-    assert len(ids) == 33
+    assert len(ids) == 36
     assert ids == handled_operations()
 
 
@@ -387,7 +387,7 @@ def test_injected_failure(fake_github: FakeGitHub) -> None:
 def test_every_operation_answers_per_the_description(
     fake_github: FakeGitHub, github_client: Github
 ) -> None:
-    """A tour of all 33 operations; teardown validates every request and response."""
+    """A tour of all 36 operations; teardown validates every request and response."""
     repo_state = fake_github.repo(REPO)
     repo_state.set_permission("alice", "write")
     repo_state.change_file(2, "p.yaml", before="a\n", after="b\n")
@@ -407,6 +407,14 @@ def test_every_operation_answers_per_the_description(
     issue.set_labels("b")
     issue.remove_from_labels("b")
     list(issue.get_labels())
+    made = repo.create_issue("budget-gate report 2026-11", body="b")
+    made.edit(body="c")
+    [listed] = repo.get_issues(state="all", creator=made.user.login)
+    assert (listed.number, listed.body, fake_github.repo(REPO).issue(made.number).body) == (
+        made.number,
+        "c",
+        "c",
+    )
     repo_state.base_edited(2, by="alice")
     (moved,) = list(issue.get_events())
     assert (moved.event, moved.actor.login) == ("base_ref_changed", "alice")
