@@ -38,12 +38,13 @@ def test_init_report_workflow_writes_only_it_and_it_validates(tmp_path, capsys):
     assert workflow[True]["schedule"] == [{"cron": "0 6 1 * *"}]  # YAML 1.1 reads on: as True
     steps = workflow["jobs"]["report"]["steps"]
     runs = "\n".join(step.get("run", "") for step in steps)
-    assert "budget-gate report --format markdown=report.md" in runs
-    assert "gh issue create" in runs and "--body-file report.md" in runs
+    assert "budget-gate report --issue" in runs and "gh " not in runs
+    [post] = [step for step in steps if "budget-gate report --issue" in step.get("run", "")]
+    assert post["env"]["GITHUB_TOKEN"] == "${{ github.token }}"
     # NOTE: a bare PyPI name installed whoever registers it, in a job that holds the
     # MLflow secrets and an issues: write token
     [install] = [line for line in runs.splitlines() if "pip install" in line]
-    assert "budget-gate[mlflow] @ git+https://github.com/budget-gate/budget-gate@" in install
+    assert "budget-gate[mlflow,github] @ git+https://github.com/budget-gate/budget-gate@" in install
     assert workflow["jobs"]["report"]["permissions"] == {"contents": "read", "issues": "write"}
     assert main(["init", "--dir", str(tmp_path), "--report-workflow"]) == 3  # never overwrites
 

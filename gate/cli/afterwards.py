@@ -143,6 +143,12 @@ def add_report(commands: argparse._SubParsersAction[Any], parents: list[Parser])
         help="text, markdown, json, html or focus (FOCUS 1.2 CSV rows), to stdout or to "
         "FILE; repeatable (default: text)",
     )
+    report.add_argument(
+        "--issue",
+        action="store_true",
+        help="also post the Markdown report as the period's issue, edited when run again "
+        "(needs GITHUB_TOKEN and GITHUB_REPOSITORY; GITHUB_API_URL for GitHub Enterprise)",
+    )
 
 
 def _months(text: str) -> int:

@@ -34,6 +34,7 @@ from gate.commands.output import append_step_summary, write_atomically, write_st
 from gate.commands.records import signer_for
 from gate.errors import BackendError, InputError, one_line
 from gate.evaluation.report import DOCS_URL, RenderContext, Report
+from gate.integrations import needs_github
 from gate.integrations.whole_files import MAX_READ_BYTES, why_not_regular
 from gate.ledger.approvals import live_approvals
 from gate.ledger.records import (
@@ -82,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
         sticky=mode is not CommentMode.OFF,
         signer=_ci_signer(),
     )
-    from gate.integrations.github.client import GitHubClient, bot_login
+    with needs_github("budget-gate ci"):
+        from gate.integrations.github.client import GitHubClient, bot_login
 
     api_url = env.get("GITHUB_API_URL") or DEFAULT_API_URL
     with GitHubClient(api_url, _env(env, "GITHUB_TOKEN"), repository, bot_login(env)) as gh:

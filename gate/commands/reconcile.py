@@ -37,7 +37,7 @@ from gate.commands.records import new_record, say_ignored, signer_for, warn_unsi
 from gate.errors import InputError
 from gate.estimate.prices import Quote, quoter
 from gate.evaluation.evaluate import Evaluation
-from gate.integrations import needs_mlflow, open_ledger
+from gate.integrations import needs_github, needs_mlflow, open_ledger
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger import tracking
 from gate.ledger.approvals import live_approvals
@@ -313,7 +313,8 @@ def _github(args: argparse.Namespace) -> GitHubClient | None:
     """The GitHub connection for --pr (none with --dry-run: nothing is written)."""
     if args.pr is None or args.dry_run:
         return None
-    from gate.integrations.github.client import GitHubClient
+    with needs_github("reconcile --pr"):
+        from gate.integrations.github.client import GitHubClient
 
     return GitHubClient.from_env(os.environ)
 

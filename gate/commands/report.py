@@ -10,14 +10,18 @@ fingerprint (on disk or in git history, as ``calibrate --backtest`` finds it) an
 evaluated once, for its price, estimate and quality gate; the figures are computed by
 :mod:`gate.report`. The tag is only a guess at which history to fetch: a run whose tag is
 missing or names another metric than its plan monitors is read again, by its spec
-version's fingerprint and the plan's metric, as ``reconcile`` reads it. Exit 0, 3 bad
-input (a ``--team`` that is empty or that nothing knows, too), 4 MLflow failed.
+version's fingerprint and the plan's metric, as ``reconcile`` reads it. ``--issue`` posts
+the Markdown report as the period's GitHub issue, after the files are written, and edits
+that issue when run again. Exit 0, 3 bad input (a ``--team`` that is empty or that nothing
+knows, too; ``--issue`` without its token), 4 MLflow or GitHub failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import os
 import sys
 from collections.abc import Iterator
 from decimal import Decimal
@@ -42,7 +46,7 @@ from gate.commands.progress import progress_for
 from gate.commands.records import say_ignored, warn_unsigned
 from gate.commands.report_plans import SpecPlans
 from gate.errors import InputError
-from gate.integrations import needs_mlflow, open_ledger
+from gate.integrations import needs_github, needs_mlflow, open_ledger
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger import tracking
 from gate.ledger.encoding import KIND
@@ -57,12 +61,18 @@ from gate.report.runs import MonthRuns, Priced
 from gate.reporters import load_report_renderer
 from gate.words import listed
 
-if TYPE_CHECKING:  # MLflow's reader is imported when the command reads
+if TYPE_CHECKING:  # MLflow's reader is imported when the command reads, GitHub's to post
+    from gate.integrations.github.client import GitHubClient
     from gate.integrations.mlflow.runs import MlflowRuns
 
 
 def run(args: argparse.Namespace) -> int:
     """Read the window's runs and the ledger, compute the report, write every format."""
+    with _issue_client(args) as github:  # before the read: a missing token is bad input
+        return _report(args, github)
+
+
+def _report(args: argparse.Namespace, github: GitHubClient | None) -> int:
     now = utc_now().replace(microsecond=0)  # the forecast's pace, as generated_at says it
     targets = plan_targets(args.format or [FormatTarget("text")], example="json=report.json")
     _check_folders(targets)  # before the read, which can take a minute
@@ -117,7 +127,30 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     _emit(report, targets)
+    if github is not None:
+        _post_issue(github, report)
     return 0
+
+
+def _issue_client(
+    args: argparse.Namespace,
+) -> contextlib.AbstractContextManager[GitHubClient | None]:
+    """The GitHub connection for --issue (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL)."""
+    if not args.issue:
+        return contextlib.nullcontext()
+    with needs_github("report --issue"):
+        from gate.integrations.github.client import GitHubClient
+
+    return GitHubClient.from_env(os.environ)
+
+
+def _post_issue(github: GitHubClient, report: MonthReport) -> None:
+    """The Markdown report as the period's issue: edited when this tool opened it before."""
+    from gate.reporters.report_markdown import issue
+
+    title, marker, body = issue(report)
+    url, new = github.upsert_issue(title, marker, body)
+    print(f"budget-gate: {'opened' if new else 'updated'} the issue {url}", file=sys.stderr)
 
 
 def _store_files(uri: str) -> list[str]:

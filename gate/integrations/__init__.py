@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 LEDGER_EXTRA = "install the ledger extra: pip install 'budget-gate[mlflow]'"
 _MLFLOW_MODULES = ("mlflow", "sqlalchemy", "alembic")  # the last two: sqlite:/// stores
+GITHUB_EXTRA = "install the GitHub extra: pip install 'budget-gate[github]'"
+_GITHUB_MODULES = ("github", "requests")  # PyGithub and what it sends with
 
 
 def open_ledger(tracking_uri: str, trust: Trust) -> LedgerStore:
@@ -101,11 +103,24 @@ def _reached(path: Path, test: Callable[[Path], bool]) -> bool:
 @contextlib.contextmanager
 def needs_mlflow(what: str) -> Iterator[None]:
     """Turn a missing MLflow (``pip install .`` without the extra) into exit 3 with the fix."""
+    with _needs(what, "MLflow", _MLFLOW_MODULES, LEDGER_EXTRA):
+        yield
+
+
+@contextlib.contextmanager
+def needs_github(what: str) -> Iterator[None]:
+    """Turn a missing PyGithub (``pip install .`` without the extra) into exit 3 with the fix."""
+    with _needs(what, "PyGithub", _GITHUB_MODULES, GITHUB_EXTRA):
+        yield
+
+
+@contextlib.contextmanager
+def _needs(what: str, package: str, modules: tuple[str, ...], hint: str) -> Iterator[None]:
     try:
         yield
     except ModuleNotFoundError as exc:
-        if (exc.name or "").partition(".")[0] not in _MLFLOW_MODULES:
+        if (exc.name or "").partition(".")[0] not in modules:
             raise
         raise MissingExtra(
-            f"{what} needs MLflow, and {exc.name} is not installed", hint=LEDGER_EXTRA
+            f"{what} needs {package}, and {exc.name} is not installed", hint=hint
         ) from None

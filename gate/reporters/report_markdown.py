@@ -11,9 +11,11 @@ left out (the JSON and the HTML have them all).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 
 from gate.report.model import MonthReport
-from gate.reporters.markup import escape, utf16_length
+from gate.reporters.markup import escape, utf16_length, without_bidi
 from gate.reporters.report_tables import Table, headline, note_lines, tables
 from gate.words import shortened
 
@@ -26,6 +28,8 @@ CELL = 200
 """Characters of a cell shown; a longer one (a name from a tag) ends in an ellipsis."""
 NOTE = 2_000
 """Characters of a note shown."""
+TITLE = 256
+"""GitHub's limit on an issue title."""
 
 
 def render(report: MonthReport) -> str:
@@ -44,6 +48,19 @@ def render(report: MonthReport) -> str:
         left = [f"{len(notes) - shown} more notes in the JSON and HTML"]
         text = _render(report, [_cut(t, keep) for t in found], notes[:shown] + left)
     return text
+
+
+def issue(report: MonthReport) -> tuple[str, str, str]:
+    """The report as its period's GitHub issue: the title, the marker and the body.
+
+    The marker, a hidden first line, names the period and the team, so the workflow that
+    runs again (a re-run, a manual dispatch) edits that issue instead of opening another.
+    """
+    team = report.team_filter
+    digest = hashlib.sha256(json.dumps([str(report.period), team]).encode("utf-8")).hexdigest()
+    marker = f"<!-- budget-gate:report:{digest[:16]} -->"
+    title = f"budget-gate report {report.period}" + (f" for team {team}" if team else "")
+    return shortened(without_bidi(title), TITLE), marker, f"{marker}\n{render(report)}"
 
 
 def _render(report: MonthReport, shown: list[Table], notes: list[str]) -> str:

@@ -250,6 +250,22 @@ class GitHubClient(RepositoryContents):
                     return str(comment.html_url)
             return str(issue.create_comment(body).html_url)
 
+    def upsert_issue(self, title: str, marker: str, body: str) -> tuple[str, bool]:
+        """Edit this tool's issue whose body starts with ``marker``, or open one.
+
+        Returns its URL and whether it is new. Only issues :attr:`bot_login` opened count, so
+        an issue someone else opened with the marker is never written to; a closed one is
+        edited and left closed.
+        """
+        with self._failing(f"writing the issue {title!r}", write=True):
+            mine = self._gh.get_user(self.bot_login)  # lazy: names the creator, asks nothing
+            for issue in self._repo.get_issues(state="all", creator=mine):
+                ours = issue.user is not None and self._ours(issue.user.login)
+                if ours and issue.pull_request is None and (issue.body or "").startswith(marker):
+                    issue.edit(title=title, body=body)
+                    return str(issue.html_url), False
+            return str(self._repo.create_issue(title, body=body).html_url), True
+
     def create_comment(self, number: int, body: str) -> int:
         """Post a comment on the pull request; returns its id."""
         with self._failing(f"commenting on pull request #{number}", write=True):
