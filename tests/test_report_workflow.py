@@ -46,6 +46,7 @@ def test_init_report_workflow_writes_only_it_and_it_validates(tmp_path, capsys):
     [install] = [line for line in runs.splitlines() if "pip install" in line]
     assert "budget-gate[mlflow,github] @ git+https://github.com/budget-gate/budget-gate@" in install
     assert workflow["jobs"]["report"]["permissions"] == {"contents": "read", "issues": "write"}
+    assert workflow["concurrency"] == {"group": "budget-gate-report", "cancel-in-progress": False}
     assert main(["init", "--dir", str(tmp_path), "--report-workflow"]) == 3  # never overwrites
 
 

@@ -19,9 +19,7 @@ knows, too; ``--issue`` without its token), 4 MLflow or GitHub failed.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
-import os
 import sys
 from collections.abc import Iterator
 from decimal import Decimal
@@ -44,9 +42,10 @@ from gate.commands.output import (
 )
 from gate.commands.progress import progress_for
 from gate.commands.records import say_ignored, warn_unsigned
+from gate.commands.report_issue import issue_client, post_issue
 from gate.commands.report_plans import SpecPlans
 from gate.errors import InputError
-from gate.integrations import needs_github, needs_mlflow, open_ledger
+from gate.integrations import needs_mlflow, open_ledger
 from gate.integrations.mlflow.tracking_uri import redact
 from gate.ledger import tracking
 from gate.ledger.encoding import KIND
@@ -68,7 +67,7 @@ if TYPE_CHECKING:  # MLflow's reader is imported when the command reads, GitHub'
 
 def run(args: argparse.Namespace) -> int:
     """Read the window's runs and the ledger, compute the report, write every format."""
-    with _issue_client(args) as github:  # before the read: a missing token is bad input
+    with issue_client(args) as github:  # before the read: a missing token is bad input
         return _report(args, github)
 
 
@@ -128,29 +127,8 @@ def _report(args: argparse.Namespace, github: GitHubClient | None) -> int:
     )
     _emit(report, targets)
     if github is not None:
-        _post_issue(github, report)
+        post_issue(github, report)
     return 0
-
-
-def _issue_client(
-    args: argparse.Namespace,
-) -> contextlib.AbstractContextManager[GitHubClient | None]:
-    """The GitHub connection for --issue (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL)."""
-    if not args.issue:
-        return contextlib.nullcontext()
-    with needs_github("report --issue"):
-        from gate.integrations.github.client import GitHubClient
-
-    return GitHubClient.from_env(os.environ)
-
-
-def _post_issue(github: GitHubClient, report: MonthReport) -> None:
-    """The Markdown report as the period's issue: edited when this tool opened it before."""
-    from gate.reporters.report_markdown import issue
-
-    title, marker, body = issue(report)
-    url, new = github.upsert_issue(title, marker, body)
-    print(f"budget-gate: {'opened' if new else 'updated'} the issue {url}", file=sys.stderr)
 
 
 def _store_files(uri: str) -> list[str]:

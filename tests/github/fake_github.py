@@ -87,6 +87,8 @@ def handles(operation_id: str) -> Callable[[Handler], Handler]:
 
 COMMENT_BODY_LIMIT = 65_536
 """GitHub's limit on an issue comment's body."""
+ISSUE_TITLE_LIMIT = 256
+"""GitHub's limit on an issue's title."""
 
 
 class ApiError(Exception):
@@ -590,21 +592,27 @@ class FakeGitHub(GitHubState):
 
     @handles("issues/list-for-repo")
     def _list_issues(self, call: Call) -> Reply:
-        """Issues and pull requests, newest first, by ``state`` (default open) and ``creator``."""
+        """Issues and pull requests, newest first, by ``state`` (default open), ``creator`` and
+        ``since`` (updated at or after)."""
         repo = self._repo(call)
         state, creator = call.arg("state") or "open", call.arg("creator")
+        since = parse_time(call.arg("since"))
         found = [
             issue
             for issue in sorted(repo.issues.values(), key=lambda i: -i.number)
             if state in ("all", issue.state)
             and (creator is None or issue.author.lower() == creator.lower())
+            and (since is None or issue.updated_at >= since)
         ]
         render = self._render(call)
         return 200, [render.issue(repo, issue) for issue in found]
 
     @staticmethod
-    def _issue_body_fits(body: str | None) -> None:
-        """GitHub refuses an issue body over 65,536 characters, as it does a comment's."""
+    def _issue_fits(fields: dict[str, Any]) -> None:
+        """GitHub refuses an empty title or one over 256 characters, and a body over 65,536."""
+        title, body = fields.get("title"), fields.get("body")
+        if title is not None and not 0 < len(str(title)) <= ISSUE_TITLE_LIMIT:
+            raise ApiError(422, "Validation Failed: title is empty or too long (maximum is 256)")
         if body is not None and len(body.encode("utf-16-le")) // 2 > COMMENT_BODY_LIMIT:
             raise ApiError(422, "Validation Failed: body is too long (maximum is 65536 characters)")
 
@@ -613,7 +621,7 @@ class FakeGitHub(GitHubState):
         repo = self._repo(call)
         if not call.viewer:
             raise ApiError(401, "Requires authentication")
-        self._issue_body_fits(call.body.get("body"))
+        self._issue_fits(call.body)
         number = max(repo.issues, default=0) + 1
         issue = repo.add_issue(
             number, author=call.viewer, title=str(call.body["title"]), body=call.body.get("body")
@@ -624,7 +632,7 @@ class FakeGitHub(GitHubState):
     def _update_issue(self, call: Call) -> Reply:
         repo, issue = self._issue(call)
         body = call.body or {}
-        self._issue_body_fits(body.get("body"))
+        self._issue_fits(body)
         if "title" in body:
             issue.title = str(body["title"])
         if "body" in body:

@@ -99,13 +99,20 @@ def test_an_issue_someone_else_opened_with_the_marker_is_left_alone(
     assert report(month, capsys)[0] == 0
     [ours] = bot_issues(fake_github)
     repo = fake_github.repo(REPO)
-    ours_body = ours.body
-    repo.issues.pop(ours.number)
-    planted = repo.add_issue(ours.number, author="mallory", title=ours.title, body=ours_body)
+    marker = ours.body.split("\n", 1)[0]
+    planted = repo.add_issue(90, author="mallory", title=ours.title, body=f"{marker}\nmine")
+    pull = repo.add_pull(91, author="github-actions[bot]", body=f"{marker}\nbump")
+    quoting = repo.add_issue(92, author="github-actions[bot]", body=f"as in {marker}")
+    ours.body = f"{marker}\nold"
     assert report(month, capsys)[0] == 0
-    assert planted.body == ours_body and planted.author == "mallory"
-    [fresh] = bot_issues(fake_github)
-    assert fresh.number != planted.number and fresh.body.startswith(ours_body.split("\n")[0])
+    assert planted.body == f"{marker}\nmine" and pull.body == f"{marker}\nbump"
+    assert quoting.body == f"as in {marker}"
+    assert bot_issues(fake_github)[0].number == ours.number and "20.00 USD" in ours.body
+    assert len(fake_github.requests_for("issues/create")) == 1
+    repo.issues.pop(ours.number)  # ours deleted: the planted one is still not taken over
+    assert report(month, capsys)[0] == 0
+    assert planted.body == f"{marker}\nmine"
+    assert len(fake_github.requests_for("issues/create")) == 2
 
 
 def test_a_closed_issue_is_edited_and_stays_closed(month, fake_github, in_workflow, capsys):
@@ -124,12 +131,42 @@ def test_an_old_issue_is_found_past_the_first_page(month, fake_github, in_workfl
     repo = fake_github.repo(REPO)
     for n in range(105):  # newer issues the workflow's bot opened since
         repo.add_issue(1000 + n, author="github-actions[bot]", title=f"other {n}", body="x")
+    before = len(fake_github.requests)
     assert report(month, capsys)[0] == 0
     assert len(bot_issues(fake_github)) == 106
     assert len(fake_github.requests_for("issues/create")) == 1
-    listed = fake_github.requests_for("issues/list-for-repo")
-    assert [r.query.get("creator") for r in listed][-1] == ["github-actions[bot]"]
+    asked = [r.operation_id for r in fake_github.requests[before:]]
+    # two pages of the list, the match completed once, the edit: no request per issue
+    assert asked == ["issues/list-for-repo"] * 2 + ["issues/get", "issues/update"]
+    [query, _] = [r.query for r in fake_github.requests_for("issues/list-for-repo")[-2:]]
+    assert query["creator"] == ["github-actions[bot]"] and query["state"] == ["all"]
+    assert query["since"] == ["2025-02-28T00:00:00Z"]  # the period's start, less a day
     assert posted.body.count(MARKER) == 1
+
+
+def test_a_token_of_another_account_is_named_with_the_fix(month, fake_github, github_env,
+                                                          monkeypatch, capsys):  # fmt: skip
+    """A GitHub App's token posts as its own bot: said, so the next run does not open another."""
+    fake_github.add_token("ghs_app", "my-app[bot]")
+    for key, value in github_env(token="ghs_app").items():
+        monkeypatch.setenv(key, value)
+    code, err = report(month, capsys)
+    assert code == 0
+    assert "the issue was posted as my-app[bot]" in err
+    assert "BUDGET_GATE_BOT_LOGIN=my-app[bot]" in err
+    monkeypatch.setenv("BUDGET_GATE_BOT_LOGIN", "My-App[bot]")  # GitHub logins ignore case
+    code, err = report(month, capsys)
+    assert code == 0 and "updated the issue" in err and "posted as" not in err
+    assert len(fake_github.requests_for("issues/create")) == 1
+
+
+def test_a_token_that_may_not_write_issues_says_which_permission(
+    month, fake_github, in_workflow, capsys
+):
+    fake_github.read_only = True
+    code, err = report(month, capsys)
+    assert code == 4
+    assert "(403)" in err and "give the job permissions: issues: write" in err
 
 
 def test_without_a_token_nothing_is_read_or_written(month, github_env, monkeypatch, capsys):
@@ -141,6 +178,10 @@ def test_without_a_token_nothing_is_read_or_written(month, github_env, monkeypat
     assert code == 3
     assert "cannot write to GitHub: GITHUB_TOKEN not set" in err
     assert not target.exists()
+    monkeypatch.setenv("GITHUB_TOKEN", "t")
+    monkeypatch.delenv("GITHUB_REPOSITORY")
+    code, err = report(month, capsys, "--format", f"markdown={target}")
+    assert code == 3 and "GITHUB_REPOSITORY not set — set GITHUB_REPOSITORY to owner/name" in err
 
 
 def test_a_failed_post_exits_4_after_the_files_are_written(month, fake_github, in_workflow, capsys):
@@ -160,6 +201,20 @@ sys.modules["github"] = None  # as if installed without the [github] extra
 from gate.cli import main
 sys.exit(main(sys.argv[1:]))
 """
+
+
+def test_ci_without_the_github_extra_says_which_to_install(github_env, tmp_path):
+    env = {**github_env(), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path.cwd())}
+    done = subprocess.run(
+        [sys.executable, "-c", MISSING_PYGITHUB, "ci"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 3, done.stderr
+    assert "budget-gate ci needs PyGithub, and github is not installed" in done.stderr
 
 
 @pytest.mark.parametrize(

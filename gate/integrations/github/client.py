@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
@@ -34,6 +35,15 @@ _RETRIES = 2
 _MAX_PAGES = 30  # GitHub lists at most 3,000 files of a commit
 DEFAULT_BOT_LOGIN = "github-actions[bot]"
 """The account a workflow's GITHUB_TOKEN posts as."""
+
+
+@dataclass(frozen=True)
+class PostedIssue:
+    """An issue :meth:`GitHubClient.upsert_issue` wrote: where, whether new, and as whom."""
+
+    url: str
+    opened: bool
+    author: str
 
 
 def bot_login(env: Mapping[str, str]) -> str:
@@ -81,10 +91,12 @@ class GitHubClient(RepositoryContents):
             n for n, v in (("GITHUB_TOKEN", token), ("GITHUB_REPOSITORY", repository)) if not v
         ]
         if missing:
-            raise InputError(
-                f"cannot write to GitHub: {' and '.join(missing)} not set",
-                hint="in a workflow, pass env: GITHUB_TOKEN: ${{ github.token }}",
+            hint = (
+                "in a workflow, pass env: GITHUB_TOKEN: ${{ github.token }}"
+                if "GITHUB_TOKEN" in missing
+                else "set GITHUB_REPOSITORY to owner/name (a workflow sets it)"
             )
+            raise InputError(f"cannot write to GitHub: {' and '.join(missing)} not set", hint=hint)
         api_url = env.get("GITHUB_API_URL") or DEFAULT_API_URL
         return cls(api_url, token, repository, bot_login(env))
 
@@ -250,21 +262,24 @@ class GitHubClient(RepositoryContents):
                     return str(comment.html_url)
             return str(issue.create_comment(body).html_url)
 
-    def upsert_issue(self, title: str, marker: str, body: str) -> tuple[str, bool]:
+    def upsert_issue(self, title: str, marker: str, body: str, since: dt.datetime) -> PostedIssue:
         """Edit this tool's issue whose body starts with ``marker``, or open one.
 
-        Returns its URL and whether it is new. Only issues :attr:`bot_login` opened count, so
-        an issue someone else opened with the marker is never written to; a closed one is
+        Only issues :attr:`bot_login` opened and that changed since ``since`` are read (the
+        ``creator`` and ``since`` filters: a few, however many the bot opened before), so an
+        issue someone else opened with the marker is never written to; a closed one is
         edited and left closed.
         """
+        # NOTE: a NamedUser would name its creator URL-quoted, quoted again in the query
+        # ("github-actions%5Bbot%5D", no one); PyGithub sends a str as it is, despite its type
+        mine: Any = self.bot_login
         with self._failing(f"writing the issue {title!r}", write=True):
-            mine = self._gh.get_user(self.bot_login)  # lazy: names the creator, asks nothing
-            for issue in self._repo.get_issues(state="all", creator=mine):
-                ours = issue.user is not None and self._ours(issue.user.login)
-                if ours and issue.pull_request is None and (issue.body or "").startswith(marker):
+            for issue in self._repo.get_issues(state="all", creator=mine, since=since):
+                if (issue.body or "").startswith(marker) and issue.pull_request is None:
                     issue.edit(title=title, body=body)
-                    return str(issue.html_url), False
-            return str(self._repo.create_issue(title, body=body).html_url), True
+                    return PostedIssue(str(issue.html_url), False, issue.user.login)
+            made = self._repo.create_issue(title, body=body)
+            return PostedIssue(str(made.html_url), True, made.user.login)
 
     def create_comment(self, number: int, body: str) -> int:
         """Post a comment on the pull request; returns its id."""
@@ -335,7 +350,7 @@ class GitHubClient(RepositoryContents):
         except BadCredentialsException:
             raise BackendError(
                 f"GitHub at {self.api_url} refused the token while {doing} (401): check the "
-                "github-token input"
+                "token (the Action's github-token input, or GITHUB_TOKEN)"
             ) from None
         except GithubException as exc:
             if write and exc.status == 403:
