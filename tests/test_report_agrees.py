@@ -19,6 +19,7 @@ import pytest
 
 from gate import tracking
 from gate.ledger.tracking import MONITOR
+from tests.mlflow_server import KillingProxy
 from tests.reconcile_kit import GOOD, Lab, log_run
 
 MONTH = "2026-11"  # tests.reconcile_kit.T0 is 2026-11-02
@@ -104,3 +105,25 @@ def test_an_empty_or_unknown_team_is_bad_input_naming_the_known_ones(lab, given)
         assert lab.team.name in error
     code, out, _ = lab.team.cli("report", "--month", MONTH, "--team", lab.team.name)
     assert code == 0 and lab.team.name in out
+
+
+def test_a_trend_month_s_runs_are_read_without_their_histories(lab, mlflow_server):
+    """A trend month shows cost and qualified models only: its runs' histories are not read
+    (a month's worth of requests per trend month), the period's are, for their waste."""
+    history = {"val_loss": PLATEAU}
+    october = lab.log(trial=0, start=-24 * 20, hours=10, metrics=GOOD, history=history)
+    november = lab.log(trial=1, start=0, hours=10, metrics=GOOD, history=history)
+    with KillingProxy(mlflow_server, kill_on="no-such-path") as proxy:
+        code, out, err = lab.team.cli(
+            "report", "--month", MONTH, "--team", lab.team.name, "--format", "json",
+            uri=proxy.uri,
+        )  # fmt: skip
+    assert code == 0, err
+    asked = "\n".join(s for s in proxy.seen if "get-history" in s)
+    assert november in asked and october not in asked
+    document = json.loads(out)
+    assert plateau_of(document["waste"]) == (Decimal(40), Decimal(4))  # November's, as before
+    [model] = document["models"]
+    [oct_, nov] = [m for m in model["trend"] if m["month"] in ("2026-10", "2026-11")]
+    assert (Decimal(oct_["cost"]), oct_["qualified"]) == (Decimal(100), 1)
+    assert (Decimal(nov["cost"]), nov["qualified"]) == (Decimal(100), 1)

@@ -2,8 +2,10 @@
 
 Reads, once each, what ``reconcile`` reads: every run tagged by budget-gate in every
 active MLflow experiment that started in the report's window (its months and the trend
-months before them; one paged search over REST, with the history of the metric each run's
-``budget_gate.monitor`` tag names in bulk, :mod:`gate.integrations.mlflow.runs`), and the
+months before them; one paged search over REST, with the history of the metric each
+period run's ``budget_gate.monitor`` tag names in bulk, :mod:`gate.integrations.mlflow.runs`:
+a trend month shows cost and qualified models only, so its runs' histories are not read),
+and the
 whole ledger
 (:func:`gate.integrations.open_ledger`). Each run's spec version is found by its path and
 fingerprint (on disk or in git history, as ``calibrate --backtest`` finds it) and
@@ -165,12 +167,15 @@ def _read_window(
     set, or a record the ledger refused) is listed apart, and any other run counts as
     logged outside its spec's experiment.
     """
+    begins = _ms(period.start)
     for facts in _window(runs, names, period):
         in_ledger = names.get(facts.experiment_id) == LEDGER_EXPERIMENT
         if in_ledger and facts.run_id in records:
             continue
         if in_ledger and KIND in facts.tags:
             month_runs.add_unread_record(facts)
+        elif facts.start_ms is not None and facts.start_ms < begins:  # a trend month's
+            month_runs.add(facts)  # read with no history: its waste is not reported
         else:
             month_runs.add(facts, facts.tags.get(tracking.MONITOR, ""))
 
@@ -194,6 +199,7 @@ def _window(runs: MlflowRuns, names: dict[str, str], period: Period) -> Iterator
         started=started,
         page_size=1_000,
         deleted=True,
+        histories_from=_ms(period.start),  # the trend months' runs: cost and models only
     )
     bar = progress_for(sys.stderr)
     try:
@@ -212,7 +218,8 @@ def _refetch(runs: MlflowRuns, month_runs: MonthRuns, period: Period) -> None:
     from gate.integrations.mlflow.runs import RunQuery
 
     for (experiment_id, fingerprint, metric), ids in sorted(month_runs.refetch.items()):
-        query = RunQuery(experiment_id, fingerprint, metric, started=_started(period), deleted=True)
+        started = (_ms(period.start), _started(period)[1])  # a trend month's run has none
+        query = RunQuery(experiment_id, fingerprint, metric, started=started, deleted=True)
         for facts in runs.facts(query):
             if facts.run_id in ids:
                 month_runs.add(facts, metric)

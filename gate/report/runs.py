@@ -183,7 +183,8 @@ class MonthRuns:
     def add(self, facts: RunFacts, history_of: str | None = None) -> None:
         """Price one run under its spec version's plan, or count why it cannot be.
 
-        ``history_of`` names the metric ``facts.history`` holds (``None``: the plan's). A
+        ``history_of`` names the metric ``facts.history`` holds (``None``: the plan's, or
+        none was read: a trend month's run, whose waste is not reported). A
         run whose history is of another metric is left for :attr:`refetch`, unpriced here.
         A run counted already (found again by a later search: a job changed its tags between
         them) is not counted twice.

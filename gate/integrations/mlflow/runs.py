@@ -90,6 +90,10 @@ class RunQuery:
     """The runs with no fingerprint tag (a job deleted it): read apart, said, never priced."""
     deleted: bool = False
     """Deleted runs too (reconcile and report: spend is not undone by deleting a run)."""
+    histories_from: int | None = None
+    """Read histories only for the runs that started then or later (epoch ms): the report's
+    trend months are priced without them (their waste is not reported), and ``None`` (no
+    start) is read. ``None`` here: every run's."""
 
 
 class MlflowRuns:
@@ -229,11 +233,12 @@ class MlflowRuns:
 
     def _complete(self, batch: list[RawRun], query: RunQuery) -> list[RunFacts]:
         """Fetch the histories a batch needs and build its facts (runs in a pool thread)."""
-        keys = {key for raw in batch for key in raw.latest if GPU_UTILIZATION.match(key)}
-        keys.update(key for raw in batch if (key := _history_key(raw, query)) is not None)
+        wanted = [raw for raw in batch if _wants_history(raw, query)]
+        keys = {key for raw in wanted for key in raw.latest if GPU_UTILIZATION.match(key)}
+        keys.update(key for raw in wanted if (key := _history_key(raw, query)) is not None)
         histories: dict[tuple[str, str], Points] = {}
         for key in sorted(keys):
-            members = [(raw.run_id, raw.latest[key][1] + 1) for raw in batch if key in raw.latest]
+            members = [(raw.run_id, raw.latest[key][1] + 1) for raw in wanted if key in raw.latest]
             for chunk in _chunks(members, query.point_budget):
                 for run_id, points in self._source.histories(chunk, key, query.max_points).items():
                     histories[(run_id, key)] = points
@@ -261,6 +266,11 @@ def _no_store(where: str, stored: Path, default: bool) -> InputError:
 def _start_order(run: RawRun) -> int:
     """The search's own order (``start_time ASC``; a run without one sorts first)."""
     return -1 if run.start_ms is None else run.start_ms
+
+
+def _wants_history(raw: RawRun, query: RunQuery) -> bool:
+    start = query.histories_from
+    return start is None or raw.start_ms is None or raw.start_ms >= start
 
 
 def _history_key(raw: RawRun, query: RunQuery) -> str | None:
