@@ -17,6 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from gate.cli import main
@@ -400,6 +401,46 @@ def test_an_empty_month_reports_nothing_spent(month, capsys):
     rows = {t["team"]: t for t in json.loads(out)["teams"]}
     for team in month.teams.values():  # each budget is shown, at 0 spent
         assert (rows[team]["budget"], rows[team]["actual"], rows[team]["runs"]) == ("1000", "0", 0)
+
+
+REPORT_SCHEMA = json.loads((Path(__file__).parent.parent / "schemas" / "report.schema.json")
+                           .read_text(encoding="utf-8"))  # fmt: skip
+
+
+def _closed(node: Any) -> Any:
+    """The schema with no key allowed that it does not list (readers may see more, later)."""
+    if isinstance(node, list):
+        return [_closed(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    closed = {key: _closed(value) for key, value in node.items()}
+    if "properties" in node:
+        closed["additionalProperties"] = False
+    return closed
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--month", report_kit.MONTH),
+        ("--month", "2025-01..2025-03", "--trend", "0"),
+        ("--month", "2019-02"),
+        ("--month", report_kit.MONTH, "--team", "vision"),
+    ],
+    ids=["month", "range", "empty", "one team"],
+)
+def test_the_json_is_what_its_published_schema_says(month, capsys, args):
+    """schemas/report.schema.json is the JSON's contract: every key, its type, nothing more."""
+    if "--team" in args:
+        args = (*args[:-1], month.teams[args[-1]])
+    code, out, err = cli(month, capsys, *args, "--format", "json")
+    assert code == 0, err
+    document = json.loads(out)
+    validator = jsonschema.Draft202012Validator(_closed(REPORT_SCHEMA))  # and it lists them all
+    assert [e.message for e in validator.iter_errors(document)] == []
+    assert REPORT_SCHEMA["properties"]["schema_version"]["const"] == document["schema_version"]
+    document["teams"][0]["actuals"] = document["teams"][0].pop("actual")  # a renamed key
+    assert not jsonschema.Draft202012Validator(REPORT_SCHEMA).is_valid(document)
 
 
 def test_an_unreachable_tracking_server_is_exit_4(month, capsys):
