@@ -323,3 +323,20 @@ def test_scores_count_the_ends_of_the_range_as_inside_and_skip_a_zero_cost():
     assert overall.declared.bounded == 0
     teams = by_team(found)
     assert teams["b"].calibrated is None and teams["b"].uncalibrated == 1
+
+
+def test_an_absurd_estimate_keeps_the_scores_finite():
+    """A hand-made ledger record's 1E+400 made the error infinite: JSON's ``Infinity``, no
+    JSON at all; two near 1e308 overflowed the mean (exit 70)."""
+    import math
+
+    from gate.calibrate.backtest import MOST_ERROR, accuracy
+
+    one = Decimal(1)
+    found = accuracy([(one, (Decimal("1E+400"), Decimal("1E+400")))])
+    assert found is not None and (found.mape, found.bias) == (MOST_ERROR, MOST_ERROR)
+    near = accuracy([(one, (Decimal("1e308"), Decimal("1e308")))] * 2)
+    assert near is not None and math.isfinite(near.mape) and near.mape == MOST_ERROR
+    sane = accuracy([(Decimal(100), (Decimal(125), Decimal(150)))])
+    assert sane is not None and sane.mape == 0.25  # untouched below the cap
+    json.dumps(found.mape, allow_nan=False)

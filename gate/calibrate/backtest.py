@@ -229,6 +229,12 @@ Number = float | Decimal
 Pair = tuple[Number, tuple[Number, Number]]
 
 
+MOST_ERROR = 1e15
+"""The largest relative error counted (an estimate 10^15 times its actual). A ledger record
+can hold any finite amount; one of ``1E+400`` made the error infinite, the report's JSON
+``Infinity`` (no JSON) and two near 1e308 overflowed the mean."""
+
+
 def accuracy(pairs: Sequence[Pair]) -> Accuracy | None:
     """MAPE, bias, coverage and how often the worst case held, over (actual, estimates) pairs.
 
@@ -237,7 +243,10 @@ def accuracy(pairs: Sequence[Pair]) -> Accuracy | None:
     usable = [(Decimal(actual), est) for actual, est in pairs if actual > 0]
     if not usable:
         return None
-    errors = [float((Decimal(expected) - actual) / actual) for actual, (expected, _) in usable]
+    errors = [
+        min(float((Decimal(expected) - actual) / actual), MOST_ERROR)
+        for actual, (expected, _) in usable
+    ]
     inside = [
         min(expected, worst) <= actual <= max(expected, worst)
         for actual, (expected, worst) in usable

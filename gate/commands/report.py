@@ -3,9 +3,10 @@
 Reads, once each, what ``reconcile`` reads: every run tagged by budget-gate in every
 active MLflow experiment that started in the report's window (its months and the trend
 months before them; one paged search over REST, with the history of the metric each
-period run's ``budget_gate.monitor`` tag names in bulk, :mod:`gate.integrations.mlflow.runs`:
-a trend month shows cost and qualified models only, so its runs' histories are not read),
-and the whole ledger (:func:`gate.integrations.open_ledger`). Each run's spec version is found by its path and
+period run's ``budget_gate.monitor`` tag names in bulk,
+:mod:`gate.integrations.mlflow.runs`: a trend month shows cost and qualified models only,
+so its runs' histories are not read), and the whole ledger
+(:func:`gate.integrations.open_ledger`). Each run's spec version is found by its path and
 fingerprint (on disk or in git history, as ``calibrate --backtest`` finds it) and
 evaluated once, for its price, estimate and quality gate; the figures are computed by
 :mod:`gate.report`. The tag is only a guess at which history to fetch: a run whose tag is
@@ -259,6 +260,7 @@ def _untagged(
         page_size=5_000,
         untagged=True,
         deleted=True,
+        histories_from=_started(period)[1],  # none: an untagged run is counted, not priced
     )
     for facts in runs.facts(query):
         month_runs.add_untagged(facts, tracked[facts.experiment_id])
