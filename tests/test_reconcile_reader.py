@@ -12,6 +12,7 @@ from gate import tracking
 from gate.errors import BackendError
 from gate.integrations.mlflow.run_sources import filter_string
 from gate.integrations.mlflow.runs import MlflowRuns, RunQuery
+from gate.ledger.tracking import MONITOR
 from tests.ledger_kit import unique
 from tests.mlflow_server import KillingProxy, free_port
 from tests.reconcile_kit import GOOD, Lab, log_run, ms
@@ -121,6 +122,23 @@ def test_cut_answers_are_split_and_a_long_history_read_page_by_page(mlflow_serve
     assert found[a].history == (1.0,) * 60 and found[b].history == (2.0,) * 60
     assert len([s for s in proxy.seen if "get-history-bulk" in s]) == 5
     assert len([s for s in proxy.seen if "metrics/get-history?" in s]) >= 1
+
+
+def test_each_run_s_history_is_read_for_its_own_metric_only(mlflow_server, experiment):
+    """Runs whose tags name different monitored metrics, each logging both: a metric's
+    history is asked for the runs that monitor it, not for every run that logged it."""
+    client, experiment_id = experiment
+    both = {"val_loss": [1.0, 0.5], "val_acc": [0.1, 0.2]}
+    loss = log(client, experiment_id, start=0, tags={MONITOR: "val_loss"}, history=both)
+    acc = log(client, experiment_id, start=1, tags={MONITOR: "val_acc"}, history=both)
+    with KillingProxy(mlflow_server, kill_on="no-such-path") as proxy:
+        query = RunQuery(experiment_id, FP, None, history_tag=MONITOR)
+        found = {f.run_id: f for f in MlflowRuns(proxy.uri).facts(query)}
+    assert (found[loss].history, found[acc].history) == ((1.0, 0.5), (0.1, 0.2))
+    asked = {s.split("metric_key=")[1].split("&")[0]: s for s in proxy.seen if "history-bulk" in s}
+    assert len([s for s in proxy.seen if "history-bulk" in s]) == len(asked) == 2
+    assert acc in asked["val_acc"] and loss not in asked["val_acc"]
+    assert loss in asked["val_loss"] and acc not in asked["val_loss"]
 
 
 def test_the_latest_step_sizes_the_requests(mlflow_server, experiment):

@@ -233,12 +233,17 @@ class MlflowRuns:
 
     def _complete(self, batch: list[RawRun], query: RunQuery) -> list[RunFacts]:
         """Fetch the histories a batch needs and build its facts (runs in a pool thread)."""
-        wanted = [raw for raw in batch if _wants_history(raw, query)]
-        keys = {key for raw in wanted for key in raw.latest if GPU_UTILIZATION.match(key)}
-        keys.update(key for raw in wanted if (key := _history_key(raw, query)) is not None)
+        needs: dict[str, list[RawRun]] = {}  # each history key, and the runs that need it
+        for raw in batch:
+            if not _wants_history(raw, query):
+                continue
+            own = _history_key(raw, query)
+            for key in raw.latest:
+                if key == own or GPU_UTILIZATION.match(key):
+                    needs.setdefault(key, []).append(raw)
         histories: dict[tuple[str, str], Points] = {}
-        for key in sorted(keys):
-            members = [(raw.run_id, raw.latest[key][1] + 1) for raw in wanted if key in raw.latest]
+        for key, runs in sorted(needs.items()):
+            members = [(raw.run_id, raw.latest[key][1] + 1) for raw in runs]
             for chunk in _chunks(members, query.point_budget):
                 for run_id, points in self._source.histories(chunk, key, query.max_points).items():
                     histories[(run_id, key)] = points
