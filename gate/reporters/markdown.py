@@ -11,8 +11,6 @@ spec's section is :mod:`gate.reporters.markdown_spec`'s; this module lays out th
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -23,7 +21,7 @@ from gate.money import format_amount
 from gate.policy.findings import Outcome
 from gate.reporters.change import signed
 from gate.reporters.markdown_spec import compact_section, money, spec_section, verdict
-from gate.reporters.markup import escape, link, utf16_length
+from gate.reporters.markup import escape, hidden_marker, link, utf16_length
 
 COMMENT_LIMIT = 65_536
 """GitHub's maximum comment body, in characters."""
@@ -37,9 +35,7 @@ _HEAD = re.compile(r"^<!-- budget-gate:head:([0-9a-f]{40}|[0-9a-f]{64}) -->$", r
 
 def comment_marker(context: RenderContext) -> str:
     """The hidden first line that identifies this comment: repository × workflow × policies."""
-    identity = json.dumps([context.repository, context.workflow, context.policy_dir])
-    digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
-    return f"<!-- budget-gate:comment:{digest} -->"
+    return hidden_marker("comment", context.repository, context.workflow, context.policy_dir)
 
 
 def head_marker(sha: str) -> str:

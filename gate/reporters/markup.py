@@ -15,6 +15,8 @@ goes through :func:`escape` before it is placed in Markdown. The result is inert
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import unicodedata
 from urllib.parse import quote
@@ -92,3 +94,12 @@ def link(text: str, url: str) -> str:
 def utf16_length(text: str) -> int:
     """Length as GitHub counts it (UTF-16 code units: an emoji can count twice)."""
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def hidden_marker(kind: str, *identity: str | None) -> str:
+    """The hidden first line naming what a comment or issue is for (``kind``, hashed identity).
+
+    The tool finds its own post again by it, and edits it instead of adding another.
+    """
+    digest = hashlib.sha256(json.dumps(list(identity)).encode("utf-8")).hexdigest()[:16]
+    return f"<!-- budget-gate:{kind}:{digest} -->"

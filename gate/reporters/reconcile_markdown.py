@@ -10,8 +10,6 @@ first when the body would pass GitHub's comment limit.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from decimal import Decimal
 
 from gate.ledger.records import LEDGER_EXPERIMENT, short
@@ -21,7 +19,7 @@ from gate.reconcile.reconciler import ReconcileReport, Reconciliation
 from gate.reconcile.waste import Variance, change, fixed_percent, signed_percent
 from gate.reporters.chart import xychart
 from gate.reporters.markdown import COMMENT_LIMIT
-from gate.reporters.markup import escape, utf16_length
+from gate.reporters.markup import escape, hidden_marker, utf16_length
 from gate.reporters.reconcile_text import (
     duration,
     epochs_cell,
@@ -38,8 +36,7 @@ _RESERVE = 2_000
 
 def reconcile_marker(repository: str, spec: str) -> str:
     """The hidden first line that identifies this spec's reconcile comment in a repository."""
-    digest = hashlib.sha256(json.dumps([repository, spec]).encode("utf-8")).hexdigest()[:16]
-    return f"<!-- budget-gate:reconcile:{digest} -->"
+    return hidden_marker("reconcile", repository, spec)
 
 
 def render(report: ReconcileReport) -> str:

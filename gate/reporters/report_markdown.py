@@ -11,11 +11,9 @@ left out (the JSON and the HTML have them all).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 
 from gate.report.model import MonthReport
-from gate.reporters.markup import escape, utf16_length, without_bidi
+from gate.reporters.markup import escape, hidden_marker, utf16_length, without_bidi
 from gate.reporters.report_tables import Table, headline, note_lines, tables
 from gate.words import shortened
 
@@ -57,8 +55,7 @@ def issue(report: MonthReport) -> tuple[str, str, str]:
     runs again (a re-run, a manual dispatch) edits that issue instead of opening another.
     """
     team = report.team_filter
-    digest = hashlib.sha256(json.dumps([str(report.period), team]).encode("utf-8")).hexdigest()
-    marker = f"<!-- budget-gate:report:{digest[:16]} -->"
+    marker = hidden_marker("report", str(report.period), team)
     title = f"budget-gate report {report.period}" + (f" for team {team}" if team else "")
     return shortened(without_bidi(title), TITLE), marker, f"{marker}\n{render(report)}"
 
