@@ -45,7 +45,7 @@ def post_issue(github: GitHubClient, report: MonthReport) -> None:
         raise BackendError(f"{exc}: give the job permissions: issues: write") from None
     print(f"budget-gate: {'opened' if posted.opened else 'updated'} the issue {posted.url}",
           file=sys.stderr)  # fmt: skip
-    if posted.author.lower() != github.bot_login.lower():
+    if not posted.ours:
         print(
             f"budget-gate: warning: the issue was posted as {posted.author}, and only issues "
             f"{github.bot_login} opened are edited: the next run opens another unless "

@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 import requests
 from github import Auth, BadCredentialsException, Github, GithubException, GithubRetry
+from github.Issue import Issue
 from github.PullRequest import PullRequest
 
 from gate.ci.approvals import ROLES
@@ -44,6 +45,7 @@ class PostedIssue:
     url: str
     opened: bool
     author: str
+    ours: bool  # the author is the configured bot: else the next run will not find it
 
 
 def bot_login(env: Mapping[str, str]) -> str:
@@ -277,9 +279,12 @@ class GitHubClient(RepositoryContents):
             for issue in self._repo.get_issues(state="all", creator=mine, since=since):
                 if (issue.body or "").startswith(marker) and issue.pull_request is None:
                     issue.edit(title=title, body=body)
-                    return PostedIssue(str(issue.html_url), False, issue.user.login)
-            made = self._repo.create_issue(title, body=body)
-            return PostedIssue(str(made.html_url), True, made.user.login)
+                    return self._posted(issue, opened=False)
+            return self._posted(self._repo.create_issue(title, body=body), opened=True)
+
+    def _posted(self, issue: Issue, *, opened: bool) -> PostedIssue:
+        login = issue.user.login
+        return PostedIssue(str(issue.html_url), opened, login, self._ours(login))
 
     def create_comment(self, number: int, body: str) -> int:
         """Post a comment on the pull request; returns its id."""
