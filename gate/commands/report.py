@@ -217,7 +217,7 @@ def _refetch(runs: MlflowRuns, month_runs: MonthRuns, period: Period) -> None:
     from gate.integrations.mlflow.runs import RunQuery
 
     for (experiment_id, fingerprint, metric), ids in sorted(month_runs.refetch.items()):
-        started = (_ms(period.start), _started(period)[1])  # a trend month's run has none
+        started = (_ms(period.start), _ms(period.end))  # a trend month's run has none
         query = RunQuery(experiment_id, fingerprint, metric, started=started, deleted=True)
         for facts in runs.facts(query):
             if facts.run_id in ids:
@@ -260,7 +260,7 @@ def _untagged(
         page_size=5_000,
         untagged=True,
         deleted=True,
-        histories_from=_started(period)[1],  # none: an untagged run is counted, not priced
+        histories_from=_ms(period.end),  # none: an untagged run is counted, not priced
     )
     for facts in runs.facts(query):
         month_runs.add_untagged(facts, tracked[facts.experiment_id])
